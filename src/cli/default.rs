@@ -1,0 +1,59 @@
+use anyhow::{bail, Result};
+
+use crate::context::Context;
+use crate::toolchain::registry::Registry;
+use crate::ui;
+
+/// Set the toolchain used where nothing else picks one (`none` clears it)
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Specs such as cuda-12.4 or rocm-6 (at most one per kind), or `none`; without one,
+    /// print the current default
+    specs: Vec<String>,
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let home = ctx.gpuenv_home()?;
+        if self.specs.is_empty() {
+            let registry = Registry::load(&home)?;
+            if registry.default.is_empty() {
+                ui::info("no default toolchain; set one with `gpuenv default <spec>`");
+            }
+            for d in &registry.default {
+                println!("{d}");
+            }
+            return Ok(());
+        }
+        if self.specs == ["none"] {
+            Registry::update(&home, |r| {
+                r.default.clear();
+                Ok(())
+            })?;
+            ui::info("cleared the default toolchain");
+            return Ok(());
+        }
+        let specs = super::parse_specs(&self.specs)?;
+        Registry::update(&home, |registry| {
+            for spec in &specs {
+                if registry.find(spec).is_none() {
+                    bail!(
+                        "{spec} matches no registered toolchain\nhint: install it with `gpuenv install {spec}` or register one with `gpuenv link {spec} <path>`"
+                    );
+                }
+            }
+            for spec in &specs {
+                registry.default.retain(|d| {
+                    d.parse::<crate::toolchain::Spec>().map(|s| s.kind) != Ok(spec.kind)
+                });
+                registry.default.push(spec.to_string());
+            }
+            registry.default.sort();
+            Ok(())
+        })?;
+        for spec in &specs {
+            ui::info(format!("default {} toolchain: {spec}", spec.kind));
+        }
+        Ok(())
+    }
+}

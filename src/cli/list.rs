@@ -1,0 +1,83 @@
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::toolchain::Spec;
+use crate::ui;
+
+/// List registered toolchains, marking the active and default ones
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Machine-readable output on stdout
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    name: &'a str,
+    kind: &'a str,
+    version: String,
+    root: String,
+    view: String,
+    source: &'a str,
+    active: bool,
+    default: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let (home, registry) = super::registry(ctx)?;
+        // `list` stays useful in a directory whose toolchain file is broken.
+        let active = match super::resolve_here(ctx, &registry, &[]) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                ui::warn(format!("cannot tell which toolchain is active here: {e:#}"));
+                None
+            }
+        };
+        let defaults: Vec<Spec> = registry.default_specs().unwrap_or_default();
+        let rows: Vec<Row> = registry
+            .toolchains
+            .iter()
+            .map(|(name, e)| {
+                let active_here = active
+                    .as_ref()
+                    .and_then(|a| a.toolchains.iter().find(|t| &t.name == name));
+                Row {
+                    name,
+                    kind: e.kind.as_str(),
+                    version: e.version.to_string(),
+                    root: e.root.display().to_string(),
+                    view: home.view(name).display().to_string(),
+                    source: e.source.as_str(),
+                    active: active_here.is_some(),
+                    default: defaults
+                        .iter()
+                        .any(|d| registry.find(d).is_some_and(|(n, _)| n == name)),
+                    reason: active_here.map(|t| t.reason.to_string()),
+                }
+            })
+            .collect();
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&rows)?);
+            return Ok(());
+        }
+        if rows.is_empty() {
+            ui::info("no toolchains registered\nhint: `gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one");
+            return Ok(());
+        }
+        let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+        for r in &rows {
+            let mark = if r.active { "*" } else { " " };
+            let default = if r.default { " (default)" } else { "" };
+            println!(
+                "{mark} {:width$}  {:<10}  {:<10}  {}{default}",
+                r.name, r.version, r.source, r.root
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,133 @@
+//! The command line: one file per subcommand, each with its clap `Args` and `run()`.
+
+mod default;
+mod discover;
+mod env_cmd;
+mod link;
+mod list;
+mod pin;
+mod run;
+mod show;
+mod trust_cmd;
+mod unlink;
+mod which;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use crate::context::{vars, Context};
+use crate::resolve::{self, ActiveSet, Request};
+use crate::toolchain::registry::{Home, Registry};
+use crate::toolchain::Spec;
+use crate::{env, trust, ui};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gpuenv",
+    version,
+    about = "rustup for GPU stacks: CUDA Toolkits and ROCm trees side by side, per-project pins, one consistent environment"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Link(link::Args),
+    Unlink(unlink::Args),
+    List(list::Args),
+    Default(default::Args),
+    Discover(discover::Args),
+    Pin(pin::Args),
+    Show(show::Args),
+    Env(env_cmd::Args),
+    Run(run::Args),
+    Which(which::Args),
+    Trust(trust_cmd::Args),
+}
+
+/// An exit status chosen by a command (1: the thing asked is not so), with its message
+/// already printed.
+#[derive(Debug, thiserror::Error)]
+#[error("exit status {0}")]
+pub struct Exit(pub u8);
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = Context::from_process().and_then(|ctx| dispatch(cli.command, &ctx));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => match e.downcast_ref::<Exit>() {
+            Some(Exit(code)) => ExitCode::from(*code),
+            None => {
+                crate::ui::error(&e);
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+fn dispatch(command: Command, ctx: &Context) -> Result<()> {
+    match command {
+        Command::Link(a) => a.run(ctx),
+        Command::Unlink(a) => a.run(ctx),
+        Command::List(a) => a.run(ctx),
+        Command::Default(a) => a.run(ctx),
+        Command::Discover(a) => a.run(ctx),
+        Command::Pin(a) => a.run(ctx),
+        Command::Show(a) => a.run(ctx),
+        Command::Env(a) => a.run(ctx),
+        Command::Run(a) => a.run(ctx),
+        Command::Which(a) => a.run(ctx),
+        Command::Trust(a) => a.run(ctx),
+    }
+}
+
+/// The registry and where it lives.
+fn registry(ctx: &Context) -> Result<(Home, Registry)> {
+    let home = ctx.gpuenv_home()?;
+    let registry = Registry::load(&home)?;
+    Ok((home, registry))
+}
+
+/// The active set for the current directory, with `overrides` on top.
+fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
+    let req = Request {
+        cwd: &ctx.cwd,
+        overrides,
+        env_toolchain: ctx.var_nonempty(vars::GPUENV_TOOLCHAIN),
+    };
+    Ok(resolve::resolve(&req, registry)?)
+}
+
+/// The environment of `active`, applied to the process's current values. A toolchain
+/// file's `[env]` counts only when the file is trusted.
+fn environment(
+    ctx: &Context,
+    home: &Home,
+    registry: &Registry,
+    active: &ActiveSet,
+) -> Result<env::Applied> {
+    let mut trusted = false;
+    if let Some(p) = active.project.as_ref().filter(|p| !p.env.is_empty()) {
+        let content = fs_err::read(&p.path)?;
+        trusted = trust::is_trusted(registry, &p.path, &content);
+        if !trusted {
+            ui::warn(format!(
+                "{} sets [env], which is not applied until you trust the file: gpuenv trust {}",
+                p.path.display(),
+                p.path.display()
+            ));
+        }
+    }
+    let change = env::plan(active, registry, home, trusted);
+    Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
+}
+
+/// Parses specs given as arguments.
+fn parse_specs(args: &[String]) -> Result<Vec<Spec>> {
+    Ok(resolve::parse_specs("arguments", &args.join(","))?)
+}

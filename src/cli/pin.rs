@@ -1,0 +1,84 @@
+use anyhow::{bail, Context as _, Result};
+
+use crate::context::Context;
+use crate::project::{self, PinEdit};
+use crate::toolchain::Kind;
+use crate::{fsutil, ui};
+
+/// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Specs such as cuda-12.4 or rocm-6.2 (at most one per kind)
+    #[arg(required_unless_present = "arch")]
+    specs: Vec<String>,
+    /// Target architectures, comma-separated: 8.0,8.6,9.0+PTX (CUDA) or gfx90a,gfx942 (ROCm)
+    #[arg(long, value_delimiter = ',')]
+    arch: Option<Vec<String>>,
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let (_home, registry) = super::registry(ctx)?;
+        let specs = super::parse_specs(&self.specs)?;
+        let mut edit = PinEdit {
+            specs: specs.clone(),
+            ..Default::default()
+        };
+        if let Some(arch) = self.arch {
+            let (rocm, cuda): (Vec<String>, Vec<String>) =
+                arch.into_iter().partition(|a| a.starts_with("gfx"));
+            for a in &cuda {
+                project::validate_cuda_arch(a).map_err(anyhow::Error::msg)?;
+            }
+            for a in &rocm {
+                project::validate_rocm_arch(a).map_err(anyhow::Error::msg)?;
+            }
+            edit.cuda_arch = (!cuda.is_empty()).then_some(cuda);
+            edit.rocm_arch = (!rocm.is_empty()).then_some(rocm);
+        }
+
+        // Edit the file in this directory, whichever of the two names it has.
+        let path = project::FILE_NAMES
+            .iter()
+            .map(|n| ctx.cwd.join(n))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| ctx.cwd.join(project::FILE_NAMES[0]));
+        let before = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        // A broken file is reported, never overwritten.
+        project::parse(&path, &before)?;
+        let after = project::edit(&before, &edit)
+            .with_context(|| format!("cannot edit {}", path.display()))?;
+        if let Err(e) = project::parse(&path, &after) {
+            bail!(
+                "editing {} would make it invalid ({e}); it was left unchanged",
+                path.display()
+            );
+        }
+        fsutil::write_atomic(&path, after.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+
+        for spec in &specs {
+            match registry.find(spec) {
+                Some((name, _)) => ui::info(format!("pinned {} = {} in {} (now {name})", spec.kind, spec.version, path.display())),
+                None => ui::warn(format!(
+                    "pinned {spec} in {}, but no registered toolchain matches it yet\nhint: gpuenv install {spec}",
+                    path.display()
+                )),
+            }
+        }
+        for (kind, list) in [(Kind::Cuda, &edit.cuda_arch), (Kind::Rocm, &edit.rocm_arch)] {
+            if let Some(list) = list {
+                ui::info(format!(
+                    "pinned {kind}-arch = {:?} in {}",
+                    list,
+                    path.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+}

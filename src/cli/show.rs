@@ -1,0 +1,57 @@
+use anyhow::Result;
+use serde_json::json;
+
+use crate::context::Context;
+use crate::toolchain::view;
+use crate::ui;
+
+/// Show the active toolchains here, and why each is active
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Machine-readable output on stdout
+    #[arg(long)]
+    json: bool,
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let (home, registry) = super::registry(ctx)?;
+        let active = super::resolve_here(ctx, &registry, &[])?;
+        if self.json {
+            let toolchains: Vec<_> = active
+                .toolchains
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "kind": t.entry.kind,
+                        "version": t.entry.version,
+                        "root": t.entry.root,
+                        "view": view::paths(&home, &t.name, &t.entry).root,
+                        "reason": t.reason.to_string(),
+                    })
+                })
+                .collect();
+            let out = json!({
+                "toolchains": toolchains,
+                "toolchain_file": active.project.as_ref().map(|p| &p.path),
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+            return Ok(());
+        }
+        match &active.project {
+            Some(p) => println!("toolchain file: {}", p.path.display()),
+            None => println!(
+                "toolchain file: none (looked from {} up)",
+                ctx.cwd.display()
+            ),
+        }
+        if active.toolchains.is_empty() {
+            ui::info("no toolchain is active here\nhint: `gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere");
+        }
+        for t in &active.toolchains {
+            println!("{}: {} ({})", t.entry.kind, t.name, t.reason);
+        }
+        Ok(())
+    }
+}

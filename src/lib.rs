@@ -1,0 +1,12 @@
+//! gpuenv: rustup for GPU stacks.
+
+pub mod cli;
+pub mod context;
+pub mod env;
+pub mod fsutil;
+pub mod project;
+pub mod resolve;
+pub mod shell;
+pub mod toolchain;
+pub mod trust;
+pub mod ui;

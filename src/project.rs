@@ -1,0 +1,422 @@
+//! The toolchain file (`gpuenv.toml` or `.gpuenv.toml`): find it walking up, parse it with
+//! every error at file:line:column, and edit it keeping comments and order.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::fsutil::line_col;
+use crate::toolchain::{Kind, Spec};
+
+pub const FILE_NAMES: [&str; 2] = ["gpuenv.toml", ".gpuenv.toml"];
+
+/// Where in a toolchain file a value stands, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.path.display(), self.line, self.column)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinValue {
+    Spec(Spec),
+    /// `cuda = "torch"`: the version of the torch in the active Python.
+    Torch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    pub kind: Kind,
+    pub value: PinValue,
+    pub at: Location,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TorchCheck {
+    Minor,
+    Major,
+    Off,
+}
+
+/// A parsed toolchain file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectFile {
+    pub path: PathBuf,
+    pub pins: Vec<Pin>,
+    pub cuda_arch: Vec<String>,
+    pub rocm_arch: Vec<String>,
+    pub torch_check: Option<TorchCheck>,
+    /// Applied only when the file is trusted.
+    pub env: BTreeMap<String, String>,
+}
+
+impl ProjectFile {
+    pub fn pin(&self, kind: Kind) -> Option<&Pin> {
+        self.pins.iter().find(|p| p.kind == kind)
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProjectError {
+    #[error("{at}: {message}")]
+    Invalid { at: Location, message: String },
+    #[error("cannot read {path}: {message}")]
+    Unreadable { path: PathBuf, message: String },
+    #[error("{dir} has both gpuenv.toml and .gpuenv.toml\nhint: keep one of them")]
+    Both { dir: PathBuf },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    toolchain: Option<RawToolchain>,
+    torch: Option<RawTorch>,
+    env: Option<BTreeMap<String, Spanned<toml::Value>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawToolchain {
+    cuda: Option<Spanned<String>>,
+    rocm: Option<Spanned<String>>,
+    cuda_arch: Option<Vec<Spanned<String>>>,
+    rocm_arch: Option<Vec<Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTorch {
+    check: Option<TorchCheck>,
+}
+
+/// The nearest toolchain file at or above `dir`.
+pub fn find(dir: &Path) -> Result<Option<PathBuf>, ProjectError> {
+    for d in dir.ancestors() {
+        let found: Vec<PathBuf> = FILE_NAMES
+            .iter()
+            .map(|n| d.join(n))
+            .filter(|p| p.is_file())
+            .collect();
+        match found.len() {
+            0 => continue,
+            1 => return Ok(found.into_iter().next()),
+            _ => {
+                return Err(ProjectError::Both {
+                    dir: d.to_path_buf(),
+                })
+            }
+        }
+    }
+    Ok(None)
+}
+
+pub fn load(path: &Path) -> Result<ProjectFile, ProjectError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ProjectError::Unreadable {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    parse(path, &text)
+}
+
+/// Parses the text of a toolchain file; `path` is only used in messages.
+pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
+    let at = |offset: usize| {
+        let (line, column) = line_col(text, offset);
+        Location {
+            path: path.to_path_buf(),
+            line,
+            column,
+        }
+    };
+    let invalid = |offset: usize, message: String| ProjectError::Invalid {
+        at: at(offset),
+        message,
+    };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        invalid(offset, e.message().trim().to_string())
+    })?;
+
+    let mut file = ProjectFile {
+        path: path.to_path_buf(),
+        pins: Vec::new(),
+        cuda_arch: Vec::new(),
+        rocm_arch: Vec::new(),
+        torch_check: raw.torch.and_then(|t| t.check),
+        env: BTreeMap::new(),
+    };
+    if let Some(tc) = raw.toolchain {
+        for (kind, value) in [(Kind::Cuda, tc.cuda), (Kind::Rocm, tc.rocm)] {
+            let Some(value) = value else { continue };
+            let start = value.span().start;
+            let pin_value = if value.get_ref() == "torch" {
+                PinValue::Torch
+            } else {
+                Spec::parse_for_kind(kind, value.get_ref())
+                    .map(PinValue::Spec)
+                    .map_err(|e| invalid(start, format!("{kind} = {:?}: {e}", value.get_ref())))?
+            };
+            file.pins.push(Pin {
+                kind,
+                value: pin_value,
+                at: at(start),
+            });
+        }
+        for arch in tc.cuda_arch.unwrap_or_default() {
+            validate_cuda_arch(arch.get_ref()).map_err(|m| invalid(arch.span().start, m))?;
+            file.cuda_arch.push(arch.into_inner());
+        }
+        for arch in tc.rocm_arch.unwrap_or_default() {
+            validate_rocm_arch(arch.get_ref()).map_err(|m| invalid(arch.span().start, m))?;
+            file.rocm_arch.push(arch.into_inner());
+        }
+    }
+    for (key, value) in raw.env.unwrap_or_default() {
+        let start = value.span().start;
+        if !is_env_name(&key) {
+            return Err(invalid(
+                start,
+                format!("[env] key `{key}` is not a valid environment variable name"),
+            ));
+        }
+        let text = match value.into_inner() {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            other => {
+                return Err(invalid(
+                    start,
+                    format!(
+                        "[env] {key} must be a string, number or boolean, not {}",
+                        other.type_str()
+                    ),
+                ))
+            }
+        };
+        file.env.insert(key, text);
+    }
+    Ok(file)
+}
+
+pub fn is_env_name(key: &str) -> bool {
+    !key.is_empty()
+        && !key.starts_with(|c: char| c.is_ascii_digit())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `8.0`, `8.6`, `9.0a`, `9.0+PTX`: the forms `TORCH_CUDA_ARCH_LIST` takes.
+pub fn validate_cuda_arch(arch: &str) -> Result<(), String> {
+    let base = arch.strip_suffix("+PTX").unwrap_or(arch);
+    let base = base.trim_end_matches(|c: char| c == 'a' || c == 'f');
+    let ok = base.split_once('.').is_some_and(|(maj, min)| {
+        !maj.is_empty()
+            && !min.is_empty()
+            && maj.chars().all(|c| c.is_ascii_digit())
+            && min.chars().all(|c| c.is_ascii_digit())
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "cuda-arch `{arch}` is not a compute capability: expected forms like \"8.6\", \"9.0a\" or \"9.0+PTX\""
+        ))
+    }
+}
+
+/// `gfx90a`, `gfx942`, `gfx90a:xnack+`.
+pub fn validate_rocm_arch(arch: &str) -> Result<(), String> {
+    let ok = arch.strip_prefix("gfx").is_some_and(|rest| {
+        let (chip, features) = rest.split_once(':').unwrap_or((rest, ""));
+        !chip.is_empty()
+            && chip.chars().all(|c| c.is_ascii_alphanumeric())
+            && features
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '+' | '-'))
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "rocm-arch `{arch}` is not a gfx target: expected forms like \"gfx90a\" or \"gfx942\""
+        ))
+    }
+}
+
+/// What `gpuenv pin` sets.
+#[derive(Debug, Clone, Default)]
+pub struct PinEdit {
+    pub specs: Vec<Spec>,
+    pub cuda_arch: Option<Vec<String>>,
+    pub rocm_arch: Option<Vec<String>>,
+}
+
+/// Applies `edit` to the text of a toolchain file (empty for a new one), keeping comments,
+/// order and everything it does not touch.
+pub fn edit(text: &str, edit: &PinEdit) -> Result<String, toml_edit::TomlError> {
+    let mut doc: toml_edit::DocumentMut = text.parse()?;
+    let table = doc
+        .entry("toolchain")
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()));
+    let table = table
+        .as_table_like_mut()
+        .expect("[toolchain] is validated as a table before editing");
+    for spec in &edit.specs {
+        let value = match &spec.label {
+            Some(_) => spec.to_string(),
+            None => spec.version.to_string(),
+        };
+        set_keeping_decor(table, spec.kind.as_str(), toml_edit::value(value));
+    }
+    for (key, list) in [
+        ("cuda-arch", &edit.cuda_arch),
+        ("rocm-arch", &edit.rocm_arch),
+    ] {
+        if let Some(list) = list {
+            let array: toml_edit::Array = list.iter().map(String::as_str).collect();
+            set_keeping_decor(table, key, toml_edit::value(array));
+        }
+    }
+    Ok(doc.to_string())
+}
+
+fn set_keeping_decor(table: &mut dyn toml_edit::TableLike, key: &str, new: toml_edit::Item) {
+    match table.get_mut(key) {
+        Some(item) => {
+            let decor = item.as_value().map(|v| v.decor().clone());
+            *item = new;
+            if let (Some(decor), Some(v)) = (decor, item.as_value_mut()) {
+                *v.decor_mut() = decor;
+            }
+        }
+        None => {
+            table.insert(key, new);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_ok(text: &str) -> ProjectFile {
+        parse(Path::new("/p/gpuenv.toml"), text).unwrap()
+    }
+
+    fn parse_err(text: &str) -> String {
+        parse(Path::new("/p/gpuenv.toml"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn reads_every_section_of_the_design_example() {
+        let f = parse_ok(
+            r#"# gpuenv.toml at the project root
+[toolchain]
+cuda = "12.1"
+rocm = "6.2"
+cuda-arch = ["8.0", "8.6", "9.0+PTX"]
+rocm-arch = ["gfx90a", "gfx942"]
+
+[torch]
+check = "minor"
+
+[env]
+NCCL_DEBUG = "INFO"
+"#,
+        );
+        let cuda = f.pin(Kind::Cuda).unwrap();
+        assert_eq!(cuda.value, PinValue::Spec("cuda-12.1".parse().unwrap()));
+        assert_eq!((cuda.at.line, cuda.at.column), (3, 8));
+        assert_eq!(
+            f.pin(Kind::Rocm).unwrap().value,
+            PinValue::Spec("rocm-6.2".parse().unwrap())
+        );
+        assert_eq!(f.cuda_arch, ["8.0", "8.6", "9.0+PTX"]);
+        assert_eq!(f.rocm_arch, ["gfx90a", "gfx942"]);
+        assert_eq!(f.torch_check, Some(TorchCheck::Minor));
+        assert_eq!(f.env["NCCL_DEBUG"], "INFO");
+    }
+
+    #[test]
+    fn torch_is_a_pin_value_of_its_own() {
+        let f = parse_ok("[toolchain]\ncuda = \"torch\"\n");
+        assert_eq!(f.pin(Kind::Cuda).unwrap().value, PinValue::Torch);
+    }
+
+    #[test]
+    fn errors_carry_file_line_and_column() {
+        let e = parse_err("[toolchain]\ncuda = \"12.1\"\ncompiler = \"gcc\"\n");
+        assert!(e.starts_with("/p/gpuenv.toml:3:1: "), "{e}");
+        assert!(e.contains("unknown field `compiler`"), "{e}");
+
+        let e = parse_err("[toolchain]\ncuda = \"twelve\"\n");
+        assert!(e.starts_with("/p/gpuenv.toml:2:8: "), "{e}");
+
+        let e = parse_err("[toolchain]\ncuda-arch = [\"8.0\", \"sm_86\"]\n");
+        assert!(e.starts_with("/p/gpuenv.toml:2:21: "), "{e}");
+        assert!(e.contains("sm_86"), "{e}");
+
+        let e = parse_err("[torch]\ncheck = \"sometimes\"\n");
+        assert!(e.starts_with("/p/gpuenv.toml:2:"), "{e}");
+
+        let e = parse_err("[toolchain\ncuda = \"12.1\"\n");
+        assert!(e.starts_with("/p/gpuenv.toml:1:"), "{e}");
+
+        let e = parse_err("[env]\n\"BAD-NAME\" = \"x\"\n");
+        assert!(e.contains("BAD-NAME"), "{e}");
+    }
+
+    #[test]
+    fn finds_the_nearest_file_walking_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("a/b");
+        std::fs::create_dir_all(&sub).unwrap();
+        assert_eq!(find(&sub).unwrap(), None);
+        std::fs::write(dir.path().join(".gpuenv.toml"), "").unwrap();
+        assert_eq!(find(&sub).unwrap(), Some(dir.path().join(".gpuenv.toml")));
+        std::fs::write(dir.path().join("a/gpuenv.toml"), "").unwrap();
+        assert_eq!(find(&sub).unwrap(), Some(dir.path().join("a/gpuenv.toml")));
+        std::fs::write(dir.path().join("a/.gpuenv.toml"), "").unwrap();
+        assert!(matches!(find(&sub), Err(ProjectError::Both { .. })));
+    }
+
+    #[test]
+    fn editing_keeps_comments_and_order() {
+        let before = "# my project\n[toolchain]\ncuda = \"11.8\" # old one\nrocm = \"6.2\"\n\n[env]\nA = \"1\"\n";
+        let after = edit(
+            before,
+            &PinEdit {
+                specs: vec!["cuda-12.4".parse().unwrap()],
+                cuda_arch: Some(vec!["8.0".into(), "9.0+PTX".into()]),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            after,
+            "# my project\n[toolchain]\ncuda = \"12.4\" # old one\nrocm = \"6.2\"\ncuda-arch = [\"8.0\", \"9.0+PTX\"]\n\n[env]\nA = \"1\"\n"
+        );
+        let fresh = edit(
+            "",
+            &PinEdit {
+                specs: vec!["cuda-11.3-conda".parse().unwrap()],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(fresh, "[toolchain]\ncuda = \"cuda-11.3-conda\"\n");
+    }
+}

@@ -1,0 +1,188 @@
+//! Resolution: which toolchain of each kind is active for a directory and an environment,
+//! and why. Order, highest first: `+spec` / `gpuenv run`, `GPUENV_TOOLCHAIN`, the nearest
+//! toolchain file, the default.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::project::{self, Location, PinValue, ProjectError, ProjectFile};
+use crate::toolchain::registry::{Entry, Registry};
+use crate::toolchain::{Kind, NameError, Spec};
+
+/// What chose a toolchain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// `+cuda-11.8` on a shim, or `gpuenv run cuda-11.8 -- …`.
+    Override(Spec),
+    /// `GPUENV_TOOLCHAIN` (what `gpuenv use` sets).
+    EnvVar(Spec),
+    /// A pin in a toolchain file.
+    File(Location, Spec),
+    /// `gpuenv default`.
+    Default(Spec),
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Override(s) => write!(f, "overridden by `{s}` on the command line"),
+            Reason::EnvVar(s) => write!(f, "set by GPUENV_TOOLCHAIN ({s})"),
+            Reason::File(at, s) => write!(f, "pinned to {} in {at}", s.version),
+            Reason::Default(s) => write!(f, "the default ({s}, set by `gpuenv default`)"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Active {
+    pub name: String,
+    pub entry: Entry,
+    pub reason: Reason,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ActiveSet {
+    /// At most one per kind, CUDA first.
+    pub toolchains: Vec<Active>,
+    /// The toolchain file in effect, if any (its arch pins and `[env]` apply).
+    pub project: Option<ProjectFile>,
+}
+
+impl ActiveSet {
+    pub fn get(&self, kind: Kind) -> Option<&Active> {
+        self.toolchains.iter().find(|t| t.entry.kind == kind)
+    }
+}
+
+/// What resolution looks at besides the registry.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    pub cwd: &'a Path,
+    /// `+spec` or `gpuenv run` specs.
+    pub overrides: &'a [Spec],
+    /// The value of `GPUENV_TOOLCHAIN`.
+    pub env_toolchain: Option<&'a str>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    #[error("{origin}: {source}")]
+    BadSpec { origin: String, source: NameError },
+    #[error("{origin} names two {kind} toolchains ({first} and {second}): name at most one of each kind")]
+    TwoOfAKind {
+        origin: String,
+        kind: Kind,
+        first: Spec,
+        second: Spec,
+    },
+    #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches\nhint: install it with `gpuenv install {spec}`, or register a toolkit already on disk with `gpuenv link {spec} <path>` (`gpuenv list` shows what is registered)")]
+    NotRegistered { spec: Spec, origin: String },
+    #[error("{at}: {kind} = \"torch\" is not supported yet\nhint: pin the version torch was built with instead (python3 -c 'import torch; print(torch.version.{field})')")]
+    TorchNotSupported {
+        at: Location,
+        kind: Kind,
+        field: &'static str,
+    },
+}
+
+fn parse_list(origin: &str, text: &str) -> Result<Vec<Spec>, ResolveError> {
+    let mut specs: Vec<Spec> = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let spec: Spec = part.parse().map_err(|source| ResolveError::BadSpec {
+            origin: origin.to_string(),
+            source,
+        })?;
+        if let Some(first) = specs.iter().find(|s| s.kind == spec.kind) {
+            return Err(ResolveError::TwoOfAKind {
+                origin: origin.to_string(),
+                kind: spec.kind,
+                first: first.clone(),
+                second: spec,
+            });
+        }
+        specs.push(spec);
+    }
+    Ok(specs)
+}
+
+/// Parses a comma-separated list of specs, as in `GPUENV_TOOLCHAIN` or `gpuenv use`.
+pub fn parse_specs(origin: &str, text: &str) -> Result<Vec<Spec>, ResolveError> {
+    parse_list(origin, text)
+}
+
+/// Resolves every kind for `req`.
+pub fn resolve(req: &Request, registry: &Registry) -> Result<ActiveSet, ResolveError> {
+    resolve_kinds(req, registry, &Kind::ALL)
+}
+
+/// Resolves only `kinds` (a proxy for nvcc need not resolve ROCm, nor fail on its pin).
+pub fn resolve_kinds(
+    req: &Request,
+    registry: &Registry,
+    kinds: &[Kind],
+) -> Result<ActiveSet, ResolveError> {
+    let env_specs = match req.env_toolchain {
+        Some(v) => parse_list(&format!("GPUENV_TOOLCHAIN={v}"), v)?,
+        None => Vec::new(),
+    };
+    let project = match project::find(req.cwd)? {
+        Some(path) => Some(project::load(&path)?),
+        None => None,
+    };
+    let defaults = parse_list("the default in settings.toml", &registry.default.join(","))?;
+
+    let mut set = ActiveSet::default();
+    for &kind in kinds {
+        let of_kind = |specs: &[Spec]| specs.iter().find(|s| s.kind == kind).cloned();
+        let (spec, reason, origin) = if let Some(s) = of_kind(req.overrides) {
+            (s.clone(), Reason::Override(s.clone()), format!("`+{s}`"))
+        } else if let Some(s) = of_kind(&env_specs) {
+            (
+                s.clone(),
+                Reason::EnvVar(s.clone()),
+                format!("GPUENV_TOOLCHAIN={}", req.env_toolchain.unwrap_or_default()),
+            )
+        } else if let Some(pin) = project.as_ref().and_then(|p| p.pin(kind)) {
+            match &pin.value {
+                PinValue::Spec(s) => (
+                    s.clone(),
+                    Reason::File(pin.at.clone(), s.clone()),
+                    format!("the pin at {}", pin.at),
+                ),
+                PinValue::Torch => {
+                    return Err(ResolveError::TorchNotSupported {
+                        at: pin.at.clone(),
+                        kind,
+                        field: match kind {
+                            Kind::Cuda => "cuda",
+                            Kind::Rocm => "hip",
+                        },
+                    })
+                }
+            }
+        } else if let Some(s) = of_kind(&defaults) {
+            (
+                s.clone(),
+                Reason::Default(s.clone()),
+                "the default (`gpuenv default`)".to_string(),
+            )
+        } else {
+            continue;
+        };
+        let (name, entry) = registry
+            .find(&spec)
+            .ok_or_else(|| ResolveError::NotRegistered {
+                spec: spec.clone(),
+                origin,
+            })?;
+        set.toolchains.push(Active {
+            name: name.to_string(),
+            entry: entry.clone(),
+            reason,
+        });
+    }
+    set.project = project;
+    Ok(set)
+}

@@ -1,0 +1,119 @@
+//! Finding toolchains in the standard places: `/usr/local/cuda`, `/usr/local/cuda-*`,
+//! `/opt/cuda*`, `/opt/rocm`, `/opt/rocm-*`, Debian's `/usr/lib/nvidia-cuda-toolkit`, and
+//! conda environments (`~/.conda/environments.txt`, `$CONDA_PREFIX`).
+
+use std::path::{Path, PathBuf};
+
+use super::detect::{self, Detected, NotAToolchain};
+
+/// Where to look. `prefixes` are file-system roots the standard places are looked for under
+/// (`/` normally; `GPUENV_DISCOVER_ROOTS` replaces them so tests are hermetic).
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    pub prefixes: Vec<PathBuf>,
+    pub conda_envs_file: Option<PathBuf>,
+    pub conda_prefix: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+pub struct Found {
+    pub root: PathBuf,
+    /// Why this place was looked at, for the report.
+    pub origin: &'static str,
+    pub result: Result<Detected, NotAToolchain>,
+}
+
+impl Found {
+    /// The label a discovered toolchain's name gets: conda and Debian trees are marked so
+    /// they never take the plain name of a toolkit installed the usual way.
+    pub fn label(&self) -> Option<&'static str> {
+        match self.origin {
+            "conda" => Some("conda"),
+            "debian" => Some("debian"),
+            _ => None,
+        }
+    }
+}
+
+fn children_starting_with(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// Every candidate directory, in a stable order, without duplicates (`/usr/local/cuda` is
+/// usually a link to one of the `cuda-*` dirs: the real directory is reported once).
+pub fn candidates(places: &Places) -> Vec<(PathBuf, &'static str)> {
+    let mut out: Vec<(PathBuf, &'static str)> = Vec::new();
+    for p in &places.prefixes {
+        for c in children_starting_with(&p.join("usr/local"), "cuda") {
+            let name = c
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            if name == "cuda" || name.starts_with("cuda-") {
+                out.push((c, "standard"));
+            }
+        }
+        for c in children_starting_with(&p.join("opt"), "cuda") {
+            out.push((c, "standard"));
+        }
+        for c in children_starting_with(&p.join("opt"), "rocm") {
+            out.push((c, "standard"));
+        }
+        let debian = p.join("usr/lib/nvidia-cuda-toolkit");
+        if debian.is_dir() {
+            out.push((debian, "debian"));
+        }
+    }
+    if let Some(file) = &places.conda_envs_file {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                out.push((PathBuf::from(line), "conda"));
+            }
+        }
+    }
+    if let Some(prefix) = &places.conda_prefix {
+        out.push((prefix.clone(), "conda"));
+    }
+    let mut seen: Vec<PathBuf> = Vec::new();
+    out.retain(|(p, _)| {
+        let real = p.canonicalize().unwrap_or_else(|_| p.clone());
+        if seen.contains(&real) {
+            false
+        } else {
+            seen.push(real);
+            true
+        }
+    });
+    out
+}
+
+/// Detects every candidate. Conda environments without nvcc are dropped silently: most
+/// conda environments are not toolkits, and saying so for each would be noise.
+pub fn discover(places: &Places) -> Vec<Found> {
+    candidates(places)
+        .into_iter()
+        .map(|(root, origin)| Found {
+            result: detect::detect(&root),
+            root,
+            origin,
+        })
+        .filter(|f| {
+            f.origin != "conda"
+                || !matches!(
+                    f.result,
+                    Err(NotAToolchain::NoCompiler { .. }) | Err(NotAToolchain::Missing(_))
+                )
+        })
+        .collect()
+}
