@@ -27,6 +27,8 @@ impl Args {
         let vars: Vec<(&str, Option<&str>)> = applied
             .after
             .iter()
+            // A path list that was unset and stays unset is not worth a line.
+            .filter(|(k, v)| v.is_some() || applied.before.get(*k).is_some_and(Option::is_some))
             .map(|(k, v)| (k.as_str(), v.as_deref()))
             .collect();
         print!("{}", shell::render(&vars, self.shell));

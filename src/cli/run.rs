@@ -5,11 +5,11 @@ use anyhow::{Context as _, Result};
 
 use crate::context::Context;
 
-/// Run a command with the given toolchains' environment
+/// Run a command with the environment of the given toolchains (or of those active here)
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Specs such as cuda-11.8 rocm-6.2 (at most one per kind)
-    #[arg(required = true)]
+    /// Specs such as cuda-11.8 rocm-6.2 (at most one per kind); they win over
+    /// GPUENV_TOOLCHAIN and the toolchain file
     specs: Vec<String>,
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true)]

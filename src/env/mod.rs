@@ -171,9 +171,10 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 prepend(&mut ops, "LIBRARY_PATH", &v.lib);
                 prepend(&mut ops, "CPATH", &v.include);
                 if let Some(nccl) = &t.entry.collectives {
-                    set(&mut ops, "NCCL_ROOT", path_str(&nccl.root));
-                    set(&mut ops, "NCCL_INCLUDE_DIR", path_str(&nccl.include_dir));
-                    set(&mut ops, "NCCL_LIB_DIR", path_str(&nccl.lib_dir));
+                    let through = |p: &Path| path_str(&v.through(&t.entry, p));
+                    set(&mut ops, "NCCL_ROOT", through(&nccl.root));
+                    set(&mut ops, "NCCL_INCLUDE_DIR", through(&nccl.include_dir));
+                    set(&mut ops, "NCCL_LIB_DIR", through(&nccl.lib_dir));
                 }
             }
             Kind::Rocm => {
@@ -186,7 +187,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 prepend(&mut ops, "CPATH", &v.include);
                 prepend(&mut ops, "CMAKE_PREFIX_PATH", &v.root);
                 if let Some(rccl) = &t.entry.collectives {
-                    set(&mut ops, "RCCL_HOME", path_str(&rccl.root));
+                    set(&mut ops, "RCCL_HOME", path_str(&v.through(&t.entry, &rccl.root)));
                 }
             }
         }

@@ -28,6 +28,17 @@ pub struct ViewPaths {
     pub lib: PathBuf,
 }
 
+impl ViewPaths {
+    /// `dir` as seen through the view when it is inside the toolchain root, else unchanged.
+    pub fn through(&self, entry: &Entry, dir: &Path) -> PathBuf {
+        match dir.strip_prefix(&entry.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => self.root.clone(),
+            Ok(rel) => self.root.join(rel),
+            Err(_) => dir.to_path_buf(),
+        }
+    }
+}
+
 pub fn paths(home: &Home, name: &str, entry: &Entry) -> ViewPaths {
     let root = home.view(name);
     let inside = |dir: &Path, fallback: &str| match dir.strip_prefix(&entry.root) {

@@ -1,0 +1,173 @@
+//! Shared test support: a hermetic sandbox per test, and builders of realistic toolchain
+//! trees whose `nvcc --version` prints the real format of its release.
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+pub const CAPTURED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captured");
+
+/// A temp dir with its own HOME and GPUENV_HOME; commands see nothing of the developer's.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::Builder::new().prefix("gpuenv-test").tempdir().unwrap();
+        let s = Sandbox { dir };
+        fs::create_dir_all(s.home()).unwrap();
+        fs::create_dir_all(s.root()).unwrap();
+        s
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+    pub fn home(&self) -> PathBuf {
+        self.path("home")
+    }
+    pub fn gpuenv_home(&self) -> PathBuf {
+        self.path("home/.local/share/gpuenv")
+    }
+    /// A fake file-system root for `discover` (`GPUENV_DISCOVER_ROOTS`).
+    pub fn root(&self) -> PathBuf {
+        self.path("fsroot")
+    }
+
+    /// The real gpuenv binary with a clean environment.
+    pub fn gpuenv(&self) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::cargo_bin("gpuenv").unwrap();
+        cmd.env_clear()
+            .env("HOME", self.home())
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("LANG", "C.UTF-8")
+            .env("GPUENV_DISCOVER_ROOTS", self.root())
+            .env("NO_COLOR", "1")
+            .current_dir(self.dir.path());
+        cmd
+    }
+
+    /// Runs gpuenv and returns stdout; panics with stderr if it fails.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.gpuenv().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "gpuenv {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn settings(&self) -> Option<String> {
+        fs::read_to_string(self.gpuenv_home().join("settings.toml")).ok()
+    }
+}
+
+pub fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+pub fn write_exe(path: &Path, text: &str) {
+    write(path, text);
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The `nvcc --version` text of a release: captured where we have it, else the 11+ format.
+pub fn nvcc_version_text(version: &str) -> String {
+    let mm: Vec<&str> = version.split('.').collect();
+    let short = format!("{}.{}", mm[0], mm[1]);
+    let captured = Path::new(CAPTURED).join(format!("nvcc-version-{short}.txt"));
+    match fs::read_to_string(captured) {
+        Ok(text) => text,
+        Err(_) => format!(
+            "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2024 NVIDIA Corporation\nBuilt on Thu_Mar_28_02:18:24_PDT_2024\nCuda compilation tools, release {short}, V{version}\nBuild cuda_{short}.r{short}/compiler.34097967_0\n"
+        ),
+    }
+}
+
+/// A stub `nvcc`: prints the real `--version` text, otherwise records its arguments in
+/// `<root>/nvcc.log` and exits 0.
+pub fn nvcc_stub(root: &Path, version: &str) {
+    let log = root.join("nvcc.log");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then\ncat <<'EOF'\n{}EOF\nexit 0\nfi\necho \"$@\" >> '{}'\n",
+        nvcc_version_text(version),
+        log.display()
+    );
+    write_exe(&root.join("bin/nvcc"), &script);
+}
+
+/// CUDA 10.2: version.txt, lib64, include.
+pub fn cuda_10_2(root: &Path) -> PathBuf {
+    nvcc_stub(root, "10.2.89");
+    fs::copy(
+        Path::new(CAPTURED).join("cuda-version.txt-10.2"),
+        root.join("version.txt"),
+    )
+    .unwrap();
+    write(&root.join("include/cuda_runtime.h"), "");
+    write(&root.join("lib64/libcudart.so.10.2"), "");
+    root.to_path_buf()
+}
+
+/// The runfile layout of 11.x/12.x: `targets/x86_64-linux/{include,lib}` with `include`
+/// and `lib64` symlinks, version.json.
+pub fn cuda_runfile(root: &Path, version: &str) -> PathBuf {
+    nvcc_stub(root, version);
+    let target = root.join("targets/x86_64-linux");
+    write(&target.join("include/cuda_runtime.h"), "");
+    write(&target.join("lib/libcudart.so"), "");
+    std::os::unix::fs::symlink("targets/x86_64-linux/include", root.join("include")).unwrap();
+    std::os::unix::fs::symlink("targets/x86_64-linux/lib", root.join("lib64")).unwrap();
+    let json = if version.starts_with("11.8") {
+        fs::read_to_string(Path::new(CAPTURED).join("cuda-version.json-11.8")).unwrap()
+    } else {
+        format!(
+            "{{\"cuda\": {{\"name\": \"CUDA SDK\", \"version\": \"{version}\"}},\n \"cuda_nvcc\": {{\"name\": \"CUDA NVCC\", \"version\": \"{version}\"}}}}\n"
+        )
+    };
+    write(&root.join("version.json"), &json);
+    root.to_path_buf()
+}
+
+/// A conda environment with a toolkit: bin/nvcc, lib/ (no version file; nvcc says it).
+pub fn conda_cuda(root: &Path, version: &str) -> PathBuf {
+    nvcc_stub(root, version);
+    fs::create_dir_all(root.join("conda-meta")).unwrap();
+    write_exe(&root.join("bin/python"), "#!/bin/sh\n");
+    write(&root.join("lib/libcudart.so"), "");
+    write(&root.join("include/cuda_runtime.h"), "");
+    root.to_path_buf()
+}
+
+/// ROCm: `.info/version`, bin/hipcc, lib/, include/hip, and RCCL.
+pub fn rocm(root: &Path, info_version: &str) -> PathBuf {
+    write(&root.join(".info/version"), &format!("{info_version}\n"));
+    let text = fs::read_to_string(Path::new(CAPTURED).join("hipcc-version-6.2.txt")).unwrap();
+    write_exe(
+        &root.join("bin/hipcc"),
+        &format!("#!/bin/sh\ncat <<'EOF'\n{text}EOF\n"),
+    );
+    write(&root.join("include/hip/hip_runtime.h"), "");
+    write(&root.join("include/rccl/rccl.h"), "");
+    write(&root.join("lib/libamdhip64.so"), "");
+    root.to_path_buf()
+}
+
+/// Fails under CI when a tool the test needs is missing; elsewhere the test is skipped and
+/// says so.
+pub fn have_tool(tool: &str) -> bool {
+    let found = std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| d.join(tool).is_file())
+    });
+    if !found {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{tool} is required under CI=true but is not installed (.ci/run installs it)");
+        }
+        eprintln!("SKIPPED: {tool} is not installed; install it to run this test");
+    }
+    found
+}
