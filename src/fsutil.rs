@@ -12,8 +12,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     // Keep an existing file's permissions (a user may have made it private).
-    if let Ok(meta) = std::fs::metadata(path) {
-        std::fs::set_permissions(tmp.path(), meta.permissions())?;
+    if let Ok(meta) = fs_err::metadata(path) {
+        fs_err::set_permissions(tmp.path(), meta.permissions())?;
     }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())

@@ -122,7 +122,7 @@ pub fn find(dir: &Path) -> Result<Option<PathBuf>, ProjectError> {
 }
 
 pub fn load(path: &Path) -> Result<ProjectFile, ProjectError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ProjectError::Unreadable {
+    let text = fs_err::read_to_string(path).map_err(|e| ProjectError::Unreadable {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
@@ -219,7 +219,7 @@ pub fn is_env_name(key: &str) -> bool {
 /// `8.0`, `8.6`, `9.0a`, `9.0+PTX`: the forms `TORCH_CUDA_ARCH_LIST` takes.
 pub fn validate_cuda_arch(arch: &str) -> Result<(), String> {
     let base = arch.strip_suffix("+PTX").unwrap_or(arch);
-    let base = base.trim_end_matches(|c: char| c == 'a' || c == 'f');
+    let base = base.trim_end_matches(['a', 'f']);
     let ok = base.split_once('.').is_some_and(|(maj, min)| {
         !maj.is_empty()
             && !min.is_empty()
@@ -383,13 +383,13 @@ NCCL_DEBUG = "INFO"
     fn finds_the_nearest_file_walking_up() {
         let dir = tempfile::tempdir().unwrap();
         let sub = dir.path().join("a/b");
-        std::fs::create_dir_all(&sub).unwrap();
+        fs_err::create_dir_all(&sub).unwrap();
         assert_eq!(find(&sub).unwrap(), None);
-        std::fs::write(dir.path().join(".gpuenv.toml"), "").unwrap();
+        fs_err::write(dir.path().join(".gpuenv.toml"), "").unwrap();
         assert_eq!(find(&sub).unwrap(), Some(dir.path().join(".gpuenv.toml")));
-        std::fs::write(dir.path().join("a/gpuenv.toml"), "").unwrap();
+        fs_err::write(dir.path().join("a/gpuenv.toml"), "").unwrap();
         assert_eq!(find(&sub).unwrap(), Some(dir.path().join("a/gpuenv.toml")));
-        std::fs::write(dir.path().join("a/.gpuenv.toml"), "").unwrap();
+        fs_err::write(dir.path().join("a/.gpuenv.toml"), "").unwrap();
         assert!(matches!(find(&sub), Err(ProjectError::Both { .. })));
     }
 

@@ -2,6 +2,9 @@
 //! and why. Order, highest first: `+spec` / `gpuenv run`, `GPUENV_TOOLCHAIN`, the nearest
 //! toolchain file, the default.
 
+// Errors are returned once per command, never in a loop: their size does not matter.
+#![allow(clippy::result_large_err)]
+
 use std::fmt;
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::fs;
+use fs_err as fs;
 
 use common::*;
 use serde_json::Value;
@@ -23,9 +23,17 @@ fn project() -> Project {
     sb.ok(&["link", "cuda-11.8", cuda118.to_str().unwrap()]);
     sb.ok(&["link", "cuda-12.4", cuda124.to_str().unwrap()]);
     sb.ok(&["link", "rocm-6.2.4", rocm.to_str().unwrap()]);
-    write(&sb.path("proj/gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\", \"8.6\", \"9.0+PTX\"]\n");
+    write(
+        &sb.path("proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\", \"8.6\", \"9.0+PTX\"]\n",
+    );
     fs::create_dir_all(sb.path("proj/src/deep")).unwrap();
-    Project { sb, cuda118, cuda124, rocm }
+    Project {
+        sb,
+        cuda118,
+        cuda124,
+        rocm,
+    }
 }
 
 fn json(text: &str) -> Value {
@@ -41,7 +49,10 @@ fn a_pinned_project_gets_its_toolkit_and_loses_stale_entries() {
         "/home/u/bin:/usr/local/cuda-11.3/bin:{}/bin:/usr/bin:/bin",
         p.cuda118.display()
     );
-    let stale_libs = format!("{}/lib64:/opt/intel/lib:/usr/local/cuda-11.3/lib64", p.cuda118.display());
+    let stale_libs = format!(
+        "{}/lib64:/opt/intel/lib:/usr/local/cuda-11.3/lib64",
+        p.cuda118.display()
+    );
     let out = sb
         .gpuenv()
         .current_dir(sb.path("proj/src/deep"))
@@ -50,7 +61,11 @@ fn a_pinned_project_gets_its_toolkit_and_loses_stale_entries() {
         .args(["env", "--shell", "json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let env = json(&String::from_utf8_lossy(&out.stdout));
     let v = view.display().to_string();
     assert_eq!(env["CUDA_HOME"], v);
@@ -77,15 +92,35 @@ fn run_gives_the_command_the_pinned_toolkit() {
     let out = sb
         .gpuenv()
         .current_dir(sb.path("proj/src"))
-        .env("PATH", format!("/usr/local/cuda-11.3/bin:{}/bin:/usr/bin:/bin", p.cuda118.display()))
+        .env(
+            "PATH",
+            format!(
+                "/usr/local/cuda-11.3/bin:{}/bin:/usr/bin:/bin",
+                p.cuda118.display()
+            ),
+        )
         .env("LD_LIBRARY_PATH", format!("{}/lib", p.rocm.display()))
-        .args(["run", "--", "sh", "-c", "echo $CUDA_HOME; command -v nvcc; echo $LD_LIBRARY_PATH; nvcc --version | tail -2"])
+        .args([
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo $CUDA_HOME; command -v nvcc; echo $LD_LIBRARY_PATH; nvcc --version | tail -2",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let v = sb.gpuenv_home().join("views/cuda-12.4").display().to_string();
+    let v = sb
+        .gpuenv_home()
+        .join("views/cuda-12.4")
+        .display()
+        .to_string();
     assert_eq!(lines[0], v);
     assert_eq!(lines[1], format!("{v}/bin/nvcc"));
     // CUDA does not remove ROCm's entries: only the same kind's.
@@ -108,7 +143,11 @@ fn gpuenv_toolchain_beats_the_file_and_run_beats_both() {
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "sh", "-c", "echo $GPUENV_ACTIVE"]);
         let out = cmd.args(&args).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
     assert_eq!(home_of(&[], None), "cuda-12.4");
@@ -117,19 +156,32 @@ fn gpuenv_toolchain_beats_the_file_and_run_beats_both() {
     assert_eq!(home_of(&["cuda-12"], Some("cuda-11.8")), "cuda-12.4");
     assert_eq!(home_of(&["cuda-11"], None), "cuda-11.8");
 
-    let show = json(&sb
-        .gpuenv()
-        .current_dir(sb.path("proj/src"))
-        .env("GPUENV_TOOLCHAIN", "rocm-6.2")
-        .args(["show", "--json"])
-        .output()
-        .map(|o| String::from_utf8(o.stdout).unwrap())
-        .unwrap());
+    let show = json(
+        &sb.gpuenv()
+            .current_dir(sb.path("proj/src"))
+            .env("GPUENV_TOOLCHAIN", "rocm-6.2")
+            .args(["show", "--json"])
+            .output()
+            .map(|o| String::from_utf8(o.stdout).unwrap())
+            .unwrap(),
+    );
     let tcs = show["toolchains"].as_array().unwrap();
     assert_eq!(tcs[0]["name"], "cuda-12.4");
-    assert!(tcs[0]["reason"].as_str().unwrap().contains("proj/gpuenv.toml:2:8"), "{show}");
+    assert!(
+        tcs[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("proj/gpuenv.toml:2:8"),
+        "{show}"
+    );
     assert_eq!(tcs[1]["name"], "rocm-6.2.4");
-    assert!(tcs[1]["reason"].as_str().unwrap().contains("GPUENV_TOOLCHAIN"), "{show}");
+    assert!(
+        tcs[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("GPUENV_TOOLCHAIN"),
+        "{show}"
+    );
 }
 
 #[test]
@@ -147,7 +199,11 @@ fn rocm_environment_and_rccl() {
     let p = project();
     let sb = &p.sb;
     let env = json(&sb.ok(&["env", "rocm-6.2", "--shell", "json"]));
-    let v = sb.gpuenv_home().join("views/rocm-6.2.4").display().to_string();
+    let v = sb
+        .gpuenv_home()
+        .join("views/rocm-6.2.4")
+        .display()
+        .to_string();
     for k in ["ROCM_PATH", "ROCM_HOME", "HIP_PATH", "RCCL_HOME"] {
         assert_eq!(env[k], v, "{k}");
     }
@@ -156,7 +212,10 @@ fn rocm_environment_and_rccl() {
     assert_eq!(env["LD_LIBRARY_PATH"], format!("{v}/lib"));
     assert_eq!(env["CMAKE_PREFIX_PATH"], v);
     assert!(fs::metadata(format!("{v}/include/hip/hip_runtime.h")).is_ok());
-    assert!(env["PATH"].as_str().unwrap().starts_with(&format!("{v}/bin:")));
+    assert!(env["PATH"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("{v}/bin:")));
 }
 
 #[test]
@@ -169,7 +228,10 @@ fn nccl_inside_the_tree_is_exported() {
     let env = json(&sb.ok(&["env", "cuda-12", "--shell", "json"]));
     let v = sb.gpuenv_home().join("views/cuda-12.4");
     assert_eq!(env["NCCL_ROOT"], v.display().to_string());
-    assert_eq!(env["NCCL_INCLUDE_DIR"], v.join("include").display().to_string());
+    assert_eq!(
+        env["NCCL_INCLUDE_DIR"],
+        v.join("include").display().to_string()
+    );
     assert_eq!(env["NCCL_LIB_DIR"], v.join("lib64").display().to_string());
     assert!(v.join("include/nccl.h").exists());
 }
@@ -180,7 +242,14 @@ fn list_default_unlink_and_views() {
     let sb = &p.sb;
     sb.ok(&["default", "cuda-11"]);
     let rows = json(&sb.ok(&["list", "--json"]));
-    let row = |name: &str| rows.as_array().unwrap().iter().find(|r| r["name"] == name).unwrap().clone();
+    let row = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap()
+            .clone()
+    };
     assert_eq!(row("cuda-11.8")["default"], true);
     assert_eq!(row("cuda-11.8")["active"], true);
     assert_eq!(row("cuda-11.8")["version"], "11.8.89");
@@ -189,21 +258,45 @@ fn list_default_unlink_and_views() {
     assert_eq!(row("rocm-6.2.4")["kind"], "rocm");
 
     // In the project, the pin wins over the default.
-    let out = sb.gpuenv().current_dir(sb.path("proj")).args(["list", "--json"]).output().unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(sb.path("proj"))
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
     let rows = json(&String::from_utf8_lossy(&out.stdout));
-    let active: Vec<&str> = rows.as_array().unwrap().iter().filter(|r| r["active"] == true).map(|r| r["name"].as_str().unwrap()).collect();
+    let active: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["active"] == true)
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
     assert_eq!(active, ["cuda-12.4"]);
 
     // Views mirror the root; bin entries are linked one by one.
     let view = sb.gpuenv_home().join("views/cuda-11.8");
     assert!(fs::symlink_metadata(view.join("bin")).unwrap().is_dir());
-    assert_eq!(fs::read_link(view.join("bin/nvcc")).unwrap(), p.cuda118.join("bin/nvcc"));
-    assert_eq!(fs::read_link(view.join("version.json")).unwrap(), p.cuda118.join("version.json"));
+    assert_eq!(
+        fs::read_link(view.join("bin/nvcc")).unwrap(),
+        p.cuda118.join("bin/nvcc")
+    );
+    assert_eq!(
+        fs::read_link(view.join("version.json")).unwrap(),
+        p.cuda118.join("version.json")
+    );
 
     sb.ok(&["unlink", "cuda-11.8"]);
     assert!(!view.exists());
-    assert!(p.cuda118.join("bin/nvcc").exists(), "unlink leaves the toolkit alone");
-    assert_eq!(sb.ok(&["default"]).trim(), "", "a default matching nothing is cleared");
+    assert!(
+        p.cuda118.join("bin/nvcc").exists(),
+        "unlink leaves the toolkit alone"
+    );
+    assert_eq!(
+        sb.ok(&["default"]).trim(),
+        "",
+        "a default matching nothing is cleared"
+    );
     sb.ok(&["default", "cuda-12"]);
     assert_eq!(sb.ok(&["default"]).trim(), "cuda-12");
     sb.ok(&["default", "none"]);
@@ -214,12 +307,36 @@ fn list_default_unlink_and_views() {
 fn which_names_the_real_tool() {
     let p = project();
     let sb = &p.sb;
-    let out = sb.gpuenv().current_dir(sb.path("proj")).args(["which", "nvcc"]).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), p.cuda124.join("bin/nvcc").display().to_string());
-    let out = sb.gpuenv().current_dir(sb.path("proj")).args(["which", "hipcc"]).assert().code(1).get_output().clone();
+    let out = sb
+        .gpuenv()
+        .current_dir(sb.path("proj"))
+        .args(["which", "nvcc"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        p.cuda124.join("bin/nvcc").display().to_string()
+    );
+    let out = sb
+        .gpuenv()
+        .current_dir(sb.path("proj"))
+        .args(["which", "hipcc"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("hipcc is not in the active toolchain(s): cuda-12.4 (pinned to 12.4 in"), "{err}");
-    let out = sb.gpuenv().args(["which", "nvcc"]).assert().code(1).get_output().clone();
+    assert!(
+        err.contains("hipcc is not in the active toolchain(s): cuda-12.4 (pinned to 12.4 in"),
+        "{err}"
+    );
+    let out = sb
+        .gpuenv()
+        .args(["which", "nvcc"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no toolchain is active"), "{err}");
     assert!(err.contains("hint: `gpuenv pin <spec>`"), "{err}");
@@ -237,29 +354,70 @@ fn discover_finds_the_standard_places_and_conda() {
     fs::create_dir_all(sb.path("miniconda3/envs/plain/conda-meta")).unwrap();
     write(
         &sb.home().join(".conda/environments.txt"),
-        &format!("{}\n{}\n", sb.path("miniconda3/envs/plain").display(), conda.display()),
+        &format!(
+            "{}\n{}\n",
+            sb.path("miniconda3/envs/plain").display(),
+            conda.display()
+        ),
     );
     let out = sb.ok(&["discover"]);
     assert!(out.contains("cuda-10.2.89"), "{out}");
-    assert!(out.contains("usr/local/cuda-11.3: ") && out.contains("found neither bin/nvcc nor bin/hipcc"), "{out}");
-    assert!(!out.contains("envs/plain"), "conda envs without a toolkit are not listed: {out}");
-    assert_eq!(out.matches("cuda-10.2.89").count(), 1, "/usr/local/cuda is the same tree: {out}");
-    assert!(sb.settings().is_none(), "discover without --register writes nothing");
+    assert!(
+        out.contains("usr/local/cuda-11.3: ")
+            && out.contains("found neither bin/nvcc nor bin/hipcc"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("envs/plain"),
+        "conda envs without a toolkit are not listed: {out}"
+    );
+    assert_eq!(
+        out.matches("cuda-10.2.89").count(),
+        1,
+        "/usr/local/cuda is the same tree: {out}"
+    );
+    assert!(
+        sb.settings().is_none(),
+        "discover without --register writes nothing"
+    );
 
     sb.ok(&["discover", "--register"]);
     let rows = json(&sb.ok(&["list", "--json"]));
-    let names: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["cuda-10.2.89", "cuda-11.8.89-conda", "rocm-6.2.0"]);
-    assert!(rows.as_array().unwrap().iter().all(|r| r["source"] == "discovered"));
+    assert!(rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["source"] == "discovered"));
     // Registering again changes nothing.
     let before = sb.settings();
     sb.ok(&["discover", "--register"]);
     assert_eq!(sb.settings(), before);
 
     // A conda toolkit keeps its environment's own bin on PATH (it holds python).
-    let env = json(&sb.gpuenv().env("PATH", format!("{}/bin:/usr/bin", conda.display())).args(["env", "cuda-11.8", "--shell", "json"]).output().map(|o| String::from_utf8(o.stdout).unwrap()).unwrap());
-    let v = sb.gpuenv_home().join("views/cuda-11.8.89-conda").display().to_string();
-    assert_eq!(env["PATH"], format!("{v}/bin:{}/bin:/usr/bin", conda.display()));
+    let env = json(
+        &sb.gpuenv()
+            .env("PATH", format!("{}/bin:/usr/bin", conda.display()))
+            .args(["env", "cuda-11.8", "--shell", "json"])
+            .output()
+            .map(|o| String::from_utf8(o.stdout).unwrap())
+            .unwrap(),
+    );
+    let v = sb
+        .gpuenv_home()
+        .join("views/cuda-11.8.89-conda")
+        .display()
+        .to_string();
+    assert_eq!(
+        env["PATH"],
+        format!("{v}/bin:{}/bin:/usr/bin", conda.display())
+    );
     assert_eq!(env["LD_LIBRARY_PATH"], format!("{v}/lib"));
 }
 
@@ -269,19 +427,37 @@ fn pin_creates_and_edits_the_file_keeping_comments() {
     let sb = &p.sb;
     let dir = sb.path("other");
     fs::create_dir_all(&dir).unwrap();
-    sb.gpuenv().current_dir(&dir).args(["pin", "cuda-11.8", "--arch", "8.0,9.0+PTX"]).assert().success();
+    sb.gpuenv()
+        .current_dir(&dir)
+        .args(["pin", "cuda-11.8", "--arch", "8.0,9.0+PTX"])
+        .assert()
+        .success();
     assert_eq!(
         fs::read_to_string(dir.join("gpuenv.toml")).unwrap(),
         "[toolchain]\ncuda = \"11.8\"\ncuda-arch = [\"8.0\", \"9.0+PTX\"]\n"
     );
-    write(&dir.join("gpuenv.toml"), "# keep me\n[toolchain]\ncuda = \"11.8\" # why\n");
-    sb.gpuenv().current_dir(&dir).args(["pin", "cuda-12.4", "rocm-6.2"]).assert().success();
+    write(
+        &dir.join("gpuenv.toml"),
+        "# keep me\n[toolchain]\ncuda = \"11.8\" # why\n",
+    );
+    sb.gpuenv()
+        .current_dir(&dir)
+        .args(["pin", "cuda-12.4", "rocm-6.2"])
+        .assert()
+        .success();
     assert_eq!(
         fs::read_to_string(dir.join("gpuenv.toml")).unwrap(),
         "# keep me\n[toolchain]\ncuda = \"12.4\" # why\nrocm = \"6.2\"\n"
     );
     // Pinning what is not installed is allowed (the file is shared) but warned about.
-    let out = sb.gpuenv().current_dir(&dir).args(["pin", "cuda-12.1"]).assert().success().get_output().clone();
+    let out = sb
+        .gpuenv()
+        .current_dir(&dir)
+        .args(["pin", "cuda-12.1"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("hint: gpuenv install cuda-12.1"));
 }
 
@@ -290,14 +466,37 @@ fn untrusted_env_is_skipped_until_trusted() {
     let p = project();
     let sb = &p.sb;
     let file = sb.path("proj/gpuenv.toml");
-    write(&file, "[toolchain]\ncuda = \"12.4\"\n\n[env]\nNCCL_DEBUG = \"INFO\"\n");
-    let run = || sb.gpuenv().current_dir(sb.path("proj")).args(["env", "--shell", "json"]).output().unwrap();
+    write(
+        &file,
+        "[toolchain]\ncuda = \"12.4\"\n\n[env]\nNCCL_DEBUG = \"INFO\"\n",
+    );
+    let run = || {
+        sb.gpuenv()
+            .current_dir(sb.path("proj"))
+            .args(["env", "--shell", "json"])
+            .output()
+            .unwrap()
+    };
     let out = run();
-    assert!(json(&String::from_utf8_lossy(&out.stdout)).get("NCCL_DEBUG").is_none());
+    assert!(json(&String::from_utf8_lossy(&out.stdout))
+        .get("NCCL_DEBUG")
+        .is_none());
     assert!(String::from_utf8_lossy(&out.stderr).contains("gpuenv trust"));
-    sb.gpuenv().current_dir(sb.path("proj")).arg("trust").assert().success();
-    assert_eq!(json(&String::from_utf8_lossy(&run().stdout))["NCCL_DEBUG"], "INFO");
+    sb.gpuenv()
+        .current_dir(sb.path("proj"))
+        .arg("trust")
+        .assert()
+        .success();
+    assert_eq!(
+        json(&String::from_utf8_lossy(&run().stdout))["NCCL_DEBUG"],
+        "INFO"
+    );
     // An edited file needs trusting again.
-    write(&file, "[toolchain]\ncuda = \"12.4\"\n\n[env]\nNCCL_DEBUG = \"WARN\"\n");
-    assert!(json(&String::from_utf8_lossy(&run().stdout)).get("NCCL_DEBUG").is_none());
+    write(
+        &file,
+        "[toolchain]\ncuda = \"12.4\"\n\n[env]\nNCCL_DEBUG = \"WARN\"\n",
+    );
+    assert!(json(&String::from_utf8_lossy(&run().stdout))
+        .get("NCCL_DEBUG")
+        .is_none());
 }

@@ -43,7 +43,7 @@ impl Args {
             .map(|n| ctx.cwd.join(n))
             .find(|p| p.is_file())
             .unwrap_or_else(|| ctx.cwd.join(project::FILE_NAMES[0]));
-        let before = match std::fs::read_to_string(&path) {
+        let before = match fs_err::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),

@@ -187,7 +187,11 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 prepend(&mut ops, "CPATH", &v.include);
                 prepend(&mut ops, "CMAKE_PREFIX_PATH", &v.root);
                 if let Some(rccl) = &t.entry.collectives {
-                    set(&mut ops, "RCCL_HOME", path_str(&v.through(&t.entry, &rccl.root)));
+                    set(
+                        &mut ops,
+                        "RCCL_HOME",
+                        path_str(&v.through(&t.entry, &rccl.root)),
+                    );
                 }
             }
         }

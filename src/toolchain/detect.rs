@@ -63,7 +63,7 @@ pub fn detect(root: &Path) -> Result<Detected, NotAToolchain> {
 }
 
 fn read(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok()
+    fs_err::read_to_string(path).ok()
 }
 
 fn run_version(tool: &Path) -> Result<String, String> {
@@ -168,7 +168,7 @@ fn find_nccl(root: &Path, lib_dir: &Path) -> Option<Collectives> {
 }
 
 fn has_lib(dir: &Path, stem: &str) -> bool {
-    std::fs::read_dir(dir)
+    fs_err::read_dir(dir)
         .map(|entries| {
             entries
                 .flatten()
@@ -301,7 +301,7 @@ mod tests {
     const CAPTURED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captured");
 
     fn captured(name: &str) -> String {
-        std::fs::read_to_string(format!("{CAPTURED}/{name}")).unwrap()
+        fs_err::read_to_string(format!("{CAPTURED}/{name}")).unwrap()
     }
 
     fn v(s: &str) -> Version {

@@ -36,7 +36,7 @@ impl Found {
 }
 
 fn children_starting_with(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+    let mut out: Vec<PathBuf> = fs_err::read_dir(dir)
         .map(|rd| {
             rd.flatten()
                 .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
@@ -76,7 +76,7 @@ pub fn candidates(places: &Places) -> Vec<(PathBuf, &'static str)> {
         }
     }
     if let Some(file) = &places.conda_envs_file {
-        if let Ok(text) = std::fs::read_to_string(file) {
+        if let Ok(text) = fs_err::read_to_string(file) {
             for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
                 out.push((PathBuf::from(line), "conda"));
             }

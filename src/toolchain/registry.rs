@@ -135,7 +135,7 @@ impl Registry {
     /// A missing file is an empty registry; an unreadable or corrupt one is an error.
     pub fn load(home: &Home) -> Result<Registry, StateError> {
         let path = home.settings();
-        let text = match std::fs::read_to_string(&path) {
+        let text = match fs_err::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Registry::default()),
             Err(source) => return Err(StateError::Unreadable { path, source }),
@@ -302,7 +302,7 @@ mod tests {
         r.save(&home).unwrap();
         assert_eq!(Registry::load(&home).unwrap(), r);
 
-        std::fs::write(home.settings(), "[toolchains.x\n").unwrap();
+        fs_err::write(home.settings(), "[toolchains.x\n").unwrap();
         let err = Registry::load(&home).unwrap_err().to_string();
         assert!(
             err.contains(&home.settings().display().to_string()),

@@ -124,7 +124,7 @@ fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
 /// a half-removed view.
 pub fn remove(home: &Home, name: &str) -> Result<()> {
     let target = home.view(name);
-    if std::fs::symlink_metadata(&target).is_err() {
+    if fs_err::symlink_metadata(&target).is_err() {
         return Ok(());
     }
     let doomed = home

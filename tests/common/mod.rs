@@ -2,7 +2,7 @@
 //! trees whose `nvcc --version` prints the real format of its release.
 #![allow(dead_code)]
 
-use std::fs;
+use fs_err as fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +15,10 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new() -> Sandbox {
-        let dir = tempfile::Builder::new().prefix("gpuenv-test").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("gpuenv-test")
+            .tempdir()
+            .unwrap();
         let s = Sandbox { dir };
         fs::create_dir_all(s.home()).unwrap();
         fs::create_dir_all(s.root()).unwrap();
@@ -72,7 +75,7 @@ pub fn write(path: &Path, text: &str) {
 
 pub fn write_exe(path: &Path, text: &str) {
     write(path, text);
-    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The `nvcc --version` text of a release: captured where we have it, else the 11+ format.
@@ -160,9 +163,8 @@ pub fn rocm(root: &Path, info_version: &str) -> PathBuf {
 /// Fails under CI when a tool the test needs is missing; elsewhere the test is skipped and
 /// says so.
 pub fn have_tool(tool: &str) -> bool {
-    let found = std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| d.join(tool).is_file())
-    });
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()));
     if !found {
         if std::env::var("CI").as_deref() == Ok("true") {
             panic!("{tool} is required under CI=true but is not installed (.ci/run installs it)");
