@@ -6,8 +6,9 @@
 #![allow(clippy::result_large_err)]
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use crate::guard::TorchVersion;
 use crate::project::{self, Location, PinValue, ProjectError, ProjectFile};
 use crate::toolchain::registry::{Entry, Registry};
 use crate::toolchain::{Kind, NameError, Spec};
@@ -23,6 +24,10 @@ pub enum Reason {
     File(Location, Spec),
     /// `gpuenv default`.
     Default(Spec),
+    /// `cuda = "torch"`: the version the active Python's torch was built for.
+    Torch(Location, Spec, PathBuf),
+    /// The proxy was invoked as a view's `bin/<tool>`.
+    View(PathBuf),
 }
 
 impl fmt::Display for Reason {
@@ -32,6 +37,14 @@ impl fmt::Display for Reason {
             Reason::EnvVar(s) => write!(f, "set by GPUENV_TOOLCHAIN ({s})"),
             Reason::File(at, s) => write!(f, "pinned to {} in {at}", s.version),
             Reason::Default(s) => write!(f, "the default ({s}, set by `gpuenv default`)"),
+            Reason::Torch(at, s, torch) => write!(
+                f,
+                "pinned to torch in {at}: {} is built for {} {}",
+                torch.display(),
+                s.kind,
+                s.version
+            ),
+            Reason::View(path) => write!(f, "invoked as {}", path.display()),
         }
     }
 }
@@ -57,14 +70,18 @@ impl ActiveSet {
     }
 }
 
+/// Finds the torch of the active Python; called only for a `"torch"` pin.
+pub type TorchLocator<'a> = &'a dyn Fn() -> Result<TorchVersion, String>;
+
 /// What resolution looks at besides the registry.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Request<'a> {
     pub cwd: &'a Path,
     /// `+spec` or `gpuenv run` specs.
     pub overrides: &'a [Spec],
     /// The value of `GPUENV_TOOLCHAIN`.
     pub env_toolchain: Option<&'a str>,
+    pub torch: TorchLocator<'a>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,11 +99,17 @@ pub enum ResolveError {
     },
     #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches\nhint: install it with `gpuenv install {spec}`, or register a toolkit already on disk with `gpuenv link {spec} <path>` (`gpuenv list` shows what is registered)")]
     NotRegistered { spec: Spec, origin: String },
-    #[error("{at}: {kind} = \"torch\" is not supported yet\nhint: pin the version torch was built with instead (python3 -c 'import torch; print(torch.version.{field})')")]
-    TorchNotSupported {
+    #[error("{at}: {kind} = \"torch\", but {why}\nhint: activate the Python environment that has torch (or set VIRTUAL_ENV / CONDA_PREFIX), or pin a version instead")]
+    TorchNotFound {
         at: Location,
         kind: Kind,
-        field: &'static str,
+        why: String,
+    },
+    #[error("{at}: {kind} = \"torch\", but the torch at {} (torch {}) is not built for {kind}\nhint: install a torch built for {kind}, or pin a version instead", torch.dir.display(), torch.label())]
+    TorchNotBuiltFor {
+        at: Location,
+        kind: Kind,
+        torch: TorchVersion,
     },
 }
 
@@ -155,14 +178,26 @@ pub fn resolve_kinds(
                     format!("the pin at {}", pin.at),
                 ),
                 PinValue::Torch => {
-                    return Err(ResolveError::TorchNotSupported {
-                        at: pin.at.clone(),
+                    let at = pin.at.clone();
+                    let torch = (req.torch)().map_err(|why| ResolveError::TorchNotFound {
+                        at: at.clone(),
                         kind,
-                        field: match kind {
-                            Kind::Cuda => "cuda",
-                            Kind::Rocm => "hip",
-                        },
-                    })
+                        why,
+                    })?;
+                    let Some(version) = torch.built_for(kind) else {
+                        return Err(ResolveError::TorchNotBuiltFor { at, kind, torch });
+                    };
+                    let spec = Spec {
+                        kind,
+                        version,
+                        label: None,
+                    };
+                    let origin = format!(
+                        "the pin {kind} = \"torch\" at {at} (torch {} in {})",
+                        torch.label(),
+                        torch.dir.display()
+                    );
+                    (spec.clone(), Reason::Torch(at, spec, torch.dir), origin)
                 }
             }
         } else if let Some(s) = of_kind(&defaults) {

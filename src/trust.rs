@@ -5,6 +5,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use crate::project::ProjectFile;
 use crate::toolchain::registry::{Registry, Trusted};
 
 pub fn content_hash(bytes: &[u8]) -> String {
@@ -17,6 +18,15 @@ pub fn is_trusted(registry: &Registry, path: &Path, content: &[u8]) -> bool {
         .trusted
         .iter()
         .any(|t| t.path == path && t.sha256 == hash)
+}
+
+/// Whether the `[env]` of the toolchain file in effect may be applied: it has one, and the
+/// file is trusted as it is now.
+pub fn env_allowed(registry: &Registry, project: Option<&ProjectFile>) -> std::io::Result<bool> {
+    match project.filter(|p| !p.env.is_empty()) {
+        Some(p) => Ok(is_trusted(registry, &p.path, &fs_err::read(&p.path)?)),
+        None => Ok(false),
+    }
 }
 
 /// Records `path` with its current content, replacing an older record of the same path.

@@ -82,13 +82,13 @@ fn a_pin_matching_nothing_names_the_pin_and_the_install_command() {
 }
 
 #[test]
-fn torch_pins_are_refused_until_supported() {
+fn a_torch_pin_without_torch_says_where_it_looked() {
     let sb = linked();
     let proj = sb.path("proj");
     write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"torch\"\n");
     let err = fails(&sb, &proj, &["show"]);
     assert!(
-        err.contains("gpuenv.toml:2:8: cuda = \"torch\" is not supported yet"),
+        err.contains("gpuenv.toml:2:8: cuda = \"torch\", but no torch package was found (looked in: sys.path of "),
         "{err}"
     );
 }

@@ -278,8 +278,13 @@ fn list_default_unlink_and_views() {
     let view = sb.gpuenv_home().join("views/cuda-11.8");
     assert!(fs::symlink_metadata(view.join("bin")).unwrap().is_dir());
     assert_eq!(
+        fs::read_link(view.join("bin/ptxas")).unwrap(),
+        p.cuda118.join("bin/ptxas")
+    );
+    // nvcc is the proxy, so `$CUDA_HOME/bin/nvcc` goes through the guard.
+    assert_eq!(
         fs::read_link(view.join("bin/nvcc")).unwrap(),
-        p.cuda118.join("bin/nvcc")
+        sb.gpuenv_home().join("bin/gpuenv-shim")
     );
     assert_eq!(
         fs::read_link(view.join("version.json")).unwrap(),

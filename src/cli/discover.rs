@@ -6,7 +6,7 @@ use crate::context::{vars, Context};
 use crate::toolchain::discover::{self, Places};
 use crate::toolchain::registry::{Entry, Registry, Source};
 use crate::toolchain::{view, Spec};
-use crate::ui;
+use crate::{shims, ui};
 
 /// Find toolchains in the standard places (and register them with --register)
 #[derive(Debug, clap::Args)]
@@ -87,12 +87,14 @@ impl Args {
             return Ok(());
         }
         registry = Registry::update(&home, |r| {
+            let proxy = shims::install_proxy(&home)?;
             for (name, entry) in &to_register {
                 if !r.toolchains.contains_key(name) {
-                    view::create(&home, name, entry)?;
+                    view::create(&home, name, entry, &proxy)?;
                     r.toolchains.insert(name.clone(), entry.clone());
                 }
             }
+            shims::reshim(&home, r)?;
             Ok(r.clone())
         })?;
         ui::info(format!(

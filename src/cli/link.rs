@@ -5,7 +5,7 @@ use anyhow::{bail, Context as _, Result};
 use crate::context::Context;
 use crate::toolchain::registry::{Entry, Registry, Source};
 use crate::toolchain::{detect, view, Spec};
-use crate::ui;
+use crate::{shims, ui};
 
 /// Register a toolchain already on disk under a name, used in place
 #[derive(Debug, clap::Args)]
@@ -48,8 +48,10 @@ impl Args {
                     "local"
                 );
             }
-            view::create(&home, &self.name, &entry)?;
+            let proxy = shims::install_proxy(&home)?;
+            view::create(&home, &self.name, &entry, &proxy)?;
             registry.toolchains.insert(self.name.clone(), entry);
+            shims::reshim(&home, registry)?;
             Ok(())
         })?;
         ui::info(format!(

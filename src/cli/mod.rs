@@ -6,6 +6,7 @@ mod env_cmd;
 mod link;
 mod list;
 mod pin;
+mod reshim;
 mod run;
 mod show;
 mod trust_cmd;
@@ -21,7 +22,7 @@ use crate::context::{vars, Context};
 use crate::resolve::{self, ActiveSet, Request};
 use crate::toolchain::registry::{Home, Registry};
 use crate::toolchain::Spec;
-use crate::{env, trust, ui};
+use crate::{env, guard, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -42,6 +43,7 @@ enum Command {
     Default(default::Args),
     Discover(discover::Args),
     Pin(pin::Args),
+    Reshim(reshim::Args),
     Show(show::Args),
     Env(env_cmd::Args),
     Run(run::Args),
@@ -78,6 +80,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Default(a) => a.run(ctx),
         Command::Discover(a) => a.run(ctx),
         Command::Pin(a) => a.run(ctx),
+        Command::Reshim(a) => a.run(ctx),
         Command::Show(a) => a.run(ctx),
         Command::Env(a) => a.run(ctx),
         Command::Run(a) => a.run(ctx),
@@ -95,10 +98,12 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
 
 /// The active set for the current directory, with `overrides` on top.
 fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
+    let torch = || guard::locate_torch(ctx, None);
     let req = Request {
         cwd: &ctx.cwd,
         overrides,
         env_toolchain: ctx.var_nonempty(vars::GPUENV_TOOLCHAIN),
+        torch: &torch,
     };
     Ok(resolve::resolve(&req, registry)?)
 }
@@ -111,17 +116,17 @@ fn environment(
     registry: &Registry,
     active: &ActiveSet,
 ) -> Result<env::Applied> {
-    let mut trusted = false;
-    if let Some(p) = active.project.as_ref().filter(|p| !p.env.is_empty()) {
-        let content = fs_err::read(&p.path)?;
-        trusted = trust::is_trusted(registry, &p.path, &content);
-        if !trusted {
-            ui::warn(format!(
-                "{} sets [env], which is not applied until you trust the file: gpuenv trust {}",
-                p.path.display(),
-                p.path.display()
-            ));
-        }
+    let trusted = trust::env_allowed(registry, active.project.as_ref())?;
+    if let Some(p) = active
+        .project
+        .as_ref()
+        .filter(|p| !p.env.is_empty() && !trusted)
+    {
+        ui::warn(format!(
+            "{} sets [env], which is not applied until you trust the file: gpuenv trust {}",
+            p.path.display(),
+            p.path.display()
+        ));
     }
     let change = env::plan(active, registry, home, trusted);
     Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))

@@ -3,7 +3,7 @@ use anyhow::{bail, Result};
 use crate::context::Context;
 use crate::toolchain::registry::{Registry, Source};
 use crate::toolchain::{view, Spec};
-use crate::ui;
+use crate::{shims, ui};
 
 /// Forget a linked or discovered toolchain (its files are left alone)
 #[derive(Debug, clap::Args)]
@@ -39,6 +39,7 @@ impl Args {
                 });
             registry.default = keep;
             view::remove(&home, &self.name)?;
+            shims::reshim(&home, registry)?;
             Ok(dropped)
         })?;
         ui::info(format!("unlinked {}", self.name));

@@ -166,6 +166,8 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
+                // torch.utils.cpp_extension.load() (JIT) calls this nvcc: through the guard.
+                set(&mut ops, "PYTORCH_NVCC", path_str(&v.bin.join("nvcc")));
                 prepend(&mut ops, "PATH", &v.bin);
                 prepend(&mut ops, "LD_LIBRARY_PATH", &v.lib);
                 prepend(&mut ops, "LIBRARY_PATH", &v.lib);

@@ -36,6 +36,10 @@ impl Home {
     pub fn toolchains(&self) -> PathBuf {
         self.root.join("toolchains")
     }
+    /// The installed copy of the proxy binary every shim links to.
+    pub fn proxy(&self) -> PathBuf {
+        self.root.join("bin").join(crate::shims::PROXY_NAME)
+    }
     pub fn downloads(&self) -> PathBuf {
         self.root.join("downloads")
     }

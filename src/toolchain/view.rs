@@ -60,15 +60,16 @@ fn lib_fallback(entry: &Entry) -> &'static str {
     }
 }
 
-/// (Re)creates the view of `name`. Built beside and renamed into place.
-pub fn create(home: &Home, name: &str, entry: &Entry) -> Result<PathBuf> {
+/// (Re)creates the view of `name`, with `proxy` as its `bin/nvcc` or `bin/hipcc`. Built
+/// beside and renamed into place.
+pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<PathBuf> {
     let views = home.views();
     fs_err::create_dir_all(&views)?;
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".tmp-{name}-"))
         .tempdir_in(&views)
         .with_context(|| format!("creating a temporary view in {}", views.display()))?;
-    populate(tmp.path(), name, entry)
+    populate(tmp.path(), name, entry, proxy)
         .with_context(|| format!("creating the view of {name} from {}", entry.root.display()))?;
     let target = home.view(name);
     remove(home, name)?;
@@ -77,7 +78,7 @@ pub fn create(home: &Home, name: &str, entry: &Entry) -> Result<PathBuf> {
     Ok(target)
 }
 
-fn populate(view: &Path, name: &str, entry: &Entry) -> Result<()> {
+fn populate(view: &Path, name: &str, entry: &Entry, proxy: &Path) -> Result<()> {
     for item in fs_err::read_dir(&entry.root)? {
         let item = item?;
         let file_name = item.file_name();
@@ -86,7 +87,13 @@ fn populate(view: &Path, name: &str, entry: &Entry) -> Result<()> {
             fs_err::create_dir(&bin)?;
             for tool in fs_err::read_dir(item.path())? {
                 let tool = tool?;
-                symlink(&tool.path(), &bin.join(tool.file_name()))?;
+                // The compiler driver is the proxy, so `$CUDA_HOME/bin/nvcc` is guarded.
+                let target = if tool.file_name() == entry.kind.compiler() {
+                    proxy.to_path_buf()
+                } else {
+                    tool.path()
+                };
+                symlink(&target, &bin.join(tool.file_name()))?;
             }
         } else {
             symlink(&item.path(), &view.join(&file_name))?;

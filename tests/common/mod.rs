@@ -41,6 +41,7 @@ impl Sandbox {
 
     /// The real gpuenv binary with a clean environment.
     pub fn gpuenv(&self) -> assert_cmd::Command {
+        ensure_proxy_built();
         let mut cmd = assert_cmd::Command::cargo_bin("gpuenv").unwrap();
         cmd.env_clear()
             .env("HOME", self.home())
@@ -101,6 +102,7 @@ pub fn nvcc_stub(root: &Path, version: &str) {
         log.display()
     );
     write_exe(&root.join("bin/nvcc"), &script);
+    write_exe(&root.join("bin/ptxas"), "#!/bin/sh\necho ptxas \"$@\"\n");
 }
 
 /// CUDA 10.2: version.txt, lib64, include.
@@ -172,4 +174,24 @@ pub fn have_tool(tool: &str) -> bool {
         eprintln!("SKIPPED: {tool} is not installed; install it to run this test");
     }
     found
+}
+
+/// gpuenv copies the proxy binary from beside itself; `cargo test -p gpuenv` alone does not
+/// build another package's binary, so build it once per test process (a no-op when fresh).
+pub fn ensure_proxy_built() {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "gpuenv-shim"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building gpuenv-shim failed");
+    });
+}
+
+/// The built proxy binary.
+pub fn proxy_bin() -> PathBuf {
+    ensure_proxy_built();
+    assert_cmd::cargo::cargo_bin("gpuenv").with_file_name("gpuenv-shim")
 }

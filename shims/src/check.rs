@@ -1,0 +1,74 @@
+//! The guard as the proxy applies it: only for a PyTorch extension build, before compiling.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use anyhow::Result;
+
+use gpuenv::context::Context;
+use gpuenv::guard::{self, Policy, Side};
+use gpuenv::project::{self, TorchCheck};
+use gpuenv::resolve::{Active, ActiveSet};
+use gpuenv::ui;
+
+use super::Refused;
+
+pub fn guard(
+    ctx: &Context,
+    toolchain: &Active,
+    active: &ActiveSet,
+    args: &[OsString],
+) -> Result<()> {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let Some(include) = guard::torch_extension_build(&args) else {
+        return Ok(());
+    };
+    // A view's proxy does not resolve, but the project's policy still applies.
+    let file = match &active.project {
+        Some(p) => Some(p.clone()),
+        None => project::find(&ctx.cwd)?
+            .map(|p| project::load(&p))
+            .transpose()?,
+    };
+    let policy = Policy::choose(
+        ctx.var("GPUENV_TORCH_CHECK"),
+        file.as_ref()
+            .and_then(|f| Some((f.torch_check?, f.path.as_path()))),
+    )
+    .map_err(anyhow::Error::msg)?;
+    if policy.check == TorchCheck::Off {
+        return Ok(());
+    }
+    let torch = match include.as_deref().and_then(guard::torch_dir_of_include) {
+        Some(dir) => guard::read_torch(&dir).map_err(|e| e.to_string()),
+        None => guard::locate_torch(ctx, None),
+    };
+    let torch = match torch {
+        Ok(t) => t,
+        Err(why) => {
+            ui::warn(format!(
+                "this looks like a PyTorch extension build, but gpuenv cannot check it: {why}"
+            ));
+            return Ok(());
+        }
+    };
+    let entry = &toolchain.entry;
+    let verdict = guard::compare(entry.kind, &entry.version, &torch, policy.check);
+    let side = Side {
+        name: &toolchain.name,
+        kind: entry.kind,
+        version: &entry.version,
+        root: Path::new(&entry.root),
+        reason: toolchain.reason.to_string(),
+    };
+    match guard::refusal(&side, &torch, &verdict, &policy) {
+        Some(message) => {
+            ui::error(&anyhow::anyhow!(message));
+            Err(Refused.into())
+        }
+        None => Ok(()),
+    }
+}
