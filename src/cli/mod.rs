@@ -1,5 +1,6 @@
 //! The command line: one file per subcommand, each with its clap `Args` and `run()`.
 
+mod check;
 mod default;
 mod discover;
 mod env_cmd;
@@ -41,6 +42,7 @@ enum Command {
     Unlink(unlink::Args),
     List(list::Args),
     Default(default::Args),
+    Check(check::Args),
     Discover(discover::Args),
     Pin(pin::Args),
     Reshim(reshim::Args),
@@ -78,6 +80,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Unlink(a) => a.run(ctx),
         Command::List(a) => a.run(ctx),
         Command::Default(a) => a.run(ctx),
+        Command::Check(a) => a.run(ctx),
         Command::Discover(a) => a.run(ctx),
         Command::Pin(a) => a.run(ctx),
         Command::Reshim(a) => a.run(ctx),

@@ -92,12 +92,12 @@ pub fn nvcc_version_text(version: &str) -> String {
     }
 }
 
-/// A stub `nvcc`: prints the real `--version` text, otherwise records its arguments in
-/// `<root>/nvcc.log` and exits 0.
+/// A stub `nvcc`: prints the real `--version` text; `--exit N` exits N, `--kill-self` dies
+/// of SIGTERM; otherwise records its arguments in `<root>/nvcc.log` and exits 0.
 pub fn nvcc_stub(root: &Path, version: &str) {
     let log = root.join("nvcc.log");
     let script = format!(
-        "#!/bin/sh\nif [ \"$1\" = --version ]; then\ncat <<'EOF'\n{}EOF\nexit 0\nfi\necho \"$@\" >> '{}'\n",
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then\ncat <<'EOF'\n{}EOF\nexit 0\nfi\ncase \"$1\" in --exit) exit \"$2\";; --kill-self) kill -TERM $$;; esac\necho \"$@\" >> '{}'\n",
         nvcc_version_text(version),
         log.display()
     );
@@ -194,4 +194,26 @@ pub fn ensure_proxy_built() {
 pub fn proxy_bin() -> PathBuf {
     ensure_proxy_built();
     assert_cmd::cargo::cargo_bin("gpuenv").with_file_name("gpuenv-shim")
+}
+
+/// A torch package as wheels lay it out: `<site>/torch/version.py` (in the format of the
+/// wheel that `cuda` implies) and `torch/include/…`. Returns the site-packages dir.
+pub fn torch_package(site: &Path, version: &str, cuda: Option<&str>, hip: Option<&str>) -> PathBuf {
+    let torch = site.join("torch");
+    let quoted = |v: Option<&str>| v.map_or("None".to_string(), |v| format!("'{v}'"));
+    write(
+        &torch.join("__init__.py"),
+        "raise ImportError('gpuenv must never import torch')\n",
+    );
+    write(
+        &torch.join("version.py"),
+        &format!(
+            "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'xpu']\n__version__ = '{version}'\ndebug = False\ncuda: Optional[str] = {}\ngit_version = 'a1cb3cc05d46d198467bebbb6e8fba50a325d4e7'\nhip: Optional[str] = {}\nxpu: Optional[str] = None\n",
+            quoted(cuda),
+            quoted(hip)
+        ),
+    );
+    fs::create_dir_all(torch.join("include/torch/csrc/api/include/torch")).unwrap();
+    write(&torch.join("include/torch/extension.h"), "");
+    site.to_path_buf()
 }

@@ -1,0 +1,104 @@
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::context::Context;
+use crate::guard::{self, Policy, Side, Verdict};
+use crate::toolchain::Kind;
+use crate::ui;
+
+use super::Exit;
+
+/// Compare the active Python's torch with the active toolchain, without building
+/// (exit 0 match, 1 mismatch, 2 cannot tell)
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The Python whose torch to check (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Machine-readable output on stdout
+    #[arg(long)]
+    json: bool,
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let (_home, registry) = super::registry(ctx)?;
+        let active = super::resolve_here(ctx, &registry, &[])?;
+        let file = active.project.as_ref();
+        let policy = Policy::choose(
+            ctx.var("GPUENV_TORCH_CHECK"),
+            file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
+        )
+        .map_err(anyhow::Error::msg)?;
+
+        let torch = guard::locate_torch(ctx, self.python.as_deref());
+        // The kind torch was built for decides which toolchain to compare; a CPU-only torch
+        // is compared with whatever toolchain is active (it can build for none).
+        let toolchain = match &torch {
+            Ok(t) if t.hip.is_some() => active.get(Kind::Rocm),
+            Ok(t) if t.cuda.is_some() => active.get(Kind::Cuda),
+            _ => active.toolchains.first(),
+        };
+        let outcome = match (&torch, toolchain) {
+            (Err(why), _) => Err(format!("cannot tell: {why}")),
+            (Ok(_), None) => Err(format!(
+                "cannot tell: no toolchain is active in {}\nhint: `gpuenv pin <spec>` or `gpuenv default <spec>`",
+                ctx.cwd.display()
+            )),
+            (Ok(t), Some(tc)) => {
+                let verdict = guard::compare(tc.entry.kind, &tc.entry.version, t, policy.check);
+                let side = Side {
+                    name: &tc.name,
+                    kind: tc.entry.kind,
+                    version: &tc.entry.version,
+                    root: &tc.entry.root,
+                    reason: tc.reason.to_string(),
+                };
+                Ok((verdict.clone(), guard::refusal(&side, t, &verdict, &policy)))
+            }
+        };
+
+        let (status, code, message) = match &outcome {
+            Err(why) => ("unknown", 2, why.clone()),
+            Ok((Verdict::Match, _)) => ("match", 0, String::new()),
+            Ok((Verdict::Off, _)) => ("off", 0, String::new()),
+            Ok((_, msg)) => ("mismatch", 1, msg.clone().unwrap_or_default()),
+        };
+        if self.json {
+            let torch_json = torch.as_ref().ok().map(
+                |t| json!({"path": t.dir, "version": t.version, "cuda": t.cuda, "hip": t.hip}),
+            );
+            let tc_json = toolchain.map(|t| {
+                json!({"name": t.name, "kind": t.entry.kind, "version": t.entry.version, "reason": t.reason.to_string()})
+            });
+            let out = json!({
+                "status": status,
+                "toolchain": tc_json,
+                "torch": torch_json,
+                "policy": policy.check.to_string(),
+                "message": message,
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        } else {
+            match (&outcome, toolchain, torch.as_ref().ok()) {
+                (Ok(_), Some(tc), Some(t)) if code == 0 => ui::info(format!(
+                    "torch {} ({}) matches {} {} ({}; policy {})",
+                    t.label(),
+                    t.dir.display(),
+                    tc.name,
+                    tc.entry.version,
+                    tc.reason,
+                    policy.check
+                )),
+                _ => ui::error(&anyhow::anyhow!(message)),
+            }
+        }
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(Exit(code).into())
+        }
+    }
+}

@@ -1,0 +1,526 @@
+//! The proxy and the torch guard, through the real binaries: nvcc called the way
+//! torch.utils.cpp_extension calls it, through the shims dir, `+spec` and PYTORCH_NVCC.
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+use fs_err as fs;
+
+struct World {
+    sb: Sandbox,
+    site: PathBuf,
+    proj: PathBuf,
+}
+
+impl World {
+    /// cuda-11.8, cuda-12.1, cuda-12.4 and rocm-6.2.4 linked; a venv with torch 2.4.1+cu121;
+    /// a project pinned to `pin`.
+    fn new(pin: &str) -> World {
+        let sb = Sandbox::new();
+        for (name, version) in [
+            ("cuda-11.8", "11.8.89"),
+            ("cuda-12.1", "12.1.105"),
+            ("cuda-12.4", "12.4.131"),
+        ] {
+            let root = cuda_runfile(&sb.path(&format!("opt/{name}")), version);
+            sb.ok(&["link", name, root.to_str().unwrap()]);
+        }
+        let rocm_root = rocm(&sb.path("opt/rocm-6.2.4"), "6.2.4");
+        sb.ok(&["link", "rocm-6.2.4", rocm_root.to_str().unwrap()]);
+        let site = torch_package(
+            &sb.path("venv/lib/python3.11/site-packages"),
+            "2.4.1+cu121",
+            Some("12.1"),
+            None,
+        );
+        let proj = sb.path("proj");
+        write(
+            &proj.join("gpuenv.toml"),
+            &format!("[toolchain]\ncuda = \"{pin}\"\n"),
+        );
+        World { sb, site, proj }
+    }
+
+    fn view_nvcc(&self, name: &str) -> PathBuf {
+        self.sb.gpuenv_home().join(format!("views/{name}/bin/nvcc"))
+    }
+
+    fn log(&self, name: &str) -> Option<String> {
+        fs::read_to_string(self.sb.path(&format!("opt/{name}/nvcc.log"))).ok()
+    }
+
+    /// The arguments torch's cpp_extension passes to nvcc.
+    fn ext_args(&self) -> Vec<String> {
+        let inc = self.site.join("torch/include");
+        vec![
+            format!("-I{}", inc.display()),
+            format!("-I{}", inc.join("torch/csrc/api/include").display()),
+            "-DTORCH_EXTENSION_NAME=ext".into(),
+            "-c".into(),
+            "x.cu".into(),
+            "-o".into(),
+            "x.o".into(),
+        ]
+    }
+
+    /// Runs `program` in the project with a clean environment and `vars`.
+    fn run(&self, program: &Path, args: &[String], vars: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env_clear()
+            .env("HOME", self.sb.home())
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("NO_COLOR", "1")
+            .current_dir(&self.proj);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+
+    fn shims_path(&self) -> String {
+        format!(
+            "{}:/usr/local/bin:/usr/bin:/bin",
+            self.sb.gpuenv_home().join("shims").display()
+        )
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_mismatched_extension_build_is_refused_before_compiling() {
+    let w = World::new("11.8");
+    let out = w.run(&w.view_nvcc("cuda-11.8"), &w.ext_args(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("refusing to build a PyTorch extension: nvcc is cuda 11.8.89 but torch 2.4.1+cu121 was built for cuda 12.1"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "toolchain: cuda-11.8 at {}",
+            w.sb.path("opt/cuda-11.8").display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "torch:     {} (version.py: cuda = '12.1')",
+            w.site.join("torch").display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: use the toolkit torch was built for: `gpuenv install cuda-12.1`"),
+        "{err}"
+    );
+    assert!(err.contains("cuda = \"torch\""), "{err}");
+    assert!(
+        err.contains("hint: or install a torch built for cuda 11.8"),
+        "{err}"
+    );
+    assert_eq!(w.log("cuda-11.8"), None, "nvcc must not have run");
+}
+
+#[test]
+fn a_matching_build_runs_the_real_nvcc_with_the_same_arguments() {
+    let w = World::new("12.1");
+    let out = w.run(&w.view_nvcc("cuda-12.1"), &w.ext_args(), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(w.log("cuda-12.1").unwrap().trim(), w.ext_args().join(" "));
+}
+
+#[test]
+fn policy_major_lets_12_4_build_for_torch_12_1_and_off_lets_anything() {
+    let w = World::new("12.4");
+    let nvcc = w.view_nvcc("cuda-12.4");
+    assert_eq!(w.run(&nvcc, &w.ext_args(), &[]).status.code(), Some(1));
+    let out = w.run(&nvcc, &w.ext_args(), &[("GPUENV_TORCH_CHECK", "major")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    write(
+        &w.proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n[torch]\ncheck = \"major\"\n",
+    );
+    assert!(w.run(&nvcc, &w.ext_args(), &[]).status.success());
+    // The variable beats the file.
+    assert_eq!(
+        w.run(&nvcc, &w.ext_args(), &[("GPUENV_TORCH_CHECK", "minor")])
+            .status
+            .code(),
+        Some(1)
+    );
+    let w = World::new("11.8");
+    let out = w.run(
+        &w.view_nvcc("cuda-11.8"),
+        &w.ext_args(),
+        &[("GPUENV_TORCH_CHECK", "off")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_cpu_only_torch_is_refused() {
+    let w = World::new("12.1");
+    torch_package(&w.site, "2.4.1+cpu", None, None);
+    let out = w.run(&w.view_nvcc("cuda-12.1"), &w.ext_args(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("torch 2.4.1+cpu has no cuda build (cuda = None)"),
+        "{err}"
+    );
+    assert!(err.contains("download.pytorch.org/whl/cu121"), "{err}");
+}
+
+#[test]
+fn non_extension_calls_are_not_checked() {
+    let w = World::new("11.8");
+    let args: Vec<String> = ["-c", "plain.cu"].iter().map(|s| s.to_string()).collect();
+    assert!(w
+        .run(&w.view_nvcc("cuda-11.8"), &args, &[])
+        .status
+        .success());
+    assert_eq!(w.log("cuda-11.8").unwrap().trim(), "-c plain.cu");
+}
+
+#[test]
+fn through_the_shims_dir_and_plus_spec() {
+    let w = World::new("11.8");
+    let path = w.shims_path();
+    let nvcc = w.sb.gpuenv_home().join("shims/nvcc");
+    assert!(nvcc.exists(), "link creates the shims");
+    let out = w.run(Path::new("nvcc"), &w.ext_args(), &[("PATH", &path)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pinned to 11.8 in"),
+        "{}",
+        stderr(&out)
+    );
+
+    let mut args = vec!["+cuda-12.1".to_string()];
+    args.extend(w.ext_args());
+    let out = w.run(Path::new("nvcc"), &args, &[("PATH", &path)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        w.log("cuda-12.1").unwrap().trim(),
+        w.ext_args().join(" "),
+        "+spec is removed"
+    );
+
+    // GPUENV_TOOLCHAIN beats the file here too.
+    let out = w.run(
+        Path::new("nvcc"),
+        &w.ext_args(),
+        &[("PATH", &path), ("GPUENV_TOOLCHAIN", "cuda-12.1")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn pytorch_nvcc_covers_the_jit_path_and_torch_is_found_from_the_python() {
+    let w = World::new("11.8");
+    let env: serde_json::Value = serde_json::from_str(
+        &w.sb
+            .gpuenv()
+            .current_dir(&w.proj)
+            .args(["env", "--shell", "json"])
+            .output()
+            .map(|o| String::from_utf8(o.stdout).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let pytorch_nvcc = PathBuf::from(env["PYTORCH_NVCC"].as_str().unwrap());
+    assert_eq!(pytorch_nvcc, w.view_nvcc("cuda-11.8"));
+    // No include dir: torch comes from the active Python, found without importing it
+    // (its __init__.py raises).
+    let args: Vec<String> = ["-DTORCH_EXTENSION_NAME=jit_ext", "-c", "k.cu"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let venv = w.sb.path("venv");
+    let out = w.run(
+        &pytorch_nvcc,
+        &args,
+        &[("VIRTUAL_ENV", venv.to_str().unwrap())],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    if have_tool("python3") {
+        let out = w.run(
+            &pytorch_nvcc,
+            &args,
+            &[("PYTHONPATH", w.site.to_str().unwrap())],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains(&w.site.join("torch").display().to_string()));
+    }
+    // No torch anywhere: the build goes on, with a warning that it could not be checked.
+    let out = w.run(&pytorch_nvcc, &args, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot check it"), "{}", stderr(&out));
+}
+
+#[test]
+fn exit_status_and_signals_are_the_tools_own() {
+    let w = World::new("12.1");
+    let nvcc = w.view_nvcc("cuda-12.1");
+    let out = w.run(&nvcc, &["--exit".into(), "3".into()], &[]);
+    assert_eq!(out.status.code(), Some(3));
+    let out = w.run(&nvcc, &["--kill-self".into()], &[]);
+    assert_eq!(
+        out.status.signal(),
+        Some(15),
+        "exec'd, so the signal reaches the caller: {out:?}"
+    );
+}
+
+#[test]
+fn the_proxy_sets_the_toolchains_environment() {
+    let w = World::new("12.1");
+    let script = w.sb.path("opt/cuda-12.1/bin/envdump");
+    write_exe(
+        &script,
+        "#!/bin/sh\necho \"$CUDA_HOME|$GPUENV_ACTIVE|$PATH\"\n",
+    );
+    w.sb.ok(&["reshim"]);
+    let out = w.run(
+        Path::new("envdump"),
+        &[],
+        &[(
+            "PATH",
+            &format!("{}:/usr/local/cuda-11.3/bin", w.shims_path()),
+        )],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let view = w.sb.gpuenv_home().join("views/cuda-12.1");
+    assert!(
+        text.starts_with(&format!(
+            "{}|cuda-12.1|{}/bin:{}",
+            view.display(),
+            view.display(),
+            w.sb.gpuenv_home().join("shims").display()
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("cuda-11.3"), "{text}");
+}
+
+#[test]
+fn loops_are_stopped() {
+    let w = World::new("12.1");
+    // A "toolchain" whose nvcc runs the shims again.
+    let root = w.sb.path("opt/loop");
+    write(&root.join("version.txt"), "CUDA Version 10.2.89\n");
+    write_exe(
+        &root.join("bin/nvcc"),
+        &format!(
+            "#!/bin/sh\nexec '{}' \"$@\"\n",
+            w.sb.gpuenv_home().join("shims/nvcc").display()
+        ),
+    );
+    w.sb.ok(&["link", "cuda-10.2-loop", root.to_str().unwrap()]);
+    let out = w.run(
+        Path::new("nvcc"),
+        &["-c".into(), "x.cu".into()],
+        &[
+            ("PATH", &w.shims_path()),
+            ("GPUENV_TOOLCHAIN", "cuda-10.2-loop"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("leads back to a gpuenv proxy"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A toolchain linked at something whose nvcc is the proxy itself.
+    let root = w.sb.path("opt/self");
+    write(&root.join("version.txt"), "CUDA Version 10.1.243\n");
+    fs::create_dir_all(root.join("bin")).unwrap();
+    std::os::unix::fs::symlink(
+        w.sb.gpuenv_home().join("bin/gpuenv-shim"),
+        root.join("bin/nvcc"),
+    )
+    .unwrap();
+    w.sb.ok(&["link", "cuda-10.1", root.to_str().unwrap()]);
+    let out = w.run(
+        Path::new("nvcc"),
+        &["--version".into()],
+        &[("PATH", &w.shims_path()), ("GPUENV_TOOLCHAIN", "cuda-10.1")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("is the gpuenv proxy itself"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn no_toolchain_or_no_such_tool_says_what_was_active_and_how_to_fix() {
+    let w = World::new("12.1");
+    let out = w.run(Path::new("hipcc"), &[], &[("PATH", &w.shims_path())]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no toolchain is active for hipcc here"),
+        "{err}"
+    );
+    assert!(err.contains("pins no toolchain of this kind"), "{err}");
+    assert!(err.contains("hint: `gpuenv pin <spec>`"), "{err}");
+
+    let out = w.run(
+        Path::new("ptxas"),
+        &[],
+        &[("PATH", &w.shims_path()), ("GPUENV_TOOLCHAIN", "rocm-6.2")],
+    );
+    // rocm comes from the variable, cuda from the file: ptxas is found in cuda-12.1.
+    assert!(out.status.success(), "{}", stderr(&out));
+    fs::remove_file(w.proj.join("gpuenv.toml")).unwrap();
+    let out = w.run(
+        Path::new("ptxas"),
+        &[],
+        &[("PATH", &w.shims_path()), ("GPUENV_TOOLCHAIN", "rocm-6.2")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .contains("ptxas is not in the active toolchain rocm-6.2.4 (set by GPUENV_TOOLCHAIN"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn rocm_hipcc_is_compared_with_torch_version_hip() {
+    let w = World::new("12.1");
+    torch_package(
+        &w.site,
+        "2.3.0.dev20240308+rocm6.0",
+        None,
+        Some("6.0.32830-d62f6a171"),
+    );
+    write(&w.proj.join("gpuenv.toml"), "[toolchain]\nrocm = \"6.2\"\n");
+    let hipcc = w.sb.gpuenv_home().join("views/rocm-6.2.4/bin/hipcc");
+    let out = w.run(&hipcc, &w.ext_args(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "hipcc is rocm 6.2.4 but torch 2.3.0.dev20240308+rocm6.0 was built for rocm 6.0"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn check_compares_without_building() {
+    let w = World::new("11.8");
+    let venv = w.sb.path("venv");
+    let check = |dir: &Path, extra: &[&str]| {
+        let mut args = vec!["check", "--json"];
+        args.extend_from_slice(extra);
+        let out =
+            w.sb.gpuenv()
+                .current_dir(dir)
+                .env("VIRTUAL_ENV", &venv)
+                .args(&args)
+                .output()
+                .unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+        (out.status.code(), json)
+    };
+    let (code, json) = check(&w.proj, &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(json["status"], "mismatch");
+    assert_eq!(json["toolchain"]["name"], "cuda-11.8");
+    assert_eq!(json["torch"]["cuda"], "12.1");
+    assert_eq!(json["torch"]["version"], "2.4.1+cu121");
+    assert!(json["message"]
+        .as_str()
+        .unwrap()
+        .contains("gpuenv install cuda-12.1"));
+
+    write(
+        &w.proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.1\"\n",
+    );
+    let (code, json) = check(&w.proj, &[]);
+    assert_eq!((code, json["status"].as_str()), (Some(0), Some("match")));
+
+    // Nothing active: cannot tell.
+    let (code, json) = check(w.sb.dir.path(), &[]);
+    assert_eq!((code, json["status"].as_str()), (Some(2), Some("unknown")));
+
+    // --python asks that interpreter.
+    if have_tool("python3") {
+        let out =
+            w.sb.gpuenv()
+                .current_dir(&w.proj)
+                .env("PYTHONPATH", &w.site)
+                .args(["check", "--python", "/usr/bin/python3"])
+                .output()
+                .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("matches cuda-12.1"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn cuda_torch_pin_picks_the_highest_patch_of_torchs_version() {
+    let w = World::new("torch");
+    let older = cuda_runfile(&w.sb.path("opt/cuda-12.1.0"), "12.1.0");
+    w.sb.ok(&["link", "cuda-12.1.0", older.to_str().unwrap()]);
+    let venv = w.sb.path("venv");
+    let out =
+        w.sb.gpuenv()
+            .current_dir(&w.proj)
+            .env("VIRTUAL_ENV", &venv)
+            .args(["show"])
+            .output()
+            .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("cuda: cuda-12.1 (pinned to torch in"),
+        "{text}{}",
+        stderr(&out)
+    );
+    assert!(text.contains("is built for cuda 12.1"), "{text}");
+    // The guard is then satisfied by construction.
+    let out = w.run(
+        &w.sb.gpuenv_home().join("shims/nvcc"),
+        &w.ext_args(),
+        &[("VIRTUAL_ENV", venv.to_str().unwrap())],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    torch_package(&w.site, "2.8.0+cu128", Some("12.8"), None);
+    let out =
+        w.sb.gpuenv()
+            .current_dir(&w.proj)
+            .env("VIRTUAL_ENV", &venv)
+            .args(["show"])
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cuda-12.8 is not installed: the pin cuda = \"torch\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: install it with `gpuenv install cuda-12.8`"),
+        "{err}"
+    );
+}
