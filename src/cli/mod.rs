@@ -1,9 +1,12 @@
 //! The command line: one file per subcommand, each with its clap `Args` and `run()`.
 
 mod check;
+mod completions;
 mod default;
 mod discover;
 mod env_cmd;
+mod hook;
+mod hook_env;
 mod link;
 mod list;
 mod pin;
@@ -12,6 +15,7 @@ mod run;
 mod show;
 mod trust_cmd;
 mod unlink;
+mod use_cmd;
 mod which;
 
 use std::process::ExitCode;
@@ -51,6 +55,10 @@ enum Command {
     Run(run::Args),
     Which(which::Args),
     Trust(trust_cmd::Args),
+    Use(use_cmd::Args),
+    Hook(hook::Args),
+    HookEnv(hook_env::Args),
+    Completions(completions::Args),
 }
 
 /// An exit status chosen by a command (1: the thing asked is not so), with its message
@@ -89,6 +97,10 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Run(a) => a.run(ctx),
         Command::Which(a) => a.run(ctx),
         Command::Trust(a) => a.run(ctx),
+        Command::Use(a) => a.run(ctx),
+        Command::Hook(a) => a.run(ctx),
+        Command::HookEnv(a) => a.run(ctx),
+        Command::Completions(a) => a.run(ctx),
     }
 }
 
