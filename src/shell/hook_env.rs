@@ -8,7 +8,7 @@ use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::{path_list, Applied, PATH_LISTS};
+use crate::env::{path_list, Applied, Lookup, PATH_LISTS};
 use crate::project::FILE_NAMES;
 
 /// The variable that holds the state between prompts.
@@ -137,8 +137,8 @@ pub struct Step {
 pub fn step(
     old: Option<&State>,
     fp: Fingerprint,
-    current: &dyn Fn(&str) -> Option<String>,
-    wanted: &dyn Fn(&dyn Fn(&str) -> Option<String>) -> Applied,
+    current: Lookup,
+    wanted: &dyn Fn(Lookup) -> Applied,
 ) -> Step {
     let reverted = old.map(|s| s.reverted(current)).unwrap_or_default();
     let base = |k: &str| match reverted.get(k) {
