@@ -14,7 +14,8 @@ end
 function gpuenv
     if test "$argv[1]" = use
         set -l code (@GPUENV@ use --print --shell fish $argv[2..-1] | string collect)
-        or return $status
+        set -l rc $pipestatus[1]
+        test $rc -eq 0; or return $rc
         echo $code | source
     else
         @GPUENV@ $argv
