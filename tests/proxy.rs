@@ -103,8 +103,10 @@ fn a_mismatched_extension_build_is_refused_before_compiling() {
     assert!(err.contains("refusing to build a PyTorch extension: nvcc is cuda 11.8.89 but torch 2.4.1+cu121 was built for cuda 12.1"), "{err}");
     assert!(
         err.contains(&format!(
-            "toolchain: cuda-11.8 at {}",
-            w.sb.path("opt/cuda-11.8").display()
+            "toolchain: cuda-11.8 at {} (invoked as {}; pinned to 11.8 in {}:2:8)",
+            w.sb.path("opt/cuda-11.8").display(),
+            w.view_nvcc("cuda-11.8").display(),
+            w.proj.join("gpuenv.toml").display()
         )),
         "{err}"
     );

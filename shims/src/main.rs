@@ -138,7 +138,7 @@ fn run() -> Result<Infallible> {
     }
 
     if tool == toolchain.entry.kind.compiler() {
-        check::guard(&ctx, toolchain, &active, &args)?;
+        check::guard(&ctx, &registry, toolchain, &active, &args)?;
     }
 
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
