@@ -526,3 +526,26 @@ fn cuda_torch_pin_picks_the_highest_patch_of_torchs_version() {
         "{err}"
     );
 }
+
+#[test]
+fn shims_follow_the_registry() {
+    let w = World::new("12.1");
+    let shims = w.sb.gpuenv_home().join("shims");
+    for tool in ["nvcc", "ptxas", "hipcc"] {
+        assert!(shims.join(tool).exists(), "{tool}");
+    }
+    w.sb.ok(&["unlink", "rocm-6.2.4"]);
+    assert!(
+        !shims.join("hipcc").exists(),
+        "a tool no toolchain has any more loses its shim"
+    );
+    assert!(shims.join("nvcc").exists());
+    // A stray file in the shims dir is cleaned up by reshim.
+    write(&shims.join("stale-tool"), "");
+    w.sb.ok(&["reshim"]);
+    assert!(!shims.join("stale-tool").exists());
+    assert_eq!(
+        fs::read_link(shims.join("nvcc")).unwrap(),
+        w.sb.gpuenv_home().join("bin/gpuenv-shim")
+    );
+}
