@@ -5,7 +5,6 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use gpuenv::context::vars;
 use gpuenv::context::Context;
 use gpuenv::guard::{self, Policy, Side};
 use gpuenv::project::{self, TorchCheck};
@@ -83,12 +82,7 @@ fn why_active(ctx: &Context, registry: &Registry, toolchain: &Active) -> String 
         return toolchain.reason.to_string();
     };
     let torch = || guard::locate_torch(ctx, None);
-    let req = Request {
-        cwd: &ctx.cwd,
-        overrides: &[],
-        env_toolchain: ctx.var_nonempty(vars::GPUENV_TOOLCHAIN),
-        torch: &torch,
-    };
+    let req = Request::new(ctx, &[], &torch);
     let chosen = resolve::resolve_kinds(&req, registry, &[toolchain.entry.kind])
         .ok()
         .and_then(|set| set.get(toolchain.entry.kind).cloned())

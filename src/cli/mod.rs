@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::context::{vars, Context};
+use crate::context::Context;
 use crate::resolve::{self, ActiveSet, Request};
 use crate::toolchain::registry::{Home, Registry};
 use crate::toolchain::Spec;
@@ -114,12 +114,7 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
 /// The active set for the current directory, with `overrides` on top.
 fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
     let torch = || guard::locate_torch(ctx, None);
-    let req = Request {
-        cwd: &ctx.cwd,
-        overrides,
-        env_toolchain: ctx.var_nonempty(vars::GPUENV_TOOLCHAIN),
-        torch: &torch,
-    };
+    let req = Request::new(ctx, overrides, &torch);
     Ok(resolve::resolve(&req, registry)?)
 }
 
