@@ -44,6 +44,7 @@ struct Pane {
     socket: String,
     tmpdir: PathBuf,
     typed: u32,
+    shell_pid: Option<u32>,
 }
 
 impl Pane {
@@ -51,7 +52,7 @@ impl Pane {
     /// and waits for its first prompt.
     fn start(sb: &Sandbox, cwd: &Path, env: &[(String, String)], argv: &[&str]) -> Pane {
         static SERVERS: AtomicU32 = AtomicU32::new(0);
-        let pane = Pane {
+        let mut pane = Pane {
             socket: format!(
                 "gpuenv-pty-{}-{}",
                 std::process::id(),
@@ -59,11 +60,14 @@ impl Pane {
             ),
             tmpdir: sb.path("tmux"),
             typed: 0,
+            shell_pid: None,
         };
         fs::create_dir_all(&pane.tmpdir).unwrap();
-        let mut args: Vec<String> = ["new-session", "-d", "-x", "200", "-y", "50", "-s", "t"]
+        // -P -F: print the shell's pid.
+        let mut args: Vec<String> = "new-session -d -x 200 -y 50 -s t -P -F #{pane_pid}"
+            .split(' ')
             .map(String::from)
-            .to_vec();
+            .collect();
         args.extend(["-c".into(), cwd.display().to_string()]);
         args.extend(["env".into(), "-i".into()]);
         args.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
@@ -71,7 +75,8 @@ impl Pane {
         // A shell that dies at startup stays on screen, so the failure shows why.
         args.extend([";", "set-option", "-g", "remain-on-exit", "on"].map(String::from));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        pane.tmux(&args);
+        let out = pane.tmux(&args);
+        pane.shell_pid = String::from_utf8_lossy(&out.stdout).trim().parse().ok();
         pane.wait_for("the first prompt", |screen| {
             screen.lines().find_map(active_in_prompt).map(|_| ())
         });
@@ -167,7 +172,23 @@ impl Drop for Pane {
             .env("TMUX_TMPDIR", &self.tmpdir)
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .output();
+        // The shell writes its history when the server hangs up on it: let it finish
+        // before the sandbox is removed.
+        if let Some(pid) = self.shell_pid {
+            let start = Instant::now();
+            while running(pid) && start.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
     }
+}
+
+/// The process exists and is not a zombie.
+fn running(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
 }
 
 /// CUDA 12.4 and 10.2 linked; `work/proj a` pinned to 12.4 and `work/proj-b` to 10.2.
