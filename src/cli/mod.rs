@@ -3,6 +3,7 @@
 mod check;
 mod default;
 mod discover;
+mod doctor;
 mod env_cmd;
 mod link;
 mod list;
@@ -44,6 +45,7 @@ enum Command {
     Default(default::Args),
     Check(check::Args),
     Discover(discover::Args),
+    Doctor(doctor::Args),
     Pin(pin::Args),
     Reshim(reshim::Args),
     Show(show::Args),
@@ -82,6 +84,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Default(a) => a.run(ctx),
         Command::Check(a) => a.run(ctx),
         Command::Discover(a) => a.run(ctx),
+        Command::Doctor(a) => a.run(ctx),
         Command::Pin(a) => a.run(ctx),
         Command::Reshim(a) => a.run(ctx),
         Command::Show(a) => a.run(ctx),
