@@ -30,25 +30,29 @@ fn ccbin_in(flags: &str) -> Option<String> {
     None
 }
 
-/// The host compiler nvcc runs and what chose it.
-fn host_compiler(m: &Machine) -> Option<(PathBuf, String)> {
+/// The host compiler nvcc runs and what chose it; `Err` when a `-ccbin` names a compiler
+/// that does not exist (nvcc will fail on it), `Ok(None)` when there is no gcc at all.
+fn host_compiler(m: &Machine) -> Result<Option<(PathBuf, String)>, String> {
     let chosen = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"]
         .iter()
         .find_map(|var| Some((ccbin_in(m.var(var)?)?, format!("-ccbin in {var}"))))
         .or_else(|| Some((m.var("NVCC_CCBIN")?.to_string(), "NVCC_CCBIN".into())));
-    match chosen {
-        Some((value, from)) => {
-            let p = PathBuf::from(&value);
-            let exe = if p.is_dir() {
-                p.join("gcc")
-            } else if value.contains('/') {
-                p
-            } else {
-                m.which(&value)?
-            };
-            Some((exe, from))
-        }
-        None => Some((m.which("gcc")?, "gcc on PATH".into())),
+    let Some((value, from)) = chosen else {
+        return Ok(m.which("gcc").map(|gcc| (gcc, "gcc on PATH".into())));
+    };
+    let p = PathBuf::from(&value);
+    let exe = if p.is_dir() {
+        Some(p.join("gcc"))
+    } else if value.contains('/') {
+        Some(p).filter(|p| p.is_file())
+    } else {
+        m.which(&value)
+    };
+    match exe {
+        Some(exe) => Ok(Some((exe, from))),
+        None => Err(format!(
+            "{from} names {value}, which does not exist or is not on PATH"
+        )),
     }
 }
 
@@ -66,8 +70,17 @@ pub fn run(inputs: &Inputs) -> Finding {
         return Finding::skip(CHECK, "no CUDA toolchain is active here");
     };
     let m = &inputs.machine;
-    let Some((cc, from)) = host_compiler(m) else {
-        return Finding::skip(CHECK, "no host compiler found (no gcc on PATH, no -ccbin)");
+    let (cc, from) = match host_compiler(m) {
+        Ok(Some(found)) => found,
+        Ok(None) => {
+            return Finding::skip(CHECK, "no host compiler found (no gcc on PATH, no -ccbin)")
+        }
+        Err(problem) => {
+            let mut notes = Notes::default();
+            notes.problem(Status::Error, problem);
+            notes.hint("install that compiler, or fix the -ccbin / NVCC_CCBIN setting to name one that exists");
+            return notes.finish(CHECK, "");
+        }
     };
     let text = match m.run(&cc, &["--version"]) {
         Ok(t) => t,

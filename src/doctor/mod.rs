@@ -301,20 +301,32 @@ pub fn render_text(report: &Report) -> String {
     out
 }
 
-/// The report for machines: the same findings as typed data.
+/// The report for machines: the same findings as typed data, fields in a stable order.
 pub fn render_json(report: &Report) -> String {
-    let summary = serde_json::json!({
-        "error": report.count(Status::Error),
-        "warn": report.count(Status::Warn),
-        "ok": report.count(Status::Ok),
-        "skip": report.count(Status::Skip),
-    });
-    let value = serde_json::json!({
-        "dir": report.dir,
-        "findings": report.findings,
-        "summary": summary,
-    });
-    let mut out = serde_json::to_string_pretty(&value).expect("findings always serialize");
+    #[derive(Serialize)]
+    struct Counts {
+        error: usize,
+        warn: usize,
+        ok: usize,
+        skip: usize,
+    }
+    #[derive(Serialize)]
+    struct Json<'a> {
+        dir: &'a Path,
+        findings: &'a [Finding],
+        summary: Counts,
+    }
+    let json = Json {
+        dir: &report.dir,
+        findings: &report.findings,
+        summary: Counts {
+            error: report.count(Status::Error),
+            warn: report.count(Status::Warn),
+            ok: report.count(Status::Ok),
+            skip: report.count(Status::Skip),
+        },
+    };
+    let mut out = serde_json::to_string_pretty(&json).expect("findings always serialize");
     out.push('\n');
     out
 }

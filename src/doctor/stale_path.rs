@@ -75,7 +75,8 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
     let lists = PATH_LISTS.join(", ");
     let ok = if inputs.active.toolchains.is_empty() {
-        format!("no toolchain is active; {lists} hold no toolkit that disagrees with CUDA_HOME/ROCM_PATH")
+        "no toolchain is active; CUDA_HOME and ROCM_PATH agree with the compilers on PATH"
+            .to_string()
     } else {
         let names: Vec<&str> = inputs
             .active
@@ -84,7 +85,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             .map(|t| t.name.as_str())
             .collect();
         format!(
-            "{lists} and the toolkit variables point only at {}",
+            "no other toolkit in {lists} or the toolkit variables (active: {})",
             names.join(", ")
         )
     };

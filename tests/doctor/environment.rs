@@ -39,6 +39,35 @@ fn fm01_torch_built_for_another_cuda_than_the_pinned_toolkit() {
 }
 
 #[test]
+fn fm01_with_nothing_pinned_the_nvcc_torch_would_use_is_compared() {
+    let mut w = World::new();
+    w.unpin();
+    let old = w.sb.path("opt/cuda-11.8");
+    w.set("CUDA_HOME", &old.display().to_string());
+    let f = w.check("FM-01");
+    assert_eq!(f.status, "error");
+    assert_eq!(
+        f.summary,
+        format!("torch 2.4.1+cu124 is built for cuda 12.4, but $CUDA_HOME/bin/nvcc ({}/bin/nvcc) is cuda 11.8.89, and no gpuenv toolchain is active to say otherwise", old.display())
+    );
+    assert_eq!(
+        f.hint.as_deref(),
+        Some("pin the toolkit torch was built for: `gpuenv pin cuda-12.4` (or `cuda = \"torch\"` under [toolchain] in gpuenv.toml), then eval \"$(gpuenv env)\"")
+    );
+
+    w.set(
+        "CUDA_HOME",
+        &w.sb.path("opt/cuda-12.4").display().to_string(),
+    );
+    let f = w.check("FM-01");
+    assert_eq!(f.status, "ok");
+    assert_eq!(
+        f.summary,
+        "torch 2.4.1+cu124 is built for cuda 12.4, matching $CUDA_HOME/bin/nvcc (cuda 12.4.131; no gpuenv toolchain is active)"
+    );
+}
+
+#[test]
 fn fm02_leftover_toolkits_in_path_and_cuda_home_elsewhere() {
     let mut w = World::new();
     let old = w.sb.path("opt/cuda-11.8");
@@ -100,7 +129,7 @@ fn fm02_lib_instead_of_lib64_and_cuda_home_disagreeing_with_path_without_gpuenv(
 
     // Nothing pinned: CUDA_HOME and the nvcc on PATH must still agree.
     let mut w = World::new();
-    fs::remove_file(w.proj.join("gpuenv.toml")).unwrap();
+    w.unpin();
     let (a, b) = (w.sb.path("opt/cuda-11.8"), w.sb.path("opt/cuda-12.4"));
     w.prepend_path(&b.join("bin"))
         .set("CUDA_HOME", &a.display().to_string());
@@ -154,12 +183,7 @@ fn fm03_torchvision_swapped_for_a_cpu_build() {
         &w.site.join("torchvision/version.py"),
         "__version__ = '0.19.1+cpu'\n",
     );
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-03")
-        .unwrap();
+    let f = w.check("FM-03");
     assert_eq!(f.status, "error");
     assert_eq!(
         f.summary,
@@ -175,12 +199,7 @@ fn fm03_torchvision_swapped_for_a_cpu_build() {
 fn fm05_no_nccl_for_a_cuda_torch_and_nccl_variables_that_name_nothing() {
     let mut w = healthy();
     fs::remove_dir_all(w.site.join("nvidia")).unwrap();
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-05")
-        .unwrap();
+    let f = w.check("FM-05");
     assert_eq!(
         (f.name.as_str(), f.status.as_str()),
         ("nccl-missing", "warn")
@@ -207,12 +226,7 @@ fn fm05_no_nccl_for_a_cuda_torch_and_nccl_variables_that_name_nothing() {
         &w.stubs.join("ldconfig"),
         &printing("2 libs found in cache `/etc/ld.so.cache'\n\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n\tlibm.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libm.so.6"),
     );
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-05")
-        .unwrap();
+    let f = w.check("FM-05");
     assert_eq!(f.status, "ok");
     assert_eq!(
         f.summary,
@@ -220,12 +234,7 @@ fn fm05_no_nccl_for_a_cuda_torch_and_nccl_variables_that_name_nothing() {
     );
 
     w.set("NCCL_LIB_DIR", "/opt/nccl-2.18/lib");
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-05")
-        .unwrap();
+    let f = w.check("FM-05");
     assert_eq!(f.status, "error");
     assert_eq!(
         f.summary,
@@ -250,12 +259,7 @@ fn fm08_pip_of_another_python_and_a_torch_on_pythonpath() {
     );
     w.prepend_path(&usr)
         .set("PYTHONPATH", &old.display().to_string());
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-08")
-        .unwrap();
+    let f = w.check("FM-08");
     assert_eq!(
         (f.name.as_str(), f.status.as_str()),
         ("python-mismatch", "warn")
@@ -286,12 +290,7 @@ fn fm11_a_slurm_job_without_the_toolchain_and_with_export_none() {
     let mut w = World::new();
     w.set("SLURM_JOB_ID", "4242")
         .set("SLURMD_NODENAME", "gpu017");
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-11")
-        .unwrap();
+    let f = w.check("FM-11");
     assert_eq!(
         (f.name.as_str(), f.status.as_str()),
         ("cluster-node", "error")
@@ -310,12 +309,7 @@ fn fm11_a_slurm_job_without_the_toolchain_and_with_export_none() {
     );
 
     w.activate();
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-11")
-        .unwrap();
+    let f = w.check("FM-11");
     assert_eq!(f.status, "ok");
     assert_eq!(
         f.summary,
@@ -323,12 +317,7 @@ fn fm11_a_slurm_job_without_the_toolchain_and_with_export_none() {
     );
 
     w.set("SLURM_EXPORT_ENV", "NONE");
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-11")
-        .unwrap();
+    let f = w.check("FM-11");
     assert_eq!(f.status, "warn");
     assert_eq!(
         f.summary,

@@ -13,12 +13,7 @@ fn fm04_driver_too_old_from_proc_or_from_nvidia_smi() {
         &w.root.join("proc/driver/nvidia/version"),
         &captured("proc-driver-nvidia-version-proprietary.txt"),
     );
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-04")
-        .unwrap();
+    let f = w.check("FM-04");
     assert_eq!(
         (f.name.as_str(), f.status.as_str()),
         ("driver-too-old", "error")
@@ -46,12 +41,7 @@ fn fm04_driver_too_old_from_proc_or_from_nvidia_smi() {
         &w.stubs.join("nvidia-smi"),
         &printing(&captured("nvidia-smi-header.txt")),
     );
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-04")
-        .unwrap();
+    let f = w.check("FM-04");
     assert_eq!(f.status, "error");
     assert!(
         f.summary
@@ -64,12 +54,7 @@ fn fm04_driver_too_old_from_proc_or_from_nvidia_smi() {
         .contains(&"nvidia-smi reports CUDA Version 11.0".to_string()));
 
     fs::remove_file(w.stubs.join("nvidia-smi")).unwrap();
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-04")
-        .unwrap();
+    let f = w.check("FM-04");
     assert_eq!(f.status, "skip");
     assert_eq!(
         f.summary,
@@ -84,12 +69,7 @@ fn fm04_a_driver_below_the_release_but_above_the_major_floor_warns() {
         &w.root.join("proc/driver/nvidia/version"),
         "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n",
     );
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-04")
-        .unwrap();
+    let f = w.check("FM-04");
     assert_eq!(f.status, "warn");
     assert!(f.summary.starts_with("driver 535.104.05 is older than CUDA 12.4's 550.54.14: cuda-12.4 runs only under minor version compatibility"), "{}", f.summary);
 }
@@ -136,12 +116,7 @@ fn fm06_a_cache_naming_another_toolkit_fails_and_one_naming_the_view_passes() {
         &cache,
         "USE_CUDA:BOOL=ON\nCUDA_TOOLKIT_ROOT_DIR:PATH=/usr/local/cuda-11.3\n",
     );
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-06")
-        .unwrap();
+    let f = w.check("FM-06");
     assert_eq!(f.status, "error");
     assert_eq!(
         f.summary,
@@ -153,12 +128,7 @@ fn fm06_a_cache_naming_another_toolkit_fails_and_one_naming_the_view_passes() {
         &cache,
         &format!("USE_CUDA:BOOL=ON\nCMAKE_CUDA_COMPILER:FILEPATH={}/bin/nvcc\nCUDAToolkit_ROOT:PATH={}\n", view.display(), view.display()),
     );
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-06")
-        .unwrap();
+    let f = w.check("FM-06");
     assert_eq!(f.status, "ok");
     assert_eq!(
         f.summary,
@@ -172,24 +142,14 @@ fn fm06_a_cache_naming_another_toolkit_fails_and_one_naming_the_view_passes() {
 #[test]
 fn fm07_rocm_arch_pin_not_covering_the_gpus_and_headers_out_of_reach() {
     let mut w = rocm_world("gfx942");
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-07")
-        .unwrap();
+    let f = w.check("FM-07");
     assert_eq!((f.name.as_str(), f.status.as_str()), ("rocm-env", "error"));
     assert_eq!(
         f.summary,
         "hip/hip_runtime.h is not reachable: no CPATH entry, HIP_PATH or ROCM_PATH leads to it (\"fatal error: hip/hip_runtime.h: No such file or directory\") (and 1 more problem)"
     );
     w.activate();
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-07")
-        .unwrap();
+    let f = w.check("FM-07");
     assert_eq!(f.status, "error");
     assert_eq!(
         f.summary,
@@ -223,12 +183,7 @@ fn fm09_docker_default_shm_is_an_error_and_half_a_gib_a_warning() {
         format!("shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size={size} 0 0\n")
     };
     write(&w.root.join("proc/mounts"), &mounts("65536k"));
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-09")
-        .unwrap();
+    let f = w.check("FM-09");
     assert_eq!(
         (f.name.as_str(), f.status.as_str()),
         ("shm-too-small", "error")
@@ -256,12 +211,7 @@ fn fm10_gcc_12_with_cuda_11_8_and_the_ccbin_that_fixes_it() {
     let mut w = World::new();
     w.pin("[toolchain]\ncuda = \"11.8\"\n");
     w.activate();
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-10")
-        .unwrap();
+    let f = w.check("FM-10");
     assert_eq!(
         (f.name.as_str(), f.status.as_str()),
         ("host-compiler", "error")
@@ -283,14 +233,18 @@ fn fm10_gcc_12_with_cuda_11_8_and_the_ccbin_that_fixes_it() {
         &printing("g++-11 (Debian 11.3.0-12) 11.3.0"),
     );
     w.set("NVCC_PREPEND_FLAGS", "-ccbin g++-11");
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-10")
-        .unwrap();
+    let f = w.check("FM-10");
     assert_eq!(f.status, "ok");
     assert_eq!(f.summary, "g++-11 11.3.0 (-ccbin in NVCC_PREPEND_FLAGS) is within what CUDA 11.8 supports (gcc <= 11)");
+
+    // A -ccbin that names nothing fails every nvcc call.
+    w.set("NVCC_PREPEND_FLAGS", "-ccbin g++-10");
+    let f = w.check("FM-10");
+    assert_eq!(f.status, "error");
+    assert_eq!(
+        f.summary,
+        "-ccbin in NVCC_PREPEND_FLAGS names g++-10, which does not exist or is not on PATH"
+    );
 }
 
 #[test]
@@ -298,12 +252,7 @@ fn fm12_an_arch_the_toolkit_dropped_and_no_arch_list_without_a_gpu() {
     let mut w = World::new();
     w.pin("[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"3.5\", \"8.6\"]\n");
     w.activate();
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-12")
-        .unwrap();
+    let f = w.check("FM-12");
     assert_eq!((f.name.as_str(), f.status.as_str()), ("arch-list", "error"));
     assert_eq!(f.summary, "cuda-12.4 cannot target 3.5 (sm_35), named in TORCH_CUDA_ARCH_LIST: CUDA 12.4 targets sm_50 to sm_90");
     assert_eq!(
@@ -318,12 +267,7 @@ fn fm12_an_arch_the_toolkit_dropped_and_no_arch_list_without_a_gpu() {
     w.pin("[toolchain]\ncuda = \"12.4\"\n");
     fs::remove_file(w.root.join("dev/nvidia0")).unwrap();
     w.activate();
-    let f = w
-        .doctor()
-        .findings
-        .into_iter()
-        .find(|f| f.id == "FM-12")
-        .unwrap();
+    let f = w.check("FM-12");
     assert_eq!(f.status, "warn");
     assert_eq!(f.summary, "TORCH_CUDA_ARCH_LIST is unset and no GPU is visible: torch.utils.cpp_extension cannot pick archs and fails with an IndexError");
     assert!(f

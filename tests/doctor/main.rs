@@ -46,7 +46,7 @@ fn a_healthy_project_after_gpuenv_env_passes_every_check() {
     );
     let expect = [
         ("FM-01", "torch 2.4.1+cu124 is built for cuda 12.4, matching cuda-12.4 (cuda 12.4.131; policy minor)".to_string()),
-        ("FM-02", "PATH, LD_LIBRARY_PATH, LIBRARY_PATH, CPATH, CMAKE_PREFIX_PATH and the toolkit variables point only at cuda-12.4".into()),
+        ("FM-02", "no other toolkit in PATH, LD_LIBRARY_PATH, LIBRARY_PATH, CPATH, CMAKE_PREFIX_PATH or the toolkit variables (active: cuda-12.4)".into()),
         ("FM-03", "torch 2.4.1+cu124 has the build this project needs (cu124); torchvision 0.19.1+cu124 agree".into()),
         ("FM-04", "driver 575.57.08 runs CUDA up to 12.9: enough for cuda-12.4 and torch 2.4.1+cu124".into()),
         ("FM-05", format!("torch 2.4.1+cu124 finds NCCL in {}", w.site.join("nvidia/nccl/lib").display())),
@@ -104,6 +104,10 @@ fn warnings_alone_exit_zero_and_a_missing_dir_is_a_usage_error() {
     let r = w.doctor();
     assert_eq!(r.get("FM-09").status, "warn");
     assert_eq!(r.code, 0);
+    assert_eq!(
+        r.summary,
+        serde_json::json!({"error": 0, "warn": 1, "ok": 10, "skip": 2})
+    );
 
     let out = w
         .gpuenv()

@@ -23,6 +23,8 @@ pub struct Finding {
 pub struct Report {
     pub code: i32,
     pub findings: Vec<Finding>,
+    /// Counts per status: `{"error": n, "warn": n, "ok": n, "skip": n}`.
+    pub summary: Value,
 }
 
 impl Report {
@@ -62,6 +64,11 @@ impl World {
         for (name, version) in [("cuda-11.8", "11.8.89"), ("cuda-12.4", "12.4.131")] {
             let root = cuda_runfile(&sb.path(&format!("opt/{name}")), version);
             sb.ok(&["link", name, root.to_str().unwrap()]);
+            // The doctor's PATH has no /bin: nvcc prints its banner without `cat` from PATH.
+            write_exe(
+                &root.join("bin/nvcc"),
+                &printing(&nvcc_version_text(version)),
+            );
         }
         let rocm_root = rocm(&sb.path("opt/rocm-6.2.4"), "6.2.4");
         sb.ok(&["link", "rocm-6.2.4", rocm_root.to_str().unwrap()]);
@@ -172,6 +179,11 @@ impl World {
         write(&self.proj.join("gpuenv.toml"), toml);
     }
 
+    /// No toolchain file: nothing is active here.
+    pub fn unpin(&self) {
+        fs::remove_file(self.proj.join("gpuenv.toml")).unwrap();
+    }
+
     /// One check's finding.
     pub fn check(&self, id: &str) -> Finding {
         let r = self.doctor();
@@ -189,6 +201,7 @@ impl World {
         Report {
             code: out.status.code().unwrap(),
             findings: serde_json::from_value(json["findings"].clone()).unwrap(),
+            summary: json["summary"].clone(),
         }
     }
 }
