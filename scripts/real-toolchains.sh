@@ -41,7 +41,7 @@ PROG=real-toolchains
 log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
 usage() {
-  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -188,7 +188,7 @@ EOF
 
   local t0=$SECONDS
   log "updating a private apt index of Debian bookworm non-free..."
-  apt-get -q update >&2 || die "apt-get update (private config $APT_CONFIG) failed"
+  apt-get -q update >&2 || die "apt-get update of the private bookworm non-free index failed (see above)"
   local ver
   ver=$(apt-cache show --no-all-versions nvidia-cuda-toolkit 2>/dev/null | sed -n 's/^Version: //p' | head -n1)
   [[ -n $ver ]] || die "nvidia-cuda-toolkit not found in bookworm non-free"

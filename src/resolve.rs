@@ -8,6 +8,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::context::{vars, Context};
 use crate::guard::TorchVersion;
 use crate::project::{self, Location, PinValue, ProjectError, ProjectFile};
 use crate::toolchain::registry::{Entry, Registry};
@@ -82,6 +83,19 @@ pub struct Request<'a> {
     /// The value of `GPUENV_TOOLCHAIN`.
     pub env_toolchain: Option<&'a str>,
     pub torch: TorchLocator<'a>,
+}
+
+impl<'a> Request<'a> {
+    /// The request for the context's directory and `GPUENV_TOOLCHAIN`, with `overrides`
+    /// on top.
+    pub fn new(ctx: &'a Context, overrides: &'a [Spec], torch: TorchLocator<'a>) -> Self {
+        Request {
+            cwd: &ctx.cwd,
+            overrides,
+            env_toolchain: ctx.var_nonempty(vars::GPUENV_TOOLCHAIN),
+            torch,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -103,8 +103,10 @@ fn a_mismatched_extension_build_is_refused_before_compiling() {
     assert!(err.contains("refusing to build a PyTorch extension: nvcc is cuda 11.8.89 but torch 2.4.1+cu121 was built for cuda 12.1"), "{err}");
     assert!(
         err.contains(&format!(
-            "toolchain: cuda-11.8 at {}",
-            w.sb.path("opt/cuda-11.8").display()
+            "toolchain: cuda-11.8 at {} (invoked as {}; pinned to 11.8 in {}:2:8)",
+            w.sb.path("opt/cuda-11.8").display(),
+            w.view_nvcc("cuda-11.8").display(),
+            w.proj.join("gpuenv.toml").display()
         )),
         "{err}"
     );
@@ -522,5 +524,28 @@ fn cuda_torch_pin_picks_the_highest_patch_of_torchs_version() {
     assert!(
         err.contains("hint: install it with `gpuenv install cuda-12.8`"),
         "{err}"
+    );
+}
+
+#[test]
+fn shims_follow_the_registry() {
+    let w = World::new("12.1");
+    let shims = w.sb.gpuenv_home().join("shims");
+    for tool in ["nvcc", "ptxas", "hipcc"] {
+        assert!(shims.join(tool).exists(), "{tool}");
+    }
+    w.sb.ok(&["unlink", "rocm-6.2.4"]);
+    assert!(
+        !shims.join("hipcc").exists(),
+        "a tool no toolchain has any more loses its shim"
+    );
+    assert!(shims.join("nvcc").exists());
+    // A stray file in the shims dir is cleaned up by reshim.
+    write(&shims.join("stale-tool"), "");
+    w.sb.ok(&["reshim"]);
+    assert!(!shims.join("stale-tool").exists());
+    assert_eq!(
+        fs::read_link(shims.join("nvcc")).unwrap(),
+        w.sb.gpuenv_home().join("bin/gpuenv-shim")
     );
 }

@@ -8,13 +8,15 @@ use anyhow::Result;
 use gpuenv::context::Context;
 use gpuenv::guard::{self, Policy, Side};
 use gpuenv::project::{self, TorchCheck};
-use gpuenv::resolve::{Active, ActiveSet};
+use gpuenv::resolve::{self, Active, ActiveSet, Reason, Request};
+use gpuenv::toolchain::registry::Registry;
 use gpuenv::ui;
 
 use super::Refused;
 
 pub fn guard(
     ctx: &Context,
+    registry: &Registry,
     toolchain: &Active,
     active: &ActiveSet,
     args: &[OsString],
@@ -62,7 +64,7 @@ pub fn guard(
         kind: entry.kind,
         version: &entry.version,
         root: Path::new(&entry.root),
-        reason: toolchain.reason.to_string(),
+        reason: why_active(ctx, registry, toolchain),
     };
     match guard::refusal(&side, &torch, &verdict, &policy) {
         Some(message) => {
@@ -70,5 +72,23 @@ pub fn guard(
             Err(Refused.into())
         }
         None => Ok(()),
+    }
+}
+
+/// Why the toolchain is in use. A view's proxy did not resolve, so this asks what chose the
+/// view (the pin or variable): only on the refusal path, where the message needs it.
+fn why_active(ctx: &Context, registry: &Registry, toolchain: &Active) -> String {
+    let Reason::View(_) = &toolchain.reason else {
+        return toolchain.reason.to_string();
+    };
+    let torch = || guard::locate_torch(ctx, None);
+    let req = Request::new(ctx, &[], &torch);
+    let chosen = resolve::resolve_kinds(&req, registry, &[toolchain.entry.kind])
+        .ok()
+        .and_then(|set| set.get(toolchain.entry.kind).cloned())
+        .filter(|a| a.name == toolchain.name);
+    match chosen {
+        Some(a) => format!("{}; {}", toolchain.reason, a.reason),
+        None => toolchain.reason.to_string(),
     }
 }

@@ -11,7 +11,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context as _, Result};
 
-use gpuenv::context::{vars, Context};
+use gpuenv::context::Context;
 use gpuenv::resolve::{self, Active, ActiveSet, Reason, Request};
 use gpuenv::toolchain::registry::{Home, Registry};
 use gpuenv::toolchain::{view, Kind, Spec};
@@ -113,12 +113,7 @@ fn run() -> Result<Infallible> {
                 _ => &Kind::ALL,
             };
             let torch = || guard::locate_torch(&ctx, None);
-            let req = Request {
-                cwd: &ctx.cwd,
-                overrides: &overrides,
-                env_toolchain: ctx.var_nonempty(vars::GPUENV_TOOLCHAIN),
-                torch: &torch,
-            };
+            let req = Request::new(&ctx, &overrides, &torch);
             let active = resolve::resolve_kinds(&req, &registry, kinds)?;
             (home, registry, active)
         }
@@ -138,7 +133,7 @@ fn run() -> Result<Infallible> {
     }
 
     if tool == toolchain.entry.kind.compiler() {
-        check::guard(&ctx, toolchain, &active, &args)?;
+        check::guard(&ctx, &registry, toolchain, &active, &args)?;
     }
 
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;

@@ -1,10 +1,13 @@
 //! The command line: one file per subcommand, each with its clap `Args` and `run()`.
 
 mod check;
+mod completions;
 mod default;
 mod discover;
 mod doctor;
 mod env_cmd;
+mod hook;
+mod hook_env;
 mod link;
 mod list;
 mod pin;
@@ -13,6 +16,7 @@ mod run;
 mod show;
 mod trust_cmd;
 mod unlink;
+mod use_cmd;
 mod which;
 
 use std::process::ExitCode;
@@ -20,7 +24,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::context::{vars, Context};
+use crate::context::Context;
 use crate::resolve::{self, ActiveSet, Request};
 use crate::toolchain::registry::{Home, Registry};
 use crate::toolchain::Spec;
@@ -53,6 +57,10 @@ enum Command {
     Run(run::Args),
     Which(which::Args),
     Trust(trust_cmd::Args),
+    Use(use_cmd::Args),
+    Hook(hook::Args),
+    HookEnv(hook_env::Args),
+    Completions(completions::Args),
 }
 
 /// An exit status chosen by a command (1: the thing asked is not so), with its message
@@ -92,6 +100,10 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Run(a) => a.run(ctx),
         Command::Which(a) => a.run(ctx),
         Command::Trust(a) => a.run(ctx),
+        Command::Use(a) => a.run(ctx),
+        Command::Hook(a) => a.run(ctx),
+        Command::HookEnv(a) => a.run(ctx),
+        Command::Completions(a) => a.run(ctx),
     }
 }
 
@@ -105,12 +117,7 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
 /// The active set for the current directory, with `overrides` on top.
 fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
     let torch = || guard::locate_torch(ctx, None);
-    let req = Request {
-        cwd: &ctx.cwd,
-        overrides,
-        env_toolchain: ctx.var_nonempty(vars::GPUENV_TOOLCHAIN),
-        torch: &torch,
-    };
+    let req = Request::new(ctx, overrides, &torch);
     Ok(resolve::resolve(&req, registry)?)
 }
 

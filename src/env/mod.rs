@@ -63,6 +63,9 @@ pub fn is_well_known(kind: Kind, entry: &str) -> bool {
     }
 }
 
+/// How a change reads the current value of a variable.
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
 /// A computed change, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Change {
@@ -90,7 +93,7 @@ impl Applied {
 impl Change {
     /// Applies the change to the current values, returning before and after for every
     /// variable it touches.
-    pub fn apply(&self, current: &dyn Fn(&str) -> Option<String>) -> Applied {
+    pub fn apply(&self, current: Lookup) -> Applied {
         let mut applied = Applied::default();
         for op in &self.ops {
             let key = match op {

@@ -1,0 +1,38 @@
+# gpuenv shell integration for bash: eval "$(gpuenv hook bash)" in ~/.bashrc
+export GPUENV_SHELL=bash
+
+# nvcc, hipcc and every other toolchain tool resolve through the shims first.
+case ":${PATH}:" in
+    *:@SHIMS@:*) ;;
+    *) export PATH=@SHIMS@"${PATH:+:${PATH}}" ;;
+esac
+
+_gpuenv_hook() {
+    local previous_exit_status=$?
+    trap -- '' SIGINT
+    eval "$(@GPUENV@ hook-env --shell bash)"
+    trap - SIGINT
+    return $previous_exit_status
+}
+
+# `gpuenv use` changes this shell; everything else is the binary.
+gpuenv() {
+    if [[ "${1:-}" == use ]]; then
+        shift
+        local code
+        code="$(@GPUENV@ use --print --shell bash "$@")" || return $?
+        eval "$code"
+    else
+        @GPUENV@ "$@"
+    fi
+}
+
+# Run before every prompt, alongside an existing PROMPT_COMMAND (string or array) and
+# other hooks such as direnv's.
+if [[ ";${PROMPT_COMMAND[*]:-};" != *";_gpuenv_hook;"* ]]; then
+    if [[ "$(declare -p PROMPT_COMMAND 2>&1)" == "declare -a"* ]]; then
+        PROMPT_COMMAND=(_gpuenv_hook "${PROMPT_COMMAND[@]}")
+    else
+        PROMPT_COMMAND="_gpuenv_hook${PROMPT_COMMAND:+;${PROMPT_COMMAND}}"
+    fi
+fi

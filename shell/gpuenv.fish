@@ -1,0 +1,23 @@
+# gpuenv shell integration for fish: gpuenv hook fish | source (in config.fish)
+set -gx GPUENV_SHELL fish
+
+# nvcc, hipcc and every other toolchain tool resolve through the shims first.
+if not contains -- @SHIMS@ $PATH
+    set -gx PATH @SHIMS@ $PATH
+end
+
+function __gpuenv_hook --on-event fish_prompt --on-variable PWD
+    @GPUENV@ hook-env --shell fish | source
+end
+
+# `gpuenv use` changes this shell; everything else is the binary.
+function gpuenv
+    if test "$argv[1]" = use
+        set -l code (@GPUENV@ use --print --shell fish $argv[2..-1] | string collect)
+        set -l rc $pipestatus[1]
+        test $rc -eq 0; or return $rc
+        echo $code | source
+    else
+        @GPUENV@ $argv
+    end
+end

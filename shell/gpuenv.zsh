@@ -1,0 +1,30 @@
+# gpuenv shell integration for zsh: eval "$(gpuenv hook zsh)" in ~/.zshrc
+export GPUENV_SHELL=zsh
+
+# nvcc, hipcc and every other toolchain tool resolve through the shims first.
+case ":${PATH}:" in
+    *:@SHIMS@:*) ;;
+    *) export PATH=@SHIMS@"${PATH:+:${PATH}}" ;;
+esac
+
+_gpuenv_hook() {
+    trap -- '' SIGINT
+    eval "$(@GPUENV@ hook-env --shell zsh)"
+    trap - SIGINT
+}
+
+# `gpuenv use` changes this shell; everything else is the binary.
+gpuenv() {
+    if [[ "${1:-}" == use ]]; then
+        shift
+        local code
+        code="$(@GPUENV@ use --print --shell zsh "$@")" || return $?
+        eval "$code"
+    else
+        @GPUENV@ "$@"
+    fi
+}
+
+autoload -Uz add-zsh-hook
+add-zsh-hook precmd _gpuenv_hook
+add-zsh-hook chpwd _gpuenv_hook

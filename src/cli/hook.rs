@@ -1,0 +1,21 @@
+use anyhow::{Context as _, Result};
+
+use crate::context::Context;
+use crate::shell::{hook, Shell};
+
+/// Print the shell init code: eval "$(gpuenv hook bash)" in ~/.bashrc, likewise zsh;
+/// `gpuenv hook fish | source` in config.fish
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[arg(value_enum)]
+    shell: Shell,
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let home = ctx.gpuenv_home()?;
+        let exe = std::env::current_exe().context("cannot find the running gpuenv binary")?;
+        print!("{}", hook::init_code(self.shell, &exe, &home.shims()));
+        Ok(())
+    }
+}

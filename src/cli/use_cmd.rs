@@ -1,0 +1,80 @@
+use anyhow::{bail, Result};
+
+use crate::context::{vars, Context};
+use crate::shell::hook_env::Step;
+use crate::shell::{self, Shell};
+use crate::ui;
+
+use super::hook_env::{format_of, prompt_step, render};
+
+/// Use toolchains in this shell only (`none` goes back to the toolchain file and default);
+/// needs the shell hook
+#[derive(Debug, clap::Args)]
+#[command(name = "use")]
+pub struct Args {
+    /// Specs such as cuda-10.2 rocm-6.2 (at most one per kind), or `none`
+    #[arg(required = true)]
+    specs: Vec<String>,
+    /// Print the shell code instead (eval it to apply)
+    #[arg(long)]
+    print: bool,
+    /// The shell to print code for (default: the hook's shell, else bash)
+    #[arg(long, value_enum)]
+    shell: Option<Shell>,
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let hook_shell = ctx
+            .var("GPUENV_SHELL")
+            .and_then(|s| s.parse::<Shell>().ok());
+        let shell = self.shell.or(hook_shell).unwrap_or(Shell::Bash);
+        let value = if self.specs == ["none"] {
+            None
+        } else {
+            let specs = super::parse_specs(&self.specs)?;
+            let (_home, registry) = super::registry(ctx)?;
+            for spec in &specs {
+                if registry.find(spec).is_none() {
+                    bail!(
+                        "{spec} matches no registered toolchain; nothing was changed\nhint: `gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
+                    );
+                }
+            }
+            Some(
+                specs
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
+        };
+        if !self.print {
+            let example = self.specs.join(" ");
+            bail!(
+                "`gpuenv use` changes the current shell, which needs gpuenv's shell hook\nhint: add `eval \"$(gpuenv hook {shell})\"` to your shell's rc file (fish: `gpuenv hook fish | source`), or apply it once with: eval \"$(gpuenv use --print {example})\""
+            );
+        }
+
+        let mut next = ctx.clone();
+        match &value {
+            Some(v) => next.vars.insert(vars::GPUENV_TOOLCHAIN.into(), v.clone()),
+            None => next.vars.remove(vars::GPUENV_TOOLCHAIN),
+        };
+        let home = ctx.gpuenv_home()?;
+        let head = shell::render(
+            &[(vars::GPUENV_TOOLCHAIN, value.as_deref())],
+            format_of(shell),
+        );
+        let step: Option<Step> = prompt_step(&next, &home, true);
+        print!(
+            "{head}{}",
+            step.map(|s| render(&s, shell)).unwrap_or_default()
+        );
+        match value {
+            Some(v) => ui::info(format!("this shell now uses {v}")),
+            None => ui::info("this shell is back to the toolchain file and the default"),
+        }
+        Ok(())
+    }
+}

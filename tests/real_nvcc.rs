@@ -1,0 +1,166 @@
+//! The guard and the proxy against a real nvcc: CUDA 13 from NVIDIA's wheels on PyPI,
+//! fetched by scripts/real-toolchains.sh into a cache outside the checkout.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+use fs_err as fs;
+
+const KERNEL: &str = r#"#include <cstdio>
+__global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }
+int main() {
+    float* d = nullptr;
+    cudaError_t e = cudaMalloc(&d, 4 * sizeof(float));
+    printf("%s\n", cudaGetErrorName(e));
+    return 0;
+}
+"#;
+
+/// The real CUDA 13 root, or None (skipped outside CI) when it cannot be fetched.
+fn real_cuda13() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-toolchains.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg("cuda13")
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("a real nvcc is required under CI=true: {why}");
+        }
+        eprintln!("SKIPPED: no real CUDA 13 toolkit could be fetched: {why}");
+        return None;
+    }
+    let root = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    Some(PathBuf::from(root))
+}
+
+struct Real {
+    sb: Sandbox,
+    work: PathBuf,
+    nvcc: PathBuf,
+}
+
+fn setup() -> Option<Real> {
+    let root = real_cuda13()?;
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let work = sb.path("work");
+    write(&work.join("k.cu"), KERNEL);
+    write(&work.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+    let nvcc = sb.gpuenv_home().join("views/cuda-13.0/bin/nvcc");
+    Some(Real { sb, work, nvcc })
+}
+
+impl Real {
+    fn run(&self, program: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env_clear()
+            .env("HOME", self.sb.home())
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .current_dir(&self.work);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_view_nvcc_compiles_ptx_cubin_and_links_with_cudart() {
+    let Some(r) = setup() else { return };
+    let version = ok(&r.run(&r.nvcc, &["--version"], &[]));
+    assert!(
+        version.contains("Cuda compilation tools, release 13.0"),
+        "{version}"
+    );
+
+    ok(&r.run(&r.nvcc, &["-c", "k.cu", "-o", "k.o"], &[]));
+    assert!(fs::metadata(r.work.join("k.o")).unwrap().len() > 0);
+    ok(&r.run(&r.nvcc, &["-ptx", "k.cu", "-o", "k.ptx"], &[]));
+    assert!(fs::read_to_string(r.work.join("k.ptx"))
+        .unwrap()
+        .contains(".entry"));
+    ok(&r.run(
+        &r.nvcc,
+        &["-cubin", "-arch=sm_90", "k.cu", "-o", "k.cubin"],
+        &[],
+    ));
+    assert!(fs::read(r.work.join("k.cubin"))
+        .unwrap()
+        .starts_with(b"\x7fELF"));
+    ok(&r.run(&r.nvcc, &["k.cu", "-o", "k", "-lcudart"], &[]));
+
+    // Run through gpuenv so LD_LIBRARY_PATH has the toolkit: no GPU here, so CUDA says so.
+    let out =
+        r.sb.gpuenv()
+            .current_dir(&r.work)
+            .args(["run", "--", "./k"])
+            .output()
+            .unwrap();
+    let text = ok(&out);
+    assert!(
+        text.contains("cudaErrorInsufficientDriver") || text.contains("cudaErrorNoDevice"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_guard_stops_a_real_compile_and_lets_a_matching_one_through() {
+    let Some(r) = setup() else { return };
+    let site = r.sb.path("venv/lib/python3.11/site-packages");
+    let inc = site.join("torch/include");
+    let i1 = format!("-I{}", inc.display());
+    let i2 = format!("-I{}", inc.join("torch/csrc/api/include").display());
+    let args = [
+        i1.as_str(),
+        i2.as_str(),
+        "-DTORCH_EXTENSION_NAME=ext",
+        "-c",
+        "k.cu",
+        "-o",
+        "ext.o",
+    ];
+
+    torch_package(&site, "2.5.1+cu121", Some("12.1"), None);
+    let out = r.run(&r.nvcc, &args, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nvcc is cuda 13.0.88 but torch 2.5.1+cu121 was built for cuda 12.1"),
+        "{err}"
+    );
+    assert!(!r.work.join("ext.o").exists(), "refused before compiling");
+
+    torch_package(&site, "2.9.0+cu130", Some("13.0"), None);
+    ok(&r.run(&r.nvcc, &args, &[]));
+    assert!(fs::metadata(r.work.join("ext.o")).unwrap().len() > 0);
+
+    // The same through the shims dir on PATH.
+    fs::remove_file(r.work.join("ext.o")).unwrap();
+    let path = format!(
+        "{}:/usr/bin:/bin",
+        r.sb.gpuenv_home().join("shims").display()
+    );
+    ok(&r.run(Path::new("nvcc"), &args, &[("PATH", &path)]));
+    assert!(r.work.join("ext.o").exists());
+}

@@ -1,0 +1,383 @@
+//! Shell integration: the generated hook code (snapshots), and real bash, zsh and fish
+//! sessions that cd between projects, use, trust, and come back to exactly the environment
+//! they started with.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+use fs_err as fs;
+
+struct Projects {
+    sb: Sandbox,
+    /// Pinned to cuda-11.8; its name needs quoting in every shell.
+    one: PathBuf,
+    /// Pinned to cuda-12.4.
+    two: PathBuf,
+}
+
+fn projects() -> Projects {
+    let sb = Sandbox::new();
+    for (name, version) in [("cuda-11.8", "11.8.89"), ("cuda-12.4", "12.4.131")] {
+        let root = cuda_runfile(&sb.path(&format!("opt/{name}")), version);
+        sb.ok(&["link", name, root.to_str().unwrap()]);
+    }
+    let one = sb.home().join("proj one/it's \"q\" $x");
+    let two = sb.home().join("proj two");
+    write(&one.join("gpuenv.toml"), "[toolchain]\ncuda = \"11.8\"\n");
+    write(&two.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    Projects { sb, one, two }
+}
+
+const START_PATH: &str = "/opt/my tools/bin:/usr/local/cuda-11.3/bin:/usr/bin:/bin";
+
+impl Projects {
+    /// Runs `script` in `shell` (no rc files) with the hook's binary and the two projects in
+    /// variables, starting in $HOME.
+    fn shell(&self, shell: &str, script: &str) -> Output {
+        let mut cmd = Command::new(shell);
+        match shell {
+            "bash" => cmd.args(["--norc", "--noprofile", "-c", script]),
+            "zsh" => cmd.args(["-f", "-c", script]),
+            "fish" => cmd.args(["--no-config", "-c", script]),
+            _ => unreachable!(),
+        };
+        let out = cmd
+            .env_clear()
+            .env("HOME", self.sb.home())
+            .env("PATH", START_PATH)
+            .env("LD_LIBRARY_PATH", "/opt/intel/lib")
+            .env("GPUENV_BIN", assert_cmd::cargo::cargo_bin("gpuenv"))
+            .env("P1", &self.one)
+            .env("P2", &self.two)
+            .env("OUT", self.sb.path("out"))
+            .current_dir(self.sb.home())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{shell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn out(&self, name: &str) -> String {
+        fs::read_to_string(self.sb.path("out").join(name)).unwrap()
+    }
+
+    fn view(&self, name: &str) -> String {
+        self.sb
+            .gpuenv_home()
+            .join("views")
+            .join(name)
+            .display()
+            .to_string()
+    }
+
+    fn shims(&self) -> String {
+        self.sb.gpuenv_home().join("shims").display().to_string()
+    }
+}
+
+/// `env -0` output as sorted lines, without what the shell itself changes on `cd`.
+fn env_dump(path: &Path) -> Vec<String> {
+    let bytes = fs::read(path).unwrap();
+    let mut vars: Vec<String> = bytes
+        .split(|b| *b == 0)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .filter(|v| !v.is_empty() && !v.starts_with("OLDPWD=") && !v.starts_with("_="))
+        .collect();
+    vars.sort();
+    vars
+}
+
+/// Per shell: how to source the hook, what a prompt runs (these shells are not
+/// interactive), and what is needed after a `cd` (bash waits for the prompt; zsh's chpwd
+/// and fish's PWD handler fire on their own).
+fn dialect(shell: &str) -> (&'static str, &'static str, &'static str) {
+    match shell {
+        "bash" => (
+            "eval \"$(\"$GPUENV_BIN\" hook bash)\"",
+            "_gpuenv_hook",
+            "_gpuenv_hook",
+        ),
+        "zsh" => ("eval \"$(\"$GPUENV_BIN\" hook zsh)\"", "_gpuenv_hook", ":"),
+        "fish" => ("$GPUENV_BIN hook fish | source", "__gpuenv_hook", "true"),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn cd_switches_toolkits_and_leaving_restores_the_environment_byte_for_byte() {
+    for shell in ["bash", "zsh", "fish"] {
+        if !have_tool(shell) {
+            continue;
+        }
+        let p = projects();
+        fs::create_dir_all(p.sb.path("out")).unwrap();
+        let (source, prompt, hook) = dialect(shell);
+        let report = "printf '%s\\n' \"$CUDA_HOME\" (command -v nvcc) \"$PATH\" \"$LD_LIBRARY_PATH\" \"$CPATH\" \"$GPUENV_ACTIVE\"";
+        let report = if shell == "fish" {
+            report.replace("(command -v nvcc)", "(command -s nvcc)")
+        } else {
+            report.replace("(command -v nvcc)", "\"$(command -v nvcc)\"")
+        };
+        let script = format!(
+            "{source}\n{prompt}\nenv -0 > \"$OUT/before\"\n\
+             cd \"$P1\"\n{hook}\n{report} > \"$OUT/one\"\n\
+             cd \"$P2\"\n{hook}\n{report} > \"$OUT/two\"\n\
+             cd \"$HOME\"\n{hook}\nenv -0 > \"$OUT/after\"\ntrue\n"
+        );
+        p.shell(shell, &script);
+
+        let one: Vec<String> = p.out("one").lines().map(String::from).collect();
+        let v = p.view("cuda-11.8");
+        assert_eq!(one[0], v, "{shell}");
+        assert_eq!(
+            one[1],
+            format!("{}/nvcc", p.shims()),
+            "{shell}: shims come first"
+        );
+        assert_eq!(
+            one[2],
+            format!("{}:{v}/bin:/opt/my tools/bin:/usr/bin:/bin", p.shims()),
+            "{shell}: the stale /usr/local/cuda-11.3/bin is gone, the rest keeps its order"
+        );
+        assert_eq!(one[3], format!("{v}/lib64:/opt/intel/lib"), "{shell}");
+        assert_eq!(one[4], format!("{v}/include"), "{shell}");
+        assert_eq!(one[5], "cuda-11.8", "{shell}");
+
+        let two: Vec<String> = p.out("two").lines().map(String::from).collect();
+        let v2 = p.view("cuda-12.4");
+        assert_eq!(two[0], v2, "{shell}");
+        assert_eq!(
+            two[2],
+            format!("{}:{v2}/bin:/opt/my tools/bin:/usr/bin:/bin", p.shims()),
+            "{shell}"
+        );
+        assert_eq!(two[3], format!("{v2}/lib64:/opt/intel/lib"), "{shell}");
+
+        let before = env_dump(&p.sb.path("out/before"));
+        assert!(
+            before.iter().any(|v| v.starts_with("__GPUENV_STATE=")),
+            "{shell}: the hook ran"
+        );
+        assert_eq!(env_dump(&p.sb.path("out/after")), before, "{shell}");
+    }
+}
+
+#[test]
+fn use_switches_this_shell_and_use_none_restores_it() {
+    for shell in ["bash", "zsh", "fish"] {
+        if !have_tool(shell) {
+            continue;
+        }
+        let p = projects();
+        fs::create_dir_all(p.sb.path("out")).unwrap();
+        let (source, prompt, _) = dialect(shell);
+        let status = if shell == "fish" { "$status" } else { "$?" };
+        let script = format!(
+            "{source}\n{prompt}\nenv -0 > \"$OUT/before\"\n\
+             gpuenv use cuda-12.4\necho \"$CUDA_HOME\" > \"$OUT/used\"\n\
+             gpuenv use cuda-99 2> \"$OUT/err\"; echo {status} > \"$OUT/status\"\n\
+             env -0 > \"$OUT/after-unknown\"\n\
+             gpuenv use none\n{prompt}\nenv -0 > \"$OUT/after\"\ntrue\n"
+        );
+        let out = p.shell(shell, &script);
+        assert_eq!(p.out("used").trim(), p.view("cuda-12.4"), "{shell}");
+        assert_eq!(p.out("status").trim(), "2", "{shell}");
+        // fish does not redirect a command substitution's stderr with its function's.
+        let err = p.out("err") + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("cuda-99 matches no registered toolchain; nothing was changed"),
+            "{shell}: {err}"
+        );
+        assert!(
+            env_dump(&p.sb.path("out/after-unknown"))
+                .contains(&format!("CUDA_HOME={}", p.view("cuda-12.4"))),
+            "{shell}: an unknown spec changes nothing"
+        );
+        assert_eq!(
+            env_dump(&p.sb.path("out/after")),
+            env_dump(&p.sb.path("out/before")),
+            "{shell}"
+        );
+    }
+}
+
+#[test]
+fn use_without_the_hook_says_how_to_add_it() {
+    let p = projects();
+    let out =
+        p.sb.gpuenv()
+            .args(["use", "cuda-12.4"])
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs gpuenv's shell hook"), "{err}");
+    assert!(err.contains("eval \"$(gpuenv hook bash)\""), "{err}");
+    assert!(
+        err.contains("eval \"$(gpuenv use --print cuda-12.4)\""),
+        "{err}"
+    );
+    let code = p.sb.ok(&["use", "--print", "cuda-12.4"]);
+    assert!(
+        code.starts_with("export GPUENV_TOOLCHAIN='cuda-12.4'\n"),
+        "{code}"
+    );
+    assert!(
+        code.contains(&format!("export CUDA_HOME='{}'", p.view("cuda-12.4"))),
+        "{code}"
+    );
+}
+
+#[test]
+fn an_untrusted_env_table_is_skipped_until_trusted() {
+    let p = projects();
+    fs::create_dir_all(p.sb.path("out")).unwrap();
+    write(
+        &p.two.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n[env]\nNCCL_DEBUG = \"INFO\"\n",
+    );
+    let out = p.shell(
+        "bash",
+        "eval \"$(\"$GPUENV_BIN\" hook bash)\"\ncd \"$P2\"; _gpuenv_hook\necho \"[$NCCL_DEBUG] $CUDA_HOME\" > \"$OUT/untrusted\"\n\
+         gpuenv trust\n_gpuenv_hook\necho \"[$NCCL_DEBUG]\" > \"$OUT/trusted\"\n",
+    );
+    assert_eq!(
+        p.out("untrusted").trim(),
+        format!("[] {}", p.view("cuda-12.4")),
+        "pins apply without trust"
+    );
+    assert_eq!(p.out("trusted").trim(), "[INFO]");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("skipped until you run `gpuenv trust`").count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn a_broken_toolchain_file_is_one_line_once_and_changes_nothing() {
+    let p = projects();
+    fs::create_dir_all(p.sb.path("out")).unwrap();
+    write(&p.two.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\n");
+    let out = p.shell(
+        "bash",
+        "eval \"$(\"$GPUENV_BIN\" hook bash)\"\ncd \"$P1\"; _gpuenv_hook\nenv -0 > \"$OUT/one\"\n\
+         cd \"$P2\"; _gpuenv_hook; _gpuenv_hook; _gpuenv_hook\nenv -0 > \"$OUT/broken\"\n\
+         printf '[toolchain]\\ncuda = \"12.4\"\\n' > gpuenv.toml; _gpuenv_hook\necho \"$CUDA_HOME\" > \"$OUT/fixed\"\n",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "gpuenv: {}:3:1:",
+            p.two.join("gpuenv.toml").display()
+        )) || err.contains("gpuenv.toml:2:"),
+        "{err}"
+    );
+    let without_state = |name: &str| -> Vec<String> {
+        env_dump(&p.sb.path(&format!("out/{name}")))
+            .into_iter()
+            .filter(|v| !v.starts_with("__GPUENV_STATE=") && !v.starts_with("PWD="))
+            .collect()
+    };
+    assert_eq!(
+        without_state("broken"),
+        without_state("one"),
+        "the environment is left as it was"
+    );
+    assert_eq!(p.out("fixed").trim(), p.view("cuda-12.4"));
+}
+
+#[test]
+fn the_no_change_path_prints_nothing() {
+    let p = projects();
+    let first =
+        p.sb.gpuenv()
+            .current_dir(&p.one)
+            .args(["hook-env", "--shell", "bash"])
+            .output()
+            .unwrap();
+    let code = String::from_utf8(first.stdout).unwrap();
+    let state = code
+        .lines()
+        .find_map(|l| l.strip_prefix("export __GPUENV_STATE="))
+        .expect("the state is exported");
+    // Unquote the single-quoted state as bash would.
+    let state = state.trim_matches('\'').replace("'\\''", "'");
+    let again =
+        p.sb.gpuenv()
+            .current_dir(&p.one)
+            .env("__GPUENV_STATE", &state)
+            .args(["hook-env", "--shell", "bash"])
+            .output()
+            .unwrap();
+    assert!(again.status.success());
+    assert!(
+        again.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+    // Touching the toolchain file is a change.
+    write(&p.one.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let changed =
+        p.sb.gpuenv()
+            .current_dir(&p.one)
+            .env("__GPUENV_STATE", &state)
+            .args(["hook-env", "--shell", "bash"])
+            .output()
+            .unwrap();
+    assert!(String::from_utf8_lossy(&changed.stdout).contains(&p.view("cuda-12.4")));
+}
+
+fn redacted_hook(shell: &str) -> String {
+    let sb = Sandbox::new();
+    let text = sb.ok(&["hook", shell]);
+    let bin = assert_cmd::cargo::cargo_bin("gpuenv").display().to_string();
+    text.replace(&bin, "[GPUENV]").replace(
+        &sb.gpuenv_home().join("shims").display().to_string(),
+        "[SHIMS]",
+    )
+}
+
+#[test]
+fn hook_code_bash() {
+    insta::assert_snapshot!(redacted_hook("bash"));
+}
+
+#[test]
+fn hook_code_zsh() {
+    insta::assert_snapshot!(redacted_hook("zsh"));
+}
+
+#[test]
+fn hook_code_fish() {
+    insta::assert_snapshot!(redacted_hook("fish"));
+}
+
+#[test]
+fn completions_are_valid_shell_code() {
+    let sb = Sandbox::new();
+    let bash = sb.ok(&["completions", "bash"]);
+    assert!(bash.contains("_gpuenv()"), "{bash}");
+    let file = sb.path("gpuenv.bash");
+    fs::write(&file, &bash).unwrap();
+    assert!(Command::new("bash")
+        .arg("-n")
+        .arg(&file)
+        .status()
+        .unwrap()
+        .success());
+    assert!(sb.ok(&["completions", "zsh"]).contains("#compdef gpuenv"));
+    assert!(sb
+        .ok(&["completions", "fish"])
+        .contains("complete -c gpuenv"));
+}
