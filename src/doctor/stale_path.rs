@@ -35,7 +35,11 @@ fn marks(kind: Kind) -> Marks {
     }
 }
 
-const FIX: &str = "eval \"$(gpuenv env)\" puts the active toolchains first and drops other toolkits' entries (fish: gpuenv env --shell fish | source)";
+/// The fix for every leftover, and the way to never get them again.
+fn fix(notes: &mut Notes) {
+    notes.hint("eval \"$(gpuenv env)\" puts the active toolchains first and drops other toolkits' entries (fish: gpuenv env --shell fish | source)");
+    notes.hint("to switch exactly on every cd, add eval \"$(gpuenv hook bash)\" to ~/.bashrc (zsh: gpuenv hook zsh; fish: gpuenv hook fish | source)");
+}
 
 pub fn run(inputs: &Inputs) -> Finding {
     let m = &inputs.machine;
@@ -61,7 +65,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                     |n| format!("{n}, which is not active here"),
                 );
                 notes.problem(Status::Error, format!("{list} has {e}, of {whose}"));
-                notes.hint(FIX);
+                fix(&mut notes);
                 flagged.push(e);
             }
         }
@@ -121,7 +125,7 @@ fn check_active(inputs: &Inputs, t: &Active, notes: &mut Notes, flagged: &[Strin
                     t.name
                 ),
             );
-            notes.hint(FIX);
+            fix(notes);
         }
     }
     if let Some(dir) = first_with(inputs, "LD_LIBRARY_PATH", marks.lib) {
@@ -133,7 +137,7 @@ fn check_active(inputs: &Inputs, t: &Active, notes: &mut Notes, flagged: &[Strin
                     marks.lib, t.name
                 ),
             );
-            notes.hint(FIX);
+            fix(notes);
         }
     }
 
@@ -155,7 +159,7 @@ fn check_active(inputs: &Inputs, t: &Active, notes: &mut Notes, flagged: &[Strin
                         view.lib.display()
                     ),
                 );
-                notes.hint(FIX);
+                fix(notes);
             }
         }
     }
@@ -173,7 +177,7 @@ fn check_active(inputs: &Inputs, t: &Active, notes: &mut Notes, flagged: &[Strin
                         t.name
                     ),
                 );
-                notes.hint(FIX);
+                fix(notes);
             }
         }
     }
