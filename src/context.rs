@@ -18,6 +18,8 @@ pub mod vars {
     pub const HOME: &str = "HOME";
     pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
     pub const NO_COLOR: &str = "NO_COLOR";
+    /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
+    pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
 }
 
 #[derive(Debug, Clone, Default)]

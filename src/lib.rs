@@ -2,6 +2,7 @@
 
 pub mod cli;
 pub mod context;
+pub mod doctor;
 pub mod env;
 pub mod fsutil;
 pub mod guard;

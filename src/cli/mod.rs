@@ -4,6 +4,7 @@ mod check;
 mod completions;
 mod default;
 mod discover;
+mod doctor;
 mod env_cmd;
 mod hook;
 mod hook_env;
@@ -48,6 +49,7 @@ enum Command {
     Default(default::Args),
     Check(check::Args),
     Discover(discover::Args),
+    Doctor(doctor::Args),
     Pin(pin::Args),
     Reshim(reshim::Args),
     Show(show::Args),
@@ -90,6 +92,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Default(a) => a.run(ctx),
         Command::Check(a) => a.run(ctx),
         Command::Discover(a) => a.run(ctx),
+        Command::Doctor(a) => a.run(ctx),
         Command::Pin(a) => a.run(ctx),
         Command::Reshim(a) => a.run(ctx),
         Command::Show(a) => a.run(ctx),
