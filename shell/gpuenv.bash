@@ -8,10 +8,12 @@ case ":${PATH}:" in
 esac
 
 _gpuenv_hook() {
-    local previous_exit_status=$?
+    local previous_exit_status=$? user_trap
+    # Not interruptible half-way; the user's own INT trap is put back afterwards.
+    user_trap=$(trap -p SIGINT)
     trap -- '' SIGINT
     eval "$(@GPUENV@ hook-env --shell bash)"
-    trap - SIGINT
+    if [[ -n "$user_trap" ]]; then eval "$user_trap"; else trap - SIGINT; fi
     return $previous_exit_status
 }
 
@@ -29,7 +31,14 @@ gpuenv() {
 
 # Run before every prompt, alongside an existing PROMPT_COMMAND (string or array) and
 # other hooks such as direnv's.
-if [[ ";${PROMPT_COMMAND[*]:-};" != *";_gpuenv_hook;"* ]]; then
+_gpuenv_hooked() {
+    local cmd
+    for cmd in "${PROMPT_COMMAND[@]}"; do
+        [[ ";${cmd};" == *";_gpuenv_hook;"* ]] && return 0
+    done
+    return 1
+}
+if ! _gpuenv_hooked; then
     if [[ "$(declare -p PROMPT_COMMAND 2>&1)" == "declare -a"* ]]; then
         PROMPT_COMMAND=(_gpuenv_hook "${PROMPT_COMMAND[@]}")
     else

@@ -8,9 +8,10 @@ case ":${PATH}:" in
 esac
 
 _gpuenv_hook() {
+    # Not interruptible half-way; localtraps puts the user's INT trap (or TRAPINT) back.
+    setopt localoptions localtraps
     trap -- '' SIGINT
     eval "$(@GPUENV@ hook-env --shell zsh)"
-    trap - SIGINT
 }
 
 # `gpuenv use` changes this shell; everything else is the binary.

@@ -521,7 +521,7 @@ fn bash_keeps_a_prompt_command_array_running() {
 }
 
 #[test]
-#[ignore = "bug: with an array PROMPT_COMMAND, evaluating the bash hook again (re-sourcing ~/.bashrc) adds _gpuenv_hook a second time"]
+
 fn bash_evaluating_the_hook_again_keeps_one_hook() {
     if !have_tool("tmux") || !have_tool("bash") {
         return;
@@ -542,7 +542,7 @@ fn bash_evaluating_the_hook_again_keeps_one_hook() {
 }
 
 #[test]
-#[ignore = "bug: the bash hook's `trap - SIGINT` removes the user's own SIGINT trap at the first prompt"]
+
 fn bash_keeps_the_users_sigint_trap() {
     if !have_tool("tmux") || !have_tool("bash") {
         return;
@@ -555,7 +555,7 @@ fn bash_keeps_the_users_sigint_trap() {
 }
 
 #[test]
-#[ignore = "bug: the zsh hook's `trap - SIGINT` deletes the user's TRAPINT function at the first prompt"]
+
 fn zsh_keeps_the_users_trapint() {
     if !have_tool("tmux") || !have_tool("zsh") {
         return;
