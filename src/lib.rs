@@ -5,6 +5,7 @@ pub mod context;
 pub mod env;
 pub mod fsutil;
 pub mod guard;
+pub mod install;
 pub mod project;
 pub mod resolve;
 pub mod shell;

@@ -4,6 +4,7 @@ mod check;
 mod default;
 mod discover;
 mod env_cmd;
+mod install;
 mod link;
 mod list;
 mod pin;
@@ -11,6 +12,7 @@ mod reshim;
 mod run;
 mod show;
 mod trust_cmd;
+mod uninstall;
 mod unlink;
 mod which;
 
@@ -38,6 +40,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Install(install::Args),
+    Uninstall(uninstall::Args),
     Link(link::Args),
     Unlink(unlink::Args),
     List(list::Args),
@@ -76,6 +80,8 @@ pub fn main() -> ExitCode {
 
 fn dispatch(command: Command, ctx: &Context) -> Result<()> {
     match command {
+        Command::Install(a) => a.run(ctx),
+        Command::Uninstall(a) => a.run(ctx),
         Command::Link(a) => a.run(ctx),
         Command::Unlink(a) => a.run(ctx),
         Command::List(a) => a.run(ctx),
