@@ -501,6 +501,14 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 fn classify(url: &Url, e: &reqwest::Error) -> Fault {
     let message = chain(e);
+    // The innermost cause says what happened ("failed to lookup address information: …").
+    let root_cause = {
+        let mut cur: &dyn std::error::Error = e;
+        while let Some(next) = cur.source() {
+            cur = next;
+        }
+        cur.to_string()
+    };
     let url = url.to_string();
     let lower = message.to_lowercase();
     if e.is_timeout() {
@@ -509,9 +517,15 @@ fn classify(url: &Url, e: &reqwest::Error) -> Fault {
         || lower.contains("failed to lookup address")
         || lower.contains("name or service not known")
     {
-        Fault::Dns { url, message }
+        Fault::Dns {
+            url,
+            message: root_cause,
+        }
     } else if e.is_connect() {
-        Fault::Connect { url, message }
+        Fault::Connect {
+            url,
+            message: root_cause,
+        }
     } else {
         Fault::Transfer { url, message }
     }
