@@ -148,8 +148,27 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
         (route, cut, st.slow.get(&path).copied())
     };
     let mut out = conn;
-    let (status, sent) = match route {
+    // Logged before the body goes out, and counted as it goes, so a client that has read
+    // everything finds its request complete in the log.
+    let hit = {
+        let mut st = state.lock().unwrap();
+        st.log.push(Hit {
+            path: path.clone(),
+            range: range.clone(),
+            accept,
+            status: 0,
+            sent: 0,
+        });
+        st.log.len() - 1
+    };
+    let set = |status: u16, sent: usize| {
+        let mut st = state.lock().unwrap();
+        st.log[hit].status = status;
+        st.log[hit].sent = sent;
+    };
+    match route {
         None => {
+            set(404, 0);
             let body = b"not found\n";
             write!(
                 out,
@@ -157,7 +176,6 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                 body.len()
             )?;
             out.write_all(body)?;
-            (404, 0)
         }
         Some((body, content_type)) => {
             let start = range
@@ -167,14 +185,17 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                 .and_then(|s| s.parse::<usize>().ok());
             let (status, slice) = match start {
                 Some(s) if s >= body.len() => {
+                    set(416, 0);
                     write!(out, "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", body.len())?;
                     (416, &body[0..0])
                 }
                 Some(s) => {
+                    set(206, 0);
                     write!(out, "HTTP/1.1 206 Partial Content\r\nContent-Type: {content_type}\r\nContent-Range: bytes {s}-{}/{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len() - 1, body.len(), body.len() - s)?;
                     (206, &body[s..])
                 }
                 None => {
+                    set(200, 0);
                     write!(out, "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nAccept-Ranges: bytes\r\nConnection: close\r\n\r\n", body.len())?;
                     (200, &body[..])
                 }
@@ -183,26 +204,19 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             if method != "HEAD" {
                 let limit = cut.unwrap_or(slice.len()).min(slice.len());
                 for chunk in slice[..limit].chunks(64 * 1024) {
-                    if out.write_all(chunk).is_err() {
-                        break;
-                    }
-                    sent += chunk.len();
                     if let Some(p) = pause {
                         std::thread::sleep(p);
                     }
+                    sent += chunk.len();
+                    set(status, sent);
+                    if out.write_all(chunk).is_err() {
+                        break;
+                    }
                 }
             }
-            (status, sent)
         }
-    };
+    }
     let _ = out.flush();
-    state.lock().unwrap().log.push(Hit {
-        path,
-        range,
-        accept,
-        status,
-        sent,
-    });
     // Closing the socket ends a cut response early: the client sees a short body.
     let _ = out.shutdown(std::net::Shutdown::Both);
     Ok(())
