@@ -195,6 +195,28 @@ fn a_missing_archive_is_a_404_naming_the_url() {
 }
 
 #[test]
+fn a_server_that_stops_sending_times_out_after_bounded_retries() {
+    let (server, tree) = mirror(|_| {});
+    let path = archive_path(&tree, "cuda_cudart");
+    server.slow(&path, Duration::from_secs(5));
+    let sb = Sandbox::new();
+    let url = server.url("redist/");
+    let vars = [
+        ("GPUENV_CUDA_MIRROR", url.as_str()),
+        ("GPUENV_HTTP_TIMEOUT", "0.3"),
+    ];
+    let start = Instant::now();
+    let out = gpuenv(&sb, &vars, MINIMAL);
+    let t = fails_cleanly(&sb, &out, "timed out fetching", "cuda-12.4.1");
+    assert!(
+        t.contains("retrying (4/4)") && !t.contains("retrying (5/"),
+        "{t}"
+    );
+    assert_eq!(server.hits(&path).len(), 4);
+    assert!(start.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
 fn an_unknown_host_is_a_dns_failure() {
     let sb = Sandbox::new();
     let vars = [("GPUENV_CUDA_MIRROR", "http://gpuenv-mirror.invalid/redist/")];

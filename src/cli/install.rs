@@ -122,15 +122,21 @@ impl Args {
                 ui::info(msg)
             }
         };
+        let already = |name: &str, root: &std::path::Path| {
+            let mut msg = format!("{name} is already installed at {}", root.display());
+            if !self.components.is_empty() {
+                msg.push_str(&format!(
+                    "; its components stay as they are (`gpuenv uninstall {name}` first to install it with others)"
+                ));
+            }
+            say(msg)
+        };
         for spec in &specs {
             // An exact name that is installed needs no source at all.
             let registry = Registry::load(&home)?;
             if let Some(e) = registry.toolchains.get(&spec.to_string()) {
                 if e.source == Origin::Installed && e.root.join("bin").is_dir() {
-                    say(format!(
-                        "{spec} is already installed at {}",
-                        e.root.display()
-                    ));
+                    already(&spec.to_string(), &e.root);
                     continue;
                 }
             }
@@ -150,11 +156,7 @@ impl Args {
             let started = std::time::Instant::now();
             let done = install::install(&home, &fetcher, &plan, &progress)?;
             if done.already {
-                say(format!(
-                    "{} is already installed at {}",
-                    done.name,
-                    done.root.display()
-                ));
+                already(&done.name, &done.root);
                 continue;
             }
             say(format!(

@@ -122,7 +122,7 @@ impl Fetcher {
                 body,
             });
         }
-        let page = retry(url, || {
+        let page = retry(|| {
             let resp = self
                 .client(url)?
                 .get(url.clone())
@@ -449,7 +449,7 @@ fn build_client(net: &Net) -> Result<Client, String> {
     b.build().map_err(|e| format!("cannot set up HTTPS: {e}"))
 }
 
-fn retry<T>(url: &Url, mut f: impl FnMut() -> Result<T, Fault>) -> Result<T, Fault> {
+fn retry<T>(mut f: impl FnMut() -> Result<T, Fault>) -> Result<T, Fault> {
     let mut attempt = 1;
     loop {
         match f() {
@@ -459,7 +459,6 @@ fn retry<T>(url: &Url, mut f: impl FnMut() -> Result<T, Fault>) -> Result<T, Fau
                     first_line(&fault),
                     attempt + 1
                 ));
-                let _ = url;
                 std::thread::sleep(Duration::from_millis(200 << attempt));
                 attempt += 1;
             }
