@@ -472,7 +472,7 @@ fn uninstall_removes_tree_view_and_shims_and_names_the_pins_left() {
     let t = text(&out);
     assert!(t.contains("uninstalled cuda-12.4.1"), "{t}");
     assert!(
-        t.contains("gpuenv.toml:2:8 still pins cuda = \"cuda-12.4\", which now selects nothing"),
+        t.contains("gpuenv.toml:2:8 pins cuda-12.4, which now selects nothing; `gpuenv install cuda-12.4.1` puts it back"),
         "{t}"
     );
     assert!(t.contains("the default cuda-12.4 no longer matches"), "{t}");

@@ -89,8 +89,8 @@ fn warn_about_pins(ctx: &Context, registry: &Registry, name: &str) {
                 None => "now selects nothing".to_string(),
             };
             ui::warn(format!(
-                "{} still pins {} = \"{spec}\", which {now}; `gpuenv install {name}` puts it back",
-                pin.at, pin.kind
+                "{} pins {spec}, which {now}; `gpuenv install {name}` puts it back",
+                pin.at
             ));
         }
     }

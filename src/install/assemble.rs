@@ -45,6 +45,16 @@ pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -
             }
             if meta.file_type().is_symlink() {
                 let target = fs_err::read_link(item.path())?;
+                // Checked when unpacked, but mapping can move a link up (strip-prefix):
+                // it must still land inside the toolchain.
+                if escapes(&to, &target) {
+                    anyhow::bail!(
+                        "{} links to {}, outside the toolchain once placed at {}\nhint: set the archive's strip-prefix so that its links stay inside the tree",
+                        rel.display(),
+                        target.display(),
+                        to.display()
+                    );
+                }
                 std::os::unix::fs::symlink(&target, &dst).with_context(|| {
                     format!("linking {} -> {}", dst.display(), target.display())
                 })?;
@@ -55,6 +65,25 @@ pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -
         }
     }
     Ok(placed)
+}
+
+/// Does a link at `at` (relative to the root) pointing to `target` leave the root?
+fn escapes(at: &Path, target: &Path) -> bool {
+    if target.is_absolute() {
+        return true;
+    }
+    let mut depth = at.components().count() as i64 - 1;
+    for c in target.components() {
+        match c {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
 }
 
 /// Where an archive entry goes in the toolchain root, or `None` to leave it out.
@@ -235,6 +264,28 @@ mod tests {
             map(&Mapping::Strip(String::new()), "bin/hipcc").unwrap(),
             "bin/hipcc"
         );
+    }
+
+    #[test]
+    fn links_moved_up_by_a_strip_prefix_must_stay_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let unpacked = dir.path().join("u");
+        fs_err::create_dir_all(unpacked.join("a/b/lib")).unwrap();
+        std::os::unix::fs::symlink("../../../x", unpacked.join("a/b/lib/l")).unwrap();
+        let err = place(
+            &unpacked,
+            &Mapping::Strip("a/b".into()),
+            "c",
+            &dir.path().join("root"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("outside the toolchain"), "{err}");
+        assert!(!escapes(Path::new("lib/libx.so"), Path::new("libx.so.1")));
+        assert!(!escapes(
+            Path::new("targets/t/lib/l"),
+            Path::new("../../../bin")
+        ));
+        assert!(escapes(Path::new("lib/l"), Path::new("../../x")));
     }
 
     #[test]
