@@ -6,6 +6,7 @@
 
 pub mod assemble;
 pub mod cache;
+pub mod download;
 pub mod driver;
 pub mod fault;
 pub mod fetch;

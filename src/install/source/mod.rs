@@ -5,6 +5,7 @@ pub mod manifest;
 pub mod nvidia;
 pub mod pep440;
 pub mod pypi;
+pub mod simple;
 
 use anyhow::Result;
 
