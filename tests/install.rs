@@ -316,6 +316,12 @@ fn pypi_refuses_cuda_11_and_12_and_points_elsewhere() {
     );
     assert!(t.contains("gpuenv link cuda-12.4"), "{t}");
     assert_eq!(sb.settings(), None);
+    let out = gpuenv(&sb, &[], &["install", "cuda-13.0-mine"]);
+    assert!(
+        text(&out).contains("hint: gpuenv install cuda-13.0\n"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

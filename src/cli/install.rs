@@ -132,6 +132,13 @@ impl Args {
             say(msg)
         };
         for spec in &specs {
+            if spec.label.is_some() && self.manifest.is_none() {
+                bail!(
+                    "{spec}: installed toolchains are named by their version alone (labels are for linked ones and manifests)\nhint: gpuenv install {}-{}",
+                    spec.kind,
+                    spec.version
+                );
+            }
             // An exact name that is installed needs no source at all.
             let registry = Registry::load(&home)?;
             if let Some(e) = registry.toolchains.get(&spec.to_string()) {
