@@ -203,7 +203,7 @@ fn a_server_that_stops_sending_times_out_after_bounded_retries() {
     let url = server.url("redist/");
     let vars = [
         ("GPUENV_CUDA_MIRROR", url.as_str()),
-        ("GPUENV_HTTP_TIMEOUT", "0.3"),
+        ("GPUENV_HTTP_TIMEOUT", "1"),
     ];
     let start = Instant::now();
     let out = gpuenv(&sb, &vars, MINIMAL);
