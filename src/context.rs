@@ -20,6 +20,22 @@ pub mod vars {
     pub const NO_COLOR: &str = "NO_COLOR";
     /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
     pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
+    // Installing.
+    /// NVIDIA's redist root (a URL, `file://` URL or directory).
+    pub const GPUENV_CUDA_MIRROR: &str = "GPUENV_CUDA_MIRROR";
+    /// The package index for the pypi source; else pip's `PIP_INDEX_URL`; else PyPI.
+    pub const GPUENV_PYPI_URL: &str = "GPUENV_PYPI_URL";
+    pub const PIP_INDEX_URL: &str = "PIP_INDEX_URL";
+    /// The download cache (default `$GPUENV_HOME/downloads`).
+    pub const GPUENV_DOWNLOAD_CACHE: &str = "GPUENV_DOWNLOAD_CACHE";
+    /// Seconds to wait for data before a download counts as timed out (default 60).
+    pub const GPUENV_HTTP_TIMEOUT: &str = "GPUENV_HTTP_TIMEOUT";
+    pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
+    pub const HTTP_PROXY: &str = "HTTP_PROXY";
+    pub const ALL_PROXY: &str = "ALL_PROXY";
+    pub const NO_PROXY: &str = "NO_PROXY";
+    /// Debug builds only: stop at an install stage for crash tests (`<stage>:<marker file>`).
+    pub const GPUENV_TEST_HANG_AT: &str = "GPUENV_TEST_HANG_AT";
 }
 
 #[derive(Debug, Clone, Default)]

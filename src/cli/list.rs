@@ -2,7 +2,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::toolchain::Spec;
+use crate::install::source::Choice;
+use crate::toolchain::{Kind, Spec};
 use crate::ui;
 
 /// List registered toolchains, marking the active and default ones
@@ -11,6 +12,15 @@ pub struct Args {
     /// Machine-readable output on stdout
     #[arg(long)]
     json: bool,
+    /// List the releases a source offers instead: cuda (or rocm, with --manifest)
+    #[arg(long, value_name = "KIND")]
+    available: Option<Kind>,
+    /// The source to ask, with --available
+    #[arg(long, value_enum, default_value_t, requires = "available")]
+    source: Choice,
+    /// A gpuenv manifest (path or URL), with --available
+    #[arg(long, value_name = "PATH|URL", requires = "available")]
+    manifest: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -29,6 +39,15 @@ struct Row<'a> {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
+        if let Some(kind) = self.available {
+            return super::install::list_available(
+                ctx,
+                kind,
+                self.source,
+                self.manifest.as_deref(),
+                self.json,
+            );
+        }
         let (home, registry) = super::registry(ctx)?;
         // `list` stays useful in a directory whose toolchain file is broken.
         let active = match super::resolve_here(ctx, &registry, &[]) {

@@ -8,6 +8,7 @@ mod doctor;
 mod env_cmd;
 mod hook;
 mod hook_env;
+mod install;
 mod link;
 mod list;
 mod pin;
@@ -15,6 +16,7 @@ mod reshim;
 mod run;
 mod show;
 mod trust_cmd;
+mod uninstall;
 mod unlink;
 mod use_cmd;
 mod which;
@@ -43,6 +45,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Install(install::Args),
+    Uninstall(uninstall::Args),
     Link(link::Args),
     Unlink(unlink::Args),
     List(list::Args),
@@ -86,6 +90,8 @@ pub fn main() -> ExitCode {
 
 fn dispatch(command: Command, ctx: &Context) -> Result<()> {
     match command {
+        Command::Install(a) => a.run(ctx),
+        Command::Uninstall(a) => a.run(ctx),
         Command::Link(a) => a.run(ctx),
         Command::Unlink(a) => a.run(ctx),
         Command::List(a) => a.run(ctx),

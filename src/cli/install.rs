@@ -1,0 +1,244 @@
+use std::io::IsTerminal;
+
+use anyhow::{bail, Result};
+use indicatif::HumanBytes;
+
+use crate::context::{vars, Context};
+use crate::install::cache::Cache;
+use crate::install::fetch::{Fetcher, Net};
+use crate::install::hooks::Hooks;
+use crate::install::source::manifest::ManifestSource;
+use crate::install::source::nvidia::{self, Nvidia};
+use crate::install::source::pypi::{self, Pypi};
+use crate::install::source::{Choice, Source};
+use crate::install::{self, driver, Profile, Progress, Selection};
+use crate::toolchain::registry::{Home, Registry, Source as Origin};
+use crate::toolchain::{Kind, Spec};
+use crate::ui;
+
+/// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv manifest
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// What to install: cuda-13.0 (the highest 13.0.x), cuda-12.4.1, rocm-6.2 (with --manifest)
+    #[arg(required = true, value_name = "SPEC")]
+    specs: Vec<String>,
+    /// Where from
+    #[arg(long, value_enum, default_value_t)]
+    source: Choice,
+    /// A gpuenv manifest (path or URL) describing the toolchains; implies --source manifest
+    #[arg(long, value_name = "PATH|URL")]
+    manifest: Option<String>,
+    /// Install from the download cache only, without the network
+    #[arg(long)]
+    offline: bool,
+    /// Which components of a CUDA release
+    #[arg(long, value_enum, default_value_t)]
+    profile: Profile,
+    /// Add a component (libcublas, cuda_nvrtc, cupti, …); may be repeated
+    #[arg(long = "component", value_name = "NAME")]
+    components: Vec<String>,
+    /// No progress bars and no messages but warnings and errors
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// The download cache: `GPUENV_DOWNLOAD_CACHE`, else `$GPUENV_HOME/downloads`.
+fn cache(ctx: &Context, home: &Home) -> Cache {
+    match ctx.var_nonempty(vars::GPUENV_DOWNLOAD_CACHE) {
+        Some(dir) => Cache::new(ctx.cwd.join(dir)),
+        None => Cache::new(home.downloads()),
+    }
+}
+
+pub(super) fn fetcher(ctx: &Context, home: &Home, offline: bool) -> Fetcher {
+    Fetcher::new(
+        Net::from_ctx(ctx),
+        cache(ctx, home),
+        offline,
+        Hooks::from_ctx(ctx),
+    )
+}
+
+/// The sources `choice` and `--manifest` select, in the order `auto` tries them.
+pub(super) fn sources<'a>(
+    ctx: &Context,
+    fetcher: &'a Fetcher,
+    choice: Choice,
+    manifest: Option<&str>,
+) -> Result<Vec<Box<dyn Source + 'a>>> {
+    if let Some(m) = manifest {
+        if !matches!(choice, Choice::Auto | Choice::Manifest) {
+            bail!("--manifest goes with --source manifest, not --source {choice:?}\nhint: drop one of them");
+        }
+        let url = install::location(&ctx.cwd, m, false)?;
+        return Ok(vec![Box::new(ManifestSource { fetcher, url })]);
+    }
+    let mirror = ctx
+        .var_nonempty(vars::GPUENV_CUDA_MIRROR)
+        .unwrap_or(nvidia::DEFAULT_MIRROR);
+    let index = ctx
+        .var_nonempty(vars::GPUENV_PYPI_URL)
+        .or_else(|| ctx.var_nonempty(vars::PIP_INDEX_URL))
+        .unwrap_or(pypi::DEFAULT_INDEX);
+    let nvidia = || -> Result<Box<dyn Source + 'a>> {
+        Ok(Box::new(Nvidia {
+            fetcher,
+            root: install::location(&ctx.cwd, mirror, true)?,
+        }))
+    };
+    let pypi = || -> Result<Box<dyn Source + 'a>> {
+        Ok(Box::new(Pypi {
+            fetcher,
+            index: install::location(&ctx.cwd, index, true)?,
+        }))
+    };
+    Ok(match choice {
+        Choice::Auto => vec![nvidia()?, pypi()?],
+        Choice::Nvidia => vec![nvidia()?],
+        Choice::Pypi => vec![pypi()?],
+        Choice::Manifest => {
+            bail!("--source manifest needs --manifest <path|url>\nhint: gpuenv install rocm-6.2 --manifest ./toolchains.toml")
+        }
+    })
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let home = ctx.gpuenv_home()?;
+        let specs: Vec<Spec> = self
+            .specs
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<_, _>>()?;
+        let fetcher = fetcher(ctx, &home, self.offline);
+        let sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;
+        let progress = Progress::new(!self.quiet && std::io::stderr().is_terminal());
+        let sel = Selection {
+            profile: self.profile,
+            components: self.components.clone(),
+        };
+        let say = |msg: String| {
+            if !self.quiet {
+                ui::info(msg)
+            }
+        };
+        let already = |name: &str, root: &std::path::Path| {
+            let mut msg = format!("{name} is already installed at {}", root.display());
+            if !self.components.is_empty() {
+                msg.push_str(&format!(
+                    "; its components stay as they are (`gpuenv uninstall {name}` first to install it with others)"
+                ));
+            }
+            say(msg)
+        };
+        for spec in &specs {
+            if spec.label.is_some() && self.manifest.is_none() {
+                bail!(
+                    "{spec}: installed toolchains are named by their version alone (labels are for linked ones and manifests)\nhint: gpuenv install {}-{}",
+                    spec.kind,
+                    spec.version
+                );
+            }
+            // An exact name that is installed needs no source at all.
+            let registry = Registry::load(&home)?;
+            if let Some(e) = registry.toolchains.get(&spec.to_string()) {
+                if e.source == Origin::Installed && e.root.join("bin").is_dir() {
+                    already(&spec.to_string(), &e.root);
+                    continue;
+                }
+            }
+            let plan = install::plan(&sources, spec, &sel)?;
+            let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
+            say(format!(
+                "installing {} from {} ({} archives{})",
+                plan.name,
+                plan.source,
+                plan.archives.len(),
+                if size > 0 {
+                    format!(", {}", HumanBytes(size))
+                } else {
+                    String::new()
+                }
+            ));
+            let started = std::time::Instant::now();
+            let done = install::install(&home, &fetcher, &plan, &progress)?;
+            if done.already {
+                already(&done.name, &done.root);
+                continue;
+            }
+            say(format!(
+                "installed {} ({} {}) in {} ({} downloaded, {:.1}s)",
+                done.name,
+                done.kind,
+                done.version,
+                done.root.display(),
+                HumanBytes(done.fetched_bytes),
+                started.elapsed().as_secs_f64()
+            ));
+            if done.kind == Kind::Cuda {
+                if let Ok(text) = fs_err::read_to_string("/proc/driver/nvidia/version") {
+                    if let Some(warning) = driver::parse_proc_version(&text)
+                        .and_then(|d| driver::check(&done.version, &d))
+                    {
+                        ui::warn(warning);
+                    }
+                }
+            }
+            say(format!(
+                "use it in this project with `gpuenv pin {n}`, in this shell with `gpuenv use {n}`, or everywhere else with `gpuenv default {n}`",
+                n = done.name
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `gpuenv list --available <kind>`: the releases the first working source has.
+pub(super) fn list_available(
+    ctx: &Context,
+    kind: Kind,
+    choice: Choice,
+    manifest: Option<&str>,
+    json: bool,
+) -> Result<()> {
+    let home = ctx.gpuenv_home()?;
+    let fetcher = fetcher(ctx, &home, false);
+    if kind == Kind::Rocm && manifest.is_none() {
+        bail!("ROCm releases come from a gpuenv manifest\nhint: gpuenv list --available rocm --manifest <path|url>");
+    }
+    let sources = sources(ctx, &fetcher, choice, manifest)?;
+    let mut reasons = Vec::new();
+    let mut found = None;
+    for s in &sources {
+        match s.available(kind) {
+            Ok(v) => {
+                found = Some((s.name(), v));
+                break;
+            }
+            Err(e) => reasons.push(format!("  {}: {e:#}", s.name())),
+        }
+    }
+    let Some((source, versions)) = found else {
+        bail!(
+            "no source could list the {kind} releases:\n{}",
+            reasons.join("\n")
+        );
+    };
+    let registry = Registry::load(&home)?;
+    let installed =
+        |v: &crate::toolchain::Version| registry.toolchains.contains_key(&format!("{kind}-{v}"));
+    if json {
+        let rows: Vec<serde_json::Value> = versions
+            .iter()
+            .map(|v| serde_json::json!({"name": format!("{kind}-{v}"), "version": v.to_string(), "source": source, "installed": installed(v)}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    ui::info(format!("{kind} releases from the {source} source:"));
+    for v in &versions {
+        let mark = if installed(v) { "  (installed)" } else { "" };
+        println!("{kind}-{v}{mark}");
+    }
+    Ok(())
+}

@@ -1,0 +1,545 @@
+//! Installing through each source from a local server (or a plain directory): the tree
+//! that results, its view's nvcc, and uninstalling. Network only to 127.0.0.1.
+
+#[path = "common/archives.rs"]
+mod archives;
+mod common;
+#[path = "common/install_fixtures.rs"]
+mod fixtures;
+#[path = "common/server.rs"]
+mod server;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::*;
+use fixtures::*;
+use server::Server;
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+/// Runs gpuenv with extra variables; returns the output.
+fn gpuenv(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = sb.gpuenv();
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.args(args).output().unwrap()
+}
+
+fn ok(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> String {
+    let out = gpuenv(sb, vars, args);
+    assert!(
+        out.status.success(),
+        "gpuenv {args:?} failed:\n{}",
+        text(&out)
+    );
+    text(&out)
+}
+
+/// The view's nvcc (the proxy) run as a build would.
+fn view_nvcc_version(sb: &Sandbox, name: &str) -> String {
+    let nvcc = sb.gpuenv_home().join(format!("views/{name}/bin/nvcc"));
+    assert_eq!(
+        fs_err::read_link(&nvcc).unwrap(),
+        sb.gpuenv_home().join("bin/gpuenv-shim"),
+        "the view's nvcc is the proxy"
+    );
+    let out = std::process::Command::new(nvcc)
+        .arg("--version")
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn check_runfile_layout(root: &Path) {
+    let t = if std::env::consts::ARCH == "aarch64" {
+        "sbsa"
+    } else {
+        std::env::consts::ARCH
+    };
+    let target = format!("targets/{t}-linux");
+    assert_eq!(
+        fs_err::read_link(root.join("include")).unwrap(),
+        Path::new(&format!("{target}/include"))
+    );
+    assert_eq!(
+        fs_err::read_link(root.join("lib64")).unwrap(),
+        Path::new(&format!("{target}/lib"))
+    );
+    for f in [
+        "bin/nvcc",
+        "bin/ptxas",
+        "nvvm/bin/cicc",
+        "include/cuda_runtime.h",
+        "include/crt/host_config.h",
+        "lib64/libcudart.so",
+    ] {
+        assert!(root.join(f).exists(), "{} lacks {f}", root.display());
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs_err::metadata(root.join("bin/nvcc"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o755, 0o755, "tools are executable by everyone");
+}
+
+#[test]
+fn nvidia_source_installs_a_release_from_a_redist_mirror() {
+    let server = Server::start();
+    serve(
+        &server,
+        "redist/",
+        &redist_tree(&["12.4.0", "12.4.1", "13.0.2"]),
+    );
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+
+    let out = ok(&sb, &vars, &["list", "--available", "cuda"]);
+    assert!(
+        out.contains("cuda-12.4.0\ncuda-12.4.1\ncuda-13.0.2\n"),
+        "{out}"
+    );
+
+    let out = ok(
+        &sb,
+        &vars,
+        &[
+            "install",
+            "cuda-12.4",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ],
+    );
+    assert!(out.contains("installed cuda-12.4.1"), "{out}");
+    let root = sb.gpuenv_home().join("toolchains/cuda-12.4.1");
+    check_runfile_layout(&root);
+    // The archive's own links survive; loose files go to share/doc/<component>/.
+    assert_eq!(
+        fs_err::read_link(root.join("lib64/libcudart.so")).unwrap(),
+        Path::new("libcudart.so.12")
+    );
+    assert!(root.join("share/doc/cuda_nvcc/LICENSE").is_file());
+    assert!(
+        !root.join("include/cublas.h").exists(),
+        "minimal has no cuBLAS"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(root.join("version.json")).unwrap()).unwrap();
+    assert_eq!(json["cuda"]["version"], "12.4.1");
+    assert_eq!(json["cuda_nvcc"]["version"], "12.4.131");
+    assert!(view_nvcc_version(&sb, "cuda-12.4.1").contains("release 12.4, V12.4.131"));
+
+    let list: serde_json::Value = serde_json::from_str(&ok(&sb, &[], &["list", "--json"])).unwrap();
+    assert_eq!(list[0]["name"], "cuda-12.4.1");
+    assert_eq!(list[0]["source"], "installed");
+    assert_eq!(list[0]["version"], "12.4.1");
+    assert!(sb.gpuenv_home().join("shims/nvcc").is_symlink());
+    let out = ok(&sb, &vars, &["list", "--available", "cuda"]);
+    assert!(out.contains("cuda-12.4.1  (installed)"), "{out}");
+
+    // Again: nothing to do, and no archive fetched a second time.
+    let archive_hits = server.hits(".tar.xz").len();
+    let out = ok(
+        &sb,
+        &vars,
+        &[
+            "install",
+            "cuda-12.4",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ],
+    );
+    assert!(out.contains("cuda-12.4.1 is already installed"), "{out}");
+    assert_eq!(server.hits(".tar.xz").len(), archive_hits);
+
+    // 13.x adds cuda_crt and libnvvm; the default profile adds the math libraries.
+    ok(&sb, &vars, &["install", "cuda-13", "--source", "nvidia"]);
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2");
+    check_runfile_layout(&root);
+    for f in [
+        "include/cublas.h",
+        "include/cusparse.h",
+        "include/cusolver.h",
+        "include/curand.h",
+        "include/cufft.h",
+        "lib64/libcublas.so",
+        "nvvm/libdevice/libdevice.10.bc",
+    ] {
+        assert!(root.join(f).exists(), "default profile: no {f}");
+    }
+    assert!(view_nvcc_version(&sb, "cuda-13.0.2").contains("release 13.0, V13.0.88"));
+}
+
+#[test]
+fn a_plain_directory_is_a_mirror_too() {
+    let sb = Sandbox::new();
+    let dir = sb.path("mirror");
+    write_tree(&dir, &redist_tree(&["12.6.3"]));
+    let mirror = dir.display().to_string();
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    ok(
+        &sb,
+        &vars,
+        &[
+            "install",
+            "cuda-12.6.3",
+            "--profile",
+            "minimal",
+            "--component",
+            "libcublas",
+            "-q",
+        ],
+    );
+    let root = sb.gpuenv_home().join("toolchains/cuda-12.6.3");
+    check_runfile_layout(&root);
+    assert!(
+        root.join("include/cublas.h").is_file(),
+        "--component adds cuBLAS"
+    );
+    assert!(!root.join("include/cusparse.h").exists());
+    let url = format!("file://{mirror}");
+    let out = ok(
+        &sb,
+        &[("GPUENV_CUDA_MIRROR", url.as_str())],
+        &["list", "--available", "cuda", "--json"],
+    );
+    assert!(
+        out.contains("\"name\": \"cuda-12.6.3\"") && out.contains("\"installed\": true"),
+        "{out}"
+    );
+}
+
+#[test]
+fn pypi_source_resolves_through_the_metapackage_json_or_html() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    for (index, env) in [("simple/", "GPUENV_PYPI_URL"), ("html/", "PIP_INDEX_URL")] {
+        let sb = Sandbox::new();
+        let url = server.url(index);
+        let vars = [(env, url.as_str())];
+        let out = ok(
+            &sb,
+            &vars,
+            &[
+                "install",
+                "cuda-13.0",
+                "--source",
+                "pypi",
+                "--profile",
+                "minimal",
+            ],
+        );
+        assert!(out.contains("installed cuda-13.0.2"), "{out}");
+        let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2");
+        check_runfile_layout(&root);
+        // Only the wheels' nvidia/cu13/ tree; the unversioned library the linker needs.
+        assert_eq!(
+            fs_err::read_link(root.join("lib64/libcudart.so")).unwrap(),
+            Path::new("libcudart.so.13")
+        );
+        assert!(root.join("include/cccl/cuda/std/version").is_file());
+        assert!(root
+            .join("share/doc/cuda_runtime/.metadata/provenance.txt")
+            .is_file());
+        assert!(!root.join("nvidia").exists() && !root.join("__init__.py").exists());
+        // The metapackage pins nvcc 13.0.88, though 13.0.99 is on the index.
+        assert!(view_nvcc_version(&sb, "cuda-13.0.2").contains("V13.0.88"));
+        let json = fs_err::read_to_string(root.join("version.json")).unwrap();
+        assert!(
+            json.contains("\"13.0.2\"") && json.contains("\"13.0.96\""),
+            "{json}"
+        );
+    }
+    // The JSON index was asked for JSON; no Windows wheel or pre-release was fetched.
+    let hits = server.hits("/simple/cuda-toolkit/");
+    assert!(hits[0]
+        .accept
+        .as_deref()
+        .unwrap()
+        .starts_with("application/vnd.pypi.simple.v1+json"));
+    assert!(server.hits("win_amd64.whl").is_empty());
+    assert!(server.hits("13.1.0rc1-py2.py3-none-any.whl").is_empty());
+    assert!(server.hits("nvidia_cuda_nvcc-13.0.99-py3").is_empty());
+
+    // Asking for a component the metapackage lacks says what it has.
+    let sb = Sandbox::new();
+    let url = server.url("simple/");
+    let out = gpuenv(
+        &sb,
+        &[("GPUENV_PYPI_URL", &url)],
+        &[
+            "install",
+            "cuda-13.0",
+            "--source",
+            "pypi",
+            "--component",
+            "nope",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let t = text(&out);
+    assert!(
+        t.contains("unknown component nope") && t.contains("cublas, cudart"),
+        "{t}"
+    );
+    assert_eq!(sb.settings(), None);
+}
+
+#[test]
+fn pypi_refuses_cuda_11_and_12_and_points_elsewhere() {
+    let sb = Sandbox::new();
+    // No server: the answer needs no network.
+    let out = gpuenv(
+        &sb,
+        &[("GPUENV_PYPI_URL", "http://127.0.0.1:9/simple/")],
+        &["install", "cuda-12.4", "--source", "pypi"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let t = text(&out);
+    assert!(t.contains("ship ptxas but no nvcc driver on Linux"), "{t}");
+    assert!(
+        t.contains("hint: `gpuenv install cuda-12.4 --source nvidia`"),
+        "{t}"
+    );
+    assert!(t.contains("gpuenv link cuda-12.4"), "{t}");
+    assert_eq!(sb.settings(), None);
+    let out = gpuenv(&sb, &[], &["install", "cuda-13.0-mine"]);
+    assert!(
+        text(&out).contains("hint: gpuenv install cuda-13.0\n"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn auto_falls_back_to_pypi_and_names_every_reason_when_all_fail() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let (mirror, index) = (server.url("no-redist-here/"), server.url("simple/"));
+    let vars = [
+        ("GPUENV_CUDA_MIRROR", mirror.as_str()),
+        ("GPUENV_PYPI_URL", index.as_str()),
+    ];
+    let out = ok(
+        &sb,
+        &vars,
+        &["install", "cuda-13.0", "--profile", "minimal"],
+    );
+    assert!(out.contains("installing cuda-13.0.2 from pypi"), "{out}");
+
+    let out = gpuenv(&sb, &vars, &["install", "cuda-12.4"]);
+    assert_eq!(out.status.code(), Some(2));
+    let t = text(&out);
+    assert!(t.contains("no source could install cuda-12.4"), "{t}");
+    assert!(
+        t.contains("nvidia: listing the CUDA releases at") && t.contains("404"),
+        "{t}"
+    );
+    assert!(
+        t.contains("pypi: NVIDIA's wheels of CUDA 12.4 cannot make a toolkit"),
+        "{t}"
+    );
+    // The hints come last.
+    let last = t.trim_end().lines().last().unwrap();
+    assert!(last.starts_with("hint:"), "{t}");
+}
+
+#[test]
+fn manifest_source_installs_rocm_from_a_path_or_a_url() {
+    let sb = Sandbox::new();
+    let manifest = write_manifest(&sb.path("m"), "6.2.4");
+    let out = ok(
+        &sb,
+        &[],
+        &[
+            "install",
+            "rocm-6.2",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    assert!(out.contains("installed rocm-6.2.4"), "{out}");
+    let root = sb.gpuenv_home().join("toolchains/rocm-6.2.4");
+    assert_eq!(
+        fs_err::read_to_string(root.join(".info/version")).unwrap(),
+        "6.2.4-120\n"
+    );
+    assert_eq!(
+        fs_err::read_link(root.join("lib/libamdhip64.so")).unwrap(),
+        Path::new("libamdhip64.so.6")
+    );
+    assert!(sb
+        .gpuenv_home()
+        .join("views/rocm-6.2.4/bin/hipcc")
+        .is_symlink());
+    let out = ok(
+        &sb,
+        &[],
+        &[
+            "list",
+            "--available",
+            "rocm",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    assert!(out.contains("rocm-6.2.4  (installed)"), "{out}");
+
+    let server = Server::start();
+    let tarball = fixtures::rocm_tarball("6.3.1");
+    server.put(
+        "rocm/rocm-6.3.1.tar.xz",
+        tarball.clone(),
+        "application/x-xz",
+    );
+    server.put(
+        "rocm/gpuenv.toml",
+        manifest_toml("6.3.1", "rocm-6.3.1.tar.xz", &archives::sha256(&tarball)),
+        "text/plain",
+    );
+    ok(
+        &sb,
+        &[],
+        &[
+            "install",
+            "rocm-6.3.1",
+            "--manifest",
+            &server.url("rocm/gpuenv.toml"),
+        ],
+    );
+    assert!(sb
+        .gpuenv_home()
+        .join("toolchains/rocm-6.3.1/bin/hipcc")
+        .is_file());
+
+    let out = gpuenv(
+        &sb,
+        &[],
+        &[
+            "install",
+            "rocm-7",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        text(&out).contains("has no rocm-7") && text(&out).contains("hint: it has rocm-6.2.4"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn uninstall_removes_tree_view_and_shims_and_names_the_pins_left() {
+    let sb = Sandbox::new();
+    let dir = sb.path("mirror");
+    write_tree(&dir, &redist_tree(&["12.4.1"]));
+    let mirror = dir.display().to_string();
+    ok(
+        &sb,
+        &[("GPUENV_CUDA_MIRROR", &mirror)],
+        &["install", "cuda-12.4.1", "--profile", "minimal"],
+    );
+    ok(&sb, &[], &["default", "cuda-12.4"]);
+    write(
+        &sb.path("proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n",
+    );
+
+    // unlink is for linked toolchains.
+    let out = gpuenv(&sb, &[], &["unlink", "cuda-12.4.1"]);
+    assert!(
+        text(&out).contains("gpuenv uninstall cuda-12.4.1"),
+        "{}",
+        text(&out)
+    );
+
+    let out = sb
+        .gpuenv()
+        .current_dir(sb.path("proj"))
+        .args(["uninstall", "cuda-12.4.1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("uninstalled cuda-12.4.1"), "{t}");
+    assert!(
+        t.contains("gpuenv.toml:2:8 pins cuda-12.4, which now selects nothing; `gpuenv install cuda-12.4.1` puts it back"),
+        "{t}"
+    );
+    assert!(t.contains("the default cuda-12.4 no longer matches"), "{t}");
+    let home = sb.gpuenv_home();
+    assert!(!home.join("toolchains/cuda-12.4.1").exists());
+    assert!(!home.join("views/cuda-12.4.1").exists());
+    assert!(!home.join("shims/nvcc").exists());
+    assert!(!sb.settings().unwrap().contains("cuda-12.4.1"));
+
+    // Linked toolchains are not gpuenv's to remove.
+    let linked = cuda_runfile(&sb.path("opt/cuda-11.8"), "11.8.89");
+    ok(&sb, &[], &["link", "cuda-11.8", linked.to_str().unwrap()]);
+    let out = gpuenv(&sb, &[], &["uninstall", "cuda-11.8"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("hint: `gpuenv unlink cuda-11.8`"),
+        "{}",
+        text(&out)
+    );
+    assert!(linked.join("bin/nvcc").exists());
+    let out = gpuenv(&sb, &[], &["uninstall", "cuda-9.9"]);
+    assert!(
+        text(&out).contains("no toolchain named cuda-9.9"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn offline_installs_from_the_cache_only() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    let out = gpuenv(
+        &sb,
+        &vars,
+        &["install", "cuda-12.4", "--offline", "--profile", "minimal"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("not in the download cache"),
+        "{}",
+        text(&out)
+    );
+    assert!(server.log().is_empty(), "offline touched the network");
+
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-12.4", "--profile", "minimal"],
+    );
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    let before = server.log().len();
+    let out = ok(
+        &sb,
+        &vars,
+        &["install", "cuda-12.4", "--offline", "--profile", "minimal"],
+    );
+    assert!(out.contains("installed cuda-12.4.1"), "{out}");
+    assert_eq!(server.log().len(), before, "offline touched the network");
+    check_runfile_layout(&sb.gpuenv_home().join("toolchains/cuda-12.4.1"));
+}
