@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::fsutil;
 use crate::toolchain::registry::{Home, Registry};
 
 pub const PROXY_NAME: &str = "gpuenv-shim";
@@ -26,17 +25,32 @@ fn proxy_source() -> Result<PathBuf> {
     Ok(source)
 }
 
-/// Copies the proxy into `$GPUENV_HOME/bin/` when it differs, atomically (a running shim
-/// keeps its old inode). Returns its path there.
+/// Puts the proxy into `$GPUENV_HOME/bin/`: a hard link to the built binary where the file
+/// system allows (no copy of a large debug build per link), else a copy; replaced
+/// atomically, so a running shim keeps its old inode. Returns its path there.
 pub fn install_proxy(home: &Home) -> Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
     let source = proxy_source()?;
     let target = home.proxy();
-    let new = fs_err::read(&source)?;
-    if fs_err::read(&target).ok().as_deref() != Some(&new[..]) {
-        fsutil::write_atomic(&target, &new)?;
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
+    let src_meta = fs_err::metadata(&source)?;
+    if let Ok(meta) = std::fs::metadata(&target) {
+        let same_inode = meta.dev() == src_meta.dev() && meta.ino() == src_meta.ino();
+        if same_inode
+            || (meta.len() == src_meta.len() && fs_err::read(&target)? == fs_err::read(&source)?)
+        {
+            return Ok(target);
+        }
     }
+    let dir = target.parent().expect("the proxy lives in a directory");
+    fs_err::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{PROXY_NAME}.tmp-{}", std::process::id()));
+    let _ = fs_err::remove_file(&tmp);
+    if std::fs::hard_link(&source, &tmp).is_err() {
+        fs_err::copy(&source, &tmp)?;
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+    }
+    fs_err::rename(&tmp, &target)?;
     Ok(target)
 }
 
@@ -57,7 +71,8 @@ pub fn reshim(home: &Home, registry: &Registry) -> Result<Reshim> {
         if let Ok(rd) = fs_err::read_dir(entry.root.join("bin")) {
             for tool in rd.flatten() {
                 let name = tool.file_name().to_string_lossy().into_owned();
-                if is_tool_name(&name) {
+                // Tools only: the wheels' bin/ also holds a `crt/` directory.
+                if is_tool_name(&name) && tool.path().is_file() {
                     wanted.insert(name);
                 }
             }

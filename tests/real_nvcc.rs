@@ -88,6 +88,12 @@ fn ok(out: &Output) -> String {
 #[test]
 fn the_view_nvcc_compiles_ptx_cubin_and_links_with_cudart() {
     let Some(r) = setup() else { return };
+    let shims = r.sb.gpuenv_home().join("shims");
+    assert!(shims.join("ptxas").exists());
+    assert!(
+        !shims.join("crt").exists(),
+        "bin/crt is a directory, not a tool"
+    );
     let version = ok(&r.run(&r.nvcc, &["--version"], &[]));
     assert!(
         version.contains("Cuda compilation tools, release 13.0"),
