@@ -10,24 +10,10 @@ mod fixtures;
 mod server;
 
 use std::path::Path;
-use std::process::Output;
 
 use common::*;
 use fixtures::*;
 use server::Server;
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
-}
-
-/// Runs gpuenv with extra variables; returns the output.
-fn gpuenv(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut cmd = sb.gpuenv();
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.args(args).output().unwrap()
-}
 
 fn ok(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> String {
     let out = gpuenv(sb, vars, args);

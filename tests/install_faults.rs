@@ -20,18 +20,6 @@ use common::*;
 use fixtures::*;
 use server::Server;
 
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
-}
-
-fn gpuenv(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut cmd = sb.gpuenv();
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.args(args).output().unwrap()
-}
-
 /// The same command as `Sandbox::gpuenv`, spawned in the background.
 fn spawn(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Child {
     ensure_proxy_built();

@@ -5,10 +5,25 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::process::Output;
 
 use crate::archives::*;
-use crate::common::{nvcc_version_text, write, CAPTURED};
+use crate::common::{nvcc_version_text, write, Sandbox, CAPTURED};
 use crate::server::Server;
+
+/// stdout and stderr of a run, for messages and assertions.
+pub fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+/// Runs gpuenv with extra variables; returns the output.
+pub fn gpuenv(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = sb.gpuenv();
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.args(args).output().unwrap()
+}
 
 /// Files by path (relative to a mirror root), with their content type.
 pub type Tree = Vec<(String, Vec<u8>, &'static str)>;
