@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpuenv on a real example, in a scratch GPUENV_HOME (your own state is not touched):
-# fetch NVIDIA's CUDA 13 compiler wheels from PyPI (cached in ~/.cache/gpuenv-tests), link
-# the toolkit, pin it in a project, print its environment, compile and link a kernel
-# through the proxy, and watch the torch guard refuse a mismatched extension build.
+# install CUDA 13.0 from NVIDIA's wheels on PyPI (downloads cached in
+# ~/.cache/gpuenv-tests/downloads), pin it in a project, print its environment, compile and
+# link a kernel through the proxy, and watch the torch guard refuse a mismatched extension
+# build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,14 +13,14 @@ cargo build --release --workspace --quiet
 gpuenv="$PWD/target/release/gpuenv"
 gpuenv() { "$gpuenv" "$@"; }
 
-root=$(scripts/real-toolchains.sh cuda13)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export GPUENV_HOME="$work/gpuenv"
+export GPUENV_DOWNLOAD_CACHE="${GPUENV_TEST_CACHE:-$HOME/.cache/gpuenv-tests}/downloads"
 mkdir -p "$work/proj" && cd "$work/proj"
 
-step gpuenv link cuda-13.0 "$root"
-gpuenv link cuda-13.0 "$root"
+step gpuenv install cuda-13.0 --source pypi --profile minimal
+gpuenv install cuda-13.0 --source pypi --profile minimal
 step gpuenv list
 gpuenv list
 step gpuenv pin cuda-13.0 --arch 9.0
