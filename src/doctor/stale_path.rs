@@ -166,7 +166,19 @@ fn check_active(inputs: &Inputs, t: &Active, notes: &mut Notes, flagged: &[Strin
 
     for var in marks.home_vars {
         if let Some(value) = m.var(var) {
-            if !owned(Path::new(value)) {
+            if Path::new(value) == t.entry.root {
+                // The right toolkit, but its real root: $CUDA_HOME/bin/nvcc is then the real
+                // compiler, and PyTorch extension builds skip the torch guard.
+                notes.problem(
+                    Status::Warn,
+                    format!(
+                        "{var}={value} is {}'s real root, not its view {}: builds that use ${var}/bin/{compiler} skip gpuenv's torch guard",
+                        t.name,
+                        view.root.display()
+                    ),
+                );
+                fix(notes);
+            } else if !owned(Path::new(value)) {
                 let whose = inputs
                     .owner_of(Path::new(value))
                     .map_or(String::new(), |n| format!(" ({n})"));

@@ -146,6 +146,24 @@ fn fm02_lib_instead_of_lib64_and_cuda_home_disagreeing_with_path_without_gpuenv(
 }
 
 #[test]
+fn fm02_cuda_home_at_the_real_root_skips_the_guard() {
+    let mut w = healthy();
+    let root = w.sb.path("opt/cuda-12.4");
+    w.set("CUDA_HOME", &root.display().to_string());
+    let f = w.check("FM-02");
+    assert_eq!(f.status, "warn");
+    assert_eq!(
+        f.summary,
+        format!(
+            "CUDA_HOME={} is cuda-12.4's real root, not its view {}: builds that use $CUDA_HOME/bin/nvcc skip gpuenv's torch guard",
+            root.display(),
+            w.view("cuda-12.4").display()
+        )
+    );
+    assert!(f.hint.unwrap().starts_with("eval \"$(gpuenv env)\""));
+}
+
+#[test]
 fn fm03_cpu_only_torch_in_a_cuda_project() {
     let mut w = World::new();
     torch_package(&w.site, "2.4.1+cpu", None, None);
