@@ -11,6 +11,8 @@ pub mod project;
 pub mod resolve;
 pub mod shell;
 pub mod shims;
+#[cfg(test)]
+mod test_support;
 pub mod toolchain;
 pub mod trust;
 pub mod ui;

@@ -186,12 +186,11 @@ pub fn run(inputs: &Inputs) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const CAPTURED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captured");
+    use crate::test_support::captured;
 
     #[test]
     fn a_cpu_build_cache_reads_as_use_cuda_off_and_no_toolkit() {
-        let text = fs_err::read_to_string(format!("{CAPTURED}/cmakecache-cpu-build.txt")).unwrap();
+        let text = captured("cmakecache-cpu-build.txt");
         let cache = parse(&text);
         assert_eq!(cache["USE_CUDA"], "OFF");
         assert!(is_false(&cache["USE_CUDA"]));

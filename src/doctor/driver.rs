@@ -169,12 +169,7 @@ pub fn run(inputs: &Inputs) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const CAPTURED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captured");
-
-    fn captured(name: &str) -> String {
-        fs_err::read_to_string(format!("{CAPTURED}/{name}")).unwrap()
-    }
+    use crate::test_support::captured;
 
     fn v(s: &str) -> Version {
         s.parse().unwrap()

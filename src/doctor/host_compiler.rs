@@ -161,8 +161,7 @@ pub fn run(inputs: &Inputs) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const CAPTURED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captured");
+    use crate::test_support::captured;
 
     #[test]
     fn ccbin_from_nvcc_flag_variables() {
@@ -194,8 +193,7 @@ mod tests {
 
     #[test]
     fn the_captured_nvcc_error_names_the_table_limit() {
-        let text =
-            fs_err::read_to_string(format!("{CAPTURED}/gcc12-vs-cuda11.8-error.txt")).unwrap();
+        let text = captured("gcc12-vs-cuda11.8-error.txt");
         let max = tables::host_gcc(&"11.8.89".parse().unwrap())
             .unwrap()
             .value

@@ -300,11 +300,10 @@ hint: or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const CAPTURED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captured");
+    use crate::test_support::captured;
 
     fn torch(file: &str) -> TorchVersion {
-        let text = fs_err::read_to_string(format!("{CAPTURED}/{file}")).unwrap();
+        let text = captured(file);
         parse_version_py(Path::new("/site/torch"), &text)
     }
 
