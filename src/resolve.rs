@@ -127,7 +127,9 @@ pub enum ResolveError {
     },
 }
 
-fn parse_list(origin: &str, text: &str) -> Result<Vec<Spec>, ResolveError> {
+/// Parses a comma-separated list of specs, at most one per kind, as in `GPUENV_TOOLCHAIN`;
+/// `origin` names where it came from in messages.
+pub fn parse_specs(origin: &str, text: &str) -> Result<Vec<Spec>, ResolveError> {
     let mut specs: Vec<Spec> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let spec: Spec = part.parse().map_err(|source| ResolveError::BadSpec {
@@ -147,11 +149,6 @@ fn parse_list(origin: &str, text: &str) -> Result<Vec<Spec>, ResolveError> {
     Ok(specs)
 }
 
-/// Parses a comma-separated list of specs, as in `GPUENV_TOOLCHAIN` or `gpuenv use`.
-pub fn parse_specs(origin: &str, text: &str) -> Result<Vec<Spec>, ResolveError> {
-    parse_list(origin, text)
-}
-
 /// Resolves every kind for `req`.
 pub fn resolve(req: &Request, registry: &Registry) -> Result<ActiveSet, ResolveError> {
     resolve_kinds(req, registry, &Kind::ALL)
@@ -164,14 +161,14 @@ pub fn resolve_kinds(
     kinds: &[Kind],
 ) -> Result<ActiveSet, ResolveError> {
     let env_specs = match req.env_toolchain {
-        Some(v) => parse_list(&format!("GPUENV_TOOLCHAIN={v}"), v)?,
+        Some(v) => parse_specs(&format!("GPUENV_TOOLCHAIN={v}"), v)?,
         None => Vec::new(),
     };
     let project = match project::find(req.cwd)? {
         Some(path) => Some(project::load(&path)?),
         None => None,
     };
-    let defaults = parse_list("the default in settings.toml", &registry.default.join(","))?;
+    let defaults = parse_specs("the default in settings.toml", &registry.default.join(","))?;
 
     let mut set = ActiveSet::default();
     for &kind in kinds {

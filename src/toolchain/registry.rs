@@ -3,7 +3,7 @@
 //! and trusted toolchain files. Every write is atomic.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -208,40 +208,6 @@ impl Registry {
     pub fn default_specs(&self) -> Result<Vec<Spec>, super::NameError> {
         self.default.iter().map(|s| s.parse()).collect()
     }
-
-    /// Every registered root, view and library dir of toolchains other than `keep`: the
-    /// entries that switching removes from path lists.
-    pub fn foreign_dirs(&self, home: &Home, keep: &[&str]) -> Vec<PathBuf> {
-        let mut dirs = Vec::new();
-        for (name, e) in &self.toolchains {
-            if keep.contains(&name.as_str()) {
-                continue;
-            }
-            dirs.push(e.root.clone());
-            dirs.push(home.view(name));
-            for d in [&e.lib_dir, &e.include_dir] {
-                if !d.starts_with(&e.root) && !is_system_dir(d) {
-                    dirs.push(d.clone());
-                }
-            }
-        }
-        dirs
-    }
-
-    pub fn names_of_kind(&self, kind: Kind) -> impl Iterator<Item = &str> {
-        self.toolchains
-            .iter()
-            .filter(move |(_, e)| e.kind == kind)
-            .map(|(n, _)| n.as_str())
-    }
-}
-
-/// Shared system directories (Debian's toolkit keeps its libraries in one) are never removed
-/// from a path list on behalf of a toolchain.
-fn is_system_dir(dir: &Path) -> bool {
-    ["/usr/include", "/usr/lib", "/usr/lib64", "/lib", "/lib64"]
-        .iter()
-        .any(|s| dir == Path::new(s) || dir.parent() == Some(Path::new(s)))
 }
 
 #[cfg(test)]
