@@ -136,9 +136,9 @@ fn run() -> Result<Infallible> {
         check::guard(&ctx, &registry, toolchain, &active, &args)?;
     }
 
-    let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
+    let trusted = trust::env_allowed(&registry, active.project.as_ref());
     let change = env::plan(&active, &registry, &home, trusted);
-    let applied = change.apply(&|k| ctx.var(k).map(str::to_string));
+    let applied = change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned));
     let mut cmd = Command::new(&real);
     cmd.args(&args);
     for (k, v) in &applied.after {
@@ -158,7 +158,7 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     if argv0.as_os_str().to_string_lossy().contains('/') {
         Some(ctx.cwd.join(argv0))
     } else {
-        guard::find_on_path(ctx.var("PATH"), tool)
+        guard::find_on_path(ctx.var_os("PATH"), tool)
     }
 }
 

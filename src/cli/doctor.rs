@@ -50,7 +50,9 @@ impl Args {
             Err(e) => (ActiveSet::default(), Some(e.to_string())),
         };
         let torch = guard::locate_torch(&ctx, None);
-        let root = PathBuf::from(ctx.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"));
+        let root = ctx
+            .path_var(vars::GPUENV_DOCTOR_ROOT)
+            .unwrap_or_else(|| PathBuf::from("/"));
         let inputs = Inputs {
             machine: Machine { root, ctx },
             home,

@@ -1,3 +1,5 @@
+use std::ffi::OsStr;
+
 use anyhow::Result;
 
 use crate::context::Context;
@@ -24,14 +26,21 @@ impl Args {
             ui::info("no toolchain is active here, so there is nothing to set\nhint: `gpuenv pin <spec>` or `gpuenv default <spec>`");
         }
         let applied = super::environment(ctx, &home, &registry, &active)?;
-        let vars: Vec<(&str, Option<&str>)> = applied
+        let vars: Vec<(&str, Option<&OsStr>)> = applied
             .after
             .iter()
             // A path list that was unset and stays unset is not worth a line.
             .filter(|(k, v)| v.is_some() || applied.before.get(*k).is_some_and(Option::is_some))
             .map(|(k, v)| (k.as_str(), v.as_deref()))
             .collect();
-        print!("{}", shell::render(&vars, self.shell));
+        let rendered = shell::render(&vars, self.shell);
+        if !rendered.lossy.is_empty() {
+            ui::warn(format!(
+                "{} not UTF-8, which JSON cannot hold: the bytes that are not show as U+FFFD (the shell formats keep every byte)",
+                rendered.lossy.join(", ") + if rendered.lossy.len() == 1 { " is" } else { " are" }
+            ));
+        }
+        super::stdout(&rendered.bytes)?;
         Ok(())
     }
 }

@@ -74,6 +74,7 @@ enum Command {
 pub struct Exit(pub u8);
 
 pub fn main() -> ExitCode {
+    reset_sigpipe();
     let cli = Cli::parse();
     let result = Context::from_process().and_then(|ctx| dispatch(cli.command, &ctx));
     match result {
@@ -85,6 +86,17 @@ pub fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Rust starts programs with SIGPIPE ignored, so a write to a closed pipe (`gpuenv env |
+/// head -0`) is an error that `print!` turns into a panic. Every command's output goes to a
+/// reader that may stop early: like any Unix tool, gpuenv then ends quietly by the signal.
+/// Sockets are unaffected (the standard library sends with MSG_NOSIGNAL).
+fn reset_sigpipe() {
+    // SAFETY: called first in main, before any thread exists; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -135,7 +147,7 @@ fn environment(
     registry: &Registry,
     active: &ActiveSet,
 ) -> Result<env::Applied> {
-    let trusted = trust::env_allowed(registry, active.project.as_ref())?;
+    let trusted = trust::env_allowed(registry, active.project.as_ref());
     if let Some(p) = active
         .project
         .as_ref()
@@ -148,7 +160,16 @@ fn environment(
         ));
     }
     let change = env::plan(active, registry, home, trusted);
-    Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
+    Ok(change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned)))
+}
+
+/// Writes output for machines (shell code, data) to stdout, byte for byte.
+fn stdout(bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(())
 }
 
 /// Parses specs given as arguments.

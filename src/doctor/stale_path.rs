@@ -59,7 +59,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 .toolchains
                 .iter()
                 .any(|t| inputs.owned_by(t, path));
-            if foreign.matches(&e) && !own && !flagged.contains(&e) {
+            if foreign.matches(e.as_ref()) && !own && !flagged.contains(&e) {
                 let whose = inputs.owner_of(path).map_or_else(
                     || "another toolkit".to_string(),
                     |n| format!("{n}, which is not active here"),
