@@ -79,17 +79,36 @@ pub fn error_lines(err: &anyhow::Error) -> (Vec<String>, Vec<String>) {
                 .into_iter()
                 .map(|h| h.trim_start_matches("hint:").to_string()),
         );
-        let mut msg = msg.join("\n");
-        if let Some((path, reason)) = split_fs_err(&msg) {
-            if shown.iter().any(|s| s.contains(path)) {
-                msg = reason.to_string();
-            }
-        }
+        let msg = drop_repeated_paths(&msg.join("\n"), &shown);
         if shown.is_empty() || !msg.is_empty() {
             shown.push(msg);
         }
     }
     (shown, hints)
+}
+
+/// Removes fs-err's "failed to <verb> `P`: " where `P` was already named, earlier in the
+/// same message or in a message shown before it, keeping the reason.
+fn drop_repeated_paths(msg: &str, shown: &[String]) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(at) = rest.find("failed to ") {
+        let (head, tail) = rest.split_at(at);
+        out.push_str(head);
+        match split_fs_err(tail) {
+            Some((path, reason))
+                if out.contains(path) || shown.iter().any(|s| s.contains(path)) =>
+            {
+                rest = reason;
+            }
+            _ => {
+                out.push_str("failed to ");
+                rest = &tail["failed to ".len()..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The error on one line (for the hook): causes joined with `: `.
@@ -134,5 +153,13 @@ mod tests {
         let (shown, _) = error_lines(&err);
         assert_eq!(shown[0], "cannot read /nonexistent/gpuenv.toml");
         assert_eq!(shown[1], "No such file or directory (os error 2)");
+
+        let io = fs_err::read("/nonexistent/settings.toml").unwrap_err();
+        let err = anyhow::anyhow!("cannot read the state file /nonexistent/settings.toml: {io}");
+        let (shown, _) = error_lines(&err);
+        assert_eq!(
+            shown[0],
+            "cannot read the state file /nonexistent/settings.toml: No such file or directory (os error 2)"
+        );
     }
 }
