@@ -66,6 +66,12 @@ impl Context {
         self.var_nonempty(vars::HOME).map(PathBuf::from)
     }
 
+    /// The prefix of every absolute system path gpuenv reads (`/proc`, `/dev`, `/.dockerenv`):
+    /// `GPUENV_DOCTOR_ROOT`, else `/`.
+    pub fn system_root(&self) -> PathBuf {
+        PathBuf::from(self.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"))
+    }
+
     /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`.
     pub fn gpuenv_home(&self) -> Result<Home> {
         if let Some(h) = self.var_nonempty(vars::GPUENV_HOME) {

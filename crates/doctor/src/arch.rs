@@ -2,8 +2,8 @@
 //! exports as it) against what the active nvcc can target, and no list at all on a machine
 //! with no visible GPU (PyTorch's cpp_extension then fails with an IndexError).
 
-use super::tables::{self, release_name};
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {

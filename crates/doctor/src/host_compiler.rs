@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::tables::{self, release_name};
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::toolchain::{Kind, Version};
 
 pub const CHECK: Check = Check {

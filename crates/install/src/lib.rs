@@ -7,7 +7,6 @@
 pub mod assemble;
 pub mod cache;
 pub mod download;
-pub mod driver;
 pub mod fault;
 pub mod fetch;
 pub mod hooks;

@@ -111,7 +111,7 @@ fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
 /// `nvidia-cuda-toolkit` keeps only bin/ under `<prefix>/lib/nvidia-cuda-toolkit` and puts
 /// headers and libraries in the prefix's system directories.
 fn cuda_dirs(root: &Path) -> (PathBuf, PathBuf) {
-    let target = root.join(format!("targets/{}-linux", std::env::consts::ARCH));
+    let target = root.join(super::nvidia_target::target_dir());
     let include = if root.join("include").is_dir() {
         root.join("include")
     } else if target.join("include").is_dir() {
