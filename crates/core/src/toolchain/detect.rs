@@ -66,9 +66,14 @@ fn read(path: &Path) -> Option<String> {
     fs_err::read_to_string(path).ok()
 }
 
+/// `<tool> --version` in a fixed, minimal environment: what the tree prints must not depend
+/// on the caller's variables (a gpuenv proxy's depth, another toolkit's CUDA_HOME, the locale).
 fn run_version(tool: &Path) -> Result<String, String> {
     let out = Command::new(tool)
         .arg("--version")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LC_ALL", "C")
         .output()
         .map_err(|e| format!("running {} --version failed: {e}", tool.display()))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
