@@ -2,19 +2,21 @@ use std::ffi::OsStr;
 
 use anyhow::Result;
 
-use crate::context::{vars, Context};
-use crate::env::Op;
-use crate::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
-use crate::shell::{self, Format, Shell};
-use crate::toolchain::registry::{Home, Registry};
-use crate::{env, trust, ui};
+use super::named_arg::named;
+
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::env::Op;
+use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
+use gpuenv_core::shell::{self, Format, Shell};
+use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::{env, trust, ui};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
 /// to the environment of the current directory
 #[derive(Debug, clap::Args)]
 #[command(hide = true)]
 pub struct Args {
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = named::<Shell>())]
     shell: Shell,
 }
 
@@ -50,14 +52,18 @@ pub fn render(step: &Step, shell: Shell) -> Vec<u8> {
 /// applied is taken back (a directory that cannot be resolved must not keep the previous
 /// one's toolchain and `[env]`), and the line is not repeated until something changes.
 pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
-    let watched = [vars::GPUENV_TOOLCHAIN, "VIRTUAL_ENV", vars::CONDA_PREFIX]
-        .iter()
-        .map(|k| {
-            ctx.var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(|v| v.to_string_lossy().into_owned())
-        })
-        .collect();
+    let watched = [
+        vars::GPUENV_TOOLCHAIN,
+        vars::VIRTUAL_ENV,
+        vars::CONDA_PREFIX,
+    ]
+    .iter()
+    .map(|k| {
+        ctx.var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(|v| v.to_string_lossy().into_owned())
+    })
+    .collect();
     let fp = Fingerprint::take(&ctx.cwd, watched, &home.settings());
     let old = ctx.var(STATE_VAR).and_then(State::decode);
     if !force && old.as_ref().is_some_and(|s| s.fp == fp) {
@@ -73,11 +79,11 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
             let undone = step.assignments.iter().any(|(k, _)| k != STATE_VAR);
             let why = ui::error_one_line(&e);
             if undone {
-                ui::prompt_line(format!(
+                ui::hook_note(format!(
                     "{why} (gpuenv's changes to this shell are undone until this is fixed)"
                 ));
             } else {
-                ui::prompt_line(why);
+                ui::hook_note(why);
             }
             Some(step)
         }
@@ -88,15 +94,8 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
     let registry = Registry::load(home)?;
     let active = super::resolve_here(ctx, &registry, &[])?;
     let trusted = trust::env_allowed(&registry, active.project.as_ref());
-    if let Some(p) = active
-        .project
-        .as_ref()
-        .filter(|p| !p.env.is_empty() && !trusted)
-    {
-        ui::prompt_line(format!(
-            "{} sets [env], which is skipped until you run `gpuenv trust`",
-            p.path.display()
-        ));
+    if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
+        ui::hook_note(notice);
     }
     let mut change = env::plan(&active, &registry, home, trusted);
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.

@@ -1,0 +1,137 @@
+//! The one handle on process state: working directory and environment variables, read once
+//! at the edge and passed down, so everything below runs in tests without touching the
+//! real process.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::toolchain::registry::Home;
+
+/// Every environment variable gpuenv reads (besides the path lists it edits).
+pub mod vars {
+    pub const GPUENV_HOME: &str = "GPUENV_HOME";
+    pub const GPUENV_TOOLCHAIN: &str = "GPUENV_TOOLCHAIN";
+    pub const GPUENV_DISCOVER_ROOTS: &str = "GPUENV_DISCOVER_ROOTS";
+    pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
+    pub const HOME: &str = "HOME";
+    pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
+    /// The active venv: where a `torch` pin and the guard look for torch first.
+    pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
+    /// The torch guard's policy: `minor` (default), `major` or `off`.
+    pub const GPUENV_TORCH_CHECK: &str = "GPUENV_TORCH_CHECK";
+    /// Set by the hook scripts to the shell they run in (`gpuenv use` prints that shell's code).
+    pub const GPUENV_SHELL: &str = "GPUENV_SHELL";
+    /// How many gpuenv proxies are running in a chain; the proxy stops at 3.
+    pub const GPUENV_SHIM_DEPTH: &str = "GPUENV_SHIM_DEPTH";
+    // Read by `gpuenv doctor` to diagnose, never acted on.
+    pub const TORCH_CUDA_ARCH_LIST: &str = "TORCH_CUDA_ARCH_LIST";
+    pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+    pub const NVCC_CCBIN: &str = "NVCC_CCBIN";
+    pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+    pub const NCCL_ROOT: &str = "NCCL_ROOT";
+    pub const NCCL_INCLUDE_DIR: &str = "NCCL_INCLUDE_DIR";
+    pub const NCCL_LIB_DIR: &str = "NCCL_LIB_DIR";
+    pub const RCCL_HOME: &str = "RCCL_HOME";
+    pub const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
+    pub const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
+    pub const SLURM_EXPORT_ENV: &str = "SLURM_EXPORT_ENV";
+    pub const NO_COLOR: &str = "NO_COLOR";
+    /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
+    pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
+    // Installing.
+    /// NVIDIA's redist root (a URL, `file://` URL or directory).
+    pub const GPUENV_CUDA_MIRROR: &str = "GPUENV_CUDA_MIRROR";
+    /// The package index for the pypi source; else pip's `PIP_INDEX_URL`; else PyPI.
+    pub const GPUENV_PYPI_URL: &str = "GPUENV_PYPI_URL";
+    pub const PIP_INDEX_URL: &str = "PIP_INDEX_URL";
+    /// The download cache (default `$GPUENV_HOME/downloads`).
+    pub const GPUENV_DOWNLOAD_CACHE: &str = "GPUENV_DOWNLOAD_CACHE";
+    /// Seconds to wait for data before a download counts as timed out (default 60).
+    pub const GPUENV_HTTP_TIMEOUT: &str = "GPUENV_HTTP_TIMEOUT";
+    pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
+    pub const HTTP_PROXY: &str = "HTTP_PROXY";
+    pub const ALL_PROXY: &str = "ALL_PROXY";
+    pub const NO_PROXY: &str = "NO_PROXY";
+    /// Debug builds only: stop at an install stage for crash tests (`<stage>:<marker file>`).
+    pub const GPUENV_TEST_HANG_AT: &str = "GPUENV_TEST_HANG_AT";
+}
+
+/// The process's working directory and environment. Values are bytes (`OsString`): one
+/// that is not UTF-8 (a directory named in Latin-1 on PATH) is kept exactly as it is.
+/// Variables whose *name* is not UTF-8 are left out; gpuenv never sets them, and a command
+/// it runs inherits them untouched.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    pub cwd: PathBuf,
+    pub vars: BTreeMap<String, OsString>,
+}
+
+impl Context {
+    pub fn from_process() -> Result<Context> {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let vars = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+            .collect();
+        Ok(Context { cwd, vars })
+    }
+
+    /// A value gpuenv has to understand (a spec, a number, a URL): `None` when unset or
+    /// not UTF-8.
+    pub fn var(&self, key: &str) -> Option<&str> {
+        self.vars.get(key).and_then(|v| v.to_str())
+    }
+
+    /// A value as bytes, for values gpuenv passes on or edits (path lists).
+    pub fn var_os(&self, key: &str) -> Option<&OsStr> {
+        self.vars.get(key).map(OsString::as_os_str)
+    }
+
+    /// A variable that is set, not empty, and UTF-8.
+    pub fn var_nonempty(&self, key: &str) -> Option<&str> {
+        self.var(key).filter(|v| !v.is_empty())
+    }
+
+    /// A variable naming a directory or file: set and not empty, any bytes.
+    pub fn path_var(&self, key: &str) -> Option<PathBuf> {
+        self.var_os(key)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    }
+
+    pub fn home_dir(&self) -> Option<PathBuf> {
+        self.path_var(vars::HOME)
+    }
+
+    /// The prefix of every absolute system path gpuenv reads (`/proc`, `/dev`, `/.dockerenv`):
+    /// `GPUENV_DOCTOR_ROOT`, else `/`.
+    pub fn system_root(&self) -> PathBuf {
+        self.path_var(vars::GPUENV_DOCTOR_ROOT)
+            .unwrap_or_else(|| PathBuf::from("/"))
+    }
+
+    /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`. A home
+    /// whose path has a `:` is refused: its shims dir could not be an entry of PATH.
+    pub fn gpuenv_home(&self) -> Result<Home> {
+        let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
+            (self.cwd.join(h), vars::GPUENV_HOME)
+        } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
+            (x.join("gpuenv"), vars::XDG_DATA_HOME)
+        } else {
+            let home = self
+                .home_dir()
+                .context("neither GPUENV_HOME nor HOME is set\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
+            (home.join(".local/share/gpuenv"), vars::HOME)
+        };
+        if dir.as_os_str().as_bytes().contains(&b':') {
+            bail!(
+                "gpuenv's home {} (from {from}) contains `:`, which separates PATH entries: its shims dir cannot be put on PATH\nhint: set GPUENV_HOME to a directory without `:` in its path",
+                crate::ui::printable(&dir.to_string_lossy())
+            );
+        }
+        Ok(Home::new(dir))
+    }
+}

@@ -1,0 +1,143 @@
+//! Rendering environment changes for a shell (or as JSON / dotenv). Every value goes
+//! through the quoting functions here, which the tests check against the real shells.
+
+pub mod hook;
+pub mod hook_env;
+pub mod quote;
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::str::FromStr;
+
+use crate::named::Named;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl Named for Shell {
+    const ALL: &'static [Shell] = &[Shell::Bash, Shell::Zsh, Shell::Fish];
+    fn name(self) -> &'static str {
+        match self {
+            Shell::Bash => "bash",
+            Shell::Zsh => "zsh",
+            Shell::Fish => "fish",
+        }
+    }
+}
+
+impl fmt::Display for Shell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Shell {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "bash" => Ok(Shell::Bash),
+            "zsh" => Ok(Shell::Zsh),
+            "fish" => Ok(Shell::Fish),
+            other => Err(format!(
+                "unsupported shell `{other}`: expected bash, zsh or fish"
+            )),
+        }
+    }
+}
+
+/// Output formats of `gpuenv env`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Bash,
+    Zsh,
+    Fish,
+    Json,
+    Dotenv,
+}
+
+impl Named for Format {
+    const ALL: &'static [Format] = &[
+        Format::Bash,
+        Format::Zsh,
+        Format::Fish,
+        Format::Json,
+        Format::Dotenv,
+    ];
+    fn name(self) -> &'static str {
+        match self {
+            Format::Bash => "bash",
+            Format::Zsh => "zsh",
+            Format::Fish => "fish",
+            Format::Json => "json",
+            Format::Dotenv => "dotenv",
+        }
+    }
+}
+
+/// Renders assignments (`None` = unset) in `format`, one statement per line, as bytes:
+/// a value that is not UTF-8 is written byte for byte (JSON, which cannot hold such
+/// bytes, shows U+FFFD for them; `lossy` tells the caller so).
+pub fn render(vars: &[(&str, Option<&OsStr>)], format: Format) -> Rendered {
+    let mut out: Vec<u8> = Vec::new();
+    let mut lossy = Vec::new();
+    let mut line = |parts: &[&[u8]]| {
+        for p in parts {
+            out.extend_from_slice(p);
+        }
+        out.push(b'\n');
+    };
+    match format {
+        Format::Bash | Format::Zsh => {
+            for (k, v) in vars {
+                match v {
+                    Some(v) => line(&[b"export ", k.as_bytes(), b"=", &quote::posix(v.as_bytes())]),
+                    None => line(&[b"unset ", k.as_bytes()]),
+                }
+            }
+        }
+        Format::Fish => {
+            for (k, v) in vars {
+                match v {
+                    Some(v) => line(&[b"set -gx ", k.as_bytes(), b" ", &quote::fish(v.as_bytes())]),
+                    None => line(&[b"set -e ", k.as_bytes()]),
+                }
+            }
+        }
+        Format::Json => {
+            let map: serde_json::Map<String, serde_json::Value> = vars
+                .iter()
+                .map(|(k, v)| {
+                    if v.is_some_and(|v| v.to_str().is_none()) {
+                        lossy.push(k.to_string());
+                    }
+                    let v = v.map_or(serde_json::Value::Null, |s| s.to_string_lossy().into());
+                    (k.to_string(), v)
+                })
+                .collect();
+            let text = serde_json::to_string_pretty(&map).expect("a map of strings serializes");
+            line(&[text.as_bytes()]);
+        }
+        Format::Dotenv => {
+            // dotenv has no "unset"; unset variables are left out.
+            for (k, v) in vars {
+                if let Some(v) = v {
+                    line(&[k.as_bytes(), b"=", &quote::dotenv(v.as_bytes())]);
+                }
+            }
+        }
+    }
+    Rendered { bytes: out, lossy }
+}
+
+/// Rendered shell code or data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub bytes: Vec<u8>,
+    /// Variables whose value the format could not hold exactly (JSON and non-UTF-8).
+    pub lossy: Vec<String>,
+}
