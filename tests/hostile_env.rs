@@ -236,7 +236,6 @@ fn a_latin1_dir_on_path_survives_projects_cd_the_proxy_and_run() {
 fn with_closed_stdout(sb: &Sandbox, dir: &Path, args: &[&str]) -> Output {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    ensure_proxy_built();
     std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"))
         .env_clear()
         .env("HOME", sb.home())
@@ -276,6 +275,9 @@ fn a_reader_that_closes_early_ends_every_command_quietly() {
     }
 }
 
+/// Makes something at a path.
+type MakeFile = dyn Fn(&Path);
+
 #[test]
 fn a_gpuenv_toml_that_is_not_a_file_is_an_error_naming_it() {
     let (sb, proj) = pinned_project();
@@ -286,7 +288,7 @@ fn a_gpuenv_toml_that_is_not_a_file_is_an_error_naming_it() {
             .unwrap()
             .success());
     };
-    let cases: [(&str, &dyn Fn(&Path)); 4] = [
+    let cases: [(&str, &MakeFile); 4] = [
         ("a directory", &|p| fs::create_dir(p).unwrap()),
         ("a FIFO", &fifo),
         ("a link to /dev/zero", &|p| {

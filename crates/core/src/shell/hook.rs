@@ -25,7 +25,7 @@ pub fn init_code(shell: Shell, gpuenv: &Path, shims: &Path) -> Vec<u8> {
     let mut rest = template;
     // The placeholders are ASCII; everything between them is copied as it is.
     while let Some(at) = rest.find('@') {
-        out.extend_from_slice(rest[..at].as_bytes());
+        out.extend_from_slice(&rest.as_bytes()[..at]);
         let tail = &rest[at..];
         if let Some(after) = tail.strip_prefix("@GPUENV@") {
             out.extend_from_slice(&gpuenv);
