@@ -1,10 +1,12 @@
-//! Small file helpers shared by every module that writes state.
+//! Small file helpers shared by every module that writes state. gpuenv writes files and
+//! links only through these: a new entry is made under a temp name in the target's own
+//! directory and renamed over the target, so a link planted at the target is replaced,
+//! never followed, and a reader sees the old entry or the new one, never half of one.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
-/// Writes `bytes` to `path` through a temp file in the same directory and a rename, so a
-/// reader sees the old file or the new one, never half of one.
+/// Writes `bytes` to `path` through a temp file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs_err::create_dir_all(dir)?;
@@ -19,6 +21,50 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Makes `link` a symlink to `target`, replacing whatever entry is at `link` (a temp link
+/// renamed over it).
+pub fn replace_with_link(target: &Path, link: &Path) -> std::io::Result<()> {
+    let tmp = link.with_file_name(format!(
+        ".{}.tmp-{}",
+        link.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let _ = fs_err::remove_file(&tmp);
+    symlink(target, &tmp)?;
+    fs_err::rename(&tmp, link).inspect_err(|_| {
+        let _ = fs_err::remove_file(&tmp);
+    })
+}
+
+/// `std::os::unix::fs::symlink`, with an error that names both ends.
+pub fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot link {} -> {}: {e}", link.display(), target.display()),
+        )
+    })
+}
+
+/// True if the two files hold the same bytes.
+pub fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
+    if fs_err::metadata(a)?.len() != fs_err::metadata(b)?.len() {
+        return Ok(false);
+    }
+    let (mut fa, mut fb) = (fs_err::File::open(a)?, fs_err::File::open(b)?);
+    let (mut ba, mut bb) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        let n = fa.read(&mut ba)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        fb.read_exact(&mut bb[..n])?;
+        if ba[..n] != bb[..n] {
+            return Ok(false);
+        }
+    }
+}
+
 /// 1-based line and column of a byte offset, as editors count them.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
@@ -30,6 +76,39 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_replace_a_planted_link_instead_of_following_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("important.txt");
+        fs_err::write(&victim, "mine").unwrap();
+        let state = dir.path().join("state.toml");
+        std::os::unix::fs::symlink(&victim, &state).unwrap();
+        write_atomic(&state, b"gpuenv's").unwrap();
+        assert_eq!(fs_err::read_to_string(&victim).unwrap(), "mine");
+        assert!(!state.is_symlink());
+        assert_eq!(fs_err::read_to_string(&state).unwrap(), "gpuenv's");
+
+        let link = dir.path().join("tool");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        replace_with_link(&state, &link).unwrap();
+        assert_eq!(fs_err::read_link(&link).unwrap(), state);
+        assert_eq!(fs_err::read_to_string(&victim).unwrap(), "mine");
+    }
+
+    #[test]
+    fn same_bytes_compares_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        fs_err::write(p("a"), "abc").unwrap();
+        fs_err::write(p("b"), "abc").unwrap();
+        fs_err::write(p("c"), "abd").unwrap();
+        fs_err::write(p("d"), "abcd").unwrap();
+        assert!(same_bytes(&p("a"), &p("b")).unwrap());
+        assert!(!same_bytes(&p("a"), &p("c")).unwrap());
+        assert!(!same_bytes(&p("a"), &p("d")).unwrap());
+        assert!(!same_bytes(&p("d"), &p("a")).unwrap());
+    }
 
     #[test]
     fn line_col_counts_from_one() {

@@ -6,11 +6,13 @@ pub mod doctor;
 pub mod env;
 pub mod fsutil;
 pub mod guard;
+pub mod home;
 pub mod install;
 pub mod project;
 pub mod resolve;
 pub mod shell;
 pub mod shims;
+pub mod store;
 #[cfg(test)]
 mod test_support;
 pub mod toolchain;

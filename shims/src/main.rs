@@ -13,8 +13,9 @@ use anyhow::{bail, Context as _, Result};
 
 use gpuenv::context::Context;
 use gpuenv::resolve::{self, Active, ActiveSet, Reason, Request};
-use gpuenv::toolchain::registry::{Home, Registry};
-use gpuenv::toolchain::{view, Kind, Spec};
+use gpuenv::home::Home;
+use gpuenv::toolchain::registry::Registry;
+use gpuenv::toolchain::{Kind, Spec};
 use gpuenv::{env, guard, project, trust, ui};
 
 mod check;
@@ -80,24 +81,18 @@ fn run() -> Result<Infallible> {
     }
 
     let invoked = invoked_path(&argv0, &tool, &ctx);
-    let from_view = invoked
-        .as_deref()
-        .filter(|_| overrides.is_empty())
-        .and_then(view_of);
+    let from_view = match invoked.as_deref().filter(|_| overrides.is_empty()) {
+        Some(invoked) => view_of(invoked)?,
+        None => None,
+    };
     let (home, registry, active) = match from_view {
-        Some((view_dir, meta)) => {
+        Some((home, registry, name)) => {
             // <home>/views/<name>/bin/<tool>: this view's toolchain, without resolving.
-            let home = Home::new(
-                view_dir
-                    .parent()
-                    .and_then(Path::parent)
-                    .unwrap_or(Path::new("/")),
-            );
-            let registry = Registry::load(&home)?;
+            let entry = registry.toolchains[&name].clone();
             let active = ActiveSet {
                 toolchains: vec![Active {
-                    name: meta.name,
-                    entry: meta.entry,
+                    name,
+                    entry,
                     reason: Reason::View(invoked.clone().unwrap_or_default()),
                 }],
                 project: None,
@@ -162,16 +157,27 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     }
 }
 
-/// If `invoked` is `<view>/bin/<tool>` (also through a link to the view), the view and
-/// its metadata.
-fn view_of(invoked: &Path) -> Option<(PathBuf, view::ViewMeta)> {
-    let bin = invoked.parent()?.canonicalize().ok()?;
-    let view_dir = bin.parent()?;
-    if !view_dir.join(view::META_FILE).is_file() {
-        return None;
+/// If `invoked` is `<home>/views/<name>/bin/<tool>` (also through a link to the view) and
+/// `<name>` is registered there: that home, its registry and the name.
+fn view_of(invoked: &Path) -> Result<Option<(Home, Registry, String)>> {
+    let Some(view_dir) = invoked
+        .parent()
+        .and_then(|bin| bin.canonicalize().ok())
+        .and_then(|bin| bin.parent().map(Path::to_path_buf))
+    else {
+        return Ok(None);
+    };
+    let Some((home, name)) = Home::of_view(&view_dir) else {
+        return Ok(None);
+    };
+    if !home.settings().is_file() {
+        return Ok(None);
     }
-    let meta = view::read_meta(view_dir).ok()?;
-    Some((view_dir.to_path_buf(), meta))
+    let registry = Registry::load(&home)?;
+    Ok(registry
+        .toolchains
+        .contains_key(&name)
+        .then_some((home, registry, name)))
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

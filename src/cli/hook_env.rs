@@ -4,7 +4,8 @@ use crate::context::{vars, Context};
 use crate::env::Op;
 use crate::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use crate::shell::{self, Format, Shell};
-use crate::toolchain::registry::{Home, Registry};
+use crate::home::Home;
+use crate::toolchain::registry::Registry;
 use crate::{env, trust};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell

@@ -12,7 +12,8 @@ use crate::install::source::nvidia::{self, Nvidia};
 use crate::install::source::pypi::{self, Pypi};
 use crate::install::source::{Choice, Source};
 use crate::install::{self, driver, Profile, Progress, Selection};
-use crate::toolchain::registry::{Home, Registry, Source as Origin};
+use crate::home::Home;
+use crate::toolchain::registry::{Registry, Source as Origin};
 use crate::toolchain::{Kind, Spec};
 use crate::ui;
 
@@ -110,6 +111,7 @@ impl Args {
             .iter()
             .map(|s| s.parse())
             .collect::<Result<_, _>>()?;
+        let store = super::store(ctx)?;
         let fetcher = fetcher(ctx, &home, self.offline);
         let sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;
         let progress = Progress::new(!self.quiet && std::io::stderr().is_terminal());
@@ -161,7 +163,7 @@ impl Args {
                 }
             ));
             let started = std::time::Instant::now();
-            let done = install::install(&home, &fetcher, &plan, &progress)?;
+            let done = install::install(&store, &fetcher, &plan, &progress)?;
             if done.already {
                 already(&done.name, &done.root);
                 continue;

@@ -28,9 +28,11 @@ use clap::{Parser, Subcommand};
 
 use crate::context::Context;
 use crate::resolve::{self, ActiveSet, Request};
-use crate::toolchain::registry::{Home, Registry};
+use crate::store::Store;
+use crate::home::Home;
+use crate::toolchain::registry::Registry;
 use crate::toolchain::Spec;
-use crate::{env, guard, trust, ui};
+use crate::{env, guard, shims, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -117,7 +119,29 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
 fn registry(ctx: &Context) -> Result<(Home, Registry)> {
     let home = ctx.gpuenv_home()?;
     let registry = Registry::load(&home)?;
+    notice(&registry);
     Ok((home, registry))
+}
+
+/// Says what is odd about the state file, if anything.
+fn notice(registry: &Registry) {
+    if let Some(n) = &registry.notice {
+        ui::warn(n);
+    }
+}
+
+/// Defaults that a forgotten toolchain took with it.
+fn warn_dropped_defaults(dropped: &[String]) {
+    for d in dropped {
+        ui::warn(format!(
+            "the default {d} no longer matches a registered toolchain and was cleared; set another with `gpuenv default <spec>`"
+        ));
+    }
+}
+
+/// The store in this home, with the proxy built beside this gpuenv.
+fn store(ctx: &Context) -> Result<Store> {
+    Ok(Store::new(ctx.gpuenv_home()?, shims::proxy_source()?))
 }
 
 /// The active set for the current directory, with `overrides` on top.

@@ -25,7 +25,8 @@ use serde::Serialize;
 
 use crate::guard::TorchVersion;
 use crate::resolve::{Active, ActiveSet};
-use crate::toolchain::registry::{Home, Registry};
+use crate::home::Home;
+use crate::toolchain::registry::Registry;
 use crate::toolchain::{view, Kind};
 
 pub use machine::Machine;

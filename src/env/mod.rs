@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::resolve::ActiveSet;
-use crate::toolchain::registry::{Home, Registry};
+use crate::home::Home;
+use crate::toolchain::registry::Registry;
 use crate::toolchain::{view, Kind};
 
 /// The path-list variables gpuenv edits.

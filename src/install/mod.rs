@@ -22,9 +22,11 @@ use anyhow::{bail, Context as _, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reqwest::Url;
 
-use crate::toolchain::registry::{Entry, Home, Registry, Source as Origin};
-use crate::toolchain::{detect, view, Kind, Spec, Version};
-use crate::{shims, ui};
+use crate::home::Home;
+use crate::store::Store;
+use crate::toolchain::registry::{Entry, Registry, Source as Origin};
+use crate::toolchain::{detect, Kind, Spec, Version};
+use crate::ui;
 pub use fault::Fault;
 use fetch::Fetcher;
 pub use source::Source;
@@ -165,13 +167,14 @@ pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
     })
 }
 
-/// Installs what `plan` describes, unless it is installed already.
+/// Installs what `plan` describes into the store, unless it is installed already.
 pub fn install(
-    home: &Home,
+    store: &Store,
     fetcher: &Fetcher,
     plan: &Plan,
     progress: &Progress,
 ) -> Result<Installed> {
+    let home = store.home();
     let name = plan.name.clone();
     let root = home.toolchains().join(&name);
     let done = |already| Installed {
@@ -201,13 +204,7 @@ pub fn install(
     // nobody is still working on them. A tree that never got registered is one of them.
     fetch::remove_matching(&home.toolchains(), &format!(".tmp-{name}-"));
     fetch::remove_matching(&home.toolchains(), &format!(".old-{name}-"));
-    if fs_err::symlink_metadata(&root).is_ok() {
-        let doomed = home
-            .toolchains()
-            .join(format!(".old-{name}-{}", std::process::id()));
-        fs_err::rename(&root, &doomed)?;
-        fs_err::remove_dir_all(&doomed)?;
-    }
+    remove_tree(home, &name, &root)?;
 
     let dirs = fetch_all(fetcher, plan, progress)?;
     let tmp = tempfile::Builder::new()
@@ -239,8 +236,32 @@ pub fn install(
     }
     fs_err::rename(tmp.keep(), &root)?;
     fetcher.hooks.checkpoint("register");
-    register(home, &name, &root)?;
+    let registered = detect::detect(&root)
+        .with_context(|| format!("reading {}", root.display()))
+        .and_then(|d| {
+            let entry = Entry::from_detected(d, root.clone(), Origin::Installed);
+            Ok(store.register(vec![(name.clone(), entry)])?)
+        });
+    if let Err(e) = registered {
+        // Not registered, so not installed: the tree goes too.
+        let _ = remove_tree(home, &name, &root);
+        return Err(e);
+    }
     Ok(done(false))
+}
+
+/// Removes an installed tree, renamed away first so it is gone at once however long
+/// deleting takes. The caller holds the toolchain's lock.
+pub fn remove_tree(home: &Home, name: &str, root: &Path) -> Result<()> {
+    if fs_err::symlink_metadata(root).is_err() {
+        return Ok(());
+    }
+    let doomed = home
+        .toolchains()
+        .join(format!(".old-{name}-{}", std::process::id()));
+    fs_err::rename(root, &doomed)?;
+    fs_err::remove_dir_all(&doomed)?;
+    Ok(())
 }
 
 /// Fetches and unpacks every archive, several at once.
@@ -324,19 +345,6 @@ fn finish_tree(plan: &Plan, root: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Registers an installed tree, creates its view and updates the shims.
-fn register(home: &Home, name: &str, root: &Path) -> Result<()> {
-    let detected = detect::detect(root).with_context(|| format!("reading {}", root.display()))?;
-    let entry = Entry::from_detected(detected, root.to_path_buf(), Origin::Installed);
-    Registry::update(home, |registry| {
-        let proxy = shims::install_proxy(home)?;
-        view::create(home, name, &entry, &proxy)?;
-        registry.toolchains.insert(name.to_string(), entry);
-        shims::reshim(home, registry)?;
-        Ok(())
-    })
 }
 
 /// Chooses the release `spec` names from the first source that has it; when none has, the
