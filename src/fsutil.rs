@@ -4,7 +4,7 @@
 //! never followed, and a reader sees the old entry or the new one, never half of one.
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` through a temp file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -34,6 +34,26 @@ pub fn replace_with_link(target: &Path, link: &Path) -> std::io::Result<()> {
     fs_err::rename(&tmp, link).inspect_err(|_| {
         let _ = fs_err::remove_file(&tmp);
     })
+}
+
+/// The file a chain of symlinks at `path` ends at (which may not exist yet); `path` itself
+/// when it is not a link. For editing a file the user linked on purpose, in its own place.
+pub fn final_target(path: &Path) -> std::io::Result<PathBuf> {
+    let mut at = path.to_path_buf();
+    // The kernel's own limit on links followed in one lookup.
+    for _ in 0..40 {
+        match fs_err::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = fs_err::read_link(&at)?;
+                at = at.parent().unwrap_or(Path::new("/")).join(target);
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    )))
 }
 
 /// `std::os::unix::fs::symlink`, with an error that names both ends.
@@ -94,6 +114,21 @@ mod tests {
         replace_with_link(&state, &link).unwrap();
         assert_eq!(fs_err::read_link(&link).unwrap(), state);
         assert_eq!(fs_err::read_to_string(&victim).unwrap(), "mine");
+    }
+
+    #[test]
+    fn final_target_follows_relative_and_absolute_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        fs_err::create_dir_all(p("shared")).unwrap();
+        fs_err::create_dir_all(p("proj")).unwrap();
+        std::os::unix::fs::symlink("../shared/gpuenv.toml", p("proj/gpuenv.toml")).unwrap();
+        std::os::unix::fs::symlink(p("proj/gpuenv.toml"), p("top.toml")).unwrap();
+        let end = final_target(&p("top.toml")).unwrap();
+        assert_eq!(end, p("proj/../shared/gpuenv.toml"));
+        assert_eq!(final_target(&p("shared")).unwrap(), p("shared"));
+        std::os::unix::fs::symlink("loop", p("loop")).unwrap();
+        assert!(final_target(&p("loop")).is_err());
     }
 
     #[test]

@@ -28,7 +28,7 @@ use clap::{Parser, Subcommand};
 
 use crate::context::Context;
 use crate::resolve::{self, ActiveSet, Request};
-use crate::store::Store;
+use crate::store::{Problem, Store};
 use crate::home::Home;
 use crate::toolchain::registry::Registry;
 use crate::toolchain::Spec;
@@ -127,6 +127,13 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
 fn notice(registry: &Registry) {
     if let Some(n) = &registry.notice {
         ui::warn(n);
+    }
+}
+
+/// Each thing missing from the store, with the command that fixes it.
+fn warn_problems(problems: &[Problem]) {
+    for p in problems {
+        ui::warn(format!("{p}\nhint: {}", p.hint()));
     }
 }
 
