@@ -1,12 +1,11 @@
 use anyhow::Result;
 
-use crate::context::Context;
-use crate::install;
-use crate::project::{self, PinValue};
-use crate::store::Forget;
-use crate::toolchain::registry::Registry;
-use crate::toolchain::Spec;
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::project::{self, PinValue};
+use gpuenv_core::store::Forget;
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::ui;
 
 /// Remove a toolchain gpuenv installed: its tree, its view and its shims
 #[derive(Debug, clap::Args)]
@@ -19,10 +18,10 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let store = super::store(ctx)?;
         let name = self.name.as_str();
-        let _lock = install::lock_toolchain(store.home(), name)?;
+        let _lock = gpuenv_install::lock_toolchain(store.home(), name)?;
         let forgotten = store.forget(name, Forget::Installed)?;
         let root = &forgotten.entry.root;
-        install::remove_tree(store.home(), name, root)?;
+        gpuenv_install::remove_tree(store.home(), name, root)?;
         ui::info(format!("uninstalled {name} (removed {})", root.display()));
         super::warn_dropped_defaults(&forgotten.dropped_defaults);
         let registry = forgotten.registry;

@@ -1,8 +1,8 @@
 use anyhow::Result;
 
-use crate::context::Context;
-use crate::store::Forget;
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::store::Forget;
+use gpuenv_core::ui;
 
 /// Forget a linked or discovered toolchain (its files are left alone)
 #[derive(Debug, clap::Args)]

@@ -1,0 +1,202 @@
+//! `$GPUENV_HOME/views/<name>/`: the toolchain root mirrored with links. Top-level entries
+//! are linked whole, except `bin/`, whose entries are linked one by one so that `bin/nvcc`
+//! and `bin/hipcc` can be the gpuenv proxy. Everything gpuenv exports points here.
+//!
+//! A view holds nothing but the mirror: what gpuenv knows about the toolchain is its entry
+//! in the registry, which the proxy finds by the view's name. So no name in a root (a
+//! `.gpuenv-view.toml` shipped by an archive, or a link planted to `~/.bashrc`) can meet a
+//! file gpuenv writes, and a view is never written to after it is renamed into place.
+
+use std::path::{Path, PathBuf};
+
+use super::registry::Entry;
+use crate::fsutil::symlink;
+use crate::home::Home;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error("cannot create the view of {name} from {root}")]
+    Create {
+        name: String,
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot remove the view {path}")]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where a view's parts are; pure, so the environment can be computed without the disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewPaths {
+    pub root: PathBuf,
+    pub bin: PathBuf,
+    pub include: PathBuf,
+    pub lib: PathBuf,
+}
+
+impl ViewPaths {
+    /// `dir` as seen through the view when it is inside the toolchain root, else unchanged.
+    pub fn through(&self, entry: &Entry, dir: &Path) -> PathBuf {
+        match dir.strip_prefix(&entry.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => self.root.clone(),
+            Ok(rel) => self.root.join(rel),
+            Err(_) => dir.to_path_buf(),
+        }
+    }
+}
+
+pub fn paths(home: &Home, name: &str, entry: &Entry) -> ViewPaths {
+    let root = home.view(name);
+    let inside = |dir: &Path, fallback: &str| match dir.strip_prefix(&entry.root) {
+        Ok(rel) => root.join(rel),
+        Err(_) => root.join(fallback),
+    };
+    ViewPaths {
+        bin: root.join("bin"),
+        include: inside(&entry.include_dir, "include"),
+        lib: inside(&entry.lib_dir, lib_fallback(entry)),
+        root,
+    }
+}
+
+fn lib_fallback(entry: &Entry) -> &'static str {
+    match entry.kind {
+        super::Kind::Cuda => "lib64",
+        super::Kind::Rocm => "lib",
+    }
+}
+
+/// (Re)creates the view of `name`, with `proxy` as its `bin/nvcc` or `bin/hipcc`. Built
+/// beside and renamed into place.
+pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<PathBuf, ViewError> {
+    let failed = |source| ViewError::Create {
+        name: name.to_string(),
+        root: entry.root.clone(),
+        source,
+    };
+    let views = home.views();
+    fs_err::create_dir_all(&views).map_err(failed)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".tmp-{name}-"))
+        .tempdir_in(&views)
+        .map_err(failed)?;
+    populate(tmp.path(), entry, proxy).map_err(failed)?;
+    remove(home, name)?;
+    let target = home.view(name);
+    fs_err::rename(tmp.path(), &target).map_err(failed)?;
+    // Renamed away: nothing left for the temp dir's guard to delete.
+    let _ = tmp.keep();
+    Ok(target)
+}
+
+fn populate(view: &Path, entry: &Entry, proxy: &Path) -> std::io::Result<()> {
+    for item in fs_err::read_dir(&entry.root)? {
+        let item = item?;
+        let file_name = item.file_name();
+        if file_name == "bin" && item.path().is_dir() {
+            let bin = view.join("bin");
+            fs_err::create_dir(&bin)?;
+            for tool in fs_err::read_dir(item.path())? {
+                let tool = tool?;
+                // The compiler driver is the proxy, so `$CUDA_HOME/bin/nvcc` is guarded.
+                let target = if tool.file_name() == entry.kind.compiler() {
+                    proxy.to_path_buf()
+                } else {
+                    tool.path()
+                };
+                symlink(&target, &bin.join(tool.file_name()))?;
+            }
+        } else {
+            symlink(&item.path(), &view.join(&file_name))?;
+        }
+    }
+    // Layouts that keep headers or libraries outside the root (Debian's package) get them
+    // linked in, so `$CUDA_HOME/include` and `$CUDA_HOME/lib64` work as tools expect.
+    for (dir, link) in [
+        (&entry.include_dir, "include"),
+        (&entry.lib_dir, lib_fallback(entry)),
+    ] {
+        if !dir.starts_with(&entry.root) && !view.join(link).exists() {
+            symlink(dir, &view.join(link))?;
+        }
+    }
+    Ok(())
+}
+
+/// True if the view of `name` is there (a directory, not a link someone put in its place).
+pub fn exists(home: &Home, name: &str) -> bool {
+    fs_err::symlink_metadata(home.view(name)).is_ok_and(|m| m.is_dir())
+}
+
+/// The names of the views there are (not the temp dirs of changes under way).
+pub fn names(home: &Home) -> Vec<String> {
+    let Ok(rd) = fs_err::read_dir(home.views()) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| !n.starts_with('.'))
+        .collect()
+}
+
+/// A view moved out of its place, until the change that moved it is saved or undone.
+#[must_use]
+pub struct Aside {
+    place: PathBuf,
+    moved: PathBuf,
+}
+
+impl Aside {
+    /// Puts the view back where it was.
+    pub fn restore(self) -> Result<(), ViewError> {
+        fs_err::rename(&self.moved, &self.place).map_err(|source| ViewError::Remove {
+            path: self.moved.clone(),
+            source,
+        })
+    }
+
+    pub fn discard(self) -> Result<(), ViewError> {
+        let failed = |source| ViewError::Remove {
+            path: self.moved.clone(),
+            source,
+        };
+        // A link put where a view was is removed itself, never followed.
+        match fs_err::symlink_metadata(&self.moved)
+            .map_err(failed)?
+            .is_dir()
+        {
+            true => fs_err::remove_dir_all(&self.moved).map_err(failed),
+            false => fs_err::remove_file(&self.moved).map_err(failed),
+        }
+    }
+}
+
+/// Moves the view of `name` out of its place (renamed, so a reader never sees half of
+/// it), if there is one.
+pub fn set_aside(home: &Home, name: &str) -> Result<Option<Aside>, ViewError> {
+    let place = home.view(name);
+    if fs_err::symlink_metadata(&place).is_err() {
+        return Ok(None);
+    }
+    let moved = home
+        .views()
+        .join(format!(".old-{name}-{}", std::process::id()));
+    fs_err::rename(&place, &moved).map_err(|source| ViewError::Remove {
+        path: place.clone(),
+        source,
+    })?;
+    Ok(Some(Aside { place, moved }))
+}
+
+/// Removes the view of `name` if there is one.
+pub fn remove(home: &Home, name: &str) -> Result<(), ViewError> {
+    match set_aside(home, name)? {
+        Some(aside) => aside.discard(),
+        None => Ok(()),
+    }
+}
