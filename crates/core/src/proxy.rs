@@ -100,6 +100,18 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         overrides.push(spec);
         args.remove(0);
     }
+    // The compiler driver of one kind never runs from a toolchain of another.
+    let compiler_of = Kind::ALL.into_iter().find(|k| k.compiler() == tool);
+    if let (Some(spec), Some(kind)) = (overrides.first(), compiler_of) {
+        if spec.kind != kind {
+            bail!(
+                "`{tool} +{spec}` names a {} toolchain, but {tool} is the {kind} compiler\nhint: `{} +{spec} …` runs the {} compiler; `{tool} +{kind}-<version> …` picks another {kind} toolchain",
+                spec.kind,
+                spec.kind.compiler(),
+                spec.kind
+            );
+        }
+    }
 
     let invoked = invoked_path(&argv0, &tool, ctx);
     let from_view = match invoked.as_deref().filter(|_| overrides.is_empty()) {
@@ -123,14 +135,15 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         None => {
             let home = ctx.gpuenv_home()?;
             let registry = Registry::load(&home)?;
-            let kinds: &[Kind] = match tool.as_str() {
-                "nvcc" => &[Kind::Cuda],
-                "hipcc" => &[Kind::Rocm],
-                _ => &Kind::ALL,
+            // `+spec` names the one toolchain the tool may come from.
+            let kinds: Vec<Kind> = match (overrides.first(), compiler_of) {
+                (Some(spec), _) => vec![spec.kind],
+                (None, Some(kind)) => vec![kind],
+                (None, None) => Kind::ALL.to_vec(),
             };
             let torch = || guard::locate_torch(ctx, None);
             let req = Request::new(ctx, &overrides, &torch);
-            let active = resolve::resolve_kinds(&req, &registry, kinds)?;
+            let active = resolve::resolve_kinds(&req, &registry, &kinds)?;
             (home, registry, active)
         }
     };

@@ -117,6 +117,25 @@ fn a_plus_spec_overrides_the_pin_and_is_not_passed_to_the_tool() {
 }
 
 #[test]
+fn a_plus_spec_of_another_kind_or_matching_nothing_is_an_error_not_the_pinned_tool() {
+    let w = World::new();
+    let ctx = w.ctx("proj", &[]);
+    let err = plan(argv(&["nvcc", "+rocm-6.2", "-c"]), &ctx, &w.self_exe()).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("`nvcc +rocm-6.2` names a rocm toolchain, but nvcc is the cuda compiler"),
+        "{err}"
+    );
+    for tool in ["nvcc", "ptxas"] {
+        let err = plan(argv(&[tool, "+cuda-99"]), &ctx, &w.self_exe()).unwrap_err();
+        assert!(format!("{err:#}").contains("cuda-99"), "{err:#}");
+    }
+    // A tool of no compiler kind comes from the `+spec` toolchain only.
+    let err = plan(argv(&["ptxas", "+rocm-6.2"]), &ctx, &w.self_exe()).unwrap_err();
+    assert!(format!("{err:#}").contains("rocm-6.2"), "{err:#}");
+}
+
+#[test]
 fn a_views_nvcc_runs_that_views_toolchain_whatever_the_project_pins() {
     let w = World::new();
     let view_nvcc = w.home.view("cuda-11.8.0").join("bin/nvcc");
