@@ -21,7 +21,7 @@ impl Args {
         let _lock = gpuenv_install::lock_toolchain(store.home(), name)?;
         let forgotten = store.forget(name, Forget::Installed)?;
         let root = &forgotten.entry.root;
-        gpuenv_install::remove_tree(store.home(), name, root)?;
+        gpuenv_core::fsutil::remove_tree(root)?;
         ui::info(format!("uninstalled {name} (removed {})", root.display()));
         super::warn_dropped_defaults(&forgotten.dropped_defaults);
         let registry = forgotten.registry;

@@ -7,7 +7,6 @@
 pub mod assemble;
 pub mod cache;
 pub mod download;
-pub mod driver;
 pub mod fault;
 pub mod fetch;
 pub mod hooks;
@@ -217,8 +216,8 @@ pub fn install(
     // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
     // nobody is still working on them. A tree that never got registered is one of them.
     fetch::remove_matching(&home.toolchains(), &format!(".tmp-{name}-"));
-    fetch::remove_matching(&home.toolchains(), &format!(".old-{name}-"));
-    remove_tree(home, &name, &root)?;
+    fetch::remove_matching(&home.toolchains(), &format!(".old-{name}."));
+    gpuenv_core::fsutil::remove_tree(&root)?;
 
     let dirs = fetch_all(fetcher, plan, progress)?;
     let tmp = tempfile::Builder::new()
@@ -258,24 +257,10 @@ pub fn install(
         });
     if let Err(e) = registered {
         // Not registered, so not installed: the tree goes too.
-        let _ = remove_tree(home, &name, &root);
+        let _ = gpuenv_core::fsutil::remove_tree(&root);
         return Err(e);
     }
     Ok(done(false))
-}
-
-/// Removes an installed tree, renamed away first so it is gone at once however long
-/// deleting takes. The caller holds the toolchain's lock.
-pub fn remove_tree(home: &Home, name: &str, root: &Path) -> Result<()> {
-    if fs_err::symlink_metadata(root).is_err() {
-        return Ok(());
-    }
-    let doomed = home
-        .toolchains()
-        .join(format!(".old-{name}-{}", std::process::id()));
-    fs_err::rename(root, &doomed)?;
-    fs_err::remove_dir_all(&doomed)?;
-    Ok(())
 }
 
 /// Fetches and unpacks every archive, several at once.

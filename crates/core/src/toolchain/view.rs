@@ -161,18 +161,11 @@ impl Aside {
     }
 
     pub fn discard(self) -> Result<(), ViewError> {
-        let failed = |source| ViewError::Remove {
+        // A link put where a view was is removed itself, never followed.
+        fs_err::remove_dir_all(&self.moved).map_err(|source| ViewError::Remove {
             path: self.moved.clone(),
             source,
-        };
-        // A link put where a view was is removed itself, never followed.
-        match fs_err::symlink_metadata(&self.moved)
-            .map_err(failed)?
-            .is_dir()
-        {
-            true => fs_err::remove_dir_all(&self.moved).map_err(failed),
-            false => fs_err::remove_file(&self.moved).map_err(failed),
-        }
+        })
     }
 }
 
@@ -185,7 +178,7 @@ pub fn set_aside(home: &Home, name: &str) -> Result<Option<Aside>, ViewError> {
     }
     let moved = home
         .views()
-        .join(format!(".old-{name}-{}", std::process::id()));
+        .join(format!(".old-{name}.{}", std::process::id()));
     fs_err::rename(&place, &moved).map_err(|source| ViewError::Remove {
         path: place.clone(),
         source,
