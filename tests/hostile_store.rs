@@ -228,6 +228,10 @@ fn reshim_repairs_every_toolchain_it_can_and_names_each_broken_one() {
     // Everything gpuenv made is lost (a cleaned home, a moved gpuenv).
     fs::remove_dir_all(home.join("views")).unwrap();
     fs::remove_dir_all(home.join("shims")).unwrap();
+    // What killed changes leave: a half-built view, a set-aside one, one never registered.
+    for litter in [".tmp-cuda-12.1-Xy12", ".old-cuda-11.8.4242", "cuda-10.0"] {
+        fs::create_dir_all(home.join("views").join(litter).join("bin")).unwrap();
+    }
     let out = run(&sb, sb.dir.path(), &["reshim"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
@@ -245,6 +249,12 @@ fn reshim_repairs_every_toolchain_it_can_and_names_each_broken_one() {
     for tool in ["nvcc", "ptxas", "hipcc"] {
         assert!(home.join("shims").join(tool).is_symlink(), "{tool}");
     }
+    let mut views: Vec<String> = fs::read_dir(home.join("views"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    views.sort();
+    assert_eq!(views, ["cuda-12.1", "rocm-6.2.4"], "litter is cleared");
     // The way out the hint gives works, and then reshim is clean.
     sb.ok(&["unlink", "cuda-11.8"]);
     sb.ok(&["reshim"]);

@@ -244,6 +244,7 @@ impl Store {
                 Err(e) => broken.push(e.into()),
             }
         }
+        view::remove_leftovers(&self.home);
         let mut orphans = Vec::new();
         for name in view::names(&self.home) {
             if !registry.toolchains.contains_key(&name) && view::remove(&self.home, &name).is_ok() {

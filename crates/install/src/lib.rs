@@ -23,6 +23,7 @@ use reqwest::Url;
 
 pub use fault::Fault;
 use fetch::Fetcher;
+use gpuenv_core::fsutil;
 use gpuenv_core::home::Home;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
@@ -257,7 +258,7 @@ pub fn install(
         });
     if let Err(e) = registered {
         // Not registered, so not installed: the tree goes too.
-        let _ = gpuenv_core::fsutil::remove_tree(&root);
+        let _ = fsutil::remove_tree(&root);
         return Err(e);
     }
     Ok(done(false))
@@ -332,14 +333,14 @@ fn finish_tree(plan: &Plan, root: &Path) -> Result<()> {
         Kind::Cuda => {
             if !root.join("version.json").exists() && !root.join("version.txt").exists() {
                 let text = serde_json::json!({"cuda": {"name": "CUDA SDK", "version": plan.version.to_string()}});
-                fs_err::write(root.join("version.json"), format!("{text:#}\n"))?;
+                // Never through a (dangling) link an archive put there.
+                fsutil::write_atomic(&root.join("version.json"), format!("{text:#}\n").as_bytes())?;
             }
         }
         Kind::Rocm => {
             let info = root.join(".info/version");
             if !info.exists() {
-                fs_err::create_dir_all(root.join(".info"))?;
-                fs_err::write(&info, format!("{}\n", plan.version))?;
+                fsutil::write_atomic(&info, format!("{}\n", plan.version).as_bytes())?;
             }
         }
     }

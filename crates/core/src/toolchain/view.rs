@@ -144,6 +144,20 @@ pub fn names(home: &Home) -> Vec<String> {
         .collect()
 }
 
+/// Removes what changes killed midway left in `views/` (temp and set-aside views). Only
+/// under the state lock, which every change of a view holds.
+pub fn remove_leftovers(home: &Home) {
+    let Ok(rd) = fs_err::read_dir(home.views()) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".tmp-") || name.starts_with(".old-") {
+            let _ = fs_err::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// A view moved out of its place, until the change that moved it is saved or undone.
 #[must_use]
 pub struct Aside {
