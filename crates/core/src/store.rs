@@ -362,3 +362,77 @@ pub fn health(home: &Home, registry: &Registry) -> Vec<Problem> {
     }
     problems
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toolchain::detect;
+
+    /// A home, a proxy file, and a CUDA tree at `<dir>/<name>`.
+    fn world() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let proxy = dir.path().join("gpuenv-shim");
+        fs_err::write(&proxy, "the proxy").unwrap();
+        let store = Store::new(Home::new(dir.path().join("gpuenv")), proxy);
+        (dir, store)
+    }
+
+    fn cuda(dir: &Path, version: &str) -> Entry {
+        let root = dir.join(format!("cuda-{version}"));
+        fs_err::create_dir_all(root.join("bin")).unwrap();
+        fs_err::write(root.join("bin/nvcc"), "#!/bin/sh\n").unwrap();
+        fs_err::write(
+            root.join("version.json"),
+            format!(r#"{{"cuda": {{"version": "{version}"}}}}"#),
+        )
+        .unwrap();
+        Entry::from_detected(detect::detect(&root).unwrap(), root, Source::Linked)
+    }
+
+    #[test]
+    fn a_register_that_fails_at_its_last_step_leaves_nothing() {
+        let (dir, store) = world();
+        let first = cuda(dir.path(), "12.1.105");
+        store.register(vec![("cuda-12.1".into(), first)]).unwrap();
+        let settings = fs_err::read_to_string(store.home().settings()).unwrap();
+        // Saving fails: a directory is where the backup's temp file is renamed to.
+        let blocker = store.home().root.join("settings.toml.bak");
+        fs_err::create_dir_all(blocker.join("x")).unwrap();
+        let second = cuda(dir.path(), "11.8.89");
+        let err = store.register(vec![("cuda-11.8".into(), second)]);
+        assert!(matches!(err, Err(StoreError::State(_))), "{err:?}");
+        assert!(!store.home().view("cuda-11.8").exists(), "its view is gone");
+        assert!(view::exists(store.home(), "cuda-12.1"), "the other stays");
+        let after = fs_err::read_to_string(store.home().settings()).unwrap();
+        assert_eq!(after, settings);
+        let leftovers: Vec<String> = fs_err::read_dir(store.home().views())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(leftovers, ["cuda-12.1"]);
+    }
+
+    #[test]
+    fn a_forget_that_fails_puts_the_view_back() {
+        let (dir, store) = world();
+        let entry = cuda(dir.path(), "12.1.105");
+        store
+            .register(vec![("cuda-12.1".into(), entry.clone())])
+            .unwrap();
+        store
+            .register(vec![("cuda-12.1-b".into(), {
+                let mut e = entry;
+                e.root = dir.path().join("cuda-12.1.105");
+                e
+            })])
+            .unwrap();
+        let blocker = store.home().root.join("settings.toml.bak");
+        fs_err::remove_file(&blocker).unwrap();
+        fs_err::create_dir_all(blocker.join("x")).unwrap();
+        assert!(store.forget("cuda-12.1", Forget::InPlace).is_err());
+        assert!(view::exists(store.home(), "cuda-12.1"));
+        let registry = Registry::load(store.home()).unwrap();
+        assert!(registry.toolchains.contains_key("cuda-12.1"));
+        assert!(store.home().shims().join("nvcc").is_symlink());
+    }
+}
