@@ -178,7 +178,7 @@ fn a_root_whose_compiler_is_the_gpuenv_proxy_is_refused_at_link_time() {
         .args(["link", "cuda-12.1", tk.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     // A tree whose bin/nvcc is a copy of the proxy.
     let copy = cuda_runfile(&sb.path("copy"), "12.1.105");
     fs::copy(proxy_bin(), copy.join("bin/nvcc")).unwrap();
@@ -268,7 +268,7 @@ fn list_show_and_doctor_say_what_is_missing_and_how_to_fix_it() {
     fs::remove_dir_all(home.join("shims")).unwrap();
 
     let out = run(&sb, sb.dir.path(), &["list"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     let list = String::from_utf8_lossy(&out.stdout);
     let line = |name: &str| list.lines().find(|l| l.contains(name)).unwrap().to_string();
     assert!(line("cuda-11.8").ends_with("[root missing]"), "{list}");
@@ -329,7 +329,7 @@ fn pin_through_a_symlinked_toolchain_file_edits_the_file_it_points_to() {
     fs::create_dir_all(&proj).unwrap();
     symlink("../shared/gpuenv.toml", proj.join("gpuenv.toml")).unwrap();
     let out = run(&sb, &proj, &["pin", "cuda-12.1"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     assert_eq!(
         fs::read_link(proj.join("gpuenv.toml")).unwrap(),
         Path::new("../shared/gpuenv.toml"),
@@ -392,7 +392,7 @@ fn an_emptied_settings_file_warns_and_names_the_backup() {
     // `: > settings.toml`
     fs::write(&settings, "").unwrap();
     let out = run(&sb, sb.dir.path(), &["list"]);
-    assert!(out.status.success());
+    succeeded(&out);
     let err = stderr(&out);
     assert!(
         err.contains(&format!(
@@ -412,7 +412,7 @@ fn an_emptied_settings_file_warns_and_names_the_backup() {
         sb.dir.path(),
         &["link", "rocm-6.2.4", c.to_str().unwrap()],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     assert!(stderr(&out).contains("is empty"), "{}", stderr(&out));
     // The backup brings back the state before the last change.
     fs::copy(&backup, &settings).unwrap();
