@@ -1,4 +1,4 @@
-//! A full disk in the middle of a change: gpuenv's home on a tiny tmpfs.
+//! A full disk in the middle of a change, and a read-only home: gpuenv's home on a tmpfs.
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -13,10 +13,10 @@ struct Mounted(PathBuf);
 
 impl Mounted {
     /// None when mounting is impossible here (not root, no tmpfs); under CI that fails.
-    fn tmpfs(dir: &Path, size: &str) -> Option<Mounted> {
+    fn tmpfs(dir: &Path, options: &str) -> Option<Mounted> {
         fs::create_dir_all(dir).unwrap();
         let status = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
             .arg(dir)
             .stderr(std::process::Stdio::null())
             .status();
@@ -60,7 +60,7 @@ fn fill(dir: &Path) -> (fs::File, u64) {
 fn on_a_full_disk_link_and_unlink_complete_or_change_nothing() {
     let sb = Sandbox::new();
     let home = sb.gpuenv_home();
-    let Some(_mounted) = Mounted::tmpfs(&home, "1m") else {
+    let Some(_mounted) = Mounted::tmpfs(&home, "size=1m") else {
         return;
     };
     // The proxy binary is large; it stays on the roomy disk (gpuenv follows a bin/ link
@@ -115,4 +115,26 @@ fn on_a_full_disk_link_and_unlink_complete_or_change_nothing() {
         false => assert_eq!(state(), before, "{}", stderr(&out)),
     }
     drop(more);
+}
+
+#[test]
+fn a_read_only_home_is_named_as_such() {
+    let sb = Sandbox::new();
+    let home = sb.gpuenv_home();
+    let Some(_mounted) = Mounted::tmpfs(&home, "ro,size=64k") else {
+        return;
+    };
+    let tk = cuda_runfile(&sb.path("tk"), "12.1.105");
+    let out = run(
+        &sb,
+        sb.dir.path(),
+        &["link", "cuda-12.1", tk.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("GPUENV_HOME {} is read-only", home.display())),
+        "{err}"
+    );
+    assert!(err.contains("hint: make it writable"), "{err}");
 }
