@@ -31,7 +31,7 @@ impl Args {
         let file = project::load(&path)?;
         Registry::update(&home, |r| {
             trust::trust(r, &file);
-            Ok(())
+            Ok::<_, anyhow::Error>(())
         })?;
         ui::info(format!("trusted {}", path.display()));
         Ok(())

@@ -10,8 +10,9 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::home::Home;
 use crate::resolve::ActiveSet;
-use crate::toolchain::registry::{Home, Registry};
+use crate::toolchain::registry::Registry;
 use crate::toolchain::{view, Kind};
 
 /// The path-list variables gpuenv edits.
