@@ -14,7 +14,7 @@ use anyhow::{bail, Context as _, Result};
 use gpuenv::context::Context;
 use gpuenv::resolve::{self, Active, ActiveSet, Reason, Request};
 use gpuenv::toolchain::registry::{Home, Registry};
-use gpuenv::toolchain::{view, Kind, Spec};
+use gpuenv::toolchain::{upstream, view, Kind, Spec};
 use gpuenv::{env, guard, project, trust, ui};
 
 mod check;
@@ -105,8 +105,14 @@ fn run() -> Result<Infallible> {
             (home, registry, active)
         }
         None => {
-            let home = ctx.gpuenv_home()?;
-            let registry = Registry::load(&home)?;
+            let mut home = ctx.gpuenv_home()?;
+            let own = Registry::load(&home)?;
+            // An upstream's toolchains resolve too; an unusable upstream is only a warning.
+            let layered = upstream::layered(&mut home, own);
+            for w in &layered.warnings {
+                ui::warn(w);
+            }
+            let registry = layered.registry;
             let kinds: &[Kind] = match tool.as_str() {
                 "nvcc" => &[Kind::Cuda],
                 "hipcc" => &[Kind::Rocm],

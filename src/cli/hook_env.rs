@@ -5,6 +5,7 @@ use crate::env::Op;
 use crate::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use crate::shell::{self, Format, Shell};
 use crate::toolchain::registry::{Home, Registry};
+use crate::toolchain::upstream;
 use crate::{env, trust};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
@@ -77,7 +78,13 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
 }
 
 fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
-    let registry = Registry::load(home)?;
+    let mut home = home.clone();
+    let own = Registry::load(&home)?;
+    let layered = upstream::layered(&mut home, own);
+    for w in &layered.warnings {
+        eprintln!("gpuenv: {w}");
+    }
+    let (home, registry) = (&home, layered.registry);
     let active = super::resolve_here(ctx, &registry, &[])?;
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
     if let Some(p) = active

@@ -31,6 +31,9 @@ struct Row<'a> {
     root: String,
     view: String,
     source: &'a str,
+    /// The upstream store it comes from, if it is not the user's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upstream: Option<String>,
     active: bool,
     default: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -48,9 +51,10 @@ impl Args {
                 self.json,
             );
         }
-        let (home, registry) = super::registry(ctx)?;
+        let (home, layered) = super::layered(ctx)?;
+        let registry = &layered.registry;
         // `list` stays useful in a directory whose toolchain file is broken.
-        let active = match super::resolve_here(ctx, &registry, &[]) {
+        let active = match super::resolve_here(ctx, registry, &[]) {
             Ok(a) => Some(a),
             Err(e) => {
                 ui::warn(format!("cannot tell which toolchain is active here: {e:#}"));
@@ -72,6 +76,7 @@ impl Args {
                     root: e.root.display().to_string(),
                     view: home.view(name).display().to_string(),
                     source: e.source.as_str(),
+                    upstream: layered.upstream_of(name).map(|p| p.display().to_string()),
                     active: active_here.is_some(),
                     default: defaults
                         .iter()
@@ -92,9 +97,15 @@ impl Args {
         for r in &rows {
             let mark = if r.active { "*" } else { " " };
             let default = if r.default { " (default)" } else { "" };
+            let source = if r.upstream.is_some() { "upstream" } else { r.source };
+            let from = r
+                .upstream
+                .as_ref()
+                .map(|u| format!(" (from {u})"))
+                .unwrap_or_default();
             println!(
-                "{mark} {:width$}  {:<10}  {:<10}  {}{default}",
-                r.name, r.version, r.source, r.root
+                "{mark} {:width$}  {:<10}  {:<10}  {}{default}{from}",
+                r.name, r.version, source, r.root
             );
         }
         Ok(())

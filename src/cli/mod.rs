@@ -29,7 +29,7 @@ use clap::{Parser, Subcommand};
 use crate::context::Context;
 use crate::resolve::{self, ActiveSet, Request};
 use crate::toolchain::registry::{Home, Registry};
-use crate::toolchain::Spec;
+use crate::toolchain::{upstream, Spec};
 use crate::{env, guard, trust, ui};
 
 #[derive(Debug, Parser)]
@@ -113,11 +113,35 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
     }
 }
 
-/// The registry and where it lives.
+/// The registry and where it lives, with the upstreams' toolchains added (for reading only;
+/// changes go through `Registry::update`, which sees the user's own file alone).
 fn registry(ctx: &Context) -> Result<(Home, Registry)> {
-    let home = ctx.gpuenv_home()?;
-    let registry = Registry::load(&home)?;
-    Ok((home, registry))
+    let (home, layered) = layered(ctx)?;
+    Ok((home, layered.registry))
+}
+
+/// Refuses to change a toolchain that only an upstream has: gpuenv never writes there.
+fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
+    let (_home, layered) = layered(ctx)?;
+    if let Some(root) = layered.upstream_of(name) {
+        anyhow::bail!(
+            "{name} belongs to the upstream {} (a shared, read-only gpuenv store), so `gpuenv {command}` leaves it alone\nhint: the store's admin runs `GPUENV_HOME={} gpuenv {command} {name}`; to stop seeing its toolchains, drop it from GPUENV_UPSTREAMS, `upstreams` in settings.toml or the system config",
+            root.display(),
+            root.display()
+        );
+    }
+    Ok(())
+}
+
+/// The own registry and the upstreams', with a warning for each upstream that cannot be used.
+fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
+    let mut home = ctx.gpuenv_home()?;
+    let own = Registry::load(&home)?;
+    let layered = upstream::layered(&mut home, own);
+    for w in upstream::from_context(ctx).1.iter().chain(&layered.warnings) {
+        ui::warn(w);
+    }
+    Ok((home, layered))
 }
 
 /// The active set for the current directory, with `overrides` on top.
@@ -147,8 +171,22 @@ fn environment(
             p.path.display()
         ));
     }
+    upstream_views(home, registry, active)?;
     let change = env::plan(active, registry, home, trusted);
     Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
+}
+
+/// An active toolchain whose view is missing (an upstream's, when the upstream has none) gets
+/// one in the user's own home, so `CUDA_HOME` points at a guarded nvcc.
+fn upstream_views(home: &Home, registry: &Registry, active: &ActiveSet) -> Result<()> {
+    for t in &active.toolchains {
+        let view = home.view(&t.name);
+        if !view.join(crate::toolchain::view::META_FILE).is_file() && registry.toolchains.contains_key(&t.name) {
+            let proxy = crate::shims::install_proxy(home)?;
+            crate::toolchain::view::create(home, &t.name, &t.entry, &proxy)?;
+        }
+    }
+    Ok(())
 }
 
 /// Parses specs given as arguments.

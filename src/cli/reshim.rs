@@ -19,6 +19,12 @@ impl Args {
             }
             shims::reshim(&home, registry)
         })?;
+        // Upstream toolchains whose store has no view get one here.
+        let (own_home, layered) = super::layered(ctx)?;
+        for name in &layered.missing_views {
+            let proxy = shims::install_proxy(&own_home)?;
+            view::create(&own_home, name, &layered.registry.toolchains[name], &proxy)?;
+        }
         ui::info(format!(
             "shims in {}: {} added, {} removed",
             home.shims().display(),

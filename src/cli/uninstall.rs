@@ -17,6 +17,7 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
+        super::refuse_upstream(ctx, &self.name, "uninstall")?;
         let name = self.name.as_str();
         let _lock = install::lock_toolchain(&home, name)?;
         let (root, dropped_defaults, registry) = Registry::update(&home, |registry| {

@@ -15,6 +15,7 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
+        super::refuse_upstream(ctx, &self.name, "unlink")?;
         let dropped_defaults = Registry::update(&home, |registry| {
             let Some(entry) = registry.toolchains.get(&self.name) else {
                 bail!(

@@ -3,6 +3,7 @@
 pub mod detect;
 pub mod discover;
 pub mod registry;
+pub mod upstream;
 pub mod version;
 pub mod view;
 

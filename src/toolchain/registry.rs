@@ -11,15 +11,24 @@ use super::detect::{Collectives, Detected};
 use super::{Kind, Spec, Version};
 use crate::fsutil;
 
-/// The directories under `GPUENV_HOME`.
+/// The directories under `GPUENV_HOME`, and the upstream homes read after it.
 #[derive(Debug, Clone)]
 pub struct Home {
     pub root: PathBuf,
+    /// Upstreams named by the environment and the system config (see `upstream`).
+    pub upstreams: Vec<PathBuf>,
+    /// Views of upstream toolchains that live in their upstream (filled by
+    /// `upstream::layered`); every other view is under `root`.
+    pub upstream_views: BTreeMap<String, PathBuf>,
 }
 
 impl Home {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Home { root: root.into() }
+        Home {
+            root: root.into(),
+            upstreams: Vec::new(),
+            upstream_views: BTreeMap::new(),
+        }
     }
     pub fn settings(&self) -> PathBuf {
         self.root.join("settings.toml")
@@ -28,7 +37,10 @@ impl Home {
         self.root.join("views")
     }
     pub fn view(&self, name: &str) -> PathBuf {
-        self.views().join(name)
+        match self.upstream_views.get(name) {
+            Some(v) => v.clone(),
+            None => self.views().join(name),
+        }
     }
     pub fn shims(&self) -> PathBuf {
         self.root.join("shims")
@@ -111,6 +123,9 @@ pub struct Registry {
     pub default: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trusted: Vec<Trusted>,
+    /// Other gpuenv homes whose toolchains are used read-only (a site's shared store).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<PathBuf>,
     #[serde(default)]
     pub toolchains: BTreeMap<String, Entry>,
 }

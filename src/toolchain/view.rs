@@ -64,6 +64,12 @@ fn lib_fallback(entry: &Entry) -> &'static str {
 /// beside and renamed into place.
 pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<PathBuf> {
     let views = home.views();
+    if home.upstream_views.contains_key(name) {
+        anyhow::bail!(
+            "the view of {name} is in an upstream ({}), which gpuenv never writes",
+            home.view(name).display()
+        );
+    }
     fs_err::create_dir_all(&views)?;
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".tmp-{name}-"))
