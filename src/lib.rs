@@ -7,6 +7,7 @@ pub mod env;
 pub mod fsutil;
 pub mod guard;
 pub mod install;
+pub mod module;
 pub mod passwd;
 pub mod project;
 pub mod resolve;

@@ -10,6 +10,7 @@ mod hook;
 mod hook_env;
 mod install;
 mod link;
+mod module;
 mod list;
 mod pin;
 mod reshim;
@@ -65,6 +66,7 @@ enum Command {
     Hook(hook::Args),
     HookEnv(hook_env::Args),
     Completions(completions::Args),
+    Module(module::Args),
 }
 
 /// An exit status chosen by a command (1: the thing asked is not so), with its message
@@ -110,6 +112,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Hook(a) => a.run(ctx),
         Command::HookEnv(a) => a.run(ctx),
         Command::Completions(a) => a.run(ctx),
+        Command::Module(a) => a.run(ctx),
     }
 }
 
@@ -171,19 +174,25 @@ fn environment(
             p.path.display()
         ));
     }
-    upstream_views(home, registry, active)?;
+    upstream_views_for(home, registry, active.toolchains.iter().map(|t| t.name.as_str()))?;
     let change = env::plan(active, registry, home, trusted);
     Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
 }
 
-/// An active toolchain whose view is missing (an upstream's, when the upstream has none) gets
-/// one in the user's own home, so `CUDA_HOME` points at a guarded nvcc.
-fn upstream_views(home: &Home, registry: &Registry, active: &ActiveSet) -> Result<()> {
-    for t in &active.toolchains {
-        let view = home.view(&t.name);
-        if !view.join(crate::toolchain::view::META_FILE).is_file() && registry.toolchains.contains_key(&t.name) {
+/// A toolchain whose view is missing (an upstream's, when the upstream has none) gets one
+/// in the user's own home, so `CUDA_HOME` points at a guarded nvcc.
+fn upstream_views_for<'a>(
+    home: &Home,
+    registry: &Registry,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<()> {
+    for name in names {
+        let Some(entry) = registry.toolchains.get(name) else {
+            continue;
+        };
+        if !home.view(name).join(crate::toolchain::view::META_FILE).is_file() {
             let proxy = crate::shims::install_proxy(home)?;
-            crate::toolchain::view::create(home, &t.name, &t.entry, &proxy)?;
+            crate::toolchain::view::create(home, name, entry, &proxy)?;
         }
     }
     Ok(())

@@ -165,7 +165,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
         let root = path_str(&v.root);
         match t.entry.kind {
             Kind::Cuda => {
-                for k in ["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"] {
+                for k in Kind::Cuda.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
@@ -183,7 +183,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 }
             }
             Kind::Rocm => {
-                for k in ["ROCM_PATH", "ROCM_HOME", "HIP_PATH"] {
+                for k in Kind::Rocm.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "HIP_PLATFORM", "amd".to_string());

@@ -31,6 +31,15 @@ impl Kind {
         }
     }
 
+    /// The variables that name a toolkit's root: what gpuenv sets to the view, and what a
+    /// site's module files set to the toolkits they load.
+    pub fn home_vars(self) -> &'static [&'static str] {
+        match self {
+            Kind::Cuda => &["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"],
+            Kind::Rocm => &["ROCM_PATH", "ROCM_HOME", "HIP_PATH"],
+        }
+    }
+
     /// The compiler driver the proxy guards for this kind.
     pub fn compiler(self) -> &'static str {
         match self {
