@@ -11,7 +11,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context as _, Result};
 
-use gpuenv::context::Context;
+use gpuenv::context::{vars, Context};
 use gpuenv::resolve::{self, Active, ActiveSet, Reason, Request};
 use gpuenv::toolchain::registry::{Home, Registry};
 use gpuenv::toolchain::{upstream, view, Kind, Spec};
@@ -143,7 +143,8 @@ fn run() -> Result<Infallible> {
     }
 
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
-    let change = env::plan(&active, &registry, &home, trusted);
+    let mut change = env::plan(&active, &registry, &home, trusted);
+    gpuenv::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     let applied = change.apply(&|k| ctx.var(k).map(str::to_string));
     let mut cmd = Command::new(&real);
     cmd.args(&args);

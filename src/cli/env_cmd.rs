@@ -10,7 +10,7 @@ use crate::ui;
 pub struct Args {
     /// Specs to use instead of what is active here, e.g. cuda-11.8
     specs: Vec<String>,
-    /// Output format
+    /// Output format (slurm: TaskProlog lines, printed only in a pinned project)
     #[arg(long, value_enum, default_value = "bash")]
     shell: Format,
 }
@@ -20,6 +20,11 @@ impl Args {
         let (home, registry) = super::registry(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(ctx, &registry, &overrides)?;
+        // A TaskProlog runs for every task of every job: only a pinned project gets a
+        // toolchain there, and anywhere else the task's environment is left as it is.
+        if self.shell == Format::Slurm && (active.project.is_none() || active.toolchains.is_empty()) {
+            return Ok(());
+        }
         if active.toolchains.is_empty() {
             ui::info("no toolchain is active here, so there is nothing to set\nhint: `gpuenv pin <spec>` or `gpuenv default <spec>`");
         }
@@ -31,6 +36,9 @@ impl Args {
             .filter(|(k, v)| v.is_some() || applied.before.get(*k).is_some_and(Option::is_some))
             .map(|(k, v)| (k.as_str(), v.as_deref()))
             .collect();
+        if self.shell == Format::Slurm {
+            shell::check_slurm(&vars)?;
+        }
         print!("{}", shell::render(&vars, self.shell));
         Ok(())
     }

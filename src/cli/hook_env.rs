@@ -98,6 +98,7 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
         );
     }
     let mut change = env::plan(&active, &registry, home, trusted);
+    crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
     if !change.ops.is_empty() {
         change.ops.push(Op::Prepend(

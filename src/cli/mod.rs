@@ -175,7 +175,8 @@ fn environment(
         ));
     }
     upstream_views_for(home, registry, active.toolchains.iter().map(|t| t.name.as_str()))?;
-    let change = env::plan(active, registry, home, trusted);
+    let mut change = env::plan(active, registry, home, trusted);
+    crate::module::count_loaded_as_foreign(&mut change, ctx.var(crate::context::vars::LMFILES));
     Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
 }
 

@@ -228,7 +228,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
 
 /// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
 /// user's Python and system tools, never removed on a toolchain's behalf.
-fn is_shared_prefix(root: &Path) -> bool {
+pub fn is_shared_prefix(root: &Path) -> bool {
     root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }
 

@@ -7,6 +7,7 @@ pub mod parse;
 
 use std::path::{Path, PathBuf};
 
+use crate::env::{self, Change, Op};
 use crate::toolchain::Kind;
 
 /// Module files larger than this are not module files a site writes by hand.
@@ -66,6 +67,29 @@ pub fn scan_loaded(lmfiles: &str) -> Scan {
         read_file(file, &module, &mut scan);
     }
     scan
+}
+
+/// Counts the toolkits that loaded modules name (`_LMFILES_`) as other toolkits in `change`:
+/// switching then drops their path-list entries too, so `gpuenv env` after
+/// `module load cuda/11.8` leaves nothing of 11.8 behind. Shared prefixes (`/usr`, conda
+/// environments) are never counted.
+pub fn count_loaded_as_foreign(change: &mut Change, lmfiles: Option<&str>) {
+    let Some(lmfiles) = lmfiles.filter(|l| !l.is_empty()) else {
+        return;
+    };
+    let loaded = scan_loaded(lmfiles);
+    for op in &mut change.ops {
+        let Op::Remove(_, foreign) = op else { continue };
+        for r in &loaded.roots {
+            if foreign.kinds.contains(&r.kind)
+                && !env::is_shared_prefix(&r.root)
+                && r.root.components().count() > 2
+                && !foreign.dirs.contains(&r.root)
+            {
+                foreign.dirs.push(r.root.clone());
+            }
+        }
+    }
 }
 
 /// `cuda/11.8` for `<dir>/cuda/11.8.lua`.
