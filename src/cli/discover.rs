@@ -2,13 +2,13 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::context::{vars, Context};
-use crate::module;
-use crate::toolchain::detect;
-use crate::toolchain::discover::{self, Found, Places};
-use crate::toolchain::registry::{Entry, Registry, Source};
-use crate::toolchain::{view, Spec};
-use crate::{shims, ui};
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::module;
+use gpuenv_core::toolchain::detect;
+use gpuenv_core::toolchain::discover::{self, Found, Places};
+use gpuenv_core::toolchain::registry::{Entry, Registry, Source};
+use gpuenv_core::toolchain::{view, Spec};
+use gpuenv_core::{shims, ui};
 
 /// Find toolchains in the standard places (and register them with --register)
 #[derive(Debug, clap::Args)]

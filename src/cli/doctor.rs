@@ -4,10 +4,10 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::context::{vars, Context};
-use crate::doctor::{self, nodes, Inputs, Machine, Report};
-use crate::guard;
-use crate::resolve::ActiveSet;
+use gpuenv_core::context::{vars, Context};
+use gpuenv_doctor::{nodes, Inputs, Machine, Report};
+use gpuenv_core::guard;
+use gpuenv_core::resolve::ActiveSet;
 
 use super::Exit;
 
@@ -72,7 +72,7 @@ impl Args {
         }
         let report = Report {
             dir,
-            findings: doctor::run_all(&inputs),
+            findings: gpuenv_doctor::run_all(&inputs),
         };
         if self.node_report {
             let node = node_name(&inputs.machine.ctx);
@@ -81,9 +81,9 @@ impl Args {
             return Ok(());
         }
         if self.json {
-            print!("{}", doctor::render_json(&report));
+            print!("{}", gpuenv_doctor::render_json(&report));
         } else {
-            anstream::print!("{}", doctor::render_text(&report));
+            anstream::print!("{}", gpuenv_doctor::render_text(&report));
         }
         if report.has_errors() {
             Err(Exit(1).into())

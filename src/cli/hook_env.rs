@@ -1,19 +1,20 @@
+use super::named_arg::named;
 use anyhow::Result;
 
-use crate::context::{vars, Context};
-use crate::env::Op;
-use crate::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
-use crate::shell::{self, Format, Shell};
-use crate::toolchain::registry::{Home, Registry};
-use crate::toolchain::upstream;
-use crate::{env, trust};
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::env::Op;
+use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
+use gpuenv_core::shell::{self, Format, Shell};
+use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::upstream;
+use gpuenv_core::{env, trust};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
 /// to the environment of the current directory
 #[derive(Debug, clap::Args)]
 #[command(hide = true)]
 pub struct Args {
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = named::<Shell>())]
     shell: Shell,
 }
 
@@ -98,7 +99,7 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
         );
     }
     let mut change = env::plan(&active, &registry, home, trusted);
-    crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
+    gpuenv_core::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
     if !change.ops.is_empty() {
         change.ops.push(Op::Prepend(

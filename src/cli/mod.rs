@@ -12,6 +12,7 @@ mod install;
 mod link;
 mod module;
 mod list;
+mod named_arg;
 mod pin;
 mod reshim;
 mod run;
@@ -27,11 +28,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::context::Context;
-use crate::resolve::{self, ActiveSet, Request};
-use crate::toolchain::registry::{Home, Registry};
-use crate::toolchain::{upstream, Spec};
-use crate::{env, guard, trust, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::resolve::{self, ActiveSet, Request};
+use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::{upstream, Spec};
+use gpuenv_core::{env, guard, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -83,7 +84,7 @@ pub fn main() -> ExitCode {
         Err(e) => match e.downcast_ref::<Exit>() {
             Some(Exit(code)) => ExitCode::from(*code),
             None => {
-                crate::ui::error(&e);
+                gpuenv_core::ui::error(&e);
                 ExitCode::from(2)
             }
         },
@@ -176,7 +177,7 @@ fn environment(
     }
     upstream_views_for(home, registry, active.toolchains.iter().map(|t| t.name.as_str()))?;
     let mut change = env::plan(active, registry, home, trusted);
-    crate::module::count_loaded_as_foreign(&mut change, ctx.var(crate::context::vars::LMFILES));
+    gpuenv_core::module::count_loaded_as_foreign(&mut change, ctx.var(gpuenv_core::context::vars::LMFILES));
     Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
 }
 
@@ -191,9 +192,9 @@ fn upstream_views_for<'a>(
         let Some(entry) = registry.toolchains.get(name) else {
             continue;
         };
-        if !home.view(name).join(crate::toolchain::view::META_FILE).is_file() {
-            let proxy = crate::shims::install_proxy(home)?;
-            crate::toolchain::view::create(home, name, entry, &proxy)?;
+        if !home.view(name).join(gpuenv_core::toolchain::view::META_FILE).is_file() {
+            let proxy = gpuenv_core::shims::install_proxy(home)?;
+            gpuenv_core::toolchain::view::create(home, name, entry, &proxy)?;
         }
     }
     Ok(())

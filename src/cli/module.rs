@@ -3,14 +3,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use crate::context::Context;
-use crate::env;
-use crate::module::export::{self, Format};
-use crate::resolve::{Active, ActiveSet, Reason};
-use crate::toolchain::registry::{Home, Registry};
-use crate::toolchain::Spec;
-use crate::{fsutil, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::env;
+use gpuenv_core::module::export::{self, Format};
+use gpuenv_core::resolve::{Active, ActiveSet, Reason};
+use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::{fsutil, ui};
 
+use super::named_arg::named;
 use super::Exit;
 
 /// Module files for Lmod or Environment Modules
@@ -30,7 +31,7 @@ enum Command {
 /// `gpuenv env cuda-12.4.1` sets
 #[derive(Debug, clap::Args)]
 struct ExportArgs {
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = named::<Format>())]
     format: Format,
     /// The module directory (put it on MODULEPATH, or `module use DIR`)
     #[arg(long, value_name = "DIR")]
@@ -146,7 +147,7 @@ fn write_ours(path: &Path, text: &str) -> Result<Wrote> {
 
 /// gpuenv's own module files for toolchains no longer registered.
 fn remove_stale(dir: &Path, keep: &[PathBuf], format: Format) -> Result<()> {
-    for kind in crate::toolchain::Kind::ALL {
+    for kind in gpuenv_core::toolchain::Kind::ALL {
         let Ok(rd) = fs_err::read_dir(dir.join(kind.as_str())) else {
             continue;
         };
