@@ -233,44 +233,73 @@ fn discover_reads_site_module_files_without_running_them() {
     );
 }
 
-#[test]
-fn gpuenv_env_after_a_site_module_load_leaves_nothing_of_that_toolkit() {
-    let Some(init) = modules::init_line(System::Lmod) else {
-        return;
-    };
-    let sb = two_toolkits();
-    // The site's own module for a toolkit gpuenv does not know.
+/// The site's own module for a toolkit gpuenv does not know (Tcl, which Lmod reads too),
+/// and a project pinned to cuda-12.4.
+fn site_module(sb: &Sandbox) -> PathBuf {
     let site = cuda_runfile(&sb.path("sw/cuda-11.7"), "11.7.99");
     write(
-        &sb.path("modules/cuda/11.7.lua"),
+        &sb.path("modules/cuda/11.7"),
         &format!(
-            "local root = \"{}\"\nsetenv(\"CUDA_HOME\", root)\nprepend_path(\"PATH\", pathJoin(root, \"bin\"))\nprepend_path(\"LD_LIBRARY_PATH\", pathJoin(root, \"lib64\"))\n",
+            "#%Module1.0\nset root {}\nsetenv CUDA_HOME $root\nsetenv CUDA_VERSION 11.7\nprepend-path PATH $root/bin\nprepend-path LD_LIBRARY_PATH $root/lib64\n",
             site.display()
         ),
     );
     let proj = sb.path("proj");
     write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    proj
+}
+
+fn the_later_of_module_and_gpuenv_env_wins_cleanly(system: System) {
+    let Some(init) = modules::init_line(system) else {
+        return;
+    };
+    let sb = two_toolkits();
+    let proj = site_module(&sb);
+    let show = |name: &str| {
+        format!(
+            "printf '%s\\n%s\\n%s\\n%s\\n' \"$PATH\" \"${{LD_LIBRARY_PATH-}}\" \"${{CUDA_HOME-unset}}\" \"${{CUDA_VERSION-unset}}\" > \"$OUT/{name}\""
+        )
+    };
     run(
         &sb,
         &init,
-        r#"
+        &format!(
+            r#"
 module load cuda/11.7
 gpuenv doctor --json > "$OUT/doctor.json" || true
 eval "$(gpuenv env)"
-printf '%s\n%s\n%s\n' "$PATH" "$LD_LIBRARY_PATH" "$CUDA_HOME" > "$OUT/env"
+{}
 nvcc --version > "$OUT/nvcc"
+module unload cuda/11.7 2>/dev/null || true
+{}
+module load cuda/11.7
+{}
+eval "$(gpuenv env)"
+{}
 "#,
+            show("gpuenv"),
+            show("unload"),
+            show("module"),
+            show("again")
+        ),
         START_PATH,
         &proj,
     );
-    let env = fs::read_to_string(sb.path("out/env")).unwrap();
-    assert!(!env.contains("cuda-11.7"), "the module's toolkit is gone:\n{env}");
-    assert!(env.contains("views/cuda-12.4"), "{env}");
-    assert!(env.contains("/opt/my tools/bin"), "{env}");
-    assert!(fs::read_to_string(sb.path("out/nvcc")).unwrap().contains("release 12.4"));
+    let read = |n: &str| fs::read_to_string(sb.path("out").join(n)).unwrap();
+    let view = sb.gpuenv_home().join("views/cuda-12.4");
+    let gpuenv = read("gpuenv");
+    assert!(!gpuenv.contains("cuda-11.7"), "{system:?}: nothing of 11.7 is left:\n{gpuenv}");
+    assert!(!gpuenv.contains("11.7\n"), "{system:?}: the module's CUDA_VERSION went with it:\n{gpuenv}");
+    assert!(gpuenv.contains(&format!("{}/bin", view.display())), "{gpuenv}");
+    assert!(gpuenv.contains("/opt/my tools/bin"), "{gpuenv}");
+    assert!(read("nvcc").contains("release 12.4"));
+    assert_eq!(read("unload"), gpuenv, "{system:?}: the module was already unloaded, so nothing changes");
+    let module = read("module");
+    assert!(module.starts_with(&sb.path("sw/cuda-11.7/bin").display().to_string()), "{module}");
+    assert!(module.contains(&format!("{}\n11.7\n", sb.path("sw/cuda-11.7").display())), "{module}");
+    assert_eq!(read("again"), gpuenv, "{system:?}: gpuenv env after module load wins again");
 
-    let doctor: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(sb.path("out/doctor.json")).unwrap()).unwrap();
+    let doctor: serde_json::Value = serde_json::from_str(&read("doctor.json")).unwrap();
     let fm02 = doctor["findings"]
         .as_array()
         .unwrap()
@@ -281,4 +310,14 @@ nvcc --version > "$OUT/nvcc"
     let text = fm02.to_string();
     assert!(text.contains("loaded module cuda/11.7"), "{text}");
     assert!(text.contains("module unload cuda/11.7"), "{text}");
+}
+
+#[test]
+fn lmod_and_gpuenv_env_the_later_one_wins_cleanly() {
+    the_later_of_module_and_gpuenv_env_wins_cleanly(System::Lmod);
+}
+
+#[test]
+fn tcl_modules_and_gpuenv_env_the_later_one_wins_cleanly() {
+    the_later_of_module_and_gpuenv_env_wins_cleanly(System::Tcl);
 }

@@ -1,7 +1,9 @@
 use super::named_arg::named;
 use anyhow::Result;
 
-use gpuenv_core::context::Context;
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::module;
+use gpuenv_core::toolchain::Kind;
 use gpuenv_core::shell::{self, Format};
 use gpuenv_core::ui;
 
@@ -40,7 +42,20 @@ impl Args {
         if self.shell == Format::Slurm {
             shell::check_slurm(&vars)?;
         }
-        print!("{}", shell::render(&vars, self.shell));
+        // A module that loaded another toolkit of an active kind is unloaded first, so the
+        // module system agrees with what gpuenv set (a later `module unload` changes nothing).
+        let kinds: Vec<Kind> = active.toolchains.iter().map(|t| t.entry.kind).collect();
+        let displaced = module::displaced(ctx.var(vars::LMFILES), ctx.var(vars::LOADEDMODULES), &kinds);
+        let names: Vec<String> = displaced.iter().map(|r| r.module.clone()).collect();
+        let unload = shell::module_unload(&names, self.shell);
+        if !unload.is_empty() {
+            ui::info(format!(
+                "unloading module {} (its toolkit gives way to {})",
+                names.join(", "),
+                active.toolchains.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        print!("{unload}{}", shell::render(&vars, self.shell));
         Ok(())
     }
 }

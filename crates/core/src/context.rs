@@ -23,6 +23,8 @@ pub mod vars {
     pub const MODULEPATH: &str = "MODULEPATH";
     /// The module files loaded now (set by Lmod and Environment Modules).
     pub const LMFILES: &str = "_LMFILES_";
+    /// The names of the modules loaded now, in `_LMFILES_`'s order.
+    pub const LOADEDMODULES: &str = "LOADEDMODULES";
     /// Set inside a SLURM allocation.
     pub const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
     pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";

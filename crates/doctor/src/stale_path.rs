@@ -52,7 +52,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     let mut change = env::plan(&inputs.active, &inputs.registry, &inputs.home, false);
     let lmfiles = m.var(vars::LMFILES);
     module::count_loaded_as_foreign(&mut change, lmfiles);
-    let loaded = module::scan_loaded(lmfiles.unwrap_or_default());
+    let loaded = module::scan_loaded(lmfiles.unwrap_or_default(), m.var(vars::LOADEDMODULES));
     for op in &change.ops {
         let Op::Remove(list, foreign) = op else {
             continue;

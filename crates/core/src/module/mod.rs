@@ -58,15 +58,45 @@ pub fn scan_modulepath(modulepath: &str) -> Scan {
     scan
 }
 
-/// The module files loaded now: `_LMFILES_` (both module systems keep it), colon-separated.
-pub fn scan_loaded(lmfiles: &str) -> Scan {
+/// The module files loaded now: `_LMFILES_` (both module systems keep it), colon-separated;
+/// their names from `LOADEDMODULES` (same order) when it matches.
+pub fn scan_loaded(lmfiles: &str, loadedmodules: Option<&str>) -> Scan {
     let mut scan = Scan::default();
-    for file in lmfiles.split(':').filter(|f| !f.is_empty()) {
+    let files: Vec<&str> = lmfiles.split(':').filter(|f| !f.is_empty()).collect();
+    let names: Vec<&str> = loadedmodules
+        .unwrap_or_default()
+        .split(':')
+        .filter(|n| !n.is_empty())
+        .collect();
+    for (i, file) in files.iter().enumerate() {
         let file = Path::new(file);
-        let module = loaded_name(file);
+        let module = match names.get(i).filter(|_| names.len() == files.len()) {
+            Some(n) => n.to_string(),
+            None => loaded_name(file),
+        };
         read_file(file, &module, &mut scan);
     }
     scan
+}
+
+/// Loaded modules whose toolkit is of one of `kinds` (a real toolkit, not a shared prefix):
+/// the ones `gpuenv env` replaces, and unloads so the module system agrees.
+pub fn displaced(lmfiles: Option<&str>, loadedmodules: Option<&str>, kinds: &[Kind]) -> Vec<ModuleRoot> {
+    let Some(lmfiles) = lmfiles.filter(|l| !l.is_empty()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<ModuleRoot> = Vec::new();
+    for r in scan_loaded(lmfiles, loadedmodules).roots {
+        if kinds.contains(&r.kind) && is_toolkit_root(&r.root) && !out.iter().any(|o| o.module == r.module) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Never a shared prefix (`/usr`, a conda environment) or a top-level directory.
+fn is_toolkit_root(root: &Path) -> bool {
+    !env::is_shared_prefix(root) && root.components().count() > 2
 }
 
 /// Counts the toolkits that loaded modules name (`_LMFILES_`) as other toolkits in `change`:
@@ -77,13 +107,12 @@ pub fn count_loaded_as_foreign(change: &mut Change, lmfiles: Option<&str>) {
     let Some(lmfiles) = lmfiles.filter(|l| !l.is_empty()) else {
         return;
     };
-    let loaded = scan_loaded(lmfiles);
+    let loaded = scan_loaded(lmfiles, None);
     for op in &mut change.ops {
         let Op::Remove(_, foreign) = op else { continue };
         for r in &loaded.roots {
             if foreign.kinds.contains(&r.kind)
-                && !env::is_shared_prefix(&r.root)
-                && r.root.components().count() > 2
+                && is_toolkit_root(&r.root)
                 && !foreign.dirs.contains(&r.root)
             {
                 foreign.dirs.push(r.root.clone());

@@ -98,6 +98,26 @@ impl Named for Format {
     }
 }
 
+/// Shell code that unloads modules, where the shell has a `module` command (Lmod or
+/// Environment Modules); nothing for formats that are not shell code.
+pub fn module_unload(names: &[String], format: Format) -> String {
+    let mut out = String::new();
+    for name in names {
+        match format {
+            Format::Bash | Format::Zsh => out.push_str(&format!(
+                "if type module >/dev/null 2>&1; then module unload {}; fi\n",
+                quote::posix(name)
+            )),
+            Format::Fish => out.push_str(&format!(
+                "if functions -q module; module unload {}; end\n",
+                quote::fish(name)
+            )),
+            Format::Json | Format::Dotenv | Format::Slurm => {}
+        }
+    }
+    out
+}
+
 /// Renders assignments (`None` = unset) in `format`, one statement per line.
 pub fn render(vars: &[(&str, Option<&str>)], format: Format) -> String {
     let mut out = String::new();
