@@ -33,7 +33,9 @@ fn dump(path: &Path) -> BTreeMap<String, String> {
 
 fn without_bookkeeping(env: BTreeMap<String, String>) -> BTreeMap<String, String> {
     env.into_iter()
-        .filter(|(k, _)| !modules::is_bookkeeping(k) && k != "_" && k != "SHLVL" && k != "PWD" && k != "OLDPWD")
+        .filter(|(k, _)| {
+            !modules::is_bookkeeping(k) && k != "_" && k != "SHLVL" && k != "PWD" && k != "OLDPWD"
+        })
         .collect()
 }
 
@@ -74,7 +76,14 @@ fn exported_module_loads_like_gpuenv_env_and_unloads_byte_exact(system: System) 
         System::Tcl => "tcl",
     };
     let modules_dir = sb.path("modules");
-    sb.ok(&["module", "export", "--format", format, "--dir", modules_dir.to_str().unwrap()]);
+    sb.ok(&[
+        "module",
+        "export",
+        "--format",
+        format,
+        "--dir",
+        modules_dir.to_str().unwrap(),
+    ]);
 
     run(
         &sb,
@@ -130,7 +139,14 @@ fn lmod_swaps_one_exported_cuda_for_another_through_the_family() {
     };
     let sb = two_toolkits();
     let dir = sb.path("modules");
-    sb.ok(&["module", "export", "--format", "lmod", "--dir", dir.to_str().unwrap()]);
+    sb.ok(&[
+        "module",
+        "export",
+        "--format",
+        "lmod",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
     run(
         &sb,
         &init,
@@ -140,7 +156,10 @@ fn lmod_swaps_one_exported_cuda_for_another_through_the_family() {
     );
     let path = fs::read_to_string(sb.path("out/path")).unwrap();
     let views = sb.gpuenv_home().join("views");
-    assert!(path.contains(&format!("{}/cuda-11.8/bin", views.display())), "{path}");
+    assert!(
+        path.contains(&format!("{}/cuda-11.8/bin", views.display())),
+        "{path}"
+    );
     assert!(!path.contains("cuda-12.4"), "{path}");
 }
 
@@ -149,18 +168,33 @@ fn admin_reexports_without_touching_unchanged_or_foreign_files() {
     let sb = two_toolkits();
     let dir = sb.path("modules");
     let foreign = dir.join("cuda/11.8.lua");
-    write(&foreign, "-- the site's own cuda 11.8 module\nsetenv(\"CUDA_HOME\", \"/sw/cuda\")\n");
+    write(
+        &foreign,
+        "-- the site's own cuda 11.8 module\nsetenv(\"CUDA_HOME\", \"/sw/cuda\")\n",
+    );
     let export = || {
         sb.gpuenv()
-            .args(["module", "export", "--format", "lmod", "--dir", dir.to_str().unwrap()])
+            .args([
+                "module",
+                "export",
+                "--format",
+                "lmod",
+                "--dir",
+                dir.to_str().unwrap(),
+            ])
             .output()
             .unwrap()
     };
     let first = export();
     assert_eq!(first.status.code(), Some(1), "a foreign file is reported");
     let err = String::from_utf8_lossy(&first.stderr);
-    assert!(err.contains("11.8.lua exists and was not written by gpuenv"), "{err}");
-    assert!(fs::read_to_string(&foreign).unwrap().starts_with("-- the site's own"));
+    assert!(
+        err.contains("11.8.lua exists and was not written by gpuenv"),
+        "{err}"
+    );
+    assert!(fs::read_to_string(&foreign)
+        .unwrap()
+        .starts_with("-- the site's own"));
     let ours = dir.join("cuda/12.4.lua");
     let mtime = fs::metadata(&ours).unwrap().modified().unwrap();
 
@@ -198,11 +232,17 @@ fn discover_reads_site_module_files_without_running_them() {
     );
     write(
         &mods.join("evil/1.lua"),
-        &format!("setenv(\"CUDA_HOME\", io.popen(\"touch {}\"):read())\n", pwned.display()),
+        &format!(
+            "setenv(\"CUDA_HOME\", io.popen(\"touch {}\"):read())\n",
+            pwned.display()
+        ),
     );
     write(
         &mods.join("evil/2"),
-        &format!("#%Module1.0\n\nsetenv CUDA_PATH [exec touch {}]\n", pwned.display()),
+        &format!(
+            "#%Module1.0\n\nsetenv CUDA_PATH [exec touch {}]\n",
+            pwned.display()
+        ),
     );
     fs::write(mods.join("evil/3.lua"), b"\xff\xfe\x00binary").unwrap();
 
@@ -288,16 +328,39 @@ eval "$(gpuenv env)"
     let read = |n: &str| fs::read_to_string(sb.path("out").join(n)).unwrap();
     let view = sb.gpuenv_home().join("views/cuda-12.4");
     let gpuenv = read("gpuenv");
-    assert!(!gpuenv.contains("cuda-11.7"), "{system:?}: nothing of 11.7 is left:\n{gpuenv}");
-    assert!(!gpuenv.contains("11.7\n"), "{system:?}: the module's CUDA_VERSION went with it:\n{gpuenv}");
-    assert!(gpuenv.contains(&format!("{}/bin", view.display())), "{gpuenv}");
+    assert!(
+        !gpuenv.contains("cuda-11.7"),
+        "{system:?}: nothing of 11.7 is left:\n{gpuenv}"
+    );
+    assert!(
+        !gpuenv.contains("11.7\n"),
+        "{system:?}: the module's CUDA_VERSION went with it:\n{gpuenv}"
+    );
+    assert!(
+        gpuenv.contains(&format!("{}/bin", view.display())),
+        "{gpuenv}"
+    );
     assert!(gpuenv.contains("/opt/my tools/bin"), "{gpuenv}");
     assert!(read("nvcc").contains("release 12.4"));
-    assert_eq!(read("unload"), gpuenv, "{system:?}: the module was already unloaded, so nothing changes");
+    assert_eq!(
+        read("unload"),
+        gpuenv,
+        "{system:?}: the module was already unloaded, so nothing changes"
+    );
     let module = read("module");
-    assert!(module.starts_with(&sb.path("sw/cuda-11.7/bin").display().to_string()), "{module}");
-    assert!(module.contains(&format!("{}\n11.7\n", sb.path("sw/cuda-11.7").display())), "{module}");
-    assert_eq!(read("again"), gpuenv, "{system:?}: gpuenv env after module load wins again");
+    assert!(
+        module.starts_with(&sb.path("sw/cuda-11.7/bin").display().to_string()),
+        "{module}"
+    );
+    assert!(
+        module.contains(&format!("{}\n11.7\n", sb.path("sw/cuda-11.7").display())),
+        "{module}"
+    );
+    assert_eq!(
+        read("again"),
+        gpuenv,
+        "{system:?}: gpuenv env after module load wins again"
+    );
 
     let doctor: serde_json::Value = serde_json::from_str(&read("doctor.json")).unwrap();
     let fm02 = doctor["findings"]

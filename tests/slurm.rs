@@ -48,24 +48,40 @@ impl User {
         cmd.env_clear()
             .env("SLURM_CONF", &cluster.conf)
             .env("HOME", self.sb.home())
-            .env("PATH", format!("{}:/usr/bin:/bin", gpuenv_bin().parent().unwrap().display()))
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", gpuenv_bin().parent().unwrap().display()),
+            )
             .env("LANG", "C.UTF-8")
             .current_dir(dir);
         cmd
     }
 
     fn view(&self) -> String {
-        self.sb.gpuenv_home().join("views/cuda-12.4").display().to_string()
+        self.sb
+            .gpuenv_home()
+            .join("views/cuda-12.4")
+            .display()
+            .to_string()
     }
 }
 
 #[test]
 fn srun_gpuenv_run_uses_the_project_toolchain_on_the_node() {
-    let Some(cluster) = slurm::cluster() else { return };
+    let Some(cluster) = slurm::cluster() else {
+        return;
+    };
     let u = user();
     let out = u
         .client(cluster, "srun", &u.proj)
-        .args(["gpuenv", "run", "--", "sh", "-c", "echo \"$CUDA_HOME\"; nvcc --version"])
+        .args([
+            "gpuenv",
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$CUDA_HOME\"; nvcc --version",
+        ])
         .output()
         .unwrap();
     let out = text(&out);
@@ -75,7 +91,9 @@ fn srun_gpuenv_run_uses_the_project_toolchain_on_the_node() {
 
 #[test]
 fn the_task_prolog_gives_tasks_in_a_pinned_project_its_toolchain_and_nothing_elsewhere() {
-    let Some(cluster) = slurm::cluster() else { return };
+    let Some(cluster) = slurm::cluster() else {
+        return;
+    };
     let u = user();
     let show = "echo \"${CUDA_HOME-unset} ${GPUENV_ACTIVE-unset}\"; command -v nvcc || true";
     let inside = u
@@ -85,8 +103,14 @@ fn the_task_prolog_gives_tasks_in_a_pinned_project_its_toolchain_and_nothing_els
         .output()
         .unwrap();
     let inside = text(&inside);
-    assert!(inside.starts_with(&format!("{} cuda-12.4\n", u.view())), "{inside}");
-    assert!(inside.contains(&format!("{}/bin/nvcc", u.view())), "{inside}");
+    assert!(
+        inside.starts_with(&format!("{} cuda-12.4\n", u.view())),
+        "{inside}"
+    );
+    assert!(
+        inside.contains(&format!("{}/bin/nvcc", u.view())),
+        "{inside}"
+    );
 
     let outside = u
         .client(cluster, "srun", &u.sb.home())
@@ -100,16 +124,23 @@ fn the_task_prolog_gives_tasks_in_a_pinned_project_its_toolchain_and_nothing_els
 #[test]
 fn task_prolog_lines_are_exports_and_a_newline_in_a_value_is_an_error() {
     let u = user();
-    let out = u
-        .sb
-        .gpuenv()
-        .current_dir(&u.proj)
-        .args(["env", "--shell", "slurm"])
-        .output()
-        .unwrap();
+    let out =
+        u.sb.gpuenv()
+            .current_dir(&u.proj)
+            .args(["env", "--shell", "slurm"])
+            .output()
+            .unwrap();
     let lines = text(&out);
-    assert!(lines.contains(&format!("export CUDA_HOME={}\n", u.view())), "{lines}");
-    assert!(lines.lines().all(|l| l.starts_with("export ") || l.starts_with("unset ")), "{lines}");
+    assert!(
+        lines.contains(&format!("export CUDA_HOME={}\n", u.view())),
+        "{lines}"
+    );
+    assert!(
+        lines
+            .lines()
+            .all(|l| l.starts_with("export ") || l.starts_with("unset ")),
+        "{lines}"
+    );
     // Outside a project: nothing, even with a default.
     u.sb.ok(&["default", "cuda-12.4"]);
     assert_eq!(u.sb.ok(&["env", "--shell", "slurm"]), "");
@@ -118,14 +149,17 @@ fn task_prolog_lines_are_exports_and_a_newline_in_a_value_is_an_error() {
         &u.proj.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"12.4\"\n[env]\nBANNER = \"two\\nlines\"\n",
     );
-    u.sb.gpuenv().current_dir(&u.proj).arg("trust").assert().success();
-    let out = u
-        .sb
-        .gpuenv()
+    u.sb.gpuenv()
         .current_dir(&u.proj)
-        .args(["env", "--shell", "slurm"])
-        .output()
-        .unwrap();
+        .arg("trust")
+        .assert()
+        .success();
+    let out =
+        u.sb.gpuenv()
+            .current_dir(&u.proj)
+            .args(["env", "--shell", "slurm"])
+            .output()
+            .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("BANNER's value has a newline"), "{err}");
@@ -152,7 +186,10 @@ fn a_step_started_with_export_none_finds_home_in_the_password_database() {
     let config = site(&sb);
     let store_view = sb.path("site/gpuenv/views/cuda-12.4-sitetest");
     let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"cuda-12.4-sitetest\"\n");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"cuda-12.4-sitetest\"\n",
+    );
 
     // No HOME at all: the account's home comes from the password database.
     let out = std::process::Command::new(gpuenv_bin())
@@ -164,7 +201,9 @@ fn a_step_started_with_export_none_finds_home_in_the_password_database() {
         .unwrap();
     assert!(text(&out).contains(&format!("export CUDA_HOME={}\n", store_view.display())));
 
-    let Some(cluster) = slurm::cluster() else { return };
+    let Some(cluster) = slurm::cluster() else {
+        return;
+    };
     // --export=<list> passes only those variables (and SLURM's): no HOME, no PATH.
     let step = |export: &str, args: &[&str]| {
         let out = cluster
@@ -182,10 +221,18 @@ fn a_step_started_with_export_none_finds_home_in_the_password_database() {
     let bin = gpuenv_bin();
     let lines = step(
         "GPUENV_SYSTEM_CONFIG",
-        &["/bin/sh", "-c", "echo \"HOME=${HOME-unset}\"; \"$0\" env --shell slurm", bin.to_str().unwrap()],
+        &[
+            "/bin/sh",
+            "-c",
+            "echo \"HOME=${HOME-unset}\"; \"$0\" env --shell slurm",
+            bin.to_str().unwrap(),
+        ],
     );
     assert!(lines.starts_with("HOME=unset\n"), "{lines}");
-    assert!(lines.contains(&format!("export CUDA_HOME={}\n", store_view.display())), "{lines}");
+    assert!(
+        lines.contains(&format!("export CUDA_HOME={}\n", store_view.display())),
+        "{lines}"
+    );
 
     // The admin's TaskProlog does the same for the task itself.
     let task = step(
@@ -197,7 +244,9 @@ fn a_step_started_with_export_none_finds_home_in_the_password_database() {
 
 #[test]
 fn doctor_all_nodes_in_an_allocation_reports_each_node_and_their_differences() {
-    let Some(cluster) = slurm::cluster() else { return };
+    let Some(cluster) = slurm::cluster() else {
+        return;
+    };
     let u = user();
     let out = u
         .client(cluster, "salloc", &u.proj)
@@ -206,7 +255,10 @@ fn doctor_all_nodes_in_an_allocation_reports_each_node_and_their_differences() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let start = stdout.find('{').unwrap_or_else(|| {
-        panic!("no JSON: {stdout}\n{}", String::from_utf8_lossy(&out.stderr))
+        panic!(
+            "no JSON: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
     });
     let report: serde_json::Value = serde_json::from_str(&stdout[start..]).unwrap();
     let nodes = report["nodes"].as_array().unwrap();
@@ -215,20 +267,25 @@ fn doctor_all_nodes_in_an_allocation_reports_each_node_and_their_differences() {
     let facts = nodes[0]["facts"].as_array().unwrap();
     assert_eq!(facts[0], "cuda-12.4 (12.4.131)", "{report}");
     assert_eq!(facts[1], "none", "no driver on this machine: {report}");
-    assert!(facts[4].as_str().unwrap().contains("MiB") || facts[4].as_str().unwrap().contains("mounted"));
+    assert!(
+        facts[4].as_str().unwrap().contains("MiB")
+            || facts[4].as_str().unwrap().contains("mounted")
+    );
     assert_eq!(report["differences"], serde_json::json!([]));
     assert_eq!(report["expected_nodes"], 1);
 
     // Outside an allocation it says how to get one.
-    let out = u
-        .sb
-        .gpuenv()
-        .current_dir(&u.proj)
-        .args(["doctor", "--all-nodes"])
-        .output()
-        .unwrap();
+    let out =
+        u.sb.gpuenv()
+            .current_dir(&u.proj)
+            .args(["doctor", "--all-nodes"])
+            .output()
+            .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("salloc -N <nodes> gpuenv doctor --all-nodes"), "{err}");
+    assert!(
+        err.contains("salloc -N <nodes> gpuenv doctor --all-nodes"),
+        "{err}"
+    );
     let _ = fs::metadata(&u.proj);
 }

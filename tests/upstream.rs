@@ -99,17 +99,33 @@ fn user_pins_and_runs_a_read_only_site_toolchain_without_writing_to_it() {
 
     let list = user().arg("list").output().unwrap();
     let list = String::from_utf8_lossy(&list.stdout).into_owned();
-    assert!(list.contains("cuda-12.4") && list.contains("upstream"), "{list}");
-    assert!(list.contains(&format!("(from {})", store.display())), "{list}");
+    assert!(
+        list.contains("cuda-12.4") && list.contains("upstream"),
+        "{list}"
+    );
+    assert!(
+        list.contains(&format!("(from {})", store.display())),
+        "{list}"
+    );
 
     // The pin resolves to the store's toolchain, through the store's own view.
     let env = user().args(["env", "--shell", "json"]).output().unwrap();
-    assert!(env.status.success(), "{}", String::from_utf8_lossy(&env.stderr));
+    assert!(
+        env.status.success(),
+        "{}",
+        String::from_utf8_lossy(&env.stderr)
+    );
     let env: serde_json::Value = serde_json::from_slice(&env.stdout).unwrap();
-    assert_eq!(env["CUDA_HOME"], store.join("views/cuda-12.4").to_str().unwrap());
+    assert_eq!(
+        env["CUDA_HOME"],
+        store.join("views/cuda-12.4").to_str().unwrap()
+    );
 
     // A store toolchain without a view gets one in the user's own home.
-    let env = user().args(["env", "--shell", "json", "cuda-11.8"]).output().unwrap();
+    let env = user()
+        .args(["env", "--shell", "json", "cuda-11.8"])
+        .output()
+        .unwrap();
     let env: serde_json::Value = serde_json::from_slice(&env.stdout).unwrap();
     let own_view = sb.gpuenv_home().join("views/cuda-11.8");
     assert_eq!(env["CUDA_HOME"], own_view.to_str().unwrap());
@@ -141,7 +157,10 @@ fn user_pins_and_runs_a_read_only_site_toolchain_without_writing_to_it() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains("cuda-12.4 belongs to the upstream"), "{err}");
-        assert!(err.contains(&format!("GPUENV_HOME={} gpuenv {command}", store.display())), "{err}");
+        assert!(
+            err.contains(&format!("GPUENV_HOME={} gpuenv {command}", store.display())),
+            "{err}"
+        );
     }
     drop(_ro);
     assert_eq!(snapshot(&site), before, "nothing in the store changed");
@@ -156,19 +175,35 @@ fn upstreams_from_the_environment_and_settings_are_searched_after_the_own_home()
     sb.ok(&["link", "cuda-12.4", mine.to_str().unwrap()]);
     let env = sb
         .gpuenv()
-        .env("GPUENV_UPSTREAMS", format!("{}:{}", sb.path("gone").display(), store.display()))
+        .env(
+            "GPUENV_UPSTREAMS",
+            format!("{}:{}", sb.path("gone").display(), store.display()),
+        )
         .args(["env", "--shell", "json", "cuda-12.4"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&env.stderr);
-    assert!(err.contains(&format!("the upstream {} is gone", sb.path("gone").display())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the upstream {} is gone",
+            sb.path("gone").display()
+        )),
+        "{err}"
+    );
     let json: serde_json::Value = serde_json::from_slice(&env.stdout).unwrap();
-    assert_eq!(json["CUDA_HOME"], sb.gpuenv_home().join("views/cuda-12.4").to_str().unwrap());
+    assert_eq!(
+        json["CUDA_HOME"],
+        sb.gpuenv_home().join("views/cuda-12.4").to_str().unwrap()
+    );
 
     // `upstreams` in the user's settings works the same; the store's 11.8 resolves.
     let settings = sb.gpuenv_home().join("settings.toml");
     let text = fs::read_to_string(&settings).unwrap();
-    fs::write(&settings, format!("upstreams = [\"{}\"]\n{text}", store.display())).unwrap();
+    fs::write(
+        &settings,
+        format!("upstreams = [\"{}\"]\n{text}", store.display()),
+    )
+    .unwrap();
     let out = sb.ok(&["env", "--shell", "json", "cuda-11"]);
     assert!(out.contains("views/cuda-11.8"), "{out}");
 }
@@ -189,6 +224,12 @@ fn a_corrupt_upstream_or_system_config_is_a_warning_not_a_crash() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains(&format!("the upstream {} cannot be used", store.display())), "{err}");
-    assert!(err.contains(&format!("{}: line 1", config.display())), "{err}");
+    assert!(
+        err.contains(&format!("the upstream {} cannot be used", store.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}: line 1", config.display())),
+        "{err}"
+    );
 }

@@ -43,7 +43,11 @@ impl Args {
             discover::discover(&places)
         };
         if found.is_empty() {
-            let places = if self.modules { "the module files on MODULEPATH" } else { "the standard places" };
+            let places = if self.modules {
+                "the module files on MODULEPATH"
+            } else {
+                "the standard places"
+            };
             ui::info(format!("found no CUDA Toolkit or ROCm tree in {places}"));
             return Ok(());
         }
@@ -93,7 +97,9 @@ impl Args {
         if !self.register {
             if !to_register.is_empty() {
                 let modules = if self.modules { " --modules" } else { "" };
-                ui::info(format!("run `gpuenv discover{modules} --register` to register the new ones"));
+                ui::info(format!(
+                    "run `gpuenv discover{modules} --register` to register the new ones"
+                ));
             }
             return Ok(());
         }

@@ -5,9 +5,9 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::{vars, Context};
-use gpuenv_doctor::{nodes, Inputs, Machine, Report};
 use gpuenv_core::guard;
 use gpuenv_core::resolve::ActiveSet;
+use gpuenv_doctor::{nodes, Inputs, Machine, Report};
 
 use super::Exit;
 
@@ -112,7 +112,11 @@ fn all_nodes(ctx: &Context, dir: &std::path::Path, json: bool) -> Result<()> {
     };
     let exe = std::env::current_exe().context("cannot find the running gpuenv binary")?;
     let mut cmd = Command::new("srun");
-    cmd.args(["--ntasks-per-node=1", "--export=ALL", "--kill-on-bad-exit=0"]);
+    cmd.args([
+        "--ntasks-per-node=1",
+        "--export=ALL",
+        "--kill-on-bad-exit=0",
+    ]);
     let expected: Option<usize> = ctx
         .var_nonempty("SLURM_JOB_NUM_NODES")
         .and_then(|n| n.parse().ok());

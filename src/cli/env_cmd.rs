@@ -3,8 +3,8 @@ use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::module;
-use gpuenv_core::toolchain::Kind;
 use gpuenv_core::shell::{self, Format};
+use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui;
 
 /// Print the environment of the active toolchains (or of the given specs)
@@ -25,7 +25,8 @@ impl Args {
         let active = super::resolve_here(ctx, &registry, &overrides)?;
         // A TaskProlog runs for every task of every job: only a pinned project gets a
         // toolchain there, and anywhere else the task's environment is left as it is.
-        if self.shell == Format::Slurm && (active.project.is_none() || active.toolchains.is_empty()) {
+        if self.shell == Format::Slurm && (active.project.is_none() || active.toolchains.is_empty())
+        {
             return Ok(());
         }
         if active.toolchains.is_empty() {
@@ -45,14 +46,20 @@ impl Args {
         // A module that loaded another toolkit of an active kind is unloaded first, so the
         // module system agrees with what gpuenv set (a later `module unload` changes nothing).
         let kinds: Vec<Kind> = active.toolchains.iter().map(|t| t.entry.kind).collect();
-        let displaced = module::displaced(ctx.var(vars::LMFILES), ctx.var(vars::LOADEDMODULES), &kinds);
+        let displaced =
+            module::displaced(ctx.var(vars::LMFILES), ctx.var(vars::LOADEDMODULES), &kinds);
         let names: Vec<String> = displaced.iter().map(|r| r.module.clone()).collect();
         let unload = shell::module_unload(&names, self.shell);
         if !unload.is_empty() {
             ui::info(format!(
                 "unloading module {} (its toolkit gives way to {})",
                 names.join(", "),
-                active.toolchains.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                active
+                    .toolchains
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         print!("{unload}{}", shell::render(&vars, self.shell));

@@ -98,7 +98,11 @@ impl Args {
         for r in &rows {
             let mark = if r.active { "*" } else { " " };
             let default = if r.default { " (default)" } else { "" };
-            let source = if r.upstream.is_some() { "upstream" } else { r.source };
+            let source = if r.upstream.is_some() {
+                "upstream"
+            } else {
+                r.source
+            };
             let from = r
                 .upstream
                 .as_ref()

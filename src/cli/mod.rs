@@ -10,8 +10,8 @@ mod hook;
 mod hook_env;
 mod install;
 mod link;
-mod module;
 mod list;
+mod module;
 mod named_arg;
 mod pin;
 mod reshim;
@@ -142,7 +142,11 @@ fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
     let mut home = ctx.gpuenv_home()?;
     let own = Registry::load(&home)?;
     let layered = upstream::layered(&mut home, own);
-    for w in upstream::from_context(ctx).1.iter().chain(&layered.warnings) {
+    for w in upstream::from_context(ctx)
+        .1
+        .iter()
+        .chain(&layered.warnings)
+    {
         ui::warn(w);
     }
     Ok((home, layered))
@@ -175,9 +179,16 @@ fn environment(
             p.path.display()
         ));
     }
-    upstream_views_for(home, registry, active.toolchains.iter().map(|t| t.name.as_str()))?;
+    upstream_views_for(
+        home,
+        registry,
+        active.toolchains.iter().map(|t| t.name.as_str()),
+    )?;
     let mut change = env::plan(active, registry, home, trusted);
-    gpuenv_core::module::count_loaded_as_foreign(&mut change, ctx.var(gpuenv_core::context::vars::LMFILES));
+    gpuenv_core::module::count_loaded_as_foreign(
+        &mut change,
+        ctx.var(gpuenv_core::context::vars::LMFILES),
+    );
     Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
 }
 
@@ -192,7 +203,11 @@ fn upstream_views_for<'a>(
         let Some(entry) = registry.toolchains.get(name) else {
             continue;
         };
-        if !home.view(name).join(gpuenv_core::toolchain::view::META_FILE).is_file() {
+        if !home
+            .view(name)
+            .join(gpuenv_core::toolchain::view::META_FILE)
+            .is_file()
+        {
             let proxy = gpuenv_core::shims::install_proxy(home)?;
             gpuenv_core::toolchain::view::create(home, name, entry, &proxy)?;
         }

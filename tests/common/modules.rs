@@ -56,16 +56,31 @@ pub fn init_line(system: System) -> Option<String> {
 /// Variables the module systems keep for themselves; everything else must come back
 /// byte-exact after an unload.
 pub fn is_bookkeeping(name: &str) -> bool {
-    ["_LMFILES_", "LOADEDMODULES", "_ModuleTable", "__LMOD", "LMOD", "_LMOD", "__MODULES", "MODULES_", "BASH_FUNC_"]
-        .iter()
-        .any(|p| name.starts_with(p))
+    [
+        "_LMFILES_",
+        "LOADEDMODULES",
+        "_ModuleTable",
+        "__LMOD",
+        "LMOD",
+        "_LMOD",
+        "__MODULES",
+        "MODULES_",
+        "BASH_FUNC_",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
 
 /// Runs `script` in bash (no rc files) after the module system's init, with the given
 /// variables only. Panics with stderr when bash fails.
 pub fn bash(init: &str, script: &str, vars: &[(&str, &std::ffi::OsStr)], cwd: &Path) -> Output {
     let out = Command::new("bash")
-        .args(["--norc", "--noprofile", "-c", &format!("set -e\n{init}\n{script}")])
+        .args([
+            "--norc",
+            "--noprofile",
+            "-c",
+            &format!("set -e\n{init}\n{script}"),
+        ])
         .env_clear()
         .envs(vars.iter().map(|(k, v)| (*k, *v)))
         .current_dir(cwd)

@@ -66,7 +66,10 @@ impl Cluster {
         // One test binary at a time starts or checks the daemons.
         let lock = File::create(cluster.dir.join("lock")).unwrap();
         lock.lock().unwrap();
-        if cluster.conf.is_file() && cluster.daemons_alive() && cluster.wait_idle(Duration::from_secs(5)) {
+        if cluster.conf.is_file()
+            && cluster.daemons_alive()
+            && cluster.wait_idle(Duration::from_secs(5))
+        {
             return cluster;
         }
         cluster.stop();
@@ -81,16 +84,23 @@ impl Cluster {
     }
 
     fn pid(&self, file: &str) -> Option<u32> {
-        fs::read_to_string(self.dir.join(file)).ok()?.trim().parse().ok()
+        fs::read_to_string(self.dir.join(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     }
 
     /// Running, not a zombie, and still the program we started (pids get reused).
     fn alive(pid: u32, name: &str) -> bool {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
             return false;
         };
         let comm = stat.split(['(', ')']).nth(1).unwrap_or_default();
-        let state = stat.rsplit(')').next().and_then(|s| s.split_whitespace().next());
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|s| s.split_whitespace().next());
         comm == name && state != Some("Z")
     }
 
@@ -141,17 +151,27 @@ impl Cluster {
         chmod(&munge, 0o755);
         let key = munge.join("munge.key");
         if !key.is_file() {
-            run_ok(Command::new("/usr/sbin/mungekey").arg("--create").arg(format!("--keyfile={}", key.display())));
+            run_ok(
+                Command::new("/usr/sbin/mungekey")
+                    .arg("--create")
+                    .arg(format!("--keyfile={}", key.display())),
+            );
         }
         chmod(&key, 0o400);
         run_ok(
             Command::new("/usr/sbin/munged")
                 .arg("--force")
-                .arg(format!("--socket={}", munge.join("munge.socket.2").display()))
+                .arg(format!(
+                    "--socket={}",
+                    munge.join("munge.socket.2").display()
+                ))
                 .arg(format!("--key-file={}", key.display()))
                 .arg(format!("--pid-file={}", munge.join("munged.pid").display()))
                 .arg(format!("--log-file={}", munge.join("munged.log").display()))
-                .arg(format!("--seed-file={}", munge.join("munged.seed").display())),
+                .arg(format!(
+                    "--seed-file={}",
+                    munge.join("munged.seed").display()
+                )),
         );
         let prolog = d.join("taskprolog");
         fs::write(
@@ -189,8 +209,18 @@ impl Cluster {
             prolog.display(),
         );
         fs::write(&self.conf, conf).unwrap();
-        run_ok(Command::new("/usr/sbin/slurmctld").arg("-f").arg(&self.conf).arg("-c"));
-        run_ok(Command::new("/usr/sbin/slurmd").arg("-f").arg(&self.conf).args(["-N", "localhost"]));
+        run_ok(
+            Command::new("/usr/sbin/slurmctld")
+                .arg("-f")
+                .arg(&self.conf)
+                .arg("-c"),
+        );
+        run_ok(
+            Command::new("/usr/sbin/slurmd")
+                .arg("-f")
+                .arg(&self.conf)
+                .args(["-N", "localhost"]),
+        );
     }
 
     fn wait_idle(&self, limit: Duration) -> bool {
@@ -247,7 +277,7 @@ fn run_ok(cmd: &mut Command) -> Output {
 /// A TCP port in LISTEN state on any address (from /proc/net/tcp and tcp6).
 fn port_listening(port: u16) -> bool {
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|text| {
+        fs::read_to_string(f).is_ok_and(|text| {
             text.lines().skip(1).any(|l| {
                 let cols: Vec<&str> = l.split_whitespace().collect();
                 cols.len() > 3

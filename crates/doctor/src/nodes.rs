@@ -64,9 +64,16 @@ pub fn report(node: &str, inputs: &Inputs, findings: &[Finding]) -> NodeReport {
         findings
             .iter()
             .find(|f| f.id == id)
-            .map_or_else(String::new, |f| format!("{}: {}", f.status.as_str(), f.summary))
+            .map_or_else(String::new, |f| {
+                format!("{}: {}", f.status.as_str(), f.summary)
+            })
     };
-    let shm = match inputs.machine.read("/proc/mounts").as_deref().and_then(shm::shm_size) {
+    let shm = match inputs
+        .machine
+        .read("/proc/mounts")
+        .as_deref()
+        .and_then(shm::shm_size)
+    {
         None => "not mounted".to_string(),
         Some(None) => "mounted without a size limit".to_string(),
         Some(Some(bytes)) => format!("{} MiB", bytes / (1024 * 1024)),
@@ -74,7 +81,10 @@ pub fn report(node: &str, inputs: &Inputs, findings: &[Finding]) -> NodeReport {
     NodeReport {
         node: node.to_string(),
         facts: vec![toolchain, driver, torch, summary_of(nccl::CHECK.id), shm],
-        errors: findings.iter().filter(|f| f.status == Status::Error).count(),
+        errors: findings
+            .iter()
+            .filter(|f| f.status == Status::Error)
+            .count(),
         warnings: findings.iter().filter(|f| f.status == Status::Warn).count(),
         problems: findings
             .iter()
@@ -124,7 +134,11 @@ pub fn parse_reports(stdout: &str) -> Vec<NodeReport> {
 }
 
 /// The comparison for people.
-pub fn render_text(reports: &[NodeReport], diffs: &[Difference], expected: Option<usize>) -> String {
+pub fn render_text(
+    reports: &[NodeReport],
+    diffs: &[Difference],
+    expected: Option<usize>,
+) -> String {
     let mut out = String::new();
     for r in reports {
         let _ = writeln!(
@@ -206,7 +220,10 @@ mod tests {
         assert_eq!(
             d[0].values,
             [
-                ("550.54.15".to_string(), vec!["n1".into(), "n3".into(), "n4".into()]),
+                (
+                    "550.54.15".to_string(),
+                    vec!["n1".into(), "n3".into(), "n4".into()]
+                ),
                 ("535.104.05".to_string(), vec!["n2".into()])
             ]
         );

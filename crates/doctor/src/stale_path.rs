@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
 use gpuenv_core::env::{self, Op, PATH_LISTS};
+use gpuenv_core::module;
 use gpuenv_core::resolve::Active;
 use gpuenv_core::toolchain::Kind;
-use gpuenv_core::module;
 
 pub const CHECK: Check = Check {
     id: "FM-02",
@@ -69,7 +69,10 @@ pub fn run(inputs: &Inputs) -> Finding {
                 let whose = match (inputs.owner_of(path), module) {
                     (Some(n), _) => format!("{n}, which is not active here"),
                     (None, Some(r)) => {
-                        notes.hint(format!("module unload {} (then eval \"$(gpuenv env)\")", r.module));
+                        notes.hint(format!(
+                            "module unload {} (then eval \"$(gpuenv env)\")",
+                            r.module
+                        ));
                         format!(
                             "the toolkit at {} that the loaded module {} ({}) put there",
                             r.root.display(),

@@ -100,7 +100,8 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change) -> String {
 
 fn render_tcl(name: &str, entry: &Entry, change: &Change) -> String {
     let (whatis, help) = describe(name, entry);
-    let mut out = format!("#%Module1.0\n## {MARK}; re-export replaces it, so edit a copy instead.\n");
+    let mut out =
+        format!("#%Module1.0\n## {MARK}; re-export replaces it, so edit a copy instead.\n");
     out += &format!("module-whatis {}\n", tcl(&whatis));
     out += "proc ModulesHelp {} {\n";
     for line in help.lines() {
@@ -193,7 +194,10 @@ mod tests {
         let text = render("cuda-12.4.1", &entry(), &change(), Format::Lmod);
         assert!(is_ours(&text));
         assert!(text.contains("family(\"cuda\")\n"), "{text}");
-        assert!(text.contains("setenv(\"CUDA_HOME\", \"/v/cuda 12\")\n"), "{text}");
+        assert!(
+            text.contains("setenv(\"CUDA_HOME\", \"/v/cuda 12\")\n"),
+            "{text}"
+        );
         let b = text.find("prepend_path(\"PATH\", \"/v/b\")").unwrap();
         let a = text.find("prepend_path(\"PATH\", \"/v/a\")").unwrap();
         assert!(b < a, "{text}");
@@ -205,13 +209,19 @@ mod tests {
         assert!(text.starts_with("#%Module1.0\n"));
         assert!(is_ours(&text));
         assert!(text.contains("conflict \"cuda\"\n"), "{text}");
-        assert!(text.contains("setenv \"CUDA_HOME\" \"/v/cuda 12\"\n"), "{text}");
+        assert!(
+            text.contains("setenv \"CUDA_HOME\" \"/v/cuda 12\"\n"),
+            "{text}"
+        );
     }
 
     #[test]
     fn quoting_keeps_hostile_bytes_literal() {
         assert_eq!(lua("a\"b\\c\nd\u{7f}"), "\"a\\\"b\\\\c\\nd\\127\"");
-        assert_eq!(tcl("$x [exec rm] {y} \"z\""), "\"\\$x \\[exec rm\\] \\{y\\} \\\"z\\\"\"");
+        assert_eq!(
+            tcl("$x [exec rm] {y} \"z\""),
+            "\"\\$x \\[exec rm\\] \\{y\\} \\\"z\\\"\""
+        );
     }
 
     #[test]

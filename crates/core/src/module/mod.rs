@@ -81,13 +81,20 @@ pub fn scan_loaded(lmfiles: &str, loadedmodules: Option<&str>) -> Scan {
 
 /// Loaded modules whose toolkit is of one of `kinds` (a real toolkit, not a shared prefix):
 /// the ones `gpuenv env` replaces, and unloads so the module system agrees.
-pub fn displaced(lmfiles: Option<&str>, loadedmodules: Option<&str>, kinds: &[Kind]) -> Vec<ModuleRoot> {
+pub fn displaced(
+    lmfiles: Option<&str>,
+    loadedmodules: Option<&str>,
+    kinds: &[Kind],
+) -> Vec<ModuleRoot> {
     let Some(lmfiles) = lmfiles.filter(|l| !l.is_empty()) else {
         return Vec::new();
     };
     let mut out: Vec<ModuleRoot> = Vec::new();
     for r in scan_loaded(lmfiles, loadedmodules).roots {
-        if kinds.contains(&r.kind) && is_toolkit_root(&r.root) && !out.iter().any(|o| o.module == r.module) {
+        if kinds.contains(&r.kind)
+            && is_toolkit_root(&r.root)
+            && !out.iter().any(|o| o.module == r.module)
+        {
             out.push(r);
         }
     }
@@ -244,8 +251,14 @@ mod tests {
             &mp.join("cuda/11.8.lua"),
             b"setenv(\"CUDA_HOME\", \"/sw/cuda-11.8\")\nsetenv(\"CUDA_PATH\", \"/sw/cuda-11.8\")\n",
         );
-        write(&mp.join("rocm/6.2"), b"#%Module1.0\nsetenv ROCM_PATH /sw/rocm\n");
-        write(&mp.join("bad/1.lua"), b"setenv(\"CUDA_HOME\", os.getenv(\"X\"))\n");
+        write(
+            &mp.join("rocm/6.2"),
+            b"#%Module1.0\nsetenv ROCM_PATH /sw/rocm\n",
+        );
+        write(
+            &mp.join("bad/1.lua"),
+            b"setenv(\"CUDA_HOME\", os.getenv(\"X\"))\n",
+        );
         write(&mp.join("bin/1.lua"), b"\xff\xfe\0\0");
         std::os::unix::fs::symlink(&mp, mp.join("cuda/loop")).unwrap();
         let scan = scan_modulepath(&format!("{}::{}", mp.display(), mp.display()));

@@ -278,7 +278,10 @@ fn tcl_words(s: &str) -> Option<Vec<Word>> {
 
 /// Substitutes `$name` / `${name}` from variables set earlier; a command (`[…]`), a
 /// backslash or an unknown variable (`$env(HOME)`) makes the value unknowable.
-fn tcl_subst(word: &Word, vars: &BTreeMap<String, Result<String, String>>) -> Result<String, String> {
+fn tcl_subst(
+    word: &Word,
+    vars: &BTreeMap<String, Result<String, String>>,
+) -> Result<String, String> {
     let text = match word {
         Ok(literal) => return Ok(literal.clone()),
         Err(text) => text,
@@ -366,8 +369,14 @@ setenv("ROCM_PATH", os.getenv("HOME") .. "/rocm")
     #[test]
     fn only_module_files_are_read() {
         assert_eq!(syntax_of(Path::new("a/11.8.lua"), ""), Some(Syntax::Lua));
-        assert_eq!(syntax_of(Path::new("a/11.8"), "#%Module1.0\n"), Some(Syntax::Tcl));
-        assert_eq!(syntax_of(Path::new("a/.version"), "#%Module"), Some(Syntax::Tcl));
+        assert_eq!(
+            syntax_of(Path::new("a/11.8"), "#%Module1.0\n"),
+            Some(Syntax::Tcl)
+        );
+        assert_eq!(
+            syntax_of(Path::new("a/.version"), "#%Module"),
+            Some(Syntax::Tcl)
+        );
         assert_eq!(syntax_of(Path::new("a/README"), "hello"), None);
     }
 }

@@ -69,7 +69,10 @@ pub struct SlurmError {
 
 /// TaskProlog output has no quoting: a value with a newline would become two lines.
 pub fn check_slurm(vars: &[(&str, Option<&str>)]) -> Result<(), SlurmError> {
-    match vars.iter().find(|(_, v)| v.is_some_and(|v| v.contains('\n'))) {
+    match vars
+        .iter()
+        .find(|(_, v)| v.is_some_and(|v| v.contains('\n')))
+    {
         Some((k, _)) => Err(SlurmError {
             name: k.to_string(),
         }),

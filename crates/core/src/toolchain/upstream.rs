@@ -100,7 +100,10 @@ impl Layered {
 
 /// Every upstream root, the own home excluded, without duplicates.
 pub fn roots(home: &Home, own: &Registry) -> Vec<PathBuf> {
-    let own_root = home.root.canonicalize().unwrap_or_else(|_| home.root.clone());
+    let own_root = home
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| home.root.clone());
     let mut out: Vec<PathBuf> = Vec::new();
     for root in home.upstreams.iter().chain(&own.upstreams) {
         let real = root.canonicalize().unwrap_or_else(|_| root.clone());
