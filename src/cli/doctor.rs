@@ -1,5 +1,4 @@
 use std::path::{Component, PathBuf};
-
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context as _, Result};
@@ -58,7 +57,7 @@ impl Args {
             Err(e) => (ActiveSet::default(), Some(e.to_string())),
         };
         let torch = guard::locate_torch(&ctx, None);
-        let root = PathBuf::from(ctx.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"));
+        let root = ctx.system_root();
         let inputs = Inputs {
             machine: Machine { root, ctx },
             home,
@@ -95,7 +94,7 @@ impl Args {
 
 /// This node's name: SLURM's, else the host name.
 fn node_name(ctx: &Context) -> String {
-    ctx.var_nonempty("SLURMD_NODENAME")
+    ctx.var_nonempty(vars::SLURMD_NODENAME)
         .map(str::to_string)
         .or_else(|| {
             fs_err::read_to_string("/proc/sys/kernel/hostname")
@@ -118,7 +117,7 @@ fn all_nodes(ctx: &Context, dir: &std::path::Path, json: bool) -> Result<()> {
         "--kill-on-bad-exit=0",
     ]);
     let expected: Option<usize> = ctx
-        .var_nonempty("SLURM_JOB_NUM_NODES")
+        .var_nonempty(vars::SLURM_JOB_NUM_NODES)
         .and_then(|n| n.parse().ok());
     if let Some(n) = expected {
         cmd.arg(format!("--nodes={n}")).arg(format!("--ntasks={n}"));
