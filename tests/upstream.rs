@@ -206,6 +206,11 @@ fn upstreams_from_the_environment_and_settings_are_searched_after_the_own_home()
     .unwrap();
     let out = sb.ok(&["env", "--shell", "json", "cuda-11"]);
     assert!(out.contains("views/cuda-11.8"), "{out}");
+
+    // A store toolchain can be the default, and stays it when an own toolchain goes.
+    sb.ok(&["default", "cuda-11.8"]);
+    sb.ok(&["unlink", "cuda-12.4"]);
+    assert_eq!(sb.ok(&["default"]), "cuda-11.8\n");
 }
 
 #[test]

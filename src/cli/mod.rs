@@ -125,7 +125,8 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
 }
 
 /// Refuses to change a toolchain that only an upstream has: gpuenv never writes there.
-fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
+/// Returns the upstreams' toolchains, which a default may still select.
+fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<Registry> {
     let (_home, layered) = layered(ctx)?;
     if let Some(root) = layered.upstream_of(name) {
         anyhow::bail!(
@@ -134,7 +135,11 @@ fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
             root.display()
         );
     }
-    Ok(())
+    let mut upstream = layered.registry;
+    upstream
+        .toolchains
+        .retain(|n, _| layered.origins.contains_key(n));
+    Ok(upstream)
 }
 
 /// The own registry and the upstreams', with a warning for each upstream that cannot be used.

@@ -16,7 +16,7 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        super::refuse_upstream(ctx, &self.name, "uninstall")?;
+        let upstream = super::refuse_upstream(ctx, &self.name, "uninstall")?;
         let name = self.name.as_str();
         let _lock = gpuenv_install::lock_toolchain(&home, name)?;
         let (root, dropped_defaults, registry) = Registry::update(&home, |registry| {
@@ -34,7 +34,7 @@ impl Args {
             let (keep, dropped): (Vec<String>, Vec<String>) =
                 registry.default.iter().cloned().partition(|d| {
                     d.parse::<Spec>()
-                        .map(|s| registry.find(&s).is_some())
+                        .map(|s| registry.find(&s).is_some() || upstream.find(&s).is_some())
                         .unwrap_or(false)
                 });
             registry.default = keep;

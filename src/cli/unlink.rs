@@ -15,7 +15,7 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        super::refuse_upstream(ctx, &self.name, "unlink")?;
+        let upstream = super::refuse_upstream(ctx, &self.name, "unlink")?;
         let dropped_defaults = Registry::update(&home, |registry| {
             let Some(entry) = registry.toolchains.get(&self.name) else {
                 bail!(
@@ -35,7 +35,7 @@ impl Args {
             let (keep, dropped): (Vec<String>, Vec<String>) =
                 registry.default.iter().cloned().partition(|d| {
                     d.parse::<Spec>()
-                        .map(|s| registry.find(&s).is_some())
+                        .map(|s| registry.find(&s).is_some() || upstream.find(&s).is_some())
                         .unwrap_or(false)
                 });
             registry.default = keep;
