@@ -234,6 +234,18 @@ fn a_step_started_with_export_none_finds_home_in_the_password_database() {
         "{lines}"
     );
 
+    // --export=NONE itself: nothing but SLURM's variables, and gpuenv still finds a home.
+    let none = step(
+        "NONE",
+        &[
+            "/bin/sh",
+            "-c",
+            "echo \"HOME=${HOME-unset}\"; \"$0\" list --json",
+            bin.to_str().unwrap(),
+        ],
+    );
+    assert!(none.starts_with("HOME=unset\n["), "{none}");
+
     // The admin's TaskProlog does the same for the task itself.
     let task = step(
         "GPUENV_SYSTEM_CONFIG,GPUENV_TEST_BIN",
