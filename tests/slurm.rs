@@ -112,6 +112,27 @@ fn the_task_prolog_gives_tasks_in_a_pinned_project_its_toolchain_and_nothing_els
         "{inside}"
     );
 
+    // A pin that does not resolve fails the task, and says why in the task's output.
+    let broken = u.sb.path("broken");
+    write(
+        &broken.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"99.1\"\n",
+    );
+    let failed = u
+        .client(cluster, "srun", &broken)
+        .env("GPUENV_TEST_BIN", gpuenv_bin())
+        .args(["sh", "-c", "echo the task ran"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    assert!(!failed.status.success());
+    assert!(!stdout.contains("the task ran"), "{stdout}");
+    assert!(
+        stdout.contains("gpuenv: cuda-99.1 is not installed"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("TaskProlog failed"));
+
     let outside = u
         .client(cluster, "srun", &u.sb.home())
         .env("GPUENV_TEST_BIN", gpuenv_bin())
@@ -163,7 +184,10 @@ fn task_prolog_lines_are_exports_and_a_newline_in_a_value_is_an_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("BANNER's value has a newline"), "{err}");
-    assert!(out.stdout.is_empty());
+    // Nothing is exported; the reason goes to the task's output as TaskProlog `print` lines.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().all(|l| l.starts_with("print gpuenv: ")), "{stdout}");
+    assert!(stdout.contains("BANNER's value has a newline"), "{stdout}");
 }
 
 /// A site store named by a system config, with a toolchain whose name no real home has.

@@ -20,6 +20,21 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
+        let slurm = self.shell == Format::Slurm;
+        let result = self.print(ctx);
+        if let (true, Err(e)) = (slurm, &result) {
+            // slurmd logs a TaskProlog's stderr where the user never looks; `print` lines
+            // go to the task's output, next to SLURM's "TaskProlog failed".
+            for cause in e.chain() {
+                for line in cause.to_string().lines() {
+                    println!("print gpuenv: {}", line.trim_start_matches("hint: "));
+                }
+            }
+        }
+        result
+    }
+
+    fn print(self, ctx: &Context) -> Result<()> {
         let (home, registry) = super::registry(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(ctx, &registry, &overrides)?;
