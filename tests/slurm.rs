@@ -7,23 +7,12 @@ mod common;
 mod slurm;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use common::*;
 use fs_err as fs;
 
 fn gpuenv_bin() -> PathBuf {
     proxy_bin().with_file_name("gpuenv")
-}
-
-fn text(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A user with cuda-12.4 linked and a project pinned to it.
@@ -84,7 +73,7 @@ fn srun_gpuenv_run_uses_the_project_toolchain_on_the_node() {
         ])
         .output()
         .unwrap();
-    let out = text(&out);
+    let out = succeeded(&out);
     assert!(out.starts_with(&u.view()), "{out}");
     assert!(out.contains("release 12.4, V12.4.131"), "{out}");
 }
@@ -102,7 +91,7 @@ fn the_task_prolog_gives_tasks_in_a_pinned_project_its_toolchain_and_nothing_els
         .args(["sh", "-c", show])
         .output()
         .unwrap();
-    let inside = text(&inside);
+    let inside = succeeded(&inside);
     assert!(
         inside.starts_with(&format!("{} cuda-12.4\n", u.view())),
         "{inside}"
@@ -139,7 +128,7 @@ fn the_task_prolog_gives_tasks_in_a_pinned_project_its_toolchain_and_nothing_els
         .args(["sh", "-c", show])
         .output()
         .unwrap();
-    assert_eq!(text(&outside), "unset unset\n");
+    assert_eq!(succeeded(&outside), "unset unset\n");
 }
 
 #[test]
@@ -151,7 +140,7 @@ fn task_prolog_lines_are_exports_and_a_newline_in_a_value_is_an_error() {
             .args(["env", "--shell", "slurm"])
             .output()
             .unwrap();
-    let lines = text(&out);
+    let lines = succeeded(&out);
     assert!(
         lines.contains(&format!("export CUDA_HOME={}\n", u.view())),
         "{lines}"
@@ -186,7 +175,10 @@ fn task_prolog_lines_are_exports_and_a_newline_in_a_value_is_an_error() {
     assert!(err.contains("BANNER's value has a newline"), "{err}");
     // Nothing is exported; the reason goes to the task's output as TaskProlog `print` lines.
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.lines().all(|l| l.starts_with("print gpuenv: ")), "{stdout}");
+    assert!(
+        stdout.lines().all(|l| l.starts_with("print gpuenv: ")),
+        "{stdout}"
+    );
     assert!(stdout.contains("BANNER's value has a newline"), "{stdout}");
 }
 
@@ -223,7 +215,7 @@ fn a_step_started_with_export_none_finds_home_in_the_password_database() {
         .current_dir(&proj)
         .output()
         .unwrap();
-    assert!(text(&out).contains(&format!("export CUDA_HOME={}\n", store_view.display())));
+    assert!(succeeded(&out).contains(&format!("export CUDA_HOME={}\n", store_view.display())));
 
     let Some(cluster) = slurm::cluster() else {
         return;
@@ -240,7 +232,7 @@ fn a_step_started_with_export_none_finds_home_in_the_password_database() {
             .current_dir(&proj)
             .output()
             .unwrap();
-        text(&out)
+        succeeded(&out)
     };
     let bin = gpuenv_bin();
     let lines = step(

@@ -86,11 +86,6 @@ pub fn bash(init: &str, script: &str, vars: &[(&str, &std::ffi::OsStr)], cwd: &P
         .current_dir(cwd)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "bash failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
+    super::succeeded(&out);
     out
 }
