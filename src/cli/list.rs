@@ -3,6 +3,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use gpuenv_core::context::Context;
+use gpuenv_core::store::{self, Problem};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::source::Choice;
@@ -39,6 +40,9 @@ struct Row<'a> {
     default: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    /// What is missing: "root missing", "view missing".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    problems: Vec<&'static str>,
 }
 
 impl Args {
@@ -63,6 +67,9 @@ impl Args {
             }
         };
         let defaults: Vec<Spec> = registry.default_specs().unwrap_or_default();
+        // An upstream is the admin's to repair; its missing views are made here on use.
+        let mut problems = store::health(&home, registry);
+        problems.retain(|p| p.name().is_none_or(|n| layered.upstream_of(n).is_none()));
         let rows: Vec<Row> = registry
             .toolchains
             .iter()
@@ -83,6 +90,11 @@ impl Args {
                         .iter()
                         .any(|d| registry.find(d).is_some_and(|(n, _)| n == name)),
                     reason: active_here.map(|t| t.reason.to_string()),
+                    problems: problems
+                        .iter()
+                        .filter(|p| p.name() == Some(name))
+                        .map(Problem::short)
+                        .collect(),
                 }
             })
             .collect();
@@ -98,6 +110,10 @@ impl Args {
         for r in &rows {
             let mark = if r.active { "*" } else { " " };
             let default = if r.default { " (default)" } else { "" };
+            let problems = match r.problems.as_slice() {
+                [] => String::new(),
+                p => format!("  [{}]", p.join(", ")),
+            };
             let source = if r.upstream.is_some() {
                 "upstream"
             } else {
@@ -109,10 +125,11 @@ impl Args {
                 .map(|u| format!(" (from {u})"))
                 .unwrap_or_default();
             println!(
-                "{mark} {:width$}  {:<10}  {:<10}  {}{default}{from}",
+                "{mark} {:width$}  {:<10}  {:<10}  {}{default}{from}{problems}",
                 r.name, r.version, source, r.root
             );
         }
+        super::warn_problems(&problems);
         Ok(())
     }
 }

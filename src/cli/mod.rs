@@ -29,10 +29,12 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{self, ActiveSet, Request};
-use gpuenv_core::toolchain::registry::{Home, Registry};
-use gpuenv_core::toolchain::{upstream, Spec};
-use gpuenv_core::{env, guard, trust, ui};
+use gpuenv_core::store::{Problem, Store};
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::{upstream, view, Spec};
+use gpuenv_core::{env, guard, shims, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -125,8 +127,7 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
 }
 
 /// Refuses to change a toolchain that only an upstream has: gpuenv never writes there.
-/// Returns the upstreams' toolchains, which a default may still select.
-fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<Registry> {
+fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
     let (_home, layered) = layered(ctx)?;
     if let Some(root) = layered.upstream_of(name) {
         anyhow::bail!(
@@ -135,17 +136,14 @@ fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<Registry>
             root.display()
         );
     }
-    let mut upstream = layered.registry;
-    upstream
-        .toolchains
-        .retain(|n, _| layered.origins.contains_key(n));
-    Ok(upstream)
+    Ok(())
 }
 
 /// The own registry and the upstreams', with a warning for each upstream that cannot be used.
 fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
     let mut home = ctx.gpuenv_home()?;
     let own = Registry::load(&home)?;
+    notice(&own);
     let layered = upstream::layered(&mut home, own);
     for w in upstream::from_context(ctx)
         .1
@@ -155,6 +153,34 @@ fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
         ui::warn(w);
     }
     Ok((home, layered))
+}
+
+/// Says what is odd about the state file, if anything.
+fn notice(registry: &Registry) {
+    if let Some(n) = &registry.notice {
+        ui::warn(n);
+    }
+}
+
+/// Each thing missing from the store, with the command that fixes it.
+fn warn_problems(problems: &[Problem]) {
+    for p in problems {
+        ui::warn(format!("{p}\nhint: {}", p.hint()));
+    }
+}
+
+/// Defaults that a forgotten toolchain took with it.
+fn warn_dropped_defaults(dropped: &[String]) {
+    for d in dropped {
+        ui::warn(format!(
+            "the default {d} no longer matches a registered toolchain and was cleared; set another with `gpuenv default <spec>`"
+        ));
+    }
+}
+
+/// The store in this home, with the proxy built beside this gpuenv.
+fn store(ctx: &Context) -> Result<Store> {
+    Ok(Store::new(ctx.gpuenv_home()?, shims::proxy_source()?))
 }
 
 /// The active set for the current directory, with `overrides` on top.
@@ -190,7 +216,7 @@ fn environment(
 }
 
 /// A toolchain whose view is missing (an upstream's, when the upstream has none) gets one
-/// in the user's own home, so `CUDA_HOME` points at a guarded nvcc.
+/// in the user's own home, under the state lock, so `CUDA_HOME` points at a guarded nvcc.
 fn upstream_views_for<'a>(
     home: &Home,
     registry: &Registry,
@@ -200,13 +226,12 @@ fn upstream_views_for<'a>(
         let Some(entry) = registry.toolchains.get(name) else {
             continue;
         };
-        if !home
-            .view(name)
-            .join(gpuenv_core::toolchain::view::META_FILE)
-            .is_file()
-        {
-            let proxy = gpuenv_core::shims::install_proxy(home)?;
-            gpuenv_core::toolchain::view::create(home, name, entry, &proxy)?;
+        if !view::exists(home, name) {
+            let _locked = Registry::lock(home)?;
+            if !view::exists(home, name) {
+                let proxy = shims::install_proxy(home, &shims::proxy_source()?)?;
+                view::create(home, name, entry, &proxy)?;
+            }
         }
     }
     Ok(())

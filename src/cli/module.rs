@@ -5,9 +5,10 @@ use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::env;
+use gpuenv_core::home::Home;
 use gpuenv_core::module::export::{self, Format};
 use gpuenv_core::resolve::{Active, ActiveSet, Reason};
-use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::{fsutil, ui};
 

@@ -7,6 +7,7 @@ pub mod driver;
 pub mod env;
 pub mod fsutil;
 pub mod guard;
+pub mod home;
 pub mod module;
 pub mod named;
 pub mod passwd;
@@ -15,6 +16,7 @@ pub mod proxy;
 pub mod resolve;
 pub mod shell;
 pub mod shims;
+pub mod store;
 #[doc(hidden)]
 pub mod test_support;
 pub mod toolchain;

@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::registry::{Home, Registry, StateError};
+use super::registry::{Registry, StateError};
 use super::view;
 use crate::context::{vars, Context};
 use crate::fsutil;
+use crate::home::Home;
 
 pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/gpuenv/config.toml";
 
@@ -156,9 +157,9 @@ pub fn layered(home: &mut Home, own: Registry) -> Layered {
             if layered.registry.toolchains.contains_key(&name) {
                 continue;
             }
-            let their_view = upstream.view(&name);
-            if their_view.join(view::META_FILE).is_file() {
-                home.upstream_views.insert(name.clone(), their_view);
+            if view::exists(&upstream, &name) {
+                home.upstream_views
+                    .insert(name.clone(), upstream.view(&name));
             } else {
                 layered.missing_views.push(name.clone());
             }
@@ -192,14 +193,14 @@ mod tests {
     fn own_toolchains_shadow_upstream_ones_of_the_same_name() {
         let dir = tempfile::tempdir().unwrap();
         let site = Home::new(dir.path().join("site"));
-        let mut site_reg = Registry::default();
-        site_reg
-            .toolchains
-            .insert("cuda-12.4.1".into(), entry(Path::new("/site/cuda")));
-        site_reg
-            .toolchains
-            .insert("cuda-11.8".into(), entry(Path::new("/site/cuda-11.8")));
-        site_reg.save(&site).unwrap();
+        Registry::update(&site, |r| {
+            r.toolchains
+                .insert("cuda-12.4.1".into(), entry(Path::new("/site/cuda")));
+            r.toolchains
+                .insert("cuda-11.8".into(), entry(Path::new("/site/cuda-11.8")));
+            Ok::<_, StateError>(())
+        })
+        .unwrap();
 
         let mut own_reg = Registry::default();
         own_reg
