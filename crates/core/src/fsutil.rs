@@ -137,13 +137,13 @@ mod tests {
     fn final_target_follows_relative_and_absolute_links() {
         let dir = tempfile::tempdir().unwrap();
         let p = |n: &str| dir.path().join(n);
-        fs_err::create_dir_all(p("shared")).unwrap();
+        fs_err::create_dir_all(p("common")).unwrap();
         fs_err::create_dir_all(p("proj")).unwrap();
-        std::os::unix::fs::symlink("../shared/gpuenv.toml", p("proj/gpuenv.toml")).unwrap();
+        std::os::unix::fs::symlink("../common/gpuenv.toml", p("proj/gpuenv.toml")).unwrap();
         std::os::unix::fs::symlink(p("proj/gpuenv.toml"), p("top.toml")).unwrap();
         let end = final_target(&p("top.toml")).unwrap();
-        assert_eq!(end, p("proj/../shared/gpuenv.toml"));
-        assert_eq!(final_target(&p("shared")).unwrap(), p("shared"));
+        assert_eq!(end, p("proj/../common/gpuenv.toml"));
+        assert_eq!(final_target(&p("common")).unwrap(), p("common"));
         std::os::unix::fs::symlink("loop", p("loop")).unwrap();
         assert!(final_target(&p("loop")).is_err());
     }
