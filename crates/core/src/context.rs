@@ -10,12 +10,23 @@ use std::path::PathBuf;
 use anyhow::{bail, Context as _, Result};
 
 use crate::home::Home;
+use crate::toolchain::upstream;
 
 /// Every environment variable gpuenv reads (besides the path lists it edits).
 pub mod vars {
     pub const GPUENV_HOME: &str = "GPUENV_HOME";
     pub const GPUENV_TOOLCHAIN: &str = "GPUENV_TOOLCHAIN";
     pub const GPUENV_DISCOVER_ROOTS: &str = "GPUENV_DISCOVER_ROOTS";
+    /// Other gpuenv homes (a site's shared store), colon-separated, read-only.
+    pub const GPUENV_UPSTREAMS: &str = "GPUENV_UPSTREAMS";
+    /// The system config (default `/etc/gpuenv/config.toml`).
+    pub const GPUENV_SYSTEM_CONFIG: &str = "GPUENV_SYSTEM_CONFIG";
+    /// Directories of module files (Lmod, Environment Modules).
+    pub const MODULEPATH: &str = "MODULEPATH";
+    /// The module files loaded now (set by Lmod and Environment Modules).
+    pub const LMFILES: &str = "_LMFILES_";
+    /// The names of the modules loaded now, in `_LMFILES_`'s order.
+    pub const LOADEDMODULES: &str = "LOADEDMODULES";
     pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
     pub const HOME: &str = "HOME";
     pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
@@ -39,6 +50,8 @@ pub mod vars {
     pub const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
     pub const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
     pub const SLURM_EXPORT_ENV: &str = "SLURM_EXPORT_ENV";
+    /// How many nodes the allocation has (`doctor --all-nodes` expects a report from each).
+    pub const SLURM_JOB_NUM_NODES: &str = "SLURM_JOB_NUM_NODES";
     pub const NO_COLOR: &str = "NO_COLOR";
     /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
     pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
@@ -102,8 +115,11 @@ impl Context {
             .map(PathBuf::from)
     }
 
+    /// `HOME`, else the account's home from the password database (a SLURM step started
+    /// with `--export=NONE` has no HOME).
     pub fn home_dir(&self) -> Option<PathBuf> {
         self.path_var(vars::HOME)
+            .or_else(crate::passwd::account_home)
     }
 
     /// The prefix of every absolute system path gpuenv reads (`/proc`, `/dev`, `/.dockerenv`):
@@ -113,8 +129,9 @@ impl Context {
             .unwrap_or_else(|| PathBuf::from("/"))
     }
 
-    /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`. A home
-    /// whose path has a `:` is refused: its shims dir could not be an entry of PATH.
+    /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`; with the
+    /// upstreams the environment and the system config name. A home whose path has a `:`
+    /// is refused: its shims dir could not be an entry of PATH.
     pub fn gpuenv_home(&self) -> Result<Home> {
         let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
             (self.cwd.join(h), vars::GPUENV_HOME)
@@ -123,7 +140,7 @@ impl Context {
         } else {
             let home = self
                 .home_dir()
-                .context("neither GPUENV_HOME nor HOME is set\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
+                .context("neither GPUENV_HOME nor HOME is set, and the password database has no home for this account\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
             (home.join(".local/share/gpuenv"), vars::HOME)
         };
         if dir.as_os_str().as_bytes().contains(&b':') {
@@ -132,6 +149,8 @@ impl Context {
                 crate::ui::printable(&dir.to_string_lossy())
             );
         }
-        Ok(Home::new(dir))
+        let mut home = Home::new(dir);
+        home.upstreams = upstream::from_context(self).0;
+        Ok(home)
     }
 }

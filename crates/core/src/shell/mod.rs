@@ -58,6 +58,28 @@ pub enum Format {
     Fish,
     Json,
     Dotenv,
+    /// SLURM TaskProlog lines: `export NAME=value`, `unset NAME` (values are taken to the end
+    /// of the line, unquoted; check them with [`check_slurm`] first).
+    Slurm,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{name}'s value has a newline, which a SLURM TaskProlog line cannot carry (slurmd reads one `export NAME=value` per line)\nhint: remove the newline from the value (a toolchain file's [env] table, or the variable in this environment)")]
+pub struct SlurmError {
+    pub name: String,
+}
+
+/// TaskProlog output has no quoting: a value with a newline would become two lines.
+pub fn check_slurm(vars: &[(&str, Option<&OsStr>)]) -> Result<(), SlurmError> {
+    match vars
+        .iter()
+        .find(|(_, v)| v.is_some_and(|v| v.as_bytes().contains(&b'\n')))
+    {
+        Some((k, _)) => Err(SlurmError {
+            name: k.to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 impl Named for Format {
@@ -67,6 +89,7 @@ impl Named for Format {
         Format::Fish,
         Format::Json,
         Format::Dotenv,
+        Format::Slurm,
     ];
     fn name(self) -> &'static str {
         match self {
@@ -75,8 +98,29 @@ impl Named for Format {
             Format::Fish => "fish",
             Format::Json => "json",
             Format::Dotenv => "dotenv",
+            Format::Slurm => "slurm",
         }
     }
+}
+
+/// Shell code that unloads modules, where the shell has a `module` command (Lmod or
+/// Environment Modules); nothing for formats that are not shell code.
+pub fn module_unload(names: &[String], format: Format) -> String {
+    let mut out = String::new();
+    for name in names {
+        match format {
+            Format::Bash | Format::Zsh => out.push_str(&format!(
+                "if type module >/dev/null 2>&1; then module unload {}; fi\n",
+                String::from_utf8_lossy(&quote::posix(name.as_bytes()))
+            )),
+            Format::Fish => out.push_str(&format!(
+                "if functions -q module; module unload {}; end\n",
+                String::from_utf8_lossy(&quote::fish(name.as_bytes()))
+            )),
+            Format::Json | Format::Dotenv | Format::Slurm => {}
+        }
+    }
+    out
 }
 
 /// Renders assignments (`None` = unset) in `format`, one statement per line, as bytes:
@@ -121,6 +165,14 @@ pub fn render(vars: &[(&str, Option<&OsStr>)], format: Format) -> Rendered {
                 .collect();
             let text = serde_json::to_string_pretty(&map).expect("a map of strings serializes");
             line(&[text.as_bytes()]);
+        }
+        Format::Slurm => {
+            for (k, v) in vars {
+                match v {
+                    Some(v) => line(&[b"export ", k.as_bytes(), b"=", v.as_bytes()]),
+                    None => line(&[b"unset ", k.as_bytes()]),
+                }
+            }
         }
         Format::Dotenv => {
             // dotenv has no "unset"; unset variables are left out.
