@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::env::path_list;
 use gpuenv_core::module;
 use gpuenv_core::toolchain::detect;
 use gpuenv_core::toolchain::discover::{self, Found, Places};
@@ -24,18 +25,14 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        let prefixes = match ctx.var(vars::GPUENV_DISCOVER_ROOTS) {
-            Some(roots) => roots
-                .split(':')
-                .filter(|r| !r.is_empty())
-                .map(PathBuf::from)
-                .collect(),
+        let prefixes = match ctx.var_os(vars::GPUENV_DISCOVER_ROOTS) {
+            Some(roots) => path_list::dirs(Some(roots)).map(PathBuf::from).collect(),
             None => vec![PathBuf::from("/")],
         };
         let places = Places {
             prefixes,
             conda_envs_file: ctx.home_dir().map(|h| h.join(".conda/environments.txt")),
-            conda_prefix: ctx.var_nonempty(vars::CONDA_PREFIX).map(PathBuf::from),
+            conda_prefix: ctx.path_var(vars::CONDA_PREFIX),
         };
         let found = if self.modules {
             from_modules(ctx)

@@ -1,3 +1,5 @@
+use std::ffi::OsStr;
+
 use super::named_arg::named;
 use anyhow::Result;
 
@@ -48,7 +50,7 @@ impl Args {
             ui::info("no toolchain is active here, so there is nothing to set\nhint: `gpuenv pin <spec>` or `gpuenv default <spec>`");
         }
         let applied = super::environment(ctx, &home, &registry, &active)?;
-        let vars: Vec<(&str, Option<&str>)> = applied
+        let vars: Vec<(&str, Option<&OsStr>)> = applied
             .after
             .iter()
             // A path list that was unset and stays unset is not worth a line.
@@ -77,7 +79,14 @@ impl Args {
                     .join(", ")
             ));
         }
-        print!("{unload}{}", shell::render(&vars, self.shell));
+        let rendered = shell::render(&vars, self.shell);
+        if !rendered.lossy.is_empty() {
+            ui::warn(format!(
+                "{} not UTF-8, which JSON cannot hold: the bytes that are not show as U+FFFD (the shell formats keep every byte)",
+                rendered.lossy.join(", ") + if rendered.lossy.len() == 1 { " is" } else { " are" }
+            ));
+        }
+        super::stdout(&[unload.as_bytes(), &rendered.bytes].concat())?;
         Ok(())
     }
 }

@@ -1,5 +1,8 @@
-use super::named_arg::named;
+use std::ffi::OsStr;
+
 use anyhow::Result;
+
+use super::named_arg::named;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::env::Op;
@@ -23,7 +26,7 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
         if let Some(step) = prompt_step(ctx, &home, false) {
-            print!("{}", render(&step, self.shell));
+            super::stdout(&render(&step, self.shell))?;
         }
         Ok(())
     }
@@ -37,18 +40,19 @@ pub fn format_of(shell: Shell) -> Format {
     }
 }
 
-pub fn render(step: &Step, shell: Shell) -> String {
-    let vars: Vec<(&str, Option<&str>)> = step
+pub fn render(step: &Step, shell: Shell) -> Vec<u8> {
+    let vars: Vec<(&str, Option<&OsStr>)> = step
         .assignments
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_deref()))
         .collect();
-    shell::render(&vars, format_of(shell))
+    shell::render(&vars, format_of(shell)).bytes
 }
 
 /// One prompt's step, or `None` when nothing it depends on changed since the last one
-/// (unless `force`). Never fails: a problem is one line on stderr, the environment stays
-/// as it is, and it is not repeated until something changes.
+/// (unless `force`). Never fails: a problem is one line on stderr, what the hook had
+/// applied is taken back (a directory that cannot be resolved must not keep the previous
+/// one's toolchain and `[env]`), and the line is not repeated until something changes.
 pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
     let watched = [
         vars::GPUENV_TOOLCHAIN,
@@ -56,29 +60,34 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
         vars::CONDA_PREFIX,
     ]
     .iter()
-    .map(|k| ctx.var_nonempty(k).map(str::to_string))
+    .map(|k| {
+        ctx.var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(|v| v.to_string_lossy().into_owned())
+    })
     .collect();
     let fp = Fingerprint::take(&ctx.cwd, watched, &home.settings());
     let old = ctx.var(STATE_VAR).and_then(State::decode);
     if !force && old.as_ref().is_some_and(|s| s.fp == fp) {
         return None;
     }
-    let current = |k: &str| ctx.var(k).map(str::to_string);
+    let current = |k: &str| ctx.var_os(k).map(ToOwned::to_owned);
     match wanted_change(ctx, home) {
         Ok(change) => Some(hook_env::step(old.as_ref(), fp, &current, &|base| {
             change.apply(base)
         })),
         Err(e) => {
-            let text = format!("{e:#}");
-            ui::hook_note(text.lines().next().unwrap_or_default());
-            // Keep every change in place; remember the new fingerprint so the message is
-            // not repeated at every prompt.
-            let mut state = old.unwrap_or_default();
-            state.fp = fp;
-            Some(Step {
-                assignments: vec![(STATE_VAR.to_string(), Some(state.encode()))],
-                state,
-            })
+            let step = hook_env::revert_all(old.as_ref(), fp, &current);
+            let undone = step.assignments.iter().any(|(k, _)| k != STATE_VAR);
+            let why = ui::error_one_line(&e);
+            if undone {
+                ui::hook_note(format!(
+                    "{why} (gpuenv's changes to this shell are undone until this is fixed)"
+                ));
+            } else {
+                ui::hook_note(why);
+            }
+            Some(step)
         }
     }
 }
@@ -92,7 +101,7 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
     }
     let (home, registry) = (&home, layered.registry);
     let active = super::resolve_here(ctx, &registry, &[])?;
-    let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
+    let trusted = trust::env_allowed(&registry, active.project.as_ref());
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::hook_note(notice);
     }
@@ -102,7 +111,7 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
     if !change.ops.is_empty() {
         change.ops.push(Op::Prepend(
             "PATH".into(),
-            vec![home.shims().to_string_lossy().into_owned()],
+            vec![home.shims().into_os_string()],
         ));
     }
     Ok(change)

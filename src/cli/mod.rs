@@ -79,6 +79,7 @@ enum Command {
 pub struct Exit(pub u8);
 
 pub fn main() -> ExitCode {
+    reset_sigpipe();
     let cli = Cli::parse();
     let result = Context::from_process().and_then(|ctx| dispatch(cli.command, &ctx));
     match result {
@@ -90,6 +91,17 @@ pub fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Rust starts programs with SIGPIPE ignored, so a write to a closed pipe (`gpuenv env |
+/// head -0`) is an error that `print!` turns into a panic. Every command's output goes to a
+/// reader that may stop early: like any Unix tool, gpuenv then ends quietly by the signal.
+/// Sockets are unaffected (the standard library sends with MSG_NOSIGNAL).
+fn reset_sigpipe() {
+    // SAFETY: called first in main, before any thread exists; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -198,7 +210,7 @@ fn environment(
     registry: &Registry,
     active: &ActiveSet,
 ) -> Result<env::Applied> {
-    let trusted = trust::env_allowed(registry, active.project.as_ref())?;
+    let trusted = trust::env_allowed(registry, active.project.as_ref());
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::warn(notice);
     }
@@ -212,7 +224,16 @@ fn environment(
         &mut change,
         ctx.var(gpuenv_core::context::vars::LMFILES),
     );
-    Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
+    Ok(change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned)))
+}
+
+/// Writes output for machines (shell code, data) to stdout, byte for byte.
+fn stdout(bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(())
 }
 
 /// A toolchain whose view is missing (an upstream's, when the upstream has none) gets one

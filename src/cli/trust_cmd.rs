@@ -27,11 +27,10 @@ impl Args {
                 ),
             },
         };
-        let content = fs_err::read(&path)?;
-        // Only a valid file can be trusted: what is trusted is what will be applied.
-        project::parse(&path, &String::from_utf8_lossy(&content))?;
+        // Only a valid file can be trusted, and what is trusted is the content parsed here.
+        let file = project::load(&path)?;
         Registry::update(&home, |r| {
-            trust::trust(r, &path, &content);
+            trust::trust(r, &file);
             Ok::<_, anyhow::Error>(())
         })?;
         ui::info(format!("trusted {}", path.display()));

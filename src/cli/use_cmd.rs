@@ -1,3 +1,5 @@
+use std::ffi::OsStr;
+
 use super::named_arg::named;
 use anyhow::{bail, Result};
 
@@ -59,19 +61,20 @@ impl Args {
 
         let mut next = ctx.clone();
         match &value {
-            Some(v) => next.vars.insert(vars::GPUENV_TOOLCHAIN.into(), v.clone()),
+            Some(v) => next.vars.insert(vars::GPUENV_TOOLCHAIN.into(), v.into()),
             None => next.vars.remove(vars::GPUENV_TOOLCHAIN),
         };
         let home = ctx.gpuenv_home()?;
-        let head = shell::render(
-            &[(vars::GPUENV_TOOLCHAIN, value.as_deref())],
+        let mut code = shell::render(
+            &[(vars::GPUENV_TOOLCHAIN, value.as_deref().map(OsStr::new))],
             format_of(shell),
-        );
+        )
+        .bytes;
         let step: Option<Step> = prompt_step(&next, &home, true);
-        print!(
-            "{head}{}",
-            step.map(|s| render(&s, shell)).unwrap_or_default()
-        );
+        if let Some(step) = step {
+            code.extend(render(&step, shell));
+        }
+        super::stdout(&code)?;
         match value {
             Some(v) => ui::info(format!("this shell now uses {v}")),
             None => ui::info("this shell is back to the toolchain file and the default"),

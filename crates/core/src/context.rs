@@ -3,9 +3,11 @@
 //! real process.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 
 use crate::home::Home;
 use crate::toolchain::upstream;
@@ -71,57 +73,83 @@ pub mod vars {
     pub const GPUENV_TEST_HANG_AT: &str = "GPUENV_TEST_HANG_AT";
 }
 
+/// The process's working directory and environment. Values are bytes (`OsString`): one
+/// that is not UTF-8 (a directory named in Latin-1 on PATH) is kept exactly as it is.
+/// Variables whose *name* is not UTF-8 are left out; gpuenv never sets them, and a command
+/// it runs inherits them untouched.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     pub cwd: PathBuf,
-    pub vars: BTreeMap<String, String>,
+    pub vars: BTreeMap<String, OsString>,
 }
 
 impl Context {
     pub fn from_process() -> Result<Context> {
         let cwd = std::env::current_dir().context("cannot read the current directory")?;
         let vars = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
             .collect();
         Ok(Context { cwd, vars })
     }
 
+    /// A value gpuenv has to understand (a spec, a number, a URL): `None` when unset or
+    /// not UTF-8.
     pub fn var(&self, key: &str) -> Option<&str> {
-        self.vars.get(key).map(String::as_str)
+        self.vars.get(key).and_then(|v| v.to_str())
     }
 
-    /// A variable that is set and not empty.
+    /// A value as bytes, for values gpuenv passes on or edits (path lists).
+    pub fn var_os(&self, key: &str) -> Option<&OsStr> {
+        self.vars.get(key).map(OsString::as_os_str)
+    }
+
+    /// A variable that is set, not empty, and UTF-8.
     pub fn var_nonempty(&self, key: &str) -> Option<&str> {
         self.var(key).filter(|v| !v.is_empty())
+    }
+
+    /// A variable naming a directory or file: set and not empty, any bytes.
+    pub fn path_var(&self, key: &str) -> Option<PathBuf> {
+        self.var_os(key)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
     }
 
     /// `HOME`, else the account's home from the password database (a SLURM step started
     /// with `--export=NONE` has no HOME).
     pub fn home_dir(&self) -> Option<PathBuf> {
-        self.var_nonempty(vars::HOME)
-            .map(PathBuf::from)
+        self.path_var(vars::HOME)
             .or_else(crate::passwd::account_home)
     }
 
     /// The prefix of every absolute system path gpuenv reads (`/proc`, `/dev`, `/.dockerenv`):
     /// `GPUENV_DOCTOR_ROOT`, else `/`.
     pub fn system_root(&self) -> PathBuf {
-        PathBuf::from(self.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"))
+        self.path_var(vars::GPUENV_DOCTOR_ROOT)
+            .unwrap_or_else(|| PathBuf::from("/"))
     }
 
     /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`; with the
-    /// upstreams the environment and the system config name.
+    /// upstreams the environment and the system config name. A home whose path has a `:`
+    /// is refused: its shims dir could not be an entry of PATH.
     pub fn gpuenv_home(&self) -> Result<Home> {
-        let mut home = if let Some(h) = self.var_nonempty(vars::GPUENV_HOME) {
-            Home::new(self.cwd.join(h))
-        } else if let Some(x) = self.var_nonempty(vars::XDG_DATA_HOME) {
-            Home::new(PathBuf::from(x).join("gpuenv"))
+        let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
+            (self.cwd.join(h), vars::GPUENV_HOME)
+        } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
+            (x.join("gpuenv"), vars::XDG_DATA_HOME)
         } else {
             let home = self
                 .home_dir()
                 .context("neither GPUENV_HOME nor HOME is set, and the password database has no home for this account\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
-            Home::new(home.join(".local/share/gpuenv"))
+            (home.join(".local/share/gpuenv"), vars::HOME)
         };
+        if dir.as_os_str().as_bytes().contains(&b':') {
+            bail!(
+                "gpuenv's home {} (from {from}) contains `:`, which separates PATH entries: its shims dir cannot be put on PATH\nhint: set GPUENV_HOME to a directory without `:` in its path",
+                crate::ui::printable(&dir.to_string_lossy())
+            );
+        }
+        let mut home = Home::new(dir);
         home.upstreams = upstream::from_context(self).0;
         Ok(home)
     }

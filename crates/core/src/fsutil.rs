@@ -3,8 +3,12 @@
 //! directory and renamed over the target, so a link planted at the target is replaced,
 //! never followed, and a reader sees the old entry or the new one, never half of one.
 
+use std::fs::Metadata;
 use std::io::{Read, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+
+use fs_err::os::unix::fs::OpenOptionsExt;
 
 /// Writes `bytes` to `path` through a temp file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -19,6 +23,77 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Why reading a file that must be a small regular file failed.
+#[derive(Debug)]
+pub enum ReadError {
+    /// It is a directory, FIFO, device or socket (what it is, for messages).
+    NotRegular(&'static str),
+    /// Larger than the limit given.
+    TooLarge(u64),
+    Io(std::io::Error),
+}
+
+/// Reads a regular file of at most `limit` bytes. Opened without blocking (a FIFO named
+/// like the file does not hang) and checked on the opened handle, so the bytes returned
+/// are the bytes of that one file, read once.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let file = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(ReadError::Io)?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    if let Some(what) = not_regular(&meta) {
+        return Err(ReadError::NotRegular(what));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge(limit));
+    }
+    Ok(bytes)
+}
+
+/// What a non-regular file is, in words; `None` for a regular file.
+pub fn not_regular(meta: &Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a file")
+    }
+}
+
+/// The reason of an I/O error without the path fs-err puts in front of it ("failed to open
+/// file `P`: reason"), for messages that already name the file.
+pub fn io_reason(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match split_fs_err(&text) {
+        Some((_, reason)) => reason.to_string(),
+        None => text,
+    }
+}
+
+/// fs-err's `failed to <verb> `P`: reason` as `(P, reason)`.
+pub fn split_fs_err(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix("failed to ")?;
+    let (head, reason) = rest.split_once("`: ")?;
+    let (_, path) = head.split_once(" `")?;
+    Some((path, reason))
 }
 
 /// Makes `link` a symlink to `target`, replacing whatever entry is at `link` (a temp link
@@ -113,6 +188,32 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fs_err_paths_are_stripped_once() {
+        assert_eq!(
+            split_fs_err("failed to open file `/p/a b`: Permission denied (os error 13)"),
+            Some(("/p/a b", "Permission denied (os error 13)"))
+        );
+        assert_eq!(split_fs_err("no such toolchain"), None);
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("f");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            read_regular(&fifo, 10),
+            Err(ReadError::NotRegular("a FIFO"))
+        ));
+        assert!(matches!(
+            read_regular(Path::new("/dev/zero"), 10),
+            Err(ReadError::NotRegular("a character device"))
+        ));
+    }
 
     #[test]
     fn writes_replace_a_planted_link_instead_of_following_it() {

@@ -34,7 +34,8 @@ pub struct Refused;
 pub struct Exec {
     pub program: PathBuf,
     pub args: Vec<OsString>,
-    pub env: Vec<(String, Option<String>)>,
+    /// What changes in the environment (`None` = unset); values are bytes, passed on as they are.
+    pub env: Vec<(String, Option<OsString>)>,
 }
 
 /// The proxy's entry point: plan from the process's own argv and environment, then exec.
@@ -171,12 +172,12 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         check::guard(ctx, &registry, toolchain, &active, &args)?;
     }
 
-    let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
+    let trusted = trust::env_allowed(&registry, active.project.as_ref());
     let mut change = env::plan(&active, &registry, &home, trusted);
     crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
-    let applied = change.apply(&|k| ctx.var(k).map(str::to_string));
-    let mut env: Vec<(String, Option<String>)> = applied.after.into_iter().collect();
-    env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string())));
+    let applied = change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned));
+    let mut env: Vec<(String, Option<OsString>)> = applied.after.into_iter().collect();
+    env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string().into())));
     Ok(Exec {
         program: real,
         args,
@@ -190,7 +191,7 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     if argv0.as_os_str().to_string_lossy().contains('/') {
         Some(ctx.cwd.join(argv0))
     } else {
-        guard::find_on_path(ctx.var("PATH"), tool)
+        guard::find_on_path(ctx.var_os("PATH"), tool)
     }
 }
 

@@ -29,6 +29,7 @@ use gpuenv_core::resolve::{Active, ActiveSet};
 use gpuenv_core::store;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{view, Kind};
+use gpuenv_core::ui::printable;
 
 pub use machine::Machine;
 
@@ -285,7 +286,10 @@ impl Report {
 /// Styled; the caller's stream strips the styles where colour is off.
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "gpuenv doctor: {}", report.dir.display());
+    // Findings quote PATH entries, file contents and tool output: shown without raw
+    // control characters.
+    let p = |s: &str| printable(s).into_owned();
+    let _ = writeln!(out, "gpuenv doctor: {}", p(&report.dir.to_string_lossy()));
     for f in &report.findings {
         let status = format!("{:<5}", f.status.as_str());
         let status = match f.status {
@@ -294,14 +298,14 @@ pub fn render_text(report: &Report) -> String {
             Status::Warn => status.yellow().bold().to_string(),
             Status::Error => status.red().bold().to_string(),
         };
-        let _ = writeln!(out, "{status} {} {}: {}", f.id, f.name, f.summary);
+        let _ = writeln!(out, "{status} {} {}: {}", f.id, f.name, p(&f.summary));
         if f.status >= Status::Warn {
             for d in &f.details {
-                let _ = writeln!(out, "        {d}");
+                let _ = writeln!(out, "        {}", p(d));
             }
         }
         for h in f.hint.iter().flat_map(|h| h.lines()) {
-            let _ = writeln!(out, "      {} {h}", "hint:".cyan().bold());
+            let _ = writeln!(out, "      {} {}", "hint:".cyan().bold(), p(h));
         }
     }
     let _ = writeln!(

@@ -38,9 +38,8 @@ impl Machine {
 
     /// `key` split as a path list (empty entries dropped).
     pub fn path_list(&self, key: &str) -> Vec<String> {
-        gpuenv_core::env::path_list::split(self.ctx.var(key))
-            .into_iter()
-            .filter(|e| !e.is_empty())
+        gpuenv_core::env::path_list::dirs(self.ctx.var_os(key))
+            .map(|e| e.to_string_lossy().into_owned())
             .collect()
     }
 
@@ -50,7 +49,7 @@ impl Machine {
 
     /// The first executable `tool` on PATH.
     pub fn which(&self, tool: &str) -> Option<PathBuf> {
-        guard::find_on_path(self.ctx.var("PATH"), tool)
+        guard::find_on_path(self.ctx.var_os("PATH"), tool)
     }
 
     /// Runs `tool` from PATH with the machine's environment; `None` if it is not on PATH.

@@ -64,7 +64,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 .toolchains
                 .iter()
                 .any(|t| inputs.owned_by(t, path));
-            if foreign.matches(&e) && !own && !flagged.contains(&e) {
+            if foreign.matches(e.as_ref()) && !own && !flagged.contains(&e) {
                 let module = loaded.roots.iter().find(|r| path.starts_with(&r.root));
                 let whose = match (inputs.owner_of(path), module) {
                     (Some(n), _) => format!("{n}, which is not active here"),

@@ -3,8 +3,11 @@
 //! values. Rendering it for a shell, or exec'ing with it, happens at the edges.
 
 pub mod path_list;
+pub mod reserved;
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::home::Home;
@@ -23,10 +26,10 @@ pub const PATH_LISTS: [&str; 5] = [
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    Set(String, String),
+    Set(String, OsString),
     Unset(String),
     /// Put these entries first in the list, removing their other copies.
-    Prepend(String, Vec<String>),
+    Prepend(String, Vec<OsString>),
     /// Drop the entries that belong to another toolchain of this kind.
     Remove(String, Foreign),
 }
@@ -40,7 +43,7 @@ pub struct Foreign {
 }
 
 impl Foreign {
-    pub fn matches(&self, entry: &str) -> bool {
+    pub fn matches(&self, entry: &OsStr) -> bool {
         self.dirs.iter().any(|d| path_list::is_under(entry, d))
             || self.kinds.iter().any(|k| is_well_known(*k, entry))
     }
@@ -48,24 +51,31 @@ impl Foreign {
 
 /// `/usr/local/cuda`, `/usr/local/cuda-*`, `/opt/cuda*`, conda's `pkgs/cudatoolkit-*` for CUDA;
 /// `/opt/rocm*` for ROCm.
-pub fn is_well_known(kind: Kind, entry: &str) -> bool {
-    let comps: Vec<String> = Path::new(entry)
+pub fn is_well_known(kind: Kind, entry: &OsStr) -> bool {
+    let comps: Vec<&[u8]> = Path::new(entry)
         .components()
         .take(4)
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .map(|c| c.as_os_str().as_bytes())
         .collect();
-    let comps: Vec<&str> = comps.iter().map(String::as_str).collect();
+    let conda_pkg = || {
+        entry
+            .as_bytes()
+            .windows(b"/pkgs/cudatoolkit-".len())
+            .any(|w| w == b"/pkgs/cudatoolkit-")
+    };
     match (kind, comps.as_slice()) {
-        (Kind::Cuda, ["/", "usr", "local", dir, ..]) => *dir == "cuda" || dir.starts_with("cuda-"),
-        (Kind::Cuda, ["/", "opt", dir, ..]) => dir.starts_with("cuda"),
-        (Kind::Cuda, _) => entry.contains("/pkgs/cudatoolkit-"),
-        (Kind::Rocm, ["/", "opt", dir, ..]) => dir.starts_with("rocm"),
+        (Kind::Cuda, [b"/", b"usr", b"local", dir, ..]) => {
+            *dir == b"cuda" || dir.starts_with(b"cuda-")
+        }
+        (Kind::Cuda, [b"/", b"opt", dir, ..]) => dir.starts_with(b"cuda"),
+        (Kind::Cuda, _) => conda_pkg(),
+        (Kind::Rocm, [b"/", b"opt", dir, ..]) => dir.starts_with(b"rocm"),
         (Kind::Rocm, _) => false,
     }
 }
 
 /// How a change reads the current value of a variable.
-pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
 /// A computed change, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -76,13 +86,13 @@ pub struct Change {
 /// The variables a change touches: their values before and after (`None` = unset).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Applied {
-    pub before: BTreeMap<String, Option<String>>,
-    pub after: BTreeMap<String, Option<String>>,
+    pub before: BTreeMap<String, Option<OsString>>,
+    pub after: BTreeMap<String, Option<OsString>>,
 }
 
 impl Applied {
     /// Only the variables whose value differs, in name order.
-    pub fn diff(&self) -> Vec<(&str, Option<&str>)> {
+    pub fn diff(&self) -> Vec<(&str, Option<&OsStr>)> {
         self.after
             .iter()
             .filter(|(k, v)| self.before.get(*k) != Some(v))
@@ -124,14 +134,14 @@ impl Change {
     }
 }
 
-fn path_str(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
+fn path_str(p: &Path) -> OsString {
+    p.as_os_str().to_owned()
 }
 
 /// The change that makes `active` the environment: the one function every other part uses.
 pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: bool) -> Change {
     let mut ops = Vec::new();
-    let set = |ops: &mut Vec<Op>, k: &str, v: String| ops.push(Op::Set(k.to_string(), v));
+    let set = |ops: &mut Vec<Op>, k: &str, v: OsString| ops.push(Op::Set(k.to_string(), v));
     let prepend = |ops: &mut Vec<Op>, k: &str, v: &Path| {
         ops.push(Op::Prepend(k.to_string(), vec![path_str(v)]))
     };
@@ -187,7 +197,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 for k in Kind::Rocm.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
-                set(&mut ops, "HIP_PLATFORM", "amd".to_string());
+                set(&mut ops, "HIP_PLATFORM", "amd".into());
                 prepend(&mut ops, "PATH", &v.bin);
                 prepend(&mut ops, "LD_LIBRARY_PATH", &v.lib);
                 prepend(&mut ops, "CPATH", &v.include);
@@ -205,24 +215,32 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
 
     if let Some(file) = &active.project {
         if !file.cuda_arch.is_empty() {
-            set(&mut ops, "TORCH_CUDA_ARCH_LIST", file.cuda_arch.join(";"));
+            set(
+                &mut ops,
+                "TORCH_CUDA_ARCH_LIST",
+                file.cuda_arch.join(";").into(),
+            );
             let cmake: Vec<String> = file.cuda_arch.iter().map(|a| cmake_cuda_arch(a)).collect();
-            set(&mut ops, "CMAKE_CUDA_ARCHITECTURES", cmake.join(";"));
+            set(&mut ops, "CMAKE_CUDA_ARCHITECTURES", cmake.join(";").into());
         }
         if !file.rocm_arch.is_empty() {
-            set(&mut ops, "PYTORCH_ROCM_ARCH", file.rocm_arch.join(";"));
-            set(&mut ops, "GPU_TARGETS", file.rocm_arch.join(";"));
+            set(
+                &mut ops,
+                "PYTORCH_ROCM_ARCH",
+                file.rocm_arch.join(";").into(),
+            );
+            set(&mut ops, "GPU_TARGETS", file.rocm_arch.join(";").into());
         }
         if trusted_env {
             for (k, v) in &file.env {
-                set(&mut ops, k, v.clone());
+                set(&mut ops, k, v.into());
             }
         }
     }
 
     if !active.toolchains.is_empty() {
         let names: Vec<&str> = active.toolchains.iter().map(|t| t.name.as_str()).collect();
-        set(&mut ops, "GPUENV_ACTIVE", names.join(","));
+        set(&mut ops, "GPUENV_ACTIVE", names.join(",").into());
     }
     Change { ops }
 }
@@ -251,11 +269,11 @@ mod tests {
             "/opt/cuda-12/lib",
             "/home/u/miniconda3/pkgs/cudatoolkit-11.3.1-h2bc3f7f_2/lib",
         ] {
-            assert!(is_well_known(Kind::Cuda, e), "{e}");
-            assert!(!is_well_known(Kind::Rocm, e), "{e}");
+            assert!(is_well_known(Kind::Cuda, e.as_ref()), "{e}");
+            assert!(!is_well_known(Kind::Rocm, e.as_ref()), "{e}");
         }
         for e in ["/opt/rocm/bin", "/opt/rocm-6.2.0/lib"] {
-            assert!(is_well_known(Kind::Rocm, e), "{e}");
+            assert!(is_well_known(Kind::Rocm, e.as_ref()), "{e}");
         }
         for e in [
             "/usr/local/bin",
@@ -264,8 +282,8 @@ mod tests {
             "/usr/bin",
             "",
         ] {
-            assert!(!is_well_known(Kind::Cuda, e), "{e}");
-            assert!(!is_well_known(Kind::Rocm, e), "{e}");
+            assert!(!is_well_known(Kind::Cuda, e.as_ref()), "{e}");
+            assert!(!is_well_known(Kind::Rocm, e.as_ref()), "{e}");
         }
     }
 
@@ -287,16 +305,19 @@ mod tests {
             ],
         };
         let current = |k: &str| match k {
-            "PATH" => Some("/home/u/bin:/usr/local/cuda-11.3/bin:/usr/bin".to_string()),
-            "GONE" => Some("x".to_string()),
+            "PATH" => Some("/home/u/bin:/usr/local/cuda-11.3/bin:/usr/bin".into()),
+            "GONE" => Some("x".into()),
             _ => None,
         };
         let applied = change.apply(&current);
         assert_eq!(
             applied.after["PATH"].as_deref(),
-            Some("/v/bin:/home/u/bin:/usr/bin")
+            Some("/v/bin:/home/u/bin:/usr/bin".as_ref())
         );
-        assert_eq!(applied.after["CPATH"].as_deref(), Some("/v/include"));
+        assert_eq!(
+            applied.after["CPATH"].as_deref(),
+            Some("/v/include".as_ref())
+        );
         assert_eq!(applied.after["GONE"], None);
         assert_eq!(applied.before["CPATH"], None);
         assert_eq!(applied.before["PATH"], current("PATH"));

@@ -58,11 +58,11 @@ impl World {
         };
         ctx.vars.insert(
             "GPUENV_HOME".into(),
-            self.home.settings().parent().unwrap().display().to_string(),
+            self.home.settings().parent().unwrap().into(),
         );
         ctx.vars.insert("PATH".into(), "/usr/bin:/bin".into());
         for (k, v) in vars {
-            ctx.vars.insert(k.to_string(), v.to_string());
+            ctx.vars.insert(k.to_string(), v.into());
         }
         ctx
     }
@@ -82,6 +82,7 @@ fn var<'a>(exec: &'a super::Exec, key: &str) -> Option<&'a str> {
         .rev()
         .find(|(k, _)| k == key)
         .and_then(|(_, v)| v.as_deref())
+        .and_then(|v| v.to_str())
 }
 
 #[test]

@@ -3,16 +3,23 @@
 //! the next move first puts back exactly what was there.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::env::{path_list, Applied, Lookup, PATH_LISTS};
-use crate::project::FILE_NAMES;
+use crate::project;
 
 /// The variable that holds the state between prompts.
 pub const STATE_VAR: &str = "__GPUENV_STATE";
+
+/// The layout of the state. A shell keeps its state across an upgrade of gpuenv: a state
+/// of an older layout is read (its saved values are what a revert needs), one of an unknown
+/// layout is dropped and the hook starts afresh.
+pub const STATE_VERSION: u32 = 1;
 
 /// Everything a prompt's result depends on; when it is unchanged the hook does nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,14 +27,14 @@ pub struct Fingerprint {
     pub cwd: PathBuf,
     /// `GPUENV_TOOLCHAIN`, `VIRTUAL_ENV`, `CONDA_PREFIX` (a torch pin depends on the last two).
     pub vars: Vec<Option<String>>,
-    /// The nearest toolchain file, with its modification time and size.
+    /// The nearest toolchain file, with its modification time and size (an unusable one
+    /// with zeros: the error is shown once, until it changes).
     pub file: Option<(PathBuf, u128, u64)>,
     /// The registry's settings file (links, default, trust), modification time and size.
     pub settings: Option<(u128, u64)>,
 }
 
-fn stamp(path: &Path) -> Option<(u128, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
+fn stamp_of(meta: &std::fs::Metadata) -> Option<(u128, u64)> {
     let mtime = meta
         .modified()
         .ok()?
@@ -37,16 +44,21 @@ fn stamp(path: &Path) -> Option<(u128, u64)> {
     Some((mtime, meta.len()))
 }
 
+fn stamp(path: &Path) -> Option<(u128, u64)> {
+    stamp_of(&fs_err::metadata(path).ok()?)
+}
+
 impl Fingerprint {
-    /// A few `stat` calls: the directory and its ancestors for a toolchain file, and the
-    /// settings file. No file is read.
+    /// A few `stat` calls: the directory and its ancestors for a toolchain file (found as
+    /// resolution finds it), and the settings file. No file is read.
     pub fn take(cwd: &Path, vars: Vec<Option<String>>, settings: &Path) -> Fingerprint {
-        let file = cwd.ancestors().find_map(|d| {
-            FILE_NAMES.iter().find_map(|n| {
-                let p = d.join(n);
-                stamp(&p).map(|(t, s)| (p, t, s))
-            })
-        });
+        let file = match project::locate(cwd) {
+            Ok(found) => found.map(|f| {
+                let (t, s) = stamp_of(&f.meta).unwrap_or_default();
+                (f.path, t, s)
+            }),
+            Err(e) => Some((e.path().to_path_buf(), 0, 0)),
+        };
         Fingerprint {
             cwd: cwd.to_path_buf(),
             vars,
@@ -59,19 +71,70 @@ impl Fingerprint {
 /// What the hook set, and what was there before it, per variable.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct State {
+    pub v: u32,
     pub fp: Fingerprint,
     pub vars: BTreeMap<String, Saved>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Saved {
-    pub before: Option<String>,
-    pub after: Option<String>,
+    #[serde(with = "os_value")]
+    pub before: Option<OsString>,
+    #[serde(with = "os_value")]
+    pub after: Option<OsString>,
+}
+
+/// A value in the state: a JSON string when it is UTF-8, else its bytes as an array, so
+/// the state (itself an environment variable) stays text and every byte comes back.
+mod os_value {
+    use super::*;
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<OsString>, s: S) -> Result<S::Ok, S::Error> {
+        v.as_ref()
+            .map(|v| match v.to_str() {
+                Some(t) => Repr::Text(t.to_string()),
+                None => Repr::Bytes(v.as_bytes().to_vec()),
+            })
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OsString>, D::Error> {
+        Ok(Option::<Repr>::deserialize(d)?.map(|r| match r {
+            Repr::Text(t) => OsString::from(t),
+            Repr::Bytes(b) => OsString::from_vec(b),
+        }))
+    }
+}
+
+/// The first layout (no `v`): the saved values read the same; its fingerprint is not
+/// trusted, so the next prompt recomputes.
+#[derive(Deserialize)]
+struct StateV0 {
+    vars: BTreeMap<String, Saved>,
 }
 
 impl State {
     pub fn decode(text: &str) -> Option<State> {
-        serde_json::from_str(text).ok()
+        let value: serde_json::Value = serde_json::from_str(text).ok()?;
+        match value.get("v").map(|v| v.as_u64()) {
+            Some(Some(v)) if v == u64::from(STATE_VERSION) => serde_json::from_value(value).ok(),
+            None => {
+                let old: StateV0 = serde_json::from_value(value).ok()?;
+                Some(State {
+                    v: STATE_VERSION,
+                    fp: Fingerprint::default(),
+                    vars: old.vars,
+                })
+            }
+            Some(_) => None,
+        }
     }
 
     pub fn encode(&self) -> String {
@@ -81,10 +144,7 @@ impl State {
     /// The values the shell would have without the hook's changes. A variable the user
     /// changed since is theirs: a scalar is kept as they set it; in a path list only the
     /// entries the hook added are taken out and the ones it removed put back.
-    pub fn reverted(
-        &self,
-        current: &dyn Fn(&str) -> Option<String>,
-    ) -> BTreeMap<String, Option<String>> {
+    pub fn reverted(&self, current: Lookup) -> BTreeMap<String, Option<OsString>> {
         self.vars
             .iter()
             .map(|(k, saved)| {
@@ -92,7 +152,7 @@ impl State {
                 let value = if now == saved.after {
                     saved.before.clone()
                 } else if PATH_LISTS.contains(&k.as_str()) {
-                    Some(revert_list(now.as_deref(), saved))
+                    revert_list(now.as_deref(), saved)
                 } else {
                     now
                 };
@@ -102,10 +162,14 @@ impl State {
     }
 }
 
-fn revert_list(now: Option<&str>, saved: &Saved) -> String {
+/// A path list the user edited after the hook set it, with the hook's own entries taken
+/// out and the ones it removed put back. A list that ends up empty is unset when it was
+/// unset before the hook or the user unset it: never the empty string the shell did not
+/// have.
+fn revert_list(now: Option<&OsStr>, saved: &Saved) -> Option<OsString> {
     let before = path_list::split(saved.before.as_deref());
     let after = path_list::split(saved.after.as_deref());
-    let mut list: Vec<String> = path_list::split(now)
+    let mut list: Vec<OsString> = path_list::split(now)
         .into_iter()
         .filter(|e| before.contains(e) || !after.contains(e))
         .collect();
@@ -122,13 +186,16 @@ fn revert_list(now: Option<&str>, saved: &Saved) -> String {
             list.insert(at, e.clone());
         }
     }
-    path_list::join(&list)
+    if list.is_empty() && (saved.before.is_none() || now.is_none()) {
+        return None;
+    }
+    Some(path_list::join(&list))
 }
 
 /// The result of one prompt: the assignments to print and the new state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    pub assignments: Vec<(String, Option<String>)>,
+    pub assignments: Vec<(String, Option<OsString>)>,
     pub state: State,
 }
 
@@ -147,6 +214,7 @@ pub fn step(
     };
     let applied = wanted(&base);
     let mut state = State {
+        v: STATE_VERSION,
         fp,
         vars: BTreeMap::new(),
     };
@@ -175,8 +243,15 @@ pub fn step(
             assignments.push((k.clone(), target));
         }
     }
-    assignments.push((STATE_VAR.to_string(), Some(state.encode())));
+    assignments.push((STATE_VAR.to_string(), Some(state.encode().into())));
     Step { assignments, state }
+}
+
+/// Takes back everything the old state applied (a prompt that cannot resolve must not
+/// leave the previous directory's toolchain in place); the new state records nothing but
+/// `fp`, so the reason is shown once.
+pub fn revert_all(old: Option<&State>, fp: Fingerprint, current: Lookup) -> Step {
+    step(old, fp, current, &|_| Applied::default())
 }
 
 #[cfg(test)]
@@ -184,14 +259,16 @@ mod tests {
     use super::*;
     use crate::env::{Change, Op};
 
-    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    type Env = BTreeMap<String, OsString>;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
         pairs
             .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
             .collect()
     }
 
-    fn apply(env: &mut BTreeMap<String, String>, step: &Step) {
+    fn apply(env: &mut Env, step: &Step) {
         for (k, v) in &step.assignments {
             match v {
                 Some(v) => env.insert(k.clone(), v.clone()),
@@ -204,13 +281,15 @@ mod tests {
         Change {
             ops: vec![
                 Op::Set("CUDA_HOME".into(), view.into()),
-                Op::Prepend("PATH".into(), vec![format!("{view}/bin")]),
+                Op::Prepend("PATH".into(), vec![format!("{view}/bin").into()]),
             ],
         }
     }
 
-    fn prompt(env: &mut BTreeMap<String, String>, change: Option<Change>, cwd: &str) {
-        let old = env.get(STATE_VAR).and_then(|s| State::decode(s));
+    fn prompt(env: &mut Env, change: Option<Change>, cwd: &str) {
+        let old = env
+            .get(STATE_VAR)
+            .and_then(|s| State::decode(s.to_str().unwrap()));
         let snapshot = env.clone();
         let current = |k: &str| snapshot.get(k).cloned();
         let fp = Fingerprint {
@@ -241,8 +320,8 @@ mod tests {
         let mut e = env(&[("PATH", "/usr/bin:/bin"), ("CUDA_HOME", "/mine")]);
         prompt(&mut e, Some(project("/v/a")), "/p/a");
         // The user adds an entry and sets a variable of their own after the hook ran.
-        let path = format!("/home/u/bin:{}", e["PATH"]);
-        e.insert("PATH".into(), path);
+        let path = format!("/home/u/bin:{}", e["PATH"].to_str().unwrap());
+        e.insert("PATH".into(), path.into());
         e.insert("MY_VAR".into(), "1".into());
         prompt(&mut e, None, "/home");
         assert_eq!(e["PATH"], "/home/u/bin:/usr/bin:/bin");
@@ -257,8 +336,53 @@ mod tests {
             after: Some("/v/bin:/a:/b".into()),
         };
         assert_eq!(
-            revert_list(Some("/x:/v/bin:/a:/b"), &saved),
+            revert_list(Some("/x:/v/bin:/a:/b".as_ref()), &saved).unwrap(),
             "/x:/a:/usr/local/cuda-11.3/bin:/b"
         );
+    }
+
+    #[test]
+    fn a_list_unset_before_and_unset_by_the_user_stays_unset() {
+        let mut e = env(&[("PATH", "/usr/bin")]);
+        let lib = Change {
+            ops: vec![Op::Prepend(
+                "LD_LIBRARY_PATH".into(),
+                vec!["/v/lib64".into()],
+            )],
+        };
+        prompt(&mut e, Some(lib), "/p/a");
+        assert_eq!(e["LD_LIBRARY_PATH"], "/v/lib64");
+        e.remove("LD_LIBRARY_PATH");
+        prompt(&mut e, None, "/home");
+        assert_eq!(e.get("LD_LIBRARY_PATH"), None);
+    }
+
+    #[test]
+    fn values_that_are_not_utf8_survive_the_state() {
+        use std::os::unix::ffi::OsStringExt;
+        let odd = OsString::from_vec(b"/tmp/caf\xe9/bin:/bin".to_vec());
+        let mut e = env(&[]);
+        e.insert("PATH".into(), odd.clone());
+        prompt(&mut e, Some(project("/v/a")), "/p/a");
+        prompt(&mut e, None, "/home");
+        assert_eq!(e["PATH"], odd);
+    }
+
+    #[test]
+    fn a_state_of_the_first_layout_is_read_and_an_unknown_one_dropped() {
+        let v0 = r#"{"fp":{"cwd":"/p","vars":[],"file":null,"settings":null},"vars":{"CUDA_HOME":{"before":null,"after":"/v/a"}}}"#;
+        let old = State::decode(v0).expect("the first layout is read");
+        assert_eq!(old.v, STATE_VERSION);
+        assert_eq!(
+            old.fp,
+            Fingerprint::default(),
+            "its fingerprint is not reused"
+        );
+        assert_eq!(
+            old.vars["CUDA_HOME"].after.as_deref(),
+            Some("/v/a".as_ref())
+        );
+        assert_eq!(State::decode(r#"{"v":999,"whatever":[1,2]}"#), None);
+        assert_eq!(State::decode("not json"), None);
     }
 }

@@ -69,9 +69,7 @@ pub fn read_system_config(path: &Path) -> Result<SystemConfig, SystemConfigError
 pub fn from_context(ctx: &Context) -> (Vec<PathBuf>, Vec<String>) {
     let mut out = Vec::new();
     let mut warnings = Vec::new();
-    if let Some(list) = ctx.var_nonempty(vars::GPUENV_UPSTREAMS) {
-        out.extend(list.split(':').filter(|p| !p.is_empty()).map(PathBuf::from));
-    }
+    out.extend(crate::env::path_list::dirs(ctx.var_os(vars::GPUENV_UPSTREAMS)).map(PathBuf::from));
     match read_system_config(&system_config_path(ctx)) {
         Ok(config) => out.extend(config.upstreams),
         Err(e) => warnings.push(format!("{e}").replace('\n', "\n  ")),
