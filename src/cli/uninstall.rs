@@ -16,8 +16,9 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let home = ctx.gpuenv_home()?;
         let name = self.name.as_str();
+        install::checked_name(name)?;
+        let home = ctx.gpuenv_home()?;
         let _lock = install::lock_toolchain(&home, name)?;
         let (root, dropped_defaults, registry) = Registry::update(&home, |registry| {
             let Some(entry) = registry.toolchains.get(name) else {

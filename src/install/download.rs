@@ -148,11 +148,11 @@ fn finish(a: &Archive, part: &Path, hasher: Sha256, len: u64) -> Result<(), Faul
         });
     }
     let got = hex(&hasher.finalize());
-    if got != a.sha256 {
+    if a.sha256.as_str() != got {
         let _ = fs_err::remove_file(part);
         return Err(Fault::HashMismatch {
             url: a.url.to_string(),
-            want: a.sha256.clone(),
+            want: a.sha256.to_string(),
             got,
         });
     }

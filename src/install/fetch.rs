@@ -167,7 +167,7 @@ impl Fetcher {
         if file.is_file() {
             // Checked again before extracting: the cache may have been damaged since.
             let got = cache::sha256_file(&file)?;
-            if got != a.sha256 {
+            if a.sha256.as_str() != got {
                 ui::warn(format!(
                     "the cached {} is damaged (sha256 {got}); fetching it again",
                     file.display()

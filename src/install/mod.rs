@@ -11,6 +11,7 @@ pub mod driver;
 pub mod fault;
 pub mod fetch;
 pub mod hooks;
+pub mod pathpart;
 pub mod source;
 pub mod unpack;
 
@@ -73,7 +74,7 @@ pub struct Archive {
     pub component: String,
     pub version: String,
     pub url: Url,
-    pub sha256: String,
+    pub sha256: pathpart::Sha256,
     pub size: Option<u64>,
     pub format: Format,
     pub mapping: Mapping,
@@ -158,8 +159,18 @@ pub struct Installed {
     pub fetched_bytes: u64,
 }
 
+/// `name` as the name of a toolchain, checked before it names anything on disk.
+pub fn checked_name(name: &str) -> Result<Spec> {
+    let bad = |e: &dyn std::fmt::Display| {
+        anyhow::anyhow!("{e}\nhint: `gpuenv list` shows the registered names")
+    };
+    pathpart::part("toolchain name", name).map_err(|e| bad(&e))?;
+    name.parse().map_err(|e| bad(&e))
+}
+
 /// The lock that serialises installs and uninstalls of one toolchain.
 pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
+    checked_name(name)?;
     cache::lock(&home.toolchains().join(format!(".{name}.lock")), || {
         ui::info(format!("waiting for another gpuenv working on {name}"))
     })

@@ -15,6 +15,7 @@ use super::simple::{parse_html, parse_json, FileLink};
 use super::{extra_name, highest_matching, unknown_components, Source};
 use crate::install::fault::Fault;
 use crate::install::fetch::Fetcher;
+use crate::install::pathpart;
 use crate::install::{Archive, Format, Mapping, Plan, Profile, Selection};
 use crate::toolchain::{Kind, Spec, Version};
 
@@ -82,9 +83,9 @@ impl Pypi<'_> {
             Err(e) => return Err(e).with_context(|| format!("reading the package index {}", self.index)),
         };
         if page.content_type.contains("json") {
-            parse_json(&page).with_context(|| format!("{url} is not a PEP 691 project page"))
+            parse_json(&page).with_context(|| format!("reading the PEP 691 project page {url}"))
         } else {
-            Ok(parse_html(&page))
+            parse_html(&page).with_context(|| format!("reading the project page {url}"))
         }
     }
 
@@ -236,8 +237,11 @@ impl Source for Pypi<'_> {
         let mut archives = Vec::new();
         for p in picks {
             let (name, file, version) = p?;
+            let component = name.trim_start_matches("nvidia-").replace('-', "_");
+            pathpart::part("component", &component)
+                .with_context(|| format!("{METAPACKAGE} {release}\n{}", pathpart::SOURCE_HINT))?;
             archives.push(Archive {
-                component: name.trim_start_matches("nvidia-").replace('-', "_"),
+                component,
                 version: version.to_string(),
                 sha256: file.sha256.clone().expect("pick checks it"),
                 size: file.size,
