@@ -223,3 +223,150 @@ fn uninstall_of_a_path_touches_nothing_outside() {
     assert!(!sb.path("victim").exists(), "a lock was created outside");
     assert!(!sb.gpuenv_home().exists(), "GPUENV_HOME was touched");
 }
+
+/// A manifest of rocm-6.2.4 made of `archives` (items, strip-prefix), written beside it.
+fn manifest_of(sb: &Sandbox, tag: &str, archives: &[(Vec<Item>, &str)]) -> PathBuf {
+    let dir = sb.path(&format!("m-{tag}"));
+    fs_err::create_dir_all(&dir).unwrap();
+    let mut toml = String::from("kind = \"rocm\"\nversion = \"6.2.4\"\n");
+    for (i, (items, strip)) in archives.iter().enumerate() {
+        let bytes = tar_xz(items);
+        let name = format!("part{i}.tar.xz");
+        fs_err::write(dir.join(&name), &bytes).unwrap();
+        toml.push_str(&format!(
+            "[[archive]]\nurl = \"{name}\"\nsha256 = \"{}\"\nstrip-prefix = \"{strip}\"\n",
+            sha256(&bytes)
+        ));
+    }
+    let path = dir.join("toolchains.toml");
+    write(&path, &toml);
+    path
+}
+
+fn install_manifest(sb: &Sandbox, manifest: &Path) -> Output {
+    gpuenv(
+        sb,
+        &[],
+        &[
+            "install",
+            "rocm-6.2.4",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+    )
+}
+
+fn link(at: &str, to: &str) -> Item {
+    Item::Symlink(at.into(), to.into())
+}
+
+/// Refused with exit 2, nothing registered, nothing written into `outside`.
+fn refused_and_nothing_outside(sb: &Sandbox, out: &Output, outside: &Path, why: &str) {
+    let t = text(out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains(why), "expected {why:?} in\n{t}");
+    hint_last(&t);
+    assert_eq!(
+        fs_err::read_dir(outside).unwrap().count(),
+        0,
+        "something was written outside:\n{t}"
+    );
+    assert!(sb.settings().is_none_or(|s| !s.contains("rocm-6.2.4")));
+    assert!(!sb.gpuenv_home().join("toolchains/rocm-6.2.4").exists());
+}
+
+#[test]
+fn a_chain_of_relative_links_cannot_carry_a_later_archive_outside() {
+    // The attack as found: u12 climbs twelve levels, `extra` goes through it to a directory
+    // outside, and the second archive of the same install writes into `extra`.
+    let sb = Sandbox::new();
+    let outside = sb.path("outside");
+    fs_err::create_dir_all(&outside).unwrap();
+    let from_root = outside.strip_prefix("/").unwrap().to_str().unwrap();
+    let mut first = vec![link("pkg/a/up", ".."), link("pkg/a/u1", "up/..")];
+    for i in 2..=12 {
+        first.push(link(&format!("pkg/a/u{i}"), &format!("u{}/..", i - 1)));
+    }
+    first.push(link("pkg/extra", &format!("a/u12/{from_root}")));
+    let second = vec![
+        exe("bin/hipcc", "#!/bin/sh\n"),
+        file("pkg/extra/pwned", "pwned"),
+    ];
+    let m = manifest_of(&sb, "chain", &[(first, ""), (second, "")]);
+    let out = install_manifest(&sb, &m);
+    refused_and_nothing_outside(
+        &sb,
+        &out,
+        &outside,
+        "`pkg/a/u2`: it links outside the archive, to `u1/..` (it climbs above the root through the link `pkg/a/u1`)",
+    );
+}
+
+#[test]
+fn links_harmless_in_each_archive_cannot_combine_to_leave_the_tree() {
+    // Alone, `x` stays inside (b/…/.. cancels out) and `b -> .` is harmless; together `x`
+    // climbs seven levels from pkg/, to the sandbox, and a third archive writes through it.
+    let sb = Sandbox::new();
+    let outside = sb.path("outside");
+    fs_err::create_dir_all(&outside).unwrap();
+    let x = format!("{}{}outside", "b/".repeat(6), "../".repeat(7));
+    let archives = [
+        (vec![link("pkg/x", &x)], ""),
+        (vec![link("pkg/b", ".")], ""),
+        (
+            vec![
+                exe("bin/hipcc", "#!/bin/sh\n"),
+                file("pkg/x/pwned", "pwned"),
+            ],
+            "",
+        ),
+    ];
+    let m = manifest_of(&sb, "combined", &archives);
+    let out = install_manifest(&sb, &m);
+    refused_and_nothing_outside(
+        &sb,
+        &out,
+        &outside,
+        "pkg/x/pwned would be placed at pkg/x/pwned, outside the toolchain (it climbs above the root through the link `pkg/x`)",
+    );
+
+    // Without anything written through it, the link itself is refused once assembled.
+    let m = manifest_of(&sb, "combined-link", &archives[..2]);
+    let out = install_manifest(&sb, &m);
+    refused_and_nothing_outside(
+        &sb,
+        &out,
+        &outside,
+        "the assembled tree has the link pkg/x -> b/b/b/b/b/b/../../../../../../../outside, which leads outside it",
+    );
+}
+
+#[test]
+fn a_strip_prefix_cannot_turn_an_inside_link_chain_into_an_exit() {
+    // Inside its archive `a/u1` is the archive's root; with `rocm/` stripped it is the
+    // directory above the toolchain, and the next archive writes there.
+    let sb = Sandbox::new();
+    let archives = [
+        (
+            vec![
+                exe("rocm/bin/hipcc", "#!/bin/sh\n"),
+                link("rocm/a/up", ".."),
+                link("rocm/a/u1", "up/.."),
+            ],
+            "rocm",
+        ),
+        (vec![file("more/a/u1/pwned", "pwned")], "more"),
+    ];
+    let m = manifest_of(&sb, "strip", &archives);
+    let out = install_manifest(&sb, &m);
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("links to up/.., outside the toolchain once placed at a/u1"),
+        "{t}"
+    );
+    hint_last(&t);
+    assert!(!toolchains.join("pwned").exists(), "written above the tree");
+    assert!(!toolchains.join("rocm-6.2.4").exists());
+}

@@ -6,6 +6,7 @@
 
 pub mod assemble;
 pub mod cache;
+pub mod confine;
 pub mod download;
 pub mod driver;
 pub mod fault;
@@ -235,6 +236,7 @@ pub fn install(
             .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
     }
     finish_tree(plan, tmp.path())?;
+    assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
     fetcher.hooks.checkpoint("assemble");
     let detected = detect::detect(tmp.path()).map_err(|e| {
         anyhow::anyhow!("the installed tree of {name} is not a working toolchain: {e}")
