@@ -370,3 +370,95 @@ fn a_strip_prefix_cannot_turn_an_inside_link_chain_into_an_exit() {
     assert!(!toolchains.join("pwned").exists(), "written above the tree");
     assert!(!toolchains.join("rocm-6.2.4").exists());
 }
+
+/// The same command as `Sandbox::gpuenv`, started in the background.
+fn spawn(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> std::process::Child {
+    ensure_proxy_built();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
+    cmd.env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .env("NO_COLOR", "1")
+        .current_dir(sb.dir.path())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+fn wait_for(marker: &Path, child: &mut std::process::Child) {
+    let start = std::time::Instant::now();
+    while !marker.exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("gpuenv ended ({status}) before its checkpoint");
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(120));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn installing_a_toolchain_leaves_the_temp_tree_of_one_whose_name_extends_it_alone() {
+    if !cfg!(debug_assertions) {
+        eprintln!("SKIPPED: the pause checkpoints exist in debug builds only");
+        return;
+    }
+    let sb = Sandbox::new();
+    let longer = write_manifest(&sb.path("foo"), "6.2.4");
+    let text_of = fs_err::read_to_string(&longer).unwrap();
+    write(&longer, &format!("name = \"rocm-6.2.4-foo\"\n{text_of}"));
+    let shorter = write_manifest(&sb.path("plain"), "6.2.4");
+
+    // rocm-6.2.4-foo stops with its tree assembled in its temp dir, holding its lock…
+    let marker = sb.path("paused");
+    let pause = format!("assemble:{}", marker.display());
+    let mut foo = spawn(
+        &sb,
+        &[("GPUENV_TEST_PAUSE_AT", &pause)],
+        &[
+            "install",
+            "rocm-6.2.4-foo",
+            "--manifest",
+            longer.to_str().unwrap(),
+        ],
+    );
+    wait_for(&marker, &mut foo);
+    // …while rocm-6.2.4 is installed from start to end, cleaning up after itself.
+    let plain = gpuenv(
+        &sb,
+        &[],
+        &[
+            "install",
+            "rocm-6.2.4",
+            "--manifest",
+            shorter.to_str().unwrap(),
+        ],
+    );
+    assert!(plain.status.success(), "{}", text(&plain));
+    fs_err::remove_file(&marker).unwrap();
+    let foo = foo.wait_with_output().unwrap();
+    assert!(foo.status.success(), "{}", text(&foo));
+
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    for name in ["rocm-6.2.4", "rocm-6.2.4-foo"] {
+        for f in [
+            "bin/hipcc",
+            ".info/version",
+            "lib/libamdhip64.so",
+            "include/hip/hip_runtime.h",
+        ] {
+            assert!(toolchains.join(name).join(f).exists(), "{name} lacks {f}");
+        }
+    }
+    let names: Vec<String> = fs_err::read_dir(&toolchains)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".lock"))
+        .collect();
+    assert_eq!(names.len(), 2, "temp trees left: {names:?}");
+}

@@ -1,7 +1,7 @@
 //! Fetching over HTTP(S) or from `file://` mirrors: index pages (kept in the cache for
 //! `--offline`), and archives unpacked in the cache (downloaded by `download.rs`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use reqwest::{StatusCode, Url};
 use super::cache::{self, Cache};
 use super::fault::Fault;
 use super::hooks::Hooks;
-use super::{unpack, Archive};
+use super::{scratch, unpack, Archive};
 use crate::context::{vars, Context};
 use crate::ui;
 
@@ -182,11 +182,8 @@ impl Fetcher {
         }
         let parent = dir.parent().expect("cache paths have a parent");
         fs_err::create_dir_all(parent)?;
-        // Left by a killed process; we hold the lock, so nobody is still writing them.
-        remove_matching(parent, &format!(".tmp-{}-", a.sha256));
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".tmp-{}-", a.sha256))
-            .tempdir_in(parent)?;
+        scratch::remove_leftovers(parent, a.sha256.as_str());
+        let tmp = scratch::tempdir(parent, a.sha256.as_str())?;
         bar.set_message(format!("{} (unpacking)", a.component));
         let result = unpack::unpack(&file, a.format, tmp.path(), &a.file_name(), &self.hooks);
         if let Err(e) = result {
@@ -348,22 +345,5 @@ pub(super) fn classify(url: &Url, e: &reqwest::Error) -> Fault {
         }
     } else {
         Fault::Transfer { url, message }
-    }
-}
-
-/// Removes the entries of `dir` whose names start with `prefix` (leftovers of killed runs).
-pub fn remove_matching(dir: &Path, prefix: &str) {
-    let Ok(rd) = fs_err::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        if e.file_name().to_string_lossy().starts_with(prefix) {
-            let p = e.path();
-            let _ = if p.is_dir() && !p.is_symlink() {
-                fs_err::remove_dir_all(&p)
-            } else {
-                fs_err::remove_file(&p)
-            };
-        }
     }
 }

@@ -13,6 +13,7 @@ pub mod fault;
 pub mod fetch;
 pub mod hooks;
 pub mod pathpart;
+pub mod scratch;
 pub mod source;
 pub mod unpack;
 
@@ -211,26 +212,16 @@ pub fn install(
     }
     // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
     // nobody is still working on them. A tree that never got registered is one of them.
-    fetch::remove_matching(&home.toolchains(), &format!(".tmp-{name}-"));
-    fetch::remove_matching(&home.toolchains(), &format!(".old-{name}-"));
-    if fs_err::symlink_metadata(&root).is_ok() {
-        let doomed = home
-            .toolchains()
-            .join(format!(".old-{name}-{}", std::process::id()));
-        fs_err::rename(&root, &doomed)?;
-        fs_err::remove_dir_all(&doomed)?;
-    }
+    scratch::remove_leftovers(&home.toolchains(), &name);
+    scratch::remove_tree(&home.toolchains(), &name, &root)?;
 
     let dirs = fetch_all(fetcher, plan, progress)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".tmp-{name}-"))
-        .tempdir_in(home.toolchains())
-        .with_context(|| {
-            format!(
-                "creating a temporary directory in {}",
-                home.toolchains().display()
-            )
-        })?;
+    let tmp = scratch::tempdir(&home.toolchains(), &name).with_context(|| {
+        format!(
+            "creating a temporary directory in {}",
+            home.toolchains().display()
+        )
+    })?;
     for (a, dir) in plan.archives.iter().zip(&dirs) {
         assemble::place(dir, &a.mapping, &a.component, tmp.path())
             .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
