@@ -513,3 +513,132 @@ fn a_tampered_nvcc_does_not_survive_uninstall_and_an_offline_reinstall() {
     let out = ok(&vars, &[NVIDIA_MINIMAL, &["--offline"]].concat());
     assert!(!out.contains("was changed"), "{out}");
 }
+
+#[test]
+fn a_corrupt_archive_says_the_published_file_is_broken_not_to_delete_a_deleted_file() {
+    let sb = Sandbox::new();
+    let good = rocm_tarball("6.2.4");
+    let cut = &good[..good.len() * 6 / 10];
+    let dir = sb.path("m");
+    fs_err::create_dir_all(&dir).unwrap();
+    fs_err::write(dir.join("rocm-6.2.4.tar.xz"), cut).unwrap();
+    let manifest = dir.join("m.toml");
+    write(
+        &manifest,
+        &manifest_toml("6.2.4", "rocm-6.2.4.tar.xz", &sha256(cut)),
+    );
+    let out = install_manifest(&sb, &manifest);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    let url = format!("file://{}", dir.join("rocm-6.2.4.tar.xz").display());
+    assert!(
+        t.contains("the archive rocm-6.2.4.tar.xz is corrupt")
+            && t.contains(&format!("the file published at {url} is itself broken")),
+        "{t}"
+    );
+    assert!(
+        !t.contains("downloads/archives"),
+        "names the deleted copy:\n{t}"
+    );
+    hint_last(&t);
+    let cached = sb
+        .gpuenv_home()
+        .join(format!("downloads/archives/{}", sha256(cut)));
+    assert!(!cached.exists());
+}
+
+#[test]
+fn a_missing_local_manifest_or_mirror_is_a_missing_file_not_an_http_404() {
+    let sb = Sandbox::new();
+    let missing = sb.path("nope/toolchains.toml");
+    let url = format!("file://{}", missing.display());
+    for given in [
+        "nope/toolchains.toml",
+        missing.to_str().unwrap(),
+        url.as_str(),
+    ] {
+        let out = gpuenv(&sb, &[], &["install", "rocm-6.2.4", "--manifest", given]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{t}");
+        assert!(
+            t.contains(&format!("{} does not exist", missing.display())),
+            "{given}: {t}"
+        );
+        assert!(!t.contains("404"), "{given}: {t}");
+        hint_last(&t);
+    }
+    let mirror = sb.path("no-mirror");
+    let out = gpuenv(
+        &sb,
+        &[("GPUENV_CUDA_MIRROR", mirror.to_str().unwrap())],
+        NVIDIA_MINIMAL,
+    );
+    let t = text(&out);
+    assert!(
+        t.contains(&format!("{}/ does not exist", mirror.display())),
+        "{t}"
+    );
+    assert!(!t.contains("404"), "{t}");
+}
+
+#[test]
+fn a_redirect_loop_is_reported_at_once_not_retried() {
+    let server = Server::start();
+    server.redirect("loop/", "loop/");
+    let sb = Sandbox::new();
+    let url = server.url("loop/");
+    let out = gpuenv(&sb, &[("GPUENV_CUDA_MIRROR", &url)], NVIDIA_MINIMAL);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains(&format!("{url} redirects in a loop")), "{t}");
+    assert!(!t.contains("retrying"), "{t}");
+    hint_last(&t);
+    // One attempt follows the redirects reqwest allows (10), and no second one starts.
+    let hits = server.hits("/loop/").len();
+    assert!((2..=11).contains(&hits), "{hits} requests");
+}
+
+#[test]
+fn a_read_only_gpuenv_home_is_said_to_be_read_only() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    let manifest = write_manifest(&sb.path("m"), "6.2.4");
+    let home = sb.gpuenv_home();
+    fs_err::create_dir_all(&home).unwrap();
+    fs_err::set_permissions(&home, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
+    cmd.env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .current_dir(sb.dir.path())
+        .args([
+            "install",
+            "rocm-6.2.4",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ]);
+    // Root writes anywhere: run as nobody, who can read the sandbox but not write it.
+    if fs_err::metadata(sb.dir.path()).unwrap().uid() == 0 {
+        for d in [
+            sb.dir.path(),
+            &sb.home(),
+            &sb.path("home/.local"),
+            &sb.path("home/.local/share"),
+        ] {
+            fs_err::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        cmd.uid(65534).gid(65534);
+    }
+    let out = cmd.output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains(&format!("GPUENV_HOME ({}) is read-only", home.display())),
+        "{t}"
+    );
+    assert!(!t.contains("failed to create directory"), "{t}");
+    hint_last(&t);
+    assert_eq!(fs_err::read_dir(&home).unwrap().count(), 0);
+}

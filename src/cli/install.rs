@@ -105,6 +105,7 @@ pub(super) fn sources<'a>(
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
+        install::writable_home(&home)?;
         let specs: Vec<Spec> = self
             .specs
             .iter()

@@ -19,6 +19,7 @@ impl Args {
         let name = self.name.as_str();
         install::checked_name(name)?;
         let home = ctx.gpuenv_home()?;
+        install::writable_home(&home)?;
         let _lock = install::lock_toolchain(&home, name)?;
         let (root, dropped_defaults, registry) = Registry::update(&home, |registry| {
             let Some(entry) = registry.toolchains.get(name) else {

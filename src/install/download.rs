@@ -13,7 +13,9 @@ use sha2::{Digest, Sha256};
 
 use super::cache::hex;
 use super::fault::Fault;
-use super::fetch::{chain, check_status, classify, first_line, Fetcher, ATTEMPTS, BUF};
+use super::fetch::{
+    chain, check_status, classify, first_line, no_such_file, Fetcher, ATTEMPTS, BUF,
+};
 use super::Archive;
 use crate::ui;
 
@@ -173,13 +175,9 @@ fn hash_prefix(file: &mut fs_err::File, path: &Path, hasher: &mut Sha256) -> Res
 }
 
 fn copy_local(a: &Archive, part: &Path, bar: &ProgressBar) -> Result<(), Fault> {
-    let src = a.url.to_file_path().map_err(|()| Fault::NotFound {
-        url: a.url.to_string(),
-    })?;
+    let src = a.url.to_file_path().map_err(|()| no_such_file(&a.url))?;
     let mut input = fs_err::File::open(&src).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Fault::NotFound {
-            url: a.url.to_string(),
-        },
+        std::io::ErrorKind::NotFound => no_such_file(&a.url),
         _ => Fault::io(&src, e),
     })?;
     let mut out = fs_err::File::create(part).map_err(|e| Fault::io(part, e))?;

@@ -198,7 +198,8 @@ impl Fetcher {
         scratch::remove_leftovers(parent, a.sha256.as_str());
         let tmp = scratch::tempdir(parent, a.sha256.as_str())?;
         bar.set_message(format!("{} (unpacking)", a.component));
-        let result = unpack::unpack(&file, a.format, tmp.path(), &a.file_name(), &self.hooks);
+        let (label, url) = (a.file_name(), a.url.to_string());
+        let result = unpack::unpack(&file, a.format, tmp.path(), &label, &url, &self.hooks);
         if let Err(e) = result {
             // A corrupt archive is dropped so the next attempt fetches it again.
             if fresh || matches!(e, Fault::CorruptArchive { .. }) {
@@ -212,10 +213,20 @@ impl Fetcher {
     }
 }
 
+/// A missing local file is not an HTTP 404: the message names the path.
+pub(super) fn no_such_file(url: &Url) -> Fault {
+    match url.to_file_path() {
+        Ok(path) => Fault::NoSuchFile {
+            path: path.display().to_string(),
+        },
+        Err(()) => Fault::NoSuchFile {
+            path: url.to_string(),
+        },
+    }
+}
+
 fn local_page(url: &Url) -> Result<Page, Fault> {
-    let not_found = || Fault::NotFound {
-        url: url.to_string(),
-    };
+    let not_found = || no_such_file(url);
     let path = url.to_file_path().map_err(|()| not_found())?;
     if path.is_dir() {
         // A directory lists its entries as links, like a web server's index page.
@@ -344,6 +355,13 @@ pub(super) fn classify(url: &Url, e: &reqwest::Error) -> Fault {
     let lower = message.to_lowercase();
     if e.is_timeout() {
         Fault::Timeout { url }
+    } else if e.is_redirect() {
+        Fault::Redirect { url, message }
+    } else if lower.contains("certificate") {
+        Fault::Certificate {
+            url,
+            message: root_cause,
+        }
     } else if lower.contains("dns error")
         || lower.contains("failed to lookup address")
         || lower.contains("name or service not known")

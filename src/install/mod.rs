@@ -162,6 +162,41 @@ pub struct Installed {
     pub fetched_bytes: u64,
 }
 
+#[derive(Debug, thiserror::Error)]
+#[error("GPUENV_HOME ({}) is read-only: cannot create a file in {} ({cause})\nhint: make it writable (`chmod u+w {}`), or set GPUENV_HOME to a directory you can write", home.display(), dir.display(), home.display())]
+pub struct ReadOnlyHome {
+    pub home: PathBuf,
+    pub dir: PathBuf,
+    pub cause: std::io::Error,
+}
+
+/// Checks that installs can write where they must (GPUENV_HOME and its `toolchains/`)
+/// before anything is fetched, so a read-only home is said as such.
+pub fn writable_home(home: &Home) -> Result<(), ReadOnlyHome> {
+    let read_only = |dir: &Path, cause: std::io::Error| ReadOnlyHome {
+        home: home.root.clone(),
+        dir: dir.to_path_buf(),
+        cause,
+    };
+    for dir in [home.root.clone(), home.toolchains()] {
+        let attempt = fs_err::create_dir_all(&dir).and_then(|()| tempfile::tempfile_in(&dir));
+        match attempt {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                return Err(read_only(&dir, e))
+            }
+            // Anything else is reported where it happens, with its own message.
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// `name` as the name of a toolchain, checked before it names anything on disk.
 pub fn checked_name(name: &str) -> Result<Spec> {
     let bad = |e: &dyn std::fmt::Display| {
@@ -197,7 +232,7 @@ pub fn install(
         already,
         fetched_bytes: fetcher.fetched.load(Ordering::Relaxed),
     };
-    fs_err::create_dir_all(home.toolchains())?;
+    writable_home(home)?;
     let _lock = lock_toolchain(home, &name)?;
     if let Some(existing) = Registry::load(home)?.toolchains.get(&name) {
         if existing.source != Origin::Installed {

@@ -12,19 +12,21 @@ use super::fault::Fault;
 use super::hooks::Hooks;
 use super::Format;
 
-/// Extracts `archive` into the empty directory `dest`. `label` names it in errors.
+/// Extracts `archive` into the empty directory `dest`. `label` names it in errors, `url`
+/// is where it came from.
 pub fn unpack(
     archive: &Path,
     format: Format,
     dest: &Path,
     label: &str,
+    url: &str,
     hooks: &Hooks,
 ) -> Result<(), Fault> {
     let file = fs_err::File::open(archive).map_err(|e| Fault::io(archive, e))?;
     let mut out = Extractor {
         dest: dest.to_path_buf(),
         label: label.to_string(),
-        path: archive.display().to_string(),
+        url: url.to_string(),
         links: HashSet::new(),
         count: 0,
         hooks,
@@ -57,7 +59,7 @@ fn xz_decoder<R: std::io::BufRead + Send + 'static>(input: R) -> Box<dyn Read + 
 struct Extractor<'a> {
     dest: PathBuf,
     label: String,
-    path: String,
+    url: String,
     /// Links created so far: nothing may be written through them.
     links: HashSet<PathBuf>,
     count: usize,
@@ -76,7 +78,7 @@ impl Extractor<'_> {
     fn corrupt(&self, e: impl std::fmt::Display) -> Fault {
         Fault::CorruptArchive {
             archive: self.label.clone(),
-            path: self.path.clone(),
+            url: self.url.clone(),
             message: e.to_string(),
         }
     }

@@ -76,7 +76,7 @@ impl Pypi<'_> {
             .context("building the project URL")?;
         let page = match self.fetcher.page(&url, ACCEPT) {
             Ok(p) => p,
-            Err(Fault::NotFound { .. }) => bail!(
+            Err(Fault::NotFound { .. } | Fault::NoSuchFile { .. }) => bail!(
                 "the package index {} has no project {project} ({url})\nhint: set GPUENV_PYPI_URL to an index that mirrors NVIDIA's CUDA wheels",
                 self.index
             ),
