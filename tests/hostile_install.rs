@@ -373,7 +373,6 @@ fn a_strip_prefix_cannot_turn_an_inside_link_chain_into_an_exit() {
 
 /// The same command as `Sandbox::gpuenv`, started in the background.
 fn spawn(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> std::process::Child {
-    ensure_proxy_built();
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
     cmd.env_clear()
         .env("HOME", sb.home())
@@ -438,10 +437,9 @@ fn installing_a_toolchain_leaves_the_temp_tree_of_one_whose_name_extends_it_alon
             shorter.to_str().unwrap(),
         ],
     );
-    assert!(plain.status.success(), "{}", text(&plain));
+    succeeded(&plain);
     fs_err::remove_file(&marker).unwrap();
-    let foo = foo.wait_with_output().unwrap();
-    assert!(foo.status.success(), "{}", text(&foo));
+    succeeded(&foo.wait_with_output().unwrap());
 
     let toolchains = sb.gpuenv_home().join("toolchains");
     for name in ["rocm-6.2.4", "rocm-6.2.4-foo"] {
@@ -473,7 +471,7 @@ fn a_tampered_nvcc_does_not_survive_uninstall_and_an_offline_reinstall() {
     let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
     let ok = |vars: &[(&str, &str)], args: &[&str]| {
         let out = gpuenv(&sb, vars, args);
-        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        succeeded(&out);
         text(&out)
     };
     ok(&vars, NVIDIA_MINIMAL);

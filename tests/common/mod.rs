@@ -41,7 +41,6 @@ impl Sandbox {
 
     /// The real gpuenv binary with a clean environment.
     pub fn gpuenv(&self) -> assert_cmd::Command {
-        ensure_proxy_built();
         let mut cmd = assert_cmd::Command::cargo_bin("gpuenv").unwrap();
         cmd.env_clear()
             .env("HOME", self.home())
@@ -54,19 +53,32 @@ impl Sandbox {
     }
 
     /// Runs gpuenv and returns stdout; panics with stderr if it fails.
+    #[track_caller]
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.gpuenv().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "gpuenv {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        succeeded(&self.gpuenv().args(args).output().unwrap())
     }
 
     pub fn settings(&self) -> Option<String> {
         fs::read_to_string(self.gpuenv_home().join("settings.toml")).ok()
     }
+}
+
+/// Asserts that a finished command succeeded, showing what it printed if not; its stdout.
+#[track_caller]
+pub fn succeeded(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "the command failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The text of a captured real output in tests/captured.
+pub fn captured(name: &str) -> String {
+    fs::read_to_string(Path::new(CAPTURED).join(name)).unwrap()
 }
 
 pub fn write(path: &Path, text: &str) {
@@ -176,24 +188,10 @@ pub fn have_tool(tool: &str) -> bool {
     found
 }
 
-/// gpuenv copies the proxy binary from beside itself; `cargo test -p gpuenv` alone does not
-/// build another package's binary, so build it once per test process (a no-op when fresh).
-pub fn ensure_proxy_built() {
-    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "gpuenv-shim"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building gpuenv-shim failed");
-    });
-}
-
-/// The built proxy binary.
+/// The built proxy binary (a binary of this package, so cargo builds it for the tests; gpuenv
+/// copies it from beside itself).
 pub fn proxy_bin() -> PathBuf {
-    ensure_proxy_built();
-    assert_cmd::cargo::cargo_bin("gpuenv").with_file_name("gpuenv-shim")
+    assert_cmd::cargo::cargo_bin("gpuenv-shim")
 }
 
 /// A torch package as wheels lay it out: `<site>/torch/version.py` (in the format of the

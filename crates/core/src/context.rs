@@ -1,0 +1,110 @@
+//! The one handle on process state: working directory and environment variables, read once
+//! at the edge and passed down, so everything below runs in tests without touching the
+//! real process.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+
+use crate::toolchain::registry::Home;
+
+/// Every environment variable gpuenv reads (besides the path lists it edits).
+pub mod vars {
+    pub const GPUENV_HOME: &str = "GPUENV_HOME";
+    pub const GPUENV_TOOLCHAIN: &str = "GPUENV_TOOLCHAIN";
+    pub const GPUENV_DISCOVER_ROOTS: &str = "GPUENV_DISCOVER_ROOTS";
+    pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
+    pub const HOME: &str = "HOME";
+    pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
+    /// The active venv: where a `torch` pin and the guard look for torch first.
+    pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
+    /// The torch guard's policy: `minor` (default), `major` or `off`.
+    pub const GPUENV_TORCH_CHECK: &str = "GPUENV_TORCH_CHECK";
+    /// Set by the hook scripts to the shell they run in (`gpuenv use` prints that shell's code).
+    pub const GPUENV_SHELL: &str = "GPUENV_SHELL";
+    /// How many gpuenv proxies are running in a chain; the proxy stops at 3.
+    pub const GPUENV_SHIM_DEPTH: &str = "GPUENV_SHIM_DEPTH";
+    // Read by `gpuenv doctor` to diagnose, never acted on.
+    pub const TORCH_CUDA_ARCH_LIST: &str = "TORCH_CUDA_ARCH_LIST";
+    pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+    pub const NVCC_CCBIN: &str = "NVCC_CCBIN";
+    pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+    pub const NCCL_ROOT: &str = "NCCL_ROOT";
+    pub const NCCL_INCLUDE_DIR: &str = "NCCL_INCLUDE_DIR";
+    pub const NCCL_LIB_DIR: &str = "NCCL_LIB_DIR";
+    pub const RCCL_HOME: &str = "RCCL_HOME";
+    pub const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
+    pub const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
+    pub const SLURM_EXPORT_ENV: &str = "SLURM_EXPORT_ENV";
+    pub const NO_COLOR: &str = "NO_COLOR";
+    /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
+    pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
+    // Installing.
+    /// NVIDIA's redist root (a URL, `file://` URL or directory).
+    pub const GPUENV_CUDA_MIRROR: &str = "GPUENV_CUDA_MIRROR";
+    /// The package index for the pypi source; else pip's `PIP_INDEX_URL`; else PyPI.
+    pub const GPUENV_PYPI_URL: &str = "GPUENV_PYPI_URL";
+    pub const PIP_INDEX_URL: &str = "PIP_INDEX_URL";
+    /// The download cache (default `$GPUENV_HOME/downloads`).
+    pub const GPUENV_DOWNLOAD_CACHE: &str = "GPUENV_DOWNLOAD_CACHE";
+    /// Seconds to wait for data before a download counts as timed out (default 60).
+    pub const GPUENV_HTTP_TIMEOUT: &str = "GPUENV_HTTP_TIMEOUT";
+    pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
+    pub const HTTP_PROXY: &str = "HTTP_PROXY";
+    pub const ALL_PROXY: &str = "ALL_PROXY";
+    pub const NO_PROXY: &str = "NO_PROXY";
+    /// Debug builds only: stop at an install stage for crash tests (`<stage>:<marker file>`).
+    pub const GPUENV_TEST_HANG_AT: &str = "GPUENV_TEST_HANG_AT";
+    /// Debug builds only: wait at an install stage until the marker file is deleted.
+    pub const GPUENV_TEST_PAUSE_AT: &str = "GPUENV_TEST_PAUSE_AT";
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    pub cwd: PathBuf,
+    pub vars: BTreeMap<String, String>,
+}
+
+impl Context {
+    pub fn from_process() -> Result<Context> {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let vars = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        Ok(Context { cwd, vars })
+    }
+
+    pub fn var(&self, key: &str) -> Option<&str> {
+        self.vars.get(key).map(String::as_str)
+    }
+
+    /// A variable that is set and not empty.
+    pub fn var_nonempty(&self, key: &str) -> Option<&str> {
+        self.var(key).filter(|v| !v.is_empty())
+    }
+
+    pub fn home_dir(&self) -> Option<PathBuf> {
+        self.var_nonempty(vars::HOME).map(PathBuf::from)
+    }
+
+    /// The prefix of every absolute system path gpuenv reads (`/proc`, `/dev`, `/.dockerenv`):
+    /// `GPUENV_DOCTOR_ROOT`, else `/`.
+    pub fn system_root(&self) -> PathBuf {
+        PathBuf::from(self.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"))
+    }
+
+    /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`.
+    pub fn gpuenv_home(&self) -> Result<Home> {
+        if let Some(h) = self.var_nonempty(vars::GPUENV_HOME) {
+            return Ok(Home::new(self.cwd.join(h)));
+        }
+        if let Some(x) = self.var_nonempty(vars::XDG_DATA_HOME) {
+            return Ok(Home::new(PathBuf::from(x).join("gpuenv")));
+        }
+        let home = self
+            .home_dir()
+            .context("neither GPUENV_HOME nor HOME is set\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
+        Ok(Home::new(home.join(".local/share/gpuenv")))
+    }
+}

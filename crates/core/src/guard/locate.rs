@@ -1,0 +1,120 @@
+//! Finding the torch of the active Python without importing it: site-packages of
+//! `$VIRTUAL_ENV` / `$CONDA_PREFIX`, else the `python3` on PATH asked for its `sys.path`.
+
+use std::path::{Path, PathBuf};
+
+use crate::context::vars;
+use crate::context::Context;
+
+use super::{read_torch, TorchVersion};
+
+/// Where a Python environment's `site-packages` may hold torch, without running Python:
+/// `$VIRTUAL_ENV` or `$CONDA_PREFIX` `/lib/python3*/site-packages`.
+pub fn site_packages_of_prefix(prefix: &Path) -> Vec<PathBuf> {
+    let lib = prefix.join("lib");
+    let mut out: Vec<PathBuf> = fs_err::read_dir(&lib)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+                .map(|e| e.path().join("site-packages"))
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// Asks a Python interpreter for its `sys.path` (one process; torch is not imported).
+pub fn python_sys_path(python: &Path, envs: &[(String, String)]) -> std::io::Result<Vec<PathBuf>> {
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import sys; print('\\n'.join(p for p in sys.path if p))",
+        ])
+        .env_clear()
+        .envs(envs.iter().map(|(k, v)| (k, v)))
+        .output()?;
+    if !out.status.success() {
+        return Err(std::io::Error::other(format!(
+            "{} exited with {}: {}",
+            python.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect())
+}
+
+/// Finds the torch of the active Python without importing it: `python` if given, else
+/// `$VIRTUAL_ENV` and `$CONDA_PREFIX` site-packages, else the `python3` on PATH asked for
+/// its `sys.path` once.
+pub fn locate_torch(ctx: &Context, python: Option<&Path>) -> Result<TorchVersion, String> {
+    let mut looked: Vec<String> = Vec::new();
+    let envs: Vec<(String, String)> = ctx
+        .vars
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let from_python =
+        |python: &Path, looked: &mut Vec<String>| -> Result<Option<PathBuf>, String> {
+            let dirs = python_sys_path(python, &envs)
+                .map_err(|e| format!("cannot ask {} for its sys.path: {e}", python.display()))?;
+            looked.push(format!("sys.path of {}", python.display()));
+            Ok(find_torch_in(&dirs))
+        };
+    let found = if let Some(python) = python {
+        from_python(&ctx.cwd.join(python), &mut looked)?
+    } else {
+        let mut found = None;
+        for var in [vars::VIRTUAL_ENV, vars::CONDA_PREFIX] {
+            if let Some(prefix) = ctx.var_nonempty(var) {
+                looked.push(format!("${var}/lib/python3*/site-packages"));
+                found = find_torch_in(&site_packages_of_prefix(Path::new(prefix)));
+                if found.is_some() {
+                    break;
+                }
+            }
+        }
+        match found {
+            Some(f) => Some(f),
+            None => match find_on_path(ctx.var("PATH"), "python3") {
+                Some(python) => from_python(&python, &mut looked)?,
+                None => {
+                    looked.push("python3 on PATH (none found)".into());
+                    None
+                }
+            },
+        }
+    };
+    let dir = found.ok_or_else(|| {
+        format!(
+            "no torch package was found (looked in: {})",
+            looked.join(", ")
+        )
+    })?;
+    read_torch(&dir).map_err(|e| format!("cannot read {}: {e}", dir.join("version.py").display()))
+}
+
+/// The first executable `name` in a PATH value.
+pub fn find_on_path(path: Option<&str>, name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    path?
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(name))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// The first `torch` package with a `version.py` among `dirs`.
+pub fn find_torch_in(dirs: &[PathBuf]) -> Option<PathBuf> {
+    dirs.iter()
+        .map(|d| d.join("torch"))
+        .find(|t| t.join("version.py").is_file())
+}
