@@ -264,11 +264,11 @@ pub fn install(
     }
     // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
     // nobody is still working on them. A tree that never got registered is one of them.
-    gpuenv_core::fsutil::remove_leftovers(&home.toolchains(), &name);
-    gpuenv_core::fsutil::remove_tree(&root)?;
+    fsutil::remove_leftovers(&home.toolchains(), &name);
+    fsutil::remove_tree(&root)?;
 
     let dirs = fetch_all(fetcher, plan, progress)?;
-    let tmp = gpuenv_core::fsutil::temp_dir(&home.toolchains(), &name).with_context(|| {
+    let tmp = fsutil::temp_dir(&home.toolchains(), &name).with_context(|| {
         format!(
             "creating a temporary directory in {}",
             home.toolchains().display()
