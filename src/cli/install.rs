@@ -108,6 +108,7 @@ pub(super) fn sources<'a>(
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
+        gpuenv_install::writable_home(&home)?;
         let specs: Vec<Spec> = self
             .specs
             .iter()

@@ -71,6 +71,8 @@ pub mod vars {
     pub const NO_PROXY: &str = "NO_PROXY";
     /// Debug builds only: stop at an install stage for crash tests (`<stage>:<marker file>`).
     pub const GPUENV_TEST_HANG_AT: &str = "GPUENV_TEST_HANG_AT";
+    /// Debug builds only: wait at an install stage until the marker file is deleted.
+    pub const GPUENV_TEST_PAUSE_AT: &str = "GPUENV_TEST_PAUSE_AT";
 }
 
 /// The process's working directory and environment. Values are bytes (`OsString`): one

@@ -12,12 +12,18 @@ pub enum Fault {
     Timeout { url: String },
     #[error("{url} was not found (HTTP 404)\nhint: the mirror does not have this file; `gpuenv list --available cuda` shows what it has")]
     NotFound { url: String },
+    #[error("{path} does not exist\nhint: check the path (a relative one is taken from the current directory)")]
+    NoSuchFile { path: String },
     #[error("{url} answered HTTP {status}")]
     Status { url: String, status: u16 },
     #[error("the download of {url} ended early ({got} of {want} bytes)\nhint: try again: the part already fetched is kept and the download resumes")]
     ShortBody { url: String, got: u64, want: u64 },
     #[error("fetching {url} failed: {message}")]
     Transfer { url: String, message: String },
+    #[error("{url} redirects in a loop, or through more redirects than anyone should: {message}\nhint: check the mirror's URL (GPUENV_CUDA_MIRROR, GPUENV_PYPI_URL, --manifest); if it is right, tell whoever runs the server")]
+    Redirect { url: String, message: String },
+    #[error("the certificate of {url} is not trusted here: {message}\nhint: a company mirror's CA must be in the system's roots (put it in /usr/local/share/ca-certificates and run `update-ca-certificates`)")]
+    Certificate { url: String, message: String },
     #[error("{url} does not match its sha256 (expected {want}, got {got}); nothing was installed\nhint: the file on the server is corrupt or was replaced; try again later, and if it persists tell the mirror's owner")]
     HashMismatch {
         url: String,
@@ -30,10 +36,10 @@ pub enum Fault {
         entry: String,
         why: String,
     },
-    #[error("the archive {archive} is corrupt: {message}; nothing was installed\nhint: remove it from the download cache ({path}) and try again")]
+    #[error("the archive {archive} is corrupt: {message}; nothing was installed\nhint: it matches the sha256 its source gives, so the file published at {url} is itself broken: tell whoever publishes it (gpuenv removed its copy from the download cache)")]
     CorruptArchive {
         archive: String,
-        path: String,
+        url: String,
         message: String,
     },
     #[error("{url} is not in the download cache, and --offline forbids fetching it\nhint: run the same install once without --offline")]
@@ -43,7 +49,8 @@ pub enum Fault {
 }
 
 impl Fault {
-    /// Worth another attempt: the network may do better next time.
+    /// Worth another attempt: the network may do better next time. A 404, a redirect loop,
+    /// a certificate nobody trusts or a bad hash will be the same again.
     pub fn is_transient(&self) -> bool {
         matches!(
             self,

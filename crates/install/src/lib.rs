@@ -6,10 +6,13 @@
 
 pub mod assemble;
 pub mod cache;
+pub mod confine;
 pub mod download;
 pub mod fault;
 pub mod fetch;
 pub mod hooks;
+pub mod pathpart;
+pub mod seal;
 pub mod source;
 pub mod unpack;
 
@@ -75,7 +78,7 @@ pub struct Archive {
     pub component: String,
     pub version: String,
     pub url: Url,
-    pub sha256: String,
+    pub sha256: pathpart::Sha256,
     pub size: Option<u64>,
     pub format: Format,
     pub mapping: Mapping,
@@ -174,8 +177,53 @@ pub struct Installed {
     pub fetched_bytes: u64,
 }
 
+#[derive(Debug, thiserror::Error)]
+#[error("GPUENV_HOME ({}) is read-only: cannot create a file in {} ({cause})\nhint: make it writable (`chmod u+w {}`), or set GPUENV_HOME to a directory you can write", home.display(), dir.display(), home.display())]
+pub struct ReadOnlyHome {
+    pub home: PathBuf,
+    pub dir: PathBuf,
+    pub cause: std::io::Error,
+}
+
+/// Checks that installs can write where they must (GPUENV_HOME and its `toolchains/`)
+/// before anything is fetched, so a read-only home is said as such.
+pub fn writable_home(home: &Home) -> Result<(), ReadOnlyHome> {
+    let read_only = |dir: &Path, cause: std::io::Error| ReadOnlyHome {
+        home: home.root.clone(),
+        dir: dir.to_path_buf(),
+        cause,
+    };
+    for dir in [home.root.clone(), home.toolchains()] {
+        let attempt = fs_err::create_dir_all(&dir).and_then(|()| tempfile::tempfile_in(&dir));
+        match attempt {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                return Err(read_only(&dir, e))
+            }
+            // Anything else is reported where it happens, with its own message.
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// `name` as the name of a toolchain, checked before it names anything on disk.
+pub fn checked_name(name: &str) -> Result<Spec> {
+    let bad = |e: &dyn std::fmt::Display| {
+        anyhow::anyhow!("{e}\nhint: `gpuenv list` shows the registered names")
+    };
+    pathpart::part("toolchain name", name).map_err(|e| bad(&e))?;
+    name.parse().map_err(|e| bad(&e))
+}
+
 /// The lock that serialises installs and uninstalls of one toolchain.
 pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
+    checked_name(name)?;
     cache::lock(&home.toolchains().join(format!(".{name}.lock")), || {
         ui::info(format!("waiting for another gpuenv working on {name}"))
     })
@@ -200,7 +248,7 @@ pub fn install(
         already,
         fetched_bytes: fetcher.fetched.load(Ordering::Relaxed),
     };
-    fs_err::create_dir_all(home.toolchains())?;
+    writable_home(home)?;
     let _lock = lock_toolchain(home, &name)?;
     if let Some(existing) = Registry::load(home)?.toolchains.get(&name) {
         if existing.source != Origin::Installed {
@@ -216,25 +264,24 @@ pub fn install(
     }
     // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
     // nobody is still working on them. A tree that never got registered is one of them.
-    fetch::remove_matching(&home.toolchains(), &format!(".tmp-{name}-"));
-    fetch::remove_matching(&home.toolchains(), &format!(".old-{name}."));
-    gpuenv_core::fsutil::remove_tree(&root)?;
+    fsutil::remove_leftovers(&home.toolchains(), &name);
+    fsutil::remove_tree(&root)?;
 
     let dirs = fetch_all(fetcher, plan, progress)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".tmp-{name}-"))
-        .tempdir_in(home.toolchains())
-        .with_context(|| {
-            format!(
-                "creating a temporary directory in {}",
-                home.toolchains().display()
-            )
-        })?;
+    let tmp = fsutil::temp_dir(&home.toolchains(), &name).with_context(|| {
+        format!(
+            "creating a temporary directory in {}",
+            home.toolchains().display()
+        )
+    })?;
     for (a, dir) in plan.archives.iter().zip(&dirs) {
         assemble::place(dir, &a.mapping, &a.component, tmp.path())
             .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
     }
     finish_tree(plan, tmp.path())?;
+    assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
+    // Its files share inodes with the download cache: a write to one would change both.
+    seal::read_only(tmp.path())?;
     fetcher.hooks.checkpoint("assemble");
     let detected = detect::detect(tmp.path()).map_err(|e| {
         anyhow::anyhow!("the installed tree of {name} is not a working toolchain: {e}")

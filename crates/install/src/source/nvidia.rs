@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{highest_matching, redist_components, unknown_components, Source};
 use crate::fetch::Fetcher;
+use crate::pathpart::{self, Sha256, SOURCE_HINT};
 use crate::{Archive, Format, Mapping, Plan, Selection};
 use gpuenv_core::toolchain::nvidia_target::redist_platform;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
@@ -85,6 +86,41 @@ impl Source for Nvidia<'_> {
     }
 }
 
+/// One component's archive, every value that becomes a path checked.
+fn archive(key: &str, comp: &Value, entry: &Value, url: &Url) -> Result<Archive> {
+    let field = |name: &str| {
+        entry
+            .get(name)
+            .and_then(Value::as_str)
+            .with_context(|| format!("it has no {name}"))
+    };
+    let version = match comp.get("version").and_then(Value::as_str) {
+        Some(v) => pathpart::part("version", v)?.to_string(),
+        None => String::new(),
+    };
+    let rel = field("relative_path")?;
+    let sha256 = Sha256::parse(field("sha256")?)?;
+    let size = entry.get("size").and_then(|s| match s {
+        Value::String(s) => s.parse().ok(),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    });
+    pathpart::part("file name", rel.rsplit('/').next().unwrap_or(rel))?;
+    let format =
+        Format::from_name(rel).with_context(|| format!("unknown archive type of {rel}"))?;
+    Ok(Archive {
+        component: pathpart::part("component", key)?.to_string(),
+        version,
+        url: url
+            .join(rel)
+            .with_context(|| format!("bad relative_path {rel}"))?,
+        sha256,
+        size,
+        format,
+        mapping: Mapping::Redist,
+    })
+}
+
 /// The plan for `release` from its manifest.
 pub fn plan_from_manifest(
     json: &Value,
@@ -121,11 +157,6 @@ pub fn plan_from_manifest(
         let comp = obj.get(key).filter(|v| v.get("name").is_some()).with_context(|| {
             format!("CUDA {release} has no component {key}\nhint: `--profile minimal` asks for less; the manifest has: {}", components.join(", "))
         })?;
-        let version = comp
-            .get("version")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
         let mut entry = comp.get(redist_platform()).with_context(|| {
             format!(
                 "{key} of CUDA {release} has no archive for {}",
@@ -140,33 +171,10 @@ pub fn plan_from_manifest(
                     format!("{key} of CUDA {release} has no archive for this CUDA major")
                 })?;
         }
-        let rel = entry
-            .get("relative_path")
-            .and_then(Value::as_str)
-            .with_context(|| format!("{key} has no relative_path"))?;
-        let sha256 = entry
-            .get("sha256")
-            .and_then(Value::as_str)
-            .with_context(|| format!("{key} has no sha256"))?
-            .to_ascii_lowercase();
-        let size = entry.get("size").and_then(|s| match s {
-            Value::String(s) => s.parse().ok(),
-            Value::Number(n) => n.as_u64(),
-            _ => None,
-        });
-        let format = Format::from_name(rel)
-            .with_context(|| format!("{key}: unknown archive type of {rel}"))?;
-        archives.push(Archive {
-            component: key.clone(),
-            version,
-            url: url
-                .join(rel)
-                .with_context(|| format!("{key}: bad relative_path {rel}"))?,
-            sha256,
-            size,
-            format,
-            mapping: Mapping::Redist,
-        });
+        archives
+            .push(archive(key, comp, entry, url).with_context(|| {
+                format!("the component {key} of CUDA {release}\n{SOURCE_HINT}")
+            })?);
     }
     Ok(Plan {
         name: format!("cuda-{release}"),
@@ -226,7 +234,7 @@ mod tests {
         );
         let nvcc = &plan.archives[0];
         assert_eq!(nvcc.size, Some(1234));
-        assert_eq!(nvcc.sha256, "ab".repeat(32));
+        assert_eq!(nvcc.sha256.as_str(), "ab".repeat(32));
         assert_eq!(
             nvcc.url.as_str(),
             format!(

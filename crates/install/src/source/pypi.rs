@@ -15,6 +15,7 @@ use super::simple::{parse_html, parse_json, FileLink};
 use super::{extra_name, highest_matching, redist_components, unknown_components, Source};
 use crate::fault::Fault;
 use crate::fetch::Fetcher;
+use crate::pathpart;
 use crate::{Archive, Format, Mapping, Plan, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 
@@ -75,16 +76,16 @@ impl Pypi<'_> {
             .context("building the project URL")?;
         let page = match self.fetcher.page(&url, ACCEPT) {
             Ok(p) => p,
-            Err(Fault::NotFound { .. }) => bail!(
+            Err(Fault::NotFound { .. } | Fault::NoSuchFile { .. }) => bail!(
                 "the package index {} has no project {project} ({url})\nhint: set GPUENV_PYPI_URL to an index that mirrors NVIDIA's CUDA wheels",
                 self.index
             ),
             Err(e) => return Err(e).with_context(|| format!("reading the package index {}", self.index)),
         };
         if page.content_type.contains("json") {
-            parse_json(&page).with_context(|| format!("{url} is not a PEP 691 project page"))
+            parse_json(&page).with_context(|| format!("reading the PEP 691 project page {url}"))
         } else {
-            Ok(parse_html(&page))
+            parse_html(&page).with_context(|| format!("reading the project page {url}"))
         }
     }
 
@@ -228,8 +229,11 @@ impl Source for Pypi<'_> {
         let mut archives = Vec::new();
         for p in picks {
             let (name, file, version) = p?;
+            let component = name.trim_start_matches("nvidia-").replace('-', "_");
+            pathpart::part("component", &component)
+                .with_context(|| format!("{METAPACKAGE} {release}\n{}", pathpart::SOURCE_HINT))?;
             archives.push(Archive {
-                component: name.trim_start_matches("nvidia-").replace('-', "_"),
+                component,
                 version: version.to_string(),
                 sha256: file.sha256.clone().expect("pick checks it"),
                 size: file.size,
