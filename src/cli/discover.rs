@@ -94,7 +94,9 @@ impl Args {
                     r.toolchains.insert(name.clone(), entry.clone());
                 }
             }
-            shims::reshim(&home, r)?;
+            for why in shims::reshim(&home, r)?.refused {
+                ui::warn(format!("no shims for {why}"));
+            }
             Ok(r.clone())
         })?;
         ui::info(format!(

@@ -37,6 +37,7 @@ impl Args {
         }
         let (kind, version) = (detected.kind, detected.version.clone());
         let entry = Entry::from_detected(detected, root.clone(), Source::Linked);
+        shims::tools_of(&self.name, &entry)?;
         Registry::update(&home, |registry| {
             if let Some(existing) = registry.toolchains.get(&self.name) {
                 bail!(

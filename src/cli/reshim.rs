@@ -19,6 +19,9 @@ impl Args {
             }
             shims::reshim(&home, registry)
         })?;
+        for why in &report.refused {
+            ui::warn(format!("no shims for {why}"));
+        }
         ui::info(format!(
             "shims in {}: {} added, {} removed",
             home.shims().display(),

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::tables::{self, release_name};
+use crate::toolchain::cuda_tables::{self as tables, release_name};
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
 use crate::toolchain::{Kind, Version};
 

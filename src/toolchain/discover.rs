@@ -1,10 +1,11 @@
 //! Finding toolchains in the standard places: `/usr/local/cuda`, `/usr/local/cuda-*`,
-//! `/opt/cuda*`, `/opt/rocm`, `/opt/rocm-*`, Debian's `/usr/lib/nvidia-cuda-toolkit`, and
-//! conda environments (`~/.conda/environments.txt`, `$CONDA_PREFIX`).
+//! `/opt/cuda*`, `/opt/rocm`, `/opt/rocm-*`, Debian/Ubuntu's packages (`/usr/lib/nvidia-cuda-toolkit`,
+//! ROCm under `/usr`), and conda environments (`~/.conda/environments.txt`, `$CONDA_PREFIX`).
 
 use std::path::{Path, PathBuf};
 
 use super::detect::{self, Detected, NotAToolchain};
+use super::system;
 
 /// Where to look. `prefixes` are file-system roots the standard places are looked for under
 /// (`/` normally; `GPUENV_DISCOVER_ROOTS` replaces them so tests are hermetic).
@@ -24,8 +25,8 @@ pub struct Found {
 }
 
 impl Found {
-    /// The label a discovered toolchain's name gets: conda and Debian trees are marked so
-    /// they never take the plain name of a toolkit installed the usual way.
+    /// The label a discovered toolchain's name gets: conda and Debian/Ubuntu trees are marked
+    /// so they never take the plain name of a toolkit installed the usual way.
     pub fn label(&self) -> Option<&'static str> {
         match self.origin {
             "conda" => Some("conda"),
@@ -70,9 +71,12 @@ pub fn candidates(places: &Places) -> Vec<(PathBuf, &'static str)> {
         for c in children_starting_with(&p.join("opt"), "rocm") {
             out.push((c, "standard"));
         }
-        let debian = p.join("usr/lib/nvidia-cuda-toolkit");
-        if debian.is_dir() {
-            out.push((debian, "debian"));
+        let usr = p.join("usr");
+        if let Some(cuda) = system::cuda_root(&usr) {
+            out.push((cuda, "debian"));
+        }
+        if system::is_rocm_prefix(&usr) {
+            out.push((usr, "debian"));
         }
     }
     if let Some(file) = &places.conda_envs_file {

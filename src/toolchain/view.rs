@@ -1,6 +1,10 @@
 //! `$GPUENV_HOME/views/<name>/`: the toolchain root mirrored with links. Top-level entries
 //! are linked whole, except `bin/`, whose entries are linked one by one so that `bin/nvcc`
 //! and `bin/hipcc` can be the gpuenv proxy. Everything gpuenv exports points here.
+//!
+//! A system toolchain's view (Debian's packages) has only the compiler driver in `bin/`,
+//! so putting it on PATH shadows nothing else; a distribution prefix itself (`/usr`, the
+//! root of Debian's ROCm) is not mirrored at all: its tools expect `HIP_PATH=/usr`.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +27,9 @@ pub struct ViewMeta {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ViewPaths {
     pub root: PathBuf,
+    /// What `CUDA_HOME` / `ROCM_PATH` point at: the view, or for a toolchain whose root is
+    /// a distribution prefix, the prefix itself.
+    pub home: PathBuf,
     pub bin: PathBuf,
     pub include: PathBuf,
     pub lib: PathBuf,
@@ -41,6 +48,15 @@ impl ViewPaths {
 
 pub fn paths(home: &Home, name: &str, entry: &Entry) -> ViewPaths {
     let root = home.view(name);
+    if is_prefix_root(entry) {
+        return ViewPaths {
+            bin: root.join("bin"),
+            home: entry.root.clone(),
+            include: entry.include_dir.clone(),
+            lib: entry.lib_dir.clone(),
+            root,
+        };
+    }
     let inside = |dir: &Path, fallback: &str| match dir.strip_prefix(&entry.root) {
         Ok(rel) => root.join(rel),
         Err(_) => root.join(fallback),
@@ -49,8 +65,14 @@ pub fn paths(home: &Home, name: &str, entry: &Entry) -> ViewPaths {
         bin: root.join("bin"),
         include: inside(&entry.include_dir, "include"),
         lib: inside(&entry.lib_dir, lib_fallback(entry)),
+        home: root.clone(),
         root,
     }
+}
+
+/// The toolchain's root is the distribution prefix its files are spread over (`/usr`).
+fn is_prefix_root(entry: &Entry) -> bool {
+    entry.system.as_ref().is_some_and(|s| s.prefix == entry.root)
 }
 
 fn lib_fallback(entry: &Entry) -> &'static str {
@@ -79,6 +101,38 @@ pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<Pa
 }
 
 fn populate(view: &Path, name: &str, entry: &Entry, proxy: &Path) -> Result<()> {
+    if entry.system.is_some() {
+        populate_system(view, entry, proxy)?;
+    } else {
+        populate_mirror(view, entry, proxy)?;
+    }
+    let meta = ViewMeta {
+        name: name.to_string(),
+        entry: entry.clone(),
+    };
+    let text = toml::to_string_pretty(&meta).expect("view metadata always serializes");
+    fs_err::write(view.join(META_FILE), text)?;
+    Ok(())
+}
+
+/// `bin/<compiler>` as the proxy and nothing else in `bin/`; the rest of a root of its own
+/// (`/usr/lib/nvidia-cuda-toolkit`) mirrored, with the prefix's include and lib dirs.
+fn populate_system(view: &Path, entry: &Entry, proxy: &Path) -> Result<()> {
+    fs_err::create_dir(view.join("bin"))?;
+    symlink(proxy, &view.join("bin").join(entry.kind.compiler()))?;
+    if is_prefix_root(entry) {
+        return Ok(());
+    }
+    for item in fs_err::read_dir(&entry.root)? {
+        let item = item?;
+        if item.file_name() != "bin" {
+            symlink(&item.path(), &view.join(item.file_name()))?;
+        }
+    }
+    link_outside_dirs(view, entry)
+}
+
+fn populate_mirror(view: &Path, entry: &Entry, proxy: &Path) -> Result<()> {
     for item in fs_err::read_dir(&entry.root)? {
         let item = item?;
         let file_name = item.file_name();
@@ -99,8 +153,12 @@ fn populate(view: &Path, name: &str, entry: &Entry, proxy: &Path) -> Result<()> 
             symlink(&item.path(), &view.join(&file_name))?;
         }
     }
-    // Layouts that keep headers or libraries outside the root (Debian's package) get them
-    // linked in, so `$CUDA_HOME/include` and `$CUDA_HOME/lib64` work as tools expect.
+    link_outside_dirs(view, entry)
+}
+
+/// Layouts that keep headers or libraries outside the root (Debian's package) get them
+/// linked in, so `$CUDA_HOME/include` and `$CUDA_HOME/lib64` work as tools expect.
+fn link_outside_dirs(view: &Path, entry: &Entry) -> Result<()> {
     for (dir, link) in [
         (&entry.include_dir, "include"),
         (&entry.lib_dir, lib_fallback(entry)),
@@ -109,12 +167,6 @@ fn populate(view: &Path, name: &str, entry: &Entry, proxy: &Path) -> Result<()> 
             symlink(dir, &view.join(link))?;
         }
     }
-    let meta = ViewMeta {
-        name: name.to_string(),
-        entry: entry.clone(),
-    };
-    let text = toml::to_string_pretty(&meta).expect("view metadata always serializes");
-    fs_err::write(view.join(META_FILE), text)?;
     Ok(())
 }
 
