@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod env;
 pub mod fsutil;
 pub mod guard;
+pub mod host_compiler;
 pub mod install;
 pub mod project;
 pub mod resolve;

@@ -101,6 +101,7 @@ fn run() -> Result<Infallible> {
                     reason: Reason::View(invoked.clone().unwrap_or_default()),
                 }],
                 project: None,
+                host_compiler: None,
             };
             (home, registry, active)
         }

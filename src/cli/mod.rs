@@ -30,7 +30,7 @@ use crate::context::Context;
 use crate::resolve::{self, ActiveSet, Request};
 use crate::toolchain::registry::{Home, Registry};
 use crate::toolchain::Spec;
-use crate::{env, guard, trust, ui};
+use crate::{env, guard, host_compiler, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -120,11 +120,16 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
     Ok((home, registry))
 }
 
-/// The active set for the current directory, with `overrides` on top.
+/// The active set for the current directory, with `overrides` on top, and the host
+/// compiler its CUDA toolchain gets on this PATH.
 fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
     let torch = || guard::locate_torch(ctx, None);
     let req = Request::new(ctx, overrides, &torch);
-    Ok(resolve::resolve(&req, registry)?)
+    let mut active = resolve::resolve(&req, registry)?;
+    active.attach_host_compiler(&host_compiler::PathProbe {
+        path: ctx.var("PATH"),
+    });
+    Ok(active)
 }
 
 /// The environment of `active`, applied to the process's current values. A toolchain

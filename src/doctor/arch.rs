@@ -2,8 +2,8 @@
 //! exports as it) against what the active nvcc can target, and no list at all on a machine
 //! with no visible GPU (PyTorch's cpp_extension then fails with an IndexError).
 
-use crate::toolchain::cuda_tables::{self as tables, release_name};
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use crate::toolchain::cuda_tables::{self as tables, release_name};
 use crate::toolchain::Kind;
 
 pub const CHECK: Check = Check {

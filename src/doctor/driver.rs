@@ -2,8 +2,8 @@
 //! the torch build bundles? The driver version comes from `/proc/driver/nvidia/version`
 //! (proprietary and open kernel modules word it differently), else from `nvidia-smi`.
 
-use crate::toolchain::cuda_tables::{self as tables, release_name};
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use crate::toolchain::cuda_tables::{self as tables, release_name};
 use crate::toolchain::{Kind, Version};
 
 pub const CHECK: Check = Check {

@@ -72,7 +72,10 @@ pub fn paths(home: &Home, name: &str, entry: &Entry) -> ViewPaths {
 
 /// The toolchain's root is the distribution prefix its files are spread over (`/usr`).
 fn is_prefix_root(entry: &Entry) -> bool {
-    entry.system.as_ref().is_some_and(|s| s.prefix == entry.root)
+    entry
+        .system
+        .as_ref()
+        .is_some_and(|s| s.prefix == entry.root)
 }
 
 fn lib_fallback(entry: &Entry) -> &'static str {
