@@ -120,10 +120,14 @@ fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
 /// headers and libraries in the prefix's system directories.
 fn cuda_dirs(root: &Path) -> (PathBuf, PathBuf) {
     let target = root.join(format!("targets/{}-linux", std::env::consts::ARCH));
-    let include = if root.join("include").is_dir() {
+    // conda-forge's CUDA 12+ keeps its headers in targets/ while the prefix's include/
+    // holds the rest of the environment's headers.
+    let include = if root.join("include/cuda_runtime.h").is_file() {
         root.join("include")
     } else if target.join("include").is_dir() {
         target.join("include")
+    } else if root.join("include").is_dir() {
+        root.join("include")
     } else if let Some(prefix) = system::cuda_prefix_of(root) {
         prefix.join("include")
     } else {

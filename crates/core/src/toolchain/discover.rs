@@ -69,7 +69,13 @@ pub fn candidates(places: &Places) -> Vec<(PathBuf, &'static str)> {
             out.push((c, "standard"));
         }
         for c in children_starting_with(&p.join("opt"), "rocm") {
-            out.push((c, "standard"));
+            // ROCm 7's Core SDK installs into /opt/rocm/core(-<version>); /opt/rocm itself
+            // may then hold only links to it, or nothing of a toolchain.
+            let cores = children_starting_with(&c, "core");
+            if cores.is_empty() || c.join("bin/hipcc").exists() {
+                out.push((c, "standard"));
+            }
+            out.extend(cores.into_iter().map(|core| (core, "standard")));
         }
         let usr = p.join("usr");
         if let Some(cuda) = system::cuda_root(&usr) {
