@@ -57,7 +57,9 @@ pub fn native_archs(m: &Machine) -> Native {
         Some(Ok(text)) => {
             found.cuda = parse_compute_caps(&text);
             if found.cuda.is_empty() {
-                found.asked.push(format!("nvidia-smi: {}", first_line(&text)));
+                found
+                    .asked
+                    .push(format!("nvidia-smi: {}", first_line(&text)));
             }
         }
         Some(Err(e)) => found.asked.push(format!("nvidia-smi: {}", first_line(&e))),
