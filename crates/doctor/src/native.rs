@@ -42,9 +42,15 @@ pub fn parse_agents(text: &str) -> Vec<String> {
     out
 }
 
+/// The first line of a tool's answer, without the command line `Machine::run` puts first.
 fn first_line(text: &str) -> String {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty());
-    line.unwrap_or("no output").chars().take(120).collect()
+    let line = line.unwrap_or("no output");
+    let line = match line.strip_prefix('`').and_then(|l| l.split_once("` ")) {
+        Some((_, rest)) => rest,
+        None => line,
+    };
+    line.chars().take(160).collect()
 }
 
 pub fn native_archs(m: &Machine) -> Native {
