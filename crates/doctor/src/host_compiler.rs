@@ -60,8 +60,12 @@ pub fn run(inputs: &Inputs) -> Finding {
         }
         Err(problem) => {
             let mut notes = Notes::default();
+            let (problem, hint) = problem.split_once("\nhint: ").unwrap_or((
+                &problem,
+                "install that compiler, or fix the -ccbin / NVCC_CCBIN setting to name one that exists",
+            ));
             notes.problem(Status::Error, problem);
-            notes.hint("install that compiler, or fix the -ccbin / NVCC_CCBIN setting to name one that exists");
+            notes.hint(hint);
             return notes.finish(CHECK, "");
         }
     };
