@@ -7,8 +7,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::context::vars;
+use crate::cuda_tables;
 use crate::project::Location;
-use crate::toolchain::cuda_tables;
 use crate::toolchain::Version;
 
 /// What the choice needs to know about this machine.
@@ -170,13 +171,13 @@ pub fn ccbin_in<'a>(words: impl IntoIterator<Item = &'a str>) -> Option<String> 
 /// A host compiler the user gave nvcc through its variables (then gpuenv passes none:
 /// nvcc refuses a second `-ccbin`): the value and where it is.
 pub fn user_choice<'a>(var: impl Fn(&str) -> Option<&'a str>) -> Option<(String, String)> {
-    ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"]
+    [vars::NVCC_PREPEND_FLAGS, vars::NVCC_APPEND_FLAGS]
         .iter()
         .find_map(|name| {
             let value = ccbin_in(var(name)?.split_whitespace())?;
             Some((value, format!("-ccbin in {name}")))
         })
-        .or_else(|| Some((var("NVCC_CCBIN")?.to_string(), "NVCC_CCBIN".into())))
+        .or_else(|| Some((var(vars::NVCC_CCBIN)?.to_string(), "NVCC_CCBIN".into())))
 }
 
 /// `gcc (Debian 12.2.0-14) 12.2.0` -> 12.2.0; `None` for clang and the like.

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::host_compiler::{parse_gcc_version, user_choice, Choice};
-use gpuenv_core::toolchain::cuda_tables::{self as tables, release_name};
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {

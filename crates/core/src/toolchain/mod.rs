@@ -1,8 +1,8 @@
 //! Toolchains: their kind, version, name and spec; detecting a tree; the registry on disk.
 
-pub mod cuda_tables;
 pub mod detect;
 pub mod discover;
+pub mod nvidia_target;
 pub mod registry;
 pub mod system;
 pub mod version;
