@@ -275,3 +275,25 @@ fn the_guard_refuses_a_rocm_6_2_torch_and_passes_a_5_2_one() {
     ));
     assert!(targets(&proj.join("ext.o"), "gfx90a"));
 }
+
+#[test]
+fn doctor_finds_debians_hip_headers_where_the_compilers_look_anyway() {
+    let Some((sb, proj)) = registered() else {
+        return;
+    };
+    write(&proj.join("gpuenv.toml"), "[toolchain]\nrocm = \"5.2\"\n");
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fm07 = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "FM-07")
+        .unwrap();
+    assert_eq!(fm07["status"], "ok", "{fm07}");
+}
