@@ -28,10 +28,12 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{self, ActiveSet, Request};
-use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::store::{Problem, Store};
+use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::Spec;
-use gpuenv_core::{env, guard, host_compiler, trust, ui};
+use gpuenv_core::{env, guard, host_compiler, shims, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -118,7 +120,43 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
 fn registry(ctx: &Context) -> Result<(Home, Registry)> {
     let home = ctx.gpuenv_home()?;
     let registry = Registry::load(&home)?;
+    notice(&registry);
     Ok((home, registry))
+}
+
+/// Says what is odd about the state file, if anything.
+fn notice(registry: &Registry) {
+    if let Some(n) = &registry.notice {
+        ui::warn(n);
+    }
+}
+
+/// Each thing missing from the store, with the command that fixes it.
+fn warn_problems(problems: &[Problem]) {
+    for p in problems {
+        ui::warn(format!("{p}\nhint: {}", p.hint()));
+    }
+}
+
+/// Toolchains that got no shims (`shims::MAX_SHIMS_PER_TOOLCHAIN`), and why.
+fn warn_unshimmed(shims: &shims::Reshim) {
+    for why in &shims.refused {
+        ui::warn(format!("no shims for {why}"));
+    }
+}
+
+/// Defaults that a forgotten toolchain took with it.
+fn warn_dropped_defaults(dropped: &[String]) {
+    for d in dropped {
+        ui::warn(format!(
+            "the default {d} no longer matches a registered toolchain and was cleared; set another with `gpuenv default <spec>`"
+        ));
+    }
+}
+
+/// The store in this home, with the proxy built beside this gpuenv.
+fn store(ctx: &Context) -> Result<Store> {
+    Ok(Store::new(ctx.gpuenv_home()?, shims::proxy_source()?))
 }
 
 /// The active set for the current directory, with `overrides` on top, and the host

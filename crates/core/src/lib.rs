@@ -7,6 +7,7 @@ pub mod driver;
 pub mod env;
 pub mod fsutil;
 pub mod guard;
+pub mod home;
 pub mod host_compiler;
 pub mod named;
 pub mod project;
@@ -14,6 +15,7 @@ pub mod proxy;
 pub mod resolve;
 pub mod shell;
 pub mod shims;
+pub mod store;
 #[doc(hidden)]
 pub mod test_support;
 pub mod toolchain;
