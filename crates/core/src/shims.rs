@@ -9,6 +9,8 @@ use crate::fsutil;
 use crate::home::{Home, PROXY_NAME};
 use crate::toolchain::registry::{Entry, Registry};
 
+use crate::toolchain::upstream;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ShimError {
     #[error("the gpuenv proxy {path} is missing (it is built and installed beside gpuenv)\nhint: build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`")]
@@ -119,7 +121,14 @@ pub fn reshim(home: &Home, registry: &Registry, proxy: &Path) -> Result<Reshim, 
     fs_err::create_dir_all(&dir)?;
     let mut wanted = BTreeSet::new();
     let mut report = Reshim::default();
-    for (name, entry) in &registry.toolchains {
+    // The upstreams' toolchains get shims here too: the user runs their tools.
+    let upstream_entries: Vec<(String, Entry)> = upstream::roots(home, registry)
+        .iter()
+        .filter_map(|root| Registry::load(&Home::new(root)).ok())
+        .flat_map(|r| r.toolchains.into_iter())
+        .collect();
+    let upstream = upstream_entries.iter().map(|(n, e)| (n, e));
+    for (name, entry) in registry.toolchains.iter().chain(upstream) {
         match tools_of(name, entry) {
             Ok(tools) => wanted.extend(tools),
             Err(too_many) => report.refused.push(too_many.to_string()),

@@ -10,6 +10,7 @@ pub mod host_compiler;
 pub mod machine;
 pub mod native;
 pub mod nccl;
+pub mod nodes;
 pub mod python;
 pub mod rocm;
 pub mod shm;

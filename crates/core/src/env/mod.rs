@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::home::Home;
 use crate::resolve::ActiveSet;
-use crate::toolchain::registry::{Entry, Registry};
+use crate::toolchain::registry::Registry;
 use crate::toolchain::{system, view, Kind};
 
 /// The path-list variables gpuenv edits.
@@ -155,7 +155,8 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 .filter(|(_, e)| kinds.contains(&e.kind))
                 .flat_map(|(name, e)| {
                     let mut dirs = vec![home.view(name)];
-                    if !is_shared_prefix(e) {
+                    // A system toolchain's prefix (`/usr`) is shared the same way.
+                    if e.system.is_none() && !is_shared_prefix(&e.root) {
                         dirs.push(e.root.clone());
                     }
                     dirs
@@ -174,7 +175,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
         let e = &t.entry;
         match t.entry.kind {
             Kind::Cuda => {
-                for k in ["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"] {
+                for k in Kind::Cuda.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
@@ -195,7 +196,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 }
             }
             Kind::Rocm => {
-                for k in ["ROCM_PATH", "ROCM_HOME", "HIP_PATH"] {
+                for k in Kind::Rocm.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "HIP_PLATFORM", "amd".to_string());
@@ -242,14 +243,10 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
     Change { ops }
 }
 
-/// Roots that are a shared prefix (a conda environment, a distribution's `/usr`): their
-/// entries are the user's Python and system tools, never removed on a toolchain's behalf.
-fn is_shared_prefix(entry: &Entry) -> bool {
-    let root = &entry.root;
-    entry.system.is_some()
-        || root.join("conda-meta").is_dir()
-        || root.starts_with("/usr/lib")
-        || root == Path::new("/usr")
+/// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
+/// user's Python and system tools, never removed on a toolchain's behalf.
+pub fn is_shared_prefix(root: &Path) -> bool {
+    root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }
 
 /// CMake's spelling of an arch pin: `8.6` -> `86-real` (machine code only, as
