@@ -110,6 +110,7 @@ impl Args {
         }
         let n = to_register.len();
         let changed = store.register(to_register)?;
+        super::warn_unshimmed(&changed.shims);
         ui::info(format!(
             "registered {n} toolchain(s); {} in all",
             changed.registry.toolchains.len()

@@ -40,6 +40,7 @@ impl Args {
         let entry = Entry::from_detected(detected, root.clone(), Source::Linked);
         let changed = store.register(vec![(self.name.clone(), entry)])?;
         super::notice(&changed.registry);
+        super::warn_unshimmed(&changed.shims);
         ui::info(format!(
             "linked {} ({kind} {version}) at {}",
             self.name,

@@ -34,7 +34,7 @@ use gpuenv_core::resolve::{self, ActiveSet, Request};
 use gpuenv_core::store::{Problem, Store};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{upstream, view, Spec};
-use gpuenv_core::{env, guard, shims, trust, ui};
+use gpuenv_core::{env, guard, host_compiler, shims, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -181,6 +181,13 @@ fn warn_problems(problems: &[Problem]) {
     }
 }
 
+/// Toolchains that got no shims (`shims::MAX_SHIMS_PER_TOOLCHAIN`), and why.
+fn warn_unshimmed(shims: &shims::Reshim) {
+    for why in &shims.refused {
+        ui::warn(format!("no shims for {why}"));
+    }
+}
+
 /// Defaults that a forgotten toolchain took with it.
 fn warn_dropped_defaults(dropped: &[String]) {
     for d in dropped {
@@ -195,11 +202,16 @@ fn store(ctx: &Context) -> Result<Store> {
     Ok(Store::new(ctx.gpuenv_home()?, shims::proxy_source()?))
 }
 
-/// The active set for the current directory, with `overrides` on top.
+/// The active set for the current directory, with `overrides` on top, and the host
+/// compiler its CUDA toolchain gets on this PATH.
 fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
     let torch = || guard::locate_torch(ctx, None);
     let req = Request::new(ctx, overrides, &torch);
-    Ok(resolve::resolve(&req, registry)?)
+    let mut active = resolve::resolve(&req, registry)?;
+    active.attach_host_compiler(&host_compiler::PathProbe {
+        path: ctx.var_os("PATH"),
+    });
+    Ok(active)
 }
 
 /// The environment of `active`, applied to the process's current values. A toolchain

@@ -50,6 +50,11 @@ impl Args {
             let out = json!({
                 "toolchains": toolchains,
                 "toolchain_file": active.project.as_ref().map(|p| &p.path),
+                "host_compiler": active.host_compiler.as_ref().map(|c| json!({
+                    "compiler": c.compiler(),
+                    "choice": c.to_string(),
+                    "problem": c.problem(),
+                })),
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
             return Ok(());
@@ -66,6 +71,12 @@ impl Args {
         }
         for t in &active.toolchains {
             println!("{}: {} ({})", t.entry.kind, t.name, t.reason);
+        }
+        if let Some(choice) = &active.host_compiler {
+            println!("host compiler: {choice}");
+            if let Some(problem) = choice.problem() {
+                ui::warn(problem);
+            }
         }
         Ok(())
     }

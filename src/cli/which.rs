@@ -27,8 +27,7 @@ impl Args {
             return Err(Exit(1).into());
         }
         for t in &active.toolchains {
-            let path = t.entry.root.join("bin").join(&self.tool);
-            if path.is_file() {
+            if let Some(path) = t.entry.tool(&self.tool) {
                 println!("{}", path.display());
                 return Ok(());
             }

@@ -41,7 +41,11 @@ pub mod vars {
     // Read by `gpuenv doctor` to diagnose, never acted on.
     pub const TORCH_CUDA_ARCH_LIST: &str = "TORCH_CUDA_ARCH_LIST";
     pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+    /// A host compiler the user gives nvcc here (`-ccbin` in the flags, or NVCC_CCBIN): the
+    /// proxy then adds no `-ccbin` of its own.
     pub const NVCC_CCBIN: &str = "NVCC_CCBIN";
+    pub const NVCC_PREPEND_FLAGS: &str = "NVCC_PREPEND_FLAGS";
+    pub const NVCC_APPEND_FLAGS: &str = "NVCC_APPEND_FLAGS";
     pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
     pub const NCCL_ROOT: &str = "NCCL_ROOT";
     pub const NCCL_INCLUDE_DIR: &str = "NCCL_INCLUDE_DIR";

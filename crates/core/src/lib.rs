@@ -8,6 +8,7 @@ pub mod env;
 pub mod fsutil;
 pub mod guard;
 pub mod home;
+pub mod host_compiler;
 pub mod module;
 pub mod named;
 pub mod passwd;

@@ -61,6 +61,8 @@ pub struct ProjectFile {
     pub cuda_arch: Vec<String>,
     pub rocm_arch: Vec<String>,
     pub torch_check: Option<TorchCheck>,
+    /// `host-compiler = "g++-11"`: the command or path nvcc gets as its host compiler.
+    pub host_compiler: Option<(String, Location)>,
     /// Applied only when the file is trusted.
     pub env: BTreeMap<String, String>,
     /// The sha256 of the bytes this was parsed from: trust is checked against exactly these.
@@ -128,6 +130,7 @@ struct RawToolchain {
     rocm: Option<Spanned<String>>,
     cuda_arch: Option<Vec<Spanned<String>>>,
     rocm_arch: Option<Vec<Spanned<String>>>,
+    host_compiler: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -248,6 +251,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         cuda_arch: Vec::new(),
         rocm_arch: Vec::new(),
         torch_check: raw.torch.and_then(|t| t.check),
+        host_compiler: None,
         env: BTreeMap::new(),
         sha256: crate::trust::content_hash(text.as_bytes()),
     };
@@ -278,6 +282,16 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
             validate_cuda_arch(arch.get_ref())
                 .map_err(|m| invalid(arch.span().start, printable(&m).into_owned()))?;
             file.cuda_arch.push(arch.into_inner());
+        }
+        if let Some(cc) = tc.host_compiler {
+            let start = cc.span().start;
+            if cc.get_ref().trim().is_empty() {
+                return Err(invalid(
+                    start,
+                    "host-compiler is empty: give a command such as \"g++-11\" or a path".into(),
+                ));
+            }
+            file.host_compiler = Some((cc.into_inner(), at(start)));
         }
         for arch in tc.rocm_arch.unwrap_or_default() {
             validate_rocm_arch(arch.get_ref())
@@ -449,6 +463,7 @@ cuda = "12.1"
 rocm = "6.2"
 cuda-arch = ["8.0", "8.6", "9.0+PTX"]
 rocm-arch = ["gfx90a", "gfx942"]
+host-compiler = "g++-11"
 
 [torch]
 check = "minor"
@@ -467,6 +482,8 @@ NCCL_DEBUG = "INFO"
         assert_eq!(f.cuda_arch, ["8.0", "8.6", "9.0+PTX"]);
         assert_eq!(f.rocm_arch, ["gfx90a", "gfx942"]);
         assert_eq!(f.torch_check, Some(TorchCheck::Minor));
+        let (cc, at) = f.host_compiler.unwrap();
+        assert_eq!((cc.as_str(), at.line), ("g++-11", 7));
         assert_eq!(f.env["NCCL_DEBUG"], "INFO");
     }
 

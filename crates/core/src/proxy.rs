@@ -15,8 +15,9 @@ use crate::home::Home;
 use crate::resolve::{self, Active, ActiveSet, Reason, Request};
 use crate::toolchain::registry::Registry;
 use crate::toolchain::{upstream, Kind, Spec};
-use crate::{env, guard, project, trust, ui};
+use crate::{env, guard, host_compiler, project, trust, ui};
 
+pub mod args;
 mod check;
 
 /// Guard against infinite proxy recursion: a toolchain whose real tool leads back here.
@@ -130,6 +131,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
                     reason: Reason::View(invoked.clone().unwrap_or_default()),
                 }],
                 project: None,
+                host_compiler: None,
             };
             (home, registry, active)
         }
@@ -155,10 +157,20 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         }
     };
 
-    let Some((toolchain, real)) = active.toolchains.iter().find_map(|t| {
-        let real = t.entry.root.join("bin").join(&tool);
-        real.is_file().then_some((t, real))
-    }) else {
+    let Some((toolchain, real)) = active
+        .toolchains
+        .iter()
+        .find_map(|t| Some((t, t.entry.tool(&tool)?)))
+    else {
+        if let Some(program) = system_program(&tool, &active, &registry) {
+            // The distribution's own program, as it was before gpuenv: nothing chose a
+            // toolchain of its kind here, so its environment is not gpuenv's to set.
+            return Ok(Exec {
+                program,
+                args,
+                env: vec![(DEPTH_VAR.to_string(), Some((depth + 1).to_string().into()))],
+            });
+        }
         return Err(no_tool(&tool, &active, ctx));
     };
     if same_file(&real, self_exe) {
@@ -168,8 +180,12 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         );
     }
 
-    if tool == toolchain.entry.kind.compiler() {
-        check::guard(ctx, &registry, toolchain, &active, &args)?;
+    let mut active = active.clone();
+    let kind = toolchain.entry.kind;
+    let toolchain = toolchain.clone();
+    if tool == kind.compiler() {
+        check::guard(ctx, &registry, &toolchain, &active, &args)?;
+        args = compiler_args(ctx, kind, &mut active, args)?;
     }
 
     let trusted = trust::env_allowed(&registry, active.project.as_ref());
@@ -183,6 +199,63 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         args,
         env,
     })
+}
+
+/// The compiler's command line with what the project and machine add (`args::add`): the
+/// host compiler for nvcc, the project's arch pins. A view's proxy did not resolve, but the
+/// project's pins still apply to it.
+fn compiler_args(
+    ctx: &Context,
+    kind: Kind,
+    active: &mut ActiveSet,
+    args: Vec<OsString>,
+) -> Result<Vec<OsString>> {
+    if args::is_query(&args) {
+        return Ok(args);
+    }
+    if active.project.is_none() {
+        active.project = project::find(&ctx.cwd)?
+            .map(|p| project::load(&p))
+            .transpose()?;
+    }
+    if kind == Kind::Cuda {
+        active.attach_host_compiler(&host_compiler::PathProbe {
+            path: ctx.var_os("PATH"),
+        });
+    }
+    let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();
+    let choice = active.host_compiler.as_ref().filter(|_| !user_ccbin);
+    let own_ccbin = args
+        .iter()
+        .filter_map(|a| a.to_str())
+        .any(|a| a.starts_with("-ccbin") || a.starts_with("--compiler-bindir"));
+    let allowed = args
+        .iter()
+        .any(|a| a == "-allow-unsupported-compiler" || a == "--allow-unsupported-compiler");
+    if let Some(problem) = choice
+        .filter(|_| !own_ccbin && !allowed)
+        .and_then(|c| c.problem())
+    {
+        bail!(problem);
+    }
+    let no_arch = Vec::new();
+    let file = active.project.as_ref();
+    let additions = args::Additions {
+        ccbin: choice.and_then(|c| c.compiler()),
+        cuda_arch: file.map_or(&no_arch, |f| &f.cuda_arch),
+        rocm_arch: file.map_or(&no_arch, |f| &f.rocm_arch),
+    };
+    Ok(args::add(kind, &args, &additions))
+}
+
+/// A registered system toolchain's own program `tool` (Debian's `/usr/bin/rocminfo`),
+/// when no toolchain of its kind is active.
+fn system_program(tool: &str, active: &ActiveSet, registry: &Registry) -> Option<PathBuf> {
+    registry
+        .toolchains
+        .values()
+        .filter(|e| e.system.is_some() && active.get(e.kind).is_none())
+        .find_map(|e| e.tool(tool))
 }
 
 /// The path this proxy was started as: argv[0] if it has a `/`, else the first `tool` on

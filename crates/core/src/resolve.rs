@@ -63,11 +63,28 @@ pub struct ActiveSet {
     pub toolchains: Vec<Active>,
     /// The toolchain file in effect, if any (its arch pins and `[env]` apply).
     pub project: Option<ProjectFile>,
+    /// The host compiler for the active CUDA toolchain, once the edge has probed PATH
+    /// (`attach_host_compiler`).
+    pub host_compiler: Option<crate::host_compiler::Choice>,
 }
 
 impl ActiveSet {
     pub fn get(&self, kind: Kind) -> Option<&Active> {
         self.toolchains.iter().find(|t| t.entry.kind == kind)
+    }
+
+    /// Decides the host compiler of the active CUDA toolchain, if there is one.
+    pub fn attach_host_compiler(&mut self, probe: &dyn crate::host_compiler::Probe) {
+        let Some(cuda) = self.get(Kind::Cuda) else {
+            return;
+        };
+        let pin = self
+            .project
+            .as_ref()
+            .and_then(|p| p.host_compiler.as_ref())
+            .map(|(cmd, at)| (cmd.as_str(), at));
+        let choice = crate::host_compiler::choose(&cuda.name, &cuda.entry.version, pin, probe);
+        self.host_compiler = Some(choice);
     }
 }
 

@@ -19,6 +19,8 @@ pub enum StoreError {
     View(#[from] ViewError),
     #[error(transparent)]
     Shims(#[from] ShimError),
+    #[error(transparent)]
+    TooManyTools(#[from] shims::TooManyTools),
     #[error("{name} is already registered (at {})\nhint: `gpuenv unlink {name}` first, or choose another name such as {name}-local", root.display())]
     Taken { name: String, root: PathBuf },
     #[error(
@@ -117,8 +119,9 @@ impl Store {
     /// registered is refused, except an installed toolchain registered again at the same
     /// root (a reinstall).
     pub fn register(&self, new: Vec<(String, Entry)>) -> Result<Changed, StoreError> {
-        for (_, entry) in &new {
+        for (name, entry) in &new {
             self.admissible(&entry.root, entry.source)?;
+            shims::tools_of(name, entry)?;
         }
         let mut locked = Registry::lock(&self.home)?;
         for (name, entry) in &new {

@@ -184,7 +184,10 @@ fn check_active(inputs: &Inputs, t: &Active, notes: &mut Notes, flagged: &[Strin
 
     for var in marks.home_vars {
         if let Some(value) = m.var(var) {
-            if Path::new(value) == t.entry.root {
+            if Path::new(value) == view.home {
+                // What gpuenv sets: the view, or a distribution prefix such as Debian's /usr,
+                // whose tools need it (the guard is reached through PATH there).
+            } else if Path::new(value) == t.entry.root {
                 // The right toolkit, but its real root: $CUDA_HOME/bin/nvcc is then the real
                 // compiler, and PyTorch extension builds skip the torch guard.
                 notes.problem(

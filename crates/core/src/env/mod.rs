@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::home::Home;
 use crate::resolve::ActiveSet;
 use crate::toolchain::registry::Registry;
-use crate::toolchain::{view, Kind};
+use crate::toolchain::{system, view, Kind};
 
 /// The path-list variables gpuenv edits.
 pub const PATH_LISTS: [&str; 5] = [
@@ -145,6 +145,13 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
     let prepend = |ops: &mut Vec<Op>, k: &str, v: &Path| {
         ops.push(Op::Prepend(k.to_string(), vec![path_str(v)]))
     };
+    // A dir the compilers or the loader search anyway is never pushed in front (Debian's
+    // `/usr/include` there breaks libstdc++'s `#include_next <math.h>`).
+    let prepend_dir = |ops: &mut Vec<Op>, k: &str, seen: &Path, real: &Path| {
+        if !system::is_default_dir(real) {
+            prepend(ops, k, seen);
+        }
+    };
 
     let kinds: Vec<Kind> = active.toolchains.iter().map(|t| t.entry.kind).collect();
     if !kinds.is_empty() {
@@ -158,7 +165,8 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 .filter(|(_, e)| kinds.contains(&e.kind))
                 .flat_map(|(name, e)| {
                     let mut dirs = vec![home.view(name)];
-                    if !is_shared_prefix(&e.root) {
+                    // A system toolchain's prefix (`/usr`) is shared the same way.
+                    if e.system.is_none() && !is_shared_prefix(&e.root) {
                         dirs.push(e.root.clone());
                     }
                     dirs
@@ -173,7 +181,8 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
 
     for t in &active.toolchains {
         let v = view::paths(home, &t.name, &t.entry);
-        let root = path_str(&v.root);
+        let root = path_str(&v.home);
+        let e = &t.entry;
         match t.entry.kind {
             Kind::Cuda => {
                 for k in Kind::Cuda.home_vars() {
@@ -182,10 +191,13 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
                 // torch.utils.cpp_extension.load() (JIT) calls this nvcc: through the guard.
                 set(&mut ops, "PYTORCH_NVCC", path_str(&v.bin.join("nvcc")));
+                if let Some(cc) = active.host_compiler.as_ref().and_then(|c| c.compiler()) {
+                    set(&mut ops, "CUDAHOSTCXX", path_str(cc));
+                }
                 prepend(&mut ops, "PATH", &v.bin);
-                prepend(&mut ops, "LD_LIBRARY_PATH", &v.lib);
-                prepend(&mut ops, "LIBRARY_PATH", &v.lib);
-                prepend(&mut ops, "CPATH", &v.include);
+                prepend_dir(&mut ops, "LD_LIBRARY_PATH", &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, "LIBRARY_PATH", &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, "CPATH", &v.include, &e.include_dir);
                 if let Some(nccl) = &t.entry.collectives {
                     let through = |p: &Path| path_str(&v.through(&t.entry, p));
                     set(&mut ops, "NCCL_ROOT", through(&nccl.root));
@@ -199,9 +211,9 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 }
                 set(&mut ops, "HIP_PLATFORM", "amd".into());
                 prepend(&mut ops, "PATH", &v.bin);
-                prepend(&mut ops, "LD_LIBRARY_PATH", &v.lib);
-                prepend(&mut ops, "CPATH", &v.include);
-                prepend(&mut ops, "CMAKE_PREFIX_PATH", &v.root);
+                prepend_dir(&mut ops, "LD_LIBRARY_PATH", &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, "CPATH", &v.include, &e.include_dir);
+                prepend_dir(&mut ops, "CMAKE_PREFIX_PATH", &v.home, &e.root);
                 if let Some(rccl) = &t.entry.collectives {
                     set(
                         &mut ops,
@@ -220,8 +232,10 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 "TORCH_CUDA_ARCH_LIST",
                 file.cuda_arch.join(";").into(),
             );
+            // CMake >= 3.20 initialises CMAKE_CUDA_ARCHITECTURES from this variable (it never
+            // reads CMAKE_CUDA_ARCHITECTURES from the environment).
             let cmake: Vec<String> = file.cuda_arch.iter().map(|a| cmake_cuda_arch(a)).collect();
-            set(&mut ops, "CMAKE_CUDA_ARCHITECTURES", cmake.join(";").into());
+            set(&mut ops, "CUDAARCHS", cmake.join(";").into());
         }
         if !file.rocm_arch.is_empty() {
             set(
@@ -230,6 +244,12 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 file.rocm_arch.join(";").into(),
             );
             set(&mut ops, "GPU_TARGETS", file.rocm_arch.join(";").into());
+            // What the Perl hipcc of ROCm <= 5.x targets when the command line names none.
+            set(
+                &mut ops,
+                "HCC_AMDGPU_TARGET",
+                file.rocm_arch.join(",").into(),
+            );
         }
         if trusted_env {
             for (k, v) in &file.env {
@@ -251,9 +271,13 @@ pub fn is_shared_prefix(root: &Path) -> bool {
     root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }
 
-/// `8.6` -> `86`, `9.0+PTX` -> `90`, `9.0a` -> `90a`: CMake's spelling of an arch pin.
+/// CMake's spelling of an arch pin: `8.6` -> `86-real` (machine code only, as
+/// TORCH_CUDA_ARCH_LIST builds it), `9.0+PTX` -> `90` (machine code and PTX), `9.0a` -> `90a-real`.
 pub fn cmake_cuda_arch(arch: &str) -> String {
-    arch.trim_end_matches("+PTX").replace('.', "")
+    match arch.strip_suffix("+PTX") {
+        Some(base) => base.replace('.', ""),
+        None => format!("{}-real", arch.replace('.', "")),
+    }
 }
 
 #[cfg(test)]
@@ -330,6 +354,6 @@ mod tests {
             .iter()
             .map(|a| cmake_cuda_arch(a))
             .collect();
-        assert_eq!(got, ["80", "86", "90", "90a"]);
+        assert_eq!(got, ["80-real", "86-real", "90", "90a-real"]);
     }
 }

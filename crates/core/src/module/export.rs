@@ -182,6 +182,7 @@ mod tests {
             include_dir: "/opt/cuda-12.4/include".into(),
             lib_dir: "/opt/cuda-12.4/lib64".into(),
             collectives: None,
+            system: None,
         }
     }
 

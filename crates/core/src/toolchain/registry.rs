@@ -5,11 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::detect::{Collectives, Detected};
+use super::system::System;
 use super::{Kind, Spec, Version};
 use crate::fsutil;
 use crate::home::Home;
@@ -48,6 +49,9 @@ pub struct Entry {
     pub lib_dir: PathBuf,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collectives: Option<Collectives>,
+    /// Set for a toolchain spread over a distribution prefix (Debian's packages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<System>,
 }
 
 impl Entry {
@@ -61,8 +65,57 @@ impl Entry {
             include_dir: d.include_dir,
             lib_dir: d.lib_dir,
             collectives: d.collectives,
+            system: d.system,
         }
     }
+
+    /// The real program `name` of this toolchain: its compiler driver and, for a system
+    /// toolchain, its own programs only (never another program of `/usr/bin`); else
+    /// anything in `<root>/bin`.
+    pub fn tool(&self, name: &str) -> Option<PathBuf> {
+        let in_bin = self.root.join("bin").join(name);
+        match &self.system {
+            Some(_) if name == self.kind.compiler() && in_bin.is_file() => Some(in_bin),
+            Some(system) => system.tool(name).map(Path::to_path_buf),
+            None => in_bin.is_file().then_some(in_bin),
+        }
+    }
+
+    /// The names of every program of this toolchain, for the shims.
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = match &self.system {
+            Some(system) => system
+                .tools
+                .iter()
+                .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+                .collect(),
+            None => fs_err::read_dir(self.root.join("bin"))
+                .map(|rd| {
+                    rd.flatten()
+                        // Files only: the wheels' bin/ also holds a `crt/` directory.
+                        .filter(|t| t.path().is_file())
+                        .map(|t| t.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        if self.tool(self.kind.compiler()).is_some() {
+            names.push(self.kind.compiler().to_string());
+        }
+        names.retain(|n| is_tool_name(n));
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// Names worth a shim: not hidden files, not data files such as `nvcc.profile` or Perl
+/// modules such as Debian's executable `hipvars.pm`.
+fn is_tool_name(name: &str) -> bool {
+    !name.starts_with('.')
+        && !name.ends_with(".profile")
+        && !name.ends_with(".pm")
+        && !name.contains(char::is_whitespace)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,6 +365,7 @@ mod tests {
             include_dir: PathBuf::from(format!("/opt/{kind}-{version}/include")),
             lib_dir: PathBuf::from(format!("/opt/{kind}-{version}/lib64")),
             collectives: None,
+            system: None,
         }
     }
 

@@ -184,6 +184,7 @@ mod tests {
             include_dir: root.join("include"),
             lib_dir: root.join("lib64"),
             collectives: None,
+            system: None,
         }
     }
 
