@@ -92,7 +92,7 @@ impl Args {
                     tc.reason,
                     policy.check
                 )),
-                _ => ui::error(&anyhow::anyhow!(message)),
+                _ => super::print_error(&anyhow::anyhow!(message)),
             }
         }
         if code == 0 {

@@ -28,6 +28,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Find;
 use gpuenv_core::resolve::{self, ActiveSet, Request};
 use gpuenv_core::toolchain::registry::{Home, Registry};
 use gpuenv_core::toolchain::Spec;
@@ -74,6 +75,14 @@ enum Command {
 #[error("exit status {0}")]
 pub struct Exit(pub u8);
 
+/// The finders of every crate whose errors reach the CLI (see `gpuenv_core::diagnostic`).
+pub const FIND: &[Find] = &[gpuenv_core::diagnostic::find];
+
+/// Prints an error with its causes and hints.
+pub fn print_error(err: &anyhow::Error) {
+    gpuenv_core::ui::error(err, FIND);
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = Context::from_process().and_then(|ctx| dispatch(cli.command, &ctx));
@@ -82,7 +91,7 @@ pub fn main() -> ExitCode {
         Err(e) => match e.downcast_ref::<Exit>() {
             Some(Exit(code)) => ExitCode::from(*code),
             None => {
-                gpuenv_core::ui::error(&e);
+                print_error(&e);
                 ExitCode::from(2)
             }
         },

@@ -2,6 +2,7 @@
 //! archive or progress-bar code lives here, so the proxy stays small.
 
 pub mod context;
+pub mod diagnostic;
 pub mod env;
 pub mod fsutil;
 pub mod guard;

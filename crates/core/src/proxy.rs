@@ -58,7 +58,7 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<Refused>() => ExitCode::from(1),
         Err(e) => {
-            ui::error(&e);
+            ui::error(&e, crate::diagnostic::FIND);
             ExitCode::from(2)
         }
     }

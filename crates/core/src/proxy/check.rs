@@ -68,7 +68,7 @@ pub fn guard(
     };
     match guard::refusal(&side, &torch, &verdict, &policy) {
         Some(message) => {
-            ui::error(&anyhow::anyhow!(message));
+            ui::error(&anyhow::anyhow!(message), crate::diagnostic::FIND);
             Err(Refused.into())
         }
         None => Ok(()),
