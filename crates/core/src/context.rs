@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
+use crate::diagnostic::Diagnostic;
 use crate::toolchain::registry::Home;
 
 /// Every environment variable gpuenv reads (besides the path lists it edits).
@@ -38,6 +39,16 @@ pub mod vars {
     pub const GPUENV_TEST_HANG_AT: &str = "GPUENV_TEST_HANG_AT";
 }
 
+#[derive(Debug, thiserror::Error)]
+#[error("neither GPUENV_HOME nor HOME is set")]
+pub struct NoHome;
+
+impl Diagnostic for NoHome {
+    fn hints(&self) -> Vec<String> {
+        vec!["set GPUENV_HOME to the directory gpuenv should keep its state in".into()]
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     pub cwd: PathBuf,
@@ -67,16 +78,14 @@ impl Context {
     }
 
     /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`.
-    pub fn gpuenv_home(&self) -> Result<Home> {
+    pub fn gpuenv_home(&self) -> Result<Home, NoHome> {
         if let Some(h) = self.var_nonempty(vars::GPUENV_HOME) {
             return Ok(Home::new(self.cwd.join(h)));
         }
         if let Some(x) = self.var_nonempty(vars::XDG_DATA_HOME) {
             return Ok(Home::new(PathBuf::from(x).join("gpuenv")));
         }
-        let home = self
-            .home_dir()
-            .context("neither GPUENV_HOME nor HOME is set\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
+        let home = self.home_dir().ok_or(NoHome)?;
         Ok(Home::new(home.join(".local/share/gpuenv")))
     }
 }

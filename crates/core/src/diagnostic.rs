@@ -34,7 +34,17 @@ macro_rules! find_diagnostic {
 
 /// gpuenv-core's diagnostics.
 pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 'static)> {
-    find_diagnostic!(err, Hinted)
+    use crate::{context, guard, project, proxy, resolve, toolchain::registry};
+    find_diagnostic!(
+        err,
+        Hinted,
+        context::NoHome,
+        guard::Refusal,
+        project::ProjectError,
+        proxy::ProxyError,
+        resolve::ResolveError,
+        registry::StateError,
+    )
 }
 
 /// The finder of gpuenv-core, for the edges that use core alone (the proxy).

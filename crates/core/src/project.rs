@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::diagnostic::Diagnostic;
 use crate::fsutil::line_col;
 use crate::toolchain::{Kind, Spec};
 
@@ -73,8 +74,17 @@ pub enum ProjectError {
     Invalid { at: Location, message: String },
     #[error("cannot read {path}: {message}")]
     Unreadable { path: PathBuf, message: String },
-    #[error("{dir} has both gpuenv.toml and .gpuenv.toml\nhint: keep one of them")]
+    #[error("{dir} has both gpuenv.toml and .gpuenv.toml")]
     Both { dir: PathBuf },
+}
+
+impl Diagnostic for ProjectError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            ProjectError::Both { .. } => vec!["keep one of them".into()],
+            ProjectError::Invalid { .. } | ProjectError::Unreadable { .. } => Vec::new(),
+        }
+    }
 }
 
 #[derive(Deserialize)]

@@ -11,6 +11,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{bail, Context as _, Result};
 
 use crate::context::Context;
+use crate::diagnostic::Diagnostic;
 use crate::resolve::{self, Active, ActiveSet, Reason, Request};
 use crate::toolchain::registry::{Home, Registry};
 use crate::toolchain::{view, Kind, Spec};
@@ -26,6 +27,31 @@ const DEPTH_VAR: &str = "GPUENV_SHIM_DEPTH";
 #[derive(Debug, thiserror::Error)]
 #[error("the torch guard refused this build")]
 pub struct Refused;
+
+/// Why the proxy cannot run the tool, with the ways out.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("gpuenv's {tool} proxy was started {depth} times in a row: the toolchain's bin/{tool} leads back to a gpuenv proxy")]
+    Loop { tool: String, depth: u32 },
+    #[error("{} is the gpuenv proxy itself, not a real {tool}", path.display())]
+    IsProxy { path: PathBuf, tool: String },
+    /// `looked` says what resolution found: no file, or a file without such a pin.
+    #[error("no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)")]
+    NoToolchain { tool: String, looked: String },
+    #[error("{tool} is not in the active toolchain {active}")]
+    NotInToolchain { tool: String, active: String },
+}
+
+impl Diagnostic for ProxyError {
+    fn hints(&self) -> Vec<String> {
+        vec![match self {
+            ProxyError::Loop { tool, .. } => format!("a toolchain must be linked at its real root, not at a gpuenv view or shims dir; check `gpuenv list` and `gpuenv which {tool}`"),
+            ProxyError::IsProxy { .. } => "link the toolchain at its real root (`gpuenv list` shows the roots)".into(),
+            ProxyError::NoToolchain { tool, .. } => format!("`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere, `{tool} +<spec> …` picks one for this call"),
+            ProxyError::NotInToolchain { tool, .. } => format!("`gpuenv list` shows the registered toolchains; `{tool} +<spec> …` runs it from another one"),
+        }]
+    }
+}
 
 /// What the proxy runs in its own place: the real tool, its arguments, and the
 /// environment changes (`None` removes the variable), in order.
@@ -81,9 +107,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
 
     let depth: u32 = ctx.var(DEPTH_VAR).and_then(|d| d.parse().ok()).unwrap_or(0);
     if depth >= MAX_DEPTH {
-        bail!(
-            "gpuenv's {tool} proxy was started {depth} times in a row: the toolchain's bin/{tool} leads back to a gpuenv proxy\nhint: a toolchain must be linked at its real root, not at a gpuenv view or shims dir; check `gpuenv list` and `gpuenv which {tool}`"
-        );
+        bail!(ProxyError::Loop { tool, depth });
     }
 
     // `nvcc +cuda-11.8 …` picks the toolchain for this call.
@@ -144,13 +168,10 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         let real = t.entry.root.join("bin").join(&tool);
         real.is_file().then_some((t, real))
     }) else {
-        return Err(no_tool(&tool, &active, ctx));
+        return Err(no_tool(&tool, &active, ctx).into());
     };
     if same_file(&real, self_exe) {
-        bail!(
-            "{} is the gpuenv proxy itself, not a real {tool}\nhint: link the toolchain at its real root (`gpuenv list` shows the roots)",
-            real.display()
-        );
+        bail!(ProxyError::IsProxy { path: real, tool });
     }
 
     if tool == toolchain.entry.kind.compiler() {
@@ -195,26 +216,27 @@ fn same_file(a: &Path, b: &Path) -> bool {
     matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
-fn no_tool(tool: &str, active: &ActiveSet, ctx: &Context) -> anyhow::Error {
+fn no_tool(tool: &str, active: &ActiveSet, ctx: &Context) -> ProxyError {
     if active.toolchains.is_empty() {
         let file = project::find(&ctx.cwd).ok().flatten();
         let looked = match file {
             Some(f) => format!("{} pins no toolchain of this kind", f.display()),
             None => format!("no gpuenv.toml from {} up", ctx.cwd.display()),
         };
-        return anyhow::anyhow!(
-            "no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)\nhint: `gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere, `{tool} +<spec> …` picks one for this call"
-        );
+        return ProxyError::NoToolchain {
+            tool: tool.to_string(),
+            looked,
+        };
     }
     let names: Vec<String> = active
         .toolchains
         .iter()
         .map(|t| format!("{} ({})", t.name, t.reason))
         .collect();
-    anyhow::anyhow!(
-        "{tool} is not in the active toolchain {}\nhint: `gpuenv list` shows the registered toolchains; `{tool} +<spec> …` runs it from another one",
-        names.join(", ")
-    )
+    ProxyError::NotInToolchain {
+        tool: tool.to_string(),
+        active: names.join(", "),
+    }
 }
 
 #[cfg(test)]

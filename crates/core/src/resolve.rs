@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::context::{vars, Context};
+use crate::diagnostic::Diagnostic;
 use crate::guard::TorchVersion;
 use crate::project::{self, Location, PinValue, ProjectError, ProjectFile};
 use crate::toolchain::registry::{Entry, Registry};
@@ -111,20 +112,38 @@ pub enum ResolveError {
         first: Spec,
         second: Spec,
     },
-    #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches\nhint: install it with `gpuenv install {spec}`, or register a toolkit already on disk with `gpuenv link {spec} <path>` (`gpuenv list` shows what is registered)")]
+    #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches")]
     NotRegistered { spec: Spec, origin: String },
-    #[error("{at}: {kind} = \"torch\", but {why}\nhint: activate the Python environment that has torch (or set VIRTUAL_ENV / CONDA_PREFIX), or pin a version instead")]
+    #[error("{at}: {kind} = \"torch\", but {why}")]
     TorchNotFound {
         at: Location,
         kind: Kind,
         why: String,
     },
-    #[error("{at}: {kind} = \"torch\", but the torch at {} (torch {}) is not built for {kind}\nhint: install a torch built for {kind}, or pin a version instead", torch.dir.display(), torch.label())]
+    #[error("{at}: {kind} = \"torch\", but the torch at {} (torch {}) is not built for {kind}", torch.dir.display(), torch.label())]
     TorchNotBuiltFor {
         at: Location,
         kind: Kind,
         torch: TorchVersion,
     },
+}
+
+impl Diagnostic for ResolveError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            ResolveError::Project(e) => e.hints(),
+            ResolveError::BadSpec { .. } | ResolveError::TwoOfAKind { .. } => Vec::new(),
+            ResolveError::NotRegistered { spec, .. } => vec![format!(
+                "install it with `gpuenv install {spec}`, or register a toolkit already on disk with `gpuenv link {spec} <path>` (`gpuenv list` shows what is registered)"
+            )],
+            ResolveError::TorchNotFound { .. } => vec![
+                "activate the Python environment that has torch (or set VIRTUAL_ENV / CONDA_PREFIX), or pin a version instead".into(),
+            ],
+            ResolveError::TorchNotBuiltFor { kind, .. } => vec![format!(
+                "install a torch built for {kind}, or pin a version instead"
+            )],
+        }
+    }
 }
 
 /// Parses a comma-separated list of specs, at most one per kind, as in `GPUENV_TOOLCHAIN`;

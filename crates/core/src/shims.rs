@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 
+use crate::diagnostic::Hinted;
 use crate::toolchain::registry::{Home, Registry};
 
 pub const PROXY_NAME: &str = "gpuenv-shim";
@@ -17,10 +18,11 @@ fn proxy_source() -> Result<PathBuf> {
     let exe = exe.canonicalize().unwrap_or(exe);
     let source = exe.with_file_name(PROXY_NAME);
     if !source.is_file() {
-        bail!(
-            "the gpuenv proxy {} is missing (it is built and installed beside gpuenv)\nhint: build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`",
+        bail!(Hinted::new(format!(
+            "the gpuenv proxy {} is missing (it is built and installed beside gpuenv)",
             source.display()
-        );
+        ))
+        .hint("build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`"));
     }
     Ok(source)
 }

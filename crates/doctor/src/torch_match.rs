@@ -80,7 +80,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             reason: tc.reason.to_string(),
         };
         let refusal = guard::refusal(&side, torch, &verdict, &policy).unwrap_or_default();
-        for h in refusal.lines().filter_map(|l| l.strip_prefix("hint: ")) {
+        for h in refusal.hints {
             if policy.check == TorchCheck::Off && h.contains("GPUENV_TORCH_CHECK=off") {
                 continue;
             }

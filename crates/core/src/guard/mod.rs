@@ -5,6 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::diagnostic::Diagnostic;
 use crate::project::TorchCheck;
 
 mod locate;
@@ -226,14 +227,27 @@ pub struct Side<'a> {
     pub reason: String,
 }
 
-/// The message for a verdict that refuses a build, ending in the ways out; `None` when the
-/// build may go on.
+/// A refused build: what does not match, and the ways out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    pub message: String,
+    pub hints: Vec<String>,
+}
+
+impl Diagnostic for Refusal {
+    fn hints(&self) -> Vec<String> {
+        self.hints.clone()
+    }
+}
+
+/// The refusal for a verdict that refuses a build; `None` when the build may go on.
 pub fn refusal(
     side: &Side,
     torch: &TorchVersion,
     verdict: &Verdict,
     policy: &Policy,
-) -> Option<String> {
+) -> Option<Refusal> {
     let kind = side.kind;
     let (field, value) = match kind {
         Kind::Cuda => ("cuda", &torch.cuda),
@@ -260,7 +274,7 @@ pub fn refusal(
         TorchCheck::Major => "the major version must match",
         _ => "major.minor must match",
     };
-    let mut msg = format!(
+    let message = format!(
         "{headline}
   toolchain: {} at {} ({})
   torch:     {} (version.py: {field} = {shown})
@@ -272,10 +286,10 @@ pub fn refusal(
         policy.check,
         policy.from
     );
+    let mut hints = Vec::new();
     if let Verdict::Mismatch { torch: built } = verdict {
-        msg.push_str(&format!(
-            "
-hint: use the toolkit torch was built for: `gpuenv install {kind}-{built}`, and pin it with `{kind} = \"torch\"` under [toolchain] in gpuenv.toml"
+        hints.push(format!(
+            "use the toolkit torch was built for: `gpuenv install {kind}-{built}`, and pin it with `{kind} = \"torch\"` under [toolchain] in gpuenv.toml"
         ));
     }
     let wheel = match kind {
@@ -288,13 +302,11 @@ hint: use the toolkit torch was built for: `gpuenv install {kind}-{built}`, and 
             " (e.g. pip install torch --index-url https://download.pytorch.org/whl/rocm{tc_short})"
         ),
     };
-    msg.push_str(&format!(
-        "
-hint: or install a torch built for {kind} {tc_short}{wheel}"
+    hints.push(format!(
+        "or install a torch built for {kind} {tc_short}{wheel}"
     ));
-    msg.push_str("
-hint: or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)");
-    Some(msg)
+    hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());
+    Some(Refusal { message, hints })
 }
 
 #[cfg(test)]

@@ -67,8 +67,8 @@ pub fn guard(
         reason: why_active(ctx, registry, toolchain),
     };
     match guard::refusal(&side, &torch, &verdict, &policy) {
-        Some(message) => {
-            ui::error(&anyhow::anyhow!(message), crate::diagnostic::FIND);
+        Some(refusal) => {
+            ui::error(&refusal.into(), crate::diagnostic::FIND);
             Err(Refused.into())
         }
         None => Ok(()),

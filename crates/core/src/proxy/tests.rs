@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 
 use super::{plan, Refused};
 use crate::context::Context;
+use crate::diagnostic::FIND;
 use crate::toolchain::registry::{Entry, Home, Registry, Source};
 use crate::toolchain::{detect, view};
+use crate::ui::Report;
 
 struct World {
     dir: tempfile::TempDir,
@@ -161,7 +163,15 @@ fn a_toolchain_whose_nvcc_is_the_proxy_itself_is_an_error() {
 fn outside_any_pin_nothing_is_active_and_the_error_says_how_to_pick_one() {
     let w = World::new();
     let err = plan(argv(&["nvcc"]), &w.ctx("", &[]), &w.self_exe()).unwrap_err();
-    assert!(err.to_string().contains("gpuenv pin"), "{err}");
+    let report = Report::of(err.as_ref(), FIND);
+    assert!(
+        report.message.contains("no toolchain is active for nvcc"),
+        "{report:?}"
+    );
+    assert!(
+        report.hints.iter().any(|h| h.contains("gpuenv pin")),
+        "{report:?}"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::detect::{Collectives, Detected};
 use super::{Kind, Spec, Version};
+use crate::diagnostic::Diagnostic;
 use crate::fsutil;
 
 /// The directories under `GPUENV_HOME`.
@@ -117,22 +118,34 @@ pub struct Registry {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
-    #[error("gpuenv's state file {path} is corrupt: {message}\nhint: fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {toolchains})")]
+    #[error("gpuenv's state file {path} is corrupt: {message}")]
     Corrupt {
         path: PathBuf,
         message: String,
         toolchains: PathBuf,
     },
-    #[error("cannot read gpuenv's state file {path}: {source}")]
+    #[error("cannot read gpuenv's state file {path}")]
     Unreadable {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot write gpuenv's state file {path}: {source}")]
+    #[error("cannot write gpuenv's state file {path}")]
     Unwritable {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+impl Diagnostic for StateError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            StateError::Corrupt { toolchains, .. } => vec![format!(
+                "fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {})",
+                toolchains.display()
+            )],
+            StateError::Unreadable { .. } | StateError::Unwritable { .. } => Vec::new(),
+        }
+    }
 }
 
 impl Registry {
