@@ -76,7 +76,7 @@ enum Command {
 pub struct Exit(pub u8);
 
 /// The finders of every crate whose errors reach the CLI (see `gpuenv_core::diagnostic`).
-pub const FIND: &[Find] = &[gpuenv_core::diagnostic::find];
+pub const FIND: &[Find] = gpuenv_install::FIND;
 
 /// Prints an error with its causes and hints.
 pub fn print_error(err: &anyhow::Error) {

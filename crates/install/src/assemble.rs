@@ -5,6 +5,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
+use gpuenv_core::diagnostic::Hinted;
 
 use super::Mapping;
 use gpuenv_core::toolchain::Version;
@@ -48,12 +49,13 @@ pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -
                 // Checked when unpacked, but mapping can move a link up (strip-prefix):
                 // it must still land inside the toolchain.
                 if escapes(&to, &target) {
-                    anyhow::bail!(
-                        "{} links to {}, outside the toolchain once placed at {}\nhint: set the archive's strip-prefix so that its links stay inside the tree",
+                    anyhow::bail!(Hinted::new(format!(
+                        "{} links to {}, outside the toolchain once placed at {}",
                         rel.display(),
                         target.display(),
                         to.display()
-                    );
+                    ))
+                    .hint("set the archive's strip-prefix so that its links stay inside the tree"));
                 }
                 std::os::unix::fs::symlink(&target, &dst).with_context(|| {
                     format!("linking {} -> {}", dst.display(), target.display())
