@@ -3,8 +3,9 @@ use std::path::{Component, PathBuf};
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::{vars, Context};
-use gpuenv_core::guard;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::resolve::ActiveSet;
+use gpuenv_core::{guard, ui};
 use gpuenv_doctor::{Inputs, Machine, Report};
 
 use super::Exit;
@@ -34,10 +35,8 @@ impl Args {
             None => ctx.cwd.clone(),
         };
         if !dir.is_dir() {
-            bail!(
-                "{} is not a directory\nhint: give --dir a project directory (one with gpuenv.toml, or below one)",
-                dir.display()
-            );
+            bail!(Hinted::new(format!("{} is not a directory", dir.display()))
+                .hint("give --dir a project directory (one with gpuenv.toml, or below one)"));
         }
         let ctx = Context {
             cwd: dir.clone(),
@@ -47,7 +46,10 @@ impl Args {
         // A pin that resolves to nothing is reported as a finding; the other checks still run.
         let (active, resolve_error) = match super::resolve_here(&ctx, &registry, &[]) {
             Ok(a) => (a, None),
-            Err(e) => (ActiveSet::default(), Some(e.to_string())),
+            Err(e) => (
+                ActiveSet::default(),
+                Some(ui::Report::of(e.as_ref(), super::FIND)),
+            ),
         };
         let torch = guard::locate_torch(&ctx, None);
         let root = PathBuf::from(ctx.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"));

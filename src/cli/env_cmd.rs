@@ -22,7 +22,8 @@ impl Args {
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(ctx, &registry, &overrides)?;
         if active.toolchains.is_empty() {
-            ui::info("no toolchain is active here, so there is nothing to set\nhint: `gpuenv pin <spec>` or `gpuenv default <spec>`");
+            ui::info("no toolchain is active here, so there is nothing to set");
+            ui::hint("`gpuenv pin <spec>` or `gpuenv default <spec>`");
         }
         let applied = super::environment(ctx, &home, &registry, &active)?;
         let vars: Vec<(&str, Option<&str>)> = applied

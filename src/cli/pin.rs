@@ -63,11 +63,19 @@ impl Args {
 
         for spec in &specs {
             match registry.find(spec) {
-                Some((name, _)) => ui::info(format!("pinned {} = {} in {} (now {name})", spec.kind, spec.version, path.display())),
-                None => ui::warn(format!(
-                    "pinned {spec} in {}, but no registered toolchain matches it yet\nhint: gpuenv install {spec}",
+                Some((name, _)) => ui::info(format!(
+                    "pinned {} = {} in {} (now {name})",
+                    spec.kind,
+                    spec.version,
                     path.display()
                 )),
+                None => {
+                    ui::warn(format!(
+                        "pinned {spec} in {}, but no registered toolchain matches it yet",
+                        path.display()
+                    ));
+                    ui::hint(format!("gpuenv install {spec}"));
+                }
             }
         }
         for (kind, list) in [(Kind::Cuda, &edit.cuda_arch), (Kind::Rocm, &edit.rocm_arch)] {

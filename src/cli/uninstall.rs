@@ -1,6 +1,7 @@
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::project::{self, PinValue};
 use gpuenv_core::toolchain::registry::{Registry, Source};
 use gpuenv_core::toolchain::{view, Spec};
@@ -20,13 +21,19 @@ impl Args {
         let _lock = gpuenv_install::lock_toolchain(&home, name)?;
         let (root, dropped_defaults, registry) = Registry::update(&home, |registry| {
             let Some(entry) = registry.toolchains.get(name) else {
-                bail!("no toolchain named {name} is registered\nhint: `gpuenv list` shows the registered names");
+                bail!(
+                    Hinted::new(format!("no toolchain named {name} is registered"))
+                        .hint("`gpuenv list` shows the registered names")
+                );
             };
             if entry.source != Source::Installed {
-                bail!(
-                    "{name} was {} by hand, not installed by gpuenv, so its files are not gpuenv's to remove\nhint: `gpuenv unlink {name}` forgets it and leaves its files alone",
+                bail!(Hinted::new(format!(
+                    "{name} was {} by hand, not installed by gpuenv, so its files are not gpuenv's to remove",
                     entry.source.as_str()
-                );
+                ))
+                .hint(format!(
+                    "`gpuenv unlink {name}` forgets it and leaves its files alone"
+                )));
             }
             let root = entry.root.clone();
             registry.toolchains.remove(name);

@@ -1,6 +1,7 @@
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::toolchain::registry::{Registry, Source};
 use gpuenv_core::toolchain::{view, Spec};
 use gpuenv_core::{shims, ui};
@@ -18,15 +19,14 @@ impl Args {
         let dropped_defaults = Registry::update(&home, |registry| {
             let Some(entry) = registry.toolchains.get(&self.name) else {
                 bail!(
-                    "no toolchain named {} is registered\nhint: `gpuenv list` shows the registered names",
-                    self.name
+                    Hinted::new(format!("no toolchain named {} is registered", self.name))
+                        .hint("`gpuenv list` shows the registered names")
                 );
             };
             if entry.source == Source::Installed {
                 bail!(
-                    "{} was installed by gpuenv\nhint: remove it with `gpuenv uninstall {}`",
-                    self.name,
-                    self.name
+                    Hinted::new(format!("{} was installed by gpuenv", self.name))
+                        .hint(format!("remove it with `gpuenv uninstall {}`", self.name))
                 );
             }
             registry.toolchains.remove(&self.name);

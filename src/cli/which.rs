@@ -1,6 +1,7 @@
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 
 use super::Exit;
 
@@ -19,10 +20,14 @@ impl Args {
         let (_home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;
         if active.toolchains.is_empty() {
-            super::print_error(&anyhow::anyhow!(
-                "no toolchain is active in {} (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)\nhint: `gpuenv pin <spec>` pins one here, `gpuenv default <spec>` sets one everywhere",
-                ctx.cwd.display()
-            ));
+            super::print_error(
+                &Hinted::new(format!(
+                    "no toolchain is active in {} (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)",
+                    ctx.cwd.display()
+                ))
+                .hint("`gpuenv pin <spec>` pins one here, `gpuenv default <spec>` sets one everywhere")
+                .into(),
+            );
             return Err(Exit(1).into());
         }
         for t in &active.toolchains {

@@ -16,6 +16,11 @@ pub fn warn(msg: impl std::fmt::Display) {
     anstream::eprintln!("{} {msg}", "warning:".yellow().bold());
 }
 
+/// A way out after an `info` or `warn`, laid out as an error's hints are.
+pub fn hint(msg: impl std::fmt::Display) {
+    anstream::eprintln!("{} {msg}", "hint:".cyan().bold());
+}
+
 /// Prints an error, its causes and its hints. `find` are the finders of the crates whose
 /// errors may be in the chain (see `diagnostic`).
 pub fn error(err: &anyhow::Error, find: &[Find]) {

@@ -27,6 +27,7 @@ use gpuenv_core::guard::TorchVersion;
 use gpuenv_core::resolve::{Active, ActiveSet};
 use gpuenv_core::toolchain::registry::{Home, Registry};
 use gpuenv_core::toolchain::{view, Kind};
+use gpuenv_core::ui;
 
 pub use machine::Machine;
 
@@ -154,7 +155,7 @@ pub struct Inputs {
     pub registry: Registry,
     /// Empty when resolution failed (the `active-set` finding says why).
     pub active: ActiveSet,
-    pub resolve_error: Option<String>,
+    pub resolve_error: Option<ui::Report>,
     /// The torch of the active Python, found without importing it.
     pub torch: Result<TorchVersion, String>,
 }
@@ -219,11 +220,12 @@ pub const ACTIVE_SET: Check = Check {
 fn active_set(inputs: &Inputs) -> Finding {
     let mut notes = Notes::default();
     if let Some(err) = &inputs.resolve_error {
-        let (msg, hints): (Vec<&str>, Vec<&str>) =
-            err.lines().partition(|l| !l.starts_with("hint:"));
-        notes.problem(Status::Error, msg.join(" "));
-        for h in hints {
-            notes.hint(h.trim_start_matches("hint:").trim());
+        notes.problem(
+            Status::Error,
+            err.inline().lines().collect::<Vec<_>>().join(" "),
+        );
+        for h in &err.hints {
+            notes.hint(h.as_str());
         }
         return notes.finish(ACTIVE_SET, "");
     }
