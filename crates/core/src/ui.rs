@@ -46,13 +46,15 @@ pub struct Report {
 
 impl Report {
     pub fn of(err: &(dyn Error + 'static), find: &[Find]) -> Report {
-        let mut report = Report::default();
-        report.message = legacy_hints(&err.to_string(), &mut report.hints);
+        let mut report = Report {
+            message: err.to_string(),
+            ..Report::default()
+        };
         let mut shown = report.message.clone();
         let mut next = Some(err);
         while let Some(e) = next {
             if !std::ptr::addr_eq(e, err) {
-                let text = legacy_hints(&e.to_string(), &mut report.hints);
+                let text = e.to_string();
                 let text = without_shown_path(&text, &shown);
                 if !text.is_empty() && !shown.contains(text) {
                     shown.push('\n');
@@ -83,18 +85,6 @@ impl Report {
             .collect::<Vec<_>>()
             .join(": ")
     }
-}
-
-/// Transitional: `hint:` lines still written into messages.
-fn legacy_hints(text: &str, hints: &mut Vec<String>) -> String {
-    let (lines, hint_lines): (Vec<&str>, Vec<&str>) =
-        text.lines().partition(|l| !l.starts_with("hint:"));
-    hints.extend(
-        hint_lines
-            .iter()
-            .map(|h| h.trim_start_matches("hint:").trim().to_string()),
-    );
-    lines.join("\n")
 }
 
 /// fs-err names the path in each of its errors (``failed to open file `/p`: <why>``); when
