@@ -31,8 +31,7 @@ impl Args {
         let policy = Policy::choose(
             ctx.var("GPUENV_TORCH_CHECK"),
             file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
-        )
-        .map_err(anyhow::Error::msg)?;
+        )?;
 
         let torch = guard::locate_torch(ctx, self.python.as_deref());
         // The kind torch was built for decides which toolchain to compare; a CPU-only torch

@@ -28,10 +28,10 @@ impl Args {
             let (rocm, cuda): (Vec<String>, Vec<String>) =
                 arch.into_iter().partition(|a| a.starts_with("gfx"));
             for a in &cuda {
-                project::validate_cuda_arch(a).map_err(anyhow::Error::msg)?;
+                project::validate_cuda_arch(a)?;
             }
             for a in &rocm {
-                project::validate_rocm_arch(a).map_err(anyhow::Error::msg)?;
+                project::validate_rocm_arch(a)?;
             }
             edit.cuda_arch = (!cuda.is_empty()).then_some(cuda);
             edit.rocm_arch = (!rocm.is_empty()).then_some(rocm);

@@ -184,11 +184,13 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
             });
         }
         for arch in tc.cuda_arch.unwrap_or_default() {
-            validate_cuda_arch(arch.get_ref()).map_err(|m| invalid(arch.span().start, m))?;
+            validate_cuda_arch(arch.get_ref())
+                .map_err(|e| invalid(arch.span().start, e.to_string()))?;
             file.cuda_arch.push(arch.into_inner());
         }
         for arch in tc.rocm_arch.unwrap_or_default() {
-            validate_rocm_arch(arch.get_ref()).map_err(|m| invalid(arch.span().start, m))?;
+            validate_rocm_arch(arch.get_ref())
+                .map_err(|e| invalid(arch.span().start, e.to_string()))?;
             file.rocm_arch.push(arch.into_inner());
         }
     }
@@ -226,8 +228,17 @@ pub fn is_env_name(key: &str) -> bool {
         && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// An arch pin in a form the build tools do not take.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ArchError {
+    #[error("cuda-arch `{0}` is not a compute capability: expected forms like \"8.6\", \"9.0a\" or \"9.0+PTX\"")]
+    Cuda(String),
+    #[error("rocm-arch `{0}` is not a gfx target: expected forms like \"gfx90a\" or \"gfx942\"")]
+    Rocm(String),
+}
+
 /// `8.0`, `8.6`, `9.0a`, `9.0+PTX`: the forms `TORCH_CUDA_ARCH_LIST` takes.
-pub fn validate_cuda_arch(arch: &str) -> Result<(), String> {
+pub fn validate_cuda_arch(arch: &str) -> Result<(), ArchError> {
     let base = arch.strip_suffix("+PTX").unwrap_or(arch);
     let base = base.trim_end_matches(['a', 'f']);
     let ok = base.split_once('.').is_some_and(|(maj, min)| {
@@ -239,14 +250,12 @@ pub fn validate_cuda_arch(arch: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "cuda-arch `{arch}` is not a compute capability: expected forms like \"8.6\", \"9.0a\" or \"9.0+PTX\""
-        ))
+        Err(ArchError::Cuda(arch.to_string()))
     }
 }
 
 /// `gfx90a`, `gfx942`, `gfx90a:xnack+`.
-pub fn validate_rocm_arch(arch: &str) -> Result<(), String> {
+pub fn validate_rocm_arch(arch: &str) -> Result<(), ArchError> {
     let ok = arch.strip_prefix("gfx").is_some_and(|rest| {
         let (chip, features) = rest.split_once(':').unwrap_or((rest, ""));
         !chip.is_empty()
@@ -258,9 +267,7 @@ pub fn validate_rocm_arch(arch: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "rocm-arch `{arch}` is not a gfx target: expected forms like \"gfx90a\" or \"gfx942\""
-        ))
+        Err(ArchError::Rocm(arch.to_string()))
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
-use crate::guard::TorchVersion;
+use crate::guard::{LocateError, TorchVersion};
 use crate::project::{self, Location, PinValue, ProjectError, ProjectFile};
 use crate::toolchain::registry::{Entry, Registry};
 use crate::toolchain::{Kind, NameError, Spec};
@@ -73,7 +73,7 @@ impl ActiveSet {
 }
 
 /// Finds the torch of the active Python; called only for a `"torch"` pin.
-pub type TorchLocator<'a> = &'a dyn Fn() -> Result<TorchVersion, String>;
+pub type TorchLocator<'a> = &'a dyn Fn() -> Result<TorchVersion, LocateError>;
 
 /// What resolution looks at besides the registry.
 #[derive(Clone)]
@@ -114,11 +114,11 @@ pub enum ResolveError {
     },
     #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches")]
     NotRegistered { spec: Spec, origin: String },
-    #[error("{at}: {kind} = \"torch\", but {why}")]
+    #[error("{at}: {kind} = \"torch\", but {source}")]
     TorchNotFound {
         at: Location,
         kind: Kind,
-        why: String,
+        source: LocateError,
     },
     #[error("{at}: {kind} = \"torch\", but the torch at {} (torch {}) is not built for {kind}", torch.dir.display(), torch.label())]
     TorchNotBuiltFor {
@@ -209,10 +209,10 @@ pub fn resolve_kinds(
                 ),
                 PinValue::Torch => {
                     let at = pin.at.clone();
-                    let torch = (req.torch)().map_err(|why| ResolveError::TorchNotFound {
+                    let torch = (req.torch)().map_err(|source| ResolveError::TorchNotFound {
                         at: at.clone(),
                         kind,
-                        why,
+                        source,
                     })?;
                     let Some(version) = torch.built_for(kind) else {
                         return Err(ResolveError::TorchNotBuiltFor { at, kind, torch });

@@ -30,9 +30,17 @@ fn ccbin_in(flags: &str) -> Option<String> {
     None
 }
 
+/// A `-ccbin` (or `NVCC_CCBIN`) that names no compiler: nvcc will fail on it.
+#[derive(Debug, thiserror::Error)]
+#[error("{from} names {value}, which does not exist or is not on PATH")]
+struct NoSuchCompiler {
+    from: String,
+    value: String,
+}
+
 /// The host compiler nvcc runs and what chose it; `Err` when a `-ccbin` names a compiler
-/// that does not exist (nvcc will fail on it), `Ok(None)` when there is no gcc at all.
-fn host_compiler(m: &Machine) -> Result<Option<(PathBuf, String)>, String> {
+/// that does not exist, `Ok(None)` when there is no gcc at all.
+fn host_compiler(m: &Machine) -> Result<Option<(PathBuf, String)>, NoSuchCompiler> {
     let chosen = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"]
         .iter()
         .find_map(|var| Some((ccbin_in(m.var(var)?)?, format!("-ccbin in {var}"))))
@@ -50,9 +58,7 @@ fn host_compiler(m: &Machine) -> Result<Option<(PathBuf, String)>, String> {
     };
     match exe {
         Some(exe) => Ok(Some((exe, from))),
-        None => Err(format!(
-            "{from} names {value}, which does not exist or is not on PATH"
-        )),
+        None => Err(NoSuchCompiler { from, value }),
     }
 }
 
@@ -77,14 +83,14 @@ pub fn run(inputs: &Inputs) -> Finding {
         }
         Err(problem) => {
             let mut notes = Notes::default();
-            notes.problem(Status::Error, problem);
+            notes.problem(Status::Error, problem.to_string());
             notes.hint("install that compiler, or fix the -ccbin / NVCC_CCBIN setting to name one that exists");
             return notes.finish(CHECK, "");
         }
     };
     let text = match m.run(&cc, &["--version"]) {
         Ok(t) => t,
-        Err(e) => return Finding::skip(CHECK, e),
+        Err(e) => return Finding::skip(CHECK, e.to_string()),
     };
     let Some(version) = parse_gcc_version(&text) else {
         return Finding::skip(

@@ -23,13 +23,13 @@ use std::path::{Path, PathBuf};
 use owo_colors::OwoColorize;
 use serde::Serialize;
 
-use gpuenv_core::guard::TorchVersion;
+use gpuenv_core::guard::{LocateError, TorchVersion};
 use gpuenv_core::resolve::{Active, ActiveSet};
 use gpuenv_core::toolchain::registry::{Home, Registry};
 use gpuenv_core::toolchain::{view, Kind};
 use gpuenv_core::ui;
 
-pub use machine::Machine;
+pub use machine::{Machine, RunError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -157,7 +157,7 @@ pub struct Inputs {
     pub active: ActiveSet,
     pub resolve_error: Option<ui::Report>,
     /// The torch of the active Python, found without importing it.
-    pub torch: Result<TorchVersion, String>,
+    pub torch: Result<TorchVersion, LocateError>,
 }
 
 impl Inputs {

@@ -13,6 +13,7 @@ mod locate;
 use crate::toolchain::{Kind, Version};
 pub use locate::{
     find_on_path, find_torch_in, locate_torch, python_sys_path, site_packages_of_prefix,
+    LocateError,
 };
 
 /// What `torch/version.py` says.
@@ -132,6 +133,10 @@ pub fn torch_dir_of_include(include: &Path) -> Option<PathBuf> {
     include.parent().map(Path::to_path_buf)
 }
 
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("GPUENV_TORCH_CHECK={0} is not a policy: use minor, major or off")]
+pub struct PolicyError(pub String);
+
 /// The policy in force and where it was set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -141,17 +146,16 @@ pub struct Policy {
 
 impl Policy {
     /// `GPUENV_TORCH_CHECK` beats `[torch] check` in the toolchain file; default `minor`.
-    pub fn choose(env: Option<&str>, file: Option<(TorchCheck, &Path)>) -> Result<Policy, String> {
+    pub fn choose(
+        env: Option<&str>,
+        file: Option<(TorchCheck, &Path)>,
+    ) -> Result<Policy, PolicyError> {
         if let Some(v) = env.filter(|v| !v.is_empty()) {
             let check = match v {
                 "minor" => TorchCheck::Minor,
                 "major" => TorchCheck::Major,
                 "off" => TorchCheck::Off,
-                other => {
-                    return Err(format!(
-                        "GPUENV_TORCH_CHECK={other} is not a policy: use minor, major or off"
-                    ))
-                }
+                other => return Err(PolicyError(other.to_string())),
             };
             return Ok(Policy {
                 check,

@@ -39,15 +39,15 @@ pub fn guard(
         ctx.var("GPUENV_TORCH_CHECK"),
         file.as_ref()
             .and_then(|f| Some((f.torch_check?, f.path.as_path()))),
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     if policy.check == TorchCheck::Off {
         return Ok(());
     }
-    let torch = match include.as_deref().and_then(guard::torch_dir_of_include) {
-        Some(dir) => guard::read_torch(&dir).map_err(|e| e.to_string()),
-        None => guard::locate_torch(ctx, None),
-    };
+    let torch: Result<_, Box<dyn std::error::Error>> =
+        match include.as_deref().and_then(guard::torch_dir_of_include) {
+            Some(dir) => guard::read_torch(&dir).map_err(Into::into),
+            None => guard::locate_torch(ctx, None).map_err(Into::into),
+        };
     let torch = match torch {
         Ok(t) => t,
         Err(why) => {
