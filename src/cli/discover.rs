@@ -95,7 +95,7 @@ impl Args {
                 }
             }
             shims::reshim(&home, r)?;
-            Ok(r.clone())
+            Ok::<_, anyhow::Error>(r.clone())
         })?;
         ui::info(format!(
             "registered {} toolchain(s); {} in all",

@@ -129,6 +129,11 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("locking {path}")]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot write gpuenv's state file {path}")]
     Unwritable {
         path: PathBuf,
@@ -143,7 +148,9 @@ impl Diagnostic for StateError {
                 "fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {})",
                 toolchains.display()
             )],
-            StateError::Unreadable { .. } | StateError::Unwritable { .. } => Vec::new(),
+            StateError::Unreadable { .. }
+            | StateError::Lock { .. }
+            | StateError::Unwritable { .. } => Vec::new(),
         }
     }
 }
@@ -179,17 +186,15 @@ impl Registry {
 
     /// Loads, changes and saves the registry under a lock, so concurrent gpuenv processes
     /// never lose each other's changes. Nothing is saved if `change` fails.
-    pub fn update<T>(
+    pub fn update<T, E: From<StateError>>(
         home: &Home,
-        change: impl FnOnce(&mut Registry) -> anyhow::Result<T>,
-    ) -> anyhow::Result<T> {
-        use anyhow::Context;
-        fs_err::create_dir_all(&home.root)?;
-        let lock_path = home.root.join(".lock");
-        let lock = fs_err::File::create(&lock_path)?;
-        lock.file()
-            .lock()
-            .with_context(|| format!("locking {}", lock_path.display()))?;
+        change: impl FnOnce(&mut Registry) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let path = home.root.join(".lock");
+        let locked = fs_err::create_dir_all(&home.root)
+            .and_then(|()| fs_err::File::create(&path))
+            .and_then(|lock| lock.file().lock().map(|()| lock));
+        let _lock = locked.map_err(|source| StateError::Lock { path, source })?;
         let mut registry = Registry::load(home)?;
         let out = change(&mut registry)?;
         registry.save(home)?;
