@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::json;
 
+use gpuenv_core::context::vars;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::guard::{self, Policy, Side, Verdict};
@@ -28,10 +29,7 @@ impl Args {
         let (_home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;
         let file = active.project.as_ref();
-        let policy = Policy::choose(
-            ctx.var("GPUENV_TORCH_CHECK"),
-            file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
-        )?;
+        let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file)?;
 
         let torch = guard::locate_torch(ctx, self.python.as_deref());
         // The kind torch was built for decides which toolchain to compare; a CPU-only torch

@@ -2,7 +2,7 @@ use std::path::{Component, PathBuf};
 
 use anyhow::{bail, Result};
 
-use gpuenv_core::context::{vars, Context};
+use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::resolve::ActiveSet;
 use gpuenv_core::{guard, ui};
@@ -52,7 +52,7 @@ impl Args {
             ),
         };
         let torch = guard::locate_torch(&ctx, None);
-        let root = PathBuf::from(ctx.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"));
+        let root = ctx.system_root();
         let inputs = Inputs {
             machine: Machine { root, ctx },
             home,

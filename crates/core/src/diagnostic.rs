@@ -34,11 +34,12 @@ macro_rules! find_diagnostic {
 
 /// gpuenv-core's diagnostics.
 pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 'static)> {
-    use crate::{context, guard, project, proxy, resolve, toolchain::registry};
+    use crate::{context, driver, guard, project, proxy, resolve, toolchain::registry};
     find_diagnostic!(
         err,
         Hinted,
         context::NoHome,
+        driver::DriverTooOld,
         guard::Refusal,
         project::ProjectError,
         proxy::ProxyError,

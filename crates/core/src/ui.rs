@@ -16,6 +16,11 @@ pub fn warn(msg: impl std::fmt::Display) {
     anstream::eprintln!("{} {msg}", "warning:".yellow().bold());
 }
 
+/// A one-line note from the shell hook, printed at a prompt: short and unstyled.
+pub fn hook_note(msg: impl std::fmt::Display) {
+    eprintln!("gpuenv: {msg}");
+}
+
 /// A way out after an `info` or `warn`, laid out as an error's hints are.
 pub fn hint(msg: impl std::fmt::Display) {
     anstream::eprintln!("{} {msg}", "hint:".cyan().bold());

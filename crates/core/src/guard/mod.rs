@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
-use crate::project::TorchCheck;
+use crate::project::{ProjectFile, TorchCheck};
 
 mod locate;
 
@@ -145,6 +145,18 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The policy for a project: `GPUENV_TORCH_CHECK` (its value `env`), else the file's
+    /// `[torch] check`, else `minor`.
+    pub fn for_project(
+        env: Option<&str>,
+        file: Option<&ProjectFile>,
+    ) -> Result<Policy, PolicyError> {
+        Policy::choose(
+            env,
+            file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
+        )
+    }
+
     /// `GPUENV_TORCH_CHECK` beats `[torch] check` in the toolchain file; default `minor`.
     pub fn choose(
         env: Option<&str>,

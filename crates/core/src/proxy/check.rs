@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::context::vars;
 use crate::context::Context;
 use crate::guard::{self, Policy, Side};
 use crate::project::{self, TorchCheck};
@@ -35,11 +36,7 @@ pub fn guard(
             .map(|p| project::load(&p))
             .transpose()?,
     };
-    let policy = Policy::choose(
-        ctx.var("GPUENV_TORCH_CHECK"),
-        file.as_ref()
-            .and_then(|f| Some((f.torch_check?, f.path.as_path()))),
-    )?;
+    let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file.as_ref())?;
     if policy.check == TorchCheck::Off {
         return Ok(());
     }
