@@ -80,12 +80,14 @@ pub const FIND: &[Find] = gpuenv_install::FIND;
 
 /// Prints an error with its causes and hints.
 pub fn print_error(err: &anyhow::Error) {
-    gpuenv_core::ui::error(err, FIND);
+    gpuenv_core::ui::error(err.as_ref(), FIND);
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = Context::from_process().and_then(|ctx| dispatch(cli.command, &ctx));
+    let result = Context::from_process()
+        .map_err(anyhow::Error::from)
+        .and_then(|ctx| dispatch(cli.command, &ctx));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => match e.downcast_ref::<Exit>() {

@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result};
-
 use crate::diagnostic::Diagnostic;
 use crate::toolchain::registry::Home;
 
@@ -63,6 +61,10 @@ pub mod vars {
 #[error("neither GPUENV_HOME nor HOME is set")]
 pub struct NoHome;
 
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the current directory")]
+pub struct NoCwd(#[source] pub std::io::Error);
+
 impl Diagnostic for NoHome {
     fn hints(&self) -> Vec<String> {
         vec!["set GPUENV_HOME to the directory gpuenv should keep its state in".into()]
@@ -76,8 +78,8 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn from_process() -> Result<Context> {
-        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    pub fn from_process() -> Result<Context, NoCwd> {
+        let cwd = std::env::current_dir().map_err(NoCwd)?;
         let vars = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect();

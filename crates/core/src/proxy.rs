@@ -8,12 +8,15 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use anyhow::{bail, Context as _, Result};
-
-use crate::context::Context;
+use crate::context::{Context, NoHome};
 use crate::diagnostic::Diagnostic;
+use crate::guard::PolicyError;
+use crate::project::ProjectError;
+use crate::resolve::ResolveError;
 use crate::resolve::{self, Active, ActiveSet, Reason, Request};
+use crate::toolchain::registry::StateError;
 use crate::toolchain::registry::{Home, Registry};
+use crate::toolchain::NameError;
 use crate::toolchain::{view, Kind, Spec};
 use crate::{env, guard, project, trust, ui};
 
@@ -31,6 +34,35 @@ pub struct Refused;
 /// Why the proxy cannot run the tool, with the ways out.
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
+    /// Exit status 1: the refusal is already printed.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    #[error("in `{tool} +{spec}`")]
+    BadOverride {
+        tool: String,
+        spec: String,
+        source: NameError,
+    },
+    #[error(transparent)]
+    Home(#[from] NoHome),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error("cannot read {}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot run {}", program.display())]
+    Exec {
+        program: PathBuf,
+        source: std::io::Error,
+    },
     #[error("gpuenv's {tool} proxy was started {depth} times in a row: the toolchain's bin/{tool} leads back to a gpuenv proxy")]
     Loop { tool: String, depth: u32 },
     #[error("{} is the gpuenv proxy itself, not a real {tool}", path.display())]
@@ -45,6 +77,15 @@ pub enum ProxyError {
 impl Diagnostic for ProxyError {
     fn hints(&self) -> Vec<String> {
         vec![match self {
+            ProxyError::Home(e) => return e.hints(),
+            ProxyError::State(e) => return e.hints(),
+            ProxyError::Project(e) => return e.hints(),
+            ProxyError::Resolve(e) => return e.hints(),
+            ProxyError::Refused(_)
+            | ProxyError::BadOverride { .. }
+            | ProxyError::Policy(_)
+            | ProxyError::Unreadable { .. }
+            | ProxyError::Exec { .. } => return Vec::new(),
             ProxyError::Loop { tool, .. } => format!("a toolchain must be linked at its real root, not at a gpuenv view or shims dir; check `gpuenv list` and `gpuenv which {tool}`"),
             ProxyError::IsProxy { .. } => "link the toolchain at its real root (`gpuenv list` shows the roots)".into(),
             ProxyError::NoToolchain { tool, .. } => format!("`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere, `{tool} +<spec> …` picks one for this call"),
@@ -64,11 +105,15 @@ pub struct Exec {
 
 /// The proxy's entry point: plan from the process's own argv and environment, then exec.
 pub fn main() -> ExitCode {
-    let planned = Context::from_process().and_then(|ctx| {
-        let self_exe = std::env::current_exe().unwrap_or_default();
-        plan(std::env::args_os().collect(), &ctx, &self_exe)
-    });
-    let result = planned.and_then(|exec| {
+    let ctx = match Context::from_process() {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            ui::error(&e, crate::diagnostic::FIND);
+            return ExitCode::from(2);
+        }
+    };
+    let self_exe = std::env::current_exe().unwrap_or_default();
+    let result = plan(std::env::args_os().collect(), &ctx, &self_exe).and_then(|exec| {
         let mut cmd = Command::new(&exec.program);
         cmd.args(&exec.args);
         for (k, v) in &exec.env {
@@ -77,12 +122,15 @@ pub fn main() -> ExitCode {
                 None => cmd.env_remove(k),
             };
         }
-        let err = cmd.exec();
-        Err(err).with_context(|| format!("cannot run {}", exec.program.display()))
+        let source = cmd.exec();
+        Err(ProxyError::Exec {
+            program: exec.program,
+            source,
+        })
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is::<Refused>() => ExitCode::from(1),
+        Err(ProxyError::Refused(_)) => ExitCode::from(1),
         Err(e) => {
             ui::error(&e, crate::diagnostic::FIND);
             ExitCode::from(2)
@@ -93,7 +141,7 @@ pub fn main() -> ExitCode {
 /// Decides what `argv` (argv[0] included) runs: the toolchain (the view the proxy was
 /// started from, else `+spec`, else resolution for `ctx`), the torch guard's verdict, and
 /// the toolchain's environment. `self_exe` is the proxy binary, never a real tool.
-pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec> {
+pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec, ProxyError> {
     let mut args = argv;
     let argv0 = PathBuf::from(if args.is_empty() {
         OsString::new()
@@ -107,7 +155,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
 
     let depth: u32 = ctx.var(DEPTH_VAR).and_then(|d| d.parse().ok()).unwrap_or(0);
     if depth >= MAX_DEPTH {
-        bail!(ProxyError::Loop { tool, depth });
+        return Err(ProxyError::Loop { tool, depth });
     }
 
     // `nvcc +cuda-11.8 …` picks the toolchain for this call.
@@ -117,9 +165,11 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         .and_then(|a| a.to_str())
         .and_then(|a| a.strip_prefix('+'))
     {
-        let spec: Spec = spec
-            .parse()
-            .with_context(|| format!("in `{tool} +{spec}`"))?;
+        let spec: Spec = spec.parse().map_err(|source| ProxyError::BadOverride {
+            tool: tool.clone(),
+            spec: spec.to_string(),
+            source,
+        })?;
         overrides.push(spec);
         args.remove(0);
     }
@@ -168,17 +218,26 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         let real = t.entry.root.join("bin").join(&tool);
         real.is_file().then_some((t, real))
     }) else {
-        return Err(no_tool(&tool, &active, ctx).into());
+        return Err(no_tool(&tool, &active, ctx));
     };
     if same_file(&real, self_exe) {
-        bail!(ProxyError::IsProxy { path: real, tool });
+        return Err(ProxyError::IsProxy { path: real, tool });
     }
 
     if tool == toolchain.entry.kind.compiler() {
         check::guard(ctx, &registry, toolchain, &active, &args)?;
     }
 
-    let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
+    let trusted = trust::env_allowed(&registry, active.project.as_ref()).map_err(|source| {
+        ProxyError::Unreadable {
+            path: active
+                .project
+                .as_ref()
+                .map(|p| p.path.clone())
+                .unwrap_or_default(),
+            source,
+        }
+    })?;
     let change = env::plan(&active, &registry, &home, trusted);
     let applied = change.apply(&|k| ctx.var(k).map(str::to_string));
     let mut env: Vec<(String, Option<String>)> = applied.after.into_iter().collect();

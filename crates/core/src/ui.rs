@@ -28,8 +28,8 @@ pub fn hint(msg: impl std::fmt::Display) {
 
 /// Prints an error, its causes and its hints. `find` are the finders of the crates whose
 /// errors may be in the chain (see `diagnostic`).
-pub fn error(err: &anyhow::Error, find: &[Find]) {
-    let report = Report::of(err.as_ref(), find);
+pub fn error(err: &(dyn Error + 'static), find: &[Find]) {
+    let report = Report::of(err, find);
     anstream::eprintln!("{} {}", "error:".red().bold(), report.message);
     for cause in &report.causes {
         anstream::eprintln!("  {} {cause}", "caused by:".bold());

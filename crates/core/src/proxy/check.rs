@@ -3,8 +3,6 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use anyhow::Result;
-
 use crate::context::vars;
 use crate::context::Context;
 use crate::guard::{self, Policy, Side};
@@ -13,7 +11,7 @@ use crate::resolve::{self, Active, ActiveSet, Reason, Request};
 use crate::toolchain::registry::Registry;
 use crate::ui;
 
-use super::Refused;
+use super::{ProxyError, Refused};
 
 pub fn guard(
     ctx: &Context,
@@ -21,7 +19,7 @@ pub fn guard(
     toolchain: &Active,
     active: &ActiveSet,
     args: &[OsString],
-) -> Result<()> {
+) -> Result<(), ProxyError> {
     let args: Vec<String> = args
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -40,7 +38,7 @@ pub fn guard(
     if policy.check == TorchCheck::Off {
         return Ok(());
     }
-    let torch: Result<_, Box<dyn std::error::Error>> =
+    let torch: Result<_, Box<dyn std::error::Error + Send + Sync>> =
         match include.as_deref().and_then(guard::torch_dir_of_include) {
             Some(dir) => guard::read_torch(&dir).map_err(Into::into),
             None => guard::locate_torch(ctx, None).map_err(Into::into),
@@ -65,7 +63,7 @@ pub fn guard(
     };
     match guard::refusal(&side, &torch, &verdict, &policy) {
         Some(refusal) => {
-            ui::error(&refusal.into(), crate::diagnostic::FIND);
+            ui::error(&refusal, crate::diagnostic::FIND);
             Err(Refused.into())
         }
         None => Ok(()),
