@@ -3,9 +3,11 @@ use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::env::Op;
+use gpuenv_core::home::Home;
 use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use gpuenv_core::shell::{self, Format, Shell};
-use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::upstream;
 use gpuenv_core::{env, trust, ui};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
@@ -82,13 +84,20 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
 }
 
 fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
-    let registry = Registry::load(home)?;
+    let mut home = home.clone();
+    let own = Registry::load(&home)?;
+    let layered = upstream::layered(&mut home, own);
+    for w in &layered.warnings {
+        ui::hook_note(w);
+    }
+    let (home, registry) = (&home, layered.registry);
     let active = super::resolve_here(ctx, &registry, &[])?;
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::hook_note(notice);
     }
     let mut change = env::plan(&active, &registry, home, trusted);
+    gpuenv_core::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
     if !change.ops.is_empty() {
         change.ops.push(Op::Prepend(

@@ -7,7 +7,8 @@ use indicatif::HumanBytes;
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::{Diagnostic, Hinted};
 use gpuenv_core::driver;
-use gpuenv_core::toolchain::registry::{Home, Registry, Source as Origin};
+use gpuenv_core::home::Home;
+use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::cache::Cache;
@@ -117,6 +118,7 @@ impl Args {
             .iter()
             .map(|s| s.parse())
             .collect::<Result<_, _>>()?;
+        let store = super::store(ctx)?;
         let fetcher = fetcher(ctx, &home, self.offline);
         let sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;
         let progress = Progress::new(!self.quiet && std::io::stderr().is_terminal());
@@ -167,7 +169,7 @@ impl Args {
                 }
             ));
             let started = std::time::Instant::now();
-            let done = gpuenv_install::install(&home, &fetcher, &plan, &progress)?;
+            let done = gpuenv_install::install(&store, &fetcher, &plan, &progress)?;
             if done.already {
                 already(&done.name, &done.root);
                 continue;

@@ -34,12 +34,17 @@ macro_rules! find_diagnostic {
 
 /// gpuenv-core's diagnostics.
 pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 'static)> {
-    use crate::{context, driver, guard, project, proxy, resolve, toolchain::registry};
+    use crate::toolchain::{registry, upstream};
+    use crate::{context, driver, guard, project, proxy, resolve, shell, shims, store};
     find_diagnostic!(
         err,
         Hinted,
         context::NoHome,
         driver::DriverTooOld,
+        shell::SlurmError,
+        shims::ShimError,
+        store::StoreError,
+        upstream::SystemConfigError,
         guard::Refusal,
         project::ProjectError,
         proxy::ProxyError,

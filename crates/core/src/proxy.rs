@@ -11,16 +11,17 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use crate::context::{Context, NoHome};
+use crate::context::{vars, Context, NoHome};
 use crate::diagnostic::Diagnostic;
 use crate::guard::PolicyError;
+use crate::home::Home;
 use crate::project::ProjectError;
 use crate::resolve::ResolveError;
 use crate::resolve::{self, Active, ActiveSet, Reason, Request};
+use crate::toolchain::registry::Registry;
 use crate::toolchain::registry::StateError;
-use crate::toolchain::registry::{Home, Registry};
 use crate::toolchain::NameError;
-use crate::toolchain::{view, Kind, Spec};
+use crate::toolchain::{upstream, Kind, Spec};
 use crate::{env, guard, project, trust, ui};
 
 mod check;
@@ -66,6 +67,12 @@ pub enum ProxyError {
         program: PathBuf,
         source: std::io::Error,
     },
+    #[error("`{tool} +{spec}` names a {} toolchain, but {tool} is the {kind} compiler", spec.kind)]
+    WrongKind {
+        tool: String,
+        spec: Spec,
+        kind: Kind,
+    },
     #[error("gpuenv's {tool} proxy was started {depth} times in a row: the toolchain's bin/{tool} leads back to a gpuenv proxy")]
     Loop { tool: String, depth: u32 },
     #[error("{} is the gpuenv proxy itself, not a real {tool}", path.display())]
@@ -89,6 +96,11 @@ impl Diagnostic for ProxyError {
             | ProxyError::Policy(_)
             | ProxyError::Unreadable { .. }
             | ProxyError::Exec { .. } => return Vec::new(),
+            ProxyError::WrongKind { tool, spec, kind } => format!(
+                "`{} +{spec} …` runs the {} compiler; `{tool} +{kind}-<version> …` picks another {kind} toolchain",
+                spec.kind.compiler(),
+                spec.kind
+            ),
             ProxyError::Loop { tool, .. } => format!("a toolchain must be linked at its real root, not at a gpuenv view or shims dir; check `gpuenv list` and `gpuenv which {tool}`"),
             ProxyError::IsProxy { .. } => "link the toolchain at its real root (`gpuenv list` shows the roots)".into(),
             ProxyError::NoToolchain { tool, .. } => format!("`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere, `{tool} +<spec> …` picks one for this call"),
@@ -176,26 +188,31 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         overrides.push(spec);
         args.remove(0);
     }
+    // The compiler driver of one kind never runs from a toolchain of another.
+    let compiler_of = Kind::ALL.into_iter().find(|k| k.compiler() == tool);
+    if let (Some(spec), Some(kind)) = (overrides.first(), compiler_of) {
+        if spec.kind != kind {
+            return Err(ProxyError::WrongKind {
+                tool,
+                spec: spec.clone(),
+                kind,
+            });
+        }
+    }
 
     let invoked = invoked_path(&argv0, &tool, ctx);
-    let from_view = invoked
-        .as_deref()
-        .filter(|_| overrides.is_empty())
-        .and_then(view_of);
+    let from_view = match invoked.as_deref().filter(|_| overrides.is_empty()) {
+        Some(invoked) => view_of(invoked, ctx)?,
+        None => None,
+    };
     let (home, registry, active) = match from_view {
-        Some((view_dir, meta)) => {
+        Some((home, registry, name)) => {
             // <home>/views/<name>/bin/<tool>: this view's toolchain, without resolving.
-            let home = Home::new(
-                view_dir
-                    .parent()
-                    .and_then(Path::parent)
-                    .unwrap_or(Path::new("/")),
-            );
-            let registry = Registry::load(&home)?;
+            let entry = registry.toolchains[&name].clone();
             let active = ActiveSet {
                 toolchains: vec![Active {
-                    name: meta.name,
-                    entry: meta.entry,
+                    name,
+                    entry,
                     reason: Reason::View(invoked.clone().unwrap_or_default()),
                 }],
                 project: None,
@@ -203,16 +220,23 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
             (home, registry, active)
         }
         None => {
-            let home = ctx.gpuenv_home()?;
-            let registry = Registry::load(&home)?;
-            let kinds: &[Kind] = match tool.as_str() {
-                "nvcc" => &[Kind::Cuda],
-                "hipcc" => &[Kind::Rocm],
-                _ => &Kind::ALL,
+            let mut home = ctx.gpuenv_home()?;
+            let own = Registry::load(&home)?;
+            // An upstream's toolchains resolve too; an unusable upstream is only a warning.
+            let layered = upstream::layered(&mut home, own);
+            for w in &layered.warnings {
+                ui::warn(w);
+            }
+            let registry = layered.registry;
+            // `+spec` names the one toolchain the tool may come from.
+            let kinds: Vec<Kind> = match (overrides.first(), compiler_of) {
+                (Some(spec), _) => vec![spec.kind],
+                (None, Some(kind)) => vec![kind],
+                (None, None) => Kind::ALL.to_vec(),
             };
             let torch = || guard::locate_torch(ctx, None);
             let req = Request::new(ctx, &overrides, &torch);
-            let active = resolve::resolve_kinds(&req, &registry, kinds)?;
+            let active = resolve::resolve_kinds(&req, &registry, &kinds)?;
             (home, registry, active)
         }
     };
@@ -241,7 +265,8 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
             source,
         }
     })?;
-    let change = env::plan(&active, &registry, &home, trusted);
+    let mut change = env::plan(&active, &registry, &home, trusted);
+    crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     let applied = change.apply(&|k| ctx.var(k).map(str::to_string));
     let mut env: Vec<(String, Option<String>)> = applied.after.into_iter().collect();
     env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string())));
@@ -262,16 +287,32 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     }
 }
 
-/// If `invoked` is `<view>/bin/<tool>` (also through a link to the view), the view and
-/// its metadata.
-fn view_of(invoked: &Path) -> Option<(PathBuf, view::ViewMeta)> {
-    let bin = invoked.parent()?.canonicalize().ok()?;
-    let view_dir = bin.parent()?;
-    if !view_dir.join(view::META_FILE).is_file() {
-        return None;
+/// If `invoked` is `<home>/views/<name>/bin/<tool>` (also through a link to the view) and
+/// `<name>` is registered there: that home, its registry and the name.
+fn view_of(invoked: &Path, ctx: &Context) -> Result<Option<(Home, Registry, String)>, StateError> {
+    let Some(view_dir) = invoked
+        .parent()
+        .and_then(|bin| bin.canonicalize().ok())
+        .and_then(|bin| bin.parent().map(Path::to_path_buf))
+    else {
+        return Ok(None);
+    };
+    let Some((mut home, name)) = Home::of_view(&view_dir) else {
+        return Ok(None);
+    };
+    if !home.settings().is_file() {
+        return Ok(None);
     }
-    let meta = view::read_meta(view_dir).ok()?;
-    Some((view_dir.to_path_buf(), meta))
+    let mut registry = Registry::load(&home)?;
+    if !registry.toolchains.contains_key(&name) {
+        // The user's own view of an upstream's toolchain.
+        home.upstreams = upstream::from_context(ctx).0;
+        registry = upstream::layered(&mut home, registry).registry;
+    }
+    Ok(registry
+        .toolchains
+        .contains_key(&name)
+        .then_some((home, registry, name)))
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
