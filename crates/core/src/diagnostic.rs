@@ -1,12 +1,14 @@
 //! One error model: an error's message is its `Display`, its causes are its `source()`
 //! chain, and the ways out are data, `Diagnostic::hints`. `ui::error` renders all three.
 //!
-//! The edge (the CLI, the proxy's `main`) holds errors as `anyhow::Error`, whose chain yields
-//! plain `&dyn Error`. Rust cannot ask a `&dyn Error` whether its type implements another
-//! trait, so each crate lists its error types that have hints in one `find` function, which
-//! downcasts a cause to each in turn; the edge hands the renderer the `find`s of the crates
-//! it uses (`FIND` here for core). A new error type with hints goes into its crate's `find`;
-//! the tests that assert on its hint catch a forgotten one.
+//! The edge holds an error whose chain yields plain `&dyn Error`s (the CLI an `anyhow::Error`,
+//! the proxy a `ProxyError`). Rust cannot ask a `&dyn Error` whether its type implements
+//! another trait, so each crate lists its error types that have hints in one `find`
+//! function, which downcasts a cause to each in turn; the edge hands the renderer the
+//! `find`s of the crates it uses (`FIND` here for core, `gpuenv_install::FIND` for install
+//! and core). A new error type with hints goes into its crate's `find`; the tests that
+//! assert on its hint catch a forgotten one. A `#[error(transparent)]` wrapper hides the
+//! error it wraps from the chain, so its `hints()` must return the wrapped error's.
 
 use std::error::Error;
 
