@@ -455,6 +455,10 @@ fn check_compares_without_building() {
     assert!(json["message"]
         .as_str()
         .unwrap()
+        .contains("torch 2.4.1+cu121 was built for cuda 12.1"));
+    assert!(json["hints"][0]
+        .as_str()
+        .unwrap()
         .contains("gpuenv install cuda-12.1"));
 
     write(

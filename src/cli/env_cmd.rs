@@ -27,10 +27,12 @@ impl Args {
         if let (true, Err(e)) = (slurm, &result) {
             // slurmd logs a TaskProlog's stderr where the user never looks; `print` lines
             // go to the task's output, next to SLURM's "TaskProlog failed".
-            for cause in e.chain() {
-                for line in cause.to_string().lines() {
-                    println!("print gpuenv: {}", line.trim_start_matches("hint: "));
-                }
+            let report = ui::Report::of(e.as_ref(), super::FIND);
+            let texts = std::iter::once(&report.message)
+                .chain(&report.causes)
+                .chain(&report.hints);
+            for line in texts.flat_map(|t| t.lines()) {
+                println!("print gpuenv: {line}");
             }
         }
         result
@@ -47,7 +49,8 @@ impl Args {
             return Ok(());
         }
         if active.toolchains.is_empty() {
-            ui::info("no toolchain is active here, so there is nothing to set\nhint: `gpuenv pin <spec>` or `gpuenv default <spec>`");
+            ui::info("no toolchain is active here, so there is nothing to set");
+            ui::hint("`gpuenv pin <spec>` or `gpuenv default <spec>`");
         }
         let applied = super::environment(ctx, &home, &registry, &active)?;
         let vars: Vec<(&str, Option<&OsStr>)> = applied

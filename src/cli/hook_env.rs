@@ -79,7 +79,7 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
         Err(e) => {
             let step = hook_env::revert_all(old.as_ref(), fp, &current);
             let undone = step.assignments.iter().any(|(k, _)| k != STATE_VAR);
-            let why = ui::error_one_line(&e);
+            let why = ui::error_one_line(e.as_ref(), gpuenv_install::FIND);
             if undone {
                 ui::hook_note(format!(
                     "{why} (gpuenv's changes to this shell are undone until this is fixed)"

@@ -103,7 +103,8 @@ impl Args {
             return Ok(());
         }
         if rows.is_empty() {
-            ui::info("no toolchains registered\nhint: `gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one");
+            ui::info("no toolchains registered");
+            ui::hint("`gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one");
             return Ok(());
         }
         let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);

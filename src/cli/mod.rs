@@ -29,6 +29,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::{Find, Hinted};
 use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{self, ActiveSet, Request};
 use gpuenv_core::store::{Problem, Store};
@@ -78,16 +79,26 @@ enum Command {
 #[error("exit status {0}")]
 pub struct Exit(pub u8);
 
+/// The finders of every crate whose errors reach the CLI (see `gpuenv_core::diagnostic`).
+pub const FIND: &[Find] = gpuenv_install::FIND;
+
+/// Prints an error with its causes and hints.
+pub fn print_error(err: &anyhow::Error) {
+    gpuenv_core::ui::error(err.as_ref(), FIND);
+}
+
 pub fn main() -> ExitCode {
     reset_sigpipe();
     let cli = Cli::parse();
-    let result = Context::from_process().and_then(|ctx| dispatch(cli.command, &ctx));
+    let result = Context::from_process()
+        .map_err(anyhow::Error::from)
+        .and_then(|ctx| dispatch(cli.command, &ctx));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => match e.downcast_ref::<Exit>() {
             Some(Exit(code)) => ExitCode::from(*code),
             None => {
-                gpuenv_core::ui::error(&e);
+                print_error(&e);
                 ExitCode::from(2)
             }
         },
@@ -142,11 +153,14 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
 fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
     let (_home, layered) = layered(ctx)?;
     if let Some(root) = layered.upstream_of(name) {
-        anyhow::bail!(
-            "{name} belongs to the upstream {} (a shared, read-only gpuenv store), so `gpuenv {command}` leaves it alone\nhint: the store's admin runs `GPUENV_HOME={} gpuenv {command} {name}`; to stop seeing its toolchains, drop it from GPUENV_UPSTREAMS, `upstreams` in settings.toml or the system config",
-            root.display(),
+        anyhow::bail!(Hinted::new(format!(
+            "{name} belongs to the upstream {} (a shared, read-only gpuenv store), so `gpuenv {command}` leaves it alone",
             root.display()
-        );
+        ))
+        .hint(format!(
+            "the store's admin runs `GPUENV_HOME={} gpuenv {command} {name}`; to stop seeing its toolchains, drop it from GPUENV_UPSTREAMS, `upstreams` in settings.toml or the system config",
+            root.display()
+        )));
     }
     Ok(())
 }
@@ -177,7 +191,8 @@ fn notice(registry: &Registry) {
 /// Each thing missing from the store, with the command that fixes it.
 fn warn_problems(problems: &[Problem]) {
     for p in problems {
-        ui::warn(format!("{p}\nhint: {}", p.hint()));
+        ui::warn(p);
+        ui::hint(p.hint());
     }
 }
 

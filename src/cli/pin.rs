@@ -36,10 +36,10 @@ impl Args {
             let (rocm, cuda): (Vec<String>, Vec<String>) =
                 arch.into_iter().partition(|a| a.starts_with("gfx"));
             for a in &cuda {
-                project::validate_cuda_arch(a).map_err(anyhow::Error::msg)?;
+                project::validate_cuda_arch(a)?;
             }
             for a in &rocm {
-                project::validate_rocm_arch(a).map_err(anyhow::Error::msg)?;
+                project::validate_rocm_arch(a)?;
             }
             edit.cuda_arch = (!cuda.is_empty()).then_some(cuda);
             edit.rocm_arch = (!rocm.is_empty()).then_some(rocm);
@@ -74,11 +74,19 @@ impl Args {
 
         for spec in &specs {
             match registry.find(spec) {
-                Some((name, _)) => ui::info(format!("pinned {} = {} in {} (now {name})", spec.kind, spec.version, path.display())),
-                None => ui::warn(format!(
-                    "pinned {spec} in {}, but no registered toolchain matches it yet\nhint: gpuenv install {spec}",
+                Some((name, _)) => ui::info(format!(
+                    "pinned {} = {} in {} (now {name})",
+                    spec.kind,
+                    spec.version,
                     path.display()
                 )),
+                None => {
+                    ui::warn(format!(
+                        "pinned {spec} in {}, but no registered toolchain matches it yet",
+                        path.display()
+                    ));
+                    ui::hint(format!("gpuenv install {spec}"));
+                }
             }
         }
         for (kind, list) in [(Kind::Cuda, &edit.cuda_arch), (Kind::Rocm, &edit.rocm_arch)] {

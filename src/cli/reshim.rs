@@ -31,7 +31,7 @@ impl Args {
             return Ok(());
         }
         for e in repaired.broken {
-            ui::error(&anyhow::Error::from(e));
+            super::print_error(&anyhow::Error::from(e));
         }
         Err(Exit(1).into())
     }

@@ -67,7 +67,8 @@ impl Args {
             ),
         }
         if active.toolchains.is_empty() {
-            ui::info("no toolchain is active here\nhint: `gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere");
+            ui::info("no toolchain is active here");
+            ui::hint("`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere");
         }
         for t in &active.toolchains {
             println!("{}: {} ({})", t.entry.kind, t.name, t.reason);

@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::{project, trust, ui};
 
@@ -21,10 +22,11 @@ impl Args {
             Some(f) => ctx.cwd.join(f),
             None => match project::find(&ctx.cwd)? {
                 Some(p) => p,
-                None => bail!(
-                    "no gpuenv.toml or .gpuenv.toml in {} or above\nhint: give the file: gpuenv trust <file>",
+                None => bail!(Hinted::new(format!(
+                    "no gpuenv.toml or .gpuenv.toml in {} or above",
                     ctx.cwd.display()
-                ),
+                ))
+                .hint("give the file: gpuenv trust <file>")),
             },
         };
         // Only a valid file can be trusted, and what is trusted is the content parsed here.

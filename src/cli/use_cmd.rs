@@ -4,6 +4,7 @@ use super::named_arg::named;
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::shell::hook_env::Step;
 use gpuenv_core::shell::{self, Shell};
 use gpuenv_core::ui;
@@ -39,9 +40,12 @@ impl Args {
             let (_home, registry) = super::registry(ctx)?;
             for spec in &specs {
                 if registry.find(spec).is_none() {
-                    bail!(
-                        "{spec} matches no registered toolchain; nothing was changed\nhint: `gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
-                    );
+                    bail!(Hinted::new(format!(
+                        "{spec} matches no registered toolchain; nothing was changed"
+                    ))
+                    .hint(format!(
+                        "`gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
+                    )));
                 }
             }
             Some(
@@ -54,9 +58,12 @@ impl Args {
         };
         if !self.print {
             let example = self.specs.join(" ");
-            bail!(
-                "`gpuenv use` changes the current shell, which needs gpuenv's shell hook\nhint: add `eval \"$(gpuenv hook {shell})\"` to your shell's rc file (fish: `gpuenv hook fish | source`), or apply it once with: eval \"$(gpuenv use --print {example})\""
-            );
+            bail!(Hinted::new(
+                "`gpuenv use` changes the current shell, which needs gpuenv's shell hook"
+            )
+            .hint(format!(
+                "add `eval \"$(gpuenv hook {shell})\"` to your shell's rc file (fish: `gpuenv hook fish | source`), or apply it once with: eval \"$(gpuenv use --print {example})\""
+            )));
         }
 
         let mut next = ctx.clone();

@@ -7,7 +7,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context as _, Result};
+use crate::diagnostic::Diagnostic;
 
 use crate::home::Home;
 use crate::toolchain::upstream;
@@ -79,6 +79,30 @@ pub mod vars {
     pub const GPUENV_TEST_PAUSE_AT: &str = "GPUENV_TEST_PAUSE_AT";
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum NoHome {
+    #[error(
+        "neither GPUENV_HOME nor HOME is set, and the password database has no home for this account"
+    )]
+    Unset,
+    #[error("gpuenv's home {dir} (from {from}) contains `:`, which separates PATH entries: its shims dir cannot be put on PATH")]
+    Colon { dir: String, from: &'static str },
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the current directory")]
+pub struct NoCwd(#[source] pub std::io::Error);
+
+impl Diagnostic for NoHome {
+    fn hints(&self) -> Vec<String> {
+        vec![match self {
+            NoHome::Unset => "set GPUENV_HOME to the directory gpuenv should keep its state in",
+            NoHome::Colon { .. } => "set GPUENV_HOME to a directory without `:` in its path",
+        }
+        .into()]
+    }
+}
+
 /// The process's working directory and environment. Values are bytes (`OsString`): one
 /// that is not UTF-8 (a directory named in Latin-1 on PATH) is kept exactly as it is.
 /// Variables whose *name* is not UTF-8 are left out; gpuenv never sets them, and a command
@@ -90,8 +114,8 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn from_process() -> Result<Context> {
-        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    pub fn from_process() -> Result<Context, NoCwd> {
+        let cwd = std::env::current_dir().map_err(NoCwd)?;
         let vars = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
             .collect();
@@ -138,22 +162,20 @@ impl Context {
     /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`; with the
     /// upstreams the environment and the system config name. A home whose path has a `:`
     /// is refused: its shims dir could not be an entry of PATH.
-    pub fn gpuenv_home(&self) -> Result<Home> {
+    pub fn gpuenv_home(&self) -> Result<Home, NoHome> {
         let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
             (self.cwd.join(h), vars::GPUENV_HOME)
         } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
             (x.join("gpuenv"), vars::XDG_DATA_HOME)
         } else {
-            let home = self
-                .home_dir()
-                .context("neither GPUENV_HOME nor HOME is set, and the password database has no home for this account\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
+            let home = self.home_dir().ok_or(NoHome::Unset)?;
             (home.join(".local/share/gpuenv"), vars::HOME)
         };
         if dir.as_os_str().as_bytes().contains(&b':') {
-            bail!(
-                "gpuenv's home {} (from {from}) contains `:`, which separates PATH entries: its shims dir cannot be put on PATH\nhint: set GPUENV_HOME to a directory without `:` in its path",
-                crate::ui::printable(&dir.to_string_lossy())
-            );
+            return Err(NoHome::Colon {
+                dir: crate::ui::printable(&dir.to_string_lossy()).to_string(),
+                from,
+            });
         }
         let mut home = Home::new(dir);
         home.upstreams = upstream::from_context(self).0;

@@ -3,6 +3,7 @@
 
 pub mod context;
 pub mod cuda_tables;
+pub mod diagnostic;
 pub mod driver;
 pub mod env;
 pub mod fsutil;

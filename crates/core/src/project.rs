@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::diagnostic::Diagnostic;
 use crate::env::reserved;
 use crate::fsutil::{self, line_col};
 use crate::toolchain::{Kind, Spec};
@@ -80,16 +81,13 @@ pub enum ProjectError {
     #[error("{at}: {message}")]
     Invalid { at: Location, message: String },
     /// What the TOML parser refused: the file is not the shape of a toolchain file.
-    #[error("{at}: {message}\nhint: a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [torch] check and an optional [env] table; `gpuenv pin <spec>` writes a valid one")]
+    #[error("{at}: {message}")]
     Syntax { at: Location, message: String },
     #[error("cannot read {}: {message}", shown(path))]
     Unreadable { path: PathBuf, message: String },
-    #[error("{} is {what}, not a regular file\nhint: a toolchain file must be a file: rename or remove it", shown(path))]
+    #[error("{} is {what}, not a regular file", shown(path))]
     NotRegular { path: PathBuf, what: &'static str },
-    #[error(
-        "{} has both gpuenv.toml and .gpuenv.toml\nhint: keep one of them",
-        shown(dir)
-    )]
+    #[error("{} has both gpuenv.toml and .gpuenv.toml", shown(dir))]
     Both { dir: PathBuf },
 }
 
@@ -100,6 +98,19 @@ impl ProjectError {
             ProjectError::Invalid { at, .. } | ProjectError::Syntax { at, .. } => &at.path,
             ProjectError::Unreadable { path, .. } | ProjectError::NotRegular { path, .. } => path,
             ProjectError::Both { dir } => dir,
+        }
+    }
+}
+
+impl Diagnostic for ProjectError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            ProjectError::Both { .. } => vec!["keep one of them".into()],
+            ProjectError::NotRegular { .. } => {
+                vec!["a toolchain file must be a file: rename or remove it".into()]
+            }
+            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [torch] check and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
+            ProjectError::Invalid { .. } | ProjectError::Unreadable { .. } => Vec::new(),
         }
     }
 }
@@ -280,7 +291,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         }
         for arch in tc.cuda_arch.unwrap_or_default() {
             validate_cuda_arch(arch.get_ref())
-                .map_err(|m| invalid(arch.span().start, printable(&m).into_owned()))?;
+                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
             file.cuda_arch.push(arch.into_inner());
         }
         if let Some(cc) = tc.host_compiler {
@@ -295,7 +306,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         }
         for arch in tc.rocm_arch.unwrap_or_default() {
             validate_rocm_arch(arch.get_ref())
-                .map_err(|m| invalid(arch.span().start, printable(&m).into_owned()))?;
+                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
             file.rocm_arch.push(arch.into_inner());
         }
     }
@@ -350,8 +361,17 @@ pub fn is_env_name(key: &str) -> bool {
         && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// An arch pin in a form the build tools do not take.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ArchError {
+    #[error("cuda-arch `{0}` is not a compute capability: expected forms like \"8.6\", \"9.0a\" or \"9.0+PTX\"")]
+    Cuda(String),
+    #[error("rocm-arch `{0}` is not a gfx target: expected forms like \"gfx90a\" or \"gfx942\"")]
+    Rocm(String),
+}
+
 /// `8.0`, `8.6`, `9.0a`, `9.0+PTX`: the forms `TORCH_CUDA_ARCH_LIST` takes.
-pub fn validate_cuda_arch(arch: &str) -> Result<(), String> {
+pub fn validate_cuda_arch(arch: &str) -> Result<(), ArchError> {
     let base = arch.strip_suffix("+PTX").unwrap_or(arch);
     let base = base.trim_end_matches(['a', 'f']);
     let ok = base.split_once('.').is_some_and(|(maj, min)| {
@@ -363,14 +383,12 @@ pub fn validate_cuda_arch(arch: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "cuda-arch `{arch}` is not a compute capability: expected forms like \"8.6\", \"9.0a\" or \"9.0+PTX\""
-        ))
+        Err(ArchError::Cuda(arch.to_string()))
     }
 }
 
 /// `gfx90a`, `gfx942`, `gfx90a:xnack+`.
-pub fn validate_rocm_arch(arch: &str) -> Result<(), String> {
+pub fn validate_rocm_arch(arch: &str) -> Result<(), ArchError> {
     let ok = arch.strip_prefix("gfx").is_some_and(|rest| {
         let (chip, features) = rest.split_once(':').unwrap_or((rest, ""));
         !chip.is_empty()
@@ -382,9 +400,7 @@ pub fn validate_rocm_arch(arch: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "rocm-arch `{arch}` is not a gfx target: expected forms like \"gfx90a\" or \"gfx942\""
-        ))
+        Err(ArchError::Rocm(arch.to_string()))
     }
 }
 

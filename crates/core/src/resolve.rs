@@ -9,7 +9,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::context::{vars, Context};
-use crate::guard::TorchVersion;
+use crate::diagnostic::Diagnostic;
+use crate::guard::{LocateError, TorchVersion};
 use crate::project::{self, Location, PinValue, ProjectError, ProjectFile};
 use crate::toolchain::registry::{Entry, Registry};
 use crate::toolchain::{Kind, NameError, Spec};
@@ -89,7 +90,7 @@ impl ActiveSet {
 }
 
 /// Finds the torch of the active Python; called only for a `"torch"` pin.
-pub type TorchLocator<'a> = &'a dyn Fn() -> Result<TorchVersion, String>;
+pub type TorchLocator<'a> = &'a dyn Fn() -> Result<TorchVersion, LocateError>;
 
 /// What resolution looks at besides the registry.
 #[derive(Clone)]
@@ -128,20 +129,38 @@ pub enum ResolveError {
         first: Spec,
         second: Spec,
     },
-    #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches\nhint: install it with `gpuenv install {spec}`, or register a toolkit already on disk with `gpuenv link {spec} <path>` (`gpuenv list` shows what is registered)")]
+    #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches")]
     NotRegistered { spec: Spec, origin: String },
-    #[error("{at}: {kind} = \"torch\", but {why}\nhint: activate the Python environment that has torch (or set VIRTUAL_ENV / CONDA_PREFIX), or pin a version instead")]
+    #[error("{at}: {kind} = \"torch\", but {source}")]
     TorchNotFound {
         at: Location,
         kind: Kind,
-        why: String,
+        source: LocateError,
     },
-    #[error("{at}: {kind} = \"torch\", but the torch at {} (torch {}) is not built for {kind}\nhint: install a torch built for {kind}, or pin a version instead", torch.dir.display(), torch.label())]
+    #[error("{at}: {kind} = \"torch\", but the torch at {} (torch {}) is not built for {kind}", torch.dir.display(), torch.label())]
     TorchNotBuiltFor {
         at: Location,
         kind: Kind,
         torch: TorchVersion,
     },
+}
+
+impl Diagnostic for ResolveError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            ResolveError::Project(e) => e.hints(),
+            ResolveError::BadSpec { .. } | ResolveError::TwoOfAKind { .. } => Vec::new(),
+            ResolveError::NotRegistered { spec, .. } => vec![format!(
+                "install it with `gpuenv install {spec}`, or register a toolkit already on disk with `gpuenv link {spec} <path>` (`gpuenv list` shows what is registered)"
+            )],
+            ResolveError::TorchNotFound { .. } => vec![
+                "activate the Python environment that has torch (or set VIRTUAL_ENV / CONDA_PREFIX), or pin a version instead".into(),
+            ],
+            ResolveError::TorchNotBuiltFor { kind, .. } => vec![format!(
+                "install a torch built for {kind}, or pin a version instead"
+            )],
+        }
+    }
 }
 
 /// Parses a comma-separated list of specs, at most one per kind, as in `GPUENV_TOOLCHAIN`;
@@ -207,10 +226,10 @@ pub fn resolve_kinds(
                 ),
                 PinValue::Torch => {
                     let at = pin.at.clone();
-                    let torch = (req.torch)().map_err(|why| ResolveError::TorchNotFound {
+                    let torch = (req.torch)().map_err(|source| ResolveError::TorchNotFound {
                         at: at.clone(),
                         kind,
-                        why,
+                        source,
                     })?;
                     let Some(version) = torch.built_for(kind) else {
                         return Err(ResolveError::TorchNotBuiltFor { at, kind, torch });

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::diagnostic::Diagnostic;
 use crate::fsutil;
 use crate::home::{Home, PROXY_NAME};
 use crate::toolchain::registry::{Entry, Registry};
@@ -13,12 +14,21 @@ use crate::toolchain::upstream;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShimError {
-    #[error("the gpuenv proxy {path} is missing (it is built and installed beside gpuenv)\nhint: build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`")]
+    #[error("the gpuenv proxy {path} is missing (it is built and installed beside gpuenv)")]
     ProxyMissing { path: PathBuf },
     #[error("cannot find the running gpuenv binary")]
     CurrentExe(#[source] std::io::Error),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+impl Diagnostic for ShimError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            ShimError::ProxyMissing { .. } => vec!["build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`".into()],
+            ShimError::CurrentExe(_) | ShimError::Io(_) => Vec::new(),
+        }
+    }
 }
 
 /// The proxy built beside the running gpuenv binary.
@@ -91,12 +101,18 @@ pub struct Reshim {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{name} at {root} has {count} programs in bin/, more than any toolkit ({max}): it looks like a shared prefix, and a shim for each would put every program there behind a pin\nhint: link the toolkit's own root (the directory holding bin/nvcc or bin/hipcc, e.g. /usr/local/cuda-12.4 or /opt/rocm-6.2.4); Debian's packages are found by `gpuenv discover`")]
+#[error("{name} at {root} has {count} programs in bin/, more than any toolkit ({max}): it looks like a shared prefix, and a shim for each would put every program there behind a pin", root = root.display())]
 pub struct TooManyTools {
     pub name: String,
     pub root: PathBuf,
     pub count: usize,
     pub max: usize,
+}
+
+impl crate::diagnostic::Diagnostic for TooManyTools {
+    fn hints(&self) -> Vec<String> {
+        vec!["link the toolkit's own root (the directory holding bin/nvcc or bin/hipcc, e.g. /usr/local/cuda-12.4 or /opt/rocm-6.2.4); Debian's packages are found by `gpuenv discover`".into()]
+    }
 }
 
 /// The tool names of a toolchain, or why it gets none.

@@ -1,13 +1,16 @@
 //! Messages for people, on stderr, coloured only on a terminal (anstream honours NO_COLOR).
+//! Errors are rendered here and nowhere else: `error: <message>`, a `caused by:` line for
+//! each cause the message does not already say, then the hints of every error in the chain.
 //! Every message passes through `printable` on its way out: text from files, archives,
 //! servers and the environment never reaches the terminal as control characters.
 
 use std::borrow::Cow;
+use std::error::Error;
 use std::fmt::Write as _;
 
 use owo_colors::OwoColorize;
 
-use crate::fsutil::split_fs_err;
+use crate::diagnostic::Find;
 
 /// `text` with control characters (C0, DEL, C1) and the bidi controls that reorder what
 /// a terminal shows escaped as `\n`, `\x1b`, `\u{202e}`: safe to show, and still says
@@ -65,77 +68,99 @@ pub fn hook_note(msg: impl std::fmt::Display) {
     );
 }
 
-/// An error and its causes as the lines to show, `hint:` lines from anywhere in the chain
-/// last. A cause that repeats the path its parent already names (fs-err's "failed to open
-/// file `P`: reason") shows only its reason.
-pub fn error_lines(err: &anyhow::Error) -> (Vec<String>, Vec<String>) {
-    let mut shown: Vec<String> = Vec::new();
-    let mut hints = Vec::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        let (msg, hint_lines): (Vec<&str>, Vec<&str>) =
-            text.lines().partition(|l| !l.starts_with("hint:"));
-        hints.extend(
-            hint_lines
-                .into_iter()
-                .map(|h| h.trim_start_matches("hint:").to_string()),
-        );
-        let msg = drop_repeated_paths(&msg.join("\n"), &shown);
-        if shown.is_empty() || !msg.is_empty() {
-            shown.push(msg);
-        }
-    }
-    (shown, hints)
+/// A way out after an `info` or `warn`, laid out as an error's hints are.
+pub fn hint(msg: impl std::fmt::Display) {
+    anstream::eprintln!("{} {}", "hint:".cyan().bold(), lines(&msg.to_string()));
 }
 
-/// Removes fs-err's "failed to <verb> `P`: " where `P` was already named, earlier in the
-/// same message or in a message shown before it, keeping the reason.
-fn drop_repeated_paths(msg: &str, shown: &[String]) -> String {
-    let mut out = String::with_capacity(msg.len());
-    let mut rest = msg;
-    while let Some(at) = rest.find("failed to ") {
-        let (head, tail) = rest.split_at(at);
-        out.push_str(head);
-        match split_fs_err(tail) {
-            Some((path, reason))
-                if out.contains(path) || shown.iter().any(|s| s.contains(path)) =>
+/// Prints an error, its causes and its hints. `find` are the finders of the crates whose
+/// errors may be in the chain (see `diagnostic`).
+pub fn error(err: &(dyn Error + 'static), find: &[Find]) {
+    let report = Report::of(err, find);
+    anstream::eprintln!("{} {}", "error:".red().bold(), lines(&report.message));
+    for cause in &report.causes {
+        anstream::eprintln!("  {} {}", "caused by:".bold(), lines(cause));
+    }
+    for hint in &report.hints {
+        anstream::eprintln!("{} {}", "hint:".cyan().bold(), lines(hint));
+    }
+}
+
+/// The error on one line, for the hook's note at a prompt: message and causes joined
+/// with `: `.
+pub fn error_one_line(err: &(dyn Error + 'static), find: &[Find]) -> String {
+    Report::of(err, find).inline().replace('\n', " ")
+}
+
+/// An error laid out for people: what `error` prints, as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub message: String,
+    /// The causes the message does not already contain, outermost first.
+    pub causes: Vec<String>,
+    /// The hints of every error in the chain, outermost first, each once.
+    pub hints: Vec<String>,
+}
+
+impl Report {
+    pub fn of(err: &(dyn Error + 'static), find: &[Find]) -> Report {
+        let mut report = Report {
+            message: err.to_string(),
+            ..Report::default()
+        };
+        let mut shown = report.message.clone();
+        let mut next = Some(err);
+        while let Some(e) = next {
+            if !std::ptr::addr_eq(e, err) {
+                let text = e.to_string();
+                let text = without_shown_path(&text, &shown);
+                if !text.is_empty() && !shown.contains(text) {
+                    shown.push('\n');
+                    shown.push_str(text);
+                    report.causes.push(text.to_string());
+                }
+            }
+            for hint in find
+                .iter()
+                .find_map(|f| f(e))
+                .map(|d| d.hints())
+                .unwrap_or_default()
             {
-                rest = reason;
+                if !report.hints.contains(&hint) {
+                    report.hints.push(hint);
+                }
             }
-            _ => {
-                out.push_str("failed to ");
-                rest = &tail["failed to ".len()..];
-            }
+            next = e.source();
         }
+        report
     }
-    out.push_str(rest);
-    out
+
+    /// The message and its causes on one line, `message: cause: cause` (as anyhow's `{:#}`),
+    /// for a report nested in another message.
+    pub fn inline(&self) -> String {
+        std::iter::once(self.message.as_str())
+            .chain(self.causes.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
 }
 
-/// The error on one line (for the hook): causes joined with `: `.
-pub fn error_one_line(err: &anyhow::Error) -> String {
-    error_lines(err).0.join(": ").replace('\n', " ")
-}
-
-/// Prints an error and its causes; `hint:` lines from anywhere in the chain come last, so
-/// the fix is the last thing on the screen.
-pub fn error(err: &anyhow::Error) {
-    let (shown, hints) = error_lines(err);
-    for (i, msg) in shown.iter().enumerate() {
-        if i == 0 {
-            anstream::eprintln!("{} {}", "error:".red().bold(), lines(msg));
-        } else {
-            anstream::eprintln!("  {} {}", "caused by:".bold(), lines(msg));
-        }
-    }
-    for h in hints {
-        anstream::eprintln!("{}{}", "hint:".cyan().bold(), lines(&h));
+/// fs-err names the path in each of its errors (``failed to open file `/p`: <why>``); when
+/// the messages above already name that path, only the `<why>` is new.
+fn without_shown_path<'a>(text: &'a str, shown: &str) -> &'a str {
+    let Some((_, rest)) = text.split_once('`') else {
+        return text;
+    };
+    match rest.split_once("`: ") {
+        Some((path, why)) if text.starts_with("failed to ") && shown.contains(path) => why,
+        _ => text,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::{Hinted, FIND};
 
     #[test]
     fn control_characters_are_escaped() {
@@ -147,20 +172,101 @@ mod tests {
         assert_eq!(printable("a\u{202e}b"), "a\\u{202e}b");
     }
 
-    #[test]
-    fn a_path_already_named_is_not_repeated() {
-        let io = fs_err::read("/nonexistent/gpuenv.toml").unwrap_err();
-        let err = anyhow::Error::new(io).context("cannot read /nonexistent/gpuenv.toml");
-        let (shown, _) = error_lines(&err);
-        assert_eq!(shown[0], "cannot read /nonexistent/gpuenv.toml");
-        assert_eq!(shown[1], "No such file or directory (os error 2)");
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot read {path}")]
+    struct Unreadable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    }
 
-        let io = fs_err::read("/nonexistent/settings.toml").unwrap_err();
-        let err = anyhow::anyhow!("cannot read the state file /nonexistent/settings.toml: {io}");
-        let (shown, _) = error_lines(&err);
+    #[derive(Debug, thiserror::Error)]
+    #[error("{origin}: {source}")]
+    struct Quoting {
+        origin: String,
+        #[source]
+        source: std::io::Error,
+    }
+
+    fn io(text: &str) -> std::io::Error {
+        std::io::Error::other(text.to_string())
+    }
+
+    #[test]
+    fn a_report_has_the_message_each_cause_and_the_hints() {
+        let inner = Hinted::new("the pin is broken").hint("fix the pin");
+        let err = anyhow::Error::new(inner).context("cannot resolve");
+        let report = Report::of(err.as_ref(), FIND);
+        assert_eq!(report.message, "cannot resolve");
+        assert_eq!(report.causes, ["the pin is broken"]);
+        assert_eq!(report.hints, ["fix the pin"]);
+    }
+
+    #[test]
+    fn hints_come_from_every_error_in_the_chain_outermost_first_each_once() {
+        let inner = Hinted::new("inner").hint("inner hint").hint("shared");
+        let outer = Hinted::new("outer")
+            .hint("outer hint")
+            .hint("shared")
+            .caused_by(inner);
+        let report = Report::of(&outer, FIND);
+        assert_eq!(report.causes, ["inner"]);
+        assert_eq!(report.hints, ["outer hint", "shared", "inner hint"]);
+    }
+
+    #[test]
+    fn a_cause_the_message_already_says_is_not_repeated() {
+        let err = Quoting {
+            origin: "GPUENV_TOOLCHAIN=cuda".into(),
+            source: io("no version"),
+        };
+        let report = Report::of(&err, FIND);
+        assert_eq!(report.message, "GPUENV_TOOLCHAIN=cuda: no version");
+        assert!(report.causes.is_empty(), "{report:?}");
+    }
+
+    #[test]
+    fn an_fs_err_cause_does_not_repeat_the_path_the_message_names() {
+        let missing = fs_err::read_to_string("/nonexistent/gpuenv.toml").unwrap_err();
+        let err = Unreadable {
+            path: "/nonexistent/gpuenv.toml".into(),
+            source: missing,
+        };
+        let report = Report::of(&err, FIND);
+        assert_eq!(report.message, "cannot read /nonexistent/gpuenv.toml");
+        assert_eq!(report.causes, ["No such file or directory (os error 2)"]);
+    }
+
+    #[test]
+    fn an_fs_err_cause_keeps_a_path_the_message_does_not_name() {
+        let missing = fs_err::read_to_string("/nonexistent/gpuenv.toml").unwrap_err();
+        let err = Unreadable {
+            path: "the project".into(),
+            source: missing,
+        };
+        let report = Report::of(&err, FIND);
         assert_eq!(
-            shown[0],
-            "cannot read the state file /nonexistent/settings.toml: No such file or directory (os error 2)"
+            report.causes,
+            ["failed to open file `/nonexistent/gpuenv.toml`: No such file or directory (os error 2)"]
         );
+    }
+
+    #[test]
+    fn errors_of_types_no_finder_knows_still_show_their_message_and_causes() {
+        let err = Unreadable {
+            path: "/p".into(),
+            source: io("disk on fire"),
+        };
+        let report = Report::of(&err, &[]);
+        assert_eq!(report.inline(), "cannot read /p: disk on fire");
+        assert!(report.hints.is_empty());
+    }
+
+    #[test]
+    fn a_finder_that_does_not_know_the_type_finds_no_hints() {
+        let report = Report::of(&Hinted::new("m").hint("h"), &[]);
+        assert!(report.hints.is_empty());
+        let report = Report::of(&Hinted::new("m").hint("h"), FIND);
+        assert_eq!(report.hints, ["h"]);
     }
 }

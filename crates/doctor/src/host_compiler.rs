@@ -71,7 +71,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     };
     let text = match m.run(&cc, &["--version"]) {
         Ok(t) => t,
-        Err(e) => return Finding::skip(CHECK, e),
+        Err(e) => return Finding::skip(CHECK, e.to_string()),
     };
     let Some(version) = parse_gcc_version(&text) else {
         return Finding::skip(

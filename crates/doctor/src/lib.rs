@@ -24,15 +24,15 @@ use std::path::{Path, PathBuf};
 use owo_colors::OwoColorize;
 use serde::Serialize;
 
-use gpuenv_core::guard::TorchVersion;
+use gpuenv_core::guard::{LocateError, TorchVersion};
 use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{Active, ActiveSet};
 use gpuenv_core::store;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{view, Kind};
-use gpuenv_core::ui::printable;
+use gpuenv_core::ui::{self, printable};
 
-pub use machine::Machine;
+pub use machine::{Machine, RunError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -158,9 +158,9 @@ pub struct Inputs {
     pub registry: Registry,
     /// Empty when resolution failed (the `active-set` finding says why).
     pub active: ActiveSet,
-    pub resolve_error: Option<String>,
+    pub resolve_error: Option<ui::Report>,
     /// The torch of the active Python, found without importing it.
-    pub torch: Result<TorchVersion, String>,
+    pub torch: Result<TorchVersion, LocateError>,
 }
 
 impl Inputs {
@@ -235,11 +235,12 @@ fn active_set(inputs: &Inputs) -> Finding {
         notes.hint(p.hint());
     }
     if let Some(err) = &inputs.resolve_error {
-        let (msg, hints): (Vec<&str>, Vec<&str>) =
-            err.lines().partition(|l| !l.starts_with("hint:"));
-        notes.problem(Status::Error, msg.join(" "));
-        for h in hints {
-            notes.hint(h.trim_start_matches("hint:").trim());
+        notes.problem(
+            Status::Error,
+            err.inline().lines().collect::<Vec<_>>().join(" "),
+        );
+        for h in &err.hints {
+            notes.hint(h.as_str());
         }
         return notes.finish(ACTIVE_SET, "");
     }

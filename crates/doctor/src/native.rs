@@ -68,7 +68,9 @@ pub fn native_archs(m: &Machine) -> Native {
                     .push(format!("nvidia-smi: {}", first_line(&text)));
             }
         }
-        Some(Err(e)) => found.asked.push(format!("nvidia-smi: {}", first_line(&e))),
+        Some(Err(e)) => found
+            .asked
+            .push(format!("nvidia-smi: {}", first_line(&e.to_string()))),
     }
     for (tool, parse) in [
         ("rocminfo", parse_rocminfo as fn(&str) -> Vec<String>),
@@ -83,7 +85,9 @@ pub fn native_archs(m: &Machine) -> Native {
                 }
                 found.asked.push(format!("{tool}: no GPU agent listed"));
             }
-            Some(Err(e)) => found.asked.push(format!("{tool}: {}", first_line(&e))),
+            Some(Err(e)) => found
+                .asked
+                .push(format!("{tool}: {}", first_line(&e.to_string()))),
         }
     }
     found

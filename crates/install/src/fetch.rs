@@ -71,7 +71,7 @@ impl Page {
 
 pub struct Fetcher {
     net: Net,
-    client: OnceLock<Result<Client, String>>,
+    client: OnceLock<Result<Client, ClientError>>,
     pub cache: Cache,
     pub offline: bool,
     pub hooks: Hooks,
@@ -95,9 +95,9 @@ impl Fetcher {
         self.client
             .get_or_init(|| build_client(&self.net))
             .as_ref()
-            .map_err(|message| Fault::Transfer {
+            .map_err(|e| Fault::Transfer {
                 url: url.to_string(),
-                message: message.clone(),
+                message: e.to_string(),
             })
     }
 
@@ -268,7 +268,17 @@ fn local_page(url: &Url) -> Result<Page, Fault> {
     })
 }
 
-fn build_client(net: &Net) -> Result<Client, String> {
+/// The HTTP client cannot be set up; kept (as text: reqwest's errors cannot be cloned) for
+/// every download that asks for the client.
+#[derive(Debug, thiserror::Error)]
+enum ClientError {
+    #[error("the proxy {proxy} is not a URL: {message}")]
+    Proxy { proxy: String, message: String },
+    #[error("cannot set up HTTPS: {0}")]
+    Tls(String),
+}
+
+fn build_client(net: &Net) -> Result<Client, ClientError> {
     let mut b = Client::builder()
         .user_agent(concat!("gpuenv/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(20))
@@ -286,11 +296,14 @@ fn build_client(net: &Net) -> Result<Client, String> {
             } else {
                 reqwest::Proxy::http(p)
             }
-            .map_err(|e| format!("the proxy {p} is not a URL: {e}"))?;
+            .map_err(|e| ClientError::Proxy {
+                proxy: p.clone(),
+                message: e.to_string(),
+            })?;
             b = b.proxy(proxy.no_proxy(no_proxy.clone()));
         }
     }
-    b.build().map_err(|e| format!("cannot set up HTTPS: {e}"))
+    b.build().map_err(|e| ClientError::Tls(e.to_string()))
 }
 
 fn retry<T>(mut f: impl FnMut() -> Result<T, Fault>) -> Result<T, Fault> {

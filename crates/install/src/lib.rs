@@ -26,12 +26,13 @@ use reqwest::Url;
 
 pub use fault::Fault;
 use fetch::Fetcher;
+use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
 use gpuenv_core::fsutil;
 use gpuenv_core::home::Home;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{detect, Kind, Spec, Version};
-use gpuenv_core::ui;
+use gpuenv_core::ui::{self, Report};
 pub use source::Source;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,6 +230,16 @@ pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
     })
 }
 
+/// gpuenv-install's error types that have hints (see `gpuenv_core::diagnostic`).
+pub fn find_diagnostic<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn Diagnostic + 'static)> {
+    gpuenv_core::find_diagnostic!(err, fault::Fault)
+}
+
+/// The finders for every error an install can return: its own and gpuenv-core's.
+pub const FIND: &[Find] = &[find_diagnostic, gpuenv_core::diagnostic::find];
+
 /// Installs what `plan` describes into the store, unless it is installed already.
 pub fn install(
     store: &Store,
@@ -252,11 +263,14 @@ pub fn install(
     let _lock = lock_toolchain(home, &name)?;
     if let Some(existing) = Registry::load(home)?.toolchains.get(&name) {
         if existing.source != Origin::Installed {
-            bail!(
-                "{name} is already registered as a {} toolchain at {}\nhint: `gpuenv unlink {name}` first if gpuenv should install its own",
+            bail!(Hinted::new(format!(
+                "{name} is already registered as a {} toolchain at {}",
                 existing.source.as_str(),
                 existing.root.display()
-            );
+            ))
+            .hint(format!(
+                "`gpuenv unlink {name}` first if gpuenv should install its own"
+            )));
         }
         if existing.root.join("bin").is_dir() {
             return Ok(done(true));
@@ -287,13 +301,11 @@ pub fn install(
         anyhow::anyhow!("the installed tree of {name} is not a working toolchain: {e}")
     })?;
     if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
-        bail!(
-            "the archives of {name} hold {} {}, not {} {}\nhint: the source's metadata is wrong; report it to whoever publishes it",
-            detected.kind,
-            detected.version,
-            plan.kind,
-            plan.version
-        );
+        bail!(Hinted::new(format!(
+            "the archives of {name} hold {} {}, not {} {}",
+            detected.kind, detected.version, plan.kind, plan.version
+        ))
+        .hint("the source's metadata is wrong; report it to whoever publishes it"));
     }
     fs_err::rename(tmp.keep(), &root)?;
     fetcher.hooks.checkpoint("register");
@@ -371,10 +383,11 @@ fn finish_tree(plan: &Plan, root: &Path) -> Result<()> {
                 .collect();
             assemble::finish_cuda(root, &plan.version, &components)?;
             if !root.join("bin/nvcc").is_file() {
-                bail!(
-                    "the archives of {} hold no bin/nvcc\nhint: install it from another source (`--source nvidia`), or register a toolkit you have with `gpuenv link`",
+                bail!(Hinted::new(format!(
+                    "the archives of {} hold no bin/nvcc",
                     plan.name
-                );
+                ))
+                .hint("install it from another source (`--source nvidia`), or register a toolkit you have with `gpuenv link`"));
             }
         }
         Kind::Cuda => {
@@ -408,17 +421,18 @@ pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> R
     let mut msg = format!("no source could install {spec}:");
     let mut hints = Vec::new();
     for (name, e) in &reasons {
-        let text = format!("{e:#}");
-        let (lines, hint): (Vec<&str>, Vec<&str>) =
-            text.lines().partition(|l| !l.starts_with("hint:"));
-        msg.push_str(&format!("\n  {name}: {}", lines.join("\n    ")));
-        hints.extend(hint.into_iter().map(|h| format!("{h} ({name})")));
+        let report = Report::of(e.as_ref(), FIND);
+        msg.push_str(&format!(
+            "\n  {name}: {}",
+            report.inline().replace('\n', "\n    ")
+        ));
+        hints.extend(report.hints.into_iter().map(|h| format!("{h} ({name})")));
     }
+    let mut err = Hinted::new(msg);
     for h in hints {
-        msg.push('\n');
-        msg.push_str(&h);
+        err = err.hint(h);
     }
-    bail!(msg)
+    bail!(err)
 }
 
 /// The name of the path under which a `--manifest` or mirror value is read: a URL as is,

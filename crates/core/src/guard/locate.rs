@@ -53,10 +53,27 @@ pub fn python_sys_path(
         .collect())
 }
 
+/// Why no torch could be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LocateError {
+    #[error("cannot ask {} for its sys.path: {source}", python.display())]
+    SysPath {
+        python: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no torch package was found (looked in: {})", looked.join(", "))]
+    NotFound { looked: Vec<String> },
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Finds the torch of the active Python without importing it: `python` if given, else
 /// `$VIRTUAL_ENV` and `$CONDA_PREFIX` site-packages, else the `python3` on PATH asked for
 /// its `sys.path` once.
-pub fn locate_torch(ctx: &Context, python: Option<&Path>) -> Result<TorchVersion, String> {
+pub fn locate_torch(ctx: &Context, python: Option<&Path>) -> Result<TorchVersion, LocateError> {
     let mut looked: Vec<String> = Vec::new();
     let envs: Vec<(String, OsString)> = ctx
         .vars
@@ -64,9 +81,11 @@ pub fn locate_torch(ctx: &Context, python: Option<&Path>) -> Result<TorchVersion
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let from_python =
-        |python: &Path, looked: &mut Vec<String>| -> Result<Option<PathBuf>, String> {
-            let dirs = python_sys_path(python, &envs)
-                .map_err(|e| format!("cannot ask {} for its sys.path: {e}", python.display()))?;
+        |python: &Path, looked: &mut Vec<String>| -> Result<Option<PathBuf>, LocateError> {
+            let dirs = python_sys_path(python, &envs).map_err(|source| LocateError::SysPath {
+                python: python.to_path_buf(),
+                source,
+            })?;
             looked.push(format!("sys.path of {}", python.display()));
             Ok(find_torch_in(&dirs))
         };
@@ -94,13 +113,11 @@ pub fn locate_torch(ctx: &Context, python: Option<&Path>) -> Result<TorchVersion
             },
         }
     };
-    let dir = found.ok_or_else(|| {
-        format!(
-            "no torch package was found (looked in: {})",
-            looked.join(", ")
-        )
-    })?;
-    read_torch(&dir).map_err(|e| format!("cannot read {}: {e}", dir.join("version.py").display()))
+    let dir = found.ok_or(LocateError::NotFound { looked })?;
+    read_torch(&dir).map_err(|source| LocateError::Unreadable {
+        path: dir.join("version.py"),
+        source,
+    })
 }
 
 /// The first executable `name` in a PATH value.

@@ -3,12 +3,14 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{plan, Refused};
+use super::{plan, ProxyError};
 use crate::context::Context;
+use crate::diagnostic::FIND;
 use crate::home::Home;
 use crate::store::Store;
 use crate::toolchain::detect;
 use crate::toolchain::registry::{Entry, Source};
+use crate::ui::Report;
 
 struct World {
     dir: tempfile::TempDir,
@@ -181,7 +183,15 @@ fn a_toolchain_whose_nvcc_is_the_proxy_itself_is_an_error() {
 fn outside_any_pin_nothing_is_active_and_the_error_says_how_to_pick_one() {
     let w = World::new();
     let err = plan(argv(&["nvcc"]), &w.ctx("", &[]), &w.self_exe()).unwrap_err();
-    assert!(err.to_string().contains("gpuenv pin"), "{err}");
+    let report = Report::of(&err, FIND);
+    assert!(
+        report.message.contains("no toolchain is active for nvcc"),
+        "{report:?}"
+    );
+    assert!(
+        report.hints.iter().any(|h| h.contains("gpuenv pin")),
+        "{report:?}"
+    );
 }
 
 #[test]
@@ -197,7 +207,7 @@ fn an_extension_build_for_another_cuda_than_torchs_is_refused_before_compiling()
         OsString::from("ext.cu"),
     ];
     let err = plan(args, &w.ctx("proj", &[]), &w.self_exe()).unwrap_err();
-    assert!(err.is::<Refused>(), "{err:#}");
+    assert!(matches!(err, ProxyError::Refused(_)), "{err}");
 }
 
 #[test]

@@ -64,9 +64,15 @@ pub enum Format {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{name}'s value has a newline, which a SLURM TaskProlog line cannot carry (slurmd reads one `export NAME=value` per line)\nhint: remove the newline from the value (a toolchain file's [env] table, or the variable in this environment)")]
+#[error("{name}'s value has a newline, which a SLURM TaskProlog line cannot carry (slurmd reads one `export NAME=value` per line)")]
 pub struct SlurmError {
     pub name: String,
+}
+
+impl crate::diagnostic::Diagnostic for SlurmError {
+    fn hints(&self) -> Vec<String> {
+        vec!["remove the newline from the value (a toolchain file's [env] table, or the variable in this environment)".into()]
+    }
 }
 
 /// TaskProlog output has no quoting: a value with a newline would become two lines.

@@ -73,16 +73,35 @@ fn read(path: &Path) -> Option<String> {
     fs_err::read_to_string(path).ok()
 }
 
+#[derive(Debug, thiserror::Error)]
+#[error("running {} --version failed: {source}", tool.display())]
+struct RunFailed {
+    tool: PathBuf,
+    source: std::io::Error,
+}
+
+/// What is wrong with a `version.json`.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum VersionJsonError {
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    #[error("no cuda.version or cuda_nvcc.version")]
+    NoVersion,
+}
+
 /// `<tool> --version` in a fixed, minimal environment: what the tree prints must not depend
 /// on the caller's variables (a gpuenv proxy's depth, another toolkit's CUDA_HOME, the locale).
-fn run_version(tool: &Path) -> Result<String, String> {
+fn run_version(tool: &Path) -> Result<String, RunFailed> {
     let out = Command::new(tool)
         .arg("--version")
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("LC_ALL", "C")
         .output()
-        .map_err(|e| format!("running {} --version failed: {e}", tool.display()))?;
+        .map_err(|source| RunFailed {
+            tool: tool.to_path_buf(),
+            source,
+        })?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     Ok(text)
@@ -101,7 +120,7 @@ fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
             .ok_or_else(|| err("version.txt has no `CUDA Version X.Y.Z` line".into()))?;
         (v, "version.txt".to_string())
     } else {
-        let text = run_version(&root.join("bin/nvcc")).map_err(err)?;
+        let text = run_version(&root.join("bin/nvcc")).map_err(|e| err(e.to_string()))?;
         let v = parse_nvcc_version(&text).ok_or_else(|| {
             err("no version.json or version.txt, and `nvcc --version` printed no `release X.Y, VX.Y.Z` line".into())
         })?;
@@ -193,7 +212,7 @@ fn detect_rocm(root: &Path) -> Result<Detected, NotAToolchain> {
             .ok_or_else(|| err(format!(".info/version holds `{}`", text.trim())))?;
         (v, ".info/version".to_string())
     } else if root.join("bin/hipconfig").is_file() {
-        let text = run_hipconfig(&root.join("bin/hipconfig")).map_err(err)?;
+        let text = run_hipconfig(&root.join("bin/hipconfig")).map_err(|e| err(e.to_string()))?;
         let v = parse_hip_version(&text)
             .ok_or_else(|| err(format!("`hipconfig --version` printed `{}`", text.trim())))?;
         (v, "bin/hipconfig --version".to_string())
@@ -281,16 +300,16 @@ pub fn parse_hip_version_file(text: &str) -> Option<Version> {
     ]))
 }
 
-fn run_hipconfig(tool: &Path) -> Result<String, String> {
+fn run_hipconfig(tool: &Path) -> Result<String, RunFailed> {
     run_version(tool)
 }
 
 /// `version.json` of CUDA 11.1+. 11.x writes a build date as the third component of
 /// `cuda.version` (`11.8.20220929`), so the nvcc component's version is used there; newer
 /// releases write the plain release label (`12.4.1`).
-pub fn parse_cuda_version_json(text: &str) -> Result<Version, String> {
+pub fn parse_cuda_version_json(text: &str) -> Result<Version, VersionJsonError> {
     let json: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        serde_json::from_str(text).map_err(|e| VersionJsonError::Json(e.to_string()))?;
     let field = |component: &str| -> Option<Version> {
         json.get(component)?.get("version")?.as_str()?.parse().ok()
     };
@@ -298,7 +317,7 @@ pub fn parse_cuda_version_json(text: &str) -> Result<Version, String> {
     match sdk {
         Some(v) if v.parts().get(2).is_none_or(|p| *p < 1_000_000) => Ok(v),
         Some(v) => Ok(field("cuda_nvcc").unwrap_or_else(|| v.truncated(2))),
-        None => field("cuda_nvcc").ok_or_else(|| "no cuda.version or cuda_nvcc.version".into()),
+        None => field("cuda_nvcc").ok_or(VersionJsonError::NoVersion),
     }
 }
 
@@ -380,6 +399,7 @@ mod tests {
         assert_eq!(parse_cuda_version_json(text), Ok(v("12.4.1")));
         assert!(parse_cuda_version_json("{")
             .unwrap_err()
+            .to_string()
             .contains("not valid JSON"));
         assert!(parse_cuda_version_json("{}").is_err());
     }

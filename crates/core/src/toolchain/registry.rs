@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::detect::{Collectives, Detected};
 use super::system::System;
 use super::{Kind, Spec, Version};
+use crate::diagnostic::Diagnostic;
 use crate::fsutil;
 use crate::home::Home;
 
@@ -183,23 +184,23 @@ impl fmt::Display for StateNotice {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
-    #[error("gpuenv's state file {path} is corrupt: {message}\nhint: fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {toolchains})")]
+    #[error("gpuenv's state file {path} is corrupt: {message}")]
     Corrupt {
         path: PathBuf,
         message: String,
         toolchains: PathBuf,
     },
-    #[error("cannot read gpuenv's state file {path}: {source}")]
+    #[error("cannot read gpuenv's state file {path}")]
     Unreadable {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot write gpuenv's state file {path}: {source}")]
+    #[error("cannot write gpuenv's state file {path}")]
     Unwritable {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("GPUENV_HOME {path} is read-only, so gpuenv cannot change its state\nhint: make it writable, or point GPUENV_HOME at a directory you own")]
+    #[error("GPUENV_HOME {path} is read-only, so gpuenv cannot change its state")]
     ReadOnly { path: PathBuf },
     #[error("cannot lock gpuenv's state in {path}: {source}")]
     Lock {
@@ -232,6 +233,23 @@ impl Locked<'_> {
         fsutil::write_atomic(&path, text.as_bytes()).map_err(unwritable(path))?;
         self.before = text;
         Ok(())
+    }
+}
+
+impl Diagnostic for StateError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            StateError::Corrupt { toolchains, .. } => vec![format!(
+                "fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {})",
+                toolchains.display()
+            )],
+            StateError::ReadOnly { .. } => vec![
+                "make it writable, or point GPUENV_HOME at a directory you own".into(),
+            ],
+            StateError::Unreadable { .. }
+            | StateError::Lock { .. }
+            | StateError::Unwritable { .. } => Vec::new(),
+        }
     }
 }
 

@@ -13,6 +13,7 @@
 //! Several toolchains go in `[[toolchain]]` tables of the same shape.
 
 use anyhow::{bail, Context as _, Result};
+use gpuenv_core::diagnostic::Hinted;
 use reqwest::Url;
 use serde::Deserialize;
 
@@ -124,7 +125,10 @@ impl Source for ManifestSource<'_> {
 
     fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
         if !sel.components.is_empty() {
-            bail!("a manifest's toolchains have no components to choose\nhint: drop --component");
+            bail!(
+                Hinted::new("a manifest's toolchains have no components to choose")
+                    .hint("drop --component")
+            );
         }
         let defs = self.defs()?;
         let candidates = defs.iter().filter(|d| {
@@ -141,9 +145,8 @@ impl Source for ManifestSource<'_> {
                 })
                 .collect();
             bail!(
-                "the manifest {} has no {spec}\nhint: it has {}",
-                self.url,
-                have.join(", ")
+                Hinted::new(format!("the manifest {} has no {spec}", self.url))
+                    .hint(format!("it has {}", have.join(", ")))
             );
         };
         let name = def

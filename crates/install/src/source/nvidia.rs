@@ -5,6 +5,7 @@
 //! components.
 
 use anyhow::{bail, Context as _, Result};
+use gpuenv_core::diagnostic::Hinted;
 use reqwest::Url;
 use serde_json::Value;
 
@@ -52,28 +53,37 @@ impl Source for Nvidia<'_> {
 
     fn available(&self, kind: Kind) -> Result<Vec<Version>> {
         if kind != Kind::Cuda {
-            bail!("NVIDIA's redist has CUDA releases only\nhint: install {kind} with a gpuenv manifest: `gpuenv install {kind}-<version> --manifest <path|url>`");
+            bail!(Hinted::new("NVIDIA's redist has CUDA releases only").hint(format!(
+                "install {kind} with a gpuenv manifest: `gpuenv install {kind}-<version> --manifest <path|url>`"
+            )));
         }
         self.releases()
     }
 
     fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
         if spec.kind != Kind::Cuda {
-            bail!("NVIDIA's redist has CUDA releases only\nhint: install {} with a gpuenv manifest: `gpuenv install {spec} --manifest <path|url>`", spec.kind);
+            bail!(
+                Hinted::new("NVIDIA's redist has CUDA releases only").hint(format!(
+                "install {} with a gpuenv manifest: `gpuenv install {spec} --manifest <path|url>`",
+                spec.kind
+            ))
+            );
         }
         let releases = self.releases()?;
         let Some((release, ())) = highest_matching(spec, releases.iter().map(|v| (v, ()))) else {
             let have: Vec<String> = releases.iter().map(|v| v.to_string()).collect();
-            bail!(
-                "{} has no CUDA release {}\nhint: it has {}",
-                self.root,
-                spec.version,
+            bail!(Hinted::new(format!(
+                "{} has no CUDA release {}",
+                self.root, spec.version
+            ))
+            .hint(format!(
+                "it has {}",
                 if have.is_empty() {
                     "none".to_string()
                 } else {
                     have.join(", ")
                 }
-            );
+            )));
         };
         let url = self
             .root
@@ -154,9 +164,15 @@ pub fn plan_from_manifest(
     }
     let mut archives = Vec::new();
     for key in &wanted {
-        let comp = obj.get(key).filter(|v| v.get("name").is_some()).with_context(|| {
-            format!("CUDA {release} has no component {key}\nhint: `--profile minimal` asks for less; the manifest has: {}", components.join(", "))
-        })?;
+        let comp = obj
+            .get(key)
+            .filter(|v| v.get("name").is_some())
+            .ok_or_else(|| {
+                Hinted::new(format!("CUDA {release} has no component {key}")).hint(format!(
+                    "`--profile minimal` asks for less; the manifest has: {}",
+                    components.join(", ")
+                ))
+            })?;
         let mut entry = comp.get(redist_platform()).with_context(|| {
             format!(
                 "{key} of CUDA {release} has no archive for {}",
@@ -255,13 +271,12 @@ mod tests {
             profile: Profile::Minimal,
             components: vec!["nope".into()],
         };
-        let err = format!(
-            "{:#}",
-            plan_from_manifest(&json, &url, &release, &sel).unwrap_err()
-        );
+        let err = plan_from_manifest(&json, &url, &release, &sel).unwrap_err();
+        let report = gpuenv_core::ui::Report::of(err.as_ref(), crate::FIND);
         assert!(
-            err.contains("unknown component nope") && err.contains("cuda_nvcc"),
-            "{err}"
+            report.inline().contains("unknown component nope")
+                && report.hints.iter().any(|h| h.contains("cuda_nvcc")),
+            "{report:?}"
         );
     }
 }
