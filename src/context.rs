@@ -18,6 +18,11 @@ pub mod vars {
     pub const HOME: &str = "HOME";
     pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
     pub const NO_COLOR: &str = "NO_COLOR";
+    /// How much to say: quiet, info (default), verbose (`-q` / `-v` win over it).
+    pub const GPUENV_LOG: &str = "GPUENV_LOG";
+    /// `1`: a shim or the shell hook installs a pinned toolkit that is missing (through
+    /// `gpuenv install`) instead of failing.
+    pub const GPUENV_AUTO_INSTALL: &str = "GPUENV_AUTO_INSTALL";
     /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
     pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
     // Installing.

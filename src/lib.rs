@@ -1,5 +1,6 @@
 //! gpuenv: rustup for GPU stacks.
 
+pub mod auto_install;
 pub mod cli;
 pub mod context;
 pub mod doctor;

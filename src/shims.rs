@@ -11,8 +11,9 @@ use crate::toolchain::registry::{Home, Registry};
 
 pub const PROXY_NAME: &str = "gpuenv-shim";
 
-/// The proxy built beside the running gpuenv binary.
-fn proxy_source() -> Result<PathBuf> {
+/// The proxy built beside the running gpuenv binary; an error with the fix when it is not
+/// there (checked before an install downloads anything).
+pub fn proxy_source() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find the running gpuenv binary")?;
     let exe = exe.canonicalize().unwrap_or(exe);
     let source = exe.with_file_name(PROXY_NAME);
@@ -32,6 +33,7 @@ pub fn install_proxy(home: &Home) -> Result<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let source = proxy_source()?;
     let target = home.proxy();
+    link_gpuenv(home, &source)?;
     let src_meta = fs_err::metadata(&source)?;
     if let Ok(meta) = std::fs::metadata(&target) {
         let same_inode = meta.dev() == src_meta.dev() && meta.ino() == src_meta.ino();
@@ -52,6 +54,22 @@ pub fn install_proxy(home: &Home) -> Result<PathBuf> {
     }
     fs_err::rename(&tmp, &target)?;
     Ok(target)
+}
+
+/// `$GPUENV_HOME/bin/gpuenv`: a link to the gpuenv beside the proxy's source, so the
+/// proxy finds the installer beside itself (`GPUENV_AUTO_INSTALL`).
+fn link_gpuenv(home: &Home, proxy_source: &Path) -> Result<()> {
+    let gpuenv = proxy_source.with_file_name("gpuenv");
+    let link = home.proxy().with_file_name("gpuenv");
+    if !gpuenv.is_file() || fs_err::read_link(&link).ok().as_deref() == Some(gpuenv.as_path()) {
+        return Ok(());
+    }
+    fs_err::create_dir_all(
+        home.proxy()
+            .parent()
+            .expect("the proxy lives in a directory"),
+    )?;
+    replace_with_link(&gpuenv, &link)
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]

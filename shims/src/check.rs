@@ -66,7 +66,7 @@ pub fn guard(
         root: Path::new(&entry.root),
         reason: why_active(ctx, registry, toolchain),
     };
-    match guard::refusal(&side, &torch, &verdict, &policy) {
+    match guard::refusal(&side, &torch, &verdict, &policy, guard::Occasion::Building) {
         Some(message) => {
             ui::error(&anyhow::anyhow!(message));
             Err(Refused.into())

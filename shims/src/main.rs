@@ -15,7 +15,7 @@ use gpuenv::context::Context;
 use gpuenv::resolve::{self, Active, ActiveSet, Reason, Request};
 use gpuenv::toolchain::registry::{Home, Registry};
 use gpuenv::toolchain::{view, Kind, Spec};
-use gpuenv::{env, guard, project, trust, ui};
+use gpuenv::{auto_install, env, guard, project, trust, ui};
 
 mod check;
 
@@ -57,6 +57,12 @@ fn run() -> Result<Infallible> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let ctx = Context::from_process()?;
+    if let Some(level) = ctx
+        .var_nonempty(gpuenv::context::vars::GPUENV_LOG)
+        .and_then(ui::Level::parse)
+    {
+        ui::set_level(level);
+    }
 
     let depth: u32 = ctx.var(DEPTH_VAR).and_then(|d| d.parse().ok()).unwrap_or(0);
     if depth >= MAX_DEPTH {
@@ -114,7 +120,28 @@ fn run() -> Result<Infallible> {
             };
             let torch = || guard::locate_torch(&ctx, None);
             let req = Request::new(&ctx, &overrides, &torch);
-            let active = resolve::resolve_kinds(&req, &registry, kinds)?;
+            let mut registry = registry;
+            let mut installs = 0;
+            let active = loop {
+                match resolve::resolve_kinds(&req, &registry, kinds) {
+                    Ok(active) => break active,
+                    Err(e) => {
+                        let Some((spec, origin)) = auto_install::missing(&e)
+                            .filter(|_| auto_install::enabled(&ctx))
+                            .filter(|_| installs < auto_install::MAX_INSTALLS)
+                        else {
+                            return Err(e.into());
+                        };
+                        let exe = std::env::current_exe().unwrap_or_default();
+                        let Some(gpuenv) = auto_install::find_gpuenv(&ctx, &exe) else {
+                            bail!("{e}\n(GPUENV_AUTO_INSTALL is set, but no gpuenv was found beside {} or on PATH to install it)", exe.display());
+                        };
+                        auto_install::install(&ctx, &gpuenv, spec, origin)?;
+                        installs += 1;
+                        registry = Registry::load(&home)?;
+                    }
+                }
+            };
             (home, registry, active)
         }
     };

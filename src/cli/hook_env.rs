@@ -4,7 +4,7 @@ use crate::context::{vars, Context};
 use crate::env::Op;
 use crate::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use crate::shell::{self, Format, Shell};
-use crate::toolchain::registry::{Home, Registry};
+use crate::toolchain::registry::Home;
 use crate::{env, trust};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
@@ -77,8 +77,7 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
 }
 
 fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
-    let registry = Registry::load(home)?;
-    let active = super::resolve_here(ctx, &registry, &[])?;
+    let (registry, active) = super::auto_install::resolve_installing(ctx, home)?;
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
     if let Some(p) = active
         .project

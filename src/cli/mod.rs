@@ -1,5 +1,7 @@
 //! The command line: one file per subcommand, each with its clap `Args` and `run()`.
 
+mod auto_install;
+mod cache;
 mod check;
 mod completions;
 mod default;
@@ -9,15 +11,19 @@ mod env_cmd;
 mod hook;
 mod hook_env;
 mod install;
+mod install_pinned;
 mod link;
 mod list;
+mod outdated;
 mod pin;
+mod prefix;
 mod reshim;
 mod run;
 mod show;
 mod trust_cmd;
 mod uninstall;
 mod unlink;
+mod update;
 mod use_cmd;
 mod which;
 
@@ -32,21 +38,32 @@ use crate::toolchain::registry::{Home, Registry};
 use crate::toolchain::Spec;
 use crate::{env, guard, trust, ui};
 
+/// `0.1.0 (207a5b9 2026-12-03)`: the commit and its date when built from git (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("GPUENV_BUILD_INFO"));
+
 #[derive(Debug, Parser)]
 #[command(
     name = "gpuenv",
-    version,
+    version = VERSION,
     about = "rustup for GPU stacks: CUDA Toolkits and ROCm trees side by side, per-project pins, one consistent environment"
 )]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Also say what gpuenv reads and decides (GPUENV_LOG=verbose)
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    verbose: bool,
+    /// Only warnings and errors: no progress bars, no notes (GPUENV_LOG=quiet)
+    #[arg(short, long, global = true)]
+    quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     Install(install::Args),
     Uninstall(uninstall::Args),
+    Update(update::Args),
+    Outdated(outdated::Args),
     Link(link::Args),
     Unlink(unlink::Args),
     List(list::Args),
@@ -60,11 +77,13 @@ enum Command {
     Env(env_cmd::Args),
     Run(run::Args),
     Which(which::Args),
+    Prefix(prefix::Args),
     Trust(trust_cmd::Args),
     Use(use_cmd::Args),
     Hook(hook::Args),
     HookEnv(hook_env::Args),
     Completions(completions::Args),
+    Cache(cache::Args),
 }
 
 /// An exit status chosen by a command (1: the thing asked is not so), with its message
@@ -74,8 +93,14 @@ enum Command {
 pub struct Exit(pub u8);
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = Context::from_process().and_then(|ctx| dispatch(cli.command, &ctx));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    let result = Context::from_process().and_then(|ctx| {
+        ui::set_level(log_level(&cli, &ctx));
+        dispatch(cli.command, &ctx)
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => match e.downcast_ref::<Exit>() {
@@ -88,10 +113,56 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The flags win over `GPUENV_LOG`; an unknown value of it is named once and ignored.
+fn log_level(cli: &Cli, ctx: &Context) -> ui::Level {
+    if cli.quiet {
+        return ui::Level::Quiet;
+    }
+    if cli.verbose {
+        return ui::Level::Verbose;
+    }
+    match ctx.var_nonempty(crate::context::vars::GPUENV_LOG) {
+        Some(v) => ui::Level::parse(v).unwrap_or_else(|| {
+            ui::warn(format!(
+                "GPUENV_LOG={v} is not a level gpuenv knows (quiet, info, verbose); using info"
+            ));
+            ui::Level::Normal
+        }),
+        None => ui::Level::Normal,
+    }
+}
+
+/// clap's own message, except for `gpuenv run` without `--`, where clap's tip would put
+/// `--` in the wrong place (`gpuenv run nvcc -- --version`).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let is_run = args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        == Some("run");
+    let plain_exit = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    if is_run && !plain_exit && !args.iter().any(|a| a == "--") {
+        if let Some(tip) = run::tip(&args) {
+            anstream::eprintln!(
+                "error: `gpuenv run` takes the command after `--`\n\n  tip: {tip}\n\nFor more information, try 'gpuenv run --help'."
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let _ = e.print();
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
 fn dispatch(command: Command, ctx: &Context) -> Result<()> {
     match command {
         Command::Install(a) => a.run(ctx),
         Command::Uninstall(a) => a.run(ctx),
+        Command::Update(a) => a.run(ctx),
+        Command::Outdated(a) => a.run(ctx),
+        Command::Prefix(a) => a.run(ctx),
+        Command::Cache(a) => a.run(ctx),
         Command::Link(a) => a.run(ctx),
         Command::Unlink(a) => a.run(ctx),
         Command::List(a) => a.run(ctx),
@@ -116,6 +187,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
 /// The registry and where it lives.
 fn registry(ctx: &Context) -> Result<(Home, Registry)> {
     let home = ctx.gpuenv_home()?;
+    ui::verbose(format!("reading {}", home.settings().display()));
     let registry = Registry::load(&home)?;
     Ok((home, registry))
 }
@@ -124,7 +196,20 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
 fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
     let torch = || guard::locate_torch(ctx, None);
     let req = Request::new(ctx, overrides, &torch);
-    Ok(resolve::resolve(&req, registry)?)
+    let active = resolve::resolve(&req, registry)?;
+    if let Some(p) = &active.project {
+        ui::verbose(format!("toolchain file: {}", p.path.display()));
+    }
+    for t in &active.toolchains {
+        ui::verbose(format!(
+            "{}: {} at {} ({})",
+            t.entry.kind,
+            t.name,
+            t.entry.root.display(),
+            t.reason
+        ));
+    }
+    Ok(active)
 }
 
 /// The environment of `active`, applied to the process's current values. A toolchain
@@ -151,7 +236,19 @@ fn environment(
     Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
 }
 
-/// Parses specs given as arguments.
+/// Parses specs given as arguments, at most one per kind.
 fn parse_specs(args: &[String]) -> Result<Vec<Spec>> {
-    Ok(resolve::parse_specs("arguments", &args.join(","))?)
+    parse_specs_each(args)?;
+    Ok(resolve::parse_specs("the command line", &args.join(","))?)
+}
+
+/// Parses specs given as arguments, any number of each kind.
+fn parse_specs_each(args: &[String]) -> Result<Vec<Spec>> {
+    args.iter()
+        .map(|a| {
+            a.parse::<Spec>().map_err(|e| {
+                anyhow::anyhow!("{e}\nhint: name a version too: `cuda-12.4`, or any prefix of one such as `cuda-12` (`gpuenv list` shows what is registered)")
+            })
+        })
+        .collect()
 }

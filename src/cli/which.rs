@@ -1,4 +1,5 @@
 use anyhow::{bail, Result};
+use serde_json::json;
 
 use crate::context::Context;
 use crate::ui;
@@ -10,14 +11,20 @@ use super::Exit;
 pub struct Args {
     /// A tool name such as nvcc, ptxas or hipcc
     tool: String,
+    /// Machine-readable output on stdout: the path, the toolchain and why it is active
+    #[arg(long)]
+    json: bool,
 }
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         if self.tool.contains('/') {
-            bail!("`{}` is a path; give a tool name such as nvcc", self.tool);
+            bail!(
+                "`{}` is a path; give a tool name such as nvcc\nhint: gpuenv which nvcc",
+                self.tool
+            );
         }
-        let (_home, registry) = super::registry(ctx)?;
+        let (home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;
         if active.toolchains.is_empty() {
             ui::error(&anyhow::anyhow!(
@@ -28,10 +35,25 @@ impl Args {
         }
         for t in &active.toolchains {
             let path = t.entry.root.join("bin").join(&self.tool);
-            if path.is_file() {
-                println!("{}", path.display());
-                return Ok(());
+            if !path.is_file() {
+                continue;
             }
+            if self.json {
+                let out = json!({
+                    "tool": self.tool,
+                    "path": path,
+                    "toolchain": t.name,
+                    "kind": t.entry.kind,
+                    "version": t.entry.version,
+                    "root": t.entry.root,
+                    "view": home.view(&t.name),
+                    "reason": t.reason.to_string(),
+                });
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            } else {
+                println!("{}", path.display());
+            }
+            return Ok(());
         }
         let names: Vec<String> = active
             .toolchains
