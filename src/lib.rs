@@ -1,5 +1,8 @@
 //! gpuenv: rustup for GPU stacks.
 
+/// The project's home; messages link into its `docs/` from here (the one place naming it).
+pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";
+
 pub mod auto_install;
 pub mod cli;
 pub mod context;

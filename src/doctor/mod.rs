@@ -1,4 +1,4 @@
-//! `gpuenv doctor`: one check per failure mode in FAILURE-MODES.md. Every check reads the
+//! `gpuenv doctor`: one check per failure mode (docs/failure-modes.md). Every check reads the
 //! machine through [`Machine`] (a file-system root, the environment, PATH) and returns one
 //! typed [`Finding`]; the text and JSON reports are two renderings of the same findings.
 
@@ -51,11 +51,26 @@ impl Status {
     }
 }
 
-/// A check's stable identity: the row of FAILURE-MODES.md it diagnoses.
+/// A check's stable identity: the failure mode (docs/failure-modes.md) it diagnoses.
 #[derive(Debug, Clone, Copy)]
 pub struct Check {
     pub id: &'static str,
     pub name: &'static str,
+}
+
+impl Check {
+    /// The section of the docs that explains this check: `…/failure-modes.md#fm-10-host-compiler`
+    /// (the anchor GitHub gives the heading `FM-10 host-compiler`).
+    pub fn docs(&self) -> String {
+        match self.id.strip_prefix("FM-") {
+            Some(n) => format!(
+                "{}/blob/main/docs/failure-modes.md#fm-{n}-{}",
+                crate::REPOSITORY,
+                self.name
+            ),
+            None => format!("{}/blob/main/docs/design.md#resolution", crate::REPOSITORY),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -69,6 +84,8 @@ pub struct Finding {
     pub details: Vec<String>,
     /// The exact command or setting that fixes it (one way out per line).
     pub hint: Option<String>,
+    /// The section of the docs about this failure mode.
+    pub docs: String,
 }
 
 /// Collects what a check saw and turns it into one finding: the worst problem sets the
@@ -130,6 +147,7 @@ impl Notes {
             summary,
             details,
             hint: (status > Status::Skip && !self.hints.is_empty()).then(|| self.hints.join("\n")),
+            docs: check.docs(),
         }
     }
 }
@@ -143,6 +161,7 @@ impl Finding {
             summary: why.into(),
             details: Vec::new(),
             hint: None,
+            docs: check.docs(),
         }
     }
 }
@@ -288,6 +307,9 @@ pub fn render_text(report: &Report) -> String {
         }
         for h in f.hint.iter().flat_map(|h| h.lines()) {
             let _ = writeln!(out, "      {} {h}", "hint:".cyan().bold());
+        }
+        if f.status >= Status::Warn {
+            let _ = writeln!(out, "      {} {}", "see:".dimmed(), f.docs);
         }
     }
     let _ = writeln!(
