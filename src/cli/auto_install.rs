@@ -3,10 +3,10 @@
 
 use anyhow::Result;
 
-use crate::auto_install;
-use crate::context::Context;
-use crate::resolve::{ActiveSet, ResolveError};
-use crate::toolchain::registry::{Home, Registry};
+use gpuenv_core::auto_install;
+use gpuenv_core::context::Context;
+use gpuenv_core::resolve::{ActiveSet, ResolveError};
+use gpuenv_core::toolchain::registry::{Home, Registry};
 
 pub fn resolve_installing(ctx: &Context, home: &Home) -> Result<(Registry, ActiveSet)> {
     let mut installs = 0;

@@ -8,9 +8,9 @@ use std::path::Path;
 use anyhow::Result;
 use indicatif::HumanBytes;
 
-use crate::context::Context;
-use crate::install::cache::{self, Cache};
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::ui;
+use gpuenv_install::cache::{self, Cache};
 
 /// Show or free the space the download cache takes
 #[derive(Debug, clap::Args)]

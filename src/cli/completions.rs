@@ -1,8 +1,9 @@
+use super::named_arg::named;
 use anyhow::Result;
 use clap::CommandFactory;
 
-use crate::context::Context;
-use crate::shell::Shell;
+use gpuenv_core::context::Context;
+use gpuenv_core::shell::Shell;
 
 /// Print shell completions for bash, zsh or fish (see --help for where each file goes)
 #[derive(Debug, clap::Args)]
@@ -22,7 +23,7 @@ use crate::shell::Shell;
 System-wide (as root): /usr/share/bash-completion/completions/gpuenv,
 /usr/local/share/zsh/site-functions/_gpuenv, /usr/share/fish/vendor_completions.d/gpuenv.fish.")]
 pub struct Args {
-    #[arg(value_enum)]
+    #[arg(value_parser = named::<Shell>())]
     shell: Shell,
 }
 

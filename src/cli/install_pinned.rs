@@ -3,12 +3,12 @@
 
 use anyhow::{bail, Result};
 
-use crate::context::Context;
-use crate::guard;
-use crate::project::{self, PinValue};
-use crate::toolchain::registry::Registry;
-use crate::toolchain::Spec;
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::guard;
+use gpuenv_core::project::{self, PinValue};
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::ui;
 
 /// The specs to install for the project here; empty when every pin is satisfied.
 pub fn missing_pins(ctx: &Context, registry: &Registry) -> Result<Vec<Spec>> {

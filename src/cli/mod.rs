@@ -14,6 +14,7 @@ mod install;
 mod install_pinned;
 mod link;
 mod list;
+mod named_arg;
 mod outdated;
 mod pin;
 mod prefix;
@@ -32,11 +33,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::context::Context;
-use crate::resolve::{self, ActiveSet, Request};
-use crate::toolchain::registry::{Home, Registry};
-use crate::toolchain::Spec;
-use crate::{env, guard, trust, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::resolve::{self, ActiveSet, Request};
+use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::{env, guard, trust, ui};
 
 /// `0.1.0 (207a5b9 2026-12-03)`: the commit and its date when built from git (build.rs).
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("GPUENV_BUILD_INFO"));
@@ -106,7 +107,7 @@ pub fn main() -> ExitCode {
         Err(e) => match e.downcast_ref::<Exit>() {
             Some(Exit(code)) => ExitCode::from(*code),
             None => {
-                crate::ui::error(&e);
+                gpuenv_core::ui::error(&e);
                 ExitCode::from(2)
             }
         },
@@ -121,7 +122,7 @@ fn log_level(cli: &Cli, ctx: &Context) -> ui::Level {
     if cli.verbose {
         return ui::Level::Verbose;
     }
-    match ctx.var_nonempty(crate::context::vars::GPUENV_LOG) {
+    match ctx.var_nonempty(gpuenv_core::context::vars::GPUENV_LOG) {
         Some(v) => ui::Level::parse(v).unwrap_or_else(|| {
             ui::warn(format!(
                 "GPUENV_LOG={v} is not a level gpuenv knows (quiet, info, verbose); using info"

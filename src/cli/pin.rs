@@ -1,12 +1,12 @@
 use anyhow::{bail, Context as _, Result};
 
-use crate::context::Context;
-use crate::doctor::arch::sm_of;
-use crate::doctor::tables::{self, release_name};
-use crate::project::{self, PinEdit, PinValue};
-use crate::toolchain::registry::Registry;
-use crate::toolchain::{Kind, Spec, Version};
-use crate::{fsutil, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::project::{self, PinEdit, PinValue};
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::{Kind, Spec, Version};
+use gpuenv_core::{fsutil, ui};
+use gpuenv_doctor::arch::sm_of;
+use gpuenv_doctor::tables::{self, release_name};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
 #[derive(Debug, clap::Args)]

@@ -1,7 +1,7 @@
 use anyhow::{bail, Result};
 
-use crate::context::Context;
-use crate::toolchain::Spec;
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::Spec;
 
 /// Print the root directory of a toolchain (or of those active here)
 #[derive(Debug, clap::Args)]

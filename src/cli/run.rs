@@ -3,9 +3,9 @@ use std::process::Command;
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::context::Context;
-use crate::shell::quote;
-use crate::toolchain::Spec;
+use gpuenv_core::context::Context;
+use gpuenv_core::shell::quote;
+use gpuenv_core::toolchain::Spec;
 
 /// Run a command with the environment of the given toolchains (or of those active here)
 #[derive(Debug, clap::Args)]

@@ -7,12 +7,14 @@ use std::io::IsTerminal;
 
 use anyhow::Result;
 
-use crate::context::Context;
-use crate::install::source::Choice;
-use crate::install::{self, Profile, Progress, Selection};
-use crate::toolchain::registry::{Entry, Home, Registry, Source as Origin};
-use crate::toolchain::{Kind, Spec, Version};
-use crate::{shims, ui};
+use super::named_arg::named;
+
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::registry::{Entry, Home, Registry, Source as Origin};
+use gpuenv_core::toolchain::{Kind, Spec, Version};
+use gpuenv_core::{shims, ui};
+use gpuenv_install::source::Choice;
+use gpuenv_install::{Profile, Progress, Selection};
 
 /// Install newer patch releases of installed toolkits (cuda-12.4.0 -> 12.4.1) and re-point
 /// the default to them
@@ -35,7 +37,7 @@ pub struct Args {
 #[derive(Debug, Clone, clap::Args)]
 pub struct From {
     /// Where from
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_parser = named::<Choice>(), default_value = "auto")]
     source: Choice,
     /// A gpuenv manifest (path or URL) listing the releases; implies --source manifest
     #[arg(long, value_name = "PATH|URL")]
@@ -157,8 +159,8 @@ impl Args {
                 label: None,
             };
             ui::info(format!("updating {} to {spec} (from {})", o.name, o.source));
-            let plan = install::plan(&sources, &spec, &selection_of(&o.entry))?;
-            let done = install::install(&home, &fetcher, &plan, &progress)?;
+            let plan = gpuenv_install::plan(&sources, &spec, &selection_of(&o.entry))?;
+            let done = gpuenv_install::install(&home, &fetcher, &plan, &progress)?;
             let repointed = Registry::update(&home, |r| {
                 let mut n = 0;
                 for d in r.default.iter_mut().filter(|d| **d == o.name) {

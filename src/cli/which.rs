@@ -1,8 +1,8 @@
 use anyhow::{bail, Result};
 use serde_json::json;
 
-use crate::context::Context;
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::ui;
 
 use super::Exit;
 
