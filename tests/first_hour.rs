@@ -287,3 +287,84 @@ fn version_prints_the_commit_and_its_date() {
         _ => assert_eq!(out.trim(), format!("gpuenv {}", env!("CARGO_PKG_VERSION"))),
     }
 }
+
+#[test]
+fn every_doctor_finding_links_to_a_section_of_the_docs_in_the_repository() {
+    let sb = linked();
+    let out = sb
+        .gpuenv()
+        .current_dir(sb.path("proj"))
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/docs");
+    let findings = report["findings"].as_array().unwrap();
+    assert!(findings.len() >= 13, "{report}");
+    for f in findings {
+        let url = f["docs"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no docs link: {f}"));
+        let (page, anchor) = url
+            .strip_prefix("https://github.com/gpuenv/gpuenv/blob/main/docs/")
+            .and_then(|rest| rest.split_once('#'))
+            .unwrap_or_else(|| panic!("{url}"));
+        let text = fs_err::read_to_string(format!("{docs}/{page}")).unwrap();
+        let heading = text.lines().any(|l| {
+            l.starts_with('#')
+                && l.trim_start_matches('#')
+                    .trim()
+                    .to_lowercase()
+                    .replace(' ', "-")
+                    == anchor
+        });
+        assert!(
+            heading,
+            "{page} has no section #{anchor} (linked by {})",
+            f["id"]
+        );
+        if let Some(fm) = f["id"].as_str().filter(|id| id.starts_with("FM-")) {
+            assert!(
+                text.contains(&format!("<a id=\"{anchor}\"></a>")),
+                "{fm}: no stable anchor"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_repository_documents_itself_and_points_nowhere_outside() {
+    let outside = ["..", "shared"].join("/");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    let mut dirs = vec![
+        root.join("docs"),
+        root.join("src"),
+        root.join("crates"),
+        root.join("scripts"),
+    ];
+    while let Some(dir) = dirs.pop() {
+        for e in fs_err::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p
+                .extension()
+                .is_some_and(|x| ["rs", "md", "sh", "toml"].contains(&x.to_str().unwrap()))
+            {
+                files.push(p);
+            }
+        }
+    }
+    for f in &files {
+        let text = fs_err::read_to_string(f).unwrap();
+        assert!(
+            !text.contains(&outside),
+            "{} points at {outside}",
+            f.display()
+        );
+    }
+    for page in ["README.md", "design.md", "failure-modes.md"] {
+        assert!(root.join("docs").join(page).is_file(), "docs/{page}");
+    }
+}
