@@ -6,7 +6,7 @@ use gpuenv_core::env::Op;
 use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use gpuenv_core::shell::{self, Format, Shell};
 use gpuenv_core::toolchain::registry::Home;
-use gpuenv_core::{env, trust};
+use gpuenv_core::{env, trust, ui};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
 /// to the environment of the current directory
@@ -48,10 +48,14 @@ pub fn render(step: &Step, shell: Shell) -> String {
 /// (unless `force`). Never fails: a problem is one line on stderr, the environment stays
 /// as it is, and it is not repeated until something changes.
 pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
-    let watched = [vars::GPUENV_TOOLCHAIN, "VIRTUAL_ENV", vars::CONDA_PREFIX]
-        .iter()
-        .map(|k| ctx.var_nonempty(k).map(str::to_string))
-        .collect();
+    let watched = [
+        vars::GPUENV_TOOLCHAIN,
+        vars::VIRTUAL_ENV,
+        vars::CONDA_PREFIX,
+    ]
+    .iter()
+    .map(|k| ctx.var_nonempty(k).map(str::to_string))
+    .collect();
     let fp = Fingerprint::take(&ctx.cwd, watched, &home.settings());
     let old = ctx.var(STATE_VAR).and_then(State::decode);
     if !force && old.as_ref().is_some_and(|s| s.fp == fp) {
@@ -64,7 +68,7 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
         })),
         Err(e) => {
             let text = format!("{e:#}");
-            eprintln!("gpuenv: {}", text.lines().next().unwrap_or_default());
+            ui::hook_note(text.lines().next().unwrap_or_default());
             // Keep every change in place; remember the new fingerprint so the message is
             // not repeated at every prompt.
             let mut state = old.unwrap_or_default();
@@ -80,15 +84,8 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
 fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
     let (registry, active) = super::auto_install::resolve_installing(ctx, home)?;
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
-    if let Some(p) = active
-        .project
-        .as_ref()
-        .filter(|p| !p.env.is_empty() && !trusted)
-    {
-        eprintln!(
-            "gpuenv: {} sets [env], which is skipped until you run `gpuenv trust`",
-            p.path.display()
-        );
+    if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
+        ui::hook_note(notice);
     }
     let mut change = env::plan(&active, &registry, home, trusted);
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.

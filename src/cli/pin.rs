@@ -1,12 +1,12 @@
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::project::{self, PinEdit, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 use gpuenv_core::{fsutil, ui};
 use gpuenv_doctor::arch::sm_of;
-use gpuenv_doctor::tables::{self, release_name};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
 #[derive(Debug, clap::Args)]

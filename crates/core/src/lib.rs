@@ -6,6 +6,8 @@ pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";
 
 pub mod auto_install;
 pub mod context;
+pub mod cuda_tables;
+pub mod driver;
 pub mod env;
 pub mod fsutil;
 pub mod guard;
