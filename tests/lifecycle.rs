@@ -131,6 +131,29 @@ fn install_with_no_spec_installs_what_the_project_pins_once() {
     );
     assert_eq!(server.log().len(), hits);
 
+    // `cuda = "torch"`: the version the active Python's torch was built for.
+    let site = torch_package(
+        &sb.path("venv/lib/python3.11/site-packages"),
+        "2.5.1+cu124",
+        Some("12.4"),
+        None,
+    );
+    assert!(site.is_dir());
+    write(
+        &sb.path("torchproj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"torch\"\n",
+    );
+    let out = sb
+        .gpuenv()
+        .current_dir(sb.path("torchproj"))
+        .env("VIRTUAL_ENV", sb.path("venv"))
+        .arg("install")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("cuda-12.4 is satisfied by cuda-12.4.1"), "{t}");
+
     // A spec naming the installed release: "already installed", never "installing … GiB".
     let t = ok(
         &sb,
