@@ -5,8 +5,9 @@ use anyhow::Result;
 
 use gpuenv_core::auto_install;
 use gpuenv_core::context::Context;
+use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{ActiveSet, ResolveError};
-use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::registry::Registry;
 
 pub fn resolve_installing(ctx: &Context, home: &Home) -> Result<(Registry, ActiveSet)> {
     let mut installs = 0;

@@ -28,7 +28,7 @@ impl Args {
         if self.specs == ["none"] {
             Registry::update(&home, |r| {
                 r.default.clear();
-                Ok(())
+                Ok::<_, anyhow::Error>(())
             })?;
             ui::info("cleared the default toolchain");
             return Ok(());

@@ -5,8 +5,8 @@ use anyhow::Result;
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::toolchain::discover::{self, Places};
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source};
-use gpuenv_core::toolchain::{view, Spec};
-use gpuenv_core::{shims, ui};
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::ui;
 
 /// Find toolchains in the standard places (and register them with --register)
 #[derive(Debug, clap::Args)]
@@ -37,7 +37,9 @@ impl Args {
             ui::info("found no CUDA Toolkit or ROCm tree in the standard places");
             return Ok(());
         }
-        let mut registry = Registry::load(&home)?;
+        let store = super::store(ctx)?;
+        let registry = Registry::load(&home)?;
+        super::notice(&registry);
         let mut to_register: Vec<(String, Entry)> = Vec::new();
         for f in &found {
             let d = match &f.result {
@@ -47,6 +49,12 @@ impl Args {
                     continue;
                 }
             };
+            if let Err(why) = store.admissible(&f.root, Source::Discovered) {
+                let why = why.to_string();
+                let why = why.lines().next().unwrap_or_default();
+                println!("  skipped  {}: {why}", f.root.display());
+                continue;
+            }
             let name = Spec {
                 kind: d.kind,
                 version: d.version.clone(),
@@ -86,21 +94,11 @@ impl Args {
             }
             return Ok(());
         }
-        registry = Registry::update(&home, |r| {
-            let proxy = shims::install_proxy(&home)?;
-            for (name, entry) in &to_register {
-                if !r.toolchains.contains_key(name) {
-                    view::create(&home, name, entry, &proxy)?;
-                    r.toolchains.insert(name.clone(), entry.clone());
-                }
-            }
-            shims::reshim(&home, r)?;
-            Ok(r.clone())
-        })?;
+        let n = to_register.len();
+        let changed = store.register(to_register)?;
         ui::info(format!(
-            "registered {} toolchain(s); {} in all",
-            to_register.len(),
-            registry.toolchains.len()
+            "registered {n} toolchain(s); {} in all",
+            changed.registry.toolchains.len()
         ));
         Ok(())
     }

@@ -3,9 +3,9 @@ use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::env::Op;
+use gpuenv_core::home::Home;
 use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use gpuenv_core::shell::{self, Format, Shell};
-use gpuenv_core::toolchain::registry::Home;
 use gpuenv_core::{env, trust, ui};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell

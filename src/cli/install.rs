@@ -6,9 +6,10 @@ use indicatif::HumanBytes;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::driver;
-use gpuenv_core::toolchain::registry::{Home, Registry, Source as Origin};
+use gpuenv_core::home::Home;
+use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
-use gpuenv_core::{shims, ui};
+use gpuenv_core::ui;
 use gpuenv_install::cache::Cache;
 use gpuenv_install::fetch::{Fetcher, Net};
 use gpuenv_install::hooks::Hooks;
@@ -120,9 +121,9 @@ impl Args {
         if specs.is_empty() {
             return Ok(());
         }
-        // Every install ends in linking the proxy: a missing one must stop us before
-        // anything is downloaded, not after.
-        shims::proxy_source()?;
+        // Every install ends in linking the proxy (the store needs it): a missing one must
+        // stop us before anything is downloaded, not after.
+        let store = super::store(ctx)?;
         let fetcher = fetcher(ctx, &home, self.offline);
         let cache_was_new = !fetcher.cache.root.exists();
         let sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;
@@ -172,7 +173,7 @@ impl Args {
                 }
             ));
             let started = std::time::Instant::now();
-            let done = gpuenv_install::install(&home, &fetcher, &plan, &progress)?;
+            let done = gpuenv_install::install(&store, &fetcher, &plan, &progress)?;
             if done.already {
                 self.already(&done.name, &done.root);
                 continue;

@@ -5,6 +5,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use gpuenv_core::context::Context;
+use gpuenv_core::store::{self, Problem};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::source::Choice;
@@ -38,6 +39,9 @@ struct Row<'a> {
     default: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    /// What is missing: "root missing", "view missing".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    problems: Vec<&'static str>,
 }
 
 impl Args {
@@ -61,6 +65,7 @@ impl Args {
             }
         };
         let defaults: Vec<Spec> = registry.default_specs().unwrap_or_default();
+        let problems = store::health(&home, &registry);
         let rows: Vec<Row> = registry
             .toolchains
             .iter()
@@ -80,6 +85,11 @@ impl Args {
                         .iter()
                         .any(|d| registry.find(d).is_some_and(|(n, _)| n == name)),
                     reason: active_here.map(|t| t.reason.to_string()),
+                    problems: problems
+                        .iter()
+                        .filter(|p| p.name() == Some(name))
+                        .map(Problem::short)
+                        .collect(),
                 }
             })
             .collect();
@@ -102,11 +112,16 @@ impl Args {
         for r in &rows {
             let mark = if r.active { "*" } else { " " };
             let default = if r.default { " (default)" } else { "" };
+            let problems = match r.problems.as_slice() {
+                [] => String::new(),
+                p => format!("  [{}]", p.join(", ")),
+            };
             println!(
-                "{mark} {:width$}  {:<10}  {:<10}  {}{default}",
+                "{mark} {:width$}  {:<10}  {:<10}  {}{default}{problems}",
                 r.name, r.version, r.source, r.root
             );
         }
+        super::warn_problems(&problems);
         Ok(())
     }
 }

@@ -34,10 +34,12 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{self, ActiveSet, Request};
-use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::store::{Problem, Store};
+use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::Spec;
-use gpuenv_core::{env, guard, trust, ui};
+use gpuenv_core::{env, guard, shims, trust, ui};
 
 /// `0.1.0 (207a5b9 2026-12-03)`: the commit and its date when built from git (build.rs).
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("GPUENV_BUILD_INFO"));
@@ -190,7 +192,36 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
     let home = ctx.gpuenv_home()?;
     ui::verbose(format!("reading {}", home.settings().display()));
     let registry = Registry::load(&home)?;
+    notice(&registry);
     Ok((home, registry))
+}
+
+/// Says what is odd about the state file, if anything.
+fn notice(registry: &Registry) {
+    if let Some(n) = &registry.notice {
+        ui::warn(n);
+    }
+}
+
+/// Each thing missing from the store, with the command that fixes it.
+fn warn_problems(problems: &[Problem]) {
+    for p in problems {
+        ui::warn(format!("{p}\nhint: {}", p.hint()));
+    }
+}
+
+/// Defaults that a forgotten toolchain took with it.
+fn warn_dropped_defaults(dropped: &[String]) {
+    for d in dropped {
+        ui::warn(format!(
+            "the default {d} no longer matches a registered toolchain and was cleared; set another with `gpuenv default <spec>`"
+        ));
+    }
+}
+
+/// The store in this home, with the proxy built beside this gpuenv.
+fn store(ctx: &Context) -> Result<Store> {
+    Ok(Store::new(ctx.gpuenv_home()?, shims::proxy_source()?))
 }
 
 /// The active set for the current directory, with `overrides` on top.

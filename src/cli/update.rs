@@ -10,9 +10,10 @@ use anyhow::Result;
 use super::named_arg::named;
 
 use gpuenv_core::context::Context;
-use gpuenv_core::toolchain::registry::{Entry, Home, Registry, Source as Origin};
+use gpuenv_core::home::Home;
+use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
-use gpuenv_core::{shims, ui};
+use gpuenv_core::ui;
 use gpuenv_install::source::Choice;
 use gpuenv_install::{Profile, Progress, Selection};
 
@@ -136,8 +137,8 @@ fn selection_of(entry: &Entry) -> Selection {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        // An install links the proxy: check for it before downloading anything.
-        shims::proxy_source()?;
+        // An install links the proxy (the store needs it): check before downloading anything.
+        let store = super::store(ctx)?;
         let found = outdated(ctx, &home, &self.names, &self.from)?;
         if found.is_empty() {
             ui::info("every installed toolkit is on the newest patch release of its minor");
@@ -160,14 +161,14 @@ impl Args {
             };
             ui::info(format!("updating {} to {spec} (from {})", o.name, o.source));
             let plan = gpuenv_install::plan(&sources, &spec, &selection_of(&o.entry))?;
-            let done = gpuenv_install::install(&home, &fetcher, &plan, &progress)?;
+            let done = gpuenv_install::install(&store, &fetcher, &plan, &progress)?;
             let repointed = Registry::update(&home, |r| {
                 let mut n = 0;
                 for d in r.default.iter_mut().filter(|d| **d == o.name) {
                     *d = done.name.clone();
                     n += 1;
                 }
-                Ok(n)
+                Ok::<_, anyhow::Error>(n)
             })?;
             if repointed > 0 {
                 ui::info(format!("the default is now {} (was {})", done.name, o.name));

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
-use crate::toolchain::registry::Home;
+use crate::home::Home;
 
 /// Every environment variable gpuenv reads (besides the path lists it edits).
 pub mod vars {

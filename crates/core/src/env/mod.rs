@@ -7,8 +7,9 @@ pub mod path_list;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::home::Home;
 use crate::resolve::ActiveSet;
-use crate::toolchain::registry::{Home, Registry};
+use crate::toolchain::registry::Registry;
 use crate::toolchain::{view, Kind};
 
 /// The path-list variables gpuenv edits.

@@ -1,0 +1,73 @@
+//! The layout of `GPUENV_HOME`: where each part of gpuenv's own state lives. Everything
+//! gpuenv writes is under one of these directories.
+
+use std::path::{Path, PathBuf};
+
+/// The proxy binary's file name, beside `gpuenv` and in `$GPUENV_HOME/bin/`.
+pub const PROXY_NAME: &str = "gpuenv-shim";
+
+/// The directories under `GPUENV_HOME`.
+#[derive(Debug, Clone)]
+pub struct Home {
+    pub root: PathBuf,
+}
+
+impl Home {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Home { root: root.into() }
+    }
+    /// Registered toolchains, the default and trusted files.
+    pub fn settings(&self) -> PathBuf {
+        self.root.join("settings.toml")
+    }
+    /// The settings as they were before the last write.
+    pub fn settings_backup(&self) -> PathBuf {
+        self.root.join("settings.toml.bak")
+    }
+    /// Serialises every change to the settings, views and shims.
+    pub fn lock_file(&self) -> PathBuf {
+        self.root.join(".lock")
+    }
+    pub fn views(&self) -> PathBuf {
+        self.root.join("views")
+    }
+    pub fn view(&self, name: &str) -> PathBuf {
+        self.views().join(name)
+    }
+    /// The home a view directory belongs to, and the view's name: `<home>/views/<name>`.
+    pub fn of_view(view: &Path) -> Option<(Home, String)> {
+        let name = view.file_name()?.to_str()?.to_string();
+        let views = view.parent()?;
+        if views.file_name()? != "views" {
+            return None;
+        }
+        Some((Home::new(views.parent()?), name))
+    }
+    pub fn shims(&self) -> PathBuf {
+        self.root.join("shims")
+    }
+    pub fn toolchains(&self) -> PathBuf {
+        self.root.join("toolchains")
+    }
+    /// The installed copy of the proxy binary every shim links to.
+    pub fn proxy(&self) -> PathBuf {
+        self.root.join("bin").join(PROXY_NAME)
+    }
+    pub fn downloads(&self) -> PathBuf {
+        self.root.join("downloads")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_dir_names_its_home_and_toolchain() {
+        let (home, name) = Home::of_view(Path::new("/h/gpuenv/views/cuda-12.1")).unwrap();
+        assert_eq!(home.root, Path::new("/h/gpuenv"));
+        assert_eq!(name, "cuda-12.1");
+        assert_eq!(home.view(&name), Path::new("/h/gpuenv/views/cuda-12.1"));
+        assert!(Home::of_view(Path::new("/opt/cuda-12.1")).is_none());
+    }
+}
