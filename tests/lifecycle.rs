@@ -398,3 +398,67 @@ fn auto_says_why_it_falls_back_from_nvidia_to_pypi() {
         "{t}"
     );
 }
+
+#[test]
+fn ctrl_c_stops_an_install_the_shell_hook_started() {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    let server = Server::start();
+    let tree = redist_tree(&["12.4.1"]);
+    serve(&server, "redist/", &tree);
+    for (p, _, _) in tree.iter().filter(|(p, _, _)| p.ends_with(".tar.xz")) {
+        server.slow(&format!("redist/{p}"), Duration::from_secs(60));
+    }
+    let sb = Sandbox::new();
+    write(
+        &sb.path("proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n",
+    );
+    // The bash and zsh hooks run hook-env with SIGINT ignored (`trap -- '' SIGINT`), and a
+    // terminal sends Ctrl-C to the whole foreground process group.
+    let gpuenv = proxy_bin().with_file_name("gpuenv");
+    let child = Command::new("sh")
+        .args(["-c", "trap '' INT; exec \"$0\" hook-env --shell bash"])
+        .arg(&gpuenv)
+        .current_dir(sb.path("proj"))
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .env("GPUENV_CUDA_MIRROR", server.url("redist/"))
+        .env("GPUENV_AUTO_INSTALL", "1")
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiting = Instant::now();
+    while server.hits(".tar.xz").is_empty() {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "the download never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Signal the child's own group through killpg(2), never through the `kill` command:
+    // procps-ng 4.0's `kill -INT -<pgid>` sends to every process of the user.
+    let pgid = child.id() as libc::pid_t;
+    assert!(
+        pgid > 1 && unsafe { libc::getpgid(pgid) } == pgid,
+        "the child leads its own group"
+    );
+    assert_eq!(unsafe { libc::killpg(pgid, libc::SIGINT) }, 0);
+    let stopped = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        stopped.elapsed() < Duration::from_secs(20),
+        "Ctrl-C did not stop the install"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`gpuenv install cuda-12.4` failed"),
+        "{stderr}"
+    );
+    // The hook itself survives and keeps the shell as it was.
+    assert!(out.status.success(), "{stderr}");
+    assert!(!sb.gpuenv_home().join("toolchains/cuda-12.4.1").exists());
+}

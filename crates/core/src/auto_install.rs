@@ -3,6 +3,7 @@
 //! into the proxy: it runs `gpuenv install <spec>`, the gpuenv found beside the proxy
 //! (`$GPUENV_HOME/bin/gpuenv`) or on PATH.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -50,12 +51,23 @@ pub fn install(ctx: &Context, gpuenv: &Path, spec: &Spec, origin: &str) -> Resul
     ui::info(format!(
         "{spec} is not installed ({origin} asks for it); installing it now because GPUENV_AUTO_INSTALL is set"
     ));
-    let status = Command::new(gpuenv)
-        .arg("install")
+    let mut cmd = Command::new(gpuenv);
+    cmd.arg("install")
         .arg(spec.to_string())
         .current_dir(&ctx.cwd)
         .stdin(Stdio::null())
-        .stdout(std::io::stderr())
+        .stdout(std::io::stderr());
+    // The shell hooks ignore SIGINT while they run (a prompt is never left half-applied),
+    // and an ignored signal stays ignored across exec: without this, Ctrl-C could not stop
+    // a long download started at a prompt.
+    // SAFETY: signal(2) is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let status = cmd
         .status()
         .with_context(|| format!("cannot run {}", gpuenv.display()))?;
     if !status.success() {
