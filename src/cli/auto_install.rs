@@ -5,14 +5,18 @@ use anyhow::Result;
 
 use gpuenv_core::auto_install;
 use gpuenv_core::context::Context;
-use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{ActiveSet, ResolveError};
 use gpuenv_core::toolchain::registry::Registry;
 
-pub fn resolve_installing(ctx: &Context, home: &Home) -> Result<(Registry, ActiveSet)> {
+/// Resolves with the registry `load` gives; when a pin is only missing, installs it and
+/// loads again.
+pub fn resolve_installing(
+    ctx: &Context,
+    load: &mut dyn FnMut() -> Result<Registry>,
+) -> Result<(Registry, ActiveSet)> {
     let mut installs = 0;
     loop {
-        let registry = Registry::load(home)?;
+        let registry = load()?;
         let err = match super::resolve_here(ctx, &registry, &[]) {
             Ok(active) => return Ok((registry, active)),
             Err(e) => e,

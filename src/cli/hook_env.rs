@@ -6,6 +6,8 @@ use gpuenv_core::env::Op;
 use gpuenv_core::home::Home;
 use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use gpuenv_core::shell::{self, Format, Shell};
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::upstream;
 use gpuenv_core::{env, trust, ui};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
@@ -82,12 +84,24 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
 }
 
 fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
-    let (registry, active) = super::auto_install::resolve_installing(ctx, home)?;
+    let mut home = home.clone();
+    // Own toolchains and the upstreams', loaded again after an auto-install.
+    let mut load = || -> Result<Registry> {
+        let own = Registry::load(&home)?;
+        let layered = upstream::layered(&mut home, own);
+        for w in &layered.warnings {
+            ui::hook_note(w);
+        }
+        Ok(layered.registry)
+    };
+    let (registry, active) = super::auto_install::resolve_installing(ctx, &mut load)?;
+    let home = &home;
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::hook_note(notice);
     }
     let mut change = env::plan(&active, &registry, home, trusted);
+    gpuenv_core::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
     if !change.ops.is_empty() {
         change.ops.push(Op::Prepend(

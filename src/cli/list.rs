@@ -35,6 +35,9 @@ struct Row<'a> {
     root: String,
     view: String,
     source: &'a str,
+    /// The upstream store it comes from, if it is not the user's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upstream: Option<String>,
     active: bool,
     default: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -55,9 +58,10 @@ impl Args {
                 self.json,
             );
         }
-        let (home, registry) = super::registry(ctx)?;
+        let (home, layered) = super::layered(ctx)?;
+        let registry = &layered.registry;
         // `list` stays useful in a directory whose toolchain file is broken.
-        let active = match super::resolve_here(ctx, &registry, &[]) {
+        let active = match super::resolve_here(ctx, registry, &[]) {
             Ok(a) => Some(a),
             Err(e) => {
                 ui::warn(format!("cannot tell which toolchain is active here: {e:#}"));
@@ -65,7 +69,9 @@ impl Args {
             }
         };
         let defaults: Vec<Spec> = registry.default_specs().unwrap_or_default();
-        let problems = store::health(&home, &registry);
+        // An upstream is the admin's to repair; its missing views are made here on use.
+        let mut problems = store::health(&home, registry);
+        problems.retain(|p| p.name().is_none_or(|n| layered.upstream_of(n).is_none()));
         let rows: Vec<Row> = registry
             .toolchains
             .iter()
@@ -80,6 +86,7 @@ impl Args {
                     root: e.root.display().to_string(),
                     view: home.view(name).display().to_string(),
                     source: e.source.as_str(),
+                    upstream: layered.upstream_of(name).map(|p| p.display().to_string()),
                     active: active_here.is_some(),
                     default: defaults
                         .iter()
@@ -116,9 +123,19 @@ impl Args {
                 [] => String::new(),
                 p => format!("  [{}]", p.join(", ")),
             };
+            let source = if r.upstream.is_some() {
+                "upstream"
+            } else {
+                r.source
+            };
+            let from = r
+                .upstream
+                .as_ref()
+                .map(|u| format!(" (from {u})"))
+                .unwrap_or_default();
             println!(
-                "{mark} {:width$}  {:<10}  {:<10}  {}{default}{problems}",
-                r.name, r.version, r.source, r.root
+                "{mark} {:width$}  {:<10}  {:<10}  {}{default}{from}{problems}",
+                r.name, r.version, source, r.root
             );
         }
         super::warn_problems(&problems);

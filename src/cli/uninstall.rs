@@ -23,6 +23,7 @@ impl Args {
     }
 
     pub fn run(self, ctx: &Context) -> Result<()> {
+        super::refuse_upstream(ctx, &self.name, "uninstall")?;
         let store = super::store(ctx)?;
         let name = self.name.as_str();
         let _lock = gpuenv_install::lock_toolchain(store.home(), name)?;

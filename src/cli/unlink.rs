@@ -13,6 +13,7 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
+        super::refuse_upstream(ctx, &self.name, "unlink")?;
         let forgotten = super::store(ctx)?.forget(&self.name, Forget::InPlace)?;
         ui::info(format!("unlinked {}", self.name));
         super::warn_dropped_defaults(&forgotten.dropped_defaults);

@@ -1,20 +1,30 @@
 //! The layout of `GPUENV_HOME`: where each part of gpuenv's own state lives. Everything
 //! gpuenv writes is under one of these directories.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The proxy binary's file name, beside `gpuenv` and in `$GPUENV_HOME/bin/`.
 pub const PROXY_NAME: &str = "gpuenv-shim";
 
-/// The directories under `GPUENV_HOME`.
+/// The directories under `GPUENV_HOME`, and the upstream homes read after it.
 #[derive(Debug, Clone)]
 pub struct Home {
     pub root: PathBuf,
+    /// Upstreams named by the environment and the system config (see `toolchain::upstream`).
+    pub upstreams: Vec<PathBuf>,
+    /// Views of upstream toolchains that live in their upstream (filled by
+    /// `upstream::layered`); every other view is under `root`.
+    pub upstream_views: BTreeMap<String, PathBuf>,
 }
 
 impl Home {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Home { root: root.into() }
+        Home {
+            root: root.into(),
+            upstreams: Vec::new(),
+            upstream_views: BTreeMap::new(),
+        }
     }
     /// Registered toolchains, the default and trusted files.
     pub fn settings(&self) -> PathBuf {
@@ -32,7 +42,10 @@ impl Home {
         self.root.join("views")
     }
     pub fn view(&self, name: &str) -> PathBuf {
-        self.views().join(name)
+        match self.upstream_views.get(name) {
+            Some(v) => v.clone(),
+            None => self.views().join(name),
+        }
     }
     /// The home a view directory belongs to, and the view's name: `<home>/views/<name>`.
     pub fn of_view(view: &Path) -> Option<(Home, String)> {

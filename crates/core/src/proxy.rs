@@ -10,11 +10,11 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::context::Context;
+use crate::context::{vars, Context};
 use crate::home::Home;
 use crate::resolve::{self, Active, ActiveSet, Reason, Request};
 use crate::toolchain::registry::Registry;
-use crate::toolchain::{Kind, Spec};
+use crate::toolchain::{upstream, Kind, Spec};
 use crate::{auto_install, env, guard, project, trust, ui};
 
 mod check;
@@ -121,7 +121,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
 
     let invoked = invoked_path(&argv0, &tool, ctx);
     let from_view = match invoked.as_deref().filter(|_| overrides.is_empty()) {
-        Some(invoked) => view_of(invoked)?,
+        Some(invoked) => view_of(invoked, ctx)?,
         None => None,
     };
     let (home, registry, active) = match from_view {
@@ -139,8 +139,14 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
             (home, registry, active)
         }
         None => {
-            let home = ctx.gpuenv_home()?;
-            let registry = Registry::load(&home)?;
+            let mut home = ctx.gpuenv_home()?;
+            let own = Registry::load(&home)?;
+            // An upstream's toolchains resolve too; an unusable upstream is only a warning.
+            let layered = upstream::layered(&mut home, own);
+            for w in &layered.warnings {
+                ui::warn(w);
+            }
+            let registry = layered.registry;
             // `+spec` names the one toolchain the tool may come from.
             let kinds: Vec<Kind> = match (overrides.first(), compiler_of) {
                 (Some(spec), _) => vec![spec.kind],
@@ -192,7 +198,8 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
     }
 
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
-    let change = env::plan(&active, &registry, &home, trusted);
+    let mut change = env::plan(&active, &registry, &home, trusted);
+    crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     let applied = change.apply(&|k| ctx.var(k).map(str::to_string));
     let mut env: Vec<(String, Option<String>)> = applied.after.into_iter().collect();
     env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string())));
@@ -215,7 +222,7 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
 
 /// If `invoked` is `<home>/views/<name>/bin/<tool>` (also through a link to the view) and
 /// `<name>` is registered there: that home, its registry and the name.
-fn view_of(invoked: &Path) -> Result<Option<(Home, Registry, String)>> {
+fn view_of(invoked: &Path, ctx: &Context) -> Result<Option<(Home, Registry, String)>> {
     let Some(view_dir) = invoked
         .parent()
         .and_then(|bin| bin.canonicalize().ok())
@@ -223,13 +230,18 @@ fn view_of(invoked: &Path) -> Result<Option<(Home, Registry, String)>> {
     else {
         return Ok(None);
     };
-    let Some((home, name)) = Home::of_view(&view_dir) else {
+    let Some((mut home, name)) = Home::of_view(&view_dir) else {
         return Ok(None);
     };
     if !home.settings().is_file() {
         return Ok(None);
     }
-    let registry = Registry::load(&home)?;
+    let mut registry = Registry::load(&home)?;
+    if !registry.toolchains.contains_key(&name) {
+        // The user's own view of an upstream's toolchain.
+        home.upstreams = upstream::from_context(ctx).0;
+        registry = upstream::layered(&mut home, registry).registry;
+    }
     Ok(registry
         .toolchains
         .contains_key(&name)

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use crate::fsutil;
 use crate::home::{Home, PROXY_NAME};
-use crate::toolchain::registry::Registry;
+use crate::toolchain::registry::{Entry, Registry};
+
+use crate::toolchain::upstream;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShimError {
@@ -106,7 +108,13 @@ pub fn reshim(home: &Home, registry: &Registry, proxy: &Path) -> Result<Reshim, 
     let dir = home.shims();
     fs_err::create_dir_all(&dir)?;
     let mut wanted = BTreeSet::new();
-    for entry in registry.toolchains.values() {
+    // The upstreams' toolchains get shims here too: the user runs their tools.
+    let upstream_entries: Vec<Entry> = upstream::roots(home, registry)
+        .iter()
+        .filter_map(|root| Registry::load(&Home::new(root)).ok())
+        .flat_map(|r| r.toolchains.into_values())
+        .collect();
+    for entry in registry.toolchains.values().chain(&upstream_entries) {
         if let Ok(rd) = fs_err::read_dir(entry.root.join("bin")) {
             for tool in rd.flatten() {
                 let name = tool.file_name().to_string_lossy().into_owned();

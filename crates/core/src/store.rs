@@ -9,7 +9,7 @@ use crate::home::Home;
 use crate::shims::{self, Reshim, ShimError};
 use crate::toolchain::registry::{Entry, Locked, Registry, Source, StateError};
 use crate::toolchain::view::{self, ViewError};
-use crate::toolchain::{Kind, Spec};
+use crate::toolchain::{upstream, Kind, Spec};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -187,11 +187,13 @@ impl Store {
         let registry = &mut locked.registry;
         registry.toolchains.remove(name);
         // A default that now selects nothing would break every directory without a pin.
+        // An upstream's toolchain may be the default too.
+        let all = upstream::layered(&mut self.home.clone(), registry.clone()).registry;
         let (keep, dropped_defaults): (Vec<String>, Vec<String>) = registry
             .default
             .iter()
             .cloned()
-            .partition(|d| d.parse::<Spec>().is_ok_and(|s| registry.find(&s).is_some()));
+            .partition(|d| d.parse::<Spec>().is_ok_and(|s| all.find(&s).is_some()));
         registry.default = keep;
 
         let proxy = shims::install_proxy(&self.home, &self.proxy_source)?;
@@ -244,10 +246,20 @@ impl Store {
                 Err(e) => broken.push(e.into()),
             }
         }
+        // Upstream toolchains whose store has no view get one here.
+        let all = upstream::layered(&mut self.home.clone(), registry.clone());
+        for name in &all.missing_views {
+            match view::create(&self.home, name, &all.registry.toolchains[name], &proxy) {
+                Ok(_) => views.push(name.clone()),
+                Err(e) => broken.push(e.into()),
+            }
+        }
         view::remove_leftovers(&self.home);
         let mut orphans = Vec::new();
         for name in view::names(&self.home) {
-            if !registry.toolchains.contains_key(&name) && view::remove(&self.home, &name).is_ok() {
+            if !all.registry.toolchains.contains_key(&name)
+                && view::remove(&self.home, &name).is_ok()
+            {
                 orphans.push(name);
             }
         }

@@ -9,6 +9,7 @@ pub mod driver;
 pub mod host_compiler;
 pub mod machine;
 pub mod nccl;
+pub mod nodes;
 pub mod python;
 pub mod rocm;
 pub mod shm;

@@ -166,7 +166,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
         let root = path_str(&v.root);
         match t.entry.kind {
             Kind::Cuda => {
-                for k in ["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"] {
+                for k in Kind::Cuda.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
@@ -184,7 +184,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 }
             }
             Kind::Rocm => {
-                for k in ["ROCM_PATH", "ROCM_HOME", "HIP_PATH"] {
+                for k in Kind::Rocm.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "HIP_PLATFORM", "amd".to_string());
@@ -229,7 +229,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
 
 /// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
 /// user's Python and system tools, never removed on a toolchain's behalf.
-fn is_shared_prefix(root: &Path) -> bool {
+pub fn is_shared_prefix(root: &Path) -> bool {
     root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }
 

@@ -80,6 +80,9 @@ pub struct Registry {
     pub default: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trusted: Vec<Trusted>,
+    /// Other gpuenv homes whose toolchains are used read-only (a site's shared store).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<PathBuf>,
     #[serde(default)]
     pub toolchains: BTreeMap<String, Entry>,
     /// Something about the file the user should know (it is not saved).

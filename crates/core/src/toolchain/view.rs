@@ -22,6 +22,8 @@ pub enum ViewError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the view of {name} is in an upstream ({}), which gpuenv never writes", path.display())]
+    Upstream { name: String, path: PathBuf },
     #[error("cannot remove the view {path}")]
     Remove {
         path: PathBuf,
@@ -80,6 +82,12 @@ pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<Pa
         source,
     };
     let views = home.views();
+    if let Some(theirs) = home.upstream_views.get(name) {
+        return Err(ViewError::Upstream {
+            name: name.to_string(),
+            path: theirs.clone(),
+        });
+    }
     fs_err::create_dir_all(&views).map_err(failed)?;
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".tmp-{name}-"))
