@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 
 cargo build --release --workspace --quiet
-gpuenv="$PWD/target/release/gpuenv"
+# Wherever cargo puts its builds (CARGO_TARGET_DIR, a config's build.target-dir), ask it.
+target=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+gpuenv="$target/release/gpuenv"
+[ -x "$gpuenv" ] || { echo "demo: no gpuenv binary at $gpuenv" >&2; exit 1; }
 gpuenv() { "$gpuenv" "$@"; }
 
 work=$(mktemp -d)
@@ -56,4 +59,4 @@ if gpuenv run -- sh -c "\"\$CUDA_HOME/bin/nvcc\" -I'$site/torch/include' -DTORCH
     echo "unexpected: the guard let a mismatched build through" >&2
     exit 1
 fi
-printf '\nDone. For your own shell: eval "$(gpuenv hook bash)"; gpuenv discover --register\n'
+printf '\nDone. This build is %s; to use gpuenv yourself, install it (gpuenv and its proxy go to\n~/.cargo/bin) and follow "First steps" in README.md:\n  cargo install --path .\n  ~/.cargo/bin/gpuenv --help\n' "$gpuenv"

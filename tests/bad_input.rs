@@ -231,5 +231,5 @@ fn run_of_a_missing_command_says_so() {
         sb.dir.path(),
         &["run", "cuda-12", "--", "no-such-tool-xyz"],
     );
-    assert!(err.contains("cannot run `no-such-tool-xyz`"), "{err}");
+    assert!(err.contains("no-such-tool-xyz: command not found"), "{err}");
 }

@@ -219,3 +219,59 @@ fn real_cuda_13_from_pypi_compiles_and_links_through_the_proxy() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// scripts/demo.sh asks cargo where the binaries are, so a CARGO_TARGET_DIR elsewhere works,
+/// and its closing tip does not assume gpuenv is on PATH. Its `cargo build --release` would
+/// take minutes here: a `cargo` first on PATH answers `build` with the binaries this test run
+/// built (copied where a release build would put them) and passes everything else on.
+#[test]
+fn the_demo_runs_with_cargo_target_dir_set_elsewhere() {
+    if !index_reachable() || !have_tool("g++") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let target = sb.path("elsewhere/target");
+    let release = target.join("release");
+    fs_err::create_dir_all(&release).unwrap();
+    let built = proxy_bin();
+    for bin in ["gpuenv", "gpuenv-shim"] {
+        fs_err::copy(built.with_file_name(bin), release.join(bin)).unwrap();
+    }
+    write_exe(
+        &sb.path("bin/cargo"),
+        "#!/bin/sh\n[ \"$1\" = build ] && exit 0\nexec \"$REAL_CARGO\" \"$@\"\n",
+    );
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo.sh"))
+        .env_clear()
+        .env("HOME", sb.home())
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", sb.path("bin").display()),
+        )
+        .env("LANG", "C.UTF-8")
+        .env("CARGO_TARGET_DIR", &target)
+        .env("REAL_CARGO", env!("CARGO"))
+        .env("GPUENV_TEST_CACHE", test_cache());
+    for v in REAL_VARS.iter().chain(&["CARGO_HOME", "RUSTUP_HOME"]) {
+        if let Some(val) = std::env::var_os(v) {
+            cmd.env(v, val);
+        }
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let log = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{log}");
+    assert!(
+        stdout.contains(&format!(
+            "Done. This build is {}",
+            release.join("gpuenv").display()
+        )),
+        "{log}"
+    );
+    assert!(stdout.contains("cargo install --path ."), "{log}");
+    assert!(
+        stdout.contains("cudaMalloc: cudaErrorInsufficientDriver"),
+        "{log}"
+    );
+}

@@ -55,7 +55,10 @@ impl Args {
                     root: &tc.entry.root,
                     reason: tc.reason.to_string(),
                 };
-                Ok((verdict.clone(), guard::refusal(&side, t, &verdict, &policy)))
+                Ok((
+                    verdict.clone(),
+                    guard::refusal(&side, t, &verdict, &policy, guard::Occasion::Checking),
+                ))
             }
         };
 

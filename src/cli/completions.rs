@@ -5,8 +5,23 @@ use clap::CommandFactory;
 use gpuenv_core::context::Context;
 use gpuenv_core::shell::Shell;
 
-/// Print shell completions: gpuenv completions bash > /etc/bash_completion.d/gpuenv
+/// Print shell completions for bash, zsh or fish (see --help for where each file goes)
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Where the file goes, without root:
+
+  bash  mkdir -p ~/.local/share/bash-completion/completions
+        gpuenv completions bash > ~/.local/share/bash-completion/completions/gpuenv
+        (read by the bash-completion package on the next shell)
+
+  zsh   mkdir -p ~/.zfunc
+        gpuenv completions zsh > ~/.zfunc/_gpuenv
+        and in ~/.zshrc, before `compinit`:  fpath+=~/.zfunc
+
+  fish  mkdir -p ~/.config/fish/completions
+        gpuenv completions fish > ~/.config/fish/completions/gpuenv.fish
+
+System-wide (as root): /usr/share/bash-completion/completions/gpuenv,
+/usr/local/share/zsh/site-functions/_gpuenv, /usr/share/fish/vendor_completions.d/gpuenv.fish.")]
 pub struct Args {
     #[arg(value_parser = named::<Shell>())]
     shell: Shell,

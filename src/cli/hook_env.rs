@@ -94,13 +94,17 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
 
 fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
     let mut home = home.clone();
-    let own = Registry::load(&home)?;
-    let layered = upstream::layered(&mut home, own);
-    for w in &layered.warnings {
-        ui::hook_note(w);
-    }
-    let (home, registry) = (&home, layered.registry);
-    let active = super::resolve_here(ctx, &registry, &[])?;
+    // Own toolchains and the upstreams', loaded again after an auto-install.
+    let mut load = || -> Result<Registry> {
+        let own = Registry::load(&home)?;
+        let layered = upstream::layered(&mut home, own);
+        for w in &layered.warnings {
+            ui::hook_note(w);
+        }
+        Ok(layered.registry)
+    };
+    let (registry, active) = super::auto_install::resolve_installing(ctx, &mut load)?;
+    let home = &home;
     let trusted = trust::env_allowed(&registry, active.project.as_ref());
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::hook_note(notice);

@@ -20,11 +20,16 @@ use gpuenv_install::source::pypi::{self, Pypi};
 use gpuenv_install::source::{Choice, Source};
 use gpuenv_install::{Profile, Progress, Selection};
 
-/// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv manifest
+/// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv
+/// manifest; with no SPEC, what the nearest gpuenv.toml pins
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpuenv install cuda-13.0         # the highest 13.0.x\n  gpuenv install                   # what this project's gpuenv.toml pins, if missing\n  gpuenv install cuda-12.4.1 --profile minimal --component libcublas"
+)]
 pub struct Args {
-    /// What to install: cuda-13.0 (the highest 13.0.x), cuda-12.4.1, rocm-6.2 (with --manifest)
-    #[arg(required = true, value_name = "SPEC")]
+    /// What to install: cuda-13.0 (the highest 13.0.x), cuda-12.4.1, rocm-6.2 (with --manifest);
+    /// none: the pins of the nearest gpuenv.toml that nothing registered matches
+    #[arg(value_name = "SPEC")]
     specs: Vec<String>,
     /// Where from
     #[arg(long, value_parser = named::<Choice>(), default_value = "auto")]
@@ -41,13 +46,10 @@ pub struct Args {
     /// Add a component (libcublas, cuda_nvrtc, cupti, …); may be repeated
     #[arg(long = "component", value_name = "NAME")]
     components: Vec<String>,
-    /// No progress bars and no messages but warnings and errors
-    #[arg(long, short)]
-    quiet: bool,
 }
 
 /// The download cache: `GPUENV_DOWNLOAD_CACHE`, else `$GPUENV_HOME/downloads`.
-fn cache(ctx: &Context, home: &Home) -> Cache {
+pub(super) fn cache(ctx: &Context, home: &Home) -> Cache {
     match ctx.var_nonempty(vars::GPUENV_DOWNLOAD_CACHE) {
         Some(dir) => Cache::new(ctx.cwd.join(dir)),
         None => Cache::new(home.downloads()),
@@ -114,33 +116,30 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
         gpuenv_install::writable_home(&home)?;
-        let specs: Vec<Spec> = self
-            .specs
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<_, _>>()?;
+        let specs: Vec<Spec> = if self.specs.is_empty() {
+            super::install_pinned::missing_pins(ctx, &Registry::load(&home)?)?
+        } else {
+            self.specs
+                .iter()
+                .map(|s| s.parse())
+                .collect::<Result<_, _>>()?
+        };
+        if specs.is_empty() {
+            return Ok(());
+        }
+        // Every install ends in linking the proxy (the store needs it): a missing one must
+        // stop us before anything is downloaded, not after.
         let store = super::store(ctx)?;
         let fetcher = fetcher(ctx, &home, self.offline);
+        let cache_was_new = !fetcher.cache.root.exists();
         let sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;
-        let progress = Progress::new(!self.quiet && std::io::stderr().is_terminal());
+        let progress =
+            Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
         let sel = Selection {
             profile: self.profile,
             components: self.components.clone(),
         };
-        let say = |msg: String| {
-            if !self.quiet {
-                ui::info(msg)
-            }
-        };
-        let already = |name: &str, root: &std::path::Path| {
-            let mut msg = format!("{name} is already installed at {}", root.display());
-            if !self.components.is_empty() {
-                msg.push_str(&format!(
-                    "; its components stay as they are (`gpuenv uninstall {name}` first to install it with others)"
-                ));
-            }
-            say(msg)
-        };
+        let mut installed_any = false;
         for spec in &specs {
             if spec.label.is_some() && self.manifest.is_none() {
                 bail!(Hinted::new(format!(
@@ -149,16 +148,25 @@ impl Args {
                 .hint(format!("gpuenv install {}-{}", spec.kind, spec.version)));
             }
             // An exact name that is installed needs no source at all.
-            let registry = Registry::load(&home)?;
-            if let Some(e) = registry.toolchains.get(&spec.to_string()) {
-                if e.source == Origin::Installed && e.root.join("bin").is_dir() {
-                    already(&spec.to_string(), &e.root);
-                    continue;
-                }
+            if self.already_installed(&home, &spec.to_string())? {
+                continue;
             }
             let plan = gpuenv_install::plan(&sources, spec, &sel)?;
+            ui::verbose(format!(
+                "{spec}: the {} source has {} ({})",
+                plan.source,
+                plan.name,
+                plan.archives
+                    .iter()
+                    .map(|a| a.file_name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            if self.already_installed(&home, &plan.name)? {
+                continue;
+            }
             let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
-            say(format!(
+            ui::info(format!(
                 "installing {} from {} ({} archives{})",
                 plan.name,
                 plan.source,
@@ -172,10 +180,11 @@ impl Args {
             let started = std::time::Instant::now();
             let done = gpuenv_install::install(&store, &fetcher, &plan, &progress)?;
             if done.already {
-                already(&done.name, &done.root);
+                self.already(&done.name, &done.root);
                 continue;
             }
-            say(format!(
+            installed_any = true;
+            ui::info(format!(
                 "installed {} ({} {}) in {} ({} downloaded, {:.1}s)",
                 done.name,
                 done.kind,
@@ -192,12 +201,40 @@ impl Args {
                     warning.hints().into_iter().for_each(ui::hint);
                 }
             }
-            say(format!(
+            ui::info(format!(
                 "use it in this project with `gpuenv pin {n}`, in this shell with `gpuenv use {n}`, or everywhere else with `gpuenv default {n}`",
                 n = done.name
             ));
         }
+        if installed_any && cache_was_new {
+            ui::info(format!(
+                "the download cache {} keeps each archive and its unpacked tree, so reinstalls need no network; `gpuenv cache size` shows how much that is, `gpuenv cache prune` frees it",
+                fetcher.cache.root.display()
+            ));
+        }
         Ok(())
+    }
+
+    /// Says so and returns true when `name` is installed and complete.
+    fn already_installed(&self, home: &Home, name: &str) -> Result<bool> {
+        let registry = Registry::load(home)?;
+        match registry.toolchains.get(name) {
+            Some(e) if e.source == Origin::Installed && e.root.join("bin").is_dir() => {
+                self.already(name, &e.root);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn already(&self, name: &str, root: &std::path::Path) {
+        let mut msg = format!("{name} is already installed at {}", root.display());
+        if !self.components.is_empty() {
+            msg.push_str(&format!(
+                "; its components stay as they are (`gpuenv uninstall {name}` first to install it with others)"
+            ));
+        }
+        ui::info(msg)
     }
 }
 

@@ -1,4 +1,6 @@
 use super::named_arg::named;
+use std::io::IsTerminal;
+
 use anyhow::Result;
 use serde::Serialize;
 
@@ -107,7 +109,14 @@ impl Args {
             ui::hint("`gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one");
             return Ok(());
         }
-        let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+        let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).max(4);
+        // A header for people; scripts reading a pipe get the rows alone.
+        if std::io::stdout().is_terminal() {
+            println!(
+                "  {:width$}  {:<10}  {:<10}  ROOT",
+                "NAME", "VERSION", "SOURCE"
+            );
+        }
         for r in &rows {
             let mark = if r.active { "*" } else { " " };
             let default = if r.default { " (default)" } else { "" };

@@ -1,5 +1,7 @@
 //! The command line: one file per subcommand, each with its clap `Args` and `run()`.
 
+mod auto_install;
+mod cache;
 mod check;
 mod completions;
 mod default;
@@ -9,17 +11,21 @@ mod env_cmd;
 mod hook;
 mod hook_env;
 mod install;
+mod install_pinned;
 mod link;
 mod list;
 mod module;
 mod named_arg;
+mod outdated;
 mod pin;
+mod prefix;
 mod reshim;
 mod run;
 mod show;
 mod trust_cmd;
 mod uninstall;
 mod unlink;
+mod update;
 mod use_cmd;
 mod which;
 
@@ -37,21 +43,32 @@ use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{upstream, view, Spec};
 use gpuenv_core::{env, guard, host_compiler, shims, trust, ui};
 
+/// `0.1.0 (207a5b9 2026-12-03)`: the commit and its date when built from git (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("GPUENV_BUILD_INFO"));
+
 #[derive(Debug, Parser)]
 #[command(
     name = "gpuenv",
-    version,
+    version = VERSION,
     about = "rustup for GPU stacks: CUDA Toolkits and ROCm trees side by side, per-project pins, one consistent environment"
 )]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Also say what gpuenv reads and decides (GPUENV_LOG=verbose)
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
+    verbose: bool,
+    /// Only warnings and errors: no progress bars, no notes (GPUENV_LOG=quiet)
+    #[arg(short, long, global = true)]
+    quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     Install(install::Args),
     Uninstall(uninstall::Args),
+    Update(update::Args),
+    Outdated(outdated::Args),
     Link(link::Args),
     Unlink(unlink::Args),
     List(list::Args),
@@ -65,11 +82,13 @@ enum Command {
     Env(env_cmd::Args),
     Run(run::Args),
     Which(which::Args),
+    Prefix(prefix::Args),
     Trust(trust_cmd::Args),
     Use(use_cmd::Args),
     Hook(hook::Args),
     HookEnv(hook_env::Args),
     Completions(completions::Args),
+    Cache(cache::Args),
     Module(module::Args),
 }
 
@@ -89,10 +108,16 @@ pub fn print_error(err: &anyhow::Error) {
 
 pub fn main() -> ExitCode {
     reset_sigpipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let result = Context::from_process()
         .map_err(anyhow::Error::from)
-        .and_then(|ctx| dispatch(cli.command, &ctx));
+        .and_then(|ctx| {
+            ui::set_level(log_level(&cli, &ctx));
+            dispatch(cli.command, &ctx)
+        });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => match e.downcast_ref::<Exit>() {
@@ -116,10 +141,56 @@ fn reset_sigpipe() {
     }
 }
 
+/// The flags win over `GPUENV_LOG`; an unknown value of it is named once and ignored.
+fn log_level(cli: &Cli, ctx: &Context) -> ui::Level {
+    if cli.quiet {
+        return ui::Level::Quiet;
+    }
+    if cli.verbose {
+        return ui::Level::Verbose;
+    }
+    match ctx.var_nonempty(gpuenv_core::context::vars::GPUENV_LOG) {
+        Some(v) => ui::Level::parse(v).unwrap_or_else(|| {
+            ui::warn(format!(
+                "GPUENV_LOG={v} is not a level gpuenv knows (quiet, info, verbose); using info"
+            ));
+            ui::Level::Normal
+        }),
+        None => ui::Level::Normal,
+    }
+}
+
+/// clap's own message, except for `gpuenv run` without `--`, where clap's tip would put
+/// `--` in the wrong place (`gpuenv run nvcc -- --version`).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let is_run = args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        == Some("run");
+    let plain_exit = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    if is_run && !plain_exit && !args.iter().any(|a| a == "--") {
+        if let Some(tip) = run::tip(&args) {
+            anstream::eprintln!(
+                "error: `gpuenv run` takes the command after `--`\n\n  tip: {tip}\n\nFor more information, try 'gpuenv run --help'."
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let _ = e.print();
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
 fn dispatch(command: Command, ctx: &Context) -> Result<()> {
     match command {
         Command::Install(a) => a.run(ctx),
         Command::Uninstall(a) => a.run(ctx),
+        Command::Update(a) => a.run(ctx),
+        Command::Outdated(a) => a.run(ctx),
+        Command::Prefix(a) => a.run(ctx),
+        Command::Cache(a) => a.run(ctx),
         Command::Link(a) => a.run(ctx),
         Command::Unlink(a) => a.run(ctx),
         Command::List(a) => a.run(ctx),
@@ -168,6 +239,7 @@ fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
 /// The own registry and the upstreams', with a warning for each upstream that cannot be used.
 fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
     let mut home = ctx.gpuenv_home()?;
+    ui::verbose(format!("reading {}", home.settings().display()));
     let own = Registry::load(&home)?;
     notice(&own);
     let layered = upstream::layered(&mut home, own);
@@ -226,6 +298,18 @@ fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Resul
     active.attach_host_compiler(&host_compiler::PathProbe {
         path: ctx.var_os("PATH"),
     });
+    if let Some(p) = &active.project {
+        ui::verbose(format!("toolchain file: {}", p.path.display()));
+    }
+    for t in &active.toolchains {
+        ui::verbose(format!(
+            "{}: {} at {} ({})",
+            t.entry.kind,
+            t.name,
+            t.entry.root.display(),
+            t.reason
+        ));
+    }
     Ok(active)
 }
 
@@ -285,7 +369,19 @@ fn upstream_views_for<'a>(
     Ok(())
 }
 
-/// Parses specs given as arguments.
+/// Parses specs given as arguments, at most one per kind.
 fn parse_specs(args: &[String]) -> Result<Vec<Spec>> {
-    Ok(resolve::parse_specs("arguments", &args.join(","))?)
+    parse_specs_each(args)?;
+    Ok(resolve::parse_specs("the command line", &args.join(","))?)
+}
+
+/// Parses specs given as arguments, any number of each kind.
+fn parse_specs_each(args: &[String]) -> Result<Vec<Spec>> {
+    args.iter()
+        .map(|a| {
+            a.parse::<Spec>().map_err(|e| {
+                anyhow::anyhow!("{e}\nhint: name a version too: `cuda-12.4`, or any prefix of one such as `cuda-12` (`gpuenv list` shows what is registered)")
+            })
+        })
+        .collect()
 }

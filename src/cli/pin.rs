@@ -3,9 +3,12 @@ use std::path::PathBuf;
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
-use gpuenv_core::project::{self, PinEdit};
-use gpuenv_core::toolchain::Kind;
+use gpuenv_core::cuda_tables::{self as tables, release_name};
+use gpuenv_core::project::{self, PinEdit, PinValue};
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::{Kind, Spec, Version};
 use gpuenv_core::{fsutil, ui};
+use gpuenv_doctor::arch::sm_of;
 use gpuenv_doctor::{native, Machine};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
@@ -57,7 +60,22 @@ impl Args {
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
         // A broken file is reported, never overwritten.
-        project::parse(&path, &before)?;
+        let existing = project::parse(&path, &before)?;
+        for spec in &specs {
+            check_known(spec, &registry)?;
+        }
+        if let Some(archs) = &edit.cuda_arch {
+            // The toolkit the arch list will go with: the one pinned now, else the file's.
+            let cuda = specs
+                .iter()
+                .find(|s| s.kind == Kind::Cuda)
+                .cloned()
+                .or_else(|| match &existing.pin(Kind::Cuda)?.value {
+                    PinValue::Spec(s) => Some(s.clone()),
+                    PinValue::Torch => None,
+                });
+            check_archs(archs, cuda.as_ref(), &registry)?;
+        }
         let after = project::edit(&before, &edit)
             .with_context(|| format!("cannot edit {}", path.display()))?;
         if let Err(e) = project::parse(&path, &after) {
@@ -120,4 +138,68 @@ fn native_archs(ctx: &Context) -> Result<Vec<String>> {
         [found.cuda.clone(), found.rocm.clone()].concat().join(", ")
     ));
     Ok([found.cuda, found.rocm].concat())
+}
+
+/// A CUDA pin that matches nothing registered and no release gpuenv knows of is refused
+/// (`cuda-99`); one that only is not installed yet is accepted with a warning later.
+fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
+    if spec.kind != Kind::Cuda || registry.find(spec).is_some() {
+        return Ok(());
+    }
+    let majors = || tables::MIN_DRIVER.iter().map(|(rel, _)| rel.0);
+    let (lo, hi) = (majors().min().unwrap_or(0), majors().max().unwrap_or(0));
+    if (lo..=hi).contains(&spec.version.major()) {
+        return Ok(());
+    }
+    bail!(
+        "{spec} matches no registered toolchain and no CUDA release (gpuenv knows {lo}.x to {hi}.x); gpuenv.toml was left unchanged\nhint: `gpuenv list --available cuda` shows the releases; a toolkit gpuenv does not know yet can be registered first with `gpuenv link <name> <path>`"
+    );
+}
+
+/// Arch entries the pinned toolkit cannot target: refused when the toolkit is registered
+/// (its version is known), a warning when it is only a spec or newer than the table.
+fn check_archs(archs: &[String], cuda: Option<&Spec>, registry: &Registry) -> Result<()> {
+    let (version, known): (Option<Version>, bool) = match cuda {
+        Some(spec) => match registry.find(spec) {
+            Some((_, e)) => (Some(e.version.clone()), true),
+            None => (Some(spec.version.clone()), false),
+        },
+        None => (None, false),
+    };
+    for arch in archs {
+        let Some(sm) = sm_of(arch) else { continue };
+        let Some(version) = &version else {
+            if tables::releases_for_sm(sm).is_none() {
+                ui::warn(format!(
+                    "no CUDA release gpuenv knows of can target {arch} (sm_{sm})"
+                ));
+            }
+            continue;
+        };
+        let Some(row) = tables::sm_archs(version) else {
+            continue;
+        };
+        if row.value.contains(&sm) {
+            continue;
+        }
+        let rel = release_name(row.release);
+        let which = match tables::releases_for_sm(sm) {
+            Some((first, last)) => format!(
+                "CUDA {} to {} can target sm_{sm}",
+                release_name(first),
+                release_name(last)
+            ),
+            None => format!("no CUDA release gpuenv knows of targets sm_{sm}"),
+        };
+        let problem = format!(
+            "CUDA {version} cannot target {arch} (sm_{sm}): its nvcc has sm_{} to sm_{}; {which}",
+            row.value[0],
+            row.value[row.value.len() - 1]
+        );
+        if known && row.exact {
+            bail!("{problem}; gpuenv.toml was left unchanged\nhint: pin archs CUDA {rel} supports, or a toolkit that targets sm_{sm}");
+        }
+        ui::warn(problem);
+    }
+    Ok(())
 }

@@ -1,12 +1,17 @@
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::shell::quote;
+use gpuenv_core::toolchain::Spec;
 
 /// Run a command with the environment of the given toolchains (or of those active here)
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpuenv run -- nvcc --version\n  gpuenv run cuda-12.4 -- python setup.py build_ext"
+)]
 pub struct Args {
     /// Specs such as cuda-11.8 rocm-6.2 (at most one per kind); they win over
     /// GPUENV_TOOLCHAIN and the toolchain file
@@ -22,7 +27,8 @@ impl Args {
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(ctx, &registry, &overrides)?;
         let applied = super::environment(ctx, &home, &registry, &active)?;
-        let mut cmd = Command::new(&self.command[0]);
+        let program = &self.command[0];
+        let mut cmd = Command::new(program);
         cmd.args(&self.command[1..]);
         for (k, v) in &applied.after {
             match v {
@@ -32,6 +38,72 @@ impl Args {
         }
         // exec: the command's exit status and signals are its own.
         let err = cmd.exec();
-        Err(err).with_context(|| format!("cannot run `{}`", self.command[0]))
+        if err.kind() == std::io::ErrorKind::NotFound {
+            let hint = if program.contains('/') {
+                format!("hint: check the path {program}")
+            } else {
+                "hint: it is not on PATH, nor in the active toolchain's bin/ (`gpuenv which <tool>` shows where a tool comes from)".to_string()
+            };
+            bail!("{program}: command not found\n{hint}");
+        }
+        Err(err).with_context(|| format!("cannot run `{program}`"))
+    }
+}
+
+/// The corrected command line for `gpuenv run …` typed without `--` (`args`: everything
+/// after `gpuenv`): leading specs stay, the rest goes after `--`. `None` when there is no
+/// command to move.
+pub fn tip(args: &[String]) -> Option<String> {
+    let at = args.iter().position(|a| a == "run")?;
+    let (globals, rest) = (&args[..at], &args[at + 1..]);
+    let specs = rest
+        .iter()
+        .take_while(|a| !a.starts_with('-') && a.parse::<Spec>().is_ok())
+        .count();
+    let command = &rest[specs..];
+    if command.is_empty() {
+        return None;
+    }
+    let words = |ws: &[String]| -> Vec<String> {
+        ws.iter()
+            .map(|w| {
+                if w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=+,:@%".contains(c))
+                {
+                    w.clone()
+                } else {
+                    String::from_utf8_lossy(&quote::posix(w.as_bytes())).into_owned()
+                }
+            })
+            .collect()
+    };
+    let mut line = vec!["gpuenv".to_string()];
+    line.extend(words(globals));
+    line.push("run".into());
+    line.extend(words(&rest[..specs]));
+    line.push("--".into());
+    line.extend(words(command));
+    Some(line.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tip;
+
+    fn t(line: &str) -> Option<String> {
+        tip(&line.split(' ').map(str::to_string).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn the_command_moves_after_the_dashes_and_specs_stay() {
+        assert_eq!(
+            t("run nvcc --version").as_deref(),
+            Some("gpuenv run -- nvcc --version")
+        );
+        assert_eq!(
+            t("-v run cuda-12.4 python setup.py").as_deref(),
+            Some("gpuenv -v run cuda-12.4 -- python setup.py")
+        );
+        assert_eq!(t("run cuda-12.4"), None);
     }
 }

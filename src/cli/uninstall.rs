@@ -15,6 +15,13 @@ pub struct Args {
 }
 
 impl Args {
+    /// The uninstall of one name, as `gpuenv update` runs it for the release it replaced.
+    pub fn named(name: &str) -> Args {
+        Args {
+            name: name.to_string(),
+        }
+    }
+
     pub fn run(self, ctx: &Context) -> Result<()> {
         let name = self.name.as_str();
         gpuenv_install::checked_name(name)?;

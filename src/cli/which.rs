@@ -1,4 +1,5 @@
 use anyhow::{bail, Result};
+use serde_json::json;
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
@@ -10,14 +11,20 @@ use super::Exit;
 pub struct Args {
     /// A tool name such as nvcc, ptxas or hipcc
     tool: String,
+    /// Machine-readable output on stdout: the path, the toolchain and why it is active
+    #[arg(long)]
+    json: bool,
 }
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         if self.tool.contains('/') {
-            bail!("`{}` is a path; give a tool name such as nvcc", self.tool);
+            bail!(
+                "`{}` is a path; give a tool name such as nvcc\nhint: gpuenv which nvcc",
+                self.tool
+            );
         }
-        let (_home, registry) = super::registry(ctx)?;
+        let (home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;
         if active.toolchains.is_empty() {
             super::print_error(
@@ -31,10 +38,25 @@ impl Args {
             return Err(Exit(1).into());
         }
         for t in &active.toolchains {
-            if let Some(path) = t.entry.tool(&self.tool) {
+            let Some(path) = t.entry.tool(&self.tool) else {
+                continue;
+            };
+            if self.json {
+                let out = json!({
+                    "tool": self.tool,
+                    "path": path,
+                    "toolchain": t.name,
+                    "kind": t.entry.kind,
+                    "version": t.entry.version,
+                    "root": t.entry.root,
+                    "view": home.view(&t.name),
+                    "reason": t.reason.to_string(),
+                });
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            } else {
                 println!("{}", path.display());
-                return Ok(());
             }
+            return Ok(());
         }
         let names: Vec<String> = active
             .toolchains

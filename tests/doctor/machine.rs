@@ -207,6 +207,49 @@ fn fm09_docker_default_shm_is_an_error_and_half_a_gib_a_warning() {
 }
 
 #[test]
+fn fm10_without_g_plus_plus_nvcc_cannot_compile_and_doctor_names_the_install_command() {
+    let mut w = World::new();
+    fs_err::remove_file(w.stubs.join("g++")).unwrap();
+    write(
+        &w.root.join("etc/os-release"),
+        "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n",
+    );
+    w.activate();
+    let f = w.check("FM-10");
+    assert_eq!(f.status, "error");
+    assert_eq!(
+        f.summary,
+        "gcc is on PATH but g++ is not: cuda-12.4's nvcc has no host compiler and stops with \"Failed to preprocess host compiler properties\""
+    );
+    let hint = f.hint.unwrap();
+    assert!(
+        hint.starts_with("install g++: sudo apt-get install g++"),
+        "{hint}"
+    );
+
+    // No compiler at all, on a distribution gpuenv does not name: every way is offered.
+    fs_err::remove_file(w.stubs.join("gcc")).unwrap();
+    fs_err::remove_file(w.root.join("etc/os-release")).unwrap();
+    let f = w.check("FM-10");
+    assert_eq!(f.status, "error");
+    assert!(
+        f.summary.starts_with("neither g++ nor gcc is on PATH"),
+        "{}",
+        f.summary
+    );
+    assert!(f.hint.unwrap().contains("sudo dnf install gcc-c++"));
+
+    // The report links the finding to its section of docs/failure-modes.md.
+    let out = w.gpuenv().args(["doctor"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("see: https://github.com/gpuenv/gpuenv/blob/main/docs/failure-modes.md#fm-10-host-compiler"),
+        "{text}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
 fn fm10_gcc_12_with_cuda_11_8_and_the_ccbin_that_fixes_it() {
     let mut w = World::new();
     w.pin("[toolchain]\ncuda = \"11.8\"\n");

@@ -109,6 +109,10 @@ impl World {
             &stubs.join("gcc"),
             &printing("gcc (Debian 12.2.0-14+deb12u1) 12.2.0\nCopyright (C) 2022 Free Software Foundation, Inc."),
         );
+        write_exe(
+            &stubs.join("g++"),
+            &printing("g++ (Debian 12.2.0-14+deb12u1) 12.2.0\nCopyright (C) 2022 Free Software Foundation, Inc."),
+        );
 
         let mut w = World {
             vars: BTreeMap::new(),

@@ -57,6 +57,11 @@ pub mod vars {
     /// How many nodes the allocation has (`doctor --all-nodes` expects a report from each).
     pub const SLURM_JOB_NUM_NODES: &str = "SLURM_JOB_NUM_NODES";
     pub const NO_COLOR: &str = "NO_COLOR";
+    /// How much to say: quiet, info (default), verbose (`-q` / `-v` win over it).
+    pub const GPUENV_LOG: &str = "GPUENV_LOG";
+    /// `1`: a shim or the shell hook installs a pinned toolkit that is missing (through
+    /// `gpuenv install`) instead of failing.
+    pub const GPUENV_AUTO_INSTALL: &str = "GPUENV_AUTO_INSTALL";
     /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
     pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
     // Installing.

@@ -1,6 +1,10 @@
 //! gpuenv's core: everything the CLI and the nvcc/hipcc proxy share. No CLI, network,
 //! archive or progress-bar code lives here, so the proxy stays small.
 
+/// The project's home; messages link into its `docs/` from here (the one place naming it).
+pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";
+
+pub mod auto_install;
 pub mod context;
 pub mod cuda_tables;
 pub mod diagnostic;

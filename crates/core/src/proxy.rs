@@ -22,7 +22,7 @@ use crate::toolchain::registry::Registry;
 use crate::toolchain::registry::StateError;
 use crate::toolchain::NameError;
 use crate::toolchain::{upstream, Kind, Spec};
-use crate::{env, guard, host_compiler, project, trust, ui};
+use crate::{auto_install, env, guard, host_compiler, project, trust, ui};
 
 pub mod args;
 mod check;
@@ -81,6 +81,9 @@ pub enum ProxyError {
     /// No host compiler the toolkit accepts (the text names the limit and the package).
     #[error("{0}")]
     HostCompiler(String),
+    /// `GPUENV_AUTO_INSTALL` could not install a missing pin.
+    #[error("{0}")]
+    AutoInstall(String),
     /// `looked` says what resolution found: no file, or a file without such a pin.
     #[error("no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)")]
     NoToolchain { tool: String, looked: String },
@@ -97,6 +100,7 @@ impl Diagnostic for ProxyError {
             ProxyError::Resolve(e) => return e.hints(),
             ProxyError::Refused(_)
             | ProxyError::HostCompiler(_)
+            | ProxyError::AutoInstall(_)
             | ProxyError::BadOverride { .. }
             | ProxyError::Policy(_)
             | ProxyError::Unreadable { .. }
@@ -127,7 +131,15 @@ pub struct Exec {
 /// The proxy's entry point: plan from the process's own argv and environment, then exec.
 pub fn main() -> ExitCode {
     let ctx = match Context::from_process() {
-        Ok(ctx) => ctx,
+        Ok(ctx) => {
+            if let Some(level) = ctx
+                .var_nonempty(crate::context::vars::GPUENV_LOG)
+                .and_then(ui::Level::parse)
+            {
+                ui::set_level(level);
+            }
+            ctx
+        }
         Err(e) => {
             ui::error(&e, crate::diagnostic::FIND);
             return ExitCode::from(2);
@@ -243,7 +255,28 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
             };
             let torch = || guard::locate_torch(ctx, None);
             let req = Request::new(ctx, &overrides, &torch);
-            let active = resolve::resolve_kinds(&req, &registry, &kinds)?;
+            let mut registry = registry;
+            let mut installs = 0;
+            let active = loop {
+                match resolve::resolve_kinds(&req, &registry, &kinds) {
+                    Ok(active) => break active,
+                    Err(e) => {
+                        let Some((spec, origin)) = auto_install::missing(&e)
+                            .filter(|_| auto_install::enabled(ctx))
+                            .filter(|_| installs < auto_install::MAX_INSTALLS)
+                        else {
+                            return Err(e.into());
+                        };
+                        let Some(gpuenv) = auto_install::find_gpuenv(ctx, self_exe) else {
+                            return Err(ProxyError::AutoInstall(format!("{e}\n(GPUENV_AUTO_INSTALL is set, but no gpuenv was found beside {} or on PATH to install it)", self_exe.display())));
+                        };
+                        auto_install::install(ctx, &gpuenv, spec, origin)
+                            .map_err(|e| ProxyError::AutoInstall(format!("{e:#}")))?;
+                        installs += 1;
+                        registry = Registry::load(&home)?;
+                    }
+                }
+            };
             (home, registry, active)
         }
     };

@@ -120,8 +120,9 @@ impl<'a> Request<'a> {
 pub enum ResolveError {
     #[error(transparent)]
     Project(#[from] ProjectError),
-    #[error("{origin}: {source}")]
-    BadSpec { origin: String, source: NameError },
+    // `reason` is not a `source`: its text is already in this message, once.
+    #[error("{origin}: {reason}")]
+    BadSpec { origin: String, reason: NameError },
     #[error("{origin} names two {kind} toolchains ({first} and {second}): name at most one of each kind")]
     TwoOfAKind {
         origin: String,
@@ -168,9 +169,9 @@ impl Diagnostic for ResolveError {
 pub fn parse_specs(origin: &str, text: &str) -> Result<Vec<Spec>, ResolveError> {
     let mut specs: Vec<Spec> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let spec: Spec = part.parse().map_err(|source| ResolveError::BadSpec {
+        let spec: Spec = part.parse().map_err(|reason| ResolveError::BadSpec {
             origin: origin.to_string(),
-            source,
+            reason,
         })?;
         if let Some(first) = specs.iter().find(|s| s.kind == spec.kind) {
             return Err(ResolveError::TwoOfAKind {

@@ -25,13 +25,14 @@ pub enum ShimError {
 impl Diagnostic for ShimError {
     fn hints(&self) -> Vec<String> {
         match self {
-            ShimError::ProxyMissing { .. } => vec!["build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`".into()],
+            ShimError::ProxyMissing { .. } => vec!["build it with `cargo build --release --workspace`, or install both with `cargo install --path .`".into()],
             ShimError::CurrentExe(_) | ShimError::Io(_) => Vec::new(),
         }
     }
 }
 
-/// The proxy built beside the running gpuenv binary.
+/// The proxy built beside the running gpuenv binary; an error with the fix when it is not
+/// there (checked before an install downloads anything).
 pub fn proxy_source() -> Result<PathBuf, ShimError> {
     let exe = std::env::current_exe().map_err(ShimError::CurrentExe)?;
     let exe = exe.canonicalize().unwrap_or(exe);
@@ -48,6 +49,7 @@ pub fn proxy_source() -> Result<PathBuf, ShimError> {
 pub fn install_proxy(home: &Home, source: &Path) -> Result<PathBuf, ShimError> {
     use std::os::unix::fs::MetadataExt;
     let target = home.proxy();
+    link_gpuenv(home, source)?;
     let src_meta = fs_err::metadata(source)?;
     if let Ok(meta) = fs_err::metadata(&target) {
         let same_inode = meta.dev() == src_meta.dev() && meta.ino() == src_meta.ino();
@@ -71,6 +73,22 @@ pub fn install_proxy(home: &Home, source: &Path) -> Result<PathBuf, ShimError> {
     }
     fs_err::rename(&tmp, &target)?;
     Ok(target)
+}
+
+/// `$GPUENV_HOME/bin/gpuenv`: a link to the gpuenv beside the proxy's source, so the
+/// proxy finds the installer beside itself (`GPUENV_AUTO_INSTALL`).
+fn link_gpuenv(home: &Home, proxy_source: &Path) -> Result<(), ShimError> {
+    let gpuenv = proxy_source.with_file_name("gpuenv");
+    let link = home.proxy().with_file_name("gpuenv");
+    if !gpuenv.is_file() || fs_err::read_link(&link).ok().as_deref() == Some(gpuenv.as_path()) {
+        return Ok(());
+    }
+    fs_err::create_dir_all(
+        home.proxy()
+            .parent()
+            .expect("the proxy lives in a directory"),
+    )?;
+    Ok(fsutil::replace_with_link(&gpuenv, &link)?)
 }
 
 /// True if `file` is the gpuenv proxy: a link to it (a shim, a view's compiler) or a copy

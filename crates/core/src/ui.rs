@@ -3,10 +3,13 @@
 //! each cause the message does not already say, then the hints of every error in the chain.
 //! Every message passes through `printable` on its way out: text from files, archives,
 //! servers and the environment never reaches the terminal as control characters.
+//! How much is said is one process-wide level: `-q` keeps warnings and errors, `-v` adds
+//! what gpuenv reads and decides (`GPUENV_LOG` sets the same without flags).
 
 use std::borrow::Cow;
 use std::error::Error;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use owo_colors::OwoColorize;
 
@@ -50,8 +53,54 @@ fn lines(msg: &str) -> String {
         .join("\n")
 }
 
+/// How much gpuenv says on stderr, least first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Warnings and errors only: no progress bars, no notes.
+    Quiet = 0,
+    /// The default: also progress and notes (`info:`).
+    Normal = 1,
+    /// Also what gpuenv reads and decides (`verbose:`).
+    Verbose = 2,
+}
+
+impl Level {
+    /// A `GPUENV_LOG` value: `quiet`/`warn`/`error`, `info`/`normal`, `verbose`/`debug`/`trace`.
+    pub fn parse(value: &str) -> Option<Level> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "quiet" | "warn" | "error" | "off" => Some(Level::Quiet),
+            "info" | "normal" => Some(Level::Normal),
+            "verbose" | "debug" | "trace" => Some(Level::Verbose),
+            _ => None,
+        }
+    }
+}
+
+static LEVEL: AtomicU8 = AtomicU8::new(Level::Normal as u8);
+
+pub fn set_level(level: Level) {
+    LEVEL.store(level as u8, Ordering::Relaxed);
+}
+
+pub fn level() -> Level {
+    match LEVEL.load(Ordering::Relaxed) {
+        0 => Level::Quiet,
+        1 => Level::Normal,
+        _ => Level::Verbose,
+    }
+}
+
 pub fn info(msg: impl std::fmt::Display) {
-    anstream::eprintln!("{} {}", "info:".bold(), lines(&msg.to_string()));
+    if level() >= Level::Normal {
+        anstream::eprintln!("{} {}", "info:".bold(), lines(&msg.to_string()));
+    }
+}
+
+/// What gpuenv read or decided; shown with `-v` / `GPUENV_LOG=verbose`.
+pub fn verbose(msg: impl std::fmt::Display) {
+    if level() >= Level::Verbose {
+        anstream::eprintln!("{} {}", "verbose:".dimmed(), lines(&msg.to_string()));
+    }
 }
 
 pub fn warn(msg: impl std::fmt::Display) {

@@ -48,12 +48,75 @@ fn host_compiler(
     }
 }
 
+/// Whether nvcc picks its host compiler itself (no -ccbin anywhere, no NVCC_CCBIN).
+fn chose_default(m: &Machine, gpuenv: Option<&Choice>) -> bool {
+    user_choice(|k| m.var(k)).is_none() && !matches!(gpuenv, Some(Choice::Use { .. }))
+}
+
+/// The command that installs g++ on this machine's distribution (from /etc/os-release).
+fn install_gxx(m: &Machine) -> String {
+    let release = m.read("/etc/os-release").unwrap_or_default();
+    let ids: Vec<String> = release
+        .lines()
+        .filter_map(|l| l.strip_prefix("ID=").or_else(|| l.strip_prefix("ID_LIKE=")))
+        .flat_map(|v| {
+            v.trim_matches('"')
+                .split(' ')
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let is = |names: &[&str]| ids.iter().any(|id| names.contains(&id.as_str()));
+    if is(&["debian", "ubuntu"]) {
+        "install g++: sudo apt-get install g++".into()
+    } else if is(&["fedora", "rhel", "centos"]) {
+        "install g++: sudo dnf install gcc-c++".into()
+    } else if is(&["suse", "opensuse"]) {
+        "install g++: sudo zypper install gcc-c++".into()
+    } else if is(&["arch"]) {
+        "install g++: sudo pacman -S gcc".into()
+    } else if is(&["alpine"]) {
+        "install g++: apk add g++".into()
+    } else {
+        "install g++ (Debian/Ubuntu: sudo apt-get install g++; Fedora/RHEL: sudo dnf install gcc-c++; without root: conda install -c conda-forge gxx)".into()
+    }
+}
+
 pub fn run(inputs: &Inputs) -> Finding {
     let Some(t) = inputs.active(Kind::Cuda) else {
         return Finding::skip(CHECK, "no CUDA toolchain is active here");
     };
     let m = &inputs.machine;
-    let (cc, from) = match host_compiler(m, inputs.active.host_compiler.as_ref()) {
+    let chosen = host_compiler(m, inputs.active.host_compiler.as_ref());
+    // nvcc compiles CUDA sources as C++: without -ccbin it needs g++ (gcc's C++ front end),
+    // and without it every compile stops at "Failed to preprocess host compiler properties".
+    if chose_default(m, inputs.active.host_compiler.as_ref()) && m.which("g++").is_none() {
+        let mut notes = Notes::default();
+        let have_gcc = if m.which("gcc").is_some() {
+            "gcc is on PATH but g++ is not"
+        } else {
+            "neither g++ nor gcc is on PATH"
+        };
+        notes.problem(
+            Status::Error,
+            format!(
+                "{have_gcc}: {}'s nvcc has no host compiler and stops with \"Failed to preprocess host compiler properties\"",
+                t.name
+            ),
+        );
+        notes.hint(install_gxx(m));
+        if let Some(row) = tables::host_gcc(&t.entry.version) {
+            notes.hint(format!(
+                "CUDA {} supports gcc <= {}: if your distribution's g++ is newer, install g++-{} and build with `export NVCC_PREPEND_FLAGS='-ccbin g++-{}'`",
+                release_name(row.release),
+                row.value.max,
+                row.value.max,
+                row.value.max
+            ));
+        }
+        return notes.finish(CHECK, "");
+    }
+    let (cc, from) = match chosen {
         Ok(Some(found)) => found,
         Ok(None) => {
             return Finding::skip(CHECK, "no host compiler found (no gcc on PATH, no -ccbin)")

@@ -1,4 +1,4 @@
-//! `gpuenv doctor`: one check per failure mode in FAILURE-MODES.md. Every check reads the
+//! `gpuenv doctor`: one check per failure mode (docs/failure-modes.md). Every check reads the
 //! machine through [`Machine`] (a file-system root, the environment, PATH) and returns one
 //! typed [`Finding`]; the text and JSON reports are two renderings of the same findings.
 
@@ -55,11 +55,29 @@ impl Status {
     }
 }
 
-/// A check's stable identity: the row of FAILURE-MODES.md it diagnoses.
+/// A check's stable identity: the failure mode (docs/failure-modes.md) it diagnoses.
 #[derive(Debug, Clone, Copy)]
 pub struct Check {
     pub id: &'static str,
     pub name: &'static str,
+}
+
+impl Check {
+    /// The section of the docs that explains this check: `…/failure-modes.md#fm-10-host-compiler`
+    /// (the anchor GitHub gives the heading `FM-10 host-compiler`).
+    pub fn docs(&self) -> String {
+        match self.id.strip_prefix("FM-") {
+            Some(n) => format!(
+                "{}/blob/main/docs/failure-modes.md#fm-{n}-{}",
+                gpuenv_core::REPOSITORY,
+                self.name
+            ),
+            None => format!(
+                "{}/blob/main/docs/design.md#resolution",
+                gpuenv_core::REPOSITORY
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -73,6 +91,8 @@ pub struct Finding {
     pub details: Vec<String>,
     /// The exact command or setting that fixes it (one way out per line).
     pub hint: Option<String>,
+    /// The section of the docs about this failure mode.
+    pub docs: String,
 }
 
 /// Collects what a check saw and turns it into one finding: the worst problem sets the
@@ -134,6 +154,7 @@ impl Notes {
             summary,
             details,
             hint: (status > Status::Skip && !self.hints.is_empty()).then(|| self.hints.join("\n")),
+            docs: check.docs(),
         }
     }
 }
@@ -147,6 +168,7 @@ impl Finding {
             summary: why.into(),
             details: Vec::new(),
             hint: None,
+            docs: check.docs(),
         }
     }
 }
@@ -308,6 +330,9 @@ pub fn render_text(report: &Report) -> String {
         }
         for h in f.hint.iter().flat_map(|h| h.lines()) {
             let _ = writeln!(out, "      {} {}", "hint:".cyan().bold(), p(h));
+        }
+        if f.status >= Status::Warn {
+            let _ = writeln!(out, "      {} {}", "see:".dimmed(), f.docs);
         }
     }
     let _ = writeln!(

@@ -411,11 +411,24 @@ fn finish_tree(plan: &Plan, root: &Path) -> Result<()> {
 /// error gives each source's reason.
 pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> Result<Plan> {
     let mut reasons = Vec::new();
-    for s in sources {
+    for (i, s) in sources.iter().enumerate() {
         match s.plan(spec, sel) {
             Ok(p) => return Ok(p),
             Err(e) if sources.len() == 1 => return Err(e),
-            Err(e) => reasons.push((s.name(), e)),
+            Err(e) => {
+                // Say why before falling back, so a source that was never reached
+                // (an unreachable host, a proxy) does not go unnoticed.
+                if let Some(next) = sources.get(i + 1) {
+                    let text = format!("{e:#}");
+                    let why = text.lines().next().unwrap_or_default();
+                    ui::warn(format!(
+                        "the {} source cannot install {spec} ({why}); trying {}",
+                        s.name(),
+                        next.name()
+                    ));
+                }
+                reasons.push((s.name(), e));
+            }
         }
     }
     let mut msg = format!("no source could install {spec}:");

@@ -257,12 +257,21 @@ impl Diagnostic for Refusal {
     }
 }
 
+/// Whether a build is being stopped (the proxy) or only compared (`check`, `doctor`): the
+/// message must not claim a refusal when nothing was being built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Occasion {
+    Building,
+    Checking,
+}
+
 /// The refusal for a verdict that refuses a build; `None` when the build may go on.
 pub fn refusal(
     side: &Side,
     torch: &TorchVersion,
     verdict: &Verdict,
     policy: &Policy,
+    occasion: Occasion,
 ) -> Option<Refusal> {
     let kind = side.kind;
     let (field, value) = match kind {
@@ -274,15 +283,19 @@ pub fn refusal(
         .map_or("None".to_string(), |v| format!("'{v}'"));
     let compiler = kind.compiler();
     let tc_short = side.version.truncated(2);
+    let lead = match occasion {
+        Occasion::Building => "refusing to build a PyTorch extension",
+        Occasion::Checking => "a PyTorch extension built here would be refused",
+    };
     let headline = match verdict {
         Verdict::Match | Verdict::Off => return None,
         Verdict::Mismatch { torch: built } => format!(
-            "refusing to build a PyTorch extension: {compiler} is {kind} {} but torch {} was built for {kind} {built}",
+            "{lead}: {compiler} is {kind} {} but torch {} was built for {kind} {built}",
             side.version,
             torch.label()
         ),
         Verdict::NotBuiltFor => format!(
-            "refusing to build a PyTorch extension: torch {} has no {kind} build ({field} = None), so a {kind} extension built against it cannot load",
+            "{lead}: torch {} has no {kind} build ({field} = None), so a {kind} extension built against it cannot load",
             torch.label()
         ),
     };

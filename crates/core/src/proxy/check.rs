@@ -61,7 +61,7 @@ pub fn guard(
         root: Path::new(&entry.root),
         reason: why_active(ctx, registry, toolchain),
     };
-    match guard::refusal(&side, &torch, &verdict, &policy) {
+    match guard::refusal(&side, &torch, &verdict, &policy, guard::Occasion::Building) {
         Some(refusal) => {
             ui::error(&refusal, crate::diagnostic::FIND);
             Err(Refused.into())

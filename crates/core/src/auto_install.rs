@@ -1,0 +1,79 @@
+//! `GPUENV_AUTO_INSTALL=1`: a shim or the shell hook that meets a pinned toolkit nobody
+//! installed yet installs it (saying so) instead of failing. The installer is not linked
+//! into the proxy: it runs `gpuenv install <spec>`, the gpuenv found beside the proxy
+//! (`$GPUENV_HOME/bin/gpuenv`) or on PATH.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::context::{vars, Context};
+use crate::resolve::ResolveError;
+use crate::toolchain::Spec;
+use crate::ui;
+
+/// At most this many installs for one command (one per kind), so a pin that an install
+/// cannot satisfy never loops.
+pub const MAX_INSTALLS: usize = 2;
+
+pub fn enabled(ctx: &Context) -> bool {
+    matches!(
+        ctx.var_nonempty(vars::GPUENV_AUTO_INSTALL)
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        Some("1" | "true" | "yes" | "on")
+    )
+}
+
+/// The spec to install when resolution failed only because it is not installed.
+pub fn missing(err: &ResolveError) -> Option<(&Spec, &str)> {
+    match err {
+        ResolveError::NotRegistered { spec, origin } if spec.label.is_none() => {
+            Some((spec, origin.as_str()))
+        }
+        _ => None,
+    }
+}
+
+/// The gpuenv beside `exe` (the proxy's own directory), else the first on PATH.
+pub fn find_gpuenv(ctx: &Context, exe: &Path) -> Option<PathBuf> {
+    exe.parent()
+        .map(|dir| dir.join("gpuenv"))
+        .filter(|p| p.is_file())
+        .or_else(|| crate::guard::find_on_path(ctx.var_os("PATH"), "gpuenv"))
+}
+
+/// Runs `gpuenv install <spec>` with its output on stderr (a proxy's stdout belongs to the
+/// tool it runs; a hook's to the shell).
+pub fn install(ctx: &Context, gpuenv: &Path, spec: &Spec, origin: &str) -> Result<()> {
+    ui::info(format!(
+        "{spec} is not installed ({origin} asks for it); installing it now because GPUENV_AUTO_INSTALL is set"
+    ));
+    let mut cmd = Command::new(gpuenv);
+    cmd.arg("install")
+        .arg(spec.to_string())
+        .current_dir(&ctx.cwd)
+        .stdin(Stdio::null())
+        .stdout(std::io::stderr());
+    // The shell hooks ignore SIGINT while they run (a prompt is never left half-applied),
+    // and an ignored signal stays ignored across exec: without this, Ctrl-C could not stop
+    // a long download started at a prompt.
+    // SAFETY: signal(2) is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {}", gpuenv.display()))?;
+    if !status.success() {
+        bail!(
+            "`gpuenv install {spec}` failed ({status})\nhint: run it yourself to see why, or unset GPUENV_AUTO_INSTALL"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,61 @@
+//! `gpuenv install` with no spec: the pins of the nearest toolchain file that nothing
+//! registered matches yet (like `mise install` in a project).
+
+use anyhow::{bail, Result};
+
+use gpuenv_core::context::Context;
+use gpuenv_core::guard;
+use gpuenv_core::project::{self, PinValue};
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::ui;
+
+/// The specs to install for the project here; empty when every pin is satisfied.
+pub fn missing_pins(ctx: &Context, registry: &Registry) -> Result<Vec<Spec>> {
+    let Some(path) = project::find(&ctx.cwd)? else {
+        bail!(
+            "nothing to install: no SPEC given and no gpuenv.toml from {} up\nhint: `gpuenv install cuda-13.0` installs a release; `gpuenv pin cuda-13.0` pins one here first",
+            ctx.cwd.display()
+        );
+    };
+    let file = project::load(&path)?;
+    ui::verbose(format!("toolchain file: {}", path.display()));
+    if file.pins.is_empty() {
+        bail!(
+            "nothing to install: {} pins no toolchain\nhint: `gpuenv pin cuda-13.0` adds a pin, or give the SPEC: `gpuenv install cuda-13.0`",
+            path.display()
+        );
+    }
+    let mut missing = Vec::new();
+    for pin in &file.pins {
+        let spec = match &pin.value {
+            PinValue::Spec(s) => s.clone(),
+            PinValue::Torch => {
+                let torch = guard::locate_torch(ctx, None).map_err(|why| {
+                    anyhow::anyhow!("{}: {} = \"torch\", but {why}\nhint: activate the Python environment that has torch, or give the SPEC: `gpuenv install cuda-12.4`", pin.at, pin.kind)
+                })?;
+                let Some(version) = torch.built_for(pin.kind) else {
+                    bail!(
+                        "{}: {} = \"torch\", but the torch at {} (torch {}) is not built for {}\nhint: install a torch built for {}, or pin a version",
+                        pin.at,
+                        pin.kind,
+                        torch.dir.display(),
+                        torch.label(),
+                        pin.kind,
+                        pin.kind
+                    );
+                };
+                Spec {
+                    kind: pin.kind,
+                    version,
+                    label: None,
+                }
+            }
+        };
+        match registry.find(&spec) {
+            Some((name, _)) => ui::info(format!("{}: {spec} is satisfied by {name}", pin.at)),
+            None => missing.push(spec),
+        }
+    }
+    Ok(missing)
+}

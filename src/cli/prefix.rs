@@ -1,0 +1,44 @@
+use anyhow::{bail, Result};
+
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::Spec;
+
+/// Print the root directory of a toolchain (or of those active here)
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpuenv prefix cuda-12.4        # the root of the highest registered 12.4.x\n  ls \"$(gpuenv prefix cuda-13)\"/bin"
+)]
+pub struct Args {
+    /// A toolchain name or spec; default: the toolchains active here
+    #[arg(value_name = "NAME")]
+    name: Option<String>,
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let (_home, registry) = super::registry(ctx)?;
+        let Some(name) = self.name else {
+            let active = super::resolve_here(ctx, &registry, &[])?;
+            if active.toolchains.is_empty() {
+                bail!(
+                    "no toolchain is active in {}, so there is no prefix to print\nhint: name one: `gpuenv prefix cuda-12.4` (`gpuenv list` shows them)",
+                    ctx.cwd.display()
+                );
+            }
+            for t in &active.toolchains {
+                println!("{}", t.entry.root.display());
+            }
+            return Ok(());
+        };
+        let spec: Spec = super::parse_specs(std::slice::from_ref(&name))?.remove(0);
+        match registry.find(&spec) {
+            Some((_, e)) => {
+                println!("{}", e.root.display());
+                Ok(())
+            }
+            None => bail!(
+                "no registered toolchain matches {spec}\nhint: `gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
+            ),
+        }
+    }
+}
