@@ -108,5 +108,9 @@ fn a_newcomer_follows_the_readme_from_install_to_the_guard_refusing_a_mismatch()
         "{pin}"
     );
     // The kernel went to the pinned toolkit's nvcc (this one echoes its arguments).
-    assert!(stdout.contains("nvcc -c kernel.cu -o kernel.o"), "{log}");
+    // …with the pinned arch added by the proxy, since the command line names none.
+    assert!(
+        stdout.contains("-c kernel.cu -o kernel.o") && stdout.contains("arch=compute_90"),
+        "{log}"
+    );
 }

@@ -115,7 +115,6 @@ pub(super) fn sources<'a>(
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        gpuenv_install::writable_home(&home)?;
         let specs: Vec<Spec> = if self.specs.is_empty() {
             super::install_pinned::missing_pins(ctx, &Registry::load(&home)?)?
         } else {
@@ -130,6 +129,7 @@ impl Args {
         // Every install ends in linking the proxy (the store needs it): a missing one must
         // stop us before anything is downloaded, not after.
         let store = super::store(ctx)?;
+        gpuenv_install::writable_home(&home)?;
         let fetcher = fetcher(ctx, &home, self.offline);
         let cache_was_new = !fetcher.cache.root.exists();
         let sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;

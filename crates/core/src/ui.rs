@@ -153,15 +153,13 @@ pub struct Report {
 
 impl Report {
     pub fn of(err: &(dyn Error + 'static), find: &[Find]) -> Report {
-        let mut report = Report {
-            message: err.to_string(),
-            ..Report::default()
-        };
+        let mut report = Report::default();
+        report.message = report.take_text_hints(&err.to_string());
         let mut shown = report.message.clone();
         let mut next = Some(err);
         while let Some(e) = next {
             if !std::ptr::addr_eq(e, err) {
-                let text = e.to_string();
+                let text = report.take_text_hints(&e.to_string());
                 let text = without_shown_path(&text, &shown);
                 if !text.is_empty() && !shown.contains(text) {
                     shown.push('\n');
@@ -182,6 +180,22 @@ impl Report {
             next = e.source();
         }
         report
+    }
+
+    /// Messages not yet typed (`anyhow!`/`format!` in CLI glue) may still end in `hint:`
+    /// lines: those become hints here, so they come last like every other hint.
+    fn take_text_hints(&mut self, text: &str) -> String {
+        let mut kept = Vec::new();
+        for line in text.split('\n') {
+            match line.strip_prefix("hint:") {
+                Some(h) if !self.hints.iter().any(|x| x == h.trim()) => {
+                    self.hints.push(h.trim().to_string())
+                }
+                Some(_) => {}
+                None => kept.push(line),
+            }
+        }
+        kept.join("\n")
     }
 
     /// The message and its causes on one line, `message: cause: cause` (as anyhow's `{:#}`),
@@ -309,6 +323,16 @@ mod tests {
         let report = Report::of(&err, &[]);
         assert_eq!(report.inline(), "cannot read /p: disk on fire");
         assert!(report.hints.is_empty());
+    }
+
+    #[test]
+    fn a_hint_line_left_in_an_untyped_message_still_comes_last() {
+        let io = std::io::Error::other("line 5: bad value");
+        let err = anyhow::Error::new(io).context("the manifest m.toml is not valid\nhint: fix it");
+        let report = Report::of(err.as_ref(), FIND);
+        assert_eq!(report.message, "the manifest m.toml is not valid");
+        assert_eq!(report.causes, ["line 5: bad value"]);
+        assert_eq!(report.hints, ["fix it"]);
     }
 
     #[test]
