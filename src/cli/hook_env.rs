@@ -1,7 +1,11 @@
 use anyhow::Result;
 
+use std::path::PathBuf;
+
 use crate::context::{vars, Context};
 use crate::env::Op;
+use crate::resolve::Reason;
+use crate::shell::fast_path::{self, Check};
 use crate::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use crate::shell::{self, Format, Shell};
 use crate::toolchain::registry::{Home, Registry};
@@ -19,9 +23,7 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        if let Some(step) = prompt_step(ctx, &home, false) {
-            print!("{}", render(&step, self.shell));
-        }
+        print!("{}", prompt(ctx, &home, false).render(self.shell));
         Ok(())
     }
 }
@@ -34,33 +36,68 @@ pub fn format_of(shell: Shell) -> Format {
     }
 }
 
-pub fn render(step: &Step, shell: Shell) -> String {
-    let vars: Vec<(&str, Option<&str>)> = step
-        .assignments
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_deref()))
-        .collect();
-    shell::render(&vars, format_of(shell))
+/// What one prompt prints.
+pub struct Prompt {
+    /// `None` when nothing it depends on changed since the last one.
+    pub step: Option<Step>,
+    /// When the shell may skip the next run (`None`: never).
+    pub check: Option<Check>,
 }
 
-/// One prompt's step, or `None` when nothing it depends on changed since the last one
-/// (unless `force`). Never fails: a problem is one line on stderr, the environment stays
-/// as it is, and it is not repeated until something changes.
-pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
-    let watched = [vars::GPUENV_TOOLCHAIN, "VIRTUAL_ENV", vars::CONDA_PREFIX]
+impl Prompt {
+    /// The assignments, then the fast-path function, which every run redefines.
+    pub fn render(&self, shell: Shell) -> String {
+        let mut out = match &self.step {
+            Some(step) => {
+                let vars: Vec<(&str, Option<&str>)> = step
+                    .assignments
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_deref()))
+                    .collect();
+                shell::render(&vars, format_of(shell))
+            }
+            None => String::new(),
+        };
+        out.push_str(&fast_path::render(self.check.as_ref(), shell));
+        out
+    }
+}
+
+/// The variables a prompt's result depends on, besides the directory and the files.
+const WATCHED_VARS: [&str; 5] = [
+    vars::GPUENV_TOOLCHAIN,
+    "VIRTUAL_ENV",
+    vars::CONDA_PREFIX,
+    vars::GPUENV_HOME,
+    vars::XDG_DATA_HOME,
+];
+
+/// One prompt's step (skipped when nothing it depends on changed since the last one,
+/// unless `force`), and the check that lets the shell skip the next one. Never fails: a
+/// problem is one line on stderr, the environment stays as it is, and it is not repeated
+/// until something changes.
+pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
+    let watched = WATCHED_VARS
         .iter()
-        .map(|k| ctx.var_nonempty(k).map(str::to_string))
+        .map(|k| (k.to_string(), ctx.var_nonempty(k).map(str::to_string)))
         .collect();
-    let fp = Fingerprint::take(&ctx.cwd, watched, &home.settings());
     let old = ctx.var(STATE_VAR).and_then(State::decode);
+    let extra: Vec<PathBuf> = old
+        .iter()
+        .flat_map(|s| s.fp.extra.iter().map(|(p, _)| p.clone()))
+        .collect();
+    let mut fp = Fingerprint::take(&ctx.cwd, watched, &home.settings(), &extra);
+    let pwd = ctx.var("PWD");
     if !force && old.as_ref().is_some_and(|s| s.fp == fp) {
-        return None;
+        let check = fast_path::arm(home, &fp, pwd);
+        return Prompt { step: None, check };
     }
     let current = |k: &str| ctx.var(k).map(str::to_string);
-    match wanted_change(ctx, home) {
-        Ok(change) => Some(hook_env::step(old.as_ref(), fp, &current, &|base| {
-            change.apply(base)
-        })),
+    let step = match wanted_change(ctx, home) {
+        Ok((change, read)) => {
+            fp.watch(&read);
+            hook_env::step(old.as_ref(), fp, &current, &|base| change.apply(base))
+        }
         Err(e) => {
             let text = format!("{e:#}");
             eprintln!("gpuenv: {}", text.lines().next().unwrap_or_default());
@@ -68,15 +105,22 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
             // not repeated at every prompt.
             let mut state = old.unwrap_or_default();
             state.fp = fp;
-            Some(Step {
+            Step {
                 assignments: vec![(STATE_VAR.to_string(), Some(state.encode()))],
                 state,
-            })
+            }
         }
+    };
+    let check = fast_path::arm(home, &step.state.fp, pwd);
+    Prompt {
+        step: Some(step),
+        check,
     }
 }
 
-fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
+/// The change for this directory, and the files besides the toolchain file and the
+/// registry that it was computed from.
+fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf>)> {
     let registry = Registry::load(home)?;
     let active = super::resolve_here(ctx, &registry, &[])?;
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
@@ -98,5 +142,13 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
             vec![home.shims().to_string_lossy().into_owned()],
         ));
     }
-    Ok(change)
+    let read = active
+        .toolchains
+        .iter()
+        .filter_map(|t| match &t.reason {
+            Reason::Torch(_, _, torch) => Some(torch.join("version.py")),
+            _ => None,
+        })
+        .collect();
+    Ok((change, read))
 }

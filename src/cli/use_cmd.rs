@@ -1,11 +1,10 @@
 use anyhow::{bail, Result};
 
 use crate::context::{vars, Context};
-use crate::shell::hook_env::Step;
 use crate::shell::{self, Shell};
 use crate::ui;
 
-use super::hook_env::{format_of, prompt_step, render};
+use super::hook_env::{format_of, prompt};
 
 /// Use toolchains in this shell only (`none` goes back to the toolchain file and default);
 /// needs the shell hook
@@ -66,11 +65,7 @@ impl Args {
             &[(vars::GPUENV_TOOLCHAIN, value.as_deref())],
             format_of(shell),
         );
-        let step: Option<Step> = prompt_step(&next, &home, true);
-        print!(
-            "{head}{}",
-            step.map(|s| render(&s, shell)).unwrap_or_default()
-        );
+        print!("{head}{}", prompt(&next, &home, true).render(shell));
         match value {
             Some(v) => ui::info(format!("this shell now uses {v}")),
             None => ui::info("this shell is back to the toolchain file and the default"),

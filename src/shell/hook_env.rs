@@ -18,41 +18,78 @@ pub const STATE_VAR: &str = "__GPUENV_STATE";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
     pub cwd: PathBuf,
-    /// `GPUENV_TOOLCHAIN`, `VIRTUAL_ENV`, `CONDA_PREFIX` (a torch pin depends on the last two).
-    pub vars: Vec<Option<String>>,
-    /// The nearest toolchain file, with its modification time and size.
-    pub file: Option<(PathBuf, u128, u64)>,
-    /// The registry's settings file (links, default, trust), modification time and size.
-    pub settings: Option<(u128, u64)>,
+    /// The variables the result depends on, by name (unset and empty are both `None`).
+    pub vars: Vec<(String, Option<String>)>,
+    /// The nearest toolchain file.
+    pub file: Option<(PathBuf, Stamp)>,
+    /// The registry's settings file (installs, links, default, trust): `None` when absent.
+    pub settings: (PathBuf, Option<Stamp>),
+    /// Other files the last result was computed from (the torch a `"torch"` pin read).
+    pub extra: Vec<(PathBuf, Option<Stamp>)>,
 }
 
-fn stamp(path: &Path) -> Option<(u128, u64)> {
+/// A file's modification time and size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub mtime_ns: u128,
+    pub size: u64,
+}
+
+pub fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta
+    let mtime_ns = meta
         .modified()
         .ok()?
         .duration_since(UNIX_EPOCH)
         .ok()?
         .as_nanos();
-    Some((mtime, meta.len()))
+    Some(Stamp {
+        mtime_ns,
+        size: meta.len(),
+    })
 }
 
 impl Fingerprint {
-    /// A few `stat` calls: the directory and its ancestors for a toolchain file, and the
-    /// settings file. No file is read.
-    pub fn take(cwd: &Path, vars: Vec<Option<String>>, settings: &Path) -> Fingerprint {
+    /// A few `stat` calls: the directory and its ancestors for a toolchain file, the
+    /// settings file, and the `extra` files. No file is read.
+    pub fn take(
+        cwd: &Path,
+        vars: Vec<(String, Option<String>)>,
+        settings: &Path,
+        extra: &[PathBuf],
+    ) -> Fingerprint {
         let file = cwd.ancestors().find_map(|d| {
             FILE_NAMES.iter().find_map(|n| {
                 let p = d.join(n);
-                stamp(&p).map(|(t, s)| (p, t, s))
+                stamp(&p).map(|s| (p, s))
             })
         });
-        Fingerprint {
+        let mut fp = Fingerprint {
             cwd: cwd.to_path_buf(),
             vars,
             file,
-            settings: stamp(settings),
-        }
+            settings: (settings.to_path_buf(), stamp(settings)),
+            extra: Vec::new(),
+        };
+        fp.watch(extra);
+        fp
+    }
+
+    /// Records `extra` as files the result depends on, replacing the previous ones.
+    pub fn watch(&mut self, extra: &[PathBuf]) {
+        self.extra = extra.iter().map(|p| (p.clone(), stamp(p))).collect();
+    }
+
+    /// Every file it watched, with its stamp (`None`: it did not exist).
+    pub fn files(&self) -> impl Iterator<Item = (&Path, Option<Stamp>)> {
+        self.file
+            .iter()
+            .map(|(p, s)| (p.as_path(), Some(*s)))
+            .chain(std::iter::once((
+                self.settings.0.as_path(),
+                self.settings.1,
+            )))
+            .chain(self.extra.iter().map(|(p, s)| (p.as_path(), *s)))
     }
 }
 

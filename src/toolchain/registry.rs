@@ -43,6 +43,10 @@ impl Home {
     pub fn downloads(&self) -> PathBuf {
         self.root.join("downloads")
     }
+    /// Files whose modification times the shell hook compares against (`shell::fast_path`).
+    pub fn stamps(&self) -> PathBuf {
+        self.root.join("stamps")
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
