@@ -1,3 +1,5 @@
+mod cli;
+
 fn main() -> std::process::ExitCode {
-    gpuenv::cli::main()
+    cli::main()
 }

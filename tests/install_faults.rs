@@ -22,7 +22,6 @@ use server::Server;
 
 /// The same command as `Sandbox::gpuenv`, spawned in the background.
 fn spawn(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Child {
-    ensure_proxy_built();
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
     cmd.env_clear()
         .env("HOME", sb.home())

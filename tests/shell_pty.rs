@@ -212,7 +212,6 @@ fn projects() -> Sandbox {
 
 /// The gpuenv of this build, as the rc file's hook line names it.
 fn gpuenv_bin() -> String {
-    ensure_proxy_built();
     assert_cmd::cargo::cargo_bin("gpuenv").display().to_string()
 }
 

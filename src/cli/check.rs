@@ -3,10 +3,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::json;
 
-use crate::context::Context;
-use crate::guard::{self, Policy, Side, Verdict};
-use crate::toolchain::Kind;
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::guard::{self, Policy, Side, Verdict};
+use gpuenv_core::toolchain::Kind;
+use gpuenv_core::ui;
 
 use super::Exit;
 

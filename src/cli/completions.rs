@@ -1,13 +1,14 @@
+use super::named_arg::named;
 use anyhow::Result;
 use clap::CommandFactory;
 
-use crate::context::Context;
-use crate::shell::Shell;
+use gpuenv_core::context::Context;
+use gpuenv_core::shell::Shell;
 
 /// Print shell completions: gpuenv completions bash > /etc/bash_completion.d/gpuenv
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    #[arg(value_enum)]
+    #[arg(value_parser = named::<Shell>())]
     shell: Shell,
 }
 

@@ -1,8 +1,8 @@
 use anyhow::{bail, Result};
 
-use crate::context::Context;
-use crate::toolchain::registry::Registry;
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::ui;
 
 /// Set the toolchain used where nothing else picks one (`none` clears it)
 #[derive(Debug, clap::Args)]
@@ -44,7 +44,7 @@ impl Args {
             }
             for spec in &specs {
                 registry.default.retain(|d| {
-                    d.parse::<crate::toolchain::Spec>().map(|s| s.kind) != Ok(spec.kind)
+                    d.parse::<gpuenv_core::toolchain::Spec>().map(|s| s.kind) != Ok(spec.kind)
                 });
                 registry.default.push(spec.to_string());
             }

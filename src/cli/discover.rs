@@ -2,11 +2,11 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::context::{vars, Context};
-use crate::toolchain::discover::{self, Places};
-use crate::toolchain::registry::{Entry, Registry, Source};
-use crate::toolchain::{view, Spec};
-use crate::{shims, ui};
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::toolchain::discover::{self, Places};
+use gpuenv_core::toolchain::registry::{Entry, Registry, Source};
+use gpuenv_core::toolchain::{view, Spec};
+use gpuenv_core::{shims, ui};
 
 /// Find toolchains in the standard places (and register them with --register)
 #[derive(Debug, clap::Args)]

@@ -2,10 +2,10 @@ use std::path::{Component, PathBuf};
 
 use anyhow::{bail, Result};
 
-use crate::context::{vars, Context};
-use crate::doctor::{self, Inputs, Machine, Report};
-use crate::guard;
-use crate::resolve::ActiveSet;
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::guard;
+use gpuenv_core::resolve::ActiveSet;
+use gpuenv_doctor::{Inputs, Machine, Report};
 
 use super::Exit;
 
@@ -61,12 +61,12 @@ impl Args {
         };
         let report = Report {
             dir,
-            findings: doctor::run_all(&inputs),
+            findings: gpuenv_doctor::run_all(&inputs),
         };
         if self.json {
-            print!("{}", doctor::render_json(&report));
+            print!("{}", gpuenv_doctor::render_json(&report));
         } else {
-            anstream::print!("{}", doctor::render_text(&report));
+            anstream::print!("{}", gpuenv_doctor::render_text(&report));
         }
         if report.has_errors() {
             Err(Exit(1).into())

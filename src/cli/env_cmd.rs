@@ -1,8 +1,9 @@
+use super::named_arg::named;
 use anyhow::Result;
 
-use crate::context::Context;
-use crate::shell::{self, Format};
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::shell::{self, Format};
+use gpuenv_core::ui;
 
 /// Print the environment of the active toolchains (or of the given specs)
 #[derive(Debug, clap::Args)]
@@ -11,7 +12,7 @@ pub struct Args {
     /// Specs to use instead of what is active here, e.g. cuda-11.8
     specs: Vec<String>,
     /// Output format
-    #[arg(long, value_enum, default_value = "bash")]
+    #[arg(long, value_parser = named::<Format>(), default_value = "bash")]
     shell: Format,
 }
 

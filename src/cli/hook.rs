@@ -1,13 +1,14 @@
+use super::named_arg::named;
 use anyhow::{Context as _, Result};
 
-use crate::context::Context;
-use crate::shell::{hook, Shell};
+use gpuenv_core::context::Context;
+use gpuenv_core::shell::{hook, Shell};
 
 /// Print the shell init code: eval "$(gpuenv hook bash)" in ~/.bashrc, likewise zsh;
 /// `gpuenv hook fish | source` in config.fish
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    #[arg(value_enum)]
+    #[arg(value_parser = named::<Shell>())]
     shell: Shell,
 }
 

@@ -1,22 +1,23 @@
+use super::named_arg::named;
 use anyhow::Result;
 
 use std::path::PathBuf;
 
-use crate::context::{vars, Context};
-use crate::env::Op;
-use crate::resolve::Reason;
-use crate::shell::fast_path::{self, Check};
-use crate::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
-use crate::shell::{self, Format, Shell};
-use crate::toolchain::registry::{Home, Registry};
-use crate::{env, trust};
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::env::Op;
+use gpuenv_core::resolve::Reason;
+use gpuenv_core::shell::fast_path::{self, Check};
+use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
+use gpuenv_core::shell::{self, Format, Shell};
+use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::{env, trust};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
 /// to the environment of the current directory
 #[derive(Debug, clap::Args)]
 #[command(hide = true)]
 pub struct Args {
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = named::<Shell>())]
     shell: Shell,
 }
 

@@ -1,20 +1,21 @@
+use super::named_arg::named;
 use std::io::IsTerminal;
 
 use anyhow::{bail, Result};
 use indicatif::HumanBytes;
 
-use crate::context::{vars, Context};
-use crate::install::cache::Cache;
-use crate::install::fetch::{Fetcher, Net};
-use crate::install::hooks::Hooks;
-use crate::install::source::manifest::ManifestSource;
-use crate::install::source::nvidia::{self, Nvidia};
-use crate::install::source::pypi::{self, Pypi};
-use crate::install::source::{Choice, Source};
-use crate::install::{self, driver, Profile, Progress, Selection};
-use crate::toolchain::registry::{Home, Registry, Source as Origin};
-use crate::toolchain::{Kind, Spec};
-use crate::ui;
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::toolchain::registry::{Home, Registry, Source as Origin};
+use gpuenv_core::toolchain::{Kind, Spec};
+use gpuenv_core::ui;
+use gpuenv_install::cache::Cache;
+use gpuenv_install::fetch::{Fetcher, Net};
+use gpuenv_install::hooks::Hooks;
+use gpuenv_install::source::manifest::ManifestSource;
+use gpuenv_install::source::nvidia::{self, Nvidia};
+use gpuenv_install::source::pypi::{self, Pypi};
+use gpuenv_install::source::{Choice, Source};
+use gpuenv_install::{driver, Profile, Progress, Selection};
 
 /// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv manifest
 #[derive(Debug, clap::Args)]
@@ -23,7 +24,7 @@ pub struct Args {
     #[arg(required = true, value_name = "SPEC")]
     specs: Vec<String>,
     /// Where from
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_parser = named::<Choice>(), default_value = "auto")]
     source: Choice,
     /// A gpuenv manifest (path or URL) describing the toolchains; implies --source manifest
     #[arg(long, value_name = "PATH|URL")]
@@ -32,7 +33,7 @@ pub struct Args {
     #[arg(long)]
     offline: bool,
     /// Which components of a CUDA release
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_parser = named::<Profile>(), default_value = "default")]
     profile: Profile,
     /// Add a component (libcublas, cuda_nvrtc, cupti, …); may be repeated
     #[arg(long = "component", value_name = "NAME")]
@@ -70,7 +71,7 @@ pub(super) fn sources<'a>(
         if !matches!(choice, Choice::Auto | Choice::Manifest) {
             bail!("--manifest goes with --source manifest, not --source {choice:?}\nhint: drop one of them");
         }
-        let url = install::location(&ctx.cwd, m, false)?;
+        let url = gpuenv_install::location(&ctx.cwd, m, false)?;
         return Ok(vec![Box::new(ManifestSource { fetcher, url })]);
     }
     let mirror = ctx
@@ -83,13 +84,13 @@ pub(super) fn sources<'a>(
     let nvidia = || -> Result<Box<dyn Source + 'a>> {
         Ok(Box::new(Nvidia {
             fetcher,
-            root: install::location(&ctx.cwd, mirror, true)?,
+            root: gpuenv_install::location(&ctx.cwd, mirror, true)?,
         }))
     };
     let pypi = || -> Result<Box<dyn Source + 'a>> {
         Ok(Box::new(Pypi {
             fetcher,
-            index: install::location(&ctx.cwd, index, true)?,
+            index: gpuenv_install::location(&ctx.cwd, index, true)?,
         }))
     };
     Ok(match choice {
@@ -147,7 +148,7 @@ impl Args {
                     continue;
                 }
             }
-            let plan = install::plan(&sources, spec, &sel)?;
+            let plan = gpuenv_install::plan(&sources, spec, &sel)?;
             let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
             say(format!(
                 "installing {} from {} ({} archives{})",
@@ -161,7 +162,7 @@ impl Args {
                 }
             ));
             let started = std::time::Instant::now();
-            let done = install::install(&home, &fetcher, &plan, &progress)?;
+            let done = gpuenv_install::install(&home, &fetcher, &plan, &progress)?;
             if done.already {
                 already(&done.name, &done.root);
                 continue;
@@ -225,8 +226,9 @@ pub(super) fn list_available(
         );
     };
     let registry = Registry::load(&home)?;
-    let installed =
-        |v: &crate::toolchain::Version| registry.toolchains.contains_key(&format!("{kind}-{v}"));
+    let installed = |v: &gpuenv_core::toolchain::Version| {
+        registry.toolchains.contains_key(&format!("{kind}-{v}"))
+    };
     if json {
         let rows: Vec<serde_json::Value> = versions
             .iter()

@@ -2,10 +2,10 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::context::Context;
-use crate::toolchain::registry::{Entry, Registry, Source};
-use crate::toolchain::{detect, view, Spec};
-use crate::{shims, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::registry::{Entry, Registry, Source};
+use gpuenv_core::toolchain::{detect, view, Spec};
+use gpuenv_core::{shims, ui};
 
 /// Register a toolchain already on disk under a name, used in place
 #[derive(Debug, clap::Args)]

@@ -1,10 +1,11 @@
+use super::named_arg::named;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::context::Context;
-use crate::install::source::Choice;
-use crate::toolchain::{Kind, Spec};
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::{Kind, Spec};
+use gpuenv_core::ui;
+use gpuenv_install::source::Choice;
 
 /// List registered toolchains, marking the active and default ones
 #[derive(Debug, clap::Args)]
@@ -16,7 +17,7 @@ pub struct Args {
     #[arg(long, value_name = "KIND")]
     available: Option<Kind>,
     /// The source to ask, with --available
-    #[arg(long, value_enum, default_value_t, requires = "available")]
+    #[arg(long, value_parser = named::<Choice>(), default_value = "auto", requires = "available")]
     source: Choice,
     /// A gpuenv manifest (path or URL), with --available
     #[arg(long, value_name = "PATH|URL", requires = "available")]

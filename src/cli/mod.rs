@@ -11,6 +11,7 @@ mod hook_env;
 mod install;
 mod link;
 mod list;
+mod named_arg;
 mod pin;
 mod reshim;
 mod run;
@@ -26,11 +27,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::context::Context;
-use crate::resolve::{self, ActiveSet, Request};
-use crate::toolchain::registry::{Home, Registry};
-use crate::toolchain::Spec;
-use crate::{env, guard, trust, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::resolve::{self, ActiveSet, Request};
+use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::{env, guard, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -81,7 +82,7 @@ pub fn main() -> ExitCode {
         Err(e) => match e.downcast_ref::<Exit>() {
             Some(Exit(code)) => ExitCode::from(*code),
             None => {
-                crate::ui::error(&e);
+                gpuenv_core::ui::error(&e);
                 ExitCode::from(2)
             }
         },

@@ -1,9 +1,9 @@
 use anyhow::{bail, Context as _, Result};
 
-use crate::context::Context;
-use crate::project::{self, PinEdit};
-use crate::toolchain::Kind;
-use crate::{fsutil, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::project::{self, PinEdit};
+use gpuenv_core::toolchain::Kind;
+use gpuenv_core::{fsutil, ui};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
 #[derive(Debug, clap::Args)]

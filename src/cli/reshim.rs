@@ -1,9 +1,9 @@
 use anyhow::Result;
 
-use crate::context::Context;
-use crate::toolchain::registry::Registry;
-use crate::toolchain::view;
-use crate::{shims, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::view;
+use gpuenv_core::{shims, ui};
 
 /// Regenerate the shims and the views' proxies (after moving or rebuilding gpuenv)
 #[derive(Debug, clap::Args)]

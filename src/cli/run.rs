@@ -3,7 +3,7 @@ use std::process::Command;
 
 use anyhow::{Context as _, Result};
 
-use crate::context::Context;
+use gpuenv_core::context::Context;
 
 /// Run a command with the environment of the given toolchains (or of those active here)
 #[derive(Debug, clap::Args)]

@@ -1,9 +1,9 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::context::Context;
-use crate::toolchain::view;
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::view;
+use gpuenv_core::ui;
 
 /// Show the active toolchains here, and why each is active
 #[derive(Debug, clap::Args)]

@@ -2,9 +2,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use crate::context::Context;
-use crate::toolchain::registry::Registry;
-use crate::{project, trust, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::{project, trust, ui};
 
 /// Allow a toolchain file's [env] to be applied (again after each edit)
 #[derive(Debug, clap::Args)]

@@ -1,11 +1,10 @@
 use anyhow::{bail, Result};
 
-use crate::context::Context;
-use crate::install;
-use crate::project::{self, PinValue};
-use crate::toolchain::registry::{Registry, Source};
-use crate::toolchain::{view, Spec};
-use crate::{shims, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::project::{self, PinValue};
+use gpuenv_core::toolchain::registry::{Registry, Source};
+use gpuenv_core::toolchain::{view, Spec};
+use gpuenv_core::{shims, ui};
 
 /// Remove a toolchain gpuenv installed: its tree, its view and its shims
 #[derive(Debug, clap::Args)]
@@ -18,7 +17,7 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
         let name = self.name.as_str();
-        let _lock = install::lock_toolchain(&home, name)?;
+        let _lock = gpuenv_install::lock_toolchain(&home, name)?;
         let (root, dropped_defaults, registry) = Registry::update(&home, |registry| {
             let Some(entry) = registry.toolchains.get(name) else {
                 bail!("no toolchain named {name} is registered\nhint: `gpuenv list` shows the registered names");

@@ -1,9 +1,9 @@
 use anyhow::{bail, Result};
 
-use crate::context::Context;
-use crate::toolchain::registry::{Registry, Source};
-use crate::toolchain::{view, Spec};
-use crate::{shims, ui};
+use gpuenv_core::context::Context;
+use gpuenv_core::toolchain::registry::{Registry, Source};
+use gpuenv_core::toolchain::{view, Spec};
+use gpuenv_core::{shims, ui};
 
 /// Forget a linked or discovered toolchain (its files are left alone)
 #[derive(Debug, clap::Args)]

@@ -1,8 +1,9 @@
+use super::named_arg::named;
 use anyhow::{bail, Result};
 
-use crate::context::{vars, Context};
-use crate::shell::{self, Shell};
-use crate::ui;
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::shell::{self, Shell};
+use gpuenv_core::ui;
 
 use super::hook_env::{format_of, prompt};
 
@@ -18,7 +19,7 @@ pub struct Args {
     #[arg(long)]
     print: bool,
     /// The shell to print code for (default: the hook's shell, else bash)
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = named::<Shell>())]
     shell: Option<Shell>,
 }
 

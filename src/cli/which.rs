@@ -1,7 +1,7 @@
 use anyhow::{bail, Result};
 
-use crate::context::Context;
-use crate::ui;
+use gpuenv_core::context::Context;
+use gpuenv_core::ui;
 
 use super::Exit;
 

@@ -41,7 +41,6 @@ impl Sandbox {
 
     /// The real gpuenv binary with a clean environment.
     pub fn gpuenv(&self) -> assert_cmd::Command {
-        ensure_proxy_built();
         let mut cmd = assert_cmd::Command::cargo_bin("gpuenv").unwrap();
         cmd.env_clear()
             .env("HOME", self.home())
@@ -176,24 +175,10 @@ pub fn have_tool(tool: &str) -> bool {
     found
 }
 
-/// gpuenv copies the proxy binary from beside itself; `cargo test -p gpuenv` alone does not
-/// build another package's binary, so build it once per test process (a no-op when fresh).
-pub fn ensure_proxy_built() {
-    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "gpuenv-shim"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building gpuenv-shim failed");
-    });
-}
-
-/// The built proxy binary.
+/// The built proxy binary (a binary of this package, so cargo builds it for the tests; gpuenv
+/// copies it from beside itself).
 pub fn proxy_bin() -> PathBuf {
-    ensure_proxy_built();
-    assert_cmd::cargo::cargo_bin("gpuenv").with_file_name("gpuenv-shim")
+    assert_cmd::cargo::cargo_bin("gpuenv-shim")
 }
 
 /// A torch package as wheels lay it out: `<site>/torch/version.py` (in the format of the

@@ -1,0 +1,18 @@
+//! gpuenv's core: everything the CLI and the nvcc/hipcc proxy share. No CLI, network,
+//! archive or progress-bar code lives here, so the proxy stays small.
+
+pub mod context;
+pub mod env;
+pub mod fsutil;
+pub mod guard;
+pub mod named;
+pub mod project;
+pub mod proxy;
+pub mod resolve;
+pub mod shell;
+pub mod shims;
+#[doc(hidden)]
+pub mod test_support;
+pub mod toolchain;
+pub mod trust;
+pub mod ui;

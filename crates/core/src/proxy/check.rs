@@ -1,0 +1,94 @@
+//! The guard as the proxy applies it: only for a PyTorch extension build, before compiling.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::context::Context;
+use crate::guard::{self, Policy, Side};
+use crate::project::{self, TorchCheck};
+use crate::resolve::{self, Active, ActiveSet, Reason, Request};
+use crate::toolchain::registry::Registry;
+use crate::ui;
+
+use super::Refused;
+
+pub fn guard(
+    ctx: &Context,
+    registry: &Registry,
+    toolchain: &Active,
+    active: &ActiveSet,
+    args: &[OsString],
+) -> Result<()> {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let Some(include) = guard::torch_extension_build(&args) else {
+        return Ok(());
+    };
+    // A view's proxy does not resolve, but the project's policy still applies.
+    let file = match &active.project {
+        Some(p) => Some(p.clone()),
+        None => project::find(&ctx.cwd)?
+            .map(|p| project::load(&p))
+            .transpose()?,
+    };
+    let policy = Policy::choose(
+        ctx.var("GPUENV_TORCH_CHECK"),
+        file.as_ref()
+            .and_then(|f| Some((f.torch_check?, f.path.as_path()))),
+    )
+    .map_err(anyhow::Error::msg)?;
+    if policy.check == TorchCheck::Off {
+        return Ok(());
+    }
+    let torch = match include.as_deref().and_then(guard::torch_dir_of_include) {
+        Some(dir) => guard::read_torch(&dir).map_err(|e| e.to_string()),
+        None => guard::locate_torch(ctx, None),
+    };
+    let torch = match torch {
+        Ok(t) => t,
+        Err(why) => {
+            ui::warn(format!(
+                "this looks like a PyTorch extension build, but gpuenv cannot check it: {why}"
+            ));
+            return Ok(());
+        }
+    };
+    let entry = &toolchain.entry;
+    let verdict = guard::compare(entry.kind, &entry.version, &torch, policy.check);
+    let side = Side {
+        name: &toolchain.name,
+        kind: entry.kind,
+        version: &entry.version,
+        root: Path::new(&entry.root),
+        reason: why_active(ctx, registry, toolchain),
+    };
+    match guard::refusal(&side, &torch, &verdict, &policy) {
+        Some(message) => {
+            ui::error(&anyhow::anyhow!(message));
+            Err(Refused.into())
+        }
+        None => Ok(()),
+    }
+}
+
+/// Why the toolchain is in use. A view's proxy did not resolve, so this asks what chose the
+/// view (the pin or variable): only on the refusal path, where the message needs it.
+fn why_active(ctx: &Context, registry: &Registry, toolchain: &Active) -> String {
+    let Reason::View(_) = &toolchain.reason else {
+        return toolchain.reason.to_string();
+    };
+    let torch = || guard::locate_torch(ctx, None);
+    let req = Request::new(ctx, &[], &torch);
+    let chosen = resolve::resolve_kinds(&req, registry, &[toolchain.entry.kind])
+        .ok()
+        .and_then(|set| set.get(toolchain.entry.kind).cloned())
+        .filter(|a| a.name == toolchain.name);
+    match chosen {
+        Some(a) => format!("{}; {}", toolchain.reason, a.reason),
+        None => toolchain.reason.to_string(),
+    }
+}

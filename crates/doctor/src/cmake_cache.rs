@@ -1,0 +1,243 @@
+//! FM-06: a `CMakeCache.txt` left by an earlier configure (a CPU-only build, another
+//! toolkit) makes the next build reuse it: `#error "Expected GLOO_USE_CUDA to be defined"`
+//! after rebuilding PyTorch with CUDA. Caches in the directory and two levels below it
+//! (build/, build/<x>/, <subproject>/build/) are compared with the active toolchains.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::resolve::Active;
+use gpuenv_core::toolchain::Kind;
+
+pub const CHECK: Check = Check {
+    id: "FM-06",
+    name: "stale-cmake-cache",
+};
+
+const CACHE: &str = "CMakeCache.txt";
+const DEPTH: usize = 2;
+
+/// `KEY:TYPE=VALUE` lines; comments (`#`, `//`) and blank lines skipped.
+pub fn parse(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("//"))
+        .filter_map(|l| {
+            let (key, value) = l.split_once('=')?;
+            let key = key.split_once(':').map_or(key, |(k, _)| k);
+            Some((key.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
+/// CMake's false constants, and `…-NOTFOUND`.
+pub fn is_false(value: &str) -> bool {
+    let v = value.trim().to_ascii_uppercase();
+    matches!(
+        v.as_str(),
+        "" | "0" | "OFF" | "NO" | "FALSE" | "N" | "IGNORE" | "NOTFOUND"
+    ) || v.ends_with("-NOTFOUND")
+}
+
+/// Every cache at or below `dir`, at most `DEPTH` levels down, hidden dirs skipped.
+pub fn find(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut level = vec![dir.to_path_buf()];
+    for depth in 0..=DEPTH {
+        let mut next = Vec::new();
+        for d in &level {
+            if d.join(CACHE).is_file() {
+                out.push(d.join(CACHE));
+            }
+            if depth < DEPTH {
+                if let Ok(rd) = fs_err::read_dir(d) {
+                    next.extend(
+                        rd.flatten()
+                            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                            .map(|e| e.path()),
+                    );
+                }
+            }
+        }
+        level = next;
+    }
+    out.sort();
+    out
+}
+
+/// The path keys that name a toolkit, per kind.
+fn path_keys(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Cuda => &[
+            "CUDA_TOOLKIT_ROOT_DIR",
+            "CUDAToolkit_ROOT",
+            "CMAKE_CUDA_COMPILER",
+        ],
+        Kind::Rocm => &["ROCM_PATH", "HIP_ROOT_DIR"],
+    }
+}
+
+fn use_key(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Cuda => "USE_CUDA",
+        Kind::Rocm => "USE_ROCM",
+    }
+}
+
+/// A cached path is the toolchain's if it is in its view or root (also after resolving
+/// links), or is gpuenv's proxy, which resolves the active toolchain itself.
+fn belongs(inputs: &Inputs, t: &Active, value: &str) -> bool {
+    let p = Path::new(value);
+    let canon = |p: &Path| fs_err::canonicalize(p).ok();
+    inputs.owned_by(t, p)
+        || p.starts_with(inputs.shims_dir())
+        || canon(p).is_some_and(|c| {
+            c == inputs.home.proxy()
+                || canon(&inputs.home.proxy()).is_some_and(|proxy| c == proxy)
+                || canon(&t.entry.root).is_some_and(|r| c.starts_with(r))
+        })
+}
+
+pub fn run(inputs: &Inputs) -> Finding {
+    let dir = inputs.machine.cwd();
+    let caches = find(dir);
+    if inputs.active.toolchains.is_empty() {
+        return Finding::skip(
+            CHECK,
+            format!(
+                "no toolchain is active here to compare {} CMakeCache.txt with",
+                caches.len()
+            ),
+        );
+    }
+    let mut notes = Notes::default();
+    for path in &caches {
+        let Ok(text) = fs_err::read_to_string(path) else {
+            notes.seen(format!("cannot read {}", path.display()));
+            continue;
+        };
+        let cache = parse(&text);
+        let build_dir = path.parent().unwrap_or(dir);
+        let before = notes.problem_count();
+        let enabled = |kind: Kind| cache.get(use_key(kind)).map(|v| !is_false(v));
+        // A build for none of the active kinds: a CPU build (or one for the other kind).
+        let active_kinds: Vec<Kind> = inputs
+            .active
+            .toolchains
+            .iter()
+            .map(|t| t.entry.kind)
+            .collect();
+        let all_off = active_kinds.iter().all(|k| enabled(*k) == Some(false));
+        if all_off {
+            for k in &active_kinds {
+                let key = use_key(*k);
+                let t = inputs.active(*k).expect("kind is active");
+                notes.problem(
+                    Status::Error,
+                    format!(
+                        "{} was configured with {key}={}, but {} is active",
+                        path.display(),
+                        cache[key],
+                        t.name
+                    ),
+                );
+            }
+        }
+        for t in &inputs.active.toolchains {
+            for key in path_keys(t.entry.kind) {
+                let Some(value) = cache.get(*key).filter(|v| !is_false(v)) else {
+                    continue;
+                };
+                if !belongs(inputs, t, value) {
+                    notes.problem(
+                        Status::Error,
+                        format!(
+                            "{} has {key}={value}, but the active toolkit is {} at {}",
+                            path.display(),
+                            t.name,
+                            inputs.view(t).root.display()
+                        ),
+                    );
+                }
+            }
+        }
+        if notes.problem_count() > before {
+            notes.hint(format!(
+                "rm -rf {}   (then rebuild: CMake configures afresh for the active toolchain)",
+                build_dir.display()
+            ));
+        }
+    }
+    let ok = match caches.len() {
+        0 => format!(
+            "no CMakeCache.txt in {} or {DEPTH} levels below",
+            dir.display()
+        ),
+        n => format!(
+            "{n} CMakeCache.txt under {} agree with the active toolchains",
+            dir.display()
+        ),
+    };
+    notes.finish(CHECK, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuenv_core::test_support::captured;
+
+    #[test]
+    fn a_cpu_build_cache_reads_as_use_cuda_off_and_no_toolkit() {
+        let text = captured("cmakecache-cpu-build.txt");
+        let cache = parse(&text);
+        assert_eq!(cache["USE_CUDA"], "OFF");
+        assert!(is_false(&cache["USE_CUDA"]));
+        assert!(is_false(&cache["USE_ROCM"]));
+        assert_eq!(cache["CMAKE_BUILD_TYPE"], "Release");
+        assert!(
+            is_false(&cache["CUDA_TOOLKIT_ROOT_DIR"]),
+            "…-NOTFOUND is false"
+        );
+        assert!(!cache.contains_key("# This is the CMakeCache file."));
+    }
+
+    #[test]
+    fn cmake_truth_values() {
+        for f in ["OFF", "off", "0", "NO", "FALSE", "N", "", "X-NOTFOUND"] {
+            assert!(is_false(f), "{f}");
+        }
+        for t in ["ON", "1", "YES", "TRUE", "/usr/local/cuda"] {
+            assert!(!is_false(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn finds_caches_in_the_dir_and_two_levels_below_but_not_hidden_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        for rel in [
+            "CMakeCache.txt",
+            "build/CMakeCache.txt",
+            "ext/build/CMakeCache.txt",
+            "a/b/c/CMakeCache.txt",
+            ".git/x/CMakeCache.txt",
+        ] {
+            let p = dir.path().join(rel);
+            fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+            fs_err::write(&p, "").unwrap();
+        }
+        let found: Vec<String> = find(dir.path())
+            .iter()
+            .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "CMakeCache.txt",
+                "build/CMakeCache.txt",
+                "ext/build/CMakeCache.txt"
+            ]
+        );
+    }
+}

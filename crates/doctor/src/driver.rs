@@ -1,0 +1,209 @@
+//! FM-04: is the NVIDIA driver new enough for each active CUDA toolkit and for the CUDA
+//! the torch build bundles? The driver version comes from `/proc/driver/nvidia/version`
+//! (proprietary and open kernel modules word it differently), else from `nvidia-smi`.
+
+use super::tables::{self, release_name};
+use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use gpuenv_core::toolchain::{Kind, Version};
+
+pub const CHECK: Check = Check {
+    id: "FM-04",
+    name: "driver-too-old",
+};
+
+const PROC_VERSION: &str = "/proc/driver/nvidia/version";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Driver {
+    pub version: Version,
+    /// As the driver writes it (`575.57.08`; `version` prints `575.57.8`).
+    pub text: String,
+    pub from: String,
+    /// The "CUDA Version" nvidia-smi prints, when it was the source.
+    pub max_cuda: Option<Version>,
+}
+
+/// The `NVRM version:` line: `NVIDIA UNIX x86_64 Kernel Module  515.76 …` or
+/// `NVIDIA UNIX Open Kernel Module for x86_64  575.57.08 …`: the first dotted number.
+pub fn parse_proc_version(text: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("NVRM version:"))?;
+    line.split_whitespace()
+        .find(|w| w.contains('.') && w.parse::<Version>().is_ok())
+        .map(str::to_string)
+}
+
+/// nvidia-smi's banner: `Driver Version: 450.119.03   CUDA Version: 11.0`.
+pub fn parse_nvidia_smi(text: &str) -> Option<(String, Option<Version>)> {
+    let after = |label: &str| -> Option<&str> {
+        let rest = &text[text.find(label)? + label.len()..];
+        rest.split_whitespace().next()
+    };
+    let driver = after("Driver Version:").filter(|d| d.parse::<Version>().is_ok())?;
+    Some((
+        driver.to_string(),
+        after("CUDA Version:").and_then(|c| c.parse().ok()),
+    ))
+}
+
+fn driver(text: String, from: &str, max_cuda: Option<Version>) -> Driver {
+    Driver {
+        version: text.parse().expect("parsers return versions"),
+        text,
+        from: from.into(),
+        max_cuda,
+    }
+}
+
+/// The driver, or why there is none to read.
+pub fn read_driver(m: &Machine) -> Result<Driver, String> {
+    if let Some(text) = m.read(PROC_VERSION) {
+        return parse_proc_version(&text)
+            .map(|v| driver(v, PROC_VERSION, None))
+            .ok_or_else(|| format!("{PROC_VERSION} has no `NVRM version:` line with a version"));
+    }
+    match m.run_tool("nvidia-smi", &[]) {
+        None => Err(format!(
+            "no NVIDIA driver on this machine (no {PROC_VERSION}, no nvidia-smi on PATH)"
+        )),
+        Some(Err(e)) => Err(format!("no {PROC_VERSION}, and {e}")),
+        Some(Ok(text)) => parse_nvidia_smi(&text)
+            .map(|(v, max_cuda)| driver(v, "nvidia-smi", max_cuda))
+            .ok_or_else(|| "nvidia-smi printed no `Driver Version:`".into()),
+    }
+}
+
+pub fn run(inputs: &Inputs) -> Finding {
+    let driver = match read_driver(&inputs.machine) {
+        Ok(d) => d,
+        Err(why) => return Finding::skip(CHECK, why),
+    };
+    // What needs the driver: each active toolkit, and the CUDA runtime torch bundles.
+    let mut needs: Vec<(String, Version)> = Vec::new();
+    if let Some(t) = inputs.active(Kind::Cuda) {
+        needs.push((t.name.clone(), t.entry.version.clone()));
+    }
+    if let Ok(torch) = &inputs.torch {
+        if let Some(cuda) = torch.built_for(Kind::Cuda) {
+            needs.push((format!("torch {}", torch.label()), cuda));
+        }
+    }
+
+    let newest = tables::newest_cuda_for_driver(&driver.version);
+    let runs = newest.map_or("no CUDA release gpuenv knows".to_string(), |r| {
+        format!("CUDA up to {}", release_name(r))
+    });
+    let mut notes = Notes::default();
+    notes.seen(format!("driver {} from {}", driver.text, driver.from));
+    if let Some(c) = &driver.max_cuda {
+        notes.seen(format!("nvidia-smi reports CUDA Version {c}"));
+    }
+    let mut fine = Vec::new();
+    for (what, cuda) in &needs {
+        let Some(need) = tables::driver_need(cuda) else {
+            notes.seen(format!(
+                "{what} is CUDA {cuda}, which gpuenv's driver table does not cover"
+            ));
+            continue;
+        };
+        let rel = release_name(need.release);
+        if !need.exact {
+            notes.seen(format!(
+                "{what} is CUDA {cuda}, newer than gpuenv's driver table: compared with CUDA {rel}'s minimum"
+            ));
+        }
+        let d = &driver.text;
+        if !need.hard_met_by(&driver.version) {
+            notes.problem(
+                Status::Error,
+                format!(
+                    "driver {d} is too old for {what}: CUDA {rel} needs driver >= {} (>= {} at the very least)",
+                    need.full, need.hard
+                ),
+            );
+        } else if !need.full_met_by(&driver.version) {
+            notes.problem(
+                Status::Warn,
+                format!(
+                    "driver {d} is older than CUDA {rel}'s {}: {what} runs only under minor version compatibility (no PTX JIT, no newer driver APIs)",
+                    need.full
+                ),
+            );
+        } else {
+            fine.push(what.clone());
+            continue;
+        }
+        notes.hint(format!(
+            "upgrade the NVIDIA driver to >= {} (CUDA {rel})",
+            need.full
+        ));
+        if let Some(r) = newest {
+            let r = release_name(r);
+            if what.starts_with("torch") {
+                notes.hint(format!(
+                    "or install a torch built for CUDA {r} or older (see https://pytorch.org/get-started/locally/)"
+                ));
+            } else {
+                notes.hint(format!(
+                    "or use a toolkit this driver runs: `gpuenv install cuda-{r}` and `gpuenv pin cuda-{r}`"
+                ));
+            }
+        }
+    }
+    let ok = if needs.is_empty() {
+        format!(
+            "driver {} ({runs}); nothing active here needs CUDA",
+            driver.text
+        )
+    } else {
+        format!(
+            "driver {} runs {runs}: enough for {}",
+            driver.text,
+            fine.join(" and ")
+        )
+    };
+    notes.finish(CHECK, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuenv_core::test_support::captured;
+
+    fn v(s: &str) -> Version {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn reads_the_proprietary_kernel_module_line() {
+        let text = captured("proc-driver-nvidia-version-proprietary.txt");
+        assert_eq!(parse_proc_version(&text).as_deref(), Some("515.76"));
+    }
+
+    #[test]
+    fn reads_the_open_kernel_module_line_past_its_x86_64() {
+        let text = captured("proc-driver-nvidia-version-open.txt");
+        assert_eq!(parse_proc_version(&text).as_deref(), Some("575.57.08"));
+    }
+
+    #[test]
+    fn reads_driver_and_cuda_version_from_the_nvidia_smi_banner() {
+        let text = captured("nvidia-smi-header.txt");
+        assert_eq!(
+            parse_nvidia_smi(&text),
+            Some(("450.119.03".to_string(), Some(v("11.0"))))
+        );
+        assert_eq!(
+            parse_nvidia_smi(
+                "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_file_without_the_nvrm_line_is_not_a_driver_version() {
+        assert_eq!(parse_proc_version("GCC version:  gcc version 12.2.0"), None);
+    }
+}

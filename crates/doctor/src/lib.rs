@@ -1,0 +1,332 @@
+//! `gpuenv doctor`: one check per failure mode in FAILURE-MODES.md. Every check reads the
+//! machine through [`Machine`] (a file-system root, the environment, PATH) and returns one
+//! typed [`Finding`]; the text and JSON reports are two renderings of the same findings.
+
+pub mod arch;
+pub mod cmake_cache;
+pub mod cpu_torch;
+pub mod driver;
+pub mod host_compiler;
+pub mod machine;
+pub mod nccl;
+pub mod python;
+pub mod rocm;
+pub mod shm;
+pub mod slurm;
+pub mod stale_path;
+pub mod tables;
+pub mod torch_match;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use owo_colors::OwoColorize;
+use serde::Serialize;
+
+use gpuenv_core::guard::TorchVersion;
+use gpuenv_core::resolve::{Active, ActiveSet};
+use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::{view, Kind};
+
+pub use machine::Machine;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    /// The check cannot decide here (no driver, no torch, not applicable).
+    Skip,
+    Warn,
+    Error,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Skip => "skip",
+            Status::Warn => "warn",
+            Status::Error => "error",
+        }
+    }
+}
+
+/// A check's stable identity: the row of FAILURE-MODES.md it diagnoses.
+#[derive(Debug, Clone, Copy)]
+pub struct Check {
+    pub id: &'static str,
+    pub name: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub id: &'static str,
+    pub name: &'static str,
+    pub status: Status,
+    /// What the check saw, in one line.
+    pub summary: String,
+    /// Everything behind the summary: each problem, and what was looked at.
+    pub details: Vec<String>,
+    /// The exact command or setting that fixes it (one way out per line).
+    pub hint: Option<String>,
+}
+
+/// Collects what a check saw and turns it into one finding: the worst problem sets the
+/// status and the summary.
+#[derive(Debug, Default)]
+pub struct Notes {
+    problems: Vec<(Status, String)>,
+    seen: Vec<String>,
+    hints: Vec<String>,
+}
+
+impl Notes {
+    pub fn problem(&mut self, status: Status, text: impl Into<String>) {
+        self.problems.push((status, text.into()));
+    }
+    pub fn seen(&mut self, text: impl Into<String>) {
+        self.seen.push(text.into());
+    }
+    pub fn hint(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        if !self.hints.contains(&text) {
+            self.hints.push(text);
+        }
+    }
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+    pub fn problem_count(&self) -> usize {
+        self.problems.len()
+    }
+
+    /// The finding: `ok_summary` when nothing is wrong, else the worst problem (the first
+    /// of equals) with the count of the others.
+    pub fn finish(self, check: Check, ok_summary: impl Into<String>) -> Finding {
+        let worst = self.problems.iter().map(|(s, _)| *s).max();
+        let (status, summary) = match worst {
+            None => (Status::Ok, ok_summary.into()),
+            Some(status) => {
+                let first = &self.problems.iter().find(|(s, _)| *s == status).unwrap().1;
+                let more = self.problems.len() - 1;
+                let summary = match more {
+                    0 => first.clone(),
+                    1 => format!("{first} (and 1 more problem)"),
+                    n => format!("{first} (and {n} more problems)"),
+                };
+                (status, summary)
+            }
+        };
+        let mut details: Vec<String> = if self.problems.len() > 1 {
+            self.problems.into_iter().map(|(_, p)| p).collect()
+        } else {
+            Vec::new()
+        };
+        details.extend(self.seen);
+        Finding {
+            id: check.id,
+            name: check.name,
+            status,
+            summary,
+            details,
+            hint: (status > Status::Skip && !self.hints.is_empty()).then(|| self.hints.join("\n")),
+        }
+    }
+}
+
+impl Finding {
+    pub fn skip(check: Check, why: impl Into<String>) -> Finding {
+        Finding {
+            id: check.id,
+            name: check.name,
+            status: Status::Skip,
+            summary: why.into(),
+            details: Vec::new(),
+            hint: None,
+        }
+    }
+}
+
+/// What every check looks at, gathered once.
+pub struct Inputs {
+    pub machine: Machine,
+    pub home: Home,
+    pub registry: Registry,
+    /// Empty when resolution failed (the `active-set` finding says why).
+    pub active: ActiveSet,
+    pub resolve_error: Option<String>,
+    /// The torch of the active Python, found without importing it.
+    pub torch: Result<TorchVersion, String>,
+}
+
+impl Inputs {
+    pub fn active(&self, kind: Kind) -> Option<&Active> {
+        self.active.get(kind)
+    }
+
+    /// The directories of an active toolchain as gpuenv exports them (its view) and as they
+    /// are on disk (its root): either counts as "the active toolchain".
+    pub fn owned_by(&self, t: &Active, path: &Path) -> bool {
+        let view = self.home.view(&t.name);
+        path.starts_with(&view) || path.starts_with(&t.entry.root)
+    }
+
+    /// The view paths of an active toolchain.
+    pub fn view(&self, t: &Active) -> view::ViewPaths {
+        view::paths(&self.home, &t.name, &t.entry)
+    }
+
+    /// The registered toolchain a path belongs to (view or root), if any.
+    pub fn owner_of(&self, path: &Path) -> Option<&str> {
+        self.registry
+            .toolchains
+            .iter()
+            .find(|(name, e)| path.starts_with(self.home.view(name)) || path.starts_with(&e.root))
+            .map(|(name, _)| name.as_str())
+    }
+
+    pub fn shims_dir(&self) -> PathBuf {
+        self.home.shims()
+    }
+}
+
+/// The checks, in report order.
+pub fn run_all(inputs: &Inputs) -> Vec<Finding> {
+    vec![
+        active_set(inputs),
+        torch_match::run(inputs),
+        stale_path::run(inputs),
+        cpu_torch::run(inputs),
+        driver::run(inputs),
+        nccl::run(inputs),
+        cmake_cache::run(inputs),
+        rocm::run(inputs),
+        python::run(inputs),
+        shm::run(inputs),
+        host_compiler::run(inputs),
+        slurm::run(inputs),
+        arch::run(inputs),
+    ]
+}
+
+pub const ACTIVE_SET: Check = Check {
+    id: "active-set",
+    name: "toolchains",
+};
+
+/// Which toolchains the other checks compare against, and why; a pin that resolves to
+/// nothing is itself an error.
+fn active_set(inputs: &Inputs) -> Finding {
+    let mut notes = Notes::default();
+    if let Some(err) = &inputs.resolve_error {
+        let (msg, hints): (Vec<&str>, Vec<&str>) =
+            err.lines().partition(|l| !l.starts_with("hint:"));
+        notes.problem(Status::Error, msg.join(" "));
+        for h in hints {
+            notes.hint(h.trim_start_matches("hint:").trim());
+        }
+        return notes.finish(ACTIVE_SET, "");
+    }
+    if inputs.active.toolchains.is_empty() {
+        return Finding::skip(
+            ACTIVE_SET,
+            "no toolchain is active here (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)",
+        );
+    }
+    let names: Vec<String> = inputs
+        .active
+        .toolchains
+        .iter()
+        .map(|t| format!("{} ({})", t.name, t.reason))
+        .collect();
+    for t in &inputs.active.toolchains {
+        notes.seen(format!(
+            "{}: {} {} at {}",
+            t.name,
+            t.entry.kind,
+            t.entry.version,
+            t.entry.root.display()
+        ));
+    }
+    notes.finish(ACTIVE_SET, names.join("; "))
+}
+
+/// The whole report, as both renderings see it.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub dir: PathBuf,
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    pub fn count(&self, status: Status) -> usize {
+        self.findings.iter().filter(|f| f.status == status).count()
+    }
+    pub fn has_errors(&self) -> bool {
+        self.count(Status::Error) > 0
+    }
+}
+
+/// The report for people: one line per check, details and hints under anything not ok.
+/// Styled; the caller's stream strips the styles where colour is off.
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "gpuenv doctor: {}", report.dir.display());
+    for f in &report.findings {
+        let status = format!("{:<5}", f.status.as_str());
+        let status = match f.status {
+            Status::Ok => status.green().to_string(),
+            Status::Skip => status.dimmed().to_string(),
+            Status::Warn => status.yellow().bold().to_string(),
+            Status::Error => status.red().bold().to_string(),
+        };
+        let _ = writeln!(out, "{status} {} {}: {}", f.id, f.name, f.summary);
+        if f.status >= Status::Warn {
+            for d in &f.details {
+                let _ = writeln!(out, "        {d}");
+            }
+        }
+        for h in f.hint.iter().flat_map(|h| h.lines()) {
+            let _ = writeln!(out, "      {} {h}", "hint:".cyan().bold());
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{} error(s), {} warning(s), {} ok, {} skipped",
+        report.count(Status::Error),
+        report.count(Status::Warn),
+        report.count(Status::Ok),
+        report.count(Status::Skip)
+    );
+    out
+}
+
+/// The report for machines: the same findings as typed data, fields in a stable order.
+pub fn render_json(report: &Report) -> String {
+    #[derive(Serialize)]
+    struct Counts {
+        error: usize,
+        warn: usize,
+        ok: usize,
+        skip: usize,
+    }
+    #[derive(Serialize)]
+    struct Json<'a> {
+        dir: &'a Path,
+        findings: &'a [Finding],
+        summary: Counts,
+    }
+    let json = Json {
+        dir: &report.dir,
+        findings: &report.findings,
+        summary: Counts {
+            error: report.count(Status::Error),
+            warn: report.count(Status::Warn),
+            ok: report.count(Status::Ok),
+            skip: report.count(Status::Skip),
+        },
+    };
+    let mut out = serde_json::to_string_pretty(&json).expect("findings always serialize");
+    out.push('\n');
+    out
+}

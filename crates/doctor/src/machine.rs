@@ -1,0 +1,136 @@
+//! The machine as the checks see it: a file-system root (`/` for real, a fixture tree in
+//! tests) under which `/proc`, `/dev` and `/etc` are read, and the environment, whose PATH
+//! is where tools such as `nvidia-smi` or `gcc` are found and run.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gpuenv_core::context::Context;
+use gpuenv_core::guard;
+
+#[derive(Debug, Clone)]
+pub struct Machine {
+    /// Prefix of every absolute system path read (`GPUENV_DOCTOR_ROOT`, default `/`).
+    pub root: PathBuf,
+    /// The environment, and the directory being diagnosed as `cwd`.
+    pub ctx: Context,
+}
+
+/// A tool that hangs (nvidia-smi on a wedged driver does) must not hang the doctor.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(15);
+
+impl Machine {
+    /// `abs` (an absolute system path such as `/proc/mounts`) under the root.
+    pub fn file(&self, abs: &str) -> PathBuf {
+        self.root.join(abs.trim_start_matches('/'))
+    }
+
+    pub fn read(&self, abs: &str) -> Option<String> {
+        fs_err::read_to_string(self.file(abs)).ok()
+    }
+
+    /// A variable that is set and not empty.
+    pub fn var(&self, key: &str) -> Option<&str> {
+        self.ctx.var_nonempty(key)
+    }
+
+    /// `key` split as a path list (empty entries dropped).
+    pub fn path_list(&self, key: &str) -> Vec<String> {
+        gpuenv_core::env::path_list::split(self.ctx.var(key))
+            .into_iter()
+            .filter(|e| !e.is_empty())
+            .collect()
+    }
+
+    pub fn cwd(&self) -> &Path {
+        &self.ctx.cwd
+    }
+
+    /// The first executable `tool` on PATH.
+    pub fn which(&self, tool: &str) -> Option<PathBuf> {
+        guard::find_on_path(self.ctx.var("PATH"), tool)
+    }
+
+    /// Runs `tool` from PATH with the machine's environment; `None` if it is not on PATH.
+    pub fn run_tool(&self, tool: &str, args: &[&str]) -> Option<Result<String, String>> {
+        let path = self.which(tool)?;
+        Some(self.run(&path, args))
+    }
+
+    /// Runs `program` with the machine's environment (and nothing else), returning stdout
+    /// and stderr together. A non-zero exit is an error carrying the output.
+    pub fn run(&self, program: &Path, args: &[&str]) -> Result<String, String> {
+        let shown = format!("{} {}", program.display(), args.join(" "));
+        let mut child = Command::new(program)
+            .args(args)
+            .env_clear()
+            .envs(&self.ctx.vars)
+            .current_dir(&self.ctx.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run `{}`: {e}", shown.trim()))?;
+        // Read both pipes on threads so a chatty tool (ldconfig -p) never blocks on a full pipe.
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(mut p) = pipe {
+                    let _ = p.read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+        let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+        let deadline = Instant::now() + TOOL_TIMEOUT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "`{}` did not finish within {} s",
+                        shown.trim(),
+                        TOOL_TIMEOUT.as_secs()
+                    ));
+                }
+                Err(e) => return Err(format!("waiting for `{}`: {e}", shown.trim())),
+            }
+        };
+        let mut text = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
+        text.push_str(&String::from_utf8_lossy(&err.join().unwrap_or_default()));
+        if status.success() {
+            Ok(text)
+        } else {
+            Err(format!(
+                "`{}` exited with {status}: {}",
+                shown.trim(),
+                text.trim()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_paths_are_read_under_the_root() {
+        let m = Machine {
+            root: PathBuf::from("/fixture"),
+            ctx: Context::default(),
+        };
+        assert_eq!(
+            m.file("/proc/driver/nvidia/version"),
+            Path::new("/fixture/proc/driver/nvidia/version")
+        );
+    }
+}

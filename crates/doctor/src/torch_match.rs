@@ -1,0 +1,169 @@
+//! FM-01: does the active nvcc/hipcc match the CUDA/HIP version torch was built with? The
+//! same comparison, policy and ways out as the guard in the proxy, without building. With
+//! no toolchain active, the compiler torch's cpp_extension would pick (CUDA_HOME's, else
+//! the one on PATH) is asked for its version instead.
+
+use std::path::PathBuf;
+
+use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::guard::{self, Policy, Side, TorchVersion, Verdict};
+use gpuenv_core::project::TorchCheck;
+use gpuenv_core::toolchain::{detect, Kind, Version};
+
+pub const CHECK: Check = Check {
+    id: "FM-01",
+    name: "torch-cuda-mismatch",
+};
+
+pub fn run(inputs: &Inputs) -> Finding {
+    let torch = match &inputs.torch {
+        Ok(t) => t,
+        Err(why) => return Finding::skip(CHECK, why.clone()),
+    };
+    let kind = if torch.hip.is_some() {
+        Kind::Rocm
+    } else if torch.cuda.is_some() {
+        Kind::Cuda
+    } else {
+        return Finding::skip(
+            CHECK,
+            format!(
+                "torch {} is CPU-only, so no compiler can mismatch it (FM-03 says whether that is a problem)",
+                torch.label()
+            ),
+        );
+    };
+
+    let mut notes = Notes::default();
+    let file = inputs.active.project.as_ref();
+    let policy = match Policy::choose(
+        inputs.machine.var("GPUENV_TORCH_CHECK"),
+        file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
+    ) {
+        Ok(p) => p,
+        Err(msg) => {
+            notes.problem(Status::Error, msg);
+            notes.hint("set GPUENV_TORCH_CHECK to minor, major or off (or unset it)");
+            return notes.finish(CHECK, "");
+        }
+    };
+    // With the guard off, a mismatch still deserves a warning here.
+    let (rule, status) = match policy.check {
+        TorchCheck::Off => (TorchCheck::Minor, Status::Warn),
+        other => (other, Status::Error),
+    };
+    let built = torch.built_for(kind).map_or("?".into(), |v| v.to_string());
+    notes.seen(format!("torch: {}", torch.dir.display()));
+    notes.seen(format!("policy: {} ({})", policy.check, policy.from));
+
+    let Some(tc) = inputs.active(kind) else {
+        return unmanaged(inputs, torch, kind, rule, status, notes);
+    };
+    let verdict = guard::compare(kind, &tc.entry.version, torch, rule);
+    notes.seen(format!("toolchain: {} ({})", tc.name, tc.reason));
+    if let Verdict::Mismatch { torch: built } = &verdict {
+        notes.problem(
+            status,
+            format!(
+                "torch {} is built for {kind} {built}, but the active {} is {} ({kind} {})",
+                torch.label(),
+                kind.compiler(),
+                tc.name,
+                tc.entry.version
+            ),
+        );
+        let side = Side {
+            name: &tc.name,
+            kind,
+            version: &tc.entry.version,
+            root: &tc.entry.root,
+            reason: tc.reason.to_string(),
+        };
+        let refusal = guard::refusal(&side, torch, &verdict, &policy).unwrap_or_default();
+        for h in refusal.lines().filter_map(|l| l.strip_prefix("hint: ")) {
+            if policy.check == TorchCheck::Off && h.contains("GPUENV_TORCH_CHECK=off") {
+                continue;
+            }
+            notes.hint(h);
+        }
+    }
+    notes.finish(
+        CHECK,
+        format!(
+            "torch {} is built for {kind} {built}, matching {} ({kind} {}; policy {})",
+            torch.label(),
+            tc.name,
+            tc.entry.version,
+            policy.check
+        ),
+    )
+}
+
+/// The compiler torch.utils.cpp_extension would run with no gpuenv toolchain active.
+fn compiler_torch_would_use(inputs: &Inputs, kind: Kind) -> Option<(PathBuf, String)> {
+    let m = &inputs.machine;
+    let homes: &[&str] = match kind {
+        Kind::Cuda => &["CUDA_HOME", "CUDA_PATH"],
+        Kind::Rocm => &["ROCM_HOME", "ROCM_PATH"],
+    };
+    let compiler = kind.compiler();
+    homes
+        .iter()
+        .find_map(|var| {
+            let p = PathBuf::from(m.var(var)?).join("bin").join(compiler);
+            p.is_file().then(|| (p, format!("${var}/bin/{compiler}")))
+        })
+        .or_else(|| Some((m.which(compiler)?, format!("the {compiler} on PATH"))))
+}
+
+fn unmanaged(
+    inputs: &Inputs,
+    torch: &TorchVersion,
+    kind: Kind,
+    rule: TorchCheck,
+    status: Status,
+    mut notes: Notes,
+) -> Finding {
+    let label = torch.label();
+    let Some((path, which)) = compiler_torch_would_use(inputs, kind) else {
+        return Finding::skip(
+            CHECK,
+            format!(
+                "torch {label} is a {kind} build, but no {kind} toolchain is active and no {} is reachable to compare",
+                kind.compiler()
+            ),
+        );
+    };
+    let parsed: Result<Version, String> =
+        inputs.machine.run(&path, &["--version"]).and_then(|text| {
+            match kind {
+                Kind::Cuda => detect::parse_nvcc_version(&text),
+                Kind::Rocm => detect::parse_hip_version(&text),
+            }
+            .ok_or_else(|| format!("`{} --version` printed no version", path.display()))
+        });
+    let version = match parsed {
+        Ok(v) => v,
+        Err(e) => return Finding::skip(CHECK, e),
+    };
+    notes.seen(format!("{which}: {} ({kind} {version})", path.display()));
+    if let Verdict::Mismatch { torch: built } = guard::compare(kind, &version, torch, rule) {
+        notes.problem(
+            status,
+            format!(
+                "torch {label} is built for {kind} {built}, but {which} ({}) is {kind} {version}, and no gpuenv toolchain is active to say otherwise",
+                path.display()
+            ),
+        );
+        notes.hint(format!(
+            "pin the toolkit torch was built for: `gpuenv pin {kind}-{built}` (or `{kind} = \"torch\"` under [toolchain] in gpuenv.toml), then eval \"$(gpuenv env)\""
+        ));
+    }
+    notes.finish(
+        CHECK,
+        format!(
+            "torch {label} is built for {kind} {}, matching {which} ({kind} {version}; no gpuenv toolchain is active)",
+            torch.built_for(kind).map_or("?".into(), |v| v.to_string())
+        ),
+    )
+}

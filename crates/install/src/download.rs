@@ -1,0 +1,213 @@
+//! Downloading one archive into the cache: streamed to a partial file while its sha256 is
+//! computed, resumed with `Range` after a short body (the part already there is hashed
+//! again), retried a bounded number of times, renamed into place only when the hash matches.
+
+use std::io::{Read, Seek, Write};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use indicatif::ProgressBar;
+use reqwest::{StatusCode, Url};
+use sha2::{Digest, Sha256};
+
+use super::cache::hex;
+use super::fault::Fault;
+use super::fetch::{chain, check_status, classify, first_line, Fetcher, ATTEMPTS, BUF};
+use super::Archive;
+use gpuenv_core::ui;
+
+impl Fetcher {
+    /// Downloads `a` to `dest`, checking its sha256 before `dest` appears.
+    pub(super) fn download(
+        &self,
+        a: &Archive,
+        dest: &Path,
+        bar: &ProgressBar,
+    ) -> Result<(), Fault> {
+        let part = self.cache.partial(&a.sha256);
+        if let Some(dir) = part.parent() {
+            fs_err::create_dir_all(dir).map_err(|e| Fault::io(dir, e))?;
+        }
+        if a.url.scheme() == "file" {
+            copy_local(a, &part, bar)?;
+        } else {
+            if self.offline {
+                return Err(Fault::NotCached {
+                    url: a.url.to_string(),
+                });
+            }
+            let mut restarted = false;
+            let mut attempt = 1;
+            loop {
+                let resumed = fs_err::metadata(&part).is_ok_and(|m| m.len() > 0);
+                match self.try_download(a, &part, bar) {
+                    Ok(()) => break,
+                    // The partial file is checked again: a bad one is dropped and the
+                    // whole file fetched once more.
+                    Err(Fault::HashMismatch { .. }) if resumed && !restarted => {
+                        restarted = true;
+                    }
+                    Err(f) if f.is_transient() && attempt < ATTEMPTS => {
+                        bar.suspend(|| {
+                            ui::warn(format!(
+                                "{}; retrying ({}/{ATTEMPTS})",
+                                first_line(&f),
+                                attempt + 1
+                            ))
+                        });
+                        std::thread::sleep(Duration::from_millis(200 << attempt));
+                        attempt += 1;
+                    }
+                    Err(f) => return Err(f),
+                }
+            }
+        }
+        fs_err::rename(&part, dest).map_err(|e| Fault::io(dest, e))
+    }
+
+    fn try_download(&self, a: &Archive, part: &Path, bar: &ProgressBar) -> Result<(), Fault> {
+        let url = &a.url;
+        let mut file = fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(part)
+            .map_err(|e| Fault::io(part, e))?;
+        let mut have = file.metadata().map_err(|e| Fault::io(part, e))?.len();
+        let mut hasher = Sha256::new();
+        if have > 0 {
+            hash_prefix(&mut file, part, &mut hasher)?;
+        }
+        let mut req = self.client(url)?.get(url.clone());
+        if have > 0 {
+            req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
+        }
+        let mut resp = req.send().map_err(|e| classify(url, &e))?;
+        match resp.status() {
+            StatusCode::PARTIAL_CONTENT if have > 0 => {}
+            StatusCode::RANGE_NOT_SATISFIABLE if have > 0 => {
+                // Everything is here already, or the part is bad: the hash decides below.
+                drop(resp);
+                return finish(a, part, hasher, have);
+            }
+            s if s.is_success() => {
+                // The server sent the whole file (no resume): start over.
+                if have > 0 {
+                    file.set_len(0).map_err(|e| Fault::io(part, e))?;
+                    hasher = Sha256::new();
+                    have = 0;
+                }
+            }
+            s => check_status(url, s)?,
+        }
+        let body_len = resp.content_length();
+        bar.set_length(a.size.or(body_len.map(|l| l + have)).unwrap_or(0));
+        bar.set_position(have);
+        let mut buf = vec![0u8; BUF];
+        let mut got = 0u64;
+        let mut writer = std::io::BufWriter::with_capacity(BUF, &mut file);
+        loop {
+            let n = match resp.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => {
+                    writer.flush().map_err(|e| Fault::io(part, e))?;
+                    return Err(read_fault(url, &e, got, body_len));
+                }
+            };
+            writer
+                .write_all(&buf[..n])
+                .map_err(|e| Fault::io(part, e))?;
+            hasher.update(&buf[..n]);
+            got += n as u64;
+            self.fetched.fetch_add(n as u64, Ordering::Relaxed);
+            bar.inc(n as u64);
+            self.hooks.checkpoint("download");
+        }
+        writer.flush().map_err(|e| Fault::io(part, e))?;
+        drop(writer);
+        if let Some(want) = body_len.filter(|&w| got < w) {
+            return Err(Fault::ShortBody {
+                url: url.to_string(),
+                got: have + got,
+                want: have + want,
+            });
+        }
+        finish(a, part, hasher, have + got)
+    }
+}
+
+/// Checks the size and hash of a complete download; a bad file is removed.
+fn finish(a: &Archive, part: &Path, hasher: Sha256, len: u64) -> Result<(), Fault> {
+    if let Some(size) = a.size.filter(|&s| len < s) {
+        return Err(Fault::ShortBody {
+            url: a.url.to_string(),
+            got: len,
+            want: size,
+        });
+    }
+    let got = hex(&hasher.finalize());
+    if got != a.sha256 {
+        let _ = fs_err::remove_file(part);
+        return Err(Fault::HashMismatch {
+            url: a.url.to_string(),
+            want: a.sha256.clone(),
+            got,
+        });
+    }
+    Ok(())
+}
+
+fn hash_prefix(file: &mut fs_err::File, path: &Path, hasher: &mut Sha256) -> Result<(), Fault> {
+    file.seek(std::io::SeekFrom::Start(0))
+        .map_err(|e| Fault::io(path, e))?;
+    let mut buf = vec![0u8; BUF];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| Fault::io(path, e))?;
+        if n == 0 {
+            return Ok(());
+        }
+        hasher.update(&buf[..n]);
+    }
+}
+
+fn copy_local(a: &Archive, part: &Path, bar: &ProgressBar) -> Result<(), Fault> {
+    let src = a.url.to_file_path().map_err(|()| Fault::NotFound {
+        url: a.url.to_string(),
+    })?;
+    let mut input = fs_err::File::open(&src).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Fault::NotFound {
+            url: a.url.to_string(),
+        },
+        _ => Fault::io(&src, e),
+    })?;
+    let mut out = fs_err::File::create(part).map_err(|e| Fault::io(part, e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; BUF];
+    let mut len = 0u64;
+    bar.set_length(a.size.unwrap_or(0));
+    loop {
+        let n = input.read(&mut buf).map_err(|e| Fault::io(&src, e))?;
+        if n == 0 {
+            break;
+        }
+        out.write_all(&buf[..n]).map_err(|e| Fault::io(part, e))?;
+        hasher.update(&buf[..n]);
+        len += n as u64;
+        bar.inc(n as u64);
+    }
+    finish(a, part, hasher, len)
+}
+
+fn read_fault(url: &Url, e: &std::io::Error, got: u64, want: Option<u64>) -> Fault {
+    let message = chain(e);
+    let url = url.to_string();
+    if e.kind() == std::io::ErrorKind::TimedOut || message.contains("timed out") {
+        return Fault::Timeout { url };
+    }
+    match want {
+        Some(want) if got < want => Fault::ShortBody { url, got, want },
+        _ => Fault::Transfer { url, message },
+    }
+}

@@ -1,0 +1,369 @@
+//! Fetching over HTTP(S) or from `file://` mirrors: index pages (kept in the cache for
+//! `--offline`), and archives unpacked in the cache (downloaded by `download.rs`).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use indicatif::ProgressBar;
+use reqwest::blocking::Client;
+use reqwest::{StatusCode, Url};
+
+use super::cache::{self, Cache};
+use super::fault::Fault;
+use super::hooks::Hooks;
+use super::{unpack, Archive};
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::ui;
+
+pub(super) const ATTEMPTS: u32 = 4;
+pub(super) const BUF: usize = 1 << 20;
+
+/// Network settings read from the context once.
+#[derive(Debug, Clone, Default)]
+pub struct Net {
+    pub https_proxy: Option<String>,
+    pub http_proxy: Option<String>,
+    pub no_proxy: Option<String>,
+    pub timeout: Option<Duration>,
+}
+
+impl Net {
+    pub fn from_ctx(ctx: &Context) -> Net {
+        let first = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| ctx.var_nonempty(n))
+                .map(str::to_string)
+        };
+        Net {
+            https_proxy: first(&[
+                vars::HTTPS_PROXY,
+                "https_proxy",
+                vars::ALL_PROXY,
+                "all_proxy",
+            ]),
+            http_proxy: first(&[vars::HTTP_PROXY, "http_proxy", vars::ALL_PROXY, "all_proxy"]),
+            no_proxy: first(&[vars::NO_PROXY, "no_proxy"]),
+            timeout: ctx
+                .var_nonempty(vars::GPUENV_HTTP_TIMEOUT)
+                .and_then(|s| s.parse::<f64>().ok())
+                .map(Duration::from_secs_f64),
+        }
+    }
+}
+
+/// A fetched page: where it came from after redirects (links resolve against it).
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub url: Url,
+    pub content_type: String,
+    pub body: Vec<u8>,
+}
+
+impl Page {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+pub struct Fetcher {
+    net: Net,
+    client: OnceLock<Result<Client, String>>,
+    pub cache: Cache,
+    pub offline: bool,
+    pub hooks: Hooks,
+    /// Bytes fetched from the network (not from the cache), for the summary.
+    pub fetched: AtomicU64,
+}
+
+impl Fetcher {
+    pub fn new(net: Net, cache: Cache, offline: bool, hooks: Hooks) -> Fetcher {
+        Fetcher {
+            net,
+            client: OnceLock::new(),
+            cache,
+            offline,
+            hooks,
+            fetched: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn client(&self, url: &Url) -> Result<&Client, Fault> {
+        self.client
+            .get_or_init(|| build_client(&self.net))
+            .as_ref()
+            .map_err(|message| Fault::Transfer {
+                url: url.to_string(),
+                message: message.clone(),
+            })
+    }
+
+    /// An index page or manifest. `file://` URLs read the file, or list the directory as
+    /// HTML links; with `--offline` the copy kept from the last fetch is used.
+    pub fn page(&self, url: &Url, accept: &str) -> Result<Page, Fault> {
+        if url.scheme() == "file" {
+            return local_page(url);
+        }
+        if self.offline {
+            let (content_type, body) =
+                self.cache
+                    .read_meta(url.as_str())
+                    .ok_or_else(|| Fault::NotCached {
+                        url: url.to_string(),
+                    })?;
+            return Ok(Page {
+                url: url.clone(),
+                content_type,
+                body,
+            });
+        }
+        let page = retry(|| {
+            let resp = self
+                .client(url)?
+                .get(url.clone())
+                .header(reqwest::header::ACCEPT, accept)
+                .send()
+                .map_err(|e| classify(url, &e))?;
+            check_status(url, resp.status())?;
+            let final_url = resp.url().clone();
+            let content_type = resp
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let body = resp.bytes().map_err(|e| classify(url, &e))?.to_vec();
+            self.fetched.fetch_add(body.len() as u64, Ordering::Relaxed);
+            Ok(Page {
+                url: final_url,
+                content_type,
+                body,
+            })
+        })?;
+        // Kept for --offline; failing to keep it only costs that.
+        let _ = self
+            .cache
+            .write_meta(url.as_str(), &page.content_type, &page.body);
+        Ok(page)
+    }
+
+    /// The archive's contents unpacked in the cache, downloading and checking it first when
+    /// needed. Concurrent processes wanting the same archive take turns.
+    pub fn unpacked(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
+        let dir = self.cache.unpacked(&a.sha256);
+        if dir.is_dir() {
+            return Ok(dir);
+        }
+        let _lock = cache::lock(&self.cache.lock_path(&a.sha256), || {
+            bar.set_message(format!("{} (waiting for another gpuenv)", a.component))
+        })?;
+        if dir.is_dir() {
+            return Ok(dir);
+        }
+        let file = self.cache.archive(&a.sha256);
+        let mut fresh = false;
+        if file.is_file() {
+            // Checked again before extracting: the cache may have been damaged since.
+            let got = cache::sha256_file(&file)?;
+            if got != a.sha256 {
+                ui::warn(format!(
+                    "the cached {} is damaged (sha256 {got}); fetching it again",
+                    file.display()
+                ));
+                fs_err::remove_file(&file)?;
+            }
+        }
+        if !file.is_file() {
+            fs_err::create_dir_all(file.parent().expect("cache paths have a parent"))?;
+            self.download(a, &file, bar)?;
+            fresh = true;
+        }
+        let parent = dir.parent().expect("cache paths have a parent");
+        fs_err::create_dir_all(parent)?;
+        // Left by a killed process; we hold the lock, so nobody is still writing them.
+        remove_matching(parent, &format!(".tmp-{}-", a.sha256));
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".tmp-{}-", a.sha256))
+            .tempdir_in(parent)?;
+        bar.set_message(format!("{} (unpacking)", a.component));
+        let result = unpack::unpack(&file, a.format, tmp.path(), &a.file_name(), &self.hooks);
+        if let Err(e) = result {
+            // A corrupt archive is dropped so the next attempt fetches it again.
+            if fresh || matches!(e, Fault::CorruptArchive { .. }) {
+                let _ = fs_err::remove_file(&file);
+            }
+            return Err(e.into());
+        }
+        fs_err::rename(tmp.keep(), &dir)?;
+        Ok(dir)
+    }
+}
+
+fn local_page(url: &Url) -> Result<Page, Fault> {
+    let not_found = || Fault::NotFound {
+        url: url.to_string(),
+    };
+    let path = url.to_file_path().map_err(|()| not_found())?;
+    if path.is_dir() {
+        // A directory lists its entries as links, like a web server's index page.
+        let mut names: Vec<String> = fs_err::read_dir(&path)
+            .map_err(|e| Fault::io(&path, e))?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let mut html = String::from("<html><body>\n");
+        for n in names {
+            html.push_str(&format!("<a href=\"{n}\">{n}</a>\n"));
+        }
+        html.push_str("</body></html>\n");
+        let mut dir_url = url.clone();
+        if !dir_url.path().ends_with('/') {
+            dir_url.set_path(&format!("{}/", dir_url.path()));
+        }
+        return Ok(Page {
+            url: dir_url,
+            content_type: "text/html".into(),
+            body: html.into_bytes(),
+        });
+    }
+    let body = fs_err::read(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => not_found(),
+        _ => Fault::io(&path, e),
+    })?;
+    let content_type = if path.extension().is_some_and(|e| e == "json") {
+        "application/json"
+    } else {
+        "text/html"
+    };
+    Ok(Page {
+        url: url.clone(),
+        content_type: content_type.into(),
+        body,
+    })
+}
+
+fn build_client(net: &Net) -> Result<Client, String> {
+    let mut b = Client::builder()
+        .user_agent(concat!("gpuenv/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(20))
+        // Per read, not for the whole body: big archives take as long as they take.
+        .timeout(net.timeout.unwrap_or(Duration::from_secs(60)))
+        .no_proxy();
+    let no_proxy = net
+        .no_proxy
+        .as_deref()
+        .and_then(reqwest::NoProxy::from_string);
+    for (proxy, https) in [(&net.https_proxy, true), (&net.http_proxy, false)] {
+        if let Some(p) = proxy {
+            let proxy = if https {
+                reqwest::Proxy::https(p)
+            } else {
+                reqwest::Proxy::http(p)
+            }
+            .map_err(|e| format!("the proxy {p} is not a URL: {e}"))?;
+            b = b.proxy(proxy.no_proxy(no_proxy.clone()));
+        }
+    }
+    b.build().map_err(|e| format!("cannot set up HTTPS: {e}"))
+}
+
+fn retry<T>(mut f: impl FnMut() -> Result<T, Fault>) -> Result<T, Fault> {
+    let mut attempt = 1;
+    loop {
+        match f() {
+            Err(fault) if fault.is_transient() && attempt < ATTEMPTS => {
+                ui::warn(format!(
+                    "{}; retrying ({}/{ATTEMPTS})",
+                    first_line(&fault),
+                    attempt + 1
+                ));
+                std::thread::sleep(Duration::from_millis(200 << attempt));
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+pub(super) fn first_line(f: &Fault) -> String {
+    f.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+pub(super) fn check_status(url: &Url, status: StatusCode) -> Result<(), Fault> {
+    match status {
+        s if s.is_success() => Ok(()),
+        StatusCode::NOT_FOUND | StatusCode::GONE => Err(Fault::NotFound {
+            url: url.to_string(),
+        }),
+        s => Err(Fault::Status {
+            url: url.to_string(),
+            status: s.as_u16(),
+        }),
+    }
+}
+
+/// The whole chain of an error, which is where reqwest says what really happened.
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let s = c.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+        cur = c.source();
+    }
+    parts.join(": ")
+}
+
+pub(super) fn classify(url: &Url, e: &reqwest::Error) -> Fault {
+    let message = chain(e);
+    // The innermost cause says what happened ("failed to lookup address information: …").
+    let root_cause = {
+        let mut cur: &dyn std::error::Error = e;
+        while let Some(next) = cur.source() {
+            cur = next;
+        }
+        cur.to_string()
+    };
+    let url = url.to_string();
+    let lower = message.to_lowercase();
+    if e.is_timeout() {
+        Fault::Timeout { url }
+    } else if lower.contains("dns error")
+        || lower.contains("failed to lookup address")
+        || lower.contains("name or service not known")
+    {
+        Fault::Dns {
+            url,
+            message: root_cause,
+        }
+    } else if e.is_connect() {
+        Fault::Connect {
+            url,
+            message: root_cause,
+        }
+    } else {
+        Fault::Transfer { url, message }
+    }
+}
+
+/// Removes the entries of `dir` whose names start with `prefix` (leftovers of killed runs).
+pub fn remove_matching(dir: &Path, prefix: &str) {
+    let Ok(rd) = fs_err::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if e.file_name().to_string_lossy().starts_with(prefix) {
+            let p = e.path();
+            let _ = if p.is_dir() && !p.is_symlink() {
+                fs_err::remove_dir_all(&p)
+            } else {
+                fs_err::remove_file(&p)
+            };
+        }
+    }
+}

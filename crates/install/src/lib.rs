@@ -1,0 +1,402 @@
+//! Installing toolchains: a source (NVIDIA's redist manifests, NVIDIA's wheels on a Python
+//! package index, or gpuenv's own manifest) says which archives make a release; they are
+//! fetched into the download cache and checked against their sha256, unpacked safely,
+//! assembled into a temp dir under `toolchains/`, renamed into place and registered, all
+//! under a per-toolchain lock.
+
+pub mod assemble;
+pub mod cache;
+pub mod download;
+pub mod driver;
+pub mod fault;
+pub mod fetch;
+pub mod hooks;
+pub mod source;
+pub mod unpack;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use anyhow::{bail, Context as _, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use reqwest::Url;
+
+pub use fault::Fault;
+use fetch::Fetcher;
+use gpuenv_core::toolchain::registry::{Entry, Home, Registry, Source as Origin};
+use gpuenv_core::toolchain::{detect, view, Kind, Spec, Version};
+use gpuenv_core::{shims, ui};
+pub use source::Source;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    TarXz,
+    TarGz,
+    Tar,
+    Zip,
+}
+
+impl Format {
+    /// From a file name: `.tar.xz`/`.txz`, `.tar.gz`/`.tgz`, `.tar`, `.zip`/`.whl`.
+    pub fn from_name(name: &str) -> Option<Format> {
+        let n = name.to_ascii_lowercase();
+        let ends = |s: &[&str]| s.iter().any(|e| n.ends_with(e));
+        if ends(&[".tar.xz", ".txz"]) {
+            Some(Format::TarXz)
+        } else if ends(&[".tar.gz", ".tgz"]) {
+            Some(Format::TarGz)
+        } else if ends(&[".tar"]) {
+            Some(Format::Tar)
+        } else if ends(&[".zip", ".whl"]) {
+            Some(Format::Zip)
+        } else {
+            None
+        }
+    }
+}
+
+/// How an archive's entries map into the toolchain root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mapping {
+    /// NVIDIA's redist archive: one top directory holding `bin/`, `include/`, `lib/`, ….
+    Redist,
+    /// A wheel: `nvidia/<package>/{bin,include,lib,…}`.
+    Wheel,
+    /// Strip this path prefix; entries outside it are left out.
+    Strip(String),
+}
+
+/// One archive of a release.
+#[derive(Debug, Clone)]
+pub struct Archive {
+    pub component: String,
+    pub version: String,
+    pub url: Url,
+    pub sha256: String,
+    pub size: Option<u64>,
+    pub format: Format,
+    pub mapping: Mapping,
+}
+
+impl Archive {
+    pub fn file_name(&self) -> String {
+        self.url
+            .path_segments()
+            .and_then(|mut s| s.next_back().map(str::to_string))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| self.url.to_string())
+    }
+}
+
+/// What a source says a release is made of.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    pub kind: Kind,
+    pub version: Version,
+    pub source: &'static str,
+    pub archives: Vec<Archive>,
+    /// NVIDIA's pieces: assemble the runfile layout and write version.json.
+    pub cuda_layout: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    Minimal,
+    #[default]
+    Default,
+}
+
+impl gpuenv_core::named::Named for Profile {
+    const ALL: &'static [Profile] = &[Profile::Minimal, Profile::Default];
+    fn name(self) -> &'static str {
+        match self {
+            Profile::Minimal => "minimal",
+            Profile::Default => "default",
+        }
+    }
+    fn help(self) -> &'static str {
+        match self {
+            Profile::Minimal => "What `nvcc -c` needs: nvcc, cudart, cccl (plus crt and nvvm from 13.0)",
+            Profile::Default => "Minimal plus what a PyTorch CUDA extension includes: cuBLAS, cuSPARSE, cuSOLVER, cuRAND, cuFFT",
+        }
+    }
+}
+
+/// The components asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub profile: Profile,
+    pub components: Vec<String>,
+}
+
+/// Progress bars on a terminal; nothing otherwise.
+pub struct Progress {
+    multi: Option<MultiProgress>,
+}
+
+impl Progress {
+    pub fn new(enabled: bool) -> Progress {
+        let multi = enabled.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        Progress { multi }
+    }
+
+    pub fn bar(&self, a: &Archive) -> ProgressBar {
+        let Some(multi) = &self.multi else {
+            return ProgressBar::hidden();
+        };
+        let bar = multi.add(ProgressBar::new(a.size.unwrap_or(0)));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg:32!} [{bar:25}] {bytes:>10}/{total_bytes:<10} {bytes_per_sec:>12}",
+            )
+            .expect("the template is valid")
+            .progress_chars("=> "),
+        );
+        bar.set_message(a.component.clone());
+        bar
+    }
+}
+
+/// What an install did.
+#[derive(Debug)]
+pub struct Installed {
+    pub name: String,
+    pub kind: Kind,
+    pub version: Version,
+    pub root: PathBuf,
+    pub source: &'static str,
+    /// It was already installed; nothing was done.
+    pub already: bool,
+    pub fetched_bytes: u64,
+}
+
+/// The lock that serialises installs and uninstalls of one toolchain.
+pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
+    cache::lock(&home.toolchains().join(format!(".{name}.lock")), || {
+        ui::info(format!("waiting for another gpuenv working on {name}"))
+    })
+}
+
+/// Installs what `plan` describes, unless it is installed already.
+pub fn install(
+    home: &Home,
+    fetcher: &Fetcher,
+    plan: &Plan,
+    progress: &Progress,
+) -> Result<Installed> {
+    let name = plan.name.clone();
+    let root = home.toolchains().join(&name);
+    let done = |already| Installed {
+        name: name.clone(),
+        kind: plan.kind,
+        version: plan.version.clone(),
+        root: root.clone(),
+        source: plan.source,
+        already,
+        fetched_bytes: fetcher.fetched.load(Ordering::Relaxed),
+    };
+    fs_err::create_dir_all(home.toolchains())?;
+    let _lock = lock_toolchain(home, &name)?;
+    if let Some(existing) = Registry::load(home)?.toolchains.get(&name) {
+        if existing.source != Origin::Installed {
+            bail!(
+                "{name} is already registered as a {} toolchain at {}\nhint: `gpuenv unlink {name}` first if gpuenv should install its own",
+                existing.source.as_str(),
+                existing.root.display()
+            );
+        }
+        if existing.root.join("bin").is_dir() {
+            return Ok(done(true));
+        }
+    }
+    // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
+    // nobody is still working on them. A tree that never got registered is one of them.
+    fetch::remove_matching(&home.toolchains(), &format!(".tmp-{name}-"));
+    fetch::remove_matching(&home.toolchains(), &format!(".old-{name}-"));
+    if fs_err::symlink_metadata(&root).is_ok() {
+        let doomed = home
+            .toolchains()
+            .join(format!(".old-{name}-{}", std::process::id()));
+        fs_err::rename(&root, &doomed)?;
+        fs_err::remove_dir_all(&doomed)?;
+    }
+
+    let dirs = fetch_all(fetcher, plan, progress)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".tmp-{name}-"))
+        .tempdir_in(home.toolchains())
+        .with_context(|| {
+            format!(
+                "creating a temporary directory in {}",
+                home.toolchains().display()
+            )
+        })?;
+    for (a, dir) in plan.archives.iter().zip(&dirs) {
+        assemble::place(dir, &a.mapping, &a.component, tmp.path())
+            .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
+    }
+    finish_tree(plan, tmp.path())?;
+    fetcher.hooks.checkpoint("assemble");
+    let detected = detect::detect(tmp.path()).map_err(|e| {
+        anyhow::anyhow!("the installed tree of {name} is not a working toolchain: {e}")
+    })?;
+    if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
+        bail!(
+            "the archives of {name} hold {} {}, not {} {}\nhint: the source's metadata is wrong; report it to whoever publishes it",
+            detected.kind,
+            detected.version,
+            plan.kind,
+            plan.version
+        );
+    }
+    fs_err::rename(tmp.keep(), &root)?;
+    fetcher.hooks.checkpoint("register");
+    register(home, &name, &root)?;
+    Ok(done(false))
+}
+
+/// Fetches and unpacks every archive, several at once.
+fn fetch_all(fetcher: &Fetcher, plan: &Plan, progress: &Progress) -> Result<Vec<PathBuf>> {
+    let n = plan.archives.len();
+    let next = Mutex::new(0usize);
+    let results: Vec<Mutex<Option<Result<PathBuf>>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let workers = n.clamp(1, 4);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = {
+                    let mut next = next.lock().expect("no worker panics holding it");
+                    let i = *next;
+                    *next += 1;
+                    i
+                };
+                let Some(a) = plan.archives.get(i) else {
+                    return;
+                };
+                let bar = progress.bar(a);
+                let r = fetcher.unpacked(a, &bar).with_context(|| {
+                    format!("fetching {} {} ({})", a.component, a.version, a.file_name())
+                });
+                bar.finish_and_clear();
+                let failed = r.is_err();
+                *results[i].lock().expect("no worker panics holding it") = Some(r);
+                if failed {
+                    // Stop handing out work; the others finish what they started.
+                    *next.lock().expect("no worker panics holding it") = n;
+                }
+            });
+        }
+    });
+    let mut dirs = Vec::with_capacity(n);
+    let mut first_err = None;
+    for r in results {
+        match r.into_inner().expect("no worker panicked") {
+            Some(Ok(d)) => dirs.push(d),
+            Some(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            None => {}
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(dirs),
+    }
+}
+
+/// Layout fix-ups and the version file, so the tree describes itself.
+fn finish_tree(plan: &Plan, root: &Path) -> Result<()> {
+    match plan.kind {
+        Kind::Cuda if plan.cuda_layout => {
+            let components: Vec<(String, String)> = plan
+                .archives
+                .iter()
+                .map(|a| (a.component.clone(), a.version.clone()))
+                .collect();
+            assemble::finish_cuda(root, &plan.version, &components)?;
+            if !root.join("bin/nvcc").is_file() {
+                bail!(
+                    "the archives of {} hold no bin/nvcc\nhint: install it from another source (`--source nvidia`), or register a toolkit you have with `gpuenv link`",
+                    plan.name
+                );
+            }
+        }
+        Kind::Cuda => {
+            if !root.join("version.json").exists() && !root.join("version.txt").exists() {
+                let text = serde_json::json!({"cuda": {"name": "CUDA SDK", "version": plan.version.to_string()}});
+                fs_err::write(root.join("version.json"), format!("{text:#}\n"))?;
+            }
+        }
+        Kind::Rocm => {
+            let info = root.join(".info/version");
+            if !info.exists() {
+                fs_err::create_dir_all(root.join(".info"))?;
+                fs_err::write(&info, format!("{}\n", plan.version))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Registers an installed tree, creates its view and updates the shims.
+fn register(home: &Home, name: &str, root: &Path) -> Result<()> {
+    let detected = detect::detect(root).with_context(|| format!("reading {}", root.display()))?;
+    let entry = Entry::from_detected(detected, root.to_path_buf(), Origin::Installed);
+    Registry::update(home, |registry| {
+        let proxy = shims::install_proxy(home)?;
+        view::create(home, name, &entry, &proxy)?;
+        registry.toolchains.insert(name.to_string(), entry);
+        shims::reshim(home, registry)?;
+        Ok(())
+    })
+}
+
+/// Chooses the release `spec` names from the first source that has it; when none has, the
+/// error gives each source's reason.
+pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> Result<Plan> {
+    let mut reasons = Vec::new();
+    for s in sources {
+        match s.plan(spec, sel) {
+            Ok(p) => return Ok(p),
+            Err(e) if sources.len() == 1 => return Err(e),
+            Err(e) => reasons.push((s.name(), e)),
+        }
+    }
+    let mut msg = format!("no source could install {spec}:");
+    let mut hints = Vec::new();
+    for (name, e) in &reasons {
+        let text = format!("{e:#}");
+        let (lines, hint): (Vec<&str>, Vec<&str>) =
+            text.lines().partition(|l| !l.starts_with("hint:"));
+        msg.push_str(&format!("\n  {name}: {}", lines.join("\n    ")));
+        hints.extend(hint.into_iter().map(|h| format!("{h} ({name})")));
+    }
+    for h in hints {
+        msg.push('\n');
+        msg.push_str(&h);
+    }
+    bail!(msg)
+}
+
+/// The name of the path under which a `--manifest` or mirror value is read: a URL as is,
+/// anything else a path (relative to `cwd`).
+pub fn location(cwd: &Path, value: &str, dir: bool) -> Result<Url> {
+    if let Ok(url) = Url::parse(value) {
+        if matches!(url.scheme(), "http" | "https" | "file") {
+            let mut url = url;
+            if dir && !url.path().ends_with('/') {
+                url.set_path(&format!("{}/", url.path()));
+            }
+            return Ok(url);
+        }
+    }
+    let path = cwd.join(value);
+    let url = if dir {
+        Url::from_directory_path(&path)
+    } else {
+        Url::from_file_path(&path)
+    };
+    url.map_err(|()| anyhow::anyhow!("{} is not a usable path", path.display()))
+}

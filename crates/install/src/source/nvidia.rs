@@ -1,0 +1,264 @@
+//! NVIDIA's redistributable archives: `redistrib_<release>.json` manifests under a redist
+//! root (`GPUENV_CUDA_MIRROR`; a `file://` URL or a directory works too). Per component a
+//! `name`, `version`, and per platform a `relative_path` (from the manifest's directory),
+//! `sha256` and `size` (a string). Keys without a `name` (`release_date`, …) are not
+//! components.
+
+use anyhow::{bail, Context as _, Result};
+use reqwest::Url;
+use serde_json::Value;
+
+use super::{highest_matching, redist_components, unknown_components, Source};
+use crate::fetch::Fetcher;
+use crate::{Archive, Format, Mapping, Plan, Selection};
+use gpuenv_core::toolchain::{Kind, Spec, Version};
+
+pub const DEFAULT_MIRROR: &str = "https://developer.download.nvidia.com/compute/cuda/redist/";
+
+pub struct Nvidia<'a> {
+    pub fetcher: &'a Fetcher,
+    pub root: Url,
+}
+
+impl Nvidia<'_> {
+    fn releases(&self) -> Result<Vec<Version>> {
+        let page = self
+            .fetcher
+            .page(&self.root, "text/html")
+            .with_context(|| format!("listing the CUDA releases at {}", self.root))?;
+        Ok(parse_listing(&page.text()))
+    }
+}
+
+/// The releases a redist root's index page links to (`redistrib_12.4.1.json`).
+pub fn parse_listing(html: &str) -> Vec<Version> {
+    let mut out: Vec<Version> = html
+        .split("redistrib_")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(".json").map(|(v, _)| v))
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// NVIDIA's platform name for this machine.
+pub fn platform() -> &'static str {
+    match std::env::consts::ARCH {
+        "aarch64" => "linux-sbsa",
+        "powerpc64" => "linux-ppc64le",
+        _ => "linux-x86_64",
+    }
+}
+
+impl Source for Nvidia<'_> {
+    fn name(&self) -> &'static str {
+        "nvidia"
+    }
+
+    fn available(&self, kind: Kind) -> Result<Vec<Version>> {
+        if kind != Kind::Cuda {
+            bail!("NVIDIA's redist has CUDA releases only\nhint: install {kind} with a gpuenv manifest: `gpuenv install {kind}-<version> --manifest <path|url>`");
+        }
+        self.releases()
+    }
+
+    fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
+        if spec.kind != Kind::Cuda {
+            bail!("NVIDIA's redist has CUDA releases only\nhint: install {} with a gpuenv manifest: `gpuenv install {spec} --manifest <path|url>`", spec.kind);
+        }
+        let releases = self.releases()?;
+        let Some((release, ())) = highest_matching(spec, releases.iter().map(|v| (v, ()))) else {
+            let have: Vec<String> = releases.iter().map(|v| v.to_string()).collect();
+            bail!(
+                "{} has no CUDA release {}\nhint: it has {}",
+                self.root,
+                spec.version,
+                if have.is_empty() {
+                    "none".to_string()
+                } else {
+                    have.join(", ")
+                }
+            );
+        };
+        let url = self
+            .root
+            .join(&format!("redistrib_{release}.json"))
+            .context("building the manifest URL")?;
+        let page = self.fetcher.page(&url, "application/json")?;
+        let json: Value = serde_json::from_slice(&page.body)
+            .with_context(|| format!("{url} is not a JSON redist manifest"))?;
+        plan_from_manifest(&json, &page.url, release, sel).with_context(|| format!("reading {url}"))
+    }
+}
+
+/// The plan for `release` from its manifest.
+pub fn plan_from_manifest(
+    json: &Value,
+    url: &Url,
+    release: &Version,
+    sel: &Selection,
+) -> Result<Plan> {
+    let obj = json
+        .as_object()
+        .context("the manifest is not a JSON object")?;
+    let components: Vec<String> = obj
+        .iter()
+        .filter(|(_, v)| v.get("name").is_some())
+        .map(|(k, _)| k.clone())
+        .collect();
+    let find = |c: &str| {
+        [c.to_string(), format!("cuda_{c}"), format!("lib{c}")]
+            .into_iter()
+            .find(|k| components.contains(k))
+    };
+    unknown_components(&sel.components, |c| find(c).is_some(), &components)?;
+    let mut wanted: Vec<String> = redist_components(sel.profile, release)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    for c in &sel.components {
+        let key = find(c).expect("checked above");
+        if !wanted.contains(&key) {
+            wanted.push(key);
+        }
+    }
+    let mut archives = Vec::new();
+    for key in &wanted {
+        let comp = obj.get(key).filter(|v| v.get("name").is_some()).with_context(|| {
+            format!("CUDA {release} has no component {key}\nhint: `--profile minimal` asks for less; the manifest has: {}", components.join(", "))
+        })?;
+        let version = comp
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let mut entry = comp.get(platform()).with_context(|| {
+            format!("{key} of CUDA {release} has no archive for {}", platform())
+        })?;
+        // Some components have one archive per CUDA major (`cuda12`, `cuda13`).
+        if entry.get("relative_path").is_none() {
+            entry = entry
+                .get(format!("cuda{}", release.major()))
+                .with_context(|| {
+                    format!("{key} of CUDA {release} has no archive for this CUDA major")
+                })?;
+        }
+        let rel = entry
+            .get("relative_path")
+            .and_then(Value::as_str)
+            .with_context(|| format!("{key} has no relative_path"))?;
+        let sha256 = entry
+            .get("sha256")
+            .and_then(Value::as_str)
+            .with_context(|| format!("{key} has no sha256"))?
+            .to_ascii_lowercase();
+        let size = entry.get("size").and_then(|s| match s {
+            Value::String(s) => s.parse().ok(),
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        });
+        let format = Format::from_name(rel)
+            .with_context(|| format!("{key}: unknown archive type of {rel}"))?;
+        archives.push(Archive {
+            component: key.clone(),
+            version,
+            url: url
+                .join(rel)
+                .with_context(|| format!("{key}: bad relative_path {rel}"))?,
+            sha256,
+            size,
+            format,
+            mapping: Mapping::Redist,
+        });
+    }
+    Ok(Plan {
+        name: format!("cuda-{release}"),
+        kind: Kind::Cuda,
+        version: release.clone(),
+        source: "nvidia",
+        archives,
+        cuda_layout: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Profile;
+
+    #[test]
+    fn lists_releases_from_an_index_page() {
+        let html = r#"<a href="redistrib_12.4.1.json">redistrib_12.4.1.json</a>
+<a href="redistrib_11.8.0.json">x</a><a href="redistrib_12.10.0.json">y</a><a href="redistrib_12.4.1.json">dup</a>
+<a href="cuda_nvcc/">cuda_nvcc/</a><a href="redistrib_bad.json">bad</a>"#;
+        let got: Vec<String> = parse_listing(html).iter().map(|v| v.to_string()).collect();
+        assert_eq!(got, ["11.8.0", "12.4.1", "12.10.0"]);
+    }
+
+    #[test]
+    fn plans_the_profile_from_a_manifest_like_nvidias() {
+        // The shape of 12.0's manifest: no release_label or release_product.
+        let p = platform();
+        let comp = |name: &str, dir: &str, ver: &str| {
+            serde_json::json!({
+                "name": name, "license": "CUDA Toolkit", "version": ver,
+                p: {"relative_path": format!("{dir}/{p}/{dir}-{p}-{ver}-archive.tar.xz"),
+                    "sha256": "AB".repeat(32), "md5": "00", "size": "1234"}
+            })
+        };
+        let json = serde_json::json!({
+            "release_date": "2022-12-08",
+            "cuda_nvcc": comp("CUDA NVCC", "cuda_nvcc", "12.0.76"),
+            "cuda_cudart": comp("CUDA Runtime (cudart)", "cuda_cudart", "12.0.107"),
+            "cuda_cccl": comp("CXX Core Compute Libraries", "cuda_cccl", "12.0.90"),
+            "libcublas": comp("CUDA cuBLAS", "libcublas", "12.0.1.189"),
+            "nameless": {"version": "1"}
+        });
+        let url = Url::parse("https://mirror.example/redist/redistrib_12.0.0.json").unwrap();
+        let release: Version = "12.0.0".parse().unwrap();
+        let sel = Selection {
+            profile: Profile::Minimal,
+            components: vec!["cublas".into()],
+        };
+        let plan = plan_from_manifest(&json, &url, &release, &sel).unwrap();
+        assert_eq!(plan.name, "cuda-12.0.0");
+        let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
+        assert_eq!(
+            names,
+            ["cuda_nvcc", "cuda_cudart", "cuda_cccl", "libcublas"]
+        );
+        let nvcc = &plan.archives[0];
+        assert_eq!(nvcc.size, Some(1234));
+        assert_eq!(nvcc.sha256, "ab".repeat(32));
+        assert_eq!(
+            nvcc.url.as_str(),
+            format!(
+                "https://mirror.example/redist/cuda_nvcc/{p}/cuda_nvcc-{p}-12.0.76-archive.tar.xz"
+            )
+        );
+
+        let sel = Selection {
+            profile: Profile::Default,
+            components: vec![],
+        };
+        let err = format!(
+            "{:#}",
+            plan_from_manifest(&json, &url, &release, &sel).unwrap_err()
+        );
+        assert!(err.contains("no component libcusparse"), "{err}");
+        let sel = Selection {
+            profile: Profile::Minimal,
+            components: vec!["nope".into()],
+        };
+        let err = format!(
+            "{:#}",
+            plan_from_manifest(&json, &url, &release, &sel).unwrap_err()
+        );
+        assert!(
+            err.contains("unknown component nope") && err.contains("cuda_nvcc"),
+            "{err}"
+        );
+    }
+}

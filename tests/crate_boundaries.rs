@@ -1,0 +1,70 @@
+//! The proxy runs for every nvcc/hipcc call: it links gpuenv-core only, and gpuenv-core has
+//! no CLI, network, archive or progress-bar dependency.
+
+use std::process::Command;
+
+fn normal_deps(package: &str) -> Vec<String> {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "-p",
+            package,
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_core_that_the_proxy_links_has_no_cli_network_archive_or_progress_crates() {
+    let deps = normal_deps("gpuenv-core");
+    assert!(
+        deps.iter().any(|d| d == "toml"),
+        "cargo tree listed: {deps:?}"
+    );
+    for heavy in [
+        "clap",
+        "reqwest",
+        "hyper",
+        "rustls",
+        "tar",
+        "zip",
+        "liblzma",
+        "indicatif",
+    ] {
+        assert!(
+            !deps.iter().any(|d| d == heavy),
+            "gpuenv-core depends on {heavy}: {deps:?}"
+        );
+    }
+}
+
+#[test]
+fn the_proxy_binary_is_built_from_the_core_alone() {
+    let main = fs_err::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/bin/gpuenv-shim.rs"
+    ))
+    .unwrap();
+    let mut crates: Vec<&str> = main
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| w.starts_with("gpuenv_"))
+        .collect();
+    crates.dedup();
+    assert_eq!(crates, ["gpuenv_core"], "{main}");
+}
