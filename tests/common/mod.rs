@@ -2,6 +2,8 @@
 //! trees whose `nvcc --version` prints the real format of its release.
 #![allow(dead_code)]
 
+pub mod pty;
+
 use fs_err as fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -87,13 +87,20 @@ fn var<'a>(exec: &'a super::Exec, key: &str) -> Option<&'a str> {
 #[test]
 fn a_shim_in_a_pinned_project_runs_the_pinned_nvcc_with_its_environment() {
     let w = World::new();
-    let exec = plan(argv(&["nvcc", "-c", "k.cu"]), &w.ctx("proj", &[]), &w.self_exe()).unwrap();
+    let exec = plan(
+        argv(&["nvcc", "-c", "k.cu"]),
+        &w.ctx("proj", &[]),
+        &w.self_exe(),
+    )
+    .unwrap();
     assert_eq!(exec.program, w.path("cuda-12.4.1/bin/nvcc"));
     assert_eq!(exec.args, argv(&["-c", "k.cu"]));
     let view = w.home.view("cuda-12.4.1");
     assert_eq!(var(&exec, "CUDA_HOME"), Some(view.to_str().unwrap()));
     assert_eq!(var(&exec, "GPUENV_SHIM_DEPTH"), Some("1"));
-    assert!(var(&exec, "PATH").unwrap().starts_with(view.join("bin").to_str().unwrap()));
+    assert!(var(&exec, "PATH")
+        .unwrap()
+        .starts_with(view.join("bin").to_str().unwrap()));
 }
 
 #[test]
@@ -133,7 +140,10 @@ fn a_proxy_that_keeps_calling_itself_stops_at_the_depth_limit() {
         &w.self_exe(),
     )
     .unwrap_err();
-    assert!(err.to_string().contains("started 3 times in a row"), "{err}");
+    assert!(
+        err.to_string().contains("started 3 times in a row"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -141,7 +151,10 @@ fn a_toolchain_whose_nvcc_is_the_proxy_itself_is_an_error() {
     let w = World::new();
     let real = w.path("cuda-12.4.1/bin/nvcc");
     let err = plan(argv(&["nvcc"]), &w.ctx("proj", &[]), &real).unwrap_err();
-    assert!(err.to_string().contains("is the gpuenv proxy itself"), "{err}");
+    assert!(
+        err.to_string().contains("is the gpuenv proxy itself"),
+        "{err}"
+    );
 }
 
 #[test]
