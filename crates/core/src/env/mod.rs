@@ -28,6 +28,9 @@ pub enum Op {
     Prepend(String, Vec<String>),
     /// Drop the entries that belong to another toolchain of this kind.
     Remove(String, Foreign),
+    /// Set, unless the variable holds a value of the user's: one that is not under the
+    /// directory given (where gpuenv's own values for it live).
+    Default(String, String, PathBuf),
 }
 
 /// Which path-list entries belong to other toolchains: registered roots and views, and the
@@ -97,7 +100,11 @@ impl Change {
         let mut applied = Applied::default();
         for op in &self.ops {
             let key = match op {
-                Op::Set(k, _) | Op::Unset(k) | Op::Prepend(k, _) | Op::Remove(k, _) => k,
+                Op::Set(k, _)
+                | Op::Unset(k)
+                | Op::Prepend(k, _)
+                | Op::Remove(k, _)
+                | Op::Default(k, _, _) => k,
             };
             let before = applied
                 .before
@@ -116,6 +123,12 @@ impl Change {
                     let list = path_list::remove(path_list::split(Some(v)), |e| foreign.matches(e));
                     path_list::join(&list)
                 }),
+                Op::Default(_, v, ours) => match value {
+                    Some(user) if !user.is_empty() && !Path::new(&user).starts_with(ours) => {
+                        Some(user)
+                    }
+                    _ => Some(v.clone()),
+                },
             };
             applied.after.insert(key.clone(), new);
         }
@@ -171,6 +184,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
                 // torch.utils.cpp_extension.load() (JIT) calls this nvcc: through the guard.
                 set(&mut ops, "PYTORCH_NVCC", path_str(&v.bin.join("nvcc")));
+                torch_extensions(&mut ops, home, &t.name);
                 prepend(&mut ops, "PATH", &v.bin);
                 prepend(&mut ops, "LD_LIBRARY_PATH", &v.lib);
                 prepend(&mut ops, "LIBRARY_PATH", &v.lib);
@@ -187,6 +201,9 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "HIP_PLATFORM", "amd".to_string());
+                if active.get(Kind::Cuda).is_none() {
+                    torch_extensions(&mut ops, home, &t.name);
+                }
                 prepend(&mut ops, "PATH", &v.bin);
                 prepend(&mut ops, "LD_LIBRARY_PATH", &v.lib);
                 prepend(&mut ops, "CPATH", &v.include);
@@ -224,6 +241,16 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
         set(&mut ops, "GPUENV_ACTIVE", names.join(","));
     }
     Change { ops }
+}
+
+/// `TORCH_EXTENSIONS_DIR`, unless the user set one: JIT extensions (`load()`) built by one
+/// toolchain's compiler are never loaded or rebuilt over by another's.
+fn torch_extensions(ops: &mut Vec<Op>, home: &Home, name: &str) {
+    ops.push(Op::Default(
+        "TORCH_EXTENSIONS_DIR".into(),
+        path_str(&home.torch_extensions().join(name)),
+        home.torch_extensions(),
+    ));
 }
 
 /// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
@@ -300,6 +327,24 @@ mod tests {
         assert_eq!(applied.before["CPATH"], None);
         assert_eq!(applied.before["PATH"], current("PATH"));
         assert_eq!(applied.diff().len(), 4);
+    }
+
+    #[test]
+    fn a_default_keeps_the_users_value_and_replaces_gpuenvs_own() {
+        let op = Op::Default(
+            "TORCH_EXTENSIONS_DIR".into(),
+            "/h/te/b".into(),
+            "/h/te".into(),
+        );
+        let change = Change { ops: vec![op] };
+        let after = |v: Option<&str>| {
+            let current = |_: &str| v.map(str::to_string);
+            change.apply(&current).after["TORCH_EXTENSIONS_DIR"].clone()
+        };
+        assert_eq!(after(None).as_deref(), Some("/h/te/b"));
+        assert_eq!(after(Some("")).as_deref(), Some("/h/te/b"));
+        assert_eq!(after(Some("/h/te/a")).as_deref(), Some("/h/te/b"));
+        assert_eq!(after(Some("/mine")).as_deref(), Some("/mine"));
     }
 
     #[test]

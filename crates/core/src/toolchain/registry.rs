@@ -47,6 +47,10 @@ impl Home {
     pub fn stamps(&self) -> PathBuf {
         self.root.join("stamps")
     }
+    /// `TORCH_EXTENSIONS_DIR` of each toolchain: `torch-extensions/<name>`.
+    pub fn torch_extensions(&self) -> PathBuf {
+        self.root.join("torch-extensions")
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
