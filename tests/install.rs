@@ -40,7 +40,7 @@ fn view_nvcc_version(sb: &Sandbox, name: &str) -> String {
         .env("PATH", "/usr/bin:/bin")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    succeeded(&out);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -460,7 +460,7 @@ fn uninstall_removes_tree_view_and_shims_and_names_the_pins_left() {
         .args(["uninstall", "cuda-12.4.1"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    succeeded(&out);
     let t = text(&out);
     assert!(t.contains("uninstalled cuda-12.4.1"), "{t}");
     assert!(

@@ -149,7 +149,7 @@ fn a_body_cut_short_resumes_and_fetches_only_the_rest() {
     assert!(t.contains("retrying (4/4)"), "{t}");
 
     let out = gpuenv(&sb, &vars, MINIMAL);
-    assert!(out.status.success(), "{}", text(&out));
+    succeeded(&out);
     let hits = server.hits(&path);
     let ranges: Vec<Option<String>> = hits.iter().map(|h| h.range.clone()).collect();
     let want: Vec<Option<String>> = (0..5)
@@ -361,8 +361,8 @@ fn two_installs_at_once_share_one_download_and_one_tree() {
     let a = spawn(&sb, &vars, MINIMAL);
     let b = spawn(&sb, &vars, MINIMAL);
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    assert!(a.status.success(), "{}", text(&a));
-    assert!(b.status.success(), "{}", text(&b));
+    succeeded(&a);
+    succeeded(&b);
     let both = text(&a) + &text(&b);
     assert_eq!(
         both.matches("installed cuda-12.4.1 (cuda 12.4.1)").count(),

@@ -133,7 +133,7 @@ fn a_mismatched_extension_build_is_refused_before_compiling() {
 fn a_matching_build_runs_the_real_nvcc_with_the_same_arguments() {
     let w = World::new("12.1");
     let out = w.run(&w.view_nvcc("cuda-12.1"), &w.ext_args(), &[]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     assert_eq!(w.log("cuda-12.1").unwrap().trim(), w.ext_args().join(" "));
 }
 
@@ -143,7 +143,7 @@ fn policy_major_lets_12_4_build_for_torch_12_1_and_off_lets_anything() {
     let nvcc = w.view_nvcc("cuda-12.4");
     assert_eq!(w.run(&nvcc, &w.ext_args(), &[]).status.code(), Some(1));
     let out = w.run(&nvcc, &w.ext_args(), &[("GPUENV_TORCH_CHECK", "major")]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     write(
         &w.proj.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"12.4\"\n[torch]\ncheck = \"major\"\n",
@@ -162,7 +162,7 @@ fn policy_major_lets_12_4_build_for_torch_12_1_and_off_lets_anything() {
         &w.ext_args(),
         &[("GPUENV_TORCH_CHECK", "off")],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
 }
 
 #[test]
@@ -207,7 +207,7 @@ fn through_the_shims_dir_and_plus_spec() {
     let mut args = vec!["+cuda-12.1".to_string()];
     args.extend(w.ext_args());
     let out = w.run(Path::new("nvcc"), &args, &[("PATH", &path)]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     assert_eq!(
         w.log("cuda-12.1").unwrap().trim(),
         w.ext_args().join(" "),
@@ -220,7 +220,7 @@ fn through_the_shims_dir_and_plus_spec() {
         &w.ext_args(),
         &[("PATH", &path), ("GPUENV_TOOLCHAIN", "cuda-12.1")],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
 }
 
 #[test]
@@ -262,7 +262,7 @@ fn pytorch_nvcc_covers_the_jit_path_and_torch_is_found_from_the_python() {
     }
     // No torch anywhere: the build goes on, with a warning that it could not be checked.
     let out = w.run(&pytorch_nvcc, &args, &[]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     assert!(stderr(&out).contains("cannot check it"), "{}", stderr(&out));
 }
 
@@ -297,7 +297,7 @@ fn the_proxy_sets_the_toolchains_environment() {
             &format!("{}:/usr/local/cuda-11.3/bin", w.shims_path()),
         )],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     let view = w.sb.gpuenv_home().join("views/cuda-12.1");
     assert!(
@@ -383,7 +383,7 @@ fn no_toolchain_or_no_such_tool_says_what_was_active_and_how_to_fix() {
         &[("PATH", &w.shims_path()), ("GPUENV_TOOLCHAIN", "rocm-6.2")],
     );
     // rocm comes from the variable, cuda from the file: ptxas is found in cuda-12.1.
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
     fs::remove_file(w.proj.join("gpuenv.toml")).unwrap();
     let out = w.run(
         Path::new("ptxas"),
@@ -505,7 +505,7 @@ fn cuda_torch_pin_picks_the_highest_patch_of_torchs_version() {
         &w.ext_args(),
         &[("VIRTUAL_ENV", venv.to_str().unwrap())],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    succeeded(&out);
 
     torch_package(&w.site, "2.8.0+cu128", Some("12.8"), None);
     let out =

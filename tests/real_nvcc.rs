@@ -76,15 +76,6 @@ impl Real {
     }
 }
 
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn the_view_nvcc_compiles_ptx_cubin_and_links_with_cudart() {
     let Some(r) = setup() else { return };
@@ -94,19 +85,19 @@ fn the_view_nvcc_compiles_ptx_cubin_and_links_with_cudart() {
         !shims.join("crt").exists(),
         "bin/crt is a directory, not a tool"
     );
-    let version = ok(&r.run(&r.nvcc, &["--version"], &[]));
+    let version = succeeded(&r.run(&r.nvcc, &["--version"], &[]));
     assert!(
         version.contains("Cuda compilation tools, release 13.0"),
         "{version}"
     );
 
-    ok(&r.run(&r.nvcc, &["-c", "k.cu", "-o", "k.o"], &[]));
+    succeeded(&r.run(&r.nvcc, &["-c", "k.cu", "-o", "k.o"], &[]));
     assert!(fs::metadata(r.work.join("k.o")).unwrap().len() > 0);
-    ok(&r.run(&r.nvcc, &["-ptx", "k.cu", "-o", "k.ptx"], &[]));
+    succeeded(&r.run(&r.nvcc, &["-ptx", "k.cu", "-o", "k.ptx"], &[]));
     assert!(fs::read_to_string(r.work.join("k.ptx"))
         .unwrap()
         .contains(".entry"));
-    ok(&r.run(
+    succeeded(&r.run(
         &r.nvcc,
         &["-cubin", "-arch=sm_90", "k.cu", "-o", "k.cubin"],
         &[],
@@ -114,7 +105,7 @@ fn the_view_nvcc_compiles_ptx_cubin_and_links_with_cudart() {
     assert!(fs::read(r.work.join("k.cubin"))
         .unwrap()
         .starts_with(b"\x7fELF"));
-    ok(&r.run(&r.nvcc, &["k.cu", "-o", "k", "-lcudart"], &[]));
+    succeeded(&r.run(&r.nvcc, &["k.cu", "-o", "k", "-lcudart"], &[]));
 
     // Run through gpuenv so LD_LIBRARY_PATH has the toolkit: no GPU here, so CUDA says so.
     let out =
@@ -123,7 +114,7 @@ fn the_view_nvcc_compiles_ptx_cubin_and_links_with_cudart() {
             .args(["run", "--", "./k"])
             .output()
             .unwrap();
-    let text = ok(&out);
+    let text = succeeded(&out);
     assert!(
         text.contains("cudaErrorInsufficientDriver") || text.contains("cudaErrorNoDevice"),
         "{text}"
@@ -158,7 +149,7 @@ fn the_guard_stops_a_real_compile_and_lets_a_matching_one_through() {
     assert!(!r.work.join("ext.o").exists(), "refused before compiling");
 
     torch_package(&site, "2.9.0+cu130", Some("13.0"), None);
-    ok(&r.run(&r.nvcc, &args, &[]));
+    succeeded(&r.run(&r.nvcc, &args, &[]));
     assert!(fs::metadata(r.work.join("ext.o")).unwrap().len() > 0);
 
     // The same through the shims dir on PATH.
@@ -167,6 +158,6 @@ fn the_guard_stops_a_real_compile_and_lets_a_matching_one_through() {
         "{}:/usr/bin:/bin",
         r.sb.gpuenv_home().join("shims").display()
     );
-    ok(&r.run(Path::new("nvcc"), &args, &[("PATH", &path)]));
+    succeeded(&r.run(Path::new("nvcc"), &args, &[("PATH", &path)]));
     assert!(r.work.join("ext.o").exists());
 }

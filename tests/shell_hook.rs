@@ -257,7 +257,8 @@ fn an_untrusted_env_table_is_skipped_until_trusted() {
     assert_eq!(p.out("trusted").trim(), "[INFO]");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
-        err.matches("skipped until you run `gpuenv trust`").count(),
+        err.matches("is not applied until you trust the file: gpuenv trust")
+            .count(),
         1,
         "{err}"
     );

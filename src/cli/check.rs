@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::json;
 
+use gpuenv_core::context::vars;
 use gpuenv_core::context::Context;
 use gpuenv_core::guard::{self, Policy, Side, Verdict};
 use gpuenv_core::toolchain::Kind;
@@ -27,11 +28,8 @@ impl Args {
         let (_home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;
         let file = active.project.as_ref();
-        let policy = Policy::choose(
-            ctx.var("GPUENV_TORCH_CHECK"),
-            file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
-        )
-        .map_err(anyhow::Error::msg)?;
+        let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file)
+            .map_err(anyhow::Error::msg)?;
 
         let torch = guard::locate_torch(ctx, self.python.as_deref());
         // The kind torch was built for decides which toolchain to compare; a CPU-only torch

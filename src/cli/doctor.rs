@@ -2,7 +2,7 @@ use std::path::{Component, PathBuf};
 
 use anyhow::{bail, Result};
 
-use gpuenv_core::context::{vars, Context};
+use gpuenv_core::context::Context;
 use gpuenv_core::guard;
 use gpuenv_core::resolve::ActiveSet;
 use gpuenv_doctor::{Inputs, Machine, Report};
@@ -50,7 +50,7 @@ impl Args {
             Err(e) => (ActiveSet::default(), Some(e.to_string())),
         };
         let torch = guard::locate_torch(&ctx, None);
-        let root = PathBuf::from(ctx.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"));
+        let root = ctx.system_root();
         let inputs = Inputs {
             machine: Machine { root, ctx },
             home,

@@ -10,7 +10,7 @@ use gpuenv_core::shell::fast_path::{self, Check};
 use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use gpuenv_core::shell::{self, Format, Shell};
 use gpuenv_core::toolchain::registry::{Home, Registry};
-use gpuenv_core::{env, trust};
+use gpuenv_core::{env, trust, ui};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
 /// to the environment of the current directory
@@ -67,7 +67,7 @@ impl Prompt {
 /// The variables a prompt's result depends on, besides the directory and the files.
 const WATCHED_VARS: [&str; 5] = [
     vars::GPUENV_TOOLCHAIN,
-    "VIRTUAL_ENV",
+    vars::VIRTUAL_ENV,
     vars::CONDA_PREFIX,
     vars::GPUENV_HOME,
     vars::XDG_DATA_HOME,
@@ -101,7 +101,7 @@ pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
         }
         Err(e) => {
             let text = format!("{e:#}");
-            eprintln!("gpuenv: {}", text.lines().next().unwrap_or_default());
+            ui::hook_note(text.lines().next().unwrap_or_default());
             // Keep every change in place; remember the new fingerprint so the message is
             // not repeated at every prompt.
             let mut state = old.unwrap_or_default();
@@ -125,15 +125,8 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     let registry = Registry::load(home)?;
     let active = super::resolve_here(ctx, &registry, &[])?;
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
-    if let Some(p) = active
-        .project
-        .as_ref()
-        .filter(|p| !p.env.is_empty() && !trusted)
-    {
-        eprintln!(
-            "gpuenv: {} sets [env], which is skipped until you run `gpuenv trust`",
-            p.path.display()
-        );
+    if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
+        ui::hook_note(notice);
     }
     let mut change = env::plan(&active, &registry, home, trusted);
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.

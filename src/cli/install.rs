@@ -5,6 +5,7 @@ use anyhow::{bail, Result};
 use indicatif::HumanBytes;
 
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::driver;
 use gpuenv_core::toolchain::registry::{Home, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
@@ -15,7 +16,7 @@ use gpuenv_install::source::manifest::ManifestSource;
 use gpuenv_install::source::nvidia::{self, Nvidia};
 use gpuenv_install::source::pypi::{self, Pypi};
 use gpuenv_install::source::{Choice, Source};
-use gpuenv_install::{driver, Profile, Progress, Selection};
+use gpuenv_install::{Profile, Progress, Selection};
 
 /// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv manifest
 #[derive(Debug, clap::Args)]
@@ -177,12 +178,10 @@ impl Args {
                 started.elapsed().as_secs_f64()
             ));
             if done.kind == Kind::Cuda {
-                if let Ok(text) = fs_err::read_to_string("/proc/driver/nvidia/version") {
-                    if let Some(warning) = driver::parse_proc_version(&text)
-                        .and_then(|d| driver::check(&done.version, &d))
-                    {
-                        ui::warn(warning);
-                    }
+                if let Some(warning) = driver::read_proc_version(&ctx.system_root())
+                    .and_then(|d| driver::too_old_for(&done.version, &d))
+                {
+                    ui::warn(warning);
                 }
             }
             say(format!(

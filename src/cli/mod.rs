@@ -137,16 +137,8 @@ fn environment(
     active: &ActiveSet,
 ) -> Result<env::Applied> {
     let trusted = trust::env_allowed(registry, active.project.as_ref())?;
-    if let Some(p) = active
-        .project
-        .as_ref()
-        .filter(|p| !p.env.is_empty() && !trusted)
-    {
-        ui::warn(format!(
-            "{} sets [env], which is not applied until you trust the file: gpuenv trust {}",
-            p.path.display(),
-            p.path.display()
-        ));
+    if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
+        ui::warn(notice);
     }
     let change = env::plan(active, registry, home, trusted);
     Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))

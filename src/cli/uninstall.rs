@@ -42,13 +42,7 @@ impl Args {
             Ok((root, dropped, registry.clone()))
         })?;
         // Renamed away first, so the tree is gone at once however long deleting takes.
-        if fs_err::symlink_metadata(&root).is_ok() {
-            let doomed = home
-                .toolchains()
-                .join(format!(".old-{name}-{}", std::process::id()));
-            fs_err::rename(&root, &doomed)?;
-            fs_err::remove_dir_all(&doomed)?;
-        }
+        gpuenv_core::fsutil::remove_tree(&root)?;
         ui::info(format!("uninstalled {name} (removed {})", root.display()));
         for d in dropped_defaults {
             ui::warn(format!(

@@ -26,7 +26,7 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let hook_shell = ctx
-            .var("GPUENV_SHELL")
+            .var(vars::GPUENV_SHELL)
             .and_then(|s| s.parse::<Shell>().ok());
         let shell = self.shell.or(hook_shell).unwrap_or(Shell::Bash);
         let value = if self.specs == ["none"] {

@@ -55,19 +55,32 @@ impl Sandbox {
     }
 
     /// Runs gpuenv and returns stdout; panics with stderr if it fails.
+    #[track_caller]
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.gpuenv().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "gpuenv {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        succeeded(&self.gpuenv().args(args).output().unwrap())
     }
 
     pub fn settings(&self) -> Option<String> {
         fs::read_to_string(self.gpuenv_home().join("settings.toml")).ok()
     }
+}
+
+/// Asserts that a finished command succeeded, showing what it printed if not; its stdout.
+#[track_caller]
+pub fn succeeded(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "the command failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The text of a captured real output in tests/captured.
+pub fn captured(name: &str) -> String {
+    fs::read_to_string(Path::new(CAPTURED).join(name)).unwrap()
 }
 
 pub fn write(path: &Path, text: &str) {

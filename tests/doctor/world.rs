@@ -41,10 +41,6 @@ pub fn printing(text: &str) -> String {
     format!("#!/bin/sh\n/bin/cat <<'EOF'\n{}\nEOF\n", text.trim_end())
 }
 
-pub fn captured(name: &str) -> String {
-    fs::read_to_string(Path::new(CAPTURED).join(name)).unwrap()
-}
-
 /// A healthy machine: cuda-11.8, cuda-12.4 and rocm-6.2.4 linked; a project pinned to
 /// cuda 12.4 with an arch list; a venv with torch 2.4.1+cu124, torchvision and the NCCL
 /// wheel; driver 575.57.08; gcc 12; a container with 16 GiB of /dev/shm.

@@ -17,6 +17,26 @@ pub mod vars {
     pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
     pub const HOME: &str = "HOME";
     pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
+    /// The active venv: where a `torch` pin and the guard look for torch first.
+    pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
+    /// The torch guard's policy: `minor` (default), `major` or `off`.
+    pub const GPUENV_TORCH_CHECK: &str = "GPUENV_TORCH_CHECK";
+    /// Set by the hook scripts to the shell they run in (`gpuenv use` prints that shell's code).
+    pub const GPUENV_SHELL: &str = "GPUENV_SHELL";
+    /// How many gpuenv proxies are running in a chain; the proxy stops at 3.
+    pub const GPUENV_SHIM_DEPTH: &str = "GPUENV_SHIM_DEPTH";
+    // Read by `gpuenv doctor` to diagnose, never acted on.
+    pub const TORCH_CUDA_ARCH_LIST: &str = "TORCH_CUDA_ARCH_LIST";
+    pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+    pub const NVCC_CCBIN: &str = "NVCC_CCBIN";
+    pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+    pub const NCCL_ROOT: &str = "NCCL_ROOT";
+    pub const NCCL_INCLUDE_DIR: &str = "NCCL_INCLUDE_DIR";
+    pub const NCCL_LIB_DIR: &str = "NCCL_LIB_DIR";
+    pub const RCCL_HOME: &str = "RCCL_HOME";
+    pub const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
+    pub const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
+    pub const SLURM_EXPORT_ENV: &str = "SLURM_EXPORT_ENV";
     pub const NO_COLOR: &str = "NO_COLOR";
     /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
     pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
@@ -64,6 +84,12 @@ impl Context {
 
     pub fn home_dir(&self) -> Option<PathBuf> {
         self.var_nonempty(vars::HOME).map(PathBuf::from)
+    }
+
+    /// The prefix of every absolute system path gpuenv reads (`/proc`, `/dev`, `/.dockerenv`):
+    /// `GPUENV_DOCTOR_ROOT`, else `/`.
+    pub fn system_root(&self) -> PathBuf {
+        PathBuf::from(self.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"))
     }
 
     /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`.

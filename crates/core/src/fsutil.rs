@@ -19,6 +19,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Removes the tree at `path` (if any) so that no reader sees it half-removed: it is first
+/// renamed to `.old-<name>.<pid>` beside itself, then deleted. A crash between the two leaves
+/// only a dot-named leftover, which `is_leftover` recognises.
+pub fn remove_tree(path: &Path) -> std::io::Result<()> {
+    if fs_err::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let doomed = path.with_file_name(format!(".old-{name}.{}", std::process::id()));
+    fs_err::rename(path, &doomed)?;
+    fs_err::remove_dir_all(&doomed)
+}
+
 /// 1-based line and column of a byte offset, as editors count them.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];

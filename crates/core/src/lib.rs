@@ -2,6 +2,8 @@
 //! archive or progress-bar code lives here, so the proxy stays small.
 
 pub mod context;
+pub mod cuda_tables;
+pub mod driver;
 pub mod env;
 pub mod fsutil;
 pub mod guard;

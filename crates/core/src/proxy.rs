@@ -20,7 +20,7 @@ mod check;
 
 /// Guard against infinite proxy recursion: a toolchain whose real tool leads back here.
 const MAX_DEPTH: u32 = 3;
-const DEPTH_VAR: &str = "GPUENV_SHIM_DEPTH";
+const DEPTH_VAR: &str = crate::context::vars::GPUENV_SHIM_DEPTH;
 
 /// The guard refused the build (exit 1); every other error exits 2.
 #[derive(Debug, thiserror::Error)]

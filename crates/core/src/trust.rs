@@ -29,6 +29,17 @@ pub fn env_allowed(registry: &Registry, project: Option<&ProjectFile>) -> std::i
     }
 }
 
+/// What to tell the user when the file in effect has an `[env]` that is not applied
+/// because it is not trusted (as it is now); `None` otherwise.
+pub fn skipped_env_notice(project: Option<&ProjectFile>, trusted: bool) -> Option<String> {
+    let p = project.filter(|p| !p.env.is_empty() && !trusted)?;
+    Some(format!(
+        "{} sets [env], which is not applied until you trust the file: gpuenv trust {}",
+        p.path.display(),
+        p.path.display()
+    ))
+}
+
 /// Records `path` with its current content, replacing an older record of the same path.
 pub fn trust(registry: &mut Registry, path: &Path, content: &[u8]) {
     registry.trusted.retain(|t| t.path != path);

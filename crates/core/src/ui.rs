@@ -10,6 +10,11 @@ pub fn warn(msg: impl std::fmt::Display) {
     anstream::eprintln!("{} {msg}", "warning:".yellow().bold());
 }
 
+/// A one-line note from the shell hook, printed at a prompt: short and unstyled.
+pub fn hook_note(msg: impl std::fmt::Display) {
+    eprintln!("gpuenv: {msg}");
+}
+
 /// Prints an error and its causes; `hint:` lines from anywhere in the chain come last, so
 /// the fix is the last thing on the screen.
 pub fn error(err: &anyhow::Error) {

@@ -2,8 +2,9 @@
 //! exports as it) against what the active nvcc can target, and no list at all on a machine
 //! with no visible GPU (PyTorch's cpp_extension then fails with an IndexError).
 
-use super::tables::{self, release_name};
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use gpuenv_core::context::vars;
+use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -50,7 +51,7 @@ pub fn split_list(list: &str) -> Vec<String> {
 
 /// Whether CUDA can see a GPU here: not hidden by CUDA_VISIBLE_DEVICES, and a device node.
 pub fn gpu_visible(m: &Machine) -> bool {
-    if let Some(v) = m.ctx.var("CUDA_VISIBLE_DEVICES") {
+    if let Some(v) = m.ctx.var(vars::CUDA_VISIBLE_DEVICES) {
         if matches!(v.trim(), "" | "-1" | "none" | "NoDevFiles") {
             return false;
         }
@@ -71,7 +72,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     };
     let m = &inputs.machine;
     let mut notes = Notes::default();
-    let (list, from) = match m.var("TORCH_CUDA_ARCH_LIST") {
+    let (list, from) = match m.var(vars::TORCH_CUDA_ARCH_LIST) {
         Some(v) => (split_list(v), "TORCH_CUDA_ARCH_LIST".to_string()),
         None => match &inputs.active.project {
             Some(p) if !p.cuda_arch.is_empty() => (

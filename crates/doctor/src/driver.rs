@@ -2,16 +2,15 @@
 //! the torch build bundles? The driver version comes from `/proc/driver/nvidia/version`
 //! (proprietary and open kernel modules word it differently), else from `nvidia-smi`.
 
-use super::tables::{self, release_name};
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use gpuenv_core::cuda_tables::{self as tables, release_name};
+use gpuenv_core::driver::{parse_nvidia_smi, parse_proc_version, PROC_VERSION};
 use gpuenv_core::toolchain::{Kind, Version};
 
 pub const CHECK: Check = Check {
     id: "FM-04",
     name: "driver-too-old",
 };
-
-const PROC_VERSION: &str = "/proc/driver/nvidia/version";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Driver {
@@ -21,30 +20,6 @@ pub struct Driver {
     pub from: String,
     /// The "CUDA Version" nvidia-smi prints, when it was the source.
     pub max_cuda: Option<Version>,
-}
-
-/// The `NVRM version:` line: `NVIDIA UNIX x86_64 Kernel Module  515.76 …` or
-/// `NVIDIA UNIX Open Kernel Module for x86_64  575.57.08 …`: the first dotted number.
-pub fn parse_proc_version(text: &str) -> Option<String> {
-    let line = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("NVRM version:"))?;
-    line.split_whitespace()
-        .find(|w| w.contains('.') && w.parse::<Version>().is_ok())
-        .map(str::to_string)
-}
-
-/// nvidia-smi's banner: `Driver Version: 450.119.03   CUDA Version: 11.0`.
-pub fn parse_nvidia_smi(text: &str) -> Option<(String, Option<Version>)> {
-    let after = |label: &str| -> Option<&str> {
-        let rest = &text[text.find(label)? + label.len()..];
-        rest.split_whitespace().next()
-    };
-    let driver = after("Driver Version:").filter(|d| d.parse::<Version>().is_ok())?;
-    Some((
-        driver.to_string(),
-        after("CUDA Version:").and_then(|c| c.parse().ok()),
-    ))
 }
 
 fn driver(text: String, from: &str, max_cuda: Option<Version>) -> Driver {
@@ -164,46 +139,4 @@ pub fn run(inputs: &Inputs) -> Finding {
         )
     };
     notes.finish(CHECK, ok)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use gpuenv_core::test_support::captured;
-
-    fn v(s: &str) -> Version {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn reads_the_proprietary_kernel_module_line() {
-        let text = captured("proc-driver-nvidia-version-proprietary.txt");
-        assert_eq!(parse_proc_version(&text).as_deref(), Some("515.76"));
-    }
-
-    #[test]
-    fn reads_the_open_kernel_module_line_past_its_x86_64() {
-        let text = captured("proc-driver-nvidia-version-open.txt");
-        assert_eq!(parse_proc_version(&text).as_deref(), Some("575.57.08"));
-    }
-
-    #[test]
-    fn reads_driver_and_cuda_version_from_the_nvidia_smi_banner() {
-        let text = captured("nvidia-smi-header.txt");
-        assert_eq!(
-            parse_nvidia_smi(&text),
-            Some(("450.119.03".to_string(), Some(v("11.0"))))
-        );
-        assert_eq!(
-            parse_nvidia_smi(
-                "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
-            ),
-            None
-        );
-    }
-
-    #[test]
-    fn a_file_without_the_nvrm_line_is_not_a_driver_version() {
-        assert_eq!(parse_proc_version("GCC version:  gcc version 12.2.0"), None);
-    }
 }

@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::tables::{self, release_name};
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use gpuenv_core::context::vars;
+use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::toolchain::{Kind, Version};
 
 pub const CHECK: Check = Check {
@@ -36,7 +37,7 @@ fn host_compiler(m: &Machine) -> Result<Option<(PathBuf, String)>, String> {
     let chosen = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"]
         .iter()
         .find_map(|var| Some((ccbin_in(m.var(var)?)?, format!("-ccbin in {var}"))))
-        .or_else(|| Some((m.var("NVCC_CCBIN")?.to_string(), "NVCC_CCBIN".into())));
+        .or_else(|| Some((m.var(vars::NVCC_CCBIN)?.to_string(), "NVCC_CCBIN".into())));
     let Some((value, from)) = chosen else {
         return Ok(m.which("gcc").map(|gcc| (gcc, "gcc on PATH".into())));
     };

@@ -14,7 +14,6 @@ pub mod rocm;
 pub mod shm;
 pub mod slurm;
 pub mod stale_path;
-pub mod tables;
 pub mod torch_match;
 
 use std::fmt::Write as _;

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use gpuenv_core::context::vars;
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -44,7 +45,7 @@ fn ldconfig(m: &Machine) -> Option<Result<String, String>> {
 
 fn check_vars(inputs: &Inputs, notes: &mut Notes) {
     let m = &inputs.machine;
-    let root = m.var("NCCL_ROOT").map(PathBuf::from);
+    let root = m.var(vars::NCCL_ROOT).map(PathBuf::from);
     let mut bad = |var: &str, value: &str, what: &str| {
         notes.problem(Status::Error, format!("{var}={value} {what}"));
         notes.hint(FIX_VARS);
@@ -58,17 +59,17 @@ fn check_vars(inputs: &Inputs, notes: &mut Notes) {
             );
         }
     }
-    if let Some(d) = m.var("NCCL_INCLUDE_DIR") {
+    if let Some(d) = m.var(vars::NCCL_INCLUDE_DIR) {
         if !Path::new(d).join("nccl.h").is_file() {
             bad("NCCL_INCLUDE_DIR", d, "has no nccl.h");
         }
     }
-    if let Some(d) = m.var("NCCL_LIB_DIR") {
+    if let Some(d) = m.var(vars::NCCL_LIB_DIR) {
         if !has_file_starting(Path::new(d), "libnccl") {
             bad("NCCL_LIB_DIR", d, "has no libnccl.so");
         }
     }
-    if let Some(d) = m.var("RCCL_HOME") {
+    if let Some(d) = m.var(vars::RCCL_HOME) {
         let p = Path::new(d);
         if !p.join("include/rccl/rccl.h").is_file() && !p.join("include/rccl.h").is_file() {
             bad("RCCL_HOME", d, "has no include/rccl/rccl.h");

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::context::vars;
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -75,7 +76,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
 
     // The arch list the build will use.
-    let (archs, from): (Vec<String>, String) = match m.var("PYTORCH_ROCM_ARCH") {
+    let (archs, from): (Vec<String>, String) = match m.var(vars::PYTORCH_ROCM_ARCH) {
         Some(v) => (
             v.split([';', ',', ' '])
                 .filter(|a| !a.is_empty())

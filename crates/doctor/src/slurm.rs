@@ -4,6 +4,7 @@
 //! under srun.
 
 use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::context::vars;
 
 pub const CHECK: Check = Check {
     id: "FM-11",
@@ -24,10 +25,10 @@ pub fn export_drops_env(value: &str) -> bool {
 
 pub fn run(inputs: &Inputs) -> Finding {
     let m = &inputs.machine;
-    let Some(job) = m.var("SLURM_JOB_ID") else {
+    let Some(job) = m.var(vars::SLURM_JOB_ID) else {
         return Finding::skip(CHECK, "not in a SLURM job (SLURM_JOB_ID is unset)");
     };
-    let node = m.var("SLURMD_NODENAME").unwrap_or("this node");
+    let node = m.var(vars::SLURMD_NODENAME).unwrap_or("this node");
     let mut notes = Notes::default();
     notes.seen(format!("SLURM job {job} on {node}"));
     if inputs.active.toolchains.is_empty() {
@@ -63,7 +64,10 @@ pub fn run(inputs: &Inputs) -> Finding {
             ));
         }
     }
-    if let Some(export) = m.var("SLURM_EXPORT_ENV").filter(|v| export_drops_env(v)) {
+    if let Some(export) = m
+        .var(vars::SLURM_EXPORT_ENV)
+        .filter(|v| export_drops_env(v))
+    {
         notes.problem(
             Status::Warn,
             format!(

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::context::vars;
 use gpuenv_core::guard::{self, Policy, Side, TorchVersion, Verdict};
 use gpuenv_core::project::TorchCheck;
 use gpuenv_core::toolchain::{detect, Kind, Version};
@@ -36,10 +37,7 @@ pub fn run(inputs: &Inputs) -> Finding {
 
     let mut notes = Notes::default();
     let file = inputs.active.project.as_ref();
-    let policy = match Policy::choose(
-        inputs.machine.var("GPUENV_TORCH_CHECK"),
-        file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
-    ) {
+    let policy = match Policy::for_project(inputs.machine.var(vars::GPUENV_TORCH_CHECK), file) {
         Ok(p) => p,
         Err(msg) => {
             notes.problem(Status::Error, msg);

@@ -7,16 +7,8 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::Mapping;
+use gpuenv_core::toolchain::nvidia_target::target_dir;
 use gpuenv_core::toolchain::Version;
-
-/// `targets/<dir>-linux`, as NVIDIA names the target of this machine.
-pub fn target_dir() -> String {
-    let arch = match std::env::consts::ARCH {
-        "aarch64" => "sbsa",
-        a => a,
-    };
-    format!("targets/{arch}-linux")
-}
 
 /// Places the files of one unpacked archive into `root`. Returns how many were placed.
 pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -> Result<usize> {

@@ -7,7 +7,6 @@
 pub mod assemble;
 pub mod cache;
 pub mod download;
-pub mod driver;
 pub mod fault;
 pub mod fetch;
 pub mod hooks;
@@ -214,14 +213,8 @@ pub fn install(
     // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
     // nobody is still working on them. A tree that never got registered is one of them.
     fetch::remove_matching(&home.toolchains(), &format!(".tmp-{name}-"));
-    fetch::remove_matching(&home.toolchains(), &format!(".old-{name}-"));
-    if fs_err::symlink_metadata(&root).is_ok() {
-        let doomed = home
-            .toolchains()
-            .join(format!(".old-{name}-{}", std::process::id()));
-        fs_err::rename(&root, &doomed)?;
-        fs_err::remove_dir_all(&doomed)?;
-    }
+    fetch::remove_matching(&home.toolchains(), &format!(".old-{name}."));
+    gpuenv_core::fsutil::remove_tree(&root)?;
 
     let dirs = fetch_all(fetcher, plan, progress)?;
     let tmp = tempfile::Builder::new()

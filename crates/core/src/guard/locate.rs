@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::context::vars;
 use crate::context::Context;
 
 use super::{read_torch, TorchVersion};
@@ -69,7 +70,7 @@ pub fn locate_torch(ctx: &Context, python: Option<&Path>) -> Result<TorchVersion
         from_python(&ctx.cwd.join(python), &mut looked)?
     } else {
         let mut found = None;
-        for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        for var in [vars::VIRTUAL_ENV, vars::CONDA_PREFIX] {
             if let Some(prefix) = ctx.var_nonempty(var) {
                 looked.push(format!("${var}/lib/python3*/site-packages"));
                 found = find_torch_in(&site_packages_of_prefix(Path::new(prefix)));

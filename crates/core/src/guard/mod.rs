@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::project::TorchCheck;
+use crate::project::{ProjectFile, TorchCheck};
 
 mod locate;
 
@@ -139,6 +139,15 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The policy for a project: `GPUENV_TORCH_CHECK` (its value `env`), else the file's
+    /// `[torch] check`, else `minor`.
+    pub fn for_project(env: Option<&str>, file: Option<&ProjectFile>) -> Result<Policy, String> {
+        Policy::choose(
+            env,
+            file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
+        )
+    }
+
     /// `GPUENV_TORCH_CHECK` beats `[torch] check` in the toolchain file; default `minor`.
     pub fn choose(env: Option<&str>, file: Option<(TorchCheck, &Path)>) -> Result<Policy, String> {
         if let Some(v) = env.filter(|v| !v.is_empty()) {

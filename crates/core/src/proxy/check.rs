@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::context::vars;
 use crate::context::Context;
 use crate::guard::{self, Policy, Side};
 use crate::project::{self, TorchCheck};
@@ -35,12 +36,8 @@ pub fn guard(
             .map(|p| project::load(&p))
             .transpose()?,
     };
-    let policy = Policy::choose(
-        ctx.var("GPUENV_TORCH_CHECK"),
-        file.as_ref()
-            .and_then(|f| Some((f.torch_check?, f.path.as_path()))),
-    )
-    .map_err(anyhow::Error::msg)?;
+    let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file.as_ref())
+        .map_err(anyhow::Error::msg)?;
     if policy.check == TorchCheck::Off {
         return Ok(());
     }

@@ -66,9 +66,14 @@ fn read(path: &Path) -> Option<String> {
     fs_err::read_to_string(path).ok()
 }
 
+/// `<tool> --version` in a fixed, minimal environment: what the tree prints must not depend
+/// on the caller's variables (a gpuenv proxy's depth, another toolkit's CUDA_HOME, the locale).
 fn run_version(tool: &Path) -> Result<String, String> {
     let out = Command::new(tool)
         .arg("--version")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LC_ALL", "C")
         .output()
         .map_err(|e| format!("running {} --version failed: {e}", tool.display()))?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -111,7 +116,7 @@ fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
 /// `nvidia-cuda-toolkit` keeps only bin/ under `<prefix>/lib/nvidia-cuda-toolkit` and puts
 /// headers and libraries in the prefix's system directories.
 fn cuda_dirs(root: &Path) -> (PathBuf, PathBuf) {
-    let target = root.join(format!("targets/{}-linux", std::env::consts::ARCH));
+    let target = root.join(super::nvidia_target::target_dir());
     let include = if root.join("include").is_dir() {
         root.join("include")
     } else if target.join("include").is_dir() {

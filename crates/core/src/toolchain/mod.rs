@@ -2,6 +2,7 @@
 
 pub mod detect;
 pub mod discover;
+pub mod nvidia_target;
 pub mod registry;
 pub mod version;
 pub mod view;

@@ -130,16 +130,7 @@ fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
 /// Removes the view of `name` if there is one. Renamed away first, so a reader never sees
 /// a half-removed view.
 pub fn remove(home: &Home, name: &str) -> Result<()> {
-    let target = home.view(name);
-    if fs_err::symlink_metadata(&target).is_err() {
-        return Ok(());
-    }
-    let doomed = home
-        .views()
-        .join(format!(".old-{name}-{}", std::process::id()));
-    fs_err::rename(&target, &doomed)?;
-    fs_err::remove_dir_all(&doomed)?;
-    Ok(())
+    Ok(crate::fsutil::remove_tree(&home.view(name))?)
 }
 
 pub fn read_meta(view: &Path) -> Result<ViewMeta> {

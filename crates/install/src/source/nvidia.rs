@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::{highest_matching, redist_components, unknown_components, Source};
 use crate::fetch::Fetcher;
 use crate::{Archive, Format, Mapping, Plan, Selection};
+use gpuenv_core::toolchain::nvidia_target::redist_platform;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 
 pub const DEFAULT_MIRROR: &str = "https://developer.download.nvidia.com/compute/cuda/redist/";
@@ -41,15 +42,6 @@ pub fn parse_listing(html: &str) -> Vec<Version> {
     out.sort();
     out.dedup();
     out
-}
-
-/// NVIDIA's platform name for this machine.
-pub fn platform() -> &'static str {
-    match std::env::consts::ARCH {
-        "aarch64" => "linux-sbsa",
-        "powerpc64" => "linux-ppc64le",
-        _ => "linux-x86_64",
-    }
 }
 
 impl Source for Nvidia<'_> {
@@ -134,8 +126,11 @@ pub fn plan_from_manifest(
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let mut entry = comp.get(platform()).with_context(|| {
-            format!("{key} of CUDA {release} has no archive for {}", platform())
+        let mut entry = comp.get(redist_platform()).with_context(|| {
+            format!(
+                "{key} of CUDA {release} has no archive for {}",
+                redist_platform()
+            )
         })?;
         // Some components have one archive per CUDA major (`cuda12`, `cuda13`).
         if entry.get("relative_path").is_none() {
@@ -200,7 +195,7 @@ mod tests {
     #[test]
     fn plans_the_profile_from_a_manifest_like_nvidias() {
         // The shape of 12.0's manifest: no release_label or release_product.
-        let p = platform();
+        let p = redist_platform();
         let comp = |name: &str, dir: &str, ver: &str| {
             serde_json::json!({
                 "name": name, "license": "CUDA Toolkit", "version": ver,

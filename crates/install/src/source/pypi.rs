@@ -12,10 +12,10 @@ use reqwest::Url;
 
 use super::pep440::{normalize, PyVersion, Requirement, Specifier};
 use super::simple::{parse_html, parse_json, FileLink};
-use super::{extra_name, highest_matching, unknown_components, Source};
+use super::{extra_name, highest_matching, redist_components, unknown_components, Source};
 use crate::fault::Fault;
 use crate::fetch::Fetcher;
-use crate::{Archive, Format, Mapping, Plan, Profile, Selection};
+use crate::{Archive, Format, Mapping, Plan, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 
 pub const DEFAULT_INDEX: &str = "https://pypi.org/simple/";
@@ -136,15 +136,6 @@ impl Pypi<'_> {
     }
 }
 
-/// The minimal and default profiles as the metapackage's extras.
-fn profile_extras(profile: Profile) -> Vec<&'static str> {
-    let mut e = vec!["nvcc", "cudart", "cccl", "crt", "nvvm"];
-    if profile == Profile::Default {
-        e.extend(["cublas", "cusparse", "cusolver", "curand", "cufft"]);
-    }
-    e
-}
-
 impl Source for Pypi<'_> {
     fn name(&self) -> &'static str {
         "pypi"
@@ -201,9 +192,10 @@ impl Source for Pypi<'_> {
         if !provided.iter().any(|p| p == "nvcc") {
             bail!("{METAPACKAGE} {release} has no `nvcc` extra, so it cannot make a toolkit\nhint: `gpuenv install {spec} --source nvidia`");
         }
-        let mut extras: Vec<String> = profile_extras(sel.profile)
+        // The profile's components, as the metapackage names its extras.
+        let mut extras: Vec<String> = redist_components(sel.profile, release)
             .into_iter()
-            .map(str::to_string)
+            .map(extra_name)
             .filter(|e| provided.contains(e))
             .collect();
         for a in asked {
