@@ -1,7 +1,8 @@
 use anyhow::Result;
 use serde_json::json;
 
-use gpuenv_core::context::Context;
+use gpuenv_core::build_cache;
+use gpuenv_core::context::{vars, Context};
 use gpuenv_core::toolchain::view;
 use gpuenv_core::ui;
 
@@ -17,6 +18,12 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let (home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;
+        let cache = build_cache::choose(
+            ctx.var(vars::GPUENV_BUILD_CACHE),
+            active.project.as_ref(),
+            &registry,
+        )?;
+        let cache_program = build_cache::locate(&cache, ctx.var("PATH"));
         if self.json {
             let toolchains: Vec<_> = active
                 .toolchains
@@ -35,6 +42,11 @@ impl Args {
             let out = json!({
                 "toolchains": toolchains,
                 "toolchain_file": active.project.as_ref().map(|p| &p.path),
+                "build_cache": {
+                    "cache": cache.cache.to_string(),
+                    "from": cache.from,
+                    "program": cache_program.as_ref().ok().cloned().flatten(),
+                },
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
             return Ok(());
@@ -51,6 +63,16 @@ impl Args {
         }
         for t in &active.toolchains {
             println!("{}: {} ({})", t.entry.kind, t.name, t.reason);
+        }
+        match cache_program {
+            Ok(Some(program)) => println!(
+                "build cache: {} ({}): nvcc and hipcc compile through {}",
+                cache.cache,
+                cache.from,
+                program.display()
+            ),
+            Ok(None) => {}
+            Err(warning) => ui::warn(warning),
         }
         Ok(())
     }

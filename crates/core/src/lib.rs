@@ -1,6 +1,7 @@
 //! gpuenv's core: everything the CLI and the nvcc/hipcc proxy share. No CLI, network,
 //! archive or progress-bar code lives here, so the proxy stays small.
 
+pub mod build_cache;
 pub mod context;
 pub mod cuda_tables;
 pub mod driver;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::build_cache::BuildCache;
 use crate::fsutil::line_col;
 use crate::toolchain::{Kind, Spec};
 
@@ -57,6 +58,8 @@ pub struct ProjectFile {
     pub cuda_arch: Vec<String>,
     pub rocm_arch: Vec<String>,
     pub torch_check: Option<TorchCheck>,
+    /// `[build] cache`, and where it is written.
+    pub build_cache: Option<(BuildCache, Location)>,
     /// Applied only when the file is trusted.
     pub env: BTreeMap<String, String>,
 }
@@ -81,8 +84,15 @@ pub enum ProjectError {
 #[serde(deny_unknown_fields)]
 struct RawFile {
     toolchain: Option<RawToolchain>,
+    build: Option<RawBuild>,
     torch: Option<RawTorch>,
     env: Option<BTreeMap<String, Spanned<toml::Value>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBuild {
+    cache: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -154,8 +164,14 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         cuda_arch: Vec::new(),
         rocm_arch: Vec::new(),
         torch_check: raw.torch.and_then(|t| t.check),
+        build_cache: None,
         env: BTreeMap::new(),
     };
+    if let Some(cache) = raw.build.and_then(|b| b.cache) {
+        let start = cache.span().start;
+        let value = cache.get_ref().parse().map_err(|m| invalid(start, m))?;
+        file.build_cache = Some((value, at(start)));
+    }
     if let Some(tc) = raw.toolchain {
         for (kind, value) in [(Kind::Cuda, tc.cuda), (Kind::Rocm, tc.rocm)] {
             let Some(value) = value else { continue };

@@ -10,11 +10,12 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context as _, Result};
 
+use crate::context::vars;
 use crate::context::Context;
 use crate::resolve::{self, Active, ActiveSet, Reason, Request};
 use crate::toolchain::registry::{Home, Registry};
 use crate::toolchain::{view, Kind, Spec};
-use crate::{env, guard, project, trust, ui};
+use crate::{build_cache, env, guard, project, trust, ui};
 
 mod check;
 
@@ -162,11 +163,46 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
     let applied = change.apply(&|k| ctx.var(k).map(str::to_string));
     let mut env: Vec<(String, Option<String>)> = applied.after.into_iter().collect();
     env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string())));
-    Ok(Exec {
+    let exec = Exec {
         program: real,
         args,
         env,
-    })
+    };
+    if tool == toolchain.entry.kind.compiler() {
+        return through_cache(exec, ctx, &registry, &active);
+    }
+    Ok(exec)
+}
+
+/// The compile, run through the build cache in effect if there is one. A cache that is on
+/// but not installed is a warning, and the compile runs uncached.
+fn through_cache(
+    exec: Exec,
+    ctx: &Context,
+    registry: &Registry,
+    active: &ActiveSet,
+) -> Result<Exec> {
+    // A view's proxy does not resolve, but the project's setting still applies.
+    let found;
+    let file = match &active.project {
+        Some(p) => Some(p),
+        None => {
+            found = project::find(&ctx.cwd)
+                .ok()
+                .flatten()
+                .and_then(|p| project::load(&p).ok());
+            found.as_ref()
+        }
+    };
+    let choice = build_cache::choose(ctx.var(vars::GPUENV_BUILD_CACHE), file, registry)?;
+    match build_cache::locate(&choice, ctx.var("PATH")) {
+        Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
+        Ok(None) => Ok(exec),
+        Err(warning) => {
+            ui::warn(warning);
+            Ok(exec)
+        }
+    }
 }
 
 /// The path this proxy was started as: argv[0] if it has a `/`, else the first `tool` on

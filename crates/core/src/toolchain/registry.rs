@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::detect::{Collectives, Detected};
 use super::{Kind, Spec, Version};
+use crate::build_cache::BuildSettings;
 use crate::fsutil;
 
 /// The directories under `GPUENV_HOME`.
@@ -119,6 +120,9 @@ pub struct Registry {
     pub default: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trusted: Vec<Trusted>,
+    /// `[build]`: the user's default compiler cache for every project.
+    #[serde(default, skip_serializing_if = "BuildSettings::is_empty")]
+    pub build: BuildSettings,
     #[serde(default)]
     pub toolchains: BTreeMap<String, Entry>,
 }
