@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod pty;
+pub mod real;
 
 use fs_err as fs;
 use std::os::unix::fs::PermissionsExt;
