@@ -21,7 +21,8 @@ use gpuenv_install::{Profile, Progress, Selection};
 /// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv manifest
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// What to install: cuda-13.0 (the highest 13.0.x), cuda-12.4.1, rocm-6.2 (with --manifest)
+    /// What to install: cuda-13.0 (the highest 13.0.x), cuda-12.4.1, rocm-6.2 (with --manifest),
+    /// or `torch` (a toolkit for the active Python's torch, reusing its CUDA wheels)
     #[arg(required = true, value_name = "SPEC")]
     specs: Vec<String>,
     /// Where from
@@ -107,6 +108,11 @@ pub(super) fn sources<'a>(
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
+        if self.specs == ["torch"] {
+            let fetcher = fetcher(ctx, &home, self.offline);
+            let progress = Progress::new(!self.quiet && std::io::stderr().is_terminal());
+            return super::install_torch::run(ctx, &home, &fetcher, &progress, self.quiet);
+        }
         let specs: Vec<Spec> = self
             .specs
             .iter()

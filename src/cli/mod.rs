@@ -9,6 +9,7 @@ mod env_cmd;
 mod hook;
 mod hook_env;
 mod install;
+mod install_torch;
 mod link;
 mod list;
 mod named_arg;

@@ -168,6 +168,7 @@ impl Source for ManifestSource<'_> {
             source: "manifest",
             archives,
             cuda_layout: false,
+            linked: Vec::new(),
         })
     }
 }
