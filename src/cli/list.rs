@@ -36,6 +36,8 @@ struct Row<'a> {
     default: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    broken: Option<String>,
 }
 
 impl Args {
@@ -78,6 +80,7 @@ impl Args {
                         .iter()
                         .any(|d| registry.find(d).is_some_and(|(n, _)| n == name)),
                     reason: active_here.map(|t| t.reason.to_string()),
+                    broken: e.broken(),
                 }
             })
             .collect();
@@ -97,6 +100,13 @@ impl Args {
                 "{mark} {:width$}  {:<10}  {:<10}  {}{default}",
                 r.name, r.version, r.source, r.root
             );
+            if let Some(why) = &r.broken {
+                ui::warn(format!(
+                    "{} is broken: {why}\nhint: `gpuenv uninstall {n}` (or `gpuenv unlink {n}`), then install it again; for a toolkit made for a torch venv, `gpuenv install torch` from the new venv",
+                    r.name,
+                    n = r.name
+                ));
+            }
         }
         Ok(())
     }

@@ -105,6 +105,30 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// Why the tree no longer works, if it does not: its root, compiler or main header is
+    /// gone (a toolkit made for a torch venv links into that venv, which may be deleted).
+    pub fn broken(&self) -> Option<String> {
+        let header = match self.kind {
+            Kind::Cuda => "cuda_runtime.h",
+            Kind::Rocm => "hip/hip_runtime.h",
+        };
+        let checks = [
+            self.root.join("bin").join(self.kind.compiler()),
+            self.include_dir.join(header),
+        ];
+        let missing = checks.iter().find(|p| !p.exists())?;
+        Some(match fs_err::read_link(missing) {
+            Ok(target) => format!(
+                "{} links to {}, which is gone",
+                missing.display(),
+                target.display()
+            ),
+            Err(_) => format!("{} is missing", missing.display()),
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Trusted {
