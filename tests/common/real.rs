@@ -100,3 +100,68 @@ pub fn real_cuda13() -> Option<PathBuf> {
         .to_string();
     Some(PathBuf::from(root))
 }
+
+/// The torch release of the real torch tests: a CUDA 13.2 build on PyPI.
+pub const TORCH: &str = "2.15.0";
+
+/// A venv with the real torch from the index (3 GB of NVIDIA wheels), made once in the test
+/// cache (`<cache>/torch-<version>`) and reused; None (skipped outside CI) when python3 with
+/// venv, or the index, is missing.
+pub fn torch_venv() -> Option<PathBuf> {
+    let cache = test_cache();
+    let venv = cache.join(format!("torch-{TORCH}"));
+    if venv.join(".complete").is_file() {
+        return Some(venv);
+    }
+    let fail = |why: String| -> Option<PathBuf> {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("a venv with torch {TORCH} is required under CI=true: {why}");
+        }
+        eprintln!("SKIPPED: no venv with torch {TORCH}: {why}");
+        None
+    };
+    if !index_reachable() {
+        return None;
+    }
+    fs_err::create_dir_all(&cache).unwrap();
+    let lock = fs_err::File::create(cache.join(format!(".torch-{TORCH}.lock"))).unwrap();
+    lock.file().lock().unwrap();
+    if venv.join(".complete").is_file() {
+        return Some(venv);
+    }
+    let tmp = cache.join(format!(".torch-{TORCH}.tmp"));
+    let _ = fs_err::remove_dir_all(&tmp);
+    let run = |cmd: &mut Command| -> Result<(), String> {
+        let out = cmd.output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    };
+    let started = std::time::Instant::now();
+    if let Err(why) = run(Command::new("python3").arg("-m").arg("venv").arg(&tmp)) {
+        return fail(format!(
+            "`python3 -m venv` failed (apt-get install python3-venv): {why}"
+        ));
+    }
+    let mut pip = Command::new(tmp.join("bin/python"));
+    pip.args(["-m", "pip", "install", "-q", "--no-input"])
+        .arg(format!("torch=={TORCH}"));
+    for v in REAL_VARS {
+        if let Some(val) = std::env::var_os(v) {
+            pip.env(v, val);
+        }
+    }
+    if let Err(why) = run(&mut pip) {
+        return fail(format!("pip install torch=={TORCH} failed: {why}"));
+    }
+    fs_err::write(tmp.join(".complete"), "").unwrap();
+    fs_err::rename(&tmp, &venv).unwrap();
+    eprintln!(
+        "made a venv with torch {TORCH} in {:.0}s at {}",
+        started.elapsed().as_secs_f64(),
+        venv.display()
+    );
+    Some(venv)
+}
