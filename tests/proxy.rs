@@ -341,16 +341,18 @@ fn loops_are_stopped() {
         stderr(&out)
     );
 
-    // A toolchain linked at something whose nvcc is the proxy itself.
+    // A linked toolchain whose nvcc became the proxy itself after `link` (which refuses
+    // such a root).
     let root = w.sb.path("opt/self");
     write(&root.join("version.txt"), "CUDA Version 10.1.243\n");
-    fs::create_dir_all(root.join("bin")).unwrap();
+    nvcc_stub(&root, "10.1.243");
+    w.sb.ok(&["link", "cuda-10.1", root.to_str().unwrap()]);
+    fs::remove_file(root.join("bin/nvcc")).unwrap();
     std::os::unix::fs::symlink(
         w.sb.gpuenv_home().join("bin/gpuenv-shim"),
         root.join("bin/nvcc"),
     )
     .unwrap();
-    w.sb.ok(&["link", "cuda-10.1", root.to_str().unwrap()]);
     let out = w.run(
         Path::new("nvcc"),
         &["--version".into()],

@@ -28,15 +28,17 @@ impl Args {
         if self.specs == ["none"] {
             Registry::update(&home, |r| {
                 r.default.clear();
-                Ok(())
+                Ok::<_, anyhow::Error>(())
             })?;
             ui::info("cleared the default toolchain");
             return Ok(());
         }
         let specs = super::parse_specs(&self.specs)?;
+        // An upstream's toolchain may be the default too.
+        let (_, layered) = super::layered(ctx)?;
         Registry::update(&home, |registry| {
             for spec in &specs {
-                if registry.find(spec).is_none() {
+                if registry.find(spec).is_none() && layered.registry.find(spec).is_none() {
                     bail!(
                         "{spec} matches no registered toolchain\nhint: install it with `gpuenv install {spec}` or register one with `gpuenv link {spec} <path>`"
                     );

@@ -3,17 +3,22 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
-use gpuenv_core::toolchain::discover::{self, Places};
+use gpuenv_core::module;
+use gpuenv_core::toolchain::detect;
+use gpuenv_core::toolchain::discover::{self, Found, Places};
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source};
-use gpuenv_core::toolchain::{view, Spec};
-use gpuenv_core::{shims, ui};
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::ui;
 
 /// Find toolchains in the standard places (and register them with --register)
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Register what is found (names: <kind>-<version>, with -conda/-debian labels)
+    /// Register what is found (names: <kind>-<version>, with -conda/-debian/-module labels)
     #[arg(long)]
     register: bool,
+    /// Look instead at the roots the module files on MODULEPATH name (read, never run)
+    #[arg(long)]
+    modules: bool,
 }
 
 impl Args {
@@ -32,12 +37,23 @@ impl Args {
             conda_envs_file: ctx.home_dir().map(|h| h.join(".conda/environments.txt")),
             conda_prefix: ctx.var_nonempty(vars::CONDA_PREFIX).map(PathBuf::from),
         };
-        let found = discover::discover(&places);
+        let found = if self.modules {
+            from_modules(ctx)
+        } else {
+            discover::discover(&places)
+        };
         if found.is_empty() {
-            ui::info("found no CUDA Toolkit or ROCm tree in the standard places");
+            let places = if self.modules {
+                "the module files on MODULEPATH"
+            } else {
+                "the standard places"
+            };
+            ui::info(format!("found no CUDA Toolkit or ROCm tree in {places}"));
             return Ok(());
         }
-        let mut registry = Registry::load(&home)?;
+        let store = super::store(ctx)?;
+        let registry = Registry::load(&home)?;
+        super::notice(&registry);
         let mut to_register: Vec<(String, Entry)> = Vec::new();
         for f in &found {
             let d = match &f.result {
@@ -47,6 +63,12 @@ impl Args {
                     continue;
                 }
             };
+            if let Err(why) = store.admissible(&f.root, Source::Discovered) {
+                let why = why.to_string();
+                let why = why.lines().next().unwrap_or_default();
+                println!("  skipped  {}: {why}", f.root.display());
+                continue;
+            }
             let name = Spec {
                 kind: d.kind,
                 version: d.version.clone(),
@@ -82,25 +104,18 @@ impl Args {
         }
         if !self.register {
             if !to_register.is_empty() {
-                ui::info("run `gpuenv discover --register` to register the new ones");
+                let modules = if self.modules { " --modules" } else { "" };
+                ui::info(format!(
+                    "run `gpuenv discover{modules} --register` to register the new ones"
+                ));
             }
             return Ok(());
         }
-        registry = Registry::update(&home, |r| {
-            let proxy = shims::install_proxy(&home)?;
-            for (name, entry) in &to_register {
-                if !r.toolchains.contains_key(name) {
-                    view::create(&home, name, entry, &proxy)?;
-                    r.toolchains.insert(name.clone(), entry.clone());
-                }
-            }
-            shims::reshim(&home, r)?;
-            Ok(r.clone())
-        })?;
+        let n = to_register.len();
+        let changed = store.register(to_register)?;
         ui::info(format!(
-            "registered {} toolchain(s); {} in all",
-            to_register.len(),
-            registry.toolchains.len()
+            "registered {n} toolchain(s); {} in all",
+            changed.registry.toolchains.len()
         ));
         Ok(())
     }
@@ -108,4 +123,37 @@ impl Args {
 
 fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
     a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// The roots module files on MODULEPATH name, detected like any other tree; what cannot be
+/// read without running a module file is a warning naming the file and line.
+fn from_modules(ctx: &Context) -> Vec<Found> {
+    let Some(modulepath) = ctx.var_nonempty(vars::MODULEPATH) else {
+        ui::warn("MODULEPATH is not set, so there are no module files to read\nhint: load your module system first (`module avail` works), or set MODULEPATH to the module directories");
+        return Vec::new();
+    };
+    let scan = module::scan_modulepath(modulepath);
+    for w in &scan.warnings {
+        ui::warn(w);
+    }
+    scan.roots
+        .into_iter()
+        .map(|r| {
+            let result = detect::detect(&r.root);
+            if let Err(why) = &result {
+                ui::warn(format!(
+                    "{}:{} names {}, which is not a toolchain: {why}",
+                    r.file.display(),
+                    r.line,
+                    r.root.display()
+                ));
+            }
+            Found {
+                root: r.root,
+                origin: "module",
+                result,
+            }
+        })
+        .filter(|f| f.result.is_ok())
+        .collect()
 }

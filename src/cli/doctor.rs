@@ -1,11 +1,12 @@
 use std::path::{Component, PathBuf};
+use std::process::{Command, Stdio};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 
-use gpuenv_core::context::Context;
+use gpuenv_core::context::{vars, Context};
 use gpuenv_core::guard;
 use gpuenv_core::resolve::ActiveSet;
-use gpuenv_doctor::{Inputs, Machine, Report};
+use gpuenv_doctor::{nodes, Inputs, Machine, Report};
 
 use super::Exit;
 
@@ -19,6 +20,12 @@ pub struct Args {
     /// The directory whose active toolchains to check (default: the current one)
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Inside a SLURM allocation: run the doctor once per node (srun) and compare the nodes
+    #[arg(long)]
+    all_nodes: bool,
+    /// Internal: print this node's report as one line of JSON (what --all-nodes collects)
+    #[arg(long, hide = true)]
+    node_report: bool,
 }
 
 impl Args {
@@ -59,10 +66,19 @@ impl Args {
             resolve_error,
             torch,
         };
+        if self.all_nodes {
+            return all_nodes(&inputs.machine.ctx, &dir, self.json);
+        }
         let report = Report {
             dir,
             findings: gpuenv_doctor::run_all(&inputs),
         };
+        if self.node_report {
+            let node = node_name(&inputs.machine.ctx);
+            let r = nodes::report(&node, &inputs, &report.findings);
+            println!("{}", serde_json::to_string(&r)?);
+            return Ok(());
+        }
         if self.json {
             print!("{}", gpuenv_doctor::render_json(&report));
         } else {
@@ -74,4 +90,70 @@ impl Args {
             Ok(())
         }
     }
+}
+
+/// This node's name: SLURM's, else the host name.
+fn node_name(ctx: &Context) -> String {
+    ctx.var_nonempty(vars::SLURMD_NODENAME)
+        .map(str::to_string)
+        .or_else(|| {
+            fs_err::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .unwrap_or_else(|| "this node".to_string())
+}
+
+/// One doctor per node of this allocation, through `srun`, compared.
+fn all_nodes(ctx: &Context, dir: &std::path::Path, json: bool) -> Result<()> {
+    let Some(job) = ctx.var_nonempty(vars::SLURM_JOB_ID) else {
+        bail!("--all-nodes runs the doctor on every node of a SLURM allocation, and this is not inside one (SLURM_JOB_ID is unset)\nhint: salloc -N <nodes> gpuenv doctor --all-nodes (or put the line in an sbatch script)");
+    };
+    let exe = std::env::current_exe().context("cannot find the running gpuenv binary")?;
+    let mut cmd = Command::new("srun");
+    cmd.args([
+        "--ntasks-per-node=1",
+        "--export=ALL",
+        "--kill-on-bad-exit=0",
+    ]);
+    let expected: Option<usize> = ctx
+        .var_nonempty(vars::SLURM_JOB_NUM_NODES)
+        .and_then(|n| n.parse().ok());
+    if let Some(n) = expected {
+        cmd.arg(format!("--nodes={n}")).arg(format!("--ntasks={n}"));
+    }
+    cmd.arg(&exe)
+        .args(["doctor", "--node-report", "--dir"])
+        .arg(dir)
+        .current_dir(dir)
+        .stderr(Stdio::inherit());
+    let out = cmd.output().with_context(|| {
+        format!("cannot run srun for SLURM job {job}\nhint: run this where srun is on PATH (a login or compute node of the cluster)")
+    })?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let reports = nodes::parse_reports(&stdout);
+    if reports.is_empty() {
+        bail!(
+            "srun ran no doctor in SLURM job {job} ({}); nothing to compare\nhint: check that gpuenv is at {} on every node",
+            out.status,
+            exe.display()
+        );
+    }
+    let diffs = nodes::differences(&reports);
+    if json {
+        let value = serde_json::json!({
+            "job": job,
+            "nodes": reports,
+            "differences": diffs,
+            "expected_nodes": expected,
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        anstream::print!("{}", nodes::render_text(&reports, &diffs, expected));
+    }
+    let missing = expected.is_some_and(|n| n != reports.len());
+    if !diffs.is_empty() || missing || reports.iter().any(|r| r.errors > 0) {
+        return Err(Exit(1).into());
+    }
+    Ok(())
 }

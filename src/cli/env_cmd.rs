@@ -1,8 +1,10 @@
 use super::named_arg::named;
 use anyhow::Result;
 
-use gpuenv_core::context::Context;
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::module;
 use gpuenv_core::shell::{self, Format};
+use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui;
 
 /// Print the environment of the active toolchains (or of the given specs)
@@ -11,16 +13,37 @@ use gpuenv_core::ui;
 pub struct Args {
     /// Specs to use instead of what is active here, e.g. cuda-11.8
     specs: Vec<String>,
-    /// Output format
+    /// Output format (slurm: TaskProlog lines, printed only in a pinned project)
     #[arg(long, value_parser = named::<Format>(), default_value = "bash")]
     shell: Format,
 }
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
+        let slurm = self.shell == Format::Slurm;
+        let result = self.print(ctx);
+        if let (true, Err(e)) = (slurm, &result) {
+            // slurmd logs a TaskProlog's stderr where the user never looks; `print` lines
+            // go to the task's output, next to SLURM's "TaskProlog failed".
+            for cause in e.chain() {
+                for line in cause.to_string().lines() {
+                    println!("print gpuenv: {}", line.trim_start_matches("hint: "));
+                }
+            }
+        }
+        result
+    }
+
+    fn print(self, ctx: &Context) -> Result<()> {
         let (home, registry) = super::registry(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(ctx, &registry, &overrides)?;
+        // A TaskProlog runs for every task of every job: only a pinned project gets a
+        // toolchain there, and anywhere else the task's environment is left as it is.
+        if self.shell == Format::Slurm && (active.project.is_none() || active.toolchains.is_empty())
+        {
+            return Ok(());
+        }
         if active.toolchains.is_empty() {
             ui::info("no toolchain is active here, so there is nothing to set\nhint: `gpuenv pin <spec>` or `gpuenv default <spec>`");
         }
@@ -32,7 +55,29 @@ impl Args {
             .filter(|(k, v)| v.is_some() || applied.before.get(*k).is_some_and(Option::is_some))
             .map(|(k, v)| (k.as_str(), v.as_deref()))
             .collect();
-        print!("{}", shell::render(&vars, self.shell));
+        if self.shell == Format::Slurm {
+            shell::check_slurm(&vars)?;
+        }
+        // A module that loaded another toolkit of an active kind is unloaded first, so the
+        // module system agrees with what gpuenv set (a later `module unload` changes nothing).
+        let kinds: Vec<Kind> = active.toolchains.iter().map(|t| t.entry.kind).collect();
+        let displaced =
+            module::displaced(ctx.var(vars::LMFILES), ctx.var(vars::LOADEDMODULES), &kinds);
+        let names: Vec<String> = displaced.iter().map(|r| r.module.clone()).collect();
+        let unload = shell::module_unload(&names, self.shell);
+        if !unload.is_empty() {
+            ui::info(format!(
+                "unloading module {} (its toolkit gives way to {})",
+                names.join(", "),
+                active
+                    .toolchains
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        print!("{unload}{}", shell::render(&vars, self.shell));
         Ok(())
     }
 }

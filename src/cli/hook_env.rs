@@ -5,11 +5,13 @@ use std::path::PathBuf;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::env::Op;
+use gpuenv_core::home::Home;
 use gpuenv_core::resolve::Reason;
 use gpuenv_core::shell::fast_path::{self, Check};
 use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use gpuenv_core::shell::{self, Format, Shell};
-use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::upstream;
 use gpuenv_core::{env, trust, ui};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
@@ -65,12 +67,15 @@ impl Prompt {
 }
 
 /// The variables a prompt's result depends on, besides the directory and the files.
-const WATCHED_VARS: [&str; 5] = [
+const WATCHED_VARS: [&str; 8] = [
     vars::GPUENV_TOOLCHAIN,
     vars::VIRTUAL_ENV,
     vars::CONDA_PREFIX,
     vars::GPUENV_HOME,
     vars::XDG_DATA_HOME,
+    vars::GPUENV_UPSTREAMS,
+    vars::GPUENV_SYSTEM_CONFIG,
+    vars::LMFILES,
 ];
 
 /// One prompt's step (skipped when nothing it depends on changed since the last one,
@@ -120,15 +125,25 @@ pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
 }
 
 /// The change for this directory, and the files besides the toolchain file and the
-/// registry that it was computed from.
+/// registry that it was computed from (the upstreams' settings, the torch a pin read).
 fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf>)> {
-    let registry = Registry::load(home)?;
+    let mut home = home.clone();
+    let own = Registry::load(&home)?;
+    let layered = upstream::layered(&mut home, own);
+    for w in &layered.warnings {
+        ui::hook_note(w);
+    }
+    let (home, registry) = (&home, layered.registry);
+    // Besides the user's settings: the system config and every upstream's settings.
+    let mut read: Vec<PathBuf> = vec![upstream::system_config_path(ctx)];
+    read.extend(home.upstreams.iter().map(|u| Home::new(u).settings()));
     let active = super::resolve_here(ctx, &registry, &[])?;
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::hook_note(notice);
     }
     let mut change = env::plan(&active, &registry, home, trusted);
+    gpuenv_core::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
     if !change.ops.is_empty() {
         change.ops.push(Op::Prepend(
@@ -136,13 +151,9 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
             vec![home.shims().to_string_lossy().into_owned()],
         ));
     }
-    let read = active
-        .toolchains
-        .iter()
-        .filter_map(|t| match &t.reason {
-            Reason::Torch(_, _, torch) => Some(torch.join("version.py")),
-            _ => None,
-        })
-        .collect();
+    read.extend(active.toolchains.iter().filter_map(|t| match &t.reason {
+        Reason::Torch(_, _, torch) => Some(torch.join("version.py")),
+        _ => None,
+    }));
     Ok((change, read))
 }

@@ -6,7 +6,8 @@ use indicatif::HumanBytes;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::driver;
-use gpuenv_core::toolchain::registry::{Home, Registry, Source as Origin};
+use gpuenv_core::home::Home;
+use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::cache::Cache;
@@ -111,13 +112,15 @@ impl Args {
         if self.specs == ["torch"] {
             let fetcher = fetcher(ctx, &home, self.offline);
             let progress = Progress::new(!self.quiet && std::io::stderr().is_terminal());
-            return super::install_torch::run(ctx, &home, &fetcher, &progress, self.quiet);
+            let store = super::store(ctx)?;
+            return super::install_torch::run(ctx, &store, &fetcher, &progress, self.quiet);
         }
         let specs: Vec<Spec> = self
             .specs
             .iter()
             .map(|s| s.parse())
             .collect::<Result<_, _>>()?;
+        let store = super::store(ctx)?;
         let fetcher = fetcher(ctx, &home, self.offline);
         let sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;
         let progress = Progress::new(!self.quiet && std::io::stderr().is_terminal());
@@ -169,7 +172,7 @@ impl Args {
                 }
             ));
             let started = std::time::Instant::now();
-            let done = gpuenv_install::install(&home, &fetcher, &plan, &progress)?;
+            let done = gpuenv_install::install(&store, &fetcher, &plan, &progress)?;
             if done.already {
                 already(&done.name, &done.root);
                 continue;

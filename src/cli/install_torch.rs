@@ -6,7 +6,7 @@ use indicatif::HumanBytes;
 
 use gpuenv_core::context::Context;
 use gpuenv_core::guard;
-use gpuenv_core::toolchain::registry::Home;
+use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
 use gpuenv_install::fetch::Fetcher;
@@ -15,7 +15,7 @@ use gpuenv_install::{torch, Profile, Progress, Selection};
 
 pub fn run(
     ctx: &Context,
-    home: &Home,
+    store: &Store,
     fetcher: &Fetcher,
     progress: &Progress,
     quiet: bool,
@@ -46,7 +46,7 @@ pub fn run(
         HumanBytes(size),
         cuda.tree.display()
     ));
-    let done = gpuenv_install::install(home, fetcher, &plan, progress)?;
+    let done = gpuenv_install::install(store, fetcher, &plan, progress)?;
     if done.already {
         say(format!(
             "{} is already installed at {}",

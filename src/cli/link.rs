@@ -3,9 +3,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
-use gpuenv_core::toolchain::registry::{Entry, Registry, Source};
-use gpuenv_core::toolchain::{detect, view, Spec};
-use gpuenv_core::{shims, ui};
+use gpuenv_core::toolchain::registry::{Entry, Source};
+use gpuenv_core::toolchain::{detect, Spec};
+use gpuenv_core::ui;
 
 /// Register a toolchain already on disk under a name, used in place
 #[derive(Debug, clap::Args)]
@@ -18,9 +18,10 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let home = ctx.gpuenv_home()?;
+        let store = super::store(ctx)?;
         let spec: Spec = self.name.parse()?;
         let root = ctx.cwd.join(&self.path);
+        store.admissible(&root, Source::Linked)?;
         let detected = detect::detect(&root).with_context(|| {
             format!("cannot link {}\nhint: give the directory that holds bin/nvcc (CUDA) or bin/hipcc (ROCm), e.g. /usr/local/cuda-12.4", self.name)
         })?;
@@ -37,23 +38,8 @@ impl Args {
         }
         let (kind, version) = (detected.kind, detected.version.clone());
         let entry = Entry::from_detected(detected, root.clone(), Source::Linked);
-        Registry::update(&home, |registry| {
-            if let Some(existing) = registry.toolchains.get(&self.name) {
-                bail!(
-                    "{} is already registered (at {})\nhint: `gpuenv unlink {}` first, or choose another name such as {}-{}",
-                    self.name,
-                    existing.root.display(),
-                    self.name,
-                    self.name,
-                    "local"
-                );
-            }
-            let proxy = shims::install_proxy(&home)?;
-            view::create(&home, &self.name, &entry, &proxy)?;
-            registry.toolchains.insert(self.name.clone(), entry);
-            shims::reshim(&home, registry)?;
-            Ok(())
-        })?;
+        let changed = store.register(vec![(self.name.clone(), entry)])?;
+        super::notice(&changed.registry);
         ui::info(format!(
             "linked {} ({kind} {version}) at {}",
             self.name,

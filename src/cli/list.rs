@@ -3,6 +3,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use gpuenv_core::context::Context;
+use gpuenv_core::store::{self, Problem};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::source::Choice;
@@ -32,12 +33,18 @@ struct Row<'a> {
     root: String,
     view: String,
     source: &'a str,
+    /// The upstream store it comes from, if it is not the user's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upstream: Option<String>,
     active: bool,
     default: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     broken: Option<String>,
+    /// What is missing: "root missing", "view missing".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    problems: Vec<&'static str>,
 }
 
 impl Args {
@@ -51,9 +58,10 @@ impl Args {
                 self.json,
             );
         }
-        let (home, registry) = super::registry(ctx)?;
+        let (home, layered) = super::layered(ctx)?;
+        let registry = &layered.registry;
         // `list` stays useful in a directory whose toolchain file is broken.
-        let active = match super::resolve_here(ctx, &registry, &[]) {
+        let active = match super::resolve_here(ctx, registry, &[]) {
             Ok(a) => Some(a),
             Err(e) => {
                 ui::warn(format!("cannot tell which toolchain is active here: {e:#}"));
@@ -61,6 +69,9 @@ impl Args {
             }
         };
         let defaults: Vec<Spec> = registry.default_specs().unwrap_or_default();
+        // An upstream is the admin's to repair; its missing views are made here on use.
+        let mut problems = store::health(&home, registry);
+        problems.retain(|p| p.name().is_none_or(|n| layered.upstream_of(n).is_none()));
         let rows: Vec<Row> = registry
             .toolchains
             .iter()
@@ -75,12 +86,18 @@ impl Args {
                     root: e.root.display().to_string(),
                     view: home.view(name).display().to_string(),
                     source: e.source.as_str(),
+                    upstream: layered.upstream_of(name).map(|p| p.display().to_string()),
                     active: active_here.is_some(),
                     default: defaults
                         .iter()
                         .any(|d| registry.find(d).is_some_and(|(n, _)| n == name)),
                     reason: active_here.map(|t| t.reason.to_string()),
                     broken: e.broken(),
+                    problems: problems
+                        .iter()
+                        .filter(|p| p.name() == Some(name))
+                        .map(Problem::short)
+                        .collect(),
                 }
             })
             .collect();
@@ -96,9 +113,23 @@ impl Args {
         for r in &rows {
             let mark = if r.active { "*" } else { " " };
             let default = if r.default { " (default)" } else { "" };
+            let problems = match r.problems.as_slice() {
+                [] => String::new(),
+                p => format!("  [{}]", p.join(", ")),
+            };
+            let source = if r.upstream.is_some() {
+                "upstream"
+            } else {
+                r.source
+            };
+            let from = r
+                .upstream
+                .as_ref()
+                .map(|u| format!(" (from {u})"))
+                .unwrap_or_default();
             println!(
-                "{mark} {:width$}  {:<10}  {:<10}  {}{default}",
-                r.name, r.version, r.source, r.root
+                "{mark} {:width$}  {:<10}  {:<10}  {}{default}{from}{problems}",
+                r.name, r.version, source, r.root
             );
             if let Some(why) = &r.broken {
                 ui::warn(format!(
@@ -108,6 +139,7 @@ impl Args {
                 ));
             }
         }
+        super::warn_problems(&problems);
         Ok(())
     }
 }

@@ -12,6 +12,7 @@ mod install;
 mod install_torch;
 mod link;
 mod list;
+mod module;
 mod named_arg;
 mod pin;
 mod reshim;
@@ -29,10 +30,12 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{self, ActiveSet, Request};
-use gpuenv_core::toolchain::registry::{Home, Registry};
-use gpuenv_core::toolchain::Spec;
-use gpuenv_core::{env, guard, trust, ui};
+use gpuenv_core::store::{Problem, Store};
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::{upstream, view, Spec};
+use gpuenv_core::{env, guard, shims, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,6 +70,7 @@ enum Command {
     Hook(hook::Args),
     HookEnv(hook_env::Args),
     Completions(completions::Args),
+    Module(module::Args),
 }
 
 /// An exit status chosen by a command (1: the thing asked is not so), with its message
@@ -112,14 +116,72 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Hook(a) => a.run(ctx),
         Command::HookEnv(a) => a.run(ctx),
         Command::Completions(a) => a.run(ctx),
+        Command::Module(a) => a.run(ctx),
     }
 }
 
-/// The registry and where it lives.
+/// The registry and where it lives, with the upstreams' toolchains added (for reading only;
+/// changes go through `Registry::update`, which sees the user's own file alone).
 fn registry(ctx: &Context) -> Result<(Home, Registry)> {
-    let home = ctx.gpuenv_home()?;
-    let registry = Registry::load(&home)?;
-    Ok((home, registry))
+    let (home, layered) = layered(ctx)?;
+    Ok((home, layered.registry))
+}
+
+/// Refuses to change a toolchain that only an upstream has: gpuenv never writes there.
+fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
+    let (_home, layered) = layered(ctx)?;
+    if let Some(root) = layered.upstream_of(name) {
+        anyhow::bail!(
+            "{name} belongs to the upstream {} (a shared, read-only gpuenv store), so `gpuenv {command}` leaves it alone\nhint: the store's admin runs `GPUENV_HOME={} gpuenv {command} {name}`; to stop seeing its toolchains, drop it from GPUENV_UPSTREAMS, `upstreams` in settings.toml or the system config",
+            root.display(),
+            root.display()
+        );
+    }
+    Ok(())
+}
+
+/// The own registry and the upstreams', with a warning for each upstream that cannot be used.
+fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
+    let mut home = ctx.gpuenv_home()?;
+    let own = Registry::load(&home)?;
+    notice(&own);
+    let layered = upstream::layered(&mut home, own);
+    for w in upstream::from_context(ctx)
+        .1
+        .iter()
+        .chain(&layered.warnings)
+    {
+        ui::warn(w);
+    }
+    Ok((home, layered))
+}
+
+/// Says what is odd about the state file, if anything.
+fn notice(registry: &Registry) {
+    if let Some(n) = &registry.notice {
+        ui::warn(n);
+    }
+}
+
+/// Each thing missing from the store, with the command that fixes it.
+fn warn_problems(problems: &[Problem]) {
+    for p in problems {
+        ui::warn(format!("{p}\nhint: {}", p.hint()));
+    }
+}
+
+/// Defaults that a forgotten toolchain took with it.
+fn warn_dropped_defaults(dropped: &[String]) {
+    for d in dropped {
+        ui::warn(format!(
+            "the default {d} no longer matches a registered toolchain and was cleared; set another with `gpuenv default <spec>`"
+        ));
+    }
+}
+
+/// The store in this home, with the proxy built beside this gpuenv.
+fn store(ctx: &Context) -> Result<Store> {
+    Ok(Store::new(ctx.gpuenv_home()?, shims::proxy_source()?))
 }
 
 /// The active set for the current directory, with `overrides` on top.
@@ -141,8 +203,39 @@ fn environment(
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::warn(notice);
     }
-    let change = env::plan(active, registry, home, trusted);
+    upstream_views_for(
+        home,
+        registry,
+        active.toolchains.iter().map(|t| t.name.as_str()),
+    )?;
+    let mut change = env::plan(active, registry, home, trusted);
+    gpuenv_core::module::count_loaded_as_foreign(
+        &mut change,
+        ctx.var(gpuenv_core::context::vars::LMFILES),
+    );
     Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
+}
+
+/// A toolchain whose view is missing (an upstream's, when the upstream has none) gets one
+/// in the user's own home, under the state lock, so `CUDA_HOME` points at a guarded nvcc.
+fn upstream_views_for<'a>(
+    home: &Home,
+    registry: &Registry,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<()> {
+    for name in names {
+        let Some(entry) = registry.toolchains.get(name) else {
+            continue;
+        };
+        if !view::exists(home, name) {
+            let _locked = Registry::lock(home)?;
+            if !view::exists(home, name) {
+                let proxy = shims::install_proxy(home, &shims::proxy_source()?)?;
+                view::create(home, name, entry, &proxy)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Parses specs given as arguments.

@@ -58,8 +58,11 @@ impl Args {
                 path.display()
             );
         }
-        fsutil::write_atomic(&path, after.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        // A linked toolchain file (shared between checkouts) stays a link: the file it
+        // points to is the one edited, in its own directory.
+        let target = fsutil::final_target(&path)?;
+        fsutil::write_atomic(&target, after.as_bytes())
+            .with_context(|| format!("cannot write {}", target.display()))?;
 
         for spec in &specs {
             match registry.find(spec) {

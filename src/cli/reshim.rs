@@ -1,30 +1,37 @@
 use anyhow::Result;
 
 use gpuenv_core::context::Context;
-use gpuenv_core::toolchain::registry::Registry;
-use gpuenv_core::toolchain::view;
-use gpuenv_core::{shims, ui};
+use gpuenv_core::ui;
 
-/// Regenerate the shims and the views' proxies (after moving or rebuilding gpuenv)
+use super::Exit;
+
+/// Regenerate the views and shims (after moving or rebuilding gpuenv, or when a root is back)
 #[derive(Debug, clap::Args)]
 pub struct Args {}
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let home = ctx.gpuenv_home()?;
-        let report = Registry::update(&home, |registry| {
-            let proxy = shims::install_proxy(&home)?;
-            for (name, entry) in &registry.toolchains {
-                view::create(&home, name, entry, &proxy)?;
-            }
-            shims::reshim(&home, registry)
-        })?;
+        let store = super::store(ctx)?;
+        let repaired = store.repair()?;
         ui::info(format!(
-            "shims in {}: {} added, {} removed",
-            home.shims().display(),
-            report.added.len(),
-            report.removed.len()
+            "views: {} remade; shims in {}: {} added, {} removed",
+            repaired.views.len(),
+            store.home().shims().display(),
+            repaired.shims.added.len(),
+            repaired.shims.removed.len()
         ));
-        Ok(())
+        if !repaired.orphans.is_empty() {
+            ui::info(format!(
+                "removed the views of toolchains no longer registered: {}",
+                repaired.orphans.join(", ")
+            ));
+        }
+        if repaired.broken.is_empty() {
+            return Ok(());
+        }
+        for e in repaired.broken {
+            ui::error(&anyhow::Error::from(e));
+        }
+        Err(Exit(1).into())
     }
 }

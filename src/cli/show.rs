@@ -3,6 +3,7 @@ use serde_json::json;
 
 use gpuenv_core::build_cache;
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::store::{self, Problem};
 use gpuenv_core::toolchain::view;
 use gpuenv_core::ui;
 
@@ -24,6 +25,15 @@ impl Args {
             &registry,
         )?;
         let cache_program = build_cache::locate(&cache, ctx.var("PATH"));
+        // What is missing for the toolchains active here, and the shims they run through.
+        let problems: Vec<Problem> = store::health(&home, &registry)
+            .into_iter()
+            .filter(|p| {
+                p.name()
+                    .is_none_or(|n| active.toolchains.iter().any(|t| t.name == n))
+            })
+            .collect();
+        super::warn_problems(&problems);
         if self.json {
             let toolchains: Vec<_> = active
                 .toolchains
@@ -36,6 +46,11 @@ impl Args {
                         "root": t.entry.root,
                         "view": view::paths(&home, &t.name, &t.entry).root,
                         "reason": t.reason.to_string(),
+                        "problems": problems
+                            .iter()
+                            .filter(|p| p.name() == Some(&t.name))
+                            .map(|p| p.to_string())
+                            .collect::<Vec<_>>(),
                     })
                 })
                 .collect();

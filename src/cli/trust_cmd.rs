@@ -32,7 +32,7 @@ impl Args {
         project::parse(&path, &String::from_utf8_lossy(&content))?;
         Registry::update(&home, |r| {
             trust::trust(r, &path, &content);
-            Ok(())
+            Ok::<_, anyhow::Error>(())
         })?;
         ui::info(format!("trusted {}", path.display()));
         Ok(())

@@ -1,10 +1,11 @@
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use gpuenv_core::context::Context;
 use gpuenv_core::project::{self, PinValue};
-use gpuenv_core::toolchain::registry::{Registry, Source};
-use gpuenv_core::toolchain::{view, Spec};
-use gpuenv_core::{shims, ui};
+use gpuenv_core::store::Forget;
+use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::ui;
 
 /// Remove a toolchain gpuenv installed: its tree, its view and its shims
 #[derive(Debug, clap::Args)]
@@ -15,40 +16,16 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let home = ctx.gpuenv_home()?;
+        super::refuse_upstream(ctx, &self.name, "uninstall")?;
+        let store = super::store(ctx)?;
         let name = self.name.as_str();
-        let _lock = gpuenv_install::lock_toolchain(&home, name)?;
-        let (root, dropped_defaults, registry) = Registry::update(&home, |registry| {
-            let Some(entry) = registry.toolchains.get(name) else {
-                bail!("no toolchain named {name} is registered\nhint: `gpuenv list` shows the registered names");
-            };
-            if entry.source != Source::Installed {
-                bail!(
-                    "{name} was {} by hand, not installed by gpuenv, so its files are not gpuenv's to remove\nhint: `gpuenv unlink {name}` forgets it and leaves its files alone",
-                    entry.source.as_str()
-                );
-            }
-            let root = entry.root.clone();
-            registry.toolchains.remove(name);
-            let (keep, dropped): (Vec<String>, Vec<String>) =
-                registry.default.iter().cloned().partition(|d| {
-                    d.parse::<Spec>()
-                        .map(|s| registry.find(&s).is_some())
-                        .unwrap_or(false)
-                });
-            registry.default = keep;
-            view::remove(&home, name)?;
-            shims::reshim(&home, registry)?;
-            Ok((root, dropped, registry.clone()))
-        })?;
-        // Renamed away first, so the tree is gone at once however long deleting takes.
-        gpuenv_core::fsutil::remove_tree(&root)?;
+        let _lock = gpuenv_install::lock_toolchain(store.home(), name)?;
+        let forgotten = store.forget(name, Forget::Installed)?;
+        let root = &forgotten.entry.root;
+        gpuenv_core::fsutil::remove_tree(root)?;
         ui::info(format!("uninstalled {name} (removed {})", root.display()));
-        for d in dropped_defaults {
-            ui::warn(format!(
-                "the default {d} no longer matches a registered toolchain and was cleared; set another with `gpuenv default <spec>`"
-            ));
-        }
+        super::warn_dropped_defaults(&forgotten.dropped_defaults);
+        let registry = forgotten.registry;
         warn_about_pins(ctx, &registry, name);
         Ok(())
     }

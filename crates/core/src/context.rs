@@ -7,13 +7,24 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
-use crate::toolchain::registry::Home;
+use crate::home::Home;
+use crate::toolchain::upstream;
 
 /// Every environment variable gpuenv reads (besides the path lists it edits).
 pub mod vars {
     pub const GPUENV_HOME: &str = "GPUENV_HOME";
     pub const GPUENV_TOOLCHAIN: &str = "GPUENV_TOOLCHAIN";
     pub const GPUENV_DISCOVER_ROOTS: &str = "GPUENV_DISCOVER_ROOTS";
+    /// Other gpuenv homes (a site's shared store), colon-separated, read-only.
+    pub const GPUENV_UPSTREAMS: &str = "GPUENV_UPSTREAMS";
+    /// The system config (default `/etc/gpuenv/config.toml`).
+    pub const GPUENV_SYSTEM_CONFIG: &str = "GPUENV_SYSTEM_CONFIG";
+    /// Directories of module files (Lmod, Environment Modules).
+    pub const MODULEPATH: &str = "MODULEPATH";
+    /// The module files loaded now (set by Lmod and Environment Modules).
+    pub const LMFILES: &str = "_LMFILES_";
+    /// The names of the modules loaded now, in `_LMFILES_`'s order.
+    pub const LOADEDMODULES: &str = "LOADEDMODULES";
     pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
     pub const HOME: &str = "HOME";
     pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
@@ -39,6 +50,8 @@ pub mod vars {
     pub const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
     pub const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
     pub const SLURM_EXPORT_ENV: &str = "SLURM_EXPORT_ENV";
+    /// How many nodes the allocation has (`doctor --all-nodes` expects a report from each).
+    pub const SLURM_JOB_NUM_NODES: &str = "SLURM_JOB_NUM_NODES";
     pub const NO_COLOR: &str = "NO_COLOR";
     /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
     pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
@@ -84,8 +97,12 @@ impl Context {
         self.var(key).filter(|v| !v.is_empty())
     }
 
+    /// `HOME`, else the account's home from the password database (a SLURM step started
+    /// with `--export=NONE` has no HOME).
     pub fn home_dir(&self) -> Option<PathBuf> {
-        self.var_nonempty(vars::HOME).map(PathBuf::from)
+        self.var_nonempty(vars::HOME)
+            .map(PathBuf::from)
+            .or_else(crate::passwd::account_home)
     }
 
     /// The prefix of every absolute system path gpuenv reads (`/proc`, `/dev`, `/.dockerenv`):
@@ -94,17 +111,20 @@ impl Context {
         PathBuf::from(self.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"))
     }
 
-    /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`.
+    /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`; with the
+    /// upstreams the environment and the system config name.
     pub fn gpuenv_home(&self) -> Result<Home> {
-        if let Some(h) = self.var_nonempty(vars::GPUENV_HOME) {
-            return Ok(Home::new(self.cwd.join(h)));
-        }
-        if let Some(x) = self.var_nonempty(vars::XDG_DATA_HOME) {
-            return Ok(Home::new(PathBuf::from(x).join("gpuenv")));
-        }
-        let home = self
-            .home_dir()
-            .context("neither GPUENV_HOME nor HOME is set\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
-        Ok(Home::new(home.join(".local/share/gpuenv")))
+        let mut home = if let Some(h) = self.var_nonempty(vars::GPUENV_HOME) {
+            Home::new(self.cwd.join(h))
+        } else if let Some(x) = self.var_nonempty(vars::XDG_DATA_HOME) {
+            Home::new(PathBuf::from(x).join("gpuenv"))
+        } else {
+            let home = self
+                .home_dir()
+                .context("neither GPUENV_HOME nor HOME is set, and the password database has no home for this account\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
+            Home::new(home.join(".local/share/gpuenv"))
+        };
+        home.upstreams = upstream::from_context(self).0;
+        Ok(home)
     }
 }

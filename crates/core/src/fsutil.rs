@@ -1,10 +1,12 @@
-//! Small file helpers shared by every module that writes state.
+//! Small file helpers shared by every module that writes state. gpuenv writes files and
+//! links only through these: a new entry is made under a temp name in the target's own
+//! directory and renamed over the target, so a link planted at the target is replaced,
+//! never followed, and a reader sees the old entry or the new one, never half of one.
 
-use std::io::Write;
-use std::path::Path;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` through a temp file in the same directory and a rename, so a
-/// reader sees the old file or the new one, never half of one.
+/// Writes `bytes` to `path` through a temp file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs_err::create_dir_all(dir)?;
@@ -17,6 +19,74 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Makes `link` a symlink to `target`, replacing whatever entry is at `link` (a temp link
+/// renamed over it).
+pub fn replace_with_link(target: &Path, link: &Path) -> std::io::Result<()> {
+    let tmp = link.with_file_name(format!(
+        ".{}.tmp-{}",
+        link.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let _ = fs_err::remove_file(&tmp);
+    symlink(target, &tmp)?;
+    fs_err::rename(&tmp, link).inspect_err(|_| {
+        let _ = fs_err::remove_file(&tmp);
+    })
+}
+
+/// The file a chain of symlinks at `path` ends at (which may not exist yet); `path` itself
+/// when it is not a link. For editing a file the user linked on purpose, in its own place.
+pub fn final_target(path: &Path) -> std::io::Result<PathBuf> {
+    let mut at = path.to_path_buf();
+    // The kernel's own limit on links followed in one lookup.
+    for _ in 0..40 {
+        match fs_err::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = fs_err::read_link(&at)?;
+                at = at.parent().unwrap_or(Path::new("/")).join(target);
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    )))
+}
+
+/// `std::os::unix::fs::symlink`, with an error that names both ends.
+pub fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot link {} -> {}: {e}",
+                link.display(),
+                target.display()
+            ),
+        )
+    })
+}
+
+/// True if the two files hold the same bytes.
+pub fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
+    if fs_err::metadata(a)?.len() != fs_err::metadata(b)?.len() {
+        return Ok(false);
+    }
+    let (mut fa, mut fb) = (fs_err::File::open(a)?, fs_err::File::open(b)?);
+    let (mut ba, mut bb) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        let n = fa.read(&mut ba)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        fb.read_exact(&mut bb[..n])?;
+        if ba[..n] != bb[..n] {
+            return Ok(false);
+        }
+    }
 }
 
 /// Removes the tree at `path` (if any) so that no reader sees it half-removed: it is first
@@ -43,6 +113,54 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_replace_a_planted_link_instead_of_following_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("important.txt");
+        fs_err::write(&victim, "mine").unwrap();
+        let state = dir.path().join("state.toml");
+        std::os::unix::fs::symlink(&victim, &state).unwrap();
+        write_atomic(&state, b"gpuenv's").unwrap();
+        assert_eq!(fs_err::read_to_string(&victim).unwrap(), "mine");
+        assert!(!state.is_symlink());
+        assert_eq!(fs_err::read_to_string(&state).unwrap(), "gpuenv's");
+
+        let link = dir.path().join("tool");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        replace_with_link(&state, &link).unwrap();
+        assert_eq!(fs_err::read_link(&link).unwrap(), state);
+        assert_eq!(fs_err::read_to_string(&victim).unwrap(), "mine");
+    }
+
+    #[test]
+    fn final_target_follows_relative_and_absolute_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        fs_err::create_dir_all(p("common")).unwrap();
+        fs_err::create_dir_all(p("proj")).unwrap();
+        std::os::unix::fs::symlink("../common/gpuenv.toml", p("proj/gpuenv.toml")).unwrap();
+        std::os::unix::fs::symlink(p("proj/gpuenv.toml"), p("top.toml")).unwrap();
+        let end = final_target(&p("top.toml")).unwrap();
+        assert_eq!(end, p("proj/../common/gpuenv.toml"));
+        assert_eq!(final_target(&p("common")).unwrap(), p("common"));
+        std::os::unix::fs::symlink("loop", p("loop")).unwrap();
+        assert!(final_target(&p("loop")).is_err());
+    }
+
+    #[test]
+    fn same_bytes_compares_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        fs_err::write(p("a"), "abc").unwrap();
+        fs_err::write(p("b"), "abc").unwrap();
+        fs_err::write(p("c"), "abd").unwrap();
+        fs_err::write(p("d"), "abcd").unwrap();
+        assert!(same_bytes(&p("a"), &p("b")).unwrap());
+        assert!(!same_bytes(&p("a"), &p("c")).unwrap());
+        assert!(!same_bytes(&p("a"), &p("d")).unwrap());
+        assert!(!same_bytes(&p("d"), &p("a")).unwrap());
+    }
 
     #[test]
     fn line_col_counts_from_one() {

@@ -8,12 +8,16 @@ pub mod driver;
 pub mod env;
 pub mod fsutil;
 pub mod guard;
+pub mod home;
+pub mod module;
 pub mod named;
+pub mod passwd;
 pub mod project;
 pub mod proxy;
 pub mod resolve;
 pub mod shell;
 pub mod shims;
+pub mod store;
 #[doc(hidden)]
 pub mod test_support;
 pub mod toolchain;

@@ -10,11 +10,11 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::context::vars;
-use crate::context::Context;
+use crate::context::{vars, Context};
+use crate::home::Home;
 use crate::resolve::{self, Active, ActiveSet, Reason, Request};
-use crate::toolchain::registry::{Home, Registry};
-use crate::toolchain::{view, Kind, Spec};
+use crate::toolchain::registry::Registry;
+use crate::toolchain::{upstream, Kind, Spec};
 use crate::{build_cache, env, guard, project, trust, ui};
 
 mod check;
@@ -100,26 +100,32 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         overrides.push(spec);
         args.remove(0);
     }
+    // The compiler driver of one kind never runs from a toolchain of another.
+    let compiler_of = Kind::ALL.into_iter().find(|k| k.compiler() == tool);
+    if let (Some(spec), Some(kind)) = (overrides.first(), compiler_of) {
+        if spec.kind != kind {
+            bail!(
+                "`{tool} +{spec}` names a {} toolchain, but {tool} is the {kind} compiler\nhint: `{} +{spec} …` runs the {} compiler; `{tool} +{kind}-<version> …` picks another {kind} toolchain",
+                spec.kind,
+                spec.kind.compiler(),
+                spec.kind
+            );
+        }
+    }
 
     let invoked = invoked_path(&argv0, &tool, ctx);
-    let from_view = invoked
-        .as_deref()
-        .filter(|_| overrides.is_empty())
-        .and_then(view_of);
+    let from_view = match invoked.as_deref().filter(|_| overrides.is_empty()) {
+        Some(invoked) => view_of(invoked, ctx)?,
+        None => None,
+    };
     let (home, registry, active) = match from_view {
-        Some((view_dir, meta)) => {
+        Some((home, registry, name)) => {
             // <home>/views/<name>/bin/<tool>: this view's toolchain, without resolving.
-            let home = Home::new(
-                view_dir
-                    .parent()
-                    .and_then(Path::parent)
-                    .unwrap_or(Path::new("/")),
-            );
-            let registry = Registry::load(&home)?;
+            let entry = registry.toolchains[&name].clone();
             let active = ActiveSet {
                 toolchains: vec![Active {
-                    name: meta.name,
-                    entry: meta.entry,
+                    name,
+                    entry,
                     reason: Reason::View(invoked.clone().unwrap_or_default()),
                 }],
                 project: None,
@@ -127,16 +133,23 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
             (home, registry, active)
         }
         None => {
-            let home = ctx.gpuenv_home()?;
-            let registry = Registry::load(&home)?;
-            let kinds: &[Kind] = match tool.as_str() {
-                "nvcc" => &[Kind::Cuda],
-                "hipcc" => &[Kind::Rocm],
-                _ => &Kind::ALL,
+            let mut home = ctx.gpuenv_home()?;
+            let own = Registry::load(&home)?;
+            // An upstream's toolchains resolve too; an unusable upstream is only a warning.
+            let layered = upstream::layered(&mut home, own);
+            for w in &layered.warnings {
+                ui::warn(w);
+            }
+            let registry = layered.registry;
+            // `+spec` names the one toolchain the tool may come from.
+            let kinds: Vec<Kind> = match (overrides.first(), compiler_of) {
+                (Some(spec), _) => vec![spec.kind],
+                (None, Some(kind)) => vec![kind],
+                (None, None) => Kind::ALL.to_vec(),
             };
             let torch = || guard::locate_torch(ctx, None);
             let req = Request::new(ctx, &overrides, &torch);
-            let active = resolve::resolve_kinds(&req, &registry, kinds)?;
+            let active = resolve::resolve_kinds(&req, &registry, &kinds)?;
             (home, registry, active)
         }
     };
@@ -159,7 +172,8 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
     }
 
     let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
-    let change = env::plan(&active, &registry, &home, trusted);
+    let mut change = env::plan(&active, &registry, &home, trusted);
+    crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     let applied = change.apply(&|k| ctx.var(k).map(str::to_string));
     let mut env: Vec<(String, Option<String>)> = applied.after.into_iter().collect();
     env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string())));
@@ -215,16 +229,32 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     }
 }
 
-/// If `invoked` is `<view>/bin/<tool>` (also through a link to the view), the view and
-/// its metadata.
-fn view_of(invoked: &Path) -> Option<(PathBuf, view::ViewMeta)> {
-    let bin = invoked.parent()?.canonicalize().ok()?;
-    let view_dir = bin.parent()?;
-    if !view_dir.join(view::META_FILE).is_file() {
-        return None;
+/// If `invoked` is `<home>/views/<name>/bin/<tool>` (also through a link to the view) and
+/// `<name>` is registered there: that home, its registry and the name.
+fn view_of(invoked: &Path, ctx: &Context) -> Result<Option<(Home, Registry, String)>> {
+    let Some(view_dir) = invoked
+        .parent()
+        .and_then(|bin| bin.canonicalize().ok())
+        .and_then(|bin| bin.parent().map(Path::to_path_buf))
+    else {
+        return Ok(None);
+    };
+    let Some((mut home, name)) = Home::of_view(&view_dir) else {
+        return Ok(None);
+    };
+    if !home.settings().is_file() {
+        return Ok(None);
     }
-    let meta = view::read_meta(view_dir).ok()?;
-    Some((view_dir.to_path_buf(), meta))
+    let mut registry = Registry::load(&home)?;
+    if !registry.toolchains.contains_key(&name) {
+        // The user's own view of an upstream's toolchain.
+        home.upstreams = upstream::from_context(ctx).0;
+        registry = upstream::layered(&mut home, registry).registry;
+    }
+    Ok(registry
+        .toolchains
+        .contains_key(&name)
+        .then_some((home, registry, name)))
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

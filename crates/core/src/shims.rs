@@ -1,43 +1,47 @@
-//! The proxy binary and where it is linked: `$GPUENV_HOME/bin/gpuenv-shim` (a copy, so a
-//! rebuilt or moved gpuenv never breaks the shims), `$GPUENV_HOME/shims/<tool>` for every
-//! tool of every registered toolchain, and each view's `bin/nvcc` / `bin/hipcc`.
+//! The proxy binary and where it is linked: `$GPUENV_HOME/bin/gpuenv-shim` (a hard link or
+//! copy, so a rebuilt or moved gpuenv never breaks the shims), `$GPUENV_HOME/shims/<tool>`
+//! for every tool of every registered toolchain, and each view's `bin/nvcc` / `bin/hipcc`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context as _, Result};
+use crate::fsutil;
+use crate::home::{Home, PROXY_NAME};
+use crate::toolchain::registry::{Entry, Registry};
 
-use crate::toolchain::registry::{Home, Registry};
+use crate::toolchain::upstream;
 
-pub const PROXY_NAME: &str = "gpuenv-shim";
+#[derive(Debug, thiserror::Error)]
+pub enum ShimError {
+    #[error("the gpuenv proxy {path} is missing (it is built and installed beside gpuenv)\nhint: build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`")]
+    ProxyMissing { path: PathBuf },
+    #[error("cannot find the running gpuenv binary")]
+    CurrentExe(#[source] std::io::Error),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
 
 /// The proxy built beside the running gpuenv binary.
-fn proxy_source() -> Result<PathBuf> {
-    let exe = std::env::current_exe().context("cannot find the running gpuenv binary")?;
+pub fn proxy_source() -> Result<PathBuf, ShimError> {
+    let exe = std::env::current_exe().map_err(ShimError::CurrentExe)?;
     let exe = exe.canonicalize().unwrap_or(exe);
     let source = exe.with_file_name(PROXY_NAME);
     if !source.is_file() {
-        bail!(
-            "the gpuenv proxy {} is missing (it is built and installed beside gpuenv)\nhint: build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`",
-            source.display()
-        );
+        return Err(ShimError::ProxyMissing { path: source });
     }
     Ok(source)
 }
 
-/// Puts the proxy into `$GPUENV_HOME/bin/`: a hard link to the built binary where the file
-/// system allows (no copy of a large debug build per link), else a copy; replaced
-/// atomically, so a running shim keeps its old inode. Returns its path there.
-pub fn install_proxy(home: &Home) -> Result<PathBuf> {
+/// Puts the proxy `source` into `$GPUENV_HOME/bin/`: a hard link where the file system
+/// allows (no copy of a large debug build per link), else a copy; replaced atomically, so
+/// a running shim keeps its old inode. Returns its path there.
+pub fn install_proxy(home: &Home, source: &Path) -> Result<PathBuf, ShimError> {
     use std::os::unix::fs::MetadataExt;
-    let source = proxy_source()?;
     let target = home.proxy();
-    let src_meta = fs_err::metadata(&source)?;
-    if let Ok(meta) = std::fs::metadata(&target) {
+    let src_meta = fs_err::metadata(source)?;
+    if let Ok(meta) = fs_err::metadata(&target) {
         let same_inode = meta.dev() == src_meta.dev() && meta.ino() == src_meta.ino();
-        if same_inode
-            || (meta.len() == src_meta.len() && fs_err::read(&target)? == fs_err::read(&source)?)
-        {
+        if same_inode || fsutil::same_bytes(&target, source)? {
             return Ok(target);
         }
     }
@@ -45,13 +49,32 @@ pub fn install_proxy(home: &Home) -> Result<PathBuf> {
     fs_err::create_dir_all(dir)?;
     let tmp = dir.join(format!(".{PROXY_NAME}.tmp-{}", std::process::id()));
     let _ = fs_err::remove_file(&tmp);
-    if std::fs::hard_link(&source, &tmp).is_err() {
-        fs_err::copy(&source, &tmp)?;
-        use std::os::unix::fs::PermissionsExt;
-        fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+    if fs_err::hard_link(source, &tmp).is_err() {
+        let copied = fs_err::copy(source, &tmp).and_then(|_| {
+            use std::os::unix::fs::PermissionsExt;
+            fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+        });
+        if let Err(e) = copied {
+            let _ = fs_err::remove_file(&tmp);
+            return Err(e.into());
+        }
     }
     fs_err::rename(&tmp, &target)?;
     Ok(target)
+}
+
+/// True if `file` is the gpuenv proxy: a link to it (a shim, a view's compiler) or a copy
+/// of one of `proxies`.
+pub fn is_proxy(file: &Path, proxies: &[&Path]) -> bool {
+    let Ok(real) = file.canonicalize() else {
+        return false;
+    };
+    if real.file_name().is_some_and(|n| n == PROXY_NAME) {
+        return true;
+    }
+    proxies
+        .iter()
+        .any(|p| fsutil::same_bytes(&real, p).unwrap_or(false))
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -60,14 +83,20 @@ pub struct Reshim {
     pub removed: Vec<String>,
 }
 
-/// Makes `$GPUENV_HOME/shims/` hold exactly one proxy link per tool name found in any
-/// registered toolchain's `bin/`. Updated in place, so no shim is ever missing meanwhile.
-pub fn reshim(home: &Home, registry: &Registry) -> Result<Reshim> {
-    let proxy = install_proxy(home)?;
+/// Makes `$GPUENV_HOME/shims/` hold exactly one link to `proxy` per tool name found in any
+/// registered toolchain's `bin/` (a toolchain whose root is gone has none). Updated in
+/// place, so no shim is ever missing meanwhile.
+pub fn reshim(home: &Home, registry: &Registry, proxy: &Path) -> Result<Reshim, ShimError> {
     let dir = home.shims();
     fs_err::create_dir_all(&dir)?;
     let mut wanted = BTreeSet::new();
-    for entry in registry.toolchains.values() {
+    // The upstreams' toolchains get shims here too: the user runs their tools.
+    let upstream_entries: Vec<Entry> = upstream::roots(home, registry)
+        .iter()
+        .filter_map(|root| Registry::load(&Home::new(root)).ok())
+        .flat_map(|r| r.toolchains.into_values())
+        .collect();
+    for entry in registry.toolchains.values().chain(&upstream_entries) {
         if let Ok(rd) = fs_err::read_dir(entry.root.join("bin")) {
             for tool in rd.flatten() {
                 let name = tool.file_name().to_string_lossy().into_owned();
@@ -81,8 +110,8 @@ pub fn reshim(home: &Home, registry: &Registry) -> Result<Reshim> {
     let mut report = Reshim::default();
     for name in &wanted {
         let link = dir.join(name);
-        if fs_err::read_link(&link).ok().as_deref() != Some(proxy.as_path()) {
-            replace_with_link(&proxy, &link)?;
+        if fs_err::read_link(&link).ok().as_deref() != Some(proxy) {
+            fsutil::replace_with_link(proxy, &link)?;
             report.added.push(name.clone());
         }
     }
@@ -99,18 +128,4 @@ pub fn reshim(home: &Home, registry: &Registry) -> Result<Reshim> {
 /// Tool names worth a shim: not hidden files, not data files such as `nvcc.profile`.
 fn is_tool_name(name: &str) -> bool {
     !name.starts_with('.') && !name.ends_with(".profile") && !name.contains(' ')
-}
-
-/// Points `link` at `target` atomically (a temp link renamed over it).
-pub fn replace_with_link(target: &Path, link: &Path) -> Result<()> {
-    let tmp = link.with_file_name(format!(
-        ".{}.tmp-{}",
-        link.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
-    let _ = fs_err::remove_file(&tmp);
-    std::os::unix::fs::symlink(target, &tmp)
-        .with_context(|| format!("linking {} -> {}", tmp.display(), target.display()))?;
-    fs_err::rename(&tmp, link)?;
-    Ok(())
 }

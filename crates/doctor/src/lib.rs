@@ -9,6 +9,7 @@ pub mod driver;
 pub mod host_compiler;
 pub mod machine;
 pub mod nccl;
+pub mod nodes;
 pub mod python;
 pub mod rocm;
 pub mod shm;
@@ -23,8 +24,10 @@ use owo_colors::OwoColorize;
 use serde::Serialize;
 
 use gpuenv_core::guard::TorchVersion;
+use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{Active, ActiveSet};
-use gpuenv_core::toolchain::registry::{Home, Registry};
+use gpuenv_core::store;
+use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{view, Kind};
 
 pub use machine::Machine;
@@ -214,9 +217,21 @@ pub const ACTIVE_SET: Check = Check {
 };
 
 /// Which toolchains the other checks compare against, and why; a pin that resolves to
-/// nothing is itself an error.
+/// nothing is itself an error, and so is an active toolchain whose root is gone. A missing
+/// view or shims dir (what gpuenv exports) is a warning.
 fn active_set(inputs: &Inputs) -> Finding {
     let mut notes = Notes::default();
+    for p in store::health(&inputs.home, &inputs.registry) {
+        let active = p
+            .name()
+            .is_some_and(|n| inputs.active.toolchains.iter().any(|t| t.name == n));
+        let status = match p {
+            store::Problem::RootMissing { .. } if active => Status::Error,
+            _ => Status::Warn,
+        };
+        notes.problem(status, p.to_string());
+        notes.hint(p.hint());
+    }
     if let Some(err) = &inputs.resolve_error {
         let (msg, hints): (Vec<&str>, Vec<&str>) =
             err.lines().partition(|l| !l.starts_with("hint:"));
@@ -226,7 +241,7 @@ fn active_set(inputs: &Inputs) -> Finding {
         }
         return notes.finish(ACTIVE_SET, "");
     }
-    if inputs.active.toolchains.is_empty() {
+    if inputs.active.toolchains.is_empty() && notes.is_clean() {
         return Finding::skip(
             ACTIVE_SET,
             "no toolchain is active here (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)",

@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::context::vars;
 use gpuenv_core::env::{self, Op, PATH_LISTS};
+use gpuenv_core::module;
 use gpuenv_core::resolve::Active;
 use gpuenv_core::toolchain::Kind;
 
@@ -47,7 +49,10 @@ pub fn run(inputs: &Inputs) -> Finding {
     let mut flagged: Vec<String> = Vec::new();
 
     // Entries that switching removes, other than the active toolchains' own.
-    let change = env::plan(&inputs.active, &inputs.registry, &inputs.home, false);
+    let mut change = env::plan(&inputs.active, &inputs.registry, &inputs.home, false);
+    let lmfiles = m.var(vars::LMFILES);
+    module::count_loaded_as_foreign(&mut change, lmfiles);
+    let loaded = module::scan_loaded(lmfiles.unwrap_or_default(), m.var(vars::LOADEDMODULES));
     for op in &change.ops {
         let Op::Remove(list, foreign) = op else {
             continue;
@@ -60,10 +65,23 @@ pub fn run(inputs: &Inputs) -> Finding {
                 .iter()
                 .any(|t| inputs.owned_by(t, path));
             if foreign.matches(&e) && !own && !flagged.contains(&e) {
-                let whose = inputs.owner_of(path).map_or_else(
-                    || "another toolkit".to_string(),
-                    |n| format!("{n}, which is not active here"),
-                );
+                let module = loaded.roots.iter().find(|r| path.starts_with(&r.root));
+                let whose = match (inputs.owner_of(path), module) {
+                    (Some(n), _) => format!("{n}, which is not active here"),
+                    (None, Some(r)) => {
+                        notes.hint(format!(
+                            "module unload {} (then eval \"$(gpuenv env)\")",
+                            r.module
+                        ));
+                        format!(
+                            "the toolkit at {} that the loaded module {} ({}) put there",
+                            r.root.display(),
+                            r.module,
+                            r.file.display()
+                        )
+                    }
+                    (None, None) => "another toolkit".to_string(),
+                };
                 notes.problem(Status::Error, format!("{list} has {e}, of {whose}"));
                 fix(&mut notes);
                 flagged.push(e);

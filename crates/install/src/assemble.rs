@@ -156,7 +156,8 @@ pub fn finish_cuda(root: &Path, release: &Version, components: &[(String, String
             );
         }
         let text = serde_json::to_string_pretty(&serde_json::Value::Object(doc))? + "\n";
-        fs_err::write(&version_json, text)?;
+        // Never through a link an archive put there.
+        gpuenv_core::fsutil::write_atomic(&version_json, text.as_bytes())?;
     }
     Ok(())
 }

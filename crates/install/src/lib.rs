@@ -24,9 +24,12 @@ use reqwest::Url;
 
 pub use fault::Fault;
 use fetch::Fetcher;
-use gpuenv_core::toolchain::registry::{Entry, Home, Registry, Source as Origin};
-use gpuenv_core::toolchain::{detect, view, Kind, Spec, Version};
-use gpuenv_core::{shims, ui};
+use gpuenv_core::fsutil;
+use gpuenv_core::home::Home;
+use gpuenv_core::store::Store;
+use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
+use gpuenv_core::toolchain::{detect, Kind, Spec, Version};
+use gpuenv_core::ui;
 pub use source::Source;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,13 +185,14 @@ pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
     })
 }
 
-/// Installs what `plan` describes, unless it is installed already.
+/// Installs what `plan` describes into the store, unless it is installed already.
 pub fn install(
-    home: &Home,
+    store: &Store,
     fetcher: &Fetcher,
     plan: &Plan,
     progress: &Progress,
 ) -> Result<Installed> {
+    let home = store.home();
     let name = plan.name.clone();
     let root = home.toolchains().join(&name);
     let done = |already| Installed {
@@ -254,7 +258,17 @@ pub fn install(
     }
     fs_err::rename(tmp.keep(), &root)?;
     fetcher.hooks.checkpoint("register");
-    register(home, &name, &root)?;
+    let registered = detect::detect(&root)
+        .with_context(|| format!("reading {}", root.display()))
+        .and_then(|d| {
+            let entry = Entry::from_detected(d, root.clone(), Origin::Installed);
+            Ok(store.register(vec![(name.clone(), entry)])?)
+        });
+    if let Err(e) = registered {
+        // Not registered, so not installed: the tree goes too.
+        let _ = fsutil::remove_tree(&root);
+        return Err(e);
+    }
     Ok(done(false))
 }
 
@@ -327,31 +341,18 @@ fn finish_tree(plan: &Plan, root: &Path) -> Result<()> {
         Kind::Cuda => {
             if !root.join("version.json").exists() && !root.join("version.txt").exists() {
                 let text = serde_json::json!({"cuda": {"name": "CUDA SDK", "version": plan.version.to_string()}});
-                fs_err::write(root.join("version.json"), format!("{text:#}\n"))?;
+                // Never through a (dangling) link an archive put there.
+                fsutil::write_atomic(&root.join("version.json"), format!("{text:#}\n").as_bytes())?;
             }
         }
         Kind::Rocm => {
             let info = root.join(".info/version");
             if !info.exists() {
-                fs_err::create_dir_all(root.join(".info"))?;
-                fs_err::write(&info, format!("{}\n", plan.version))?;
+                fsutil::write_atomic(&info, format!("{}\n", plan.version).as_bytes())?;
             }
         }
     }
     Ok(())
-}
-
-/// Registers an installed tree, creates its view and updates the shims.
-fn register(home: &Home, name: &str, root: &Path) -> Result<()> {
-    let detected = detect::detect(root).with_context(|| format!("reading {}", root.display()))?;
-    let entry = Entry::from_detected(detected, root.to_path_buf(), Origin::Installed);
-    Registry::update(home, |registry| {
-        let proxy = shims::install_proxy(home)?;
-        view::create(home, name, &entry, &proxy)?;
-        registry.toolchains.insert(name.to_string(), entry);
-        shims::reshim(home, registry)?;
-        Ok(())
-    })
 }
 
 /// Chooses the release `spec` names from the first source that has it; when none has, the

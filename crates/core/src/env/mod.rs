@@ -7,8 +7,9 @@ pub mod path_list;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::home::Home;
 use crate::resolve::ActiveSet;
-use crate::toolchain::registry::{Home, Registry};
+use crate::toolchain::registry::Registry;
 use crate::toolchain::{view, Kind};
 
 /// The path-list variables gpuenv edits.
@@ -178,7 +179,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
         let root = path_str(&v.root);
         match t.entry.kind {
             Kind::Cuda => {
-                for k in ["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"] {
+                for k in Kind::Cuda.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
@@ -197,7 +198,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 }
             }
             Kind::Rocm => {
-                for k in ["ROCM_PATH", "ROCM_HOME", "HIP_PATH"] {
+                for k in Kind::Rocm.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "HIP_PLATFORM", "amd".to_string());
@@ -255,7 +256,7 @@ fn torch_extensions(ops: &mut Vec<Op>, home: &Home, name: &str) {
 
 /// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
 /// user's Python and system tools, never removed on a toolchain's behalf.
-fn is_shared_prefix(root: &Path) -> bool {
+pub fn is_shared_prefix(root: &Path) -> bool {
     root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }
 

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 
 use super::{plan, Refused};
 use crate::context::Context;
-use crate::toolchain::registry::{Entry, Home, Registry, Source};
-use crate::toolchain::{detect, view};
+use crate::home::Home;
+use crate::store::Store;
+use crate::toolchain::detect;
+use crate::toolchain::registry::{Entry, Source};
 
 struct World {
     dir: tempfile::TempDir,
@@ -20,7 +22,7 @@ impl World {
         let home = Home::new(dir.path().join("gpuenv"));
         let proxy = dir.path().join("gpuenv-shim");
         fs_err::write(&proxy, "the proxy").unwrap();
-        let mut registry = Registry::default();
+        let mut new = Vec::new();
         for version in ["12.4.1", "11.8.0"] {
             let root = dir.path().join(format!("cuda-{version}"));
             fs_err::create_dir_all(root.join("bin")).unwrap();
@@ -33,11 +35,9 @@ impl World {
             )
             .unwrap();
             let entry = Entry::from_detected(detect::detect(&root).unwrap(), root, Source::Linked);
-            let name = format!("cuda-{version}");
-            view::create(&home, &name, &entry, &proxy).unwrap();
-            registry.toolchains.insert(name, entry);
+            new.push((format!("cuda-{version}"), entry));
         }
-        registry.save(&home).unwrap();
+        Store::new(home.clone(), proxy).register(new).unwrap();
         fs_err::create_dir_all(dir.path().join("proj")).unwrap();
         fs_err::write(
             dir.path().join("proj/gpuenv.toml"),
@@ -114,6 +114,25 @@ fn a_plus_spec_overrides_the_pin_and_is_not_passed_to_the_tool() {
     .unwrap();
     assert_eq!(exec.program, w.path("cuda-11.8.0/bin/nvcc"));
     assert_eq!(exec.args, argv(&["--version"]));
+}
+
+#[test]
+fn a_plus_spec_of_another_kind_or_matching_nothing_is_an_error_not_the_pinned_tool() {
+    let w = World::new();
+    let ctx = w.ctx("proj", &[]);
+    let err = plan(argv(&["nvcc", "+rocm-6.2", "-c"]), &ctx, &w.self_exe()).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("`nvcc +rocm-6.2` names a rocm toolchain, but nvcc is the cuda compiler"),
+        "{err}"
+    );
+    for tool in ["nvcc", "ptxas"] {
+        let err = plan(argv(&[tool, "+cuda-99"]), &ctx, &w.self_exe()).unwrap_err();
+        assert!(format!("{err:#}").contains("cuda-99"), "{err:#}");
+    }
+    // A tool of no compiler kind comes from the `+spec` toolchain only.
+    let err = plan(argv(&["ptxas", "+rocm-6.2"]), &ctx, &w.self_exe()).unwrap_err();
+    assert!(format!("{err:#}").contains("rocm-6.2"), "{err:#}");
 }
 
 #[test]

@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::hook_env::{Fingerprint, Stamp};
 use super::{quote, Shell};
+use crate::home::Home;
 use crate::project::FILE_NAMES;
-use crate::toolchain::registry::Home;
 
 /// A file changed more recently than this may change again within the same tick of the
 /// coarse clock file times come from, keeping its time: the shell is not told to trust it.

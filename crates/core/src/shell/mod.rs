@@ -57,6 +57,28 @@ pub enum Format {
     Fish,
     Json,
     Dotenv,
+    /// SLURM TaskProlog lines: `export NAME=value`, `unset NAME` (values are taken to the end
+    /// of the line, unquoted; check them with [`check_slurm`] first).
+    Slurm,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{name}'s value has a newline, which a SLURM TaskProlog line cannot carry (slurmd reads one `export NAME=value` per line)\nhint: remove the newline from the value (a toolchain file's [env] table, or the variable in this environment)")]
+pub struct SlurmError {
+    pub name: String,
+}
+
+/// TaskProlog output has no quoting: a value with a newline would become two lines.
+pub fn check_slurm(vars: &[(&str, Option<&str>)]) -> Result<(), SlurmError> {
+    match vars
+        .iter()
+        .find(|(_, v)| v.is_some_and(|v| v.contains('\n')))
+    {
+        Some((k, _)) => Err(SlurmError {
+            name: k.to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 impl Named for Format {
@@ -66,6 +88,7 @@ impl Named for Format {
         Format::Fish,
         Format::Json,
         Format::Dotenv,
+        Format::Slurm,
     ];
     fn name(self) -> &'static str {
         match self {
@@ -74,8 +97,29 @@ impl Named for Format {
             Format::Fish => "fish",
             Format::Json => "json",
             Format::Dotenv => "dotenv",
+            Format::Slurm => "slurm",
         }
     }
+}
+
+/// Shell code that unloads modules, where the shell has a `module` command (Lmod or
+/// Environment Modules); nothing for formats that are not shell code.
+pub fn module_unload(names: &[String], format: Format) -> String {
+    let mut out = String::new();
+    for name in names {
+        match format {
+            Format::Bash | Format::Zsh => out.push_str(&format!(
+                "if type module >/dev/null 2>&1; then module unload {}; fi\n",
+                quote::posix(name)
+            )),
+            Format::Fish => out.push_str(&format!(
+                "if functions -q module; module unload {}; end\n",
+                quote::fish(name)
+            )),
+            Format::Json | Format::Dotenv | Format::Slurm => {}
+        }
+    }
+    out
 }
 
 /// Renders assignments (`None` = unset) in `format`, one statement per line.
@@ -108,6 +152,14 @@ pub fn render(vars: &[(&str, Option<&str>)], format: Format) -> String {
                 .collect();
             out = serde_json::to_string_pretty(&map).expect("a map of strings serializes");
             out.push('\n');
+        }
+        Format::Slurm => {
+            for (k, v) in vars {
+                match v {
+                    Some(v) => out.push_str(&format!("export {k}={v}\n")),
+                    None => out.push_str(&format!("unset {k}\n")),
+                }
+            }
         }
         Format::Dotenv => {
             // dotenv has no "unset"; unset variables are left out.

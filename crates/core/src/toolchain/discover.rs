@@ -30,6 +30,7 @@ impl Found {
         match self.origin {
             "conda" => Some("conda"),
             "debian" => Some("debian"),
+            "module" => Some("module"),
             _ => None,
         }
     }

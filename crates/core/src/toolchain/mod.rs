@@ -4,6 +4,7 @@ pub mod detect;
 pub mod discover;
 pub mod nvidia_target;
 pub mod registry;
+pub mod upstream;
 pub mod version;
 pub mod view;
 
@@ -28,6 +29,15 @@ impl Kind {
         match self {
             Kind::Cuda => "cuda",
             Kind::Rocm => "rocm",
+        }
+    }
+
+    /// The variables that name a toolkit's root: what gpuenv sets to the view, and what a
+    /// site's module files set to the toolkits they load.
+    pub fn home_vars(self) -> &'static [&'static str] {
+        match self {
+            Kind::Cuda => &["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"],
+            Kind::Rocm => &["ROCM_PATH", "ROCM_HOME", "HIP_PATH"],
         }
     }
 

@@ -1,8 +1,10 @@
 //! The registry on disk: `$GPUENV_HOME/settings.toml` records linked and installed
 //! toolchains (with what detection found, so resolving never re-reads a tree), the default
-//! and trusted toolchain files. Every write is atomic.
+//! and trusted toolchain files. Every write is atomic, made under a lock, and keeps the
+//! previous state in `settings.toml.bak`.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -11,48 +13,7 @@ use super::detect::{Collectives, Detected};
 use super::{Kind, Spec, Version};
 use crate::build_cache::BuildSettings;
 use crate::fsutil;
-
-/// The directories under `GPUENV_HOME`.
-#[derive(Debug, Clone)]
-pub struct Home {
-    pub root: PathBuf,
-}
-
-impl Home {
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Home { root: root.into() }
-    }
-    pub fn settings(&self) -> PathBuf {
-        self.root.join("settings.toml")
-    }
-    pub fn views(&self) -> PathBuf {
-        self.root.join("views")
-    }
-    pub fn view(&self, name: &str) -> PathBuf {
-        self.views().join(name)
-    }
-    pub fn shims(&self) -> PathBuf {
-        self.root.join("shims")
-    }
-    pub fn toolchains(&self) -> PathBuf {
-        self.root.join("toolchains")
-    }
-    /// The installed copy of the proxy binary every shim links to.
-    pub fn proxy(&self) -> PathBuf {
-        self.root.join("bin").join(crate::shims::PROXY_NAME)
-    }
-    pub fn downloads(&self) -> PathBuf {
-        self.root.join("downloads")
-    }
-    /// Files whose modification times the shell hook compares against (`shell::fast_path`).
-    pub fn stamps(&self) -> PathBuf {
-        self.root.join("stamps")
-    }
-    /// `TORCH_EXTENSIONS_DIR` of each toolchain: `torch-extensions/<name>`.
-    pub fn torch_extensions(&self) -> PathBuf {
-        self.root.join("torch-extensions")
-    }
-}
+use crate::home::Home;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -147,8 +108,52 @@ pub struct Registry {
     /// `[build]`: the user's default compiler cache for every project.
     #[serde(default, skip_serializing_if = "BuildSettings::is_empty")]
     pub build: BuildSettings,
+    /// Other gpuenv homes whose toolchains are used read-only (a site's shared store).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<PathBuf>,
     #[serde(default)]
     pub toolchains: BTreeMap<String, Entry>,
+    /// Something about the file the user should know (it is not saved).
+    #[serde(skip)]
+    pub notice: Option<StateNotice>,
+}
+
+/// A state file that loads but is probably not what the user had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateNotice {
+    /// gpuenv never writes an empty settings file, so something else emptied it.
+    Empty {
+        path: PathBuf,
+        backup: Option<PathBuf>,
+        toolchains: PathBuf,
+    },
+}
+
+impl fmt::Display for StateNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateNotice::Empty {
+                path,
+                backup: Some(backup),
+                ..
+            } => write!(
+                f,
+                "gpuenv's state file {} is empty, so no toolchain is registered\nhint: the state before gpuenv's last change is in {}: `cp {} {}` brings it back",
+                path.display(),
+                backup.display(),
+                backup.display(),
+                path.display()
+            ),
+            StateNotice::Empty {
+                path, toolchains, ..
+            } => write!(
+                f,
+                "gpuenv's state file {} is empty, so no toolchain is registered (there is no backup)\nhint: `gpuenv discover --register` and `gpuenv link <name> <path>` register toolchains again; installed ones are under {}",
+                path.display(),
+                toolchains.display()
+            ),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -169,18 +174,59 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("GPUENV_HOME {path} is read-only, so gpuenv cannot change its state\nhint: make it writable, or point GPUENV_HOME at a directory you own")]
+    ReadOnly { path: PathBuf },
+    #[error("cannot lock gpuenv's state in {path}: {source}")]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The registry loaded under the state lock: changes made to it are saved by [`Locked::save`]
+/// before anyone else may read or change it.
+pub struct Locked<'h> {
+    home: &'h Home,
+    pub registry: Registry,
+    /// The file as it was read, kept as the backup when the new state is written.
+    before: String,
+    _lock: fs_err::File,
+}
+
+impl Locked<'_> {
+    /// Writes the registry; the state it replaces becomes `settings.toml.bak`. An empty
+    /// file is never a backup: it would replace the last good one.
+    pub fn save(&mut self) -> Result<(), StateError> {
+        let unwritable = |path: PathBuf| move |source| StateError::Unwritable { path, source };
+        if !self.before.trim().is_empty() {
+            let bak = self.home.settings_backup();
+            fsutil::write_atomic(&bak, self.before.as_bytes()).map_err(unwritable(bak))?;
+        }
+        let path = self.home.settings();
+        let text = self.registry.to_text();
+        fsutil::write_atomic(&path, text.as_bytes()).map_err(unwritable(path))?;
+        self.before = text;
+        Ok(())
+    }
 }
 
 impl Registry {
     /// A missing file is an empty registry; an unreadable or corrupt one is an error.
     pub fn load(home: &Home) -> Result<Registry, StateError> {
+        Ok(Registry::read(home)?.0)
+    }
+
+    /// The registry and the text it was parsed from.
+    fn read(home: &Home) -> Result<(Registry, String), StateError> {
         let path = home.settings();
         let text = match fs_err::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Registry::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Registry::default(), String::new()))
+            }
             Err(source) => return Err(StateError::Unreadable { path, source }),
         };
-        toml::from_str(&text).map_err(|e| StateError::Corrupt {
+        let mut registry: Registry = toml::from_str(&text).map_err(|e| StateError::Corrupt {
             message: e.message().to_string()
                 + &e.span()
                     .map(|s| {
@@ -188,34 +234,68 @@ impl Registry {
                         format!(" (line {l}, column {c})")
                     })
                     .unwrap_or_default(),
-            path,
+            path: path.clone(),
             toolchains: home.toolchains(),
+        })?;
+        if text.trim().is_empty() {
+            let backup = home.settings_backup();
+            let has_backup = fs_err::metadata(&backup).is_ok_and(|m| m.len() > 0);
+            registry.notice = Some(StateNotice::Empty {
+                path,
+                backup: has_backup.then_some(backup),
+                toolchains: home.toolchains(),
+            });
+        }
+        Ok((registry, text))
+    }
+
+    fn to_text(&self) -> String {
+        toml::to_string_pretty(self).expect("the registry always serializes")
+    }
+
+    /// Takes the state lock (waiting for another gpuenv that holds it) and loads the
+    /// registry, so concurrent gpuenv processes never lose each other's changes.
+    pub fn lock(home: &Home) -> Result<Locked<'_>, StateError> {
+        let read_only = |e: &std::io::Error| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            )
+        };
+        let lock_err = |path: PathBuf| {
+            let home = home.root.clone();
+            move |source: std::io::Error| match read_only(&source) {
+                true => StateError::ReadOnly { path: home },
+                false => StateError::Lock { path, source },
+            }
+        };
+        fs_err::create_dir_all(&home.root).map_err(lock_err(home.root.clone()))?;
+        let lock_path = home.lock_file();
+        // Never truncated: the file only carries the lock.
+        let lock = fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&lock_path)
+            .map_err(lock_err(lock_path.clone()))?;
+        lock.file().lock().map_err(lock_err(lock_path))?;
+        let (registry, before) = Registry::read(home)?;
+        Ok(Locked {
+            home,
+            registry,
+            before,
+            _lock: lock,
         })
     }
 
-    pub fn save(&self, home: &Home) -> Result<(), StateError> {
-        let path = home.settings();
-        let text = toml::to_string_pretty(self).expect("the registry always serializes");
-        fsutil::write_atomic(&path, text.as_bytes())
-            .map_err(|source| StateError::Unwritable { path, source })
-    }
-
-    /// Loads, changes and saves the registry under a lock, so concurrent gpuenv processes
-    /// never lose each other's changes. Nothing is saved if `change` fails.
-    pub fn update<T>(
+    /// Loads, changes and saves the registry under the state lock. Nothing is saved if
+    /// `change` fails.
+    pub fn update<T, E: From<StateError>>(
         home: &Home,
-        change: impl FnOnce(&mut Registry) -> anyhow::Result<T>,
-    ) -> anyhow::Result<T> {
-        use anyhow::Context;
-        fs_err::create_dir_all(&home.root)?;
-        let lock_path = home.root.join(".lock");
-        let lock = fs_err::File::create(&lock_path)?;
-        lock.file()
-            .lock()
-            .with_context(|| format!("locking {}", lock_path.display()))?;
-        let mut registry = Registry::load(home)?;
-        let out = change(&mut registry)?;
-        registry.save(home)?;
+        change: impl FnOnce(&mut Registry) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let mut locked = Registry::lock(home)?;
+        let out = change(&mut locked.registry)?;
+        locked.save()?;
         Ok(out)
     }
 
@@ -299,13 +379,52 @@ mod tests {
         assert_eq!(n, "cuda-11.3-conda");
     }
 
+    fn save(home: &Home, r: &Registry) {
+        Registry::update(home, |x| {
+            *x = r.clone();
+            Ok::<_, StateError>(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn each_write_keeps_the_state_it_replaces_as_the_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let first = registry(&[("rocm-6.2.4", Kind::Rocm, "6.2.4")]);
+        save(&home, &first);
+        assert!(!home.settings_backup().exists(), "nothing to back up yet");
+        let second = registry(&[("cuda-12.4", Kind::Cuda, "12.4.1")]);
+        save(&home, &second);
+        let bak = fs_err::read_to_string(home.settings_backup()).unwrap();
+        assert_eq!(toml::from_str::<Registry>(&bak).unwrap(), first);
+
+        // An emptied file loads with a notice naming it and the backup, and the next
+        // write does not make the empty file the backup.
+        fs_err::write(home.settings(), "").unwrap();
+        let loaded = Registry::load(&home).unwrap();
+        assert!(loaded.toolchains.is_empty());
+        let notice = loaded.notice.expect("an empty file is noticed").to_string();
+        assert!(
+            notice.contains(&home.settings().display().to_string()),
+            "{notice}"
+        );
+        assert!(
+            notice.contains(&home.settings_backup().display().to_string()),
+            "{notice}"
+        );
+        save(&home, &Registry::default());
+        let bak = fs_err::read_to_string(home.settings_backup()).unwrap();
+        assert_eq!(toml::from_str::<Registry>(&bak).unwrap(), first);
+    }
+
     #[test]
     fn round_trips_through_disk_and_reports_corruption_with_the_path() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path());
         assert_eq!(Registry::load(&home).unwrap(), Registry::default());
         let r = registry(&[("rocm-6.2.4", Kind::Rocm, "6.2.4")]);
-        r.save(&home).unwrap();
+        save(&home, &r);
         assert_eq!(Registry::load(&home).unwrap(), r);
 
         fs_err::write(home.settings(), "[toolchains.x\n").unwrap();

@@ -1,22 +1,35 @@
 //! `$GPUENV_HOME/views/<name>/`: the toolchain root mirrored with links. Top-level entries
 //! are linked whole, except `bin/`, whose entries are linked one by one so that `bin/nvcc`
 //! and `bin/hipcc` can be the gpuenv proxy. Everything gpuenv exports points here.
+//!
+//! A view holds nothing but the mirror: what gpuenv knows about the toolchain is its entry
+//! in the registry, which the proxy finds by the view's name. So no name in a root (a
+//! `.gpuenv-view.toml` shipped by an archive, or a link planted to `~/.bashrc`) can meet a
+//! file gpuenv writes, and a view is never written to after it is renamed into place.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
+use super::registry::Entry;
+use crate::fsutil::symlink;
+use crate::home::Home;
 
-use super::registry::{Entry, Home};
-
-/// Metadata kept inside each view, so a proxy invoked as `<view>/bin/nvcc` knows its
-/// toolchain by reading one small file.
-pub const META_FILE: &str = ".gpuenv-view.toml";
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ViewMeta {
-    pub name: String,
-    pub entry: Entry,
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error("cannot create the view of {name} from {root}")]
+    Create {
+        name: String,
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the view of {name} is in an upstream ({}), which gpuenv never writes", path.display())]
+    Upstream { name: String, path: PathBuf },
+    #[error("cannot remove the view {path}")]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Where a view's parts are; pure, so the environment can be computed without the disk.
@@ -62,23 +75,34 @@ fn lib_fallback(entry: &Entry) -> &'static str {
 
 /// (Re)creates the view of `name`, with `proxy` as its `bin/nvcc` or `bin/hipcc`. Built
 /// beside and renamed into place.
-pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<PathBuf> {
+pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<PathBuf, ViewError> {
+    let failed = |source| ViewError::Create {
+        name: name.to_string(),
+        root: entry.root.clone(),
+        source,
+    };
     let views = home.views();
-    fs_err::create_dir_all(&views)?;
+    if let Some(theirs) = home.upstream_views.get(name) {
+        return Err(ViewError::Upstream {
+            name: name.to_string(),
+            path: theirs.clone(),
+        });
+    }
+    fs_err::create_dir_all(&views).map_err(failed)?;
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".tmp-{name}-"))
         .tempdir_in(&views)
-        .with_context(|| format!("creating a temporary view in {}", views.display()))?;
-    populate(tmp.path(), name, entry, proxy)
-        .with_context(|| format!("creating the view of {name} from {}", entry.root.display()))?;
-    let target = home.view(name);
+        .map_err(failed)?;
+    populate(tmp.path(), entry, proxy).map_err(failed)?;
     remove(home, name)?;
-    let built = tmp.keep();
-    fs_err::rename(&built, &target)?;
+    let target = home.view(name);
+    fs_err::rename(tmp.path(), &target).map_err(failed)?;
+    // Renamed away: nothing left for the temp dir's guard to delete.
+    let _ = tmp.keep();
     Ok(target)
 }
 
-fn populate(view: &Path, name: &str, entry: &Entry, proxy: &Path) -> Result<()> {
+fn populate(view: &Path, entry: &Entry, proxy: &Path) -> std::io::Result<()> {
     for item in fs_err::read_dir(&entry.root)? {
         let item = item?;
         let file_name = item.file_name();
@@ -109,32 +133,85 @@ fn populate(view: &Path, name: &str, entry: &Entry, proxy: &Path) -> Result<()> 
             symlink(dir, &view.join(link))?;
         }
     }
-    let meta = ViewMeta {
-        name: name.to_string(),
-        entry: entry.clone(),
-    };
-    let text = toml::to_string_pretty(&meta).expect("view metadata always serializes");
-    fs_err::write(view.join(META_FILE), text)?;
     Ok(())
 }
 
-fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
-    std::os::unix::fs::symlink(target, link).map_err(|e| {
-        std::io::Error::new(
-            e.kind(),
-            format!("linking {} -> {}: {e}", link.display(), target.display()),
-        )
-    })
+/// True if the view of `name` is there (a directory, not a link someone put in its place).
+pub fn exists(home: &Home, name: &str) -> bool {
+    fs_err::symlink_metadata(home.view(name)).is_ok_and(|m| m.is_dir())
 }
 
-/// Removes the view of `name` if there is one. Renamed away first, so a reader never sees
-/// a half-removed view.
-pub fn remove(home: &Home, name: &str) -> Result<()> {
-    Ok(crate::fsutil::remove_tree(&home.view(name))?)
+/// The names of the views there are (not the temp dirs of changes under way).
+pub fn names(home: &Home) -> Vec<String> {
+    let Ok(rd) = fs_err::read_dir(home.views()) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| !n.starts_with('.'))
+        .collect()
 }
 
-pub fn read_meta(view: &Path) -> Result<ViewMeta> {
-    let path = view.join(META_FILE);
-    let text = fs_err::read_to_string(&path)?;
-    toml::from_str(&text).with_context(|| format!("{} is corrupt", path.display()))
+/// Removes what changes killed midway left in `views/` (temp and set-aside views). Only
+/// under the state lock, which every change of a view holds.
+pub fn remove_leftovers(home: &Home) {
+    let Ok(rd) = fs_err::read_dir(home.views()) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".tmp-") || name.starts_with(".old-") {
+            let _ = fs_err::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A view moved out of its place, until the change that moved it is saved or undone.
+#[must_use]
+pub struct Aside {
+    place: PathBuf,
+    moved: PathBuf,
+}
+
+impl Aside {
+    /// Puts the view back where it was.
+    pub fn restore(self) -> Result<(), ViewError> {
+        fs_err::rename(&self.moved, &self.place).map_err(|source| ViewError::Remove {
+            path: self.moved.clone(),
+            source,
+        })
+    }
+
+    pub fn discard(self) -> Result<(), ViewError> {
+        // A link put where a view was is removed itself, never followed.
+        fs_err::remove_dir_all(&self.moved).map_err(|source| ViewError::Remove {
+            path: self.moved.clone(),
+            source,
+        })
+    }
+}
+
+/// Moves the view of `name` out of its place (renamed, so a reader never sees half of
+/// it), if there is one.
+pub fn set_aside(home: &Home, name: &str) -> Result<Option<Aside>, ViewError> {
+    let place = home.view(name);
+    if fs_err::symlink_metadata(&place).is_err() {
+        return Ok(None);
+    }
+    let moved = home
+        .views()
+        .join(format!(".old-{name}.{}", std::process::id()));
+    fs_err::rename(&place, &moved).map_err(|source| ViewError::Remove {
+        path: place.clone(),
+        source,
+    })?;
+    Ok(Some(Aside { place, moved }))
+}
+
+/// Removes the view of `name` if there is one.
+pub fn remove(home: &Home, name: &str) -> Result<(), ViewError> {
+    match set_aside(home, name)? {
+        Some(aside) => aside.discard(),
+        None => Ok(()),
+    }
 }

@@ -1,0 +1,94 @@
+//! The layout of `GPUENV_HOME`: where each part of gpuenv's own state lives. Everything
+//! gpuenv writes is under one of these directories.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The proxy binary's file name, beside `gpuenv` and in `$GPUENV_HOME/bin/`.
+pub const PROXY_NAME: &str = "gpuenv-shim";
+
+/// The directories under `GPUENV_HOME`, and the upstream homes read after it.
+#[derive(Debug, Clone)]
+pub struct Home {
+    pub root: PathBuf,
+    /// Upstreams named by the environment and the system config (see `toolchain::upstream`).
+    pub upstreams: Vec<PathBuf>,
+    /// Views of upstream toolchains that live in their upstream (filled by
+    /// `upstream::layered`); every other view is under `root`.
+    pub upstream_views: BTreeMap<String, PathBuf>,
+}
+
+impl Home {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Home {
+            root: root.into(),
+            upstreams: Vec::new(),
+            upstream_views: BTreeMap::new(),
+        }
+    }
+    /// Registered toolchains, the default and trusted files.
+    pub fn settings(&self) -> PathBuf {
+        self.root.join("settings.toml")
+    }
+    /// The settings as they were before the last write.
+    pub fn settings_backup(&self) -> PathBuf {
+        self.root.join("settings.toml.bak")
+    }
+    /// Serialises every change to the settings, views and shims.
+    pub fn lock_file(&self) -> PathBuf {
+        self.root.join(".lock")
+    }
+    pub fn views(&self) -> PathBuf {
+        self.root.join("views")
+    }
+    pub fn view(&self, name: &str) -> PathBuf {
+        match self.upstream_views.get(name) {
+            Some(v) => v.clone(),
+            None => self.views().join(name),
+        }
+    }
+    /// The home a view directory belongs to, and the view's name: `<home>/views/<name>`.
+    pub fn of_view(view: &Path) -> Option<(Home, String)> {
+        let name = view.file_name()?.to_str()?.to_string();
+        let views = view.parent()?;
+        if views.file_name()? != "views" {
+            return None;
+        }
+        Some((Home::new(views.parent()?), name))
+    }
+    pub fn shims(&self) -> PathBuf {
+        self.root.join("shims")
+    }
+    pub fn toolchains(&self) -> PathBuf {
+        self.root.join("toolchains")
+    }
+    /// The installed copy of the proxy binary every shim links to.
+    pub fn proxy(&self) -> PathBuf {
+        self.root.join("bin").join(PROXY_NAME)
+    }
+    pub fn downloads(&self) -> PathBuf {
+        self.root.join("downloads")
+    }
+    /// Files whose modification times the shell hook compares against (`shell::fast_path`).
+    pub fn stamps(&self) -> PathBuf {
+        self.root.join("stamps")
+    }
+    /// `TORCH_EXTENSIONS_DIR` of each toolchain: `torch-extensions/<name>`.
+    pub fn torch_extensions(&self) -> PathBuf {
+        self.root.join("torch-extensions")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_dir_names_its_home_and_toolchain() {
+        let (home, name) = Home::of_view(Path::new("/h/gpuenv/views/cuda-12.1")).unwrap();
+        assert_eq!(home.root, Path::new("/h/gpuenv"));
+        assert_eq!(name, "cuda-12.1");
+        assert_eq!(home.view(&name), Path::new("/h/gpuenv/views/cuda-12.1"));
+        assert!(Home::of_view(Path::new("/opt/cuda-12.1")).is_none());
+    }
+}

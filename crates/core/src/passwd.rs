@@ -1,0 +1,38 @@
+//! The account's home directory from the password database, for processes started without
+//! `HOME` (a SLURM step with `--export=NONE`).
+
+use std::ffi::{CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+/// `getpwuid_r(getuid())`'s home directory; `None` if the account has no entry.
+pub fn account_home() -> Option<PathBuf> {
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: `pwd` and `buf` outlive the call; getpwuid_r writes only into them and sets
+    // `result` to `&pwd` on success, whose string fields point into `buf`.
+    unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(
+            libc::getuid(),
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        );
+        if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
+            return None;
+        }
+        let dir = CStr::from_ptr(pwd.pw_dir).to_bytes();
+        (!dir.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(dir)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_running_account_has_a_home() {
+        let home = super::account_home().expect("this account is in the password database");
+        assert!(home.is_absolute(), "{}", home.display());
+    }
+}

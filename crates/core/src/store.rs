@@ -1,0 +1,450 @@
+//! The store: the registered toolchains with their views and shims. Every change goes
+//! through [`Store::register`] or [`Store::forget`], made under the state lock, and either
+//! completes (registry saved, views and shims in step) or leaves everything as it was: the
+//! registry is saved last, and what was done before it is undone if any step fails.
+
+use std::path::{Path, PathBuf};
+
+use crate::home::Home;
+use crate::shims::{self, Reshim, ShimError};
+use crate::toolchain::registry::{Entry, Locked, Registry, Source, StateError};
+use crate::toolchain::view::{self, ViewError};
+use crate::toolchain::{upstream, Kind, Spec};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    View(#[from] ViewError),
+    #[error(transparent)]
+    Shims(#[from] ShimError),
+    #[error("{name} is already registered (at {})\nhint: `gpuenv unlink {name}` first, or choose another name such as {name}-local", root.display())]
+    Taken { name: String, root: PathBuf },
+    #[error(
+        "no toolchain named {name} is registered\nhint: `gpuenv list` shows the registered names"
+    )]
+    NotRegistered { name: String },
+    #[error("{name} was installed by gpuenv\nhint: remove it with `gpuenv uninstall {name}`")]
+    Installed { name: String },
+    #[error("{name} was {how} by hand, not installed by gpuenv, so its files are not gpuenv's to remove\nhint: `gpuenv unlink {name}` forgets it and leaves its files alone")]
+    NotInstalled { name: String, how: &'static str },
+    #[error("{} is inside GPUENV_HOME ({}), whose files only gpuenv manages\nhint: link the toolchain at its real root, e.g. /usr/local/cuda-12.4 (`gpuenv list` shows the registered roots)", root.display(), home.display())]
+    InsideHome { root: PathBuf, home: PathBuf },
+    #[error("{}/bin/{tool} is the gpuenv proxy, not a real {tool}: {} is a gpuenv view or shims dir\nhint: link the toolchain at its real root, e.g. /usr/local/cuda-12.4 (`gpuenv list` shows the registered roots)", root.display(), root.display())]
+    RootIsProxy { root: PathBuf, tool: &'static str },
+    #[error("{problem}\nhint: {}", problem.hint())]
+    Missing { problem: Problem },
+}
+
+/// Which registrations a [`Store::forget`] may remove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forget {
+    /// `unlink`: linked or discovered toolchains, whose files are left alone.
+    InPlace,
+    /// `uninstall`: toolchains gpuenv installed (the caller removes the tree).
+    Installed,
+}
+
+/// The outcome of a change: the registry as saved, and what happened to the shims.
+#[derive(Debug)]
+pub struct Changed {
+    pub registry: Registry,
+    pub shims: Reshim,
+}
+
+#[derive(Debug)]
+pub struct Forgotten {
+    pub entry: Entry,
+    /// Defaults that selected only the forgotten toolchain, and were cleared.
+    pub dropped_defaults: Vec<String>,
+    pub registry: Registry,
+}
+
+/// What `gpuenv reshim` did: each registered toolchain's view remade where its root is
+/// there, and the shims.
+#[derive(Debug)]
+pub struct Repaired {
+    pub views: Vec<String>,
+    pub broken: Vec<StoreError>,
+    /// Views of names no longer registered (left by an interrupted change), removed.
+    pub orphans: Vec<String>,
+    pub shims: Reshim,
+}
+
+pub struct Store {
+    home: Home,
+    /// The proxy binary built beside gpuenv, put into the home by every change.
+    proxy_source: PathBuf,
+}
+
+impl Store {
+    pub fn new(home: Home, proxy_source: PathBuf) -> Store {
+        Store { home, proxy_source }
+    }
+
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
+    /// Refuses a root gpuenv must not register: one inside its own home (a view, the
+    /// shims, another toolchain's files), unless gpuenv installed it there, and one whose
+    /// compiler is the gpuenv proxy, which would call itself. Checked before anything in
+    /// the tree is run.
+    pub fn admissible(&self, root: &Path, source: Source) -> Result<(), StoreError> {
+        if source != Source::Installed {
+            let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+            let (root, home) = (canon(root), canon(&self.home.root));
+            if root.starts_with(&home) {
+                return Err(StoreError::InsideHome { root, home });
+            }
+        }
+        let proxies = [self.home.proxy(), self.proxy_source.clone()];
+        let proxies: Vec<&Path> = proxies.iter().map(PathBuf::as_path).collect();
+        for kind in Kind::ALL {
+            let tool = kind.compiler();
+            if shims::is_proxy(&root.join("bin").join(tool), &proxies) {
+                return Err(StoreError::RootIsProxy {
+                    root: root.to_path_buf(),
+                    tool,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers toolchains, each with its view, and updates the shims. A name already
+    /// registered is refused, except an installed toolchain registered again at the same
+    /// root (a reinstall).
+    pub fn register(&self, new: Vec<(String, Entry)>) -> Result<Changed, StoreError> {
+        for (_, entry) in &new {
+            self.admissible(&entry.root, entry.source)?;
+        }
+        let mut locked = Registry::lock(&self.home)?;
+        for (name, entry) in &new {
+            if let Some(old) = locked.registry.toolchains.get(name) {
+                let reinstall = old.source == Source::Installed
+                    && entry.source == Source::Installed
+                    && old.root == entry.root;
+                if !reinstall {
+                    return Err(StoreError::Taken {
+                        name: name.clone(),
+                        root: old.root.clone(),
+                    });
+                }
+            }
+        }
+        let before = locked.registry.clone();
+        let proxy = shims::install_proxy(&self.home, &self.proxy_source)?;
+        let mut made = Vec::new();
+        let result = (|| {
+            for (name, entry) in &new {
+                made.push(name.as_str());
+                view::create(&self.home, name, entry, &proxy)?;
+                locked
+                    .registry
+                    .toolchains
+                    .insert(name.clone(), entry.clone());
+            }
+            self.commit(&mut locked, &proxy)
+        })();
+        if result.is_err() {
+            for name in made {
+                match before.toolchains.get(name) {
+                    Some(old) => drop(view::create(&self.home, name, old, &proxy)),
+                    None => drop(view::remove(&self.home, name)),
+                }
+            }
+            let _ = shims::reshim(&self.home, &before, &proxy);
+        }
+        result
+    }
+
+    /// Forgets a registered toolchain: its registration, its view, its shims, and the
+    /// defaults that selected only it. Never touches its files.
+    pub fn forget(&self, name: &str, which: Forget) -> Result<Forgotten, StoreError> {
+        let mut locked = Registry::lock(&self.home)?;
+        let Some(entry) = locked.registry.toolchains.get(name).cloned() else {
+            return Err(StoreError::NotRegistered {
+                name: name.to_string(),
+            });
+        };
+        match (which, entry.source) {
+            (Forget::InPlace, Source::Installed) => {
+                return Err(StoreError::Installed {
+                    name: name.to_string(),
+                })
+            }
+            (Forget::Installed, Source::Linked | Source::Discovered) => {
+                return Err(StoreError::NotInstalled {
+                    name: name.to_string(),
+                    how: entry.source.as_str(),
+                })
+            }
+            _ => {}
+        }
+        let before = locked.registry.clone();
+        let registry = &mut locked.registry;
+        registry.toolchains.remove(name);
+        // A default that now selects nothing would break every directory without a pin.
+        // An upstream's toolchain may be the default too.
+        let all = upstream::layered(&mut self.home.clone(), registry.clone()).registry;
+        let (keep, dropped_defaults): (Vec<String>, Vec<String>) = registry
+            .default
+            .iter()
+            .cloned()
+            .partition(|d| d.parse::<Spec>().is_ok_and(|s| all.find(&s).is_some()));
+        registry.default = keep;
+
+        let proxy = shims::install_proxy(&self.home, &self.proxy_source)?;
+        let aside = view::set_aside(&self.home, name)?;
+        match self.commit(&mut locked, &proxy) {
+            Ok(changed) => {
+                if let Some(aside) = aside {
+                    // The view is already out of place; deleting it can only leave litter
+                    // that `gpuenv reshim` clears.
+                    let _ = aside.discard();
+                }
+                Ok(Forgotten {
+                    entry,
+                    dropped_defaults,
+                    registry: changed.registry,
+                })
+            }
+            Err(e) => {
+                if let Some(aside) = aside {
+                    let _ = aside.restore();
+                }
+                let _ = shims::reshim(&self.home, &before, &proxy);
+                Err(e)
+            }
+        }
+    }
+
+    /// Remakes every view whose toolchain's root is there and the shims; reports each
+    /// toolchain it could not repair instead of stopping at the first.
+    pub fn repair(&self) -> Result<Repaired, StoreError> {
+        let locked = Registry::lock(&self.home)?;
+        let registry = &locked.registry;
+        let proxy = shims::install_proxy(&self.home, &self.proxy_source)?;
+        let mut views = Vec::new();
+        let mut broken = Vec::new();
+        for (name, entry) in &registry.toolchains {
+            if !entry.root.is_dir() {
+                // Its view stays: a root on an unmounted file system comes back with it.
+                broken.push(StoreError::Missing {
+                    problem: Problem::RootMissing {
+                        name: name.clone(),
+                        root: entry.root.clone(),
+                        source: entry.source,
+                    },
+                });
+                continue;
+            }
+            match view::create(&self.home, name, entry, &proxy) {
+                Ok(_) => views.push(name.clone()),
+                Err(e) => broken.push(e.into()),
+            }
+        }
+        // Upstream toolchains whose store has no view get one here.
+        let all = upstream::layered(&mut self.home.clone(), registry.clone());
+        for name in &all.missing_views {
+            match view::create(&self.home, name, &all.registry.toolchains[name], &proxy) {
+                Ok(_) => views.push(name.clone()),
+                Err(e) => broken.push(e.into()),
+            }
+        }
+        view::remove_leftovers(&self.home);
+        let mut orphans = Vec::new();
+        for name in view::names(&self.home) {
+            if !all.registry.toolchains.contains_key(&name)
+                && view::remove(&self.home, &name).is_ok()
+            {
+                orphans.push(name);
+            }
+        }
+        let shims = shims::reshim(&self.home, registry, &proxy)?;
+        Ok(Repaired {
+            views,
+            broken,
+            orphans,
+            shims,
+        })
+    }
+
+    /// The last steps of every change: shims for the new registry, then the registry itself.
+    fn commit(&self, locked: &mut Locked<'_>, proxy: &Path) -> Result<Changed, StoreError> {
+        let shims = shims::reshim(&self.home, &locked.registry, proxy)?;
+        locked.save()?;
+        Ok(Changed {
+            registry: locked.registry.clone(),
+            shims,
+        })
+    }
+}
+
+/// Something in the store that is not as the registry says, with the command that fixes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    RootMissing {
+        name: String,
+        root: PathBuf,
+        source: Source,
+    },
+    ViewMissing {
+        name: String,
+        view: PathBuf,
+    },
+    ShimsMissing {
+        dir: PathBuf,
+    },
+}
+
+impl Problem {
+    /// The toolchain it concerns; none for the shims dir.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Problem::RootMissing { name, .. } | Problem::ViewMissing { name, .. } => Some(name),
+            Problem::ShimsMissing { .. } => None,
+        }
+    }
+
+    /// A few words for a table cell.
+    pub fn short(&self) -> &'static str {
+        match self {
+            Problem::RootMissing { .. } => "root missing",
+            Problem::ViewMissing { .. } => "view missing",
+            Problem::ShimsMissing { .. } => "shims missing",
+        }
+    }
+
+    pub fn hint(&self) -> String {
+        match self {
+            Problem::RootMissing {
+                name,
+                source: Source::Installed,
+                ..
+            } => format!("`gpuenv install {name}` installs it again; `gpuenv uninstall {name}` forgets it"),
+            Problem::RootMissing { name, root, .. } => format!(
+                "put the tree back at {} and run `gpuenv reshim`, or forget it with `gpuenv unlink {name}`",
+                root.display()
+            ),
+            Problem::ViewMissing { .. } | Problem::ShimsMissing { .. } => {
+                "`gpuenv reshim` makes it again".to_string()
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::RootMissing { name, root, .. } => {
+                write!(f, "the root of {name}, {}, is gone", root.display())
+            }
+            Problem::ViewMissing { name, view } => {
+                write!(f, "the view of {name}, {}, is missing", view.display())
+            }
+            Problem::ShimsMissing { dir } => {
+                write!(f, "the shims dir {} is missing", dir.display())
+            }
+        }
+    }
+}
+
+/// What is missing in the store: roots and views of registered toolchains, the shims dir.
+pub fn health(home: &Home, registry: &Registry) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for (name, entry) in &registry.toolchains {
+        if !entry.root.is_dir() {
+            problems.push(Problem::RootMissing {
+                name: name.clone(),
+                root: entry.root.clone(),
+                source: entry.source,
+            });
+        } else if !view::exists(home, name) {
+            problems.push(Problem::ViewMissing {
+                name: name.clone(),
+                view: home.view(name),
+            });
+        }
+    }
+    if !registry.toolchains.is_empty() && !home.shims().is_dir() {
+        problems.push(Problem::ShimsMissing { dir: home.shims() });
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toolchain::detect;
+
+    /// A home, a proxy file, and a CUDA tree at `<dir>/<name>`.
+    fn world() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let proxy = dir.path().join("gpuenv-shim");
+        fs_err::write(&proxy, "the proxy").unwrap();
+        let store = Store::new(Home::new(dir.path().join("gpuenv")), proxy);
+        (dir, store)
+    }
+
+    fn cuda(dir: &Path, version: &str) -> Entry {
+        let root = dir.join(format!("cuda-{version}"));
+        fs_err::create_dir_all(root.join("bin")).unwrap();
+        fs_err::write(root.join("bin/nvcc"), "#!/bin/sh\n").unwrap();
+        fs_err::write(
+            root.join("version.json"),
+            format!(r#"{{"cuda": {{"version": "{version}"}}}}"#),
+        )
+        .unwrap();
+        Entry::from_detected(detect::detect(&root).unwrap(), root, Source::Linked)
+    }
+
+    #[test]
+    fn a_register_that_fails_at_its_last_step_leaves_nothing() {
+        let (dir, store) = world();
+        let first = cuda(dir.path(), "12.1.105");
+        store.register(vec![("cuda-12.1".into(), first)]).unwrap();
+        let settings = fs_err::read_to_string(store.home().settings()).unwrap();
+        // Saving fails: a directory is where the backup's temp file is renamed to.
+        let blocker = store.home().root.join("settings.toml.bak");
+        fs_err::create_dir_all(blocker.join("x")).unwrap();
+        let second = cuda(dir.path(), "11.8.89");
+        let err = store.register(vec![("cuda-11.8".into(), second)]);
+        assert!(matches!(err, Err(StoreError::State(_))), "{err:?}");
+        assert!(!store.home().view("cuda-11.8").exists(), "its view is gone");
+        assert!(view::exists(store.home(), "cuda-12.1"), "the other stays");
+        let after = fs_err::read_to_string(store.home().settings()).unwrap();
+        assert_eq!(after, settings);
+        let leftovers: Vec<String> = fs_err::read_dir(store.home().views())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(leftovers, ["cuda-12.1"]);
+    }
+
+    #[test]
+    fn a_forget_that_fails_puts_the_view_back() {
+        let (dir, store) = world();
+        let entry = cuda(dir.path(), "12.1.105");
+        store
+            .register(vec![("cuda-12.1".into(), entry.clone())])
+            .unwrap();
+        store
+            .register(vec![("cuda-12.1-b".into(), {
+                let mut e = entry;
+                e.root = dir.path().join("cuda-12.1.105");
+                e
+            })])
+            .unwrap();
+        let blocker = store.home().root.join("settings.toml.bak");
+        fs_err::remove_file(&blocker).unwrap();
+        fs_err::create_dir_all(blocker.join("x")).unwrap();
+        assert!(store.forget("cuda-12.1", Forget::InPlace).is_err());
+        assert!(view::exists(store.home(), "cuda-12.1"));
+        let registry = Registry::load(store.home()).unwrap();
+        assert!(registry.toolchains.contains_key("cuda-12.1"));
+        assert!(store.home().shims().join("nvcc").is_symlink());
+    }
+}

@@ -1,0 +1,289 @@
+//! A real one-node SLURM (Debian's slurmctld, slurmd, munge) on 127.0.0.1, started by the
+//! first test that needs it and shared by every test after, in this run and the next: the
+//! daemons stay up (`.ci/run` stops them by PID at the end). No systemd, no cgroups.
+//!
+//! Everything lives in `$TMPDIR/gpuenv-test-slurm-<uid>/`: munge's key and socket, the
+//! config, state, logs, pid files, and the TaskProlog, which runs `$GPUENV_TEST_BIN env
+//! --shell slurm` when a job passes that variable (so any checkout's binary can be tested
+//! against the same daemons).
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use fs_err as fs;
+
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub conf: PathBuf,
+}
+
+const DAEMONS: [(&str, &str); 3] = [
+    ("munged", "munge/munged.pid"),
+    ("slurmctld", "slurmctld.pid"),
+    ("slurmd", "slurmd.pid"),
+];
+const PORTS: [u16; 2] = [6817, 6818];
+const TOOLS: [&str; 7] = [
+    "/usr/sbin/slurmctld",
+    "/usr/sbin/slurmd",
+    "/usr/sbin/munged",
+    "/usr/sbin/mungekey",
+    "/usr/bin/srun",
+    "/usr/bin/salloc",
+    "/usr/bin/sinfo",
+];
+
+/// The shared cluster, or `None` (a SKIPPED note; a panic under CI=true) without SLURM.
+pub fn cluster() -> Option<&'static Cluster> {
+    static CLUSTER: OnceLock<Option<Cluster>> = OnceLock::new();
+    CLUSTER
+        .get_or_init(|| {
+            if let Some(missing) = TOOLS.iter().find(|t| !Path::new(t).is_file()) {
+                if std::env::var("CI").as_deref() == Ok("true") {
+                    panic!("{missing} is required under CI=true (.ci/run installs slurmctld slurmd slurm-client munge)");
+                }
+                eprintln!("SKIPPED: {missing} is not installed");
+                return None;
+            }
+            Some(Cluster::up())
+        })
+        .as_ref()
+}
+
+impl Cluster {
+    fn up() -> Cluster {
+        let uid = real_uid();
+        let dir = std::env::temp_dir().join(format!("gpuenv-test-slurm-{uid}"));
+        fs::create_dir_all(&dir).unwrap();
+        let cluster = Cluster {
+            conf: dir.join("slurm.conf"),
+            dir,
+        };
+        // One test binary at a time starts or checks the daemons.
+        let lock = File::create(cluster.dir.join("lock")).unwrap();
+        lock.lock().unwrap();
+        if cluster.conf.is_file()
+            && cluster.daemons_alive()
+            && cluster.wait_idle(Duration::from_secs(5))
+        {
+            return cluster;
+        }
+        cluster.stop();
+        cluster.wait_ports_free();
+        cluster.start();
+        assert!(
+            cluster.wait_idle(Duration::from_secs(30)),
+            "the test cluster did not become idle; see {}",
+            cluster.dir.join("slurmctld.log").display()
+        );
+        cluster
+    }
+
+    fn pid(&self, file: &str) -> Option<u32> {
+        fs::read_to_string(self.dir.join(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Running, not a zombie, and still the program we started (pids get reused).
+    fn alive(pid: u32, name: &str) -> bool {
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let comm = stat.split(['(', ')']).nth(1).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|s| s.split_whitespace().next());
+        comm == name && state != Some("Z")
+    }
+
+    fn daemons_alive(&self) -> bool {
+        DAEMONS
+            .iter()
+            .all(|(name, file)| self.pid(file).is_some_and(|p| Self::alive(p, name)))
+    }
+
+    /// Stops the daemons this harness started (by their pid files), and only those.
+    pub fn stop(&self) {
+        for (name, file) in DAEMONS.iter().rev() {
+            if let Some(pid) = self.pid(file).filter(|p| Self::alive(*p, name)) {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Self::alive(pid, name) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+
+    fn wait_ports_free(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let busy: Vec<u16> = PORTS.into_iter().filter(|p| port_listening(*p)).collect();
+            if busy.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "ports {busy:?} are held by a SLURM this harness did not start (its pid files are in {}); stop that daemon first",
+                self.dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn start(&self) {
+        let d = &self.dir;
+        let munge = d.join("munge");
+        for sub in ["state", "spool"] {
+            let _ = fs::remove_dir_all(d.join(sub));
+            fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        fs::create_dir_all(&munge).unwrap();
+        chmod(d, 0o755);
+        chmod(&munge, 0o755);
+        let key = munge.join("munge.key");
+        if !key.is_file() {
+            run_ok(
+                Command::new("/usr/sbin/mungekey")
+                    .arg("--create")
+                    .arg(format!("--keyfile={}", key.display())),
+            );
+        }
+        chmod(&key, 0o400);
+        run_ok(
+            Command::new("/usr/sbin/munged")
+                .arg("--force")
+                .arg(format!(
+                    "--socket={}",
+                    munge.join("munge.socket.2").display()
+                ))
+                .arg(format!("--key-file={}", key.display()))
+                .arg(format!("--pid-file={}", munge.join("munged.pid").display()))
+                .arg(format!("--log-file={}", munge.join("munged.log").display()))
+                .arg(format!(
+                    "--seed-file={}",
+                    munge.join("munged.seed").display()
+                )),
+        );
+        let prolog = d.join("taskprolog");
+        fs::write(
+            &prolog,
+            "#!/bin/sh\n# What a site's TaskProlog runs, with the binary under test.\n[ -n \"$GPUENV_TEST_BIN\" ] || exit 0\nexec \"$GPUENV_TEST_BIN\" env --shell slurm\n",
+        )
+        .unwrap();
+        chmod(&prolog, 0o755);
+        let mem_mb = fs::read_to_string("/proc/meminfo")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(2 * 1024 * 1024)
+            / 1024
+            / 2;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let p = |f: &str| d.join(f).display().to_string();
+        let conf = format!(
+            "ClusterName=gpuenvtest\nSlurmctldHost=localhost(127.0.0.1)\nAuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={}\n\
+             ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n\
+             SlurmdParameters=config_overrides\nSchedulerParameters=batch_sched_delay=0,sched_min_interval=0\n\
+             ReturnToService=2\nMailProg=/bin/true\nSlurmUser=root\nSlurmdUser=root\n\
+             StateSaveLocation={}\nSlurmdSpoolDir={}\nSlurmctldPidFile={}\nSlurmdPidFile={}\nSlurmctldLogFile={}\nSlurmdLogFile={}\n\
+             TaskProlog={}\n\
+             NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={mem_mb} State=UNKNOWN\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+            munge.join("munge.socket.2").display(),
+            p("state"),
+            p("spool"),
+            p("slurmctld.pid"),
+            p("slurmd.pid"),
+            p("slurmctld.log"),
+            p("slurmd.log"),
+            prolog.display(),
+        );
+        fs::write(&self.conf, conf).unwrap();
+        run_ok(
+            Command::new("/usr/sbin/slurmctld")
+                .arg("-f")
+                .arg(&self.conf)
+                .arg("-c"),
+        );
+        run_ok(
+            Command::new("/usr/sbin/slurmd")
+                .arg("-f")
+                .arg(&self.conf)
+                .args(["-N", "localhost"]),
+        );
+    }
+
+    fn wait_idle(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            let out = Command::new("timeout")
+                .args(["3", "/usr/bin/sinfo", "-h", "-o", "%T"])
+                .env("SLURM_CONF", &self.conf)
+                .output();
+            if let Ok(o) = out {
+                let state = String::from_utf8_lossy(&o.stdout);
+                if ["idle", "mixed", "allocated"].contains(&state.trim()) {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    /// A SLURM client command (`srun`, `salloc`) with this cluster's config and a time limit.
+    pub fn client(&self, program: &str) -> Command {
+        let mut cmd = Command::new("timeout");
+        cmd.args(["60", program]).env("SLURM_CONF", &self.conf);
+        cmd
+    }
+}
+
+/// The real uid, from /proc (no libc call needed in tests).
+fn real_uid() -> u32 {
+    fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A TCP port in LISTEN state on any address (from /proc/net/tcp and tcp6).
+fn port_listening(port: u16) -> bool {
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        fs::read_to_string(f).is_ok_and(|text| {
+            text.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3
+                    && cols[3] == "0A"
+                    && cols[1].rsplit(':').next() == Some(&format!("{port:04X}"))
+            })
+        })
+    })
+}
