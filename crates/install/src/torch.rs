@@ -33,7 +33,7 @@ pub fn cuda_of(torch: &TorchVersion) -> Result<TorchCuda> {
     };
     let site = torch.dir.parent().unwrap_or(Path::new("/")).to_path_buf();
     let major = cuda.split('.').next().unwrap_or_default();
-    if major.parse::<u32>().map_or(true, |m| m < 13) {
+    if !major.parse::<u32>().is_ok_and(|m| m >= 13) {
         bail!(
             "the torch at {} is a CUDA {cuda} build: NVIDIA's CUDA {major} wheels carry no nvcc driver, so gpuenv cannot complete them into a toolkit\nhint: `gpuenv install cuda-{cuda} --source nvidia` installs a full toolkit for it",
             torch.dir.display()

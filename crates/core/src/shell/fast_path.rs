@@ -76,7 +76,7 @@ fn missing_toolchain_files(fp: &Fingerprint) -> Vec<PathBuf> {
     for dir in fp.cwd.ancestors() {
         for name in FILE_NAMES {
             let p = dir.join(name);
-            if fp.file.as_ref().map_or(true, |(f, _)| *f != p) {
+            if fp.file.as_ref().is_none_or(|(f, _)| *f != p) {
                 absent.push(p);
             }
         }
