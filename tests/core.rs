@@ -79,7 +79,9 @@ fn a_pinned_project_gets_its_toolkit_and_loses_stale_entries() {
     assert_eq!(env["LIBRARY_PATH"], lib);
     assert_eq!(env["CPATH"], format!("{v}/include"));
     assert_eq!(env["TORCH_CUDA_ARCH_LIST"], "8.0;8.6;9.0+PTX");
-    assert_eq!(env["CMAKE_CUDA_ARCHITECTURES"], "80;86;90");
+    // CMake reads CUDAARCHS (not CMAKE_CUDA_ARCHITECTURES) from the environment.
+    assert_eq!(env["CUDAARCHS"], "80-real;86-real;90");
+    assert!(env.get("CMAKE_CUDA_ARCHITECTURES").is_none(), "{env}");
     assert_eq!(env["GPUENV_ACTIVE"], "cuda-12.4");
     assert!(env.get("ROCM_PATH").is_none(), "ROCm is not pinned: {env}");
     assert!(fs::metadata(format!("{lib}/libcudart.so")).is_ok());

@@ -74,7 +74,11 @@ fn check_runfile_layout(root: &Path) {
         .unwrap()
         .permissions()
         .mode();
-    assert_eq!(mode & 0o755, 0o755, "tools are executable by everyone");
+    assert_eq!(
+        mode & 0o777,
+        0o555,
+        "tools are executable by everyone and writable by no one"
+    );
 }
 
 #[test]

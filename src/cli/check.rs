@@ -5,9 +5,10 @@ use serde_json::json;
 
 use gpuenv_core::context::vars;
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::guard::{self, Policy, Side, Verdict};
 use gpuenv_core::toolchain::Kind;
-use gpuenv_core::ui;
+use gpuenv_core::ui::{self, Report};
 
 use super::Exit;
 
@@ -28,8 +29,7 @@ impl Args {
         let (_home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;
         let file = active.project.as_ref();
-        let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file)
-            .map_err(anyhow::Error::msg)?;
+        let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file)?;
 
         let torch = guard::locate_torch(ctx, self.python.as_deref());
         // The kind torch was built for decides which toolchain to compare; a CPU-only torch
@@ -40,11 +40,12 @@ impl Args {
             _ => active.toolchains.first(),
         };
         let outcome = match (&torch, toolchain) {
-            (Err(why), _) => Err(format!("cannot tell: {why}")),
-            (Ok(_), None) => Err(format!(
-                "cannot tell: no toolchain is active in {}\nhint: `gpuenv pin <spec>` or `gpuenv default <spec>`",
+            (Err(why), _) => Err(Hinted::new(format!("cannot tell: {why}"))),
+            (Ok(_), None) => Err(Hinted::new(format!(
+                "cannot tell: no toolchain is active in {}",
                 ctx.cwd.display()
-            )),
+            ))
+            .hint("`gpuenv pin <spec>` or `gpuenv default <spec>`")),
             (Ok(t), Some(tc)) => {
                 let verdict = guard::compare(tc.entry.kind, &tc.entry.version, t, policy.check);
                 let side = Side {
@@ -58,12 +59,16 @@ impl Args {
             }
         };
 
-        let (status, code, message) = match &outcome {
-            Err(why) => ("unknown", 2, why.clone()),
-            Ok((Verdict::Match, _)) => ("match", 0, String::new()),
-            Ok((Verdict::Off, _)) => ("off", 0, String::new()),
-            Ok((_, msg)) => ("mismatch", 1, msg.clone().unwrap_or_default()),
+        let (status, code, problem): (_, _, Option<anyhow::Error>) = match outcome {
+            Err(why) => ("unknown", 2, Some(why.into())),
+            Ok((Verdict::Match, _)) => ("match", 0, None),
+            Ok((Verdict::Off, _)) => ("off", 0, None),
+            Ok((_, refusal)) => ("mismatch", 1, refusal.map(Into::into)),
         };
+        let report = problem
+            .as_ref()
+            .map(|e| Report::of(e.as_ref(), super::FIND))
+            .unwrap_or_default();
         if self.json {
             let torch_json = torch.as_ref().ok().map(
                 |t| json!({"path": t.dir, "version": t.version, "cuda": t.cuda, "hip": t.hip}),
@@ -76,12 +81,13 @@ impl Args {
                 "toolchain": tc_json,
                 "torch": torch_json,
                 "policy": policy.check.to_string(),
-                "message": message,
+                "message": report.inline(),
+                "hints": report.hints,
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
         } else {
-            match (&outcome, toolchain, torch.as_ref().ok()) {
-                (Ok(_), Some(tc), Some(t)) if code == 0 => ui::info(format!(
+            match (&problem, toolchain, torch.as_ref().ok()) {
+                (None, Some(tc), Some(t)) if code == 0 => ui::info(format!(
                     "torch {} ({}) matches {} {} ({}; policy {})",
                     t.label(),
                     t.dir.display(),
@@ -90,7 +96,8 @@ impl Args {
                     tc.reason,
                     policy.check
                 )),
-                _ => ui::error(&anyhow::anyhow!(message)),
+                (Some(e), ..) => super::print_error(e),
+                _ => {}
             }
         }
         if code == 0 {

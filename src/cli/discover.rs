@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::env::path_list;
 use gpuenv_core::module;
 use gpuenv_core::toolchain::detect;
 use gpuenv_core::toolchain::discover::{self, Found, Places};
@@ -24,18 +25,14 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        let prefixes = match ctx.var(vars::GPUENV_DISCOVER_ROOTS) {
-            Some(roots) => roots
-                .split(':')
-                .filter(|r| !r.is_empty())
-                .map(PathBuf::from)
-                .collect(),
+        let prefixes = match ctx.var_os(vars::GPUENV_DISCOVER_ROOTS) {
+            Some(roots) => path_list::dirs(Some(roots)).map(PathBuf::from).collect(),
             None => vec![PathBuf::from("/")],
         };
         let places = Places {
             prefixes,
             conda_envs_file: ctx.home_dir().map(|h| h.join(".conda/environments.txt")),
-            conda_prefix: ctx.var_nonempty(vars::CONDA_PREFIX).map(PathBuf::from),
+            conda_prefix: ctx.path_var(vars::CONDA_PREFIX),
         };
         let found = if self.modules {
             from_modules(ctx)
@@ -113,6 +110,7 @@ impl Args {
         }
         let n = to_register.len();
         let changed = store.register(to_register)?;
+        super::warn_unshimmed(&changed.shims);
         ui::info(format!(
             "registered {n} toolchain(s); {} in all",
             changed.registry.toolchains.len()
@@ -129,7 +127,8 @@ fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
 /// read without running a module file is a warning naming the file and line.
 fn from_modules(ctx: &Context) -> Vec<Found> {
     let Some(modulepath) = ctx.var_nonempty(vars::MODULEPATH) else {
-        ui::warn("MODULEPATH is not set, so there are no module files to read\nhint: load your module system first (`module avail` works), or set MODULEPATH to the module directories");
+        ui::warn("MODULEPATH is not set, so there are no module files to read");
+        ui::hint("load your module system first (`module avail` works), or set MODULEPATH to the module directories");
         return Vec::new();
     };
     let scan = module::scan_modulepath(modulepath);

@@ -4,8 +4,9 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::{vars, Context};
-use gpuenv_core::guard;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::resolve::ActiveSet;
+use gpuenv_core::{guard, ui};
 use gpuenv_doctor::{nodes, Inputs, Machine, Report};
 
 use super::Exit;
@@ -41,10 +42,8 @@ impl Args {
             None => ctx.cwd.clone(),
         };
         if !dir.is_dir() {
-            bail!(
-                "{} is not a directory\nhint: give --dir a project directory (one with gpuenv.toml, or below one)",
-                dir.display()
-            );
+            bail!(Hinted::new(format!("{} is not a directory", dir.display()))
+                .hint("give --dir a project directory (one with gpuenv.toml, or below one)"));
         }
         let ctx = Context {
             cwd: dir.clone(),
@@ -54,7 +53,10 @@ impl Args {
         // A pin that resolves to nothing is reported as a finding; the other checks still run.
         let (active, resolve_error) = match super::resolve_here(&ctx, &registry, &[]) {
             Ok(a) => (a, None),
-            Err(e) => (ActiveSet::default(), Some(e.to_string())),
+            Err(e) => (
+                ActiveSet::default(),
+                Some(ui::Report::of(e.as_ref(), super::FIND)),
+            ),
         };
         let torch = guard::locate_torch(&ctx, None);
         let root = ctx.system_root();
@@ -107,7 +109,8 @@ fn node_name(ctx: &Context) -> String {
 /// One doctor per node of this allocation, through `srun`, compared.
 fn all_nodes(ctx: &Context, dir: &std::path::Path, json: bool) -> Result<()> {
     let Some(job) = ctx.var_nonempty(vars::SLURM_JOB_ID) else {
-        bail!("--all-nodes runs the doctor on every node of a SLURM allocation, and this is not inside one (SLURM_JOB_ID is unset)\nhint: salloc -N <nodes> gpuenv doctor --all-nodes (or put the line in an sbatch script)");
+        bail!(Hinted::new("--all-nodes runs the doctor on every node of a SLURM allocation, and this is not inside one (SLURM_JOB_ID is unset)")
+            .hint("salloc -N <nodes> gpuenv doctor --all-nodes (or put the line in an sbatch script)"));
     };
     let exe = std::env::current_exe().context("cannot find the running gpuenv binary")?;
     let mut cmd = Command::new("srun");
@@ -127,17 +130,22 @@ fn all_nodes(ctx: &Context, dir: &std::path::Path, json: bool) -> Result<()> {
         .arg(dir)
         .current_dir(dir)
         .stderr(Stdio::inherit());
-    let out = cmd.output().with_context(|| {
-        format!("cannot run srun for SLURM job {job}\nhint: run this where srun is on PATH (a login or compute node of the cluster)")
+    let out = cmd.output().map_err(|e| {
+        Hinted::new(format!("cannot run srun for SLURM job {job}"))
+            .hint("run this where srun is on PATH (a login or compute node of the cluster)")
+            .caused_by(e)
     })?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let reports = nodes::parse_reports(&stdout);
     if reports.is_empty() {
-        bail!(
-            "srun ran no doctor in SLURM job {job} ({}); nothing to compare\nhint: check that gpuenv is at {} on every node",
-            out.status,
+        bail!(Hinted::new(format!(
+            "srun ran no doctor in SLURM job {job} ({}); nothing to compare",
+            out.status
+        ))
+        .hint(format!(
+            "check that gpuenv is at {} on every node",
             exe.display()
-        );
+        )));
     }
     let diffs = nodes::differences(&reports);
     if json {

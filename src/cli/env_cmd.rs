@@ -1,3 +1,5 @@
+use std::ffi::OsStr;
+
 use super::named_arg::named;
 use anyhow::Result;
 
@@ -25,10 +27,12 @@ impl Args {
         if let (true, Err(e)) = (slurm, &result) {
             // slurmd logs a TaskProlog's stderr where the user never looks; `print` lines
             // go to the task's output, next to SLURM's "TaskProlog failed".
-            for cause in e.chain() {
-                for line in cause.to_string().lines() {
-                    println!("print gpuenv: {}", line.trim_start_matches("hint: "));
-                }
+            let report = ui::Report::of(e.as_ref(), super::FIND);
+            let texts = std::iter::once(&report.message)
+                .chain(&report.causes)
+                .chain(&report.hints);
+            for line in texts.flat_map(|t| t.lines()) {
+                println!("print gpuenv: {line}");
             }
         }
         result
@@ -45,10 +49,11 @@ impl Args {
             return Ok(());
         }
         if active.toolchains.is_empty() {
-            ui::info("no toolchain is active here, so there is nothing to set\nhint: `gpuenv pin <spec>` or `gpuenv default <spec>`");
+            ui::info("no toolchain is active here, so there is nothing to set");
+            ui::hint("`gpuenv pin <spec>` or `gpuenv default <spec>`");
         }
         let applied = super::environment(ctx, &home, &registry, &active)?;
-        let vars: Vec<(&str, Option<&str>)> = applied
+        let vars: Vec<(&str, Option<&OsStr>)> = applied
             .after
             .iter()
             // A path list that was unset and stays unset is not worth a line.
@@ -77,7 +82,14 @@ impl Args {
                     .join(", ")
             ));
         }
-        print!("{unload}{}", shell::render(&vars, self.shell));
+        let rendered = shell::render(&vars, self.shell);
+        if !rendered.lossy.is_empty() {
+            ui::warn(format!(
+                "{} not UTF-8, which JSON cannot hold: the bytes that are not show as U+FFFD (the shell formats keep every byte)",
+                rendered.lossy.join(", ") + if rendered.lossy.len() == 1 { " is" } else { " are" }
+            ));
+        }
+        super::stdout(&[unload.as_bytes(), &rendered.bytes].concat())?;
         Ok(())
     }
 }

@@ -16,7 +16,7 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
         let exe = std::env::current_exe().context("cannot find the running gpuenv binary")?;
-        print!("{}", hook::init_code(self.shell, &exe, &home.shims()));
+        super::stdout(&hook::init_code(self.shell, &exe, &home.shims()))?;
         Ok(())
     }
 }

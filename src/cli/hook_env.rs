@@ -1,7 +1,10 @@
-use super::named_arg::named;
+use std::ffi::OsStr;
+
 use anyhow::Result;
 
 use std::path::PathBuf;
+
+use super::named_arg::named;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::env::Op;
@@ -26,7 +29,8 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        print!("{}", prompt(ctx, &home, false).render(self.shell));
+        let code = prompt(ctx, &home, false).render(self.shell);
+        super::stdout(&code)?;
         Ok(())
     }
 }
@@ -49,21 +53,23 @@ pub struct Prompt {
 
 impl Prompt {
     /// The assignments, then the fast-path function, which every run redefines.
-    pub fn render(&self, shell: Shell) -> String {
+    pub fn render(&self, shell: Shell) -> Vec<u8> {
         let mut out = match &self.step {
-            Some(step) => {
-                let vars: Vec<(&str, Option<&str>)> = step
-                    .assignments
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_deref()))
-                    .collect();
-                shell::render(&vars, format_of(shell))
-            }
-            None => String::new(),
+            Some(step) => render(step, shell),
+            None => Vec::new(),
         };
-        out.push_str(&fast_path::render(self.check.as_ref(), shell));
+        out.extend_from_slice(fast_path::render(self.check.as_ref(), shell).as_bytes());
         out
     }
+}
+
+pub fn render(step: &Step, shell: Shell) -> Vec<u8> {
+    let vars: Vec<(&str, Option<&OsStr>)> = step
+        .assignments
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_deref()))
+        .collect();
+    shell::render(&vars, format_of(shell)).bytes
 }
 
 /// The variables a prompt's result depends on, besides the directory and the files.
@@ -80,12 +86,19 @@ const WATCHED_VARS: [&str; 8] = [
 
 /// One prompt's step (skipped when nothing it depends on changed since the last one,
 /// unless `force`), and the check that lets the shell skip the next one. Never fails: a
-/// problem is one line on stderr, the environment stays as it is, and it is not repeated
-/// until something changes.
+/// problem is one line on stderr, what the hook had applied is taken back (a directory
+/// that cannot be resolved must not keep the previous one's toolchain and `[env]`), and
+/// the line is not repeated until something changes.
 pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
     let watched = WATCHED_VARS
         .iter()
-        .map(|k| (k.to_string(), ctx.var_nonempty(k).map(str::to_string)))
+        .map(|k| {
+            let value = ctx
+                .var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(|v| v.to_string_lossy().into_owned());
+            (k.to_string(), value)
+        })
         .collect();
     let old = ctx.var(STATE_VAR).and_then(State::decode);
     let extra: Vec<PathBuf> = old
@@ -98,23 +111,24 @@ pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
         let check = fast_path::arm(home, &fp, pwd);
         return Prompt { step: None, check };
     }
-    let current = |k: &str| ctx.var(k).map(str::to_string);
+    let current = |k: &str| ctx.var_os(k).map(ToOwned::to_owned);
     let step = match wanted_change(ctx, home) {
         Ok((change, read)) => {
             fp.watch(&read);
             hook_env::step(old.as_ref(), fp, &current, &|base| change.apply(base))
         }
         Err(e) => {
-            let text = format!("{e:#}");
-            ui::hook_note(text.lines().next().unwrap_or_default());
-            // Keep every change in place; remember the new fingerprint so the message is
-            // not repeated at every prompt.
-            let mut state = old.unwrap_or_default();
-            state.fp = fp;
-            Step {
-                assignments: vec![(STATE_VAR.to_string(), Some(state.encode()))],
-                state,
+            let step = hook_env::revert_all(old.as_ref(), fp, &current);
+            let undone = step.assignments.iter().any(|(k, _)| k != STATE_VAR);
+            let why = ui::error_one_line(e.as_ref(), gpuenv_install::FIND);
+            if undone {
+                ui::hook_note(format!(
+                    "{why} (gpuenv's changes to this shell are undone until this is fixed)"
+                ));
+            } else {
+                ui::hook_note(why);
             }
+            step
         }
     };
     let check = fast_path::arm(home, &step.state.fp, pwd);
@@ -138,7 +152,7 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     let mut read: Vec<PathBuf> = vec![upstream::system_config_path(ctx)];
     read.extend(home.upstreams.iter().map(|u| Home::new(u).settings()));
     let active = super::resolve_here(ctx, &registry, &[])?;
-    let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
+    let trusted = trust::env_allowed(&registry, active.project.as_ref());
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::hook_note(notice);
     }
@@ -148,7 +162,7 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     if !change.ops.is_empty() {
         change.ops.push(Op::Prepend(
             "PATH".into(),
-            vec![home.shims().to_string_lossy().into_owned()],
+            vec![home.shims().into_os_string()],
         ));
     }
     read.extend(active.toolchains.iter().filter_map(|t| match &t.reason {

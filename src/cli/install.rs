@@ -5,6 +5,7 @@ use anyhow::{bail, Result};
 use indicatif::HumanBytes;
 
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::diagnostic::{Diagnostic, Hinted};
 use gpuenv_core::driver;
 use gpuenv_core::home::Home;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
@@ -72,7 +73,10 @@ pub(super) fn sources<'a>(
 ) -> Result<Vec<Box<dyn Source + 'a>>> {
     if let Some(m) = manifest {
         if !matches!(choice, Choice::Auto | Choice::Manifest) {
-            bail!("--manifest goes with --source manifest, not --source {choice:?}\nhint: drop one of them");
+            bail!(Hinted::new(format!(
+                "--manifest goes with --source manifest, not --source {choice:?}"
+            ))
+            .hint("drop one of them"));
         }
         let url = gpuenv_install::location(&ctx.cwd, m, false)?;
         return Ok(vec![Box::new(ManifestSource { fetcher, url })]);
@@ -101,7 +105,8 @@ pub(super) fn sources<'a>(
         Choice::Nvidia => vec![nvidia()?],
         Choice::Pypi => vec![pypi()?],
         Choice::Manifest => {
-            bail!("--source manifest needs --manifest <path|url>\nhint: gpuenv install rocm-6.2 --manifest ./toolchains.toml")
+            bail!(Hinted::new("--source manifest needs --manifest <path|url>")
+                .hint("gpuenv install rocm-6.2 --manifest ./toolchains.toml"))
         }
     })
 }
@@ -109,6 +114,7 @@ pub(super) fn sources<'a>(
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
+        gpuenv_install::writable_home(&home)?;
         if self.specs == ["torch"] {
             let fetcher = fetcher(ctx, &home, self.offline);
             let progress = Progress::new(!self.quiet && std::io::stderr().is_terminal());
@@ -144,11 +150,10 @@ impl Args {
         };
         for spec in &specs {
             if spec.label.is_some() && self.manifest.is_none() {
-                bail!(
-                    "{spec}: installed toolchains are named by their version alone (labels are for linked ones and manifests)\nhint: gpuenv install {}-{}",
-                    spec.kind,
-                    spec.version
-                );
+                bail!(Hinted::new(format!(
+                    "{spec}: installed toolchains are named by their version alone (labels are for linked ones and manifests)"
+                ))
+                .hint(format!("gpuenv install {}-{}", spec.kind, spec.version)));
             }
             // An exact name that is installed needs no source at all.
             let registry = Registry::load(&home)?;
@@ -190,7 +195,8 @@ impl Args {
                 if let Some(warning) = driver::read_proc_version(&ctx.system_root())
                     .and_then(|d| driver::too_old_for(&done.version, &d))
                 {
-                    ui::warn(warning);
+                    ui::warn(&warning);
+                    warning.hints().into_iter().for_each(ui::hint);
                 }
             }
             say(format!(
@@ -213,7 +219,8 @@ pub(super) fn list_available(
     let home = ctx.gpuenv_home()?;
     let fetcher = fetcher(ctx, &home, false);
     if kind == Kind::Rocm && manifest.is_none() {
-        bail!("ROCm releases come from a gpuenv manifest\nhint: gpuenv list --available rocm --manifest <path|url>");
+        bail!(Hinted::new("ROCm releases come from a gpuenv manifest")
+            .hint("gpuenv list --available rocm --manifest <path|url>"));
     }
     let sources = sources(ctx, &fetcher, choice, manifest)?;
     let mut reasons = Vec::new();

@@ -5,6 +5,7 @@ use anyhow::Result;
 use indicatif::HumanBytes;
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::guard;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::Spec;
@@ -26,7 +27,9 @@ pub fn run(
         }
     };
     let found = guard::locate_torch(ctx, None).map_err(|why| {
-        anyhow::anyhow!("{why}\nhint: activate the Python environment that has torch (or set VIRTUAL_ENV), then run `gpuenv install torch` again")
+        Hinted::new(why.to_string()).hint(
+            "activate the Python environment that has torch (or set VIRTUAL_ENV), then run `gpuenv install torch` again",
+        )
     })?;
     let cuda = torch::cuda_of(&found)?;
     let spec: Spec = format!("cuda-{}", cuda.release).parse()?;

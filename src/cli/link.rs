@@ -1,8 +1,9 @@
 use std::path::PathBuf;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::toolchain::registry::{Entry, Source};
 use gpuenv_core::toolchain::{detect, Spec};
 use gpuenv_core::ui;
@@ -22,24 +23,29 @@ impl Args {
         let spec: Spec = self.name.parse()?;
         let root = ctx.cwd.join(&self.path);
         store.admissible(&root, Source::Linked)?;
-        let detected = detect::detect(&root).with_context(|| {
-            format!("cannot link {}\nhint: give the directory that holds bin/nvcc (CUDA) or bin/hipcc (ROCm), e.g. /usr/local/cuda-12.4", self.name)
+        let detected = detect::detect(&root).map_err(|e| {
+            Hinted::new(format!("cannot link {}", self.name))
+                .hint("give the directory that holds bin/nvcc (CUDA) or bin/hipcc (ROCm), e.g. /usr/local/cuda-12.4")
+                .caused_by(e)
         })?;
         if detected.kind != spec.kind || !spec.version.is_prefix_of(&detected.version) {
-            bail!(
-                "{} is {} {}, which the name {} does not describe\nhint: name it {}-{} (the version is read from the tree, never from the name)",
+            bail!(Hinted::new(format!(
+                "{} is {} {}, which the name {} does not describe",
                 root.display(),
                 detected.kind,
                 detected.version,
-                self.name,
-                detected.kind,
-                detected.version
-            );
+                self.name
+            ))
+            .hint(format!(
+                "name it {}-{} (the version is read from the tree, never from the name)",
+                detected.kind, detected.version
+            )));
         }
         let (kind, version) = (detected.kind, detected.version.clone());
         let entry = Entry::from_detected(detected, root.clone(), Source::Linked);
         let changed = store.register(vec![(self.name.clone(), entry)])?;
         super::notice(&changed.registry);
+        super::warn_unshimmed(&changed.shims);
         ui::info(format!(
             "linked {} ({kind} {version}) at {}",
             self.name,

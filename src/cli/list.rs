@@ -106,7 +106,8 @@ impl Args {
             return Ok(());
         }
         if rows.is_empty() {
-            ui::info("no toolchains registered\nhint: `gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one");
+            ui::info("no toolchains registered");
+            ui::hint("`gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one");
             return Ok(());
         }
         let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
@@ -132,9 +133,9 @@ impl Args {
                 r.name, r.version, source, r.root
             );
             if let Some(why) = &r.broken {
-                ui::warn(format!(
-                    "{} is broken: {why}\nhint: `gpuenv uninstall {n}` (or `gpuenv unlink {n}`), then install it again; for a toolkit made for a torch venv, `gpuenv install torch` from the new venv",
-                    r.name,
+                ui::warn(format!("{} is broken: {why}", r.name));
+                ui::hint(format!(
+                    "`gpuenv uninstall {n}` (or `gpuenv unlink {n}`), then install it again; for a toolkit made for a torch venv, `gpuenv install torch` from the new venv",
                     n = r.name
                 ));
             }

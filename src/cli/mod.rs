@@ -30,12 +30,13 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::{Find, Hinted};
 use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{self, ActiveSet, Request};
 use gpuenv_core::store::{Problem, Store};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{upstream, view, Spec};
-use gpuenv_core::{env, guard, shims, trust, ui};
+use gpuenv_core::{env, guard, host_compiler, shims, trust, ui};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -79,18 +80,40 @@ enum Command {
 #[error("exit status {0}")]
 pub struct Exit(pub u8);
 
+/// The finders of every crate whose errors reach the CLI (see `gpuenv_core::diagnostic`).
+pub const FIND: &[Find] = gpuenv_install::FIND;
+
+/// Prints an error with its causes and hints.
+pub fn print_error(err: &anyhow::Error) {
+    gpuenv_core::ui::error(err.as_ref(), FIND);
+}
+
 pub fn main() -> ExitCode {
+    reset_sigpipe();
     let cli = Cli::parse();
-    let result = Context::from_process().and_then(|ctx| dispatch(cli.command, &ctx));
+    let result = Context::from_process()
+        .map_err(anyhow::Error::from)
+        .and_then(|ctx| dispatch(cli.command, &ctx));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => match e.downcast_ref::<Exit>() {
             Some(Exit(code)) => ExitCode::from(*code),
             None => {
-                gpuenv_core::ui::error(&e);
+                print_error(&e);
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Rust starts programs with SIGPIPE ignored, so a write to a closed pipe (`gpuenv env |
+/// head -0`) is an error that `print!` turns into a panic. Every command's output goes to a
+/// reader that may stop early: like any Unix tool, gpuenv then ends quietly by the signal.
+/// Sockets are unaffected (the standard library sends with MSG_NOSIGNAL).
+fn reset_sigpipe() {
+    // SAFETY: called first in main, before any thread exists; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -131,11 +154,14 @@ fn registry(ctx: &Context) -> Result<(Home, Registry)> {
 fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
     let (_home, layered) = layered(ctx)?;
     if let Some(root) = layered.upstream_of(name) {
-        anyhow::bail!(
-            "{name} belongs to the upstream {} (a shared, read-only gpuenv store), so `gpuenv {command}` leaves it alone\nhint: the store's admin runs `GPUENV_HOME={} gpuenv {command} {name}`; to stop seeing its toolchains, drop it from GPUENV_UPSTREAMS, `upstreams` in settings.toml or the system config",
-            root.display(),
+        anyhow::bail!(Hinted::new(format!(
+            "{name} belongs to the upstream {} (a shared, read-only gpuenv store), so `gpuenv {command}` leaves it alone",
             root.display()
-        );
+        ))
+        .hint(format!(
+            "the store's admin runs `GPUENV_HOME={} gpuenv {command} {name}`; to stop seeing its toolchains, drop it from GPUENV_UPSTREAMS, `upstreams` in settings.toml or the system config",
+            root.display()
+        )));
     }
     Ok(())
 }
@@ -166,7 +192,15 @@ fn notice(registry: &Registry) {
 /// Each thing missing from the store, with the command that fixes it.
 fn warn_problems(problems: &[Problem]) {
     for p in problems {
-        ui::warn(format!("{p}\nhint: {}", p.hint()));
+        ui::warn(p);
+        ui::hint(p.hint());
+    }
+}
+
+/// Toolchains that got no shims (`shims::MAX_SHIMS_PER_TOOLCHAIN`), and why.
+fn warn_unshimmed(shims: &shims::Reshim) {
+    for why in &shims.refused {
+        ui::warn(format!("no shims for {why}"));
     }
 }
 
@@ -184,11 +218,16 @@ fn store(ctx: &Context) -> Result<Store> {
     Ok(Store::new(ctx.gpuenv_home()?, shims::proxy_source()?))
 }
 
-/// The active set for the current directory, with `overrides` on top.
+/// The active set for the current directory, with `overrides` on top, and the host
+/// compiler its CUDA toolchain gets on this PATH.
 fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
     let torch = || guard::locate_torch(ctx, None);
     let req = Request::new(ctx, overrides, &torch);
-    Ok(resolve::resolve(&req, registry)?)
+    let mut active = resolve::resolve(&req, registry)?;
+    active.attach_host_compiler(&host_compiler::PathProbe {
+        path: ctx.var_os("PATH"),
+    });
+    Ok(active)
 }
 
 /// The environment of `active`, applied to the process's current values. A toolchain
@@ -199,7 +238,7 @@ fn environment(
     registry: &Registry,
     active: &ActiveSet,
 ) -> Result<env::Applied> {
-    let trusted = trust::env_allowed(registry, active.project.as_ref())?;
+    let trusted = trust::env_allowed(registry, active.project.as_ref());
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::warn(notice);
     }
@@ -213,7 +252,16 @@ fn environment(
         &mut change,
         ctx.var(gpuenv_core::context::vars::LMFILES),
     );
-    Ok(change.apply(&|k| ctx.var(k).map(str::to_string)))
+    Ok(change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned)))
+}
+
+/// Writes output for machines (shell code, data) to stdout, byte for byte.
+fn stdout(bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(())
 }
 
 /// A toolchain whose view is missing (an upstream's, when the upstream has none) gets one

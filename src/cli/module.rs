@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::env;
 use gpuenv_core::home::Home;
 use gpuenv_core::module::export::{self, Format};
@@ -55,7 +56,10 @@ impl ExportArgs {
         let dir = ctx.cwd.join(&self.dir);
         for name in &self.names {
             if !registry.toolchains.contains_key(name) {
-                bail!("no toolchain named {name} is registered\nhint: `gpuenv list` shows the registered names");
+                bail!(
+                    Hinted::new(format!("no toolchain named {name} is registered"))
+                        .hint("`gpuenv list` shows the registered names")
+                );
             }
         }
         let names: Vec<&String> = if self.names.is_empty() {
@@ -64,7 +68,8 @@ impl ExportArgs {
             self.names.iter().collect()
         };
         if names.is_empty() {
-            ui::info("no toolchains registered, so there is nothing to export\nhint: `gpuenv install <spec>`, `gpuenv link <name> <path>` or `gpuenv discover --register` first");
+            ui::info("no toolchains registered, so there is nothing to export");
+            ui::hint("`gpuenv install <spec>`, `gpuenv link <name> <path>` or `gpuenv discover --register` first");
         }
         super::upstream_views_for(&home, &registry, names.iter().map(|n| n.as_str()))?;
         let mut refused = 0;
@@ -117,7 +122,9 @@ fn module_text(home: &Home, registry: &Registry, name: &str, format: Format) -> 
             entry: entry.clone(),
             reason: Reason::Override(spec),
         }],
+        // A module file is read on other nodes: no host compiler probed on this one.
         project: None,
+        host_compiler: None,
     };
     let change = env::plan(&active, registry, home, false);
     export::render(name, &entry, &change, format)

@@ -1,9 +1,12 @@
+use std::path::PathBuf;
+
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::project::{self, PinEdit};
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::{fsutil, ui};
+use gpuenv_doctor::{native, Machine};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
 #[derive(Debug, clap::Args)]
@@ -11,7 +14,8 @@ pub struct Args {
     /// Specs such as cuda-12.4 or rocm-6.2 (at most one per kind)
     #[arg(required_unless_present = "arch")]
     specs: Vec<String>,
-    /// Target architectures, comma-separated: 8.0,8.6,9.0+PTX (CUDA) or gfx90a,gfx942 (ROCm)
+    /// Target architectures, comma-separated: 8.0,8.6,9.0+PTX (CUDA) or gfx90a,gfx942 (ROCm);
+    /// `native` is this machine's GPUs
     #[arg(long, value_delimiter = ',')]
     arch: Option<Vec<String>>,
 }
@@ -24,14 +28,18 @@ impl Args {
             specs: specs.clone(),
             ..Default::default()
         };
-        if let Some(arch) = self.arch {
+        if let Some(mut arch) = self.arch {
+            if arch.iter().any(|a| a == "native") {
+                arch.retain(|a| a != "native");
+                arch.extend(native_archs(ctx)?);
+            }
             let (rocm, cuda): (Vec<String>, Vec<String>) =
                 arch.into_iter().partition(|a| a.starts_with("gfx"));
             for a in &cuda {
-                project::validate_cuda_arch(a).map_err(anyhow::Error::msg)?;
+                project::validate_cuda_arch(a)?;
             }
             for a in &rocm {
-                project::validate_rocm_arch(a).map_err(anyhow::Error::msg)?;
+                project::validate_rocm_arch(a)?;
             }
             edit.cuda_arch = (!cuda.is_empty()).then_some(cuda);
             edit.rocm_arch = (!rocm.is_empty()).then_some(rocm);
@@ -66,11 +74,19 @@ impl Args {
 
         for spec in &specs {
             match registry.find(spec) {
-                Some((name, _)) => ui::info(format!("pinned {} = {} in {} (now {name})", spec.kind, spec.version, path.display())),
-                None => ui::warn(format!(
-                    "pinned {spec} in {}, but no registered toolchain matches it yet\nhint: gpuenv install {spec}",
+                Some((name, _)) => ui::info(format!(
+                    "pinned {} = {} in {} (now {name})",
+                    spec.kind,
+                    spec.version,
                     path.display()
                 )),
+                None => {
+                    ui::warn(format!(
+                        "pinned {spec} in {}, but no registered toolchain matches it yet",
+                        path.display()
+                    ));
+                    ui::hint(format!("gpuenv install {spec}"));
+                }
             }
         }
         for (kind, list) in [(Kind::Cuda, &edit.cuda_arch), (Kind::Rocm, &edit.rocm_arch)] {
@@ -84,4 +100,24 @@ impl Args {
         }
         Ok(())
     }
+}
+
+/// This machine's GPUs as arch pins; an error naming what was asked when there are none.
+fn native_archs(ctx: &Context) -> Result<Vec<String>> {
+    let machine = Machine {
+        root: PathBuf::from("/"),
+        ctx: ctx.clone(),
+    };
+    let found = native::native_archs(&machine);
+    if found.cuda.is_empty() && found.rocm.is_empty() {
+        bail!(
+            "--arch native: this machine shows no GPU ({})\nhint: name the targets instead, e.g. `gpuenv pin --arch 8.0,9.0+PTX` (NVIDIA) or `gpuenv pin --arch gfx90a` (AMD)",
+            found.asked.join("; ")
+        );
+    }
+    ui::info(format!(
+        "--arch native: this machine's GPUs are {}",
+        [found.cuda.clone(), found.rocm.clone()].concat().join(", ")
+    ));
+    Ok([found.cuda, found.rocm].concat())
 }

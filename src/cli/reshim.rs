@@ -13,6 +13,7 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let store = super::store(ctx)?;
         let repaired = store.repair()?;
+        super::warn_unshimmed(&repaired.shims);
         ui::info(format!(
             "views: {} remade; shims in {}: {} added, {} removed",
             repaired.views.len(),
@@ -30,7 +31,7 @@ impl Args {
             return Ok(());
         }
         for e in repaired.broken {
-            ui::error(&anyhow::Error::from(e));
+            super::print_error(&anyhow::Error::from(e));
         }
         Err(Exit(1).into())
     }

@@ -24,7 +24,7 @@ impl Args {
             active.project.as_ref(),
             &registry,
         )?;
-        let cache_program = build_cache::locate(&cache, ctx.var("PATH"));
+        let cache_program = build_cache::locate(&cache, ctx.var_os("PATH"));
         // What is missing for the toolchains active here, and the shims they run through.
         let problems: Vec<Problem> = store::health(&home, &registry)
             .into_iter()
@@ -62,6 +62,11 @@ impl Args {
                     "from": cache.from,
                     "program": cache_program.as_ref().ok().cloned().flatten(),
                 },
+                "host_compiler": active.host_compiler.as_ref().map(|c| json!({
+                    "compiler": c.compiler(),
+                    "choice": c.to_string(),
+                    "problem": c.problem(),
+                })),
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
             return Ok(());
@@ -74,7 +79,8 @@ impl Args {
             ),
         }
         if active.toolchains.is_empty() {
-            ui::info("no toolchain is active here\nhint: `gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere");
+            ui::info("no toolchain is active here");
+            ui::hint("`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere");
         }
         for t in &active.toolchains {
             println!("{}: {} ({})", t.entry.kind, t.name, t.reason);
@@ -88,6 +94,12 @@ impl Args {
             ),
             Ok(None) => {}
             Err(warning) => ui::warn(warning),
+        }
+        if let Some(choice) = &active.host_compiler {
+            println!("host compiler: {choice}");
+            if let Some(problem) = choice.problem() {
+                ui::warn(problem);
+            }
         }
         Ok(())
     }

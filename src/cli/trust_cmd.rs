@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::{project, trust, ui};
 
@@ -21,17 +22,17 @@ impl Args {
             Some(f) => ctx.cwd.join(f),
             None => match project::find(&ctx.cwd)? {
                 Some(p) => p,
-                None => bail!(
-                    "no gpuenv.toml or .gpuenv.toml in {} or above\nhint: give the file: gpuenv trust <file>",
+                None => bail!(Hinted::new(format!(
+                    "no gpuenv.toml or .gpuenv.toml in {} or above",
                     ctx.cwd.display()
-                ),
+                ))
+                .hint("give the file: gpuenv trust <file>")),
             },
         };
-        let content = fs_err::read(&path)?;
-        // Only a valid file can be trusted: what is trusted is what will be applied.
-        project::parse(&path, &String::from_utf8_lossy(&content))?;
+        // Only a valid file can be trusted, and what is trusted is the content parsed here.
+        let file = project::load(&path)?;
         Registry::update(&home, |r| {
-            trust::trust(r, &path, &content);
+            trust::trust(r, &file);
             Ok::<_, anyhow::Error>(())
         })?;
         ui::info(format!("trusted {}", path.display()));

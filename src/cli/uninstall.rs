@@ -16,12 +16,15 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        super::refuse_upstream(ctx, &self.name, "uninstall")?;
-        let store = super::store(ctx)?;
         let name = self.name.as_str();
+        gpuenv_install::checked_name(name)?;
+        super::refuse_upstream(ctx, name, "uninstall")?;
+        let store = super::store(ctx)?;
+        gpuenv_install::writable_home(store.home())?;
         let _lock = gpuenv_install::lock_toolchain(store.home(), name)?;
         let forgotten = store.forget(name, Forget::Installed)?;
         let root = &forgotten.entry.root;
+        // Renamed away first, so the tree is gone at once however long deleting takes.
         gpuenv_core::fsutil::remove_tree(root)?;
         ui::info(format!("uninstalled {name} (removed {})", root.display()));
         super::warn_dropped_defaults(&forgotten.dropped_defaults);

@@ -1,7 +1,10 @@
+use std::ffi::OsStr;
+
 use super::named_arg::named;
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::shell::{self, Shell};
 use gpuenv_core::ui;
 
@@ -36,9 +39,12 @@ impl Args {
             let (_home, registry) = super::registry(ctx)?;
             for spec in &specs {
                 if registry.find(spec).is_none() {
-                    bail!(
-                        "{spec} matches no registered toolchain; nothing was changed\nhint: `gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
-                    );
+                    bail!(Hinted::new(format!(
+                        "{spec} matches no registered toolchain; nothing was changed"
+                    ))
+                    .hint(format!(
+                        "`gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
+                    )));
                 }
             }
             Some(
@@ -51,22 +57,27 @@ impl Args {
         };
         if !self.print {
             let example = self.specs.join(" ");
-            bail!(
-                "`gpuenv use` changes the current shell, which needs gpuenv's shell hook\nhint: add `eval \"$(gpuenv hook {shell})\"` to your shell's rc file (fish: `gpuenv hook fish | source`), or apply it once with: eval \"$(gpuenv use --print {example})\""
-            );
+            bail!(Hinted::new(
+                "`gpuenv use` changes the current shell, which needs gpuenv's shell hook"
+            )
+            .hint(format!(
+                "add `eval \"$(gpuenv hook {shell})\"` to your shell's rc file (fish: `gpuenv hook fish | source`), or apply it once with: eval \"$(gpuenv use --print {example})\""
+            )));
         }
 
         let mut next = ctx.clone();
         match &value {
-            Some(v) => next.vars.insert(vars::GPUENV_TOOLCHAIN.into(), v.clone()),
+            Some(v) => next.vars.insert(vars::GPUENV_TOOLCHAIN.into(), v.into()),
             None => next.vars.remove(vars::GPUENV_TOOLCHAIN),
         };
         let home = ctx.gpuenv_home()?;
-        let head = shell::render(
-            &[(vars::GPUENV_TOOLCHAIN, value.as_deref())],
+        let mut code = shell::render(
+            &[(vars::GPUENV_TOOLCHAIN, value.as_deref().map(OsStr::new))],
             format_of(shell),
-        );
-        print!("{head}{}", prompt(&next, &home, true).render(shell));
+        )
+        .bytes;
+        code.extend(prompt(&next, &home, true).render(shell));
+        super::stdout(&code)?;
         match value {
             Some(v) => ui::info(format!("this shell now uses {v}")),
             None => ui::info("this shell is back to the toolchain file and the default"),

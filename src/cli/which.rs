@@ -1,7 +1,7 @@
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
-use gpuenv_core::ui;
+use gpuenv_core::diagnostic::Hinted;
 
 use super::Exit;
 
@@ -20,15 +20,18 @@ impl Args {
         let (_home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;
         if active.toolchains.is_empty() {
-            ui::error(&anyhow::anyhow!(
-                "no toolchain is active in {} (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)\nhint: `gpuenv pin <spec>` pins one here, `gpuenv default <spec>` sets one everywhere",
-                ctx.cwd.display()
-            ));
+            super::print_error(
+                &Hinted::new(format!(
+                    "no toolchain is active in {} (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)",
+                    ctx.cwd.display()
+                ))
+                .hint("`gpuenv pin <spec>` pins one here, `gpuenv default <spec>` sets one everywhere")
+                .into(),
+            );
             return Err(Exit(1).into());
         }
         for t in &active.toolchains {
-            let path = t.entry.root.join("bin").join(&self.tool);
-            if path.is_file() {
+            if let Some(path) = t.entry.tool(&self.tool) {
                 println!("{}", path.display());
                 return Ok(());
             }
@@ -38,7 +41,7 @@ impl Args {
             .iter()
             .map(|t| format!("{} ({})", t.name, t.reason))
             .collect();
-        ui::error(&anyhow::anyhow!(
+        super::print_error(&anyhow::anyhow!(
             "{} is not in the active toolchain(s): {}",
             self.tool,
             names.join(", ")

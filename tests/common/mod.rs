@@ -9,6 +9,8 @@ use fs_err as fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+pub mod shells;
+
 pub const CAPTURED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/captured");
 
 /// A temp dir with its own HOME and GPUENV_HOME; commands see nothing of the developer's.

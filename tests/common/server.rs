@@ -26,6 +26,8 @@ struct State {
     cuts: HashMap<String, (usize, usize)>,
     /// path -> pause between 64 KiB chunks
     slow: HashMap<String, Duration>,
+    /// path -> where a 302 sends the client
+    redirects: HashMap<String, String>,
     log: Vec<Hit>,
 }
 
@@ -91,6 +93,13 @@ impl Server {
         self.state.lock().unwrap().slow.insert(path, pause);
     }
 
+    /// Requests for `path` are answered with a 302 to `to` (a path on this server).
+    pub fn redirect(&self, path: &str, to: &str) {
+        let path = format!("/{}", path.trim_start_matches('/'));
+        let to = format!("/{}", to.trim_start_matches('/'));
+        self.state.lock().unwrap().redirects.insert(path, to);
+    }
+
     pub fn log(&self) -> Vec<Hit> {
         self.state.lock().unwrap().log.clone()
     }
@@ -135,6 +144,7 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             }
         }
     }
+    let redirect = state.lock().unwrap().redirects.get(&path).cloned();
     let (route, cut, pause) = {
         let mut st = state.lock().unwrap();
         let route = st.routes.get(&path).cloned();
@@ -166,6 +176,16 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
         st.log[hit].status = status;
         st.log[hit].sent = sent;
     };
+    if let Some(to) = redirect {
+        set(302, 0);
+        write!(
+            out,
+            "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )?;
+        let _ = out.flush();
+        let _ = out.shutdown(std::net::Shutdown::Both);
+        return Ok(());
+    }
     match route {
         None => {
             set(404, 0);

@@ -248,6 +248,38 @@ fn fm10_gcc_12_with_cuda_11_8_and_the_ccbin_that_fixes_it() {
 }
 
 #[test]
+fn fm10_names_the_g_plus_plus_n_gpuenv_passes_and_a_pinned_one_that_is_missing() {
+    let mut w = World::new();
+    w.pin("[toolchain]\ncuda = \"11.8\"\n");
+    w.activate();
+    let gcc12 = printing("g++ (Debian 12.2.0-14+deb12u1) 12.2.0");
+    write_exe(&w.stubs.join("g++"), &gcc12);
+    write_exe(
+        &w.stubs.join("g++-11"),
+        &printing("g++-11 (Debian 11.3.0-12) 11.3.0"),
+    );
+    let f = w.check("FM-10");
+    assert_eq!(f.status, "ok", "{}", f.summary);
+    let g11 = w.stubs.join("g++-11");
+    assert_eq!(
+        f.summary,
+        format!("g++-11 11.3.0 (passed by gpuenv as -ccbin: g++ is gcc 12.2.0, newer than cuda-11.8 accepts (gcc <= 11); g++-11 is the newest it accepts on PATH) is within what CUDA 11.8 supports (gcc <= 11)")
+    );
+    assert!(g11.exists());
+
+    w.pin("[toolchain]\ncuda = \"11.8\"\nhost-compiler = \"g++-10\"\n");
+    let f = w.check("FM-10");
+    assert_eq!(f.status, "error");
+    assert!(
+        f.summary
+            .contains("host-compiler = \"g++-10\" does not exist or is not on PATH"),
+        "{}",
+        f.summary
+    );
+    assert!(f.hint.unwrap().contains("apt-get install g++-10"));
+}
+
+#[test]
 fn fm12_an_arch_the_toolkit_dropped_and_no_arch_list_without_a_gpu() {
     let mut w = World::new();
     w.pin("[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"3.5\", \"8.6\"]\n");

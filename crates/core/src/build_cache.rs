@@ -5,13 +5,14 @@
 //! and file (ccache's `compiler_check` is its size and modification time), never the
 //! proxy's, so another toolkit's nvcc misses and switching back hits.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::diagnostic::Diagnostic;
 use crate::guard::find_on_path;
 use crate::project::ProjectFile;
 use crate::proxy::Exec;
@@ -82,12 +83,16 @@ pub struct Choice {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "GPUENV_BUILD_CACHE={value}: {message}\nhint: set it to ccache, sccache or off, or unset it"
-)]
+#[error("GPUENV_BUILD_CACHE={value}: {message}")]
 pub struct BadVar {
     value: String,
     message: String,
+}
+
+impl Diagnostic for BadVar {
+    fn hints(&self) -> Vec<String> {
+        vec!["set it to ccache, sccache or off, or unset it".into()]
+    }
 }
 
 /// `GPUENV_BUILD_CACHE`, else the toolchain file's `[build] cache`, else the settings'
@@ -127,7 +132,7 @@ pub fn choose(
 
 /// Where the chosen cache's program is: `Ok(None)` when the cache is off, `Err` with the
 /// warning to show when it is on but not installed.
-pub fn locate(choice: &Choice, path: Option<&str>) -> Result<Option<PathBuf>, String> {
+pub fn locate(choice: &Choice, path: Option<&OsStr>) -> Result<Option<PathBuf>, String> {
     let Some(program) = choice.cache.program() else {
         return Ok(None);
     };
@@ -175,7 +180,7 @@ mod tests {
             BuildCache::Off
         );
         let err = choose(Some("distcc"), None, &registry).unwrap_err();
-        assert!(err.to_string().contains("hint:"), "{err}");
+        assert!(!err.hints().is_empty(), "{err}");
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //! real process.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result};
+use crate::diagnostic::Diagnostic;
 
 use crate::home::Home;
 use crate::toolchain::upstream;
@@ -41,7 +43,11 @@ pub mod vars {
     // Read by `gpuenv doctor` to diagnose, never acted on.
     pub const TORCH_CUDA_ARCH_LIST: &str = "TORCH_CUDA_ARCH_LIST";
     pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
+    /// A host compiler the user gives nvcc here (`-ccbin` in the flags, or NVCC_CCBIN): the
+    /// proxy then adds no `-ccbin` of its own.
     pub const NVCC_CCBIN: &str = "NVCC_CCBIN";
+    pub const NVCC_PREPEND_FLAGS: &str = "NVCC_PREPEND_FLAGS";
+    pub const NVCC_APPEND_FLAGS: &str = "NVCC_APPEND_FLAGS";
     pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
     pub const NCCL_ROOT: &str = "NCCL_ROOT";
     pub const NCCL_INCLUDE_DIR: &str = "NCCL_INCLUDE_DIR";
@@ -71,59 +77,109 @@ pub mod vars {
     pub const NO_PROXY: &str = "NO_PROXY";
     /// Debug builds only: stop at an install stage for crash tests (`<stage>:<marker file>`).
     pub const GPUENV_TEST_HANG_AT: &str = "GPUENV_TEST_HANG_AT";
+    /// Debug builds only: wait at an install stage until the marker file is deleted.
+    pub const GPUENV_TEST_PAUSE_AT: &str = "GPUENV_TEST_PAUSE_AT";
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum NoHome {
+    #[error(
+        "neither GPUENV_HOME nor HOME is set, and the password database has no home for this account"
+    )]
+    Unset,
+    #[error("gpuenv's home {dir} (from {from}) contains `:`, which separates PATH entries: its shims dir cannot be put on PATH")]
+    Colon { dir: String, from: &'static str },
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the current directory")]
+pub struct NoCwd(#[source] pub std::io::Error);
+
+impl Diagnostic for NoHome {
+    fn hints(&self) -> Vec<String> {
+        vec![match self {
+            NoHome::Unset => "set GPUENV_HOME to the directory gpuenv should keep its state in",
+            NoHome::Colon { .. } => "set GPUENV_HOME to a directory without `:` in its path",
+        }
+        .into()]
+    }
+}
+
+/// The process's working directory and environment. Values are bytes (`OsString`): one
+/// that is not UTF-8 (a directory named in Latin-1 on PATH) is kept exactly as it is.
+/// Variables whose *name* is not UTF-8 are left out; gpuenv never sets them, and a command
+/// it runs inherits them untouched.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     pub cwd: PathBuf,
-    pub vars: BTreeMap<String, String>,
+    pub vars: BTreeMap<String, OsString>,
 }
 
 impl Context {
-    pub fn from_process() -> Result<Context> {
-        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    pub fn from_process() -> Result<Context, NoCwd> {
+        let cwd = std::env::current_dir().map_err(NoCwd)?;
         let vars = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
             .collect();
         Ok(Context { cwd, vars })
     }
 
+    /// A value gpuenv has to understand (a spec, a number, a URL): `None` when unset or
+    /// not UTF-8.
     pub fn var(&self, key: &str) -> Option<&str> {
-        self.vars.get(key).map(String::as_str)
+        self.vars.get(key).and_then(|v| v.to_str())
     }
 
-    /// A variable that is set and not empty.
+    /// A value as bytes, for values gpuenv passes on or edits (path lists).
+    pub fn var_os(&self, key: &str) -> Option<&OsStr> {
+        self.vars.get(key).map(OsString::as_os_str)
+    }
+
+    /// A variable that is set, not empty, and UTF-8.
     pub fn var_nonempty(&self, key: &str) -> Option<&str> {
         self.var(key).filter(|v| !v.is_empty())
+    }
+
+    /// A variable naming a directory or file: set and not empty, any bytes.
+    pub fn path_var(&self, key: &str) -> Option<PathBuf> {
+        self.var_os(key)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
     }
 
     /// `HOME`, else the account's home from the password database (a SLURM step started
     /// with `--export=NONE` has no HOME).
     pub fn home_dir(&self) -> Option<PathBuf> {
-        self.var_nonempty(vars::HOME)
-            .map(PathBuf::from)
+        self.path_var(vars::HOME)
             .or_else(crate::passwd::account_home)
     }
 
     /// The prefix of every absolute system path gpuenv reads (`/proc`, `/dev`, `/.dockerenv`):
     /// `GPUENV_DOCTOR_ROOT`, else `/`.
     pub fn system_root(&self) -> PathBuf {
-        PathBuf::from(self.var_nonempty(vars::GPUENV_DOCTOR_ROOT).unwrap_or("/"))
+        self.path_var(vars::GPUENV_DOCTOR_ROOT)
+            .unwrap_or_else(|| PathBuf::from("/"))
     }
 
     /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`; with the
-    /// upstreams the environment and the system config name.
-    pub fn gpuenv_home(&self) -> Result<Home> {
-        let mut home = if let Some(h) = self.var_nonempty(vars::GPUENV_HOME) {
-            Home::new(self.cwd.join(h))
-        } else if let Some(x) = self.var_nonempty(vars::XDG_DATA_HOME) {
-            Home::new(PathBuf::from(x).join("gpuenv"))
+    /// upstreams the environment and the system config name. A home whose path has a `:`
+    /// is refused: its shims dir could not be an entry of PATH.
+    pub fn gpuenv_home(&self) -> Result<Home, NoHome> {
+        let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
+            (self.cwd.join(h), vars::GPUENV_HOME)
+        } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
+            (x.join("gpuenv"), vars::XDG_DATA_HOME)
         } else {
-            let home = self
-                .home_dir()
-                .context("neither GPUENV_HOME nor HOME is set, and the password database has no home for this account\nhint: set GPUENV_HOME to the directory gpuenv should keep its state in")?;
-            Home::new(home.join(".local/share/gpuenv"))
+            let home = self.home_dir().ok_or(NoHome::Unset)?;
+            (home.join(".local/share/gpuenv"), vars::HOME)
         };
+        if dir.as_os_str().as_bytes().contains(&b':') {
+            return Err(NoHome::Colon {
+                dir: crate::ui::printable(&dir.to_string_lossy()).to_string(),
+                from,
+            });
+        }
+        let mut home = Home::new(dir);
         home.upstreams = upstream::from_context(self).0;
         Ok(home)
     }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::cuda_tables;
+use crate::diagnostic::Diagnostic;
 use crate::toolchain::Version;
 
 /// Where the kernel module reports its version, relative to the system root.
@@ -40,16 +41,30 @@ pub fn read_proc_version(system_root: &Path) -> Option<String> {
     parse_proc_version(&fs_err::read_to_string(path).ok()?)
 }
 
+/// The driver cannot run programs built with a release at all: a warning, with its way out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("CUDA {cuda} needs NVIDIA driver {need} or newer, and this machine has {driver}: programs built with it will fail with cudaErrorInsufficientDriver")]
+pub struct DriverTooOld {
+    pub cuda: Version,
+    pub need: String,
+    pub driver: String,
+}
+
+impl Diagnostic for DriverTooOld {
+    fn hints(&self) -> Vec<String> {
+        vec!["update the driver, or install a toolkit this driver supports".into()]
+    }
+}
+
 /// A warning when `driver` cannot run programs built with `cuda` at all (below the minor
 /// version compatibility floor of its release); `None` when it can or the release is unknown.
-pub fn too_old_for(cuda: &Version, driver: &str) -> Option<String> {
+pub fn too_old_for(cuda: &Version, driver: &str) -> Option<DriverTooOld> {
     let need = cuda_tables::driver_need(cuda)?;
     let version: Version = driver.parse().ok()?;
-    (!need.hard_met_by(&version)).then(|| {
-        format!(
-            "CUDA {cuda} needs NVIDIA driver {} or newer, and this machine has {driver}: programs built with it will fail with cudaErrorInsufficientDriver\nhint: update the driver, or install a toolkit this driver supports",
-            need.hard
-        )
+    (!need.hard_met_by(&version)).then(|| DriverTooOld {
+        cuda: cuda.clone(),
+        need: need.hard.to_string(),
+        driver: driver.to_string(),
     })
 }
 
@@ -98,6 +113,7 @@ mod tests {
     fn warns_only_when_the_driver_cannot_run_the_release_at_all() {
         assert!(too_old_for(&v("13.0.2"), "575.57.08")
             .unwrap()
+            .to_string()
             .contains("580.65.06"));
         assert_eq!(too_old_for(&v("12.4.1"), "575.57.08"), None);
         assert!(too_old_for(&v("12.4.1"), "515.76").is_some());

@@ -3,8 +3,12 @@
 //! directory and renamed over the target, so a link planted at the target is replaced,
 //! never followed, and a reader sees the old entry or the new one, never half of one.
 
+use std::fs::Metadata;
 use std::io::{Read, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+
+use fs_err::os::unix::fs::OpenOptionsExt;
 
 /// Writes `bytes` to `path` through a temp file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -19,6 +23,77 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Why reading a file that must be a small regular file failed.
+#[derive(Debug)]
+pub enum ReadError {
+    /// It is a directory, FIFO, device or socket (what it is, for messages).
+    NotRegular(&'static str),
+    /// Larger than the limit given.
+    TooLarge(u64),
+    Io(std::io::Error),
+}
+
+/// Reads a regular file of at most `limit` bytes. Opened without blocking (a FIFO named
+/// like the file does not hang) and checked on the opened handle, so the bytes returned
+/// are the bytes of that one file, read once.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let file = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(ReadError::Io)?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    if let Some(what) = not_regular(&meta) {
+        return Err(ReadError::NotRegular(what));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge(limit));
+    }
+    Ok(bytes)
+}
+
+/// What a non-regular file is, in words; `None` for a regular file.
+pub fn not_regular(meta: &Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a file")
+    }
+}
+
+/// The reason of an I/O error without the path fs-err puts in front of it ("failed to open
+/// file `P`: reason"), for messages that already name the file.
+pub fn io_reason(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match split_fs_err(&text) {
+        Some((_, reason)) => reason.to_string(),
+        None => text,
+    }
+}
+
+/// fs-err's `failed to <verb> `P`: reason` as `(P, reason)`.
+pub fn split_fs_err(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix("failed to ")?;
+    let (head, reason) = rest.split_once("`: ")?;
+    let (_, path) = head.split_once(" `")?;
+    Some((path, reason))
 }
 
 /// Makes `link` a symlink to `target`, replacing whatever entry is at `link` (a temp link
@@ -89,17 +164,81 @@ pub fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
     }
 }
 
+// Trees on their way in or out sit beside where they belong: `.tmp-<key>@<random>` while
+// one is built, `.old-<key>@<pid>` while one is deleted. `@` appears in no toolchain name
+// and no digest, so the leftovers of one key never match another's (`cuda-12.4` and
+// `cuda-12.4.1`, `cuda-12.4.1` and `cuda-12.4.1-foo`). Callers make and clean them only
+// under the key's lock: whatever its holder finds was left by a process that died.
+
+fn scratch_prefix(state: &str, key: &str) -> String {
+    format!(".{state}-{key}@")
+}
+
+/// A new, empty temp dir in `dir` to build the tree `key`; removed when dropped unless kept.
+pub fn temp_dir(dir: &Path, key: &str) -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(&scratch_prefix("tmp", key))
+        .tempdir_in(dir)
+}
+
+/// Removes what killed processes left in `dir` for `key`. Call it holding `key`'s lock.
+pub fn remove_leftovers(dir: &Path, key: &str) {
+    let Ok(rd) = fs_err::read_dir(dir) else {
+        return;
+    };
+    let mine = [scratch_prefix("tmp", key), scratch_prefix("old", key)];
+    for e in rd.flatten() {
+        let name = e.file_name();
+        if mine.iter().any(|p| name.to_string_lossy().starts_with(p)) {
+            let _ = remove_all(&e.path());
+        }
+    }
+}
+
 /// Removes the tree at `path` (if any) so that no reader sees it half-removed: it is first
-/// renamed to `.old-<name>.<pid>` beside itself, then deleted. A crash between the two leaves
-/// only a dot-named leftover, which `is_leftover` recognises.
+/// renamed to `.old-<name>@<pid>` beside itself, then deleted.
 pub fn remove_tree(path: &Path) -> std::io::Result<()> {
     if fs_err::symlink_metadata(path).is_err() {
         return Ok(());
     }
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let doomed = path.with_file_name(format!(".old-{name}.{}", std::process::id()));
+    let doomed = path.with_file_name(format!(
+        "{}{}",
+        scratch_prefix("old", &name),
+        std::process::id()
+    ));
+    // One of a dead process that had our pid.
+    let _ = remove_all(&doomed);
     fs_err::rename(path, &doomed)?;
-    fs_err::remove_dir_all(&doomed)
+    remove_all(&doomed)
+}
+
+/// Deletes a file or a tree, also one whose directories were made read-only.
+pub fn remove_all(path: &Path) -> std::io::Result<()> {
+    let meta = fs_err::symlink_metadata(path)?;
+    if !meta.is_dir() {
+        return fs_err::remove_file(path);
+    }
+    match fs_err::remove_dir_all(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            writable_dirs(path)?;
+            fs_err::remove_dir_all(path)
+        }
+        other => other,
+    }
+}
+
+fn writable_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs_err::metadata(dir)?.permissions().mode();
+    fs_err::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700))?;
+    for e in fs_err::read_dir(dir)? {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            writable_dirs(&e.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// 1-based line and column of a byte offset, as editors count them.
@@ -113,6 +252,32 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fs_err_paths_are_stripped_once() {
+        assert_eq!(
+            split_fs_err("failed to open file `/p/a b`: Permission denied (os error 13)"),
+            Some(("/p/a b", "Permission denied (os error 13)"))
+        );
+        assert_eq!(split_fs_err("no such toolchain"), None);
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("f");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            read_regular(&fifo, 10),
+            Err(ReadError::NotRegular("a FIFO"))
+        ));
+        assert!(matches!(
+            read_regular(Path::new("/dev/zero"), 10),
+            Err(ReadError::NotRegular("a character device"))
+        ));
+    }
 
     #[test]
     fn writes_replace_a_planted_link_instead_of_following_it() {
@@ -168,5 +333,35 @@ mod tests {
         assert_eq!(line_col(text, 0), (1, 1));
         assert_eq!(line_col(text, 3), (2, 2));
         assert_eq!(line_col(text, 5), (3, 1));
+    }
+
+    #[test]
+    fn leftovers_of_one_name_never_match_a_longer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = temp_dir(dir.path(), "cuda-12.4").unwrap().keep();
+        let longer = temp_dir(dir.path(), "cuda-12.4.1").unwrap().keep();
+        let labelled = temp_dir(dir.path(), "cuda-12.4-foo").unwrap().keep();
+        remove_leftovers(dir.path(), "cuda-12.4");
+        assert!(!mine.exists());
+        assert!(
+            longer.exists() && labelled.exists(),
+            "another toolchain's temp dir was removed"
+        );
+    }
+
+    #[test]
+    fn a_read_only_tree_is_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("t");
+        fs_err::create_dir_all(tree.join("a/b")).unwrap();
+        fs_err::write(tree.join("a/b/f"), "x").unwrap();
+        for d in ["a/b", "a", ""] {
+            let p = tree.join(d);
+            fs_err::set_permissions(&p, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+        remove_tree(&tree).unwrap();
+        assert!(!tree.exists());
+        assert_eq!(fs_err::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

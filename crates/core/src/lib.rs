@@ -4,11 +4,13 @@
 pub mod build_cache;
 pub mod context;
 pub mod cuda_tables;
+pub mod diagnostic;
 pub mod driver;
 pub mod env;
 pub mod fsutil;
 pub mod guard;
 pub mod home;
+pub mod host_compiler;
 pub mod module;
 pub mod named;
 pub mod passwd;

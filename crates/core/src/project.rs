@@ -3,14 +3,18 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::build_cache::BuildCache;
-use crate::fsutil::line_col;
+use crate::diagnostic::Diagnostic;
+use crate::env::reserved;
+use crate::fsutil::{self, line_col};
 use crate::toolchain::{Kind, Spec};
+use crate::ui::printable;
 
 pub const FILE_NAMES: [&str; 2] = ["gpuenv.toml", ".gpuenv.toml"];
 
@@ -24,7 +28,8 @@ pub struct Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.path.display(), self.line, self.column)
+        let path = self.path.to_string_lossy();
+        write!(f, "{}:{}:{}", printable(&path), self.line, self.column)
     }
 }
 
@@ -60,8 +65,12 @@ pub struct ProjectFile {
     pub torch_check: Option<TorchCheck>,
     /// `[build] cache`, and where it is written.
     pub build_cache: Option<(BuildCache, Location)>,
+    /// `host-compiler = "g++-11"`: the command or path nvcc gets as its host compiler.
+    pub host_compiler: Option<(String, Location)>,
     /// Applied only when the file is trusted.
     pub env: BTreeMap<String, String>,
+    /// The sha256 of the bytes this was parsed from: trust is checked against exactly these.
+    pub sha256: String,
 }
 
 impl ProjectFile {
@@ -74,14 +83,50 @@ impl ProjectFile {
 pub enum ProjectError {
     #[error("{at}: {message}")]
     Invalid { at: Location, message: String },
-    #[error("cannot read {path}: {message}")]
+    /// What the TOML parser refused: the file is not the shape of a toolchain file.
+    #[error("{at}: {message}")]
+    Syntax { at: Location, message: String },
+    #[error("cannot read {}: {message}", shown(path))]
     Unreadable { path: PathBuf, message: String },
-    #[error("{dir} has both gpuenv.toml and .gpuenv.toml\nhint: keep one of them")]
+    #[error("{} is {what}, not a regular file", shown(path))]
+    NotRegular { path: PathBuf, what: &'static str },
+    #[error("{} has both gpuenv.toml and .gpuenv.toml", shown(dir))]
     Both { dir: PathBuf },
 }
 
+impl ProjectError {
+    /// The file (or directory) at fault.
+    pub fn path(&self) -> &Path {
+        match self {
+            ProjectError::Invalid { at, .. } | ProjectError::Syntax { at, .. } => &at.path,
+            ProjectError::Unreadable { path, .. } | ProjectError::NotRegular { path, .. } => path,
+            ProjectError::Both { dir } => dir,
+        }
+    }
+}
+
+impl Diagnostic for ProjectError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            ProjectError::Both { .. } => vec!["keep one of them".into()],
+            ProjectError::NotRegular { .. } => {
+                vec!["a toolchain file must be a file: rename or remove it".into()]
+            }
+            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache, an optional [torch] check and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
+            ProjectError::Invalid { .. } | ProjectError::Unreadable { .. } => Vec::new(),
+        }
+    }
+}
+
+fn shown(path: &Path) -> String {
+    printable(&path.to_string_lossy()).into_owned()
+}
+
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a toolchain file: a [toolchain] table, and optional [build], [torch] and [env] tables"
+)]
 struct RawFile {
     toolchain: Option<RawToolchain>,
     build: Option<RawBuild>,
@@ -90,54 +135,117 @@ struct RawFile {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a [build] table, such as `[build]` then `cache = \"ccache\"`"
+)]
 struct RawBuild {
     cache: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+#[serde(
+    deny_unknown_fields,
+    rename_all = "kebab-case",
+    expecting = "a [toolchain] table, such as `[toolchain]` then `cuda = \"12.4\"`"
+)]
 struct RawToolchain {
     cuda: Option<Spanned<String>>,
     rocm: Option<Spanned<String>>,
     cuda_arch: Option<Vec<Spanned<String>>>,
     rocm_arch: Option<Vec<Spanned<String>>>,
+    host_compiler: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a [torch] table, such as `[torch]` then `check = \"minor\"`"
+)]
 struct RawTorch {
     check: Option<TorchCheck>,
 }
 
+/// A toolchain file found on disk, with the metadata the hook's change detection stamps.
+#[derive(Debug)]
+pub struct Found {
+    pub path: PathBuf,
+    pub meta: Metadata,
+}
+
 /// The nearest toolchain file at or above `dir`.
 pub fn find(dir: &Path) -> Result<Option<PathBuf>, ProjectError> {
+    Ok(locate(dir)?.map(|f| f.path))
+}
+
+/// The one definition of "the toolchain file here", used by resolution and by the hook's
+/// change detection: in each directory from `dir` up, a directory entry with one of the
+/// file names. Anything there but a regular file (or a link to one) is an error naming it,
+/// never skipped: a directory, FIFO or device named gpuenv.toml is a mistake to show.
+pub fn locate(dir: &Path) -> Result<Option<Found>, ProjectError> {
     for d in dir.ancestors() {
-        let found: Vec<PathBuf> = FILE_NAMES
-            .iter()
-            .map(|n| d.join(n))
-            .filter(|p| p.is_file())
-            .collect();
-        match found.len() {
-            0 => continue,
-            1 => return Ok(found.into_iter().next()),
-            _ => {
+        let mut found: Option<Found> = None;
+        for name in FILE_NAMES {
+            let path = d.join(name);
+            // lstat first: a missing name costs one call, and a dangling link is seen.
+            if fs_err::symlink_metadata(&path).is_err() {
+                continue;
+            }
+            let meta = fs_err::metadata(&path).map_err(|e| ProjectError::Unreadable {
+                path: path.clone(),
+                message: fsutil::io_reason(&e),
+            })?;
+            if let Some(what) = fsutil::not_regular(&meta) {
+                return Err(ProjectError::NotRegular { path, what });
+            }
+            if found.is_some() {
                 return Err(ProjectError::Both {
                     dir: d.to_path_buf(),
-                })
+                });
             }
+            found = Some(Found { path, meta });
+        }
+        if found.is_some() {
+            return Ok(found);
         }
     }
     Ok(None)
 }
 
+/// Reads and parses a toolchain file. The bytes are read once: what is parsed is what is
+/// hashed for trust.
 pub fn load(path: &Path) -> Result<ProjectFile, ProjectError> {
-    let text = fs_err::read_to_string(path).map_err(|e| ProjectError::Unreadable {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+    let bytes = fsutil::read_regular(path, MAX_FILE_SIZE).map_err(|e| match e {
+        fsutil::ReadError::NotRegular(what) => ProjectError::NotRegular {
+            path: path.to_path_buf(),
+            what,
+        },
+        fsutil::ReadError::TooLarge(limit) => ProjectError::Unreadable {
+            path: path.to_path_buf(),
+            message: format!("it is larger than {limit} bytes, which no toolchain file is"),
+        },
+        fsutil::ReadError::Io(e) => ProjectError::Unreadable {
+            path: path.to_path_buf(),
+            message: fsutil::io_reason(&e),
+        },
     })?;
-    parse(path, &text)
+    let text = std::str::from_utf8(&bytes).map_err(|e| ProjectError::Invalid {
+        at: Location {
+            path: path.to_path_buf(),
+            line: bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+                + 1,
+            column: 1,
+        },
+        message: "the file is not UTF-8 text".to_string(),
+    })?;
+    parse(path, text)
 }
+
+/// A toolchain file is a few lines; reading stops well before a runaway file.
+const MAX_FILE_SIZE: u64 = 1 << 20;
 
 /// Parses the text of a toolchain file; `path` is only used in messages.
 pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
@@ -155,7 +263,10 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
     };
     let raw: RawFile = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
-        invalid(offset, e.message().trim().to_string())
+        ProjectError::Syntax {
+            at: at(offset),
+            message: printable(e.message().trim()).into_owned(),
+        }
     })?;
 
     let mut file = ProjectFile {
@@ -165,7 +276,9 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         rocm_arch: Vec::new(),
         torch_check: raw.torch.and_then(|t| t.check),
         build_cache: None,
+        host_compiler: None,
         env: BTreeMap::new(),
+        sha256: crate::trust::content_hash(text.as_bytes()),
     };
     if let Some(cache) = raw.build.and_then(|b| b.cache) {
         let start = cache.span().start;
@@ -181,7 +294,13 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
             } else {
                 Spec::parse_for_kind(kind, value.get_ref())
                     .map(PinValue::Spec)
-                    .map_err(|e| invalid(start, format!("{kind} = {:?}: {e}", value.get_ref())))?
+                    .map_err(|e| {
+                        let shown = printable(&format!("{:?}", value.get_ref())).into_owned();
+                        invalid(
+                            start,
+                            format!("{kind} = {shown}: {}", printable(&e.to_string())),
+                        )
+                    })?
             };
             file.pins.push(Pin {
                 kind,
@@ -190,11 +309,23 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
             });
         }
         for arch in tc.cuda_arch.unwrap_or_default() {
-            validate_cuda_arch(arch.get_ref()).map_err(|m| invalid(arch.span().start, m))?;
+            validate_cuda_arch(arch.get_ref())
+                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
             file.cuda_arch.push(arch.into_inner());
         }
+        if let Some(cc) = tc.host_compiler {
+            let start = cc.span().start;
+            if cc.get_ref().trim().is_empty() {
+                return Err(invalid(
+                    start,
+                    "host-compiler is empty: give a command such as \"g++-11\" or a path".into(),
+                ));
+            }
+            file.host_compiler = Some((cc.into_inner(), at(start)));
+        }
         for arch in tc.rocm_arch.unwrap_or_default() {
-            validate_rocm_arch(arch.get_ref()).map_err(|m| invalid(arch.span().start, m))?;
+            validate_rocm_arch(arch.get_ref())
+                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
             file.rocm_arch.push(arch.into_inner());
         }
     }
@@ -203,7 +334,16 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         if !is_env_name(&key) {
             return Err(invalid(
                 start,
-                format!("[env] key `{key}` is not a valid environment variable name"),
+                format!(
+                    "[env] key `{}` is not a valid environment variable name",
+                    printable(&key)
+                ),
+            ));
+        }
+        if let Some(why) = reserved::why(&key) {
+            return Err(invalid(
+                start,
+                format!("[env] cannot set {key}: {why}\nhint: remove {key} from [env]"),
             ));
         }
         let text = match value.into_inner() {
@@ -221,6 +361,14 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
                 ))
             }
         };
+        if text.contains('\0') {
+            return Err(invalid(
+                start,
+                format!(
+                    "[env] {key} contains a NUL character, which no environment variable can hold"
+                ),
+            ));
+        }
         file.env.insert(key, text);
     }
     Ok(file)
@@ -232,8 +380,17 @@ pub fn is_env_name(key: &str) -> bool {
         && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// An arch pin in a form the build tools do not take.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ArchError {
+    #[error("cuda-arch `{0}` is not a compute capability: expected forms like \"8.6\", \"9.0a\" or \"9.0+PTX\"")]
+    Cuda(String),
+    #[error("rocm-arch `{0}` is not a gfx target: expected forms like \"gfx90a\" or \"gfx942\"")]
+    Rocm(String),
+}
+
 /// `8.0`, `8.6`, `9.0a`, `9.0+PTX`: the forms `TORCH_CUDA_ARCH_LIST` takes.
-pub fn validate_cuda_arch(arch: &str) -> Result<(), String> {
+pub fn validate_cuda_arch(arch: &str) -> Result<(), ArchError> {
     let base = arch.strip_suffix("+PTX").unwrap_or(arch);
     let base = base.trim_end_matches(['a', 'f']);
     let ok = base.split_once('.').is_some_and(|(maj, min)| {
@@ -245,14 +402,12 @@ pub fn validate_cuda_arch(arch: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "cuda-arch `{arch}` is not a compute capability: expected forms like \"8.6\", \"9.0a\" or \"9.0+PTX\""
-        ))
+        Err(ArchError::Cuda(arch.to_string()))
     }
 }
 
 /// `gfx90a`, `gfx942`, `gfx90a:xnack+`.
-pub fn validate_rocm_arch(arch: &str) -> Result<(), String> {
+pub fn validate_rocm_arch(arch: &str) -> Result<(), ArchError> {
     let ok = arch.strip_prefix("gfx").is_some_and(|rest| {
         let (chip, features) = rest.split_once(':').unwrap_or((rest, ""));
         !chip.is_empty()
@@ -264,9 +419,7 @@ pub fn validate_rocm_arch(arch: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "rocm-arch `{arch}` is not a gfx target: expected forms like \"gfx90a\" or \"gfx942\""
-        ))
+        Err(ArchError::Rocm(arch.to_string()))
     }
 }
 
@@ -345,6 +498,7 @@ cuda = "12.1"
 rocm = "6.2"
 cuda-arch = ["8.0", "8.6", "9.0+PTX"]
 rocm-arch = ["gfx90a", "gfx942"]
+host-compiler = "g++-11"
 
 [torch]
 check = "minor"
@@ -363,6 +517,8 @@ NCCL_DEBUG = "INFO"
         assert_eq!(f.cuda_arch, ["8.0", "8.6", "9.0+PTX"]);
         assert_eq!(f.rocm_arch, ["gfx90a", "gfx942"]);
         assert_eq!(f.torch_check, Some(TorchCheck::Minor));
+        let (cc, at) = f.host_compiler.unwrap();
+        assert_eq!((cc.as_str(), at.line), ("g++-11", 7));
         assert_eq!(f.env["NCCL_DEBUG"], "INFO");
     }
 

@@ -3,20 +3,28 @@
 //! active one for this directory), refuses a PyTorch extension build that does not match
 //! torch, sets the toolchain's environment and execs the real tool in this process.
 
+// Errors are returned once per call, never in a loop: their size does not matter.
+#![allow(clippy::result_large_err)]
+
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use anyhow::{bail, Context as _, Result};
-
-use crate::context::{vars, Context};
+use crate::context::{vars, Context, NoHome};
+use crate::diagnostic::Diagnostic;
+use crate::guard::PolicyError;
 use crate::home::Home;
+use crate::project::ProjectError;
+use crate::resolve::ResolveError;
 use crate::resolve::{self, Active, ActiveSet, Reason, Request};
 use crate::toolchain::registry::Registry;
+use crate::toolchain::registry::StateError;
+use crate::toolchain::NameError;
 use crate::toolchain::{upstream, Kind, Spec};
-use crate::{build_cache, env, guard, project, trust, ui};
+use crate::{build_cache, env, guard, host_compiler, project, trust, ui};
 
+pub mod args;
 mod check;
 
 /// Guard against infinite proxy recursion: a toolchain whose real tool leads back here.
@@ -28,22 +36,108 @@ const DEPTH_VAR: &str = crate::context::vars::GPUENV_SHIM_DEPTH;
 #[error("the torch guard refused this build")]
 pub struct Refused;
 
+/// Why the proxy cannot run the tool, with the ways out.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// Exit status 1: the refusal is already printed.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    #[error("in `{tool} +{spec}`")]
+    BadOverride {
+        tool: String,
+        spec: String,
+        source: NameError,
+    },
+    #[error(transparent)]
+    Home(#[from] NoHome),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error("cannot read {}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot run {}", program.display())]
+    Exec {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{tool} +{spec}` names a {} toolchain, but {tool} is the {kind} compiler", spec.kind)]
+    WrongKind {
+        tool: String,
+        spec: Spec,
+        kind: Kind,
+    },
+    #[error("gpuenv's {tool} proxy was started {depth} times in a row: the toolchain's bin/{tool} leads back to a gpuenv proxy")]
+    Loop { tool: String, depth: u32 },
+    #[error("{} is the gpuenv proxy itself, not a real {tool}", path.display())]
+    IsProxy { path: PathBuf, tool: String },
+    /// No host compiler the toolkit accepts (the text names the limit and the package).
+    #[error("{0}")]
+    HostCompiler(String),
+    /// `looked` says what resolution found: no file, or a file without such a pin.
+    #[error("no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)")]
+    NoToolchain { tool: String, looked: String },
+    #[error("{tool} is not in the active toolchain {active}")]
+    NotInToolchain { tool: String, active: String },
+    #[error(transparent)]
+    BuildCache(#[from] build_cache::BadVar),
+}
+
+impl Diagnostic for ProxyError {
+    fn hints(&self) -> Vec<String> {
+        vec![match self {
+            ProxyError::Home(e) => return e.hints(),
+            ProxyError::State(e) => return e.hints(),
+            ProxyError::Project(e) => return e.hints(),
+            ProxyError::Resolve(e) => return e.hints(),
+            ProxyError::BuildCache(e) => return e.hints(),
+            ProxyError::Refused(_)
+            | ProxyError::HostCompiler(_)
+            | ProxyError::BadOverride { .. }
+            | ProxyError::Policy(_)
+            | ProxyError::Unreadable { .. }
+            | ProxyError::Exec { .. } => return Vec::new(),
+            ProxyError::WrongKind { tool, spec, kind } => format!(
+                "`{} +{spec} …` runs the {} compiler; `{tool} +{kind}-<version> …` picks another {kind} toolchain",
+                spec.kind.compiler(),
+                spec.kind
+            ),
+            ProxyError::Loop { tool, .. } => format!("a toolchain must be linked at its real root, not at a gpuenv view or shims dir; check `gpuenv list` and `gpuenv which {tool}`"),
+            ProxyError::IsProxy { .. } => "link the toolchain at its real root (`gpuenv list` shows the roots)".into(),
+            ProxyError::NoToolchain { tool, .. } => format!("`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere, `{tool} +<spec> …` picks one for this call"),
+            ProxyError::NotInToolchain { tool, .. } => format!("`gpuenv list` shows the registered toolchains; `{tool} +<spec> …` runs it from another one"),
+        }]
+    }
+}
+
 /// What the proxy runs in its own place: the real tool, its arguments, and the
 /// environment changes (`None` removes the variable), in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exec {
     pub program: PathBuf,
     pub args: Vec<OsString>,
-    pub env: Vec<(String, Option<String>)>,
+    /// What changes in the environment (`None` = unset); values are bytes, passed on as they are.
+    pub env: Vec<(String, Option<OsString>)>,
 }
 
 /// The proxy's entry point: plan from the process's own argv and environment, then exec.
 pub fn main() -> ExitCode {
-    let planned = Context::from_process().and_then(|ctx| {
-        let self_exe = std::env::current_exe().unwrap_or_default();
-        plan(std::env::args_os().collect(), &ctx, &self_exe)
-    });
-    let result = planned.and_then(|exec| {
+    let ctx = match Context::from_process() {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            ui::error(&e, crate::diagnostic::FIND);
+            return ExitCode::from(2);
+        }
+    };
+    let self_exe = std::env::current_exe().unwrap_or_default();
+    let result = plan(std::env::args_os().collect(), &ctx, &self_exe).and_then(|exec| {
         let mut cmd = Command::new(&exec.program);
         cmd.args(&exec.args);
         for (k, v) in &exec.env {
@@ -52,14 +146,17 @@ pub fn main() -> ExitCode {
                 None => cmd.env_remove(k),
             };
         }
-        let err = cmd.exec();
-        Err(err).with_context(|| format!("cannot run {}", exec.program.display()))
+        let source = cmd.exec();
+        Err(ProxyError::Exec {
+            program: exec.program,
+            source,
+        })
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is::<Refused>() => ExitCode::from(1),
+        Err(ProxyError::Refused(_)) => ExitCode::from(1),
         Err(e) => {
-            ui::error(&e);
+            ui::error(&e, crate::diagnostic::FIND);
             ExitCode::from(2)
         }
     }
@@ -68,7 +165,7 @@ pub fn main() -> ExitCode {
 /// Decides what `argv` (argv[0] included) runs: the toolchain (the view the proxy was
 /// started from, else `+spec`, else resolution for `ctx`), the torch guard's verdict, and
 /// the toolchain's environment. `self_exe` is the proxy binary, never a real tool.
-pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec> {
+pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec, ProxyError> {
     let mut args = argv;
     let argv0 = PathBuf::from(if args.is_empty() {
         OsString::new()
@@ -82,9 +179,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
 
     let depth: u32 = ctx.var(DEPTH_VAR).and_then(|d| d.parse().ok()).unwrap_or(0);
     if depth >= MAX_DEPTH {
-        bail!(
-            "gpuenv's {tool} proxy was started {depth} times in a row: the toolchain's bin/{tool} leads back to a gpuenv proxy\nhint: a toolchain must be linked at its real root, not at a gpuenv view or shims dir; check `gpuenv list` and `gpuenv which {tool}`"
-        );
+        return Err(ProxyError::Loop { tool, depth });
     }
 
     // `nvcc +cuda-11.8 …` picks the toolchain for this call.
@@ -94,9 +189,11 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         .and_then(|a| a.to_str())
         .and_then(|a| a.strip_prefix('+'))
     {
-        let spec: Spec = spec
-            .parse()
-            .with_context(|| format!("in `{tool} +{spec}`"))?;
+        let spec: Spec = spec.parse().map_err(|source| ProxyError::BadOverride {
+            tool: tool.clone(),
+            spec: spec.to_string(),
+            source,
+        })?;
         overrides.push(spec);
         args.remove(0);
     }
@@ -104,12 +201,11 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
     let compiler_of = Kind::ALL.into_iter().find(|k| k.compiler() == tool);
     if let (Some(spec), Some(kind)) = (overrides.first(), compiler_of) {
         if spec.kind != kind {
-            bail!(
-                "`{tool} +{spec}` names a {} toolchain, but {tool} is the {kind} compiler\nhint: `{} +{spec} …` runs the {} compiler; `{tool} +{kind}-<version> …` picks another {kind} toolchain",
-                spec.kind,
-                spec.kind.compiler(),
-                spec.kind
-            );
+            return Err(ProxyError::WrongKind {
+                tool,
+                spec: spec.clone(),
+                kind,
+            });
         }
     }
 
@@ -129,6 +225,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
                     reason: Reason::View(invoked.clone().unwrap_or_default()),
                 }],
                 project: None,
+                host_compiler: None,
             };
             (home, registry, active)
         }
@@ -154,35 +251,46 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec>
         }
     };
 
-    let Some((toolchain, real)) = active.toolchains.iter().find_map(|t| {
-        let real = t.entry.root.join("bin").join(&tool);
-        real.is_file().then_some((t, real))
-    }) else {
+    let Some((toolchain, real)) = active
+        .toolchains
+        .iter()
+        .find_map(|t| Some((t, t.entry.tool(&tool)?)))
+    else {
+        if let Some(program) = system_program(&tool, &active, &registry) {
+            // The distribution's own program, as it was before gpuenv: nothing chose a
+            // toolchain of its kind here, so its environment is not gpuenv's to set.
+            return Ok(Exec {
+                program,
+                args,
+                env: vec![(DEPTH_VAR.to_string(), Some((depth + 1).to_string().into()))],
+            });
+        }
         return Err(no_tool(&tool, &active, ctx));
     };
     if same_file(&real, self_exe) {
-        bail!(
-            "{} is the gpuenv proxy itself, not a real {tool}\nhint: link the toolchain at its real root (`gpuenv list` shows the roots)",
-            real.display()
-        );
+        return Err(ProxyError::IsProxy { path: real, tool });
     }
 
-    if tool == toolchain.entry.kind.compiler() {
-        check::guard(ctx, &registry, toolchain, &active, &args)?;
+    let mut active = active.clone();
+    let kind = toolchain.entry.kind;
+    let toolchain = toolchain.clone();
+    if tool == kind.compiler() {
+        check::guard(ctx, &registry, &toolchain, &active, &args)?;
+        args = compiler_args(ctx, kind, &mut active, args)?;
     }
 
-    let trusted = trust::env_allowed(&registry, active.project.as_ref())?;
+    let trusted = trust::env_allowed(&registry, active.project.as_ref());
     let mut change = env::plan(&active, &registry, &home, trusted);
     crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
-    let applied = change.apply(&|k| ctx.var(k).map(str::to_string));
-    let mut env: Vec<(String, Option<String>)> = applied.after.into_iter().collect();
-    env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string())));
+    let applied = change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned));
+    let mut env: Vec<(String, Option<OsString>)> = applied.after.into_iter().collect();
+    env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string().into())));
     let exec = Exec {
         program: real,
         args,
         env,
     };
-    if tool == toolchain.entry.kind.compiler() {
+    if tool == kind.compiler() {
         return through_cache(exec, ctx, &registry, &active);
     }
     Ok(exec)
@@ -195,7 +303,7 @@ fn through_cache(
     ctx: &Context,
     registry: &Registry,
     active: &ActiveSet,
-) -> Result<Exec> {
+) -> Result<Exec, ProxyError> {
     // A view's proxy does not resolve, but the project's setting still applies.
     let found;
     let file = match &active.project {
@@ -209,7 +317,7 @@ fn through_cache(
         }
     };
     let choice = build_cache::choose(ctx.var(vars::GPUENV_BUILD_CACHE), file, registry)?;
-    match build_cache::locate(&choice, ctx.var("PATH")) {
+    match build_cache::locate(&choice, ctx.var_os("PATH")) {
         Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
         Ok(None) => Ok(exec),
         Err(warning) => {
@@ -219,19 +327,76 @@ fn through_cache(
     }
 }
 
+/// The compiler's command line with what the project and machine add (`args::add`): the
+/// host compiler for nvcc, the project's arch pins. A view's proxy did not resolve, but the
+/// project's pins still apply to it.
+fn compiler_args(
+    ctx: &Context,
+    kind: Kind,
+    active: &mut ActiveSet,
+    args: Vec<OsString>,
+) -> Result<Vec<OsString>, ProxyError> {
+    if args::is_query(&args) {
+        return Ok(args);
+    }
+    if active.project.is_none() {
+        active.project = project::find(&ctx.cwd)?
+            .map(|p| project::load(&p))
+            .transpose()?;
+    }
+    if kind == Kind::Cuda {
+        active.attach_host_compiler(&host_compiler::PathProbe {
+            path: ctx.var_os("PATH"),
+        });
+    }
+    let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();
+    let choice = active.host_compiler.as_ref().filter(|_| !user_ccbin);
+    let own_ccbin = args
+        .iter()
+        .filter_map(|a| a.to_str())
+        .any(|a| a.starts_with("-ccbin") || a.starts_with("--compiler-bindir"));
+    let allowed = args
+        .iter()
+        .any(|a| a == "-allow-unsupported-compiler" || a == "--allow-unsupported-compiler");
+    if let Some(problem) = choice
+        .filter(|_| !own_ccbin && !allowed)
+        .and_then(|c| c.problem())
+    {
+        return Err(ProxyError::HostCompiler(problem));
+    }
+    let no_arch = Vec::new();
+    let file = active.project.as_ref();
+    let additions = args::Additions {
+        ccbin: choice.and_then(|c| c.compiler()),
+        cuda_arch: file.map_or(&no_arch, |f| &f.cuda_arch),
+        rocm_arch: file.map_or(&no_arch, |f| &f.rocm_arch),
+    };
+    Ok(args::add(kind, &args, &additions))
+}
+
+/// A registered system toolchain's own program `tool` (Debian's `/usr/bin/rocminfo`),
+/// when no toolchain of its kind is active.
+fn system_program(tool: &str, active: &ActiveSet, registry: &Registry) -> Option<PathBuf> {
+    registry
+        .toolchains
+        .values()
+        .filter(|e| e.system.is_some() && active.get(e.kind).is_none())
+        .find_map(|e| e.tool(tool))
+}
+
 /// The path this proxy was started as: argv[0] if it has a `/`, else the first `tool` on
 /// PATH, which is what the shell ran.
 fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     if argv0.as_os_str().to_string_lossy().contains('/') {
         Some(ctx.cwd.join(argv0))
     } else {
-        guard::find_on_path(ctx.var("PATH"), tool)
+        guard::find_on_path(ctx.var_os("PATH"), tool)
     }
 }
 
 /// If `invoked` is `<home>/views/<name>/bin/<tool>` (also through a link to the view) and
 /// `<name>` is registered there: that home, its registry and the name.
-fn view_of(invoked: &Path, ctx: &Context) -> Result<Option<(Home, Registry, String)>> {
+fn view_of(invoked: &Path, ctx: &Context) -> Result<Option<(Home, Registry, String)>, StateError> {
     let Some(view_dir) = invoked
         .parent()
         .and_then(|bin| bin.canonicalize().ok())
@@ -261,26 +426,27 @@ fn same_file(a: &Path, b: &Path) -> bool {
     matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
-fn no_tool(tool: &str, active: &ActiveSet, ctx: &Context) -> anyhow::Error {
+fn no_tool(tool: &str, active: &ActiveSet, ctx: &Context) -> ProxyError {
     if active.toolchains.is_empty() {
         let file = project::find(&ctx.cwd).ok().flatten();
         let looked = match file {
             Some(f) => format!("{} pins no toolchain of this kind", f.display()),
             None => format!("no gpuenv.toml from {} up", ctx.cwd.display()),
         };
-        return anyhow::anyhow!(
-            "no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)\nhint: `gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere, `{tool} +<spec> …` picks one for this call"
-        );
+        return ProxyError::NoToolchain {
+            tool: tool.to_string(),
+            looked,
+        };
     }
     let names: Vec<String> = active
         .toolchains
         .iter()
         .map(|t| format!("{} ({})", t.name, t.reason))
         .collect();
-    anyhow::anyhow!(
-        "{tool} is not in the active toolchain {}\nhint: `gpuenv list` shows the registered toolchains; `{tool} +<spec> …` runs it from another one",
-        names.join(", ")
-    )
+    ProxyError::NotInToolchain {
+        tool: tool.to_string(),
+        active: names.join(", "),
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::context::{vars, Context};
-use crate::guard::TorchVersion;
+use crate::diagnostic::Diagnostic;
+use crate::guard::{LocateError, TorchVersion};
 use crate::project::{self, Location, PinValue, ProjectError, ProjectFile};
 use crate::toolchain::registry::{Entry, Registry};
 use crate::toolchain::{Kind, NameError, Spec};
@@ -63,16 +64,33 @@ pub struct ActiveSet {
     pub toolchains: Vec<Active>,
     /// The toolchain file in effect, if any (its arch pins and `[env]` apply).
     pub project: Option<ProjectFile>,
+    /// The host compiler for the active CUDA toolchain, once the edge has probed PATH
+    /// (`attach_host_compiler`).
+    pub host_compiler: Option<crate::host_compiler::Choice>,
 }
 
 impl ActiveSet {
     pub fn get(&self, kind: Kind) -> Option<&Active> {
         self.toolchains.iter().find(|t| t.entry.kind == kind)
     }
+
+    /// Decides the host compiler of the active CUDA toolchain, if there is one.
+    pub fn attach_host_compiler(&mut self, probe: &dyn crate::host_compiler::Probe) {
+        let Some(cuda) = self.get(Kind::Cuda) else {
+            return;
+        };
+        let pin = self
+            .project
+            .as_ref()
+            .and_then(|p| p.host_compiler.as_ref())
+            .map(|(cmd, at)| (cmd.as_str(), at));
+        let choice = crate::host_compiler::choose(&cuda.name, &cuda.entry.version, pin, probe);
+        self.host_compiler = Some(choice);
+    }
 }
 
 /// Finds the torch of the active Python; called only for a `"torch"` pin.
-pub type TorchLocator<'a> = &'a dyn Fn() -> Result<TorchVersion, String>;
+pub type TorchLocator<'a> = &'a dyn Fn() -> Result<TorchVersion, LocateError>;
 
 /// What resolution looks at besides the registry.
 #[derive(Clone)]
@@ -111,20 +129,38 @@ pub enum ResolveError {
         first: Spec,
         second: Spec,
     },
-    #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches\nhint: install it with `gpuenv install {spec}`, or register a toolkit already on disk with `gpuenv link {spec} <path>` (`gpuenv list` shows what is registered)")]
+    #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches")]
     NotRegistered { spec: Spec, origin: String },
-    #[error("{at}: {kind} = \"torch\", but {why}\nhint: activate the Python environment that has torch (or set VIRTUAL_ENV / CONDA_PREFIX), or pin a version instead")]
+    #[error("{at}: {kind} = \"torch\", but {source}")]
     TorchNotFound {
         at: Location,
         kind: Kind,
-        why: String,
+        source: LocateError,
     },
-    #[error("{at}: {kind} = \"torch\", but the torch at {} (torch {}) is not built for {kind}\nhint: install a torch built for {kind}, or pin a version instead", torch.dir.display(), torch.label())]
+    #[error("{at}: {kind} = \"torch\", but the torch at {} (torch {}) is not built for {kind}", torch.dir.display(), torch.label())]
     TorchNotBuiltFor {
         at: Location,
         kind: Kind,
         torch: TorchVersion,
     },
+}
+
+impl Diagnostic for ResolveError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            ResolveError::Project(e) => e.hints(),
+            ResolveError::BadSpec { .. } | ResolveError::TwoOfAKind { .. } => Vec::new(),
+            ResolveError::NotRegistered { spec, .. } => vec![format!(
+                "install it with `gpuenv install {spec}`, or register a toolkit already on disk with `gpuenv link {spec} <path>` (`gpuenv list` shows what is registered)"
+            )],
+            ResolveError::TorchNotFound { .. } => vec![
+                "activate the Python environment that has torch (or set VIRTUAL_ENV / CONDA_PREFIX), or pin a version instead".into(),
+            ],
+            ResolveError::TorchNotBuiltFor { kind, .. } => vec![format!(
+                "install a torch built for {kind}, or pin a version instead"
+            )],
+        }
+    }
 }
 
 /// Parses a comma-separated list of specs, at most one per kind, as in `GPUENV_TOOLCHAIN`;
@@ -190,10 +226,10 @@ pub fn resolve_kinds(
                 ),
                 PinValue::Torch => {
                     let at = pin.at.clone();
-                    let torch = (req.torch)().map_err(|why| ResolveError::TorchNotFound {
+                    let torch = (req.torch)().map_err(|source| ResolveError::TorchNotFound {
                         at: at.clone(),
                         kind,
-                        why,
+                        source,
                     })?;
                     let Some(version) = torch.built_for(kind) else {
                         return Err(ResolveError::TorchNotBuiltFor { at, kind, torch });

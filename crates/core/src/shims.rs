@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::diagnostic::Diagnostic;
 use crate::fsutil;
 use crate::home::{Home, PROXY_NAME};
 use crate::toolchain::registry::{Entry, Registry};
@@ -13,12 +14,21 @@ use crate::toolchain::upstream;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShimError {
-    #[error("the gpuenv proxy {path} is missing (it is built and installed beside gpuenv)\nhint: build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`")]
+    #[error("the gpuenv proxy {path} is missing (it is built and installed beside gpuenv)")]
     ProxyMissing { path: PathBuf },
     #[error("cannot find the running gpuenv binary")]
     CurrentExe(#[source] std::io::Error),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+impl Diagnostic for ShimError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            ShimError::ProxyMissing { .. } => vec!["build it with `cargo build --release --workspace`, or install both with `cargo install --path shims && cargo install --path .`".into()],
+            ShimError::CurrentExe(_) | ShimError::Io(_) => Vec::new(),
+        }
+    }
 }
 
 /// The proxy built beside the running gpuenv binary.
@@ -77,37 +87,69 @@ pub fn is_proxy(file: &Path, proxies: &[&Path]) -> bool {
         .any(|p| fsutil::same_bytes(&real, p).unwrap_or(false))
 }
 
+/// More programs than any toolkit has (a CUDA 12 runfile tree has about 40, AMD's ROCm 6
+/// about 150): a toolchain with more is a shared prefix such as `/usr/local`, and shimming
+/// its `bin/` would put every program of the system behind a pin.
+pub const MAX_SHIMS_PER_TOOLCHAIN: usize = 300;
+
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Reshim {
     pub added: Vec<String>,
     pub removed: Vec<String>,
+    /// Toolchains that got no shims, and why.
+    pub refused: Vec<String>,
 }
 
-/// Makes `$GPUENV_HOME/shims/` hold exactly one link to `proxy` per tool name found in any
-/// registered toolchain's `bin/` (a toolchain whose root is gone has none). Updated in
-/// place, so no shim is ever missing meanwhile.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} at {root} has {count} programs in bin/, more than any toolkit ({max}): it looks like a shared prefix, and a shim for each would put every program there behind a pin", root = root.display())]
+pub struct TooManyTools {
+    pub name: String,
+    pub root: PathBuf,
+    pub count: usize,
+    pub max: usize,
+}
+
+impl crate::diagnostic::Diagnostic for TooManyTools {
+    fn hints(&self) -> Vec<String> {
+        vec!["link the toolkit's own root (the directory holding bin/nvcc or bin/hipcc, e.g. /usr/local/cuda-12.4 or /opt/rocm-6.2.4); Debian's packages are found by `gpuenv discover`".into()]
+    }
+}
+
+/// The tool names of a toolchain, or why it gets none.
+pub fn tools_of(name: &str, entry: &Entry) -> Result<Vec<String>, TooManyTools> {
+    let tools = entry.tool_names();
+    if tools.len() > MAX_SHIMS_PER_TOOLCHAIN {
+        return Err(TooManyTools {
+            name: name.to_string(),
+            root: entry.root.clone(),
+            count: tools.len(),
+            max: MAX_SHIMS_PER_TOOLCHAIN,
+        });
+    }
+    Ok(tools)
+}
+
+/// Makes `$GPUENV_HOME/shims/` hold exactly one link to `proxy` per program of any
+/// registered toolchain (`Entry::tool_names`; a toolchain whose root is gone has none).
+/// Updated in place, so no shim is ever missing meanwhile.
 pub fn reshim(home: &Home, registry: &Registry, proxy: &Path) -> Result<Reshim, ShimError> {
     let dir = home.shims();
     fs_err::create_dir_all(&dir)?;
     let mut wanted = BTreeSet::new();
+    let mut report = Reshim::default();
     // The upstreams' toolchains get shims here too: the user runs their tools.
-    let upstream_entries: Vec<Entry> = upstream::roots(home, registry)
+    let upstream_entries: Vec<(String, Entry)> = upstream::roots(home, registry)
         .iter()
         .filter_map(|root| Registry::load(&Home::new(root)).ok())
-        .flat_map(|r| r.toolchains.into_values())
+        .flat_map(|r| r.toolchains.into_iter())
         .collect();
-    for entry in registry.toolchains.values().chain(&upstream_entries) {
-        if let Ok(rd) = fs_err::read_dir(entry.root.join("bin")) {
-            for tool in rd.flatten() {
-                let name = tool.file_name().to_string_lossy().into_owned();
-                // Tools only: the wheels' bin/ also holds a `crt/` directory.
-                if is_tool_name(&name) && tool.path().is_file() {
-                    wanted.insert(name);
-                }
-            }
+    let upstream = upstream_entries.iter().map(|(n, e)| (n, e));
+    for (name, entry) in registry.toolchains.iter().chain(upstream) {
+        match tools_of(name, entry) {
+            Ok(tools) => wanted.extend(tools),
+            Err(too_many) => report.refused.push(too_many.to_string()),
         }
     }
-    let mut report = Reshim::default();
     for name in &wanted {
         let link = dir.join(name);
         if fs_err::read_link(&link).ok().as_deref() != Some(proxy) {
@@ -123,9 +165,4 @@ pub fn reshim(home: &Home, registry: &Registry, proxy: &Path) -> Result<Reshim, 
         }
     }
     Ok(report)
-}
-
-/// Tool names worth a shim: not hidden files, not data files such as `nvcc.profile`.
-fn is_tool_name(name: &str) -> bool {
-    !name.starts_with('.') && !name.ends_with(".profile") && !name.contains(' ')
 }

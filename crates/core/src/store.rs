@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::diagnostic::Diagnostic;
 use crate::home::Home;
 use crate::shims::{self, Reshim, ShimError};
 use crate::toolchain::registry::{Entry, Locked, Registry, Source, StateError};
@@ -19,22 +20,44 @@ pub enum StoreError {
     View(#[from] ViewError),
     #[error(transparent)]
     Shims(#[from] ShimError),
-    #[error("{name} is already registered (at {})\nhint: `gpuenv unlink {name}` first, or choose another name such as {name}-local", root.display())]
+    #[error(transparent)]
+    TooManyTools(#[from] shims::TooManyTools),
+    #[error("{name} is already registered (at {})", root.display())]
     Taken { name: String, root: PathBuf },
-    #[error(
-        "no toolchain named {name} is registered\nhint: `gpuenv list` shows the registered names"
-    )]
+    #[error("no toolchain named {name} is registered")]
     NotRegistered { name: String },
-    #[error("{name} was installed by gpuenv\nhint: remove it with `gpuenv uninstall {name}`")]
+    #[error("{name} was installed by gpuenv")]
     Installed { name: String },
-    #[error("{name} was {how} by hand, not installed by gpuenv, so its files are not gpuenv's to remove\nhint: `gpuenv unlink {name}` forgets it and leaves its files alone")]
+    #[error("{name} was {how} by hand, not installed by gpuenv, so its files are not gpuenv's to remove")]
     NotInstalled { name: String, how: &'static str },
-    #[error("{} is inside GPUENV_HOME ({}), whose files only gpuenv manages\nhint: link the toolchain at its real root, e.g. /usr/local/cuda-12.4 (`gpuenv list` shows the registered roots)", root.display(), home.display())]
+    #[error("{} is inside GPUENV_HOME ({}), whose files only gpuenv manages", root.display(), home.display())]
     InsideHome { root: PathBuf, home: PathBuf },
-    #[error("{}/bin/{tool} is the gpuenv proxy, not a real {tool}: {} is a gpuenv view or shims dir\nhint: link the toolchain at its real root, e.g. /usr/local/cuda-12.4 (`gpuenv list` shows the registered roots)", root.display(), root.display())]
+    #[error("{}/bin/{tool} is the gpuenv proxy, not a real {tool}: {} is a gpuenv view or shims dir", root.display(), root.display())]
     RootIsProxy { root: PathBuf, tool: &'static str },
-    #[error("{problem}\nhint: {}", problem.hint())]
+    #[error("{problem}")]
     Missing { problem: Problem },
+}
+
+impl Diagnostic for StoreError {
+    fn hints(&self) -> Vec<String> {
+        const REAL_ROOT: &str = "link the toolchain at its real root, e.g. /usr/local/cuda-12.4 (`gpuenv list` shows the registered roots)";
+        vec![match self {
+            StoreError::State(e) => return e.hints(),
+            StoreError::Shims(e) => return e.hints(),
+            StoreError::View(_) => return Vec::new(),
+            StoreError::TooManyTools(e) => return e.hints(),
+            StoreError::Taken { name, .. } => {
+                format!("`gpuenv unlink {name}` first, or choose another name such as {name}-local")
+            }
+            StoreError::NotRegistered { .. } => "`gpuenv list` shows the registered names".into(),
+            StoreError::Installed { name } => format!("remove it with `gpuenv uninstall {name}`"),
+            StoreError::NotInstalled { name, .. } => {
+                format!("`gpuenv unlink {name}` forgets it and leaves its files alone")
+            }
+            StoreError::InsideHome { .. } | StoreError::RootIsProxy { .. } => REAL_ROOT.into(),
+            StoreError::Missing { problem } => problem.hint(),
+        }]
+    }
 }
 
 /// Which registrations a [`Store::forget`] may remove.
@@ -117,8 +140,9 @@ impl Store {
     /// registered is refused, except an installed toolchain registered again at the same
     /// root (a reinstall).
     pub fn register(&self, new: Vec<(String, Entry)>) -> Result<Changed, StoreError> {
-        for (_, entry) in &new {
+        for (name, entry) in &new {
             self.admissible(&entry.root, entry.source)?;
+            shims::tools_of(name, entry)?;
         }
         let mut locked = Registry::lock(&self.home)?;
         for (name, entry) in &new {

@@ -1,5 +1,6 @@
 //! Whether a toolchain file's `[env]` may be applied: trusted by path and content hash, so
-//! an edited file needs trusting again.
+//! an edited file needs trusting again. The hash is the one of the bytes that were parsed
+//! (`ProjectFile::sha256`): the file is never read a second time to check it.
 
 use std::path::Path;
 
@@ -12,21 +13,19 @@ pub fn content_hash(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
-pub fn is_trusted(registry: &Registry, path: &Path, content: &[u8]) -> bool {
-    let hash = content_hash(content);
+pub fn is_trusted(registry: &Registry, path: &Path, sha256: &str) -> bool {
     registry
         .trusted
         .iter()
-        .any(|t| t.path == path && t.sha256 == hash)
+        .any(|t| t.path == path && t.sha256 == sha256)
 }
 
 /// Whether the `[env]` of the toolchain file in effect may be applied: it has one, and the
-/// file is trusted as it is now.
-pub fn env_allowed(registry: &Registry, project: Option<&ProjectFile>) -> std::io::Result<bool> {
-    match project.filter(|p| !p.env.is_empty()) {
-        Some(p) => Ok(is_trusted(registry, &p.path, &fs_err::read(&p.path)?)),
-        None => Ok(false),
-    }
+/// file was trusted with exactly the content it was parsed from.
+pub fn env_allowed(registry: &Registry, project: Option<&ProjectFile>) -> bool {
+    project
+        .filter(|p| !p.env.is_empty())
+        .is_some_and(|p| is_trusted(registry, &p.path, &p.sha256))
 }
 
 /// What to tell the user when the file in effect has an `[env]` that is not applied
@@ -40,11 +39,11 @@ pub fn skipped_env_notice(project: Option<&ProjectFile>, trusted: bool) -> Optio
     ))
 }
 
-/// Records `path` with its current content, replacing an older record of the same path.
-pub fn trust(registry: &mut Registry, path: &Path, content: &[u8]) {
-    registry.trusted.retain(|t| t.path != path);
+/// Records the file as parsed, replacing an older record of the same path.
+pub fn trust(registry: &mut Registry, file: &ProjectFile) {
+    registry.trusted.retain(|t| t.path != file.path);
     registry.trusted.push(Trusted {
-        path: path.to_path_buf(),
-        sha256: content_hash(content),
+        path: file.path.clone(),
+        sha256: file.sha256.clone(),
     });
 }

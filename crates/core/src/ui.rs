@@ -1,38 +1,272 @@
 //! Messages for people, on stderr, coloured only on a terminal (anstream honours NO_COLOR).
+//! Errors are rendered here and nowhere else: `error: <message>`, a `caused by:` line for
+//! each cause the message does not already say, then the hints of every error in the chain.
+//! Every message passes through `printable` on its way out: text from files, archives,
+//! servers and the environment never reaches the terminal as control characters.
+
+use std::borrow::Cow;
+use std::error::Error;
+use std::fmt::Write as _;
 
 use owo_colors::OwoColorize;
 
+use crate::diagnostic::Find;
+
+/// `text` with control characters (C0, DEL, C1) and the bidi controls that reorder what
+/// a terminal shows escaped as `\n`, `\x1b`, `\u{202e}`: safe to show, and still says
+/// what the bytes were. Interpolate untrusted strings through this.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if needs_escape(c) && (c as u32) < 0x100 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if needs_escape(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A whole message: each line made printable, the line breaks kept.
+fn lines(msg: &str) -> String {
+    msg.split('\n')
+        .map(|l| printable(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub fn info(msg: impl std::fmt::Display) {
-    anstream::eprintln!("{} {msg}", "info:".bold());
+    anstream::eprintln!("{} {}", "info:".bold(), lines(&msg.to_string()));
 }
 
 pub fn warn(msg: impl std::fmt::Display) {
-    anstream::eprintln!("{} {msg}", "warning:".yellow().bold());
+    anstream::eprintln!("{} {}", "warning:".yellow().bold(), lines(&msg.to_string()));
 }
 
-/// A one-line note from the shell hook, printed at a prompt: short and unstyled.
+/// A one-line note from the shell hook, printed at a prompt: short and unstyled, its first
+/// line only.
 pub fn hook_note(msg: impl std::fmt::Display) {
-    eprintln!("gpuenv: {msg}");
+    let text = msg.to_string();
+    eprintln!(
+        "gpuenv: {}",
+        printable(text.lines().next().unwrap_or_default())
+    );
 }
 
-/// Prints an error and its causes; `hint:` lines from anywhere in the chain come last, so
-/// the fix is the last thing on the screen.
-pub fn error(err: &anyhow::Error) {
-    let mut hints = Vec::new();
-    for (i, cause) in err.chain().enumerate() {
-        let text = cause.to_string();
-        let (lines, hint_lines): (Vec<&str>, Vec<&str>) =
-            text.lines().partition(|l| !l.starts_with("hint:"));
-        hints.extend(hint_lines.into_iter().map(str::to_string));
-        let msg = lines.join("\n");
-        if i == 0 {
-            anstream::eprintln!("{} {msg}", "error:".red().bold());
-        } else if !msg.is_empty() {
-            anstream::eprintln!("  {} {msg}", "caused by:".bold());
-        }
+/// A way out after an `info` or `warn`, laid out as an error's hints are.
+pub fn hint(msg: impl std::fmt::Display) {
+    anstream::eprintln!("{} {}", "hint:".cyan().bold(), lines(&msg.to_string()));
+}
+
+/// Prints an error, its causes and its hints. `find` are the finders of the crates whose
+/// errors may be in the chain (see `diagnostic`).
+pub fn error(err: &(dyn Error + 'static), find: &[Find]) {
+    let report = Report::of(err, find);
+    anstream::eprintln!("{} {}", "error:".red().bold(), lines(&report.message));
+    for cause in &report.causes {
+        anstream::eprintln!("  {} {}", "caused by:".bold(), lines(cause));
     }
-    for h in hints {
-        let rest = h.trim_start_matches("hint:");
-        anstream::eprintln!("{}{rest}", "hint:".cyan().bold());
+    for hint in &report.hints {
+        anstream::eprintln!("{} {}", "hint:".cyan().bold(), lines(hint));
+    }
+}
+
+/// The error on one line, for the hook's note at a prompt: message and causes joined
+/// with `: `.
+pub fn error_one_line(err: &(dyn Error + 'static), find: &[Find]) -> String {
+    Report::of(err, find).inline().replace('\n', " ")
+}
+
+/// An error laid out for people: what `error` prints, as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    pub message: String,
+    /// The causes the message does not already contain, outermost first.
+    pub causes: Vec<String>,
+    /// The hints of every error in the chain, outermost first, each once.
+    pub hints: Vec<String>,
+}
+
+impl Report {
+    pub fn of(err: &(dyn Error + 'static), find: &[Find]) -> Report {
+        let mut report = Report {
+            message: err.to_string(),
+            ..Report::default()
+        };
+        let mut shown = report.message.clone();
+        let mut next = Some(err);
+        while let Some(e) = next {
+            if !std::ptr::addr_eq(e, err) {
+                let text = e.to_string();
+                let text = without_shown_path(&text, &shown);
+                if !text.is_empty() && !shown.contains(text) {
+                    shown.push('\n');
+                    shown.push_str(text);
+                    report.causes.push(text.to_string());
+                }
+            }
+            for hint in find
+                .iter()
+                .find_map(|f| f(e))
+                .map(|d| d.hints())
+                .unwrap_or_default()
+            {
+                if !report.hints.contains(&hint) {
+                    report.hints.push(hint);
+                }
+            }
+            next = e.source();
+        }
+        report
+    }
+
+    /// The message and its causes on one line, `message: cause: cause` (as anyhow's `{:#}`),
+    /// for a report nested in another message.
+    pub fn inline(&self) -> String {
+        std::iter::once(self.message.as_str())
+            .chain(self.causes.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
+}
+
+/// fs-err names the path in each of its errors (``failed to open file `/p`: <why>``); when
+/// the messages above already name that path, only the `<why>` is new.
+fn without_shown_path<'a>(text: &'a str, shown: &str) -> &'a str {
+    let Some((_, rest)) = text.split_once('`') else {
+        return text;
+    };
+    match rest.split_once("`: ") {
+        Some((path, why)) if text.starts_with("failed to ") && shown.contains(path) => why,
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::{Hinted, FIND};
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(printable("plain /p/a b"), "plain /p/a b");
+        assert_eq!(
+            printable("\u{1b}]52;c;aGk=\u{7}x\ny\u{9b}"),
+            "\\x1b]52;c;aGk=\\x07x\\ny\\x9b"
+        );
+        assert_eq!(printable("a\u{202e}b"), "a\\u{202e}b");
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot read {path}")]
+    struct Unreadable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{origin}: {source}")]
+    struct Quoting {
+        origin: String,
+        #[source]
+        source: std::io::Error,
+    }
+
+    fn io(text: &str) -> std::io::Error {
+        std::io::Error::other(text.to_string())
+    }
+
+    #[test]
+    fn a_report_has_the_message_each_cause_and_the_hints() {
+        let inner = Hinted::new("the pin is broken").hint("fix the pin");
+        let err = anyhow::Error::new(inner).context("cannot resolve");
+        let report = Report::of(err.as_ref(), FIND);
+        assert_eq!(report.message, "cannot resolve");
+        assert_eq!(report.causes, ["the pin is broken"]);
+        assert_eq!(report.hints, ["fix the pin"]);
+    }
+
+    #[test]
+    fn hints_come_from_every_error_in_the_chain_outermost_first_each_once() {
+        let inner = Hinted::new("inner").hint("inner hint").hint("shared");
+        let outer = Hinted::new("outer")
+            .hint("outer hint")
+            .hint("shared")
+            .caused_by(inner);
+        let report = Report::of(&outer, FIND);
+        assert_eq!(report.causes, ["inner"]);
+        assert_eq!(report.hints, ["outer hint", "shared", "inner hint"]);
+    }
+
+    #[test]
+    fn a_cause_the_message_already_says_is_not_repeated() {
+        let err = Quoting {
+            origin: "GPUENV_TOOLCHAIN=cuda".into(),
+            source: io("no version"),
+        };
+        let report = Report::of(&err, FIND);
+        assert_eq!(report.message, "GPUENV_TOOLCHAIN=cuda: no version");
+        assert!(report.causes.is_empty(), "{report:?}");
+    }
+
+    #[test]
+    fn an_fs_err_cause_does_not_repeat_the_path_the_message_names() {
+        let missing = fs_err::read_to_string("/nonexistent/gpuenv.toml").unwrap_err();
+        let err = Unreadable {
+            path: "/nonexistent/gpuenv.toml".into(),
+            source: missing,
+        };
+        let report = Report::of(&err, FIND);
+        assert_eq!(report.message, "cannot read /nonexistent/gpuenv.toml");
+        assert_eq!(report.causes, ["No such file or directory (os error 2)"]);
+    }
+
+    #[test]
+    fn an_fs_err_cause_keeps_a_path_the_message_does_not_name() {
+        let missing = fs_err::read_to_string("/nonexistent/gpuenv.toml").unwrap_err();
+        let err = Unreadable {
+            path: "the project".into(),
+            source: missing,
+        };
+        let report = Report::of(&err, FIND);
+        assert_eq!(
+            report.causes,
+            ["failed to open file `/nonexistent/gpuenv.toml`: No such file or directory (os error 2)"]
+        );
+    }
+
+    #[test]
+    fn errors_of_types_no_finder_knows_still_show_their_message_and_causes() {
+        let err = Unreadable {
+            path: "/p".into(),
+            source: io("disk on fire"),
+        };
+        let report = Report::of(&err, &[]);
+        assert_eq!(report.inline(), "cannot read /p: disk on fire");
+        assert!(report.hints.is_empty());
+    }
+
+    #[test]
+    fn a_finder_that_does_not_know_the_type_finds_no_hints() {
+        let report = Report::of(&Hinted::new("m").hint("h"), &[]);
+        assert!(report.hints.is_empty());
+        let report = Report::of(&Hinted::new("m").hint("h"), FIND);
+        assert_eq!(report.hints, ["h"]);
     }
 }

@@ -50,7 +50,7 @@ pub fn wheel_index(kind: Kind, v: &Version) -> String {
 pub fn run(inputs: &Inputs) -> Finding {
     let torch = match &inputs.torch {
         Ok(t) => t,
-        Err(why) => return Finding::skip(CHECK, why.clone()),
+        Err(why) => return Finding::skip(CHECK, why.to_string()),
     };
     let mut notes = Notes::default();
     let label = torch.label();

@@ -2,7 +2,7 @@
 //! the torch build bundles? The driver version comes from `/proc/driver/nvidia/version`
 //! (proprietary and open kernel modules word it differently), else from `nvidia-smi`.
 
-use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use super::{Check, Finding, Inputs, Machine, Notes, RunError, Status};
 use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::driver::{parse_nvidia_smi, parse_proc_version, PROC_VERSION};
 use gpuenv_core::toolchain::{Kind, Version};
@@ -31,28 +31,39 @@ fn driver(text: String, from: &str, max_cuda: Option<Version>) -> Driver {
     }
 }
 
+/// Why there is no driver version to read.
+#[derive(Debug, thiserror::Error)]
+pub enum NoDriver {
+    #[error("{PROC_VERSION} has no `NVRM version:` line with a version")]
+    NoProcVersion,
+    #[error("no NVIDIA driver on this machine (no {PROC_VERSION}, no nvidia-smi on PATH)")]
+    Absent,
+    #[error("no {PROC_VERSION}, and {source}")]
+    NvidiaSmi { source: RunError },
+    #[error("nvidia-smi printed no `Driver Version:`")]
+    NoSmiVersion,
+}
+
 /// The driver, or why there is none to read.
-pub fn read_driver(m: &Machine) -> Result<Driver, String> {
+pub fn read_driver(m: &Machine) -> Result<Driver, NoDriver> {
     if let Some(text) = m.read(PROC_VERSION) {
         return parse_proc_version(&text)
             .map(|v| driver(v, PROC_VERSION, None))
-            .ok_or_else(|| format!("{PROC_VERSION} has no `NVRM version:` line with a version"));
+            .ok_or(NoDriver::NoProcVersion);
     }
     match m.run_tool("nvidia-smi", &[]) {
-        None => Err(format!(
-            "no NVIDIA driver on this machine (no {PROC_VERSION}, no nvidia-smi on PATH)"
-        )),
-        Some(Err(e)) => Err(format!("no {PROC_VERSION}, and {e}")),
+        None => Err(NoDriver::Absent),
+        Some(Err(source)) => Err(NoDriver::NvidiaSmi { source }),
         Some(Ok(text)) => parse_nvidia_smi(&text)
             .map(|(v, max_cuda)| driver(v, "nvidia-smi", max_cuda))
-            .ok_or_else(|| "nvidia-smi printed no `Driver Version:`".into()),
+            .ok_or(NoDriver::NoSmiVersion),
     }
 }
 
 pub fn run(inputs: &Inputs) -> Finding {
     let driver = match read_driver(&inputs.machine) {
         Ok(d) => d,
-        Err(why) => return Finding::skip(CHECK, why),
+        Err(why) => return Finding::skip(CHECK, why.to_string()),
     };
     // What needs the driver: each active toolkit, and the CUDA runtime torch bundles.
     let mut needs: Vec<(String, Version)> = Vec::new();

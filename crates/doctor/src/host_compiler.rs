@@ -1,45 +1,36 @@
 //! FM-10: the host compiler nvcc will use, compared with the GCC range the active CUDA
 //! release supports (`unsupported GNU version! gcc versions later than 11 are not
 //! supported!`). The compiler is the `-ccbin` in NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS, else
-//! NVCC_CCBIN, else `gcc` on PATH, as nvcc itself picks it.
+//! NVCC_CCBIN, else the one gpuenv's proxy passes (the `host-compiler` pin, or a `g++-N` the
+//! toolkit accepts when the default is too new), else `gcc` on PATH.
 
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
-use gpuenv_core::context::vars;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
-use gpuenv_core::toolchain::{Kind, Version};
+use gpuenv_core::host_compiler::{parse_gcc_version, user_choice, Choice};
+use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
     id: "FM-10",
     name: "host-compiler",
 };
 
-/// The `-ccbin X` / `--compiler-bindir=X` value in a flags variable.
-fn ccbin_in(flags: &str) -> Option<String> {
-    let mut words = flags.split_whitespace();
-    while let Some(w) = words.next() {
-        for opt in ["-ccbin", "--compiler-bindir"] {
-            if w == opt {
-                return words.next().map(str::to_string);
-            }
-            if let Some(v) = w.strip_prefix(opt).and_then(|r| r.strip_prefix('=')) {
-                return Some(v.to_string());
-            }
-        }
-    }
-    None
-}
-
 /// The host compiler nvcc runs and what chose it; `Err` when a `-ccbin` names a compiler
 /// that does not exist (nvcc will fail on it), `Ok(None)` when there is no gcc at all.
-fn host_compiler(m: &Machine) -> Result<Option<(PathBuf, String)>, String> {
-    let chosen = ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"]
-        .iter()
-        .find_map(|var| Some((ccbin_in(m.var(var)?)?, format!("-ccbin in {var}"))))
-        .or_else(|| Some((m.var(vars::NVCC_CCBIN)?.to_string(), "NVCC_CCBIN".into())));
-    let Some((value, from)) = chosen else {
-        return Ok(m.which("gcc").map(|gcc| (gcc, "gcc on PATH".into())));
+fn host_compiler(
+    m: &Machine,
+    gpuenv: Option<&Choice>,
+) -> Result<Option<(PathBuf, String)>, String> {
+    let Some((value, from)) = user_choice(|k| m.var(k)) else {
+        return match gpuenv {
+            Some(Choice::Use { compiler, why }) => Ok(Some((
+                compiler.clone(),
+                format!("passed by gpuenv as -ccbin: {why}"),
+            ))),
+            Some(problem @ Choice::PinMissing { .. }) => Err(problem.problem().unwrap_or_default()),
+            _ => Ok(m.which("gcc").map(|gcc| (gcc, "gcc on PATH".into()))),
+        };
     };
     let p = PathBuf::from(&value);
     let exe = if p.is_dir() {
@@ -57,35 +48,30 @@ fn host_compiler(m: &Machine) -> Result<Option<(PathBuf, String)>, String> {
     }
 }
 
-/// `gcc (Debian 12.2.0-14) 12.2.0` -> 12.2.0; `None` for clang and the like.
-pub fn parse_gcc_version(text: &str) -> Option<Version> {
-    let first = text.lines().next()?;
-    if first.contains("clang") {
-        return None;
-    }
-    Version::find_in(first).or_else(|| first.trim().parse().ok())
-}
-
 pub fn run(inputs: &Inputs) -> Finding {
     let Some(t) = inputs.active(Kind::Cuda) else {
         return Finding::skip(CHECK, "no CUDA toolchain is active here");
     };
     let m = &inputs.machine;
-    let (cc, from) = match host_compiler(m) {
+    let (cc, from) = match host_compiler(m, inputs.active.host_compiler.as_ref()) {
         Ok(Some(found)) => found,
         Ok(None) => {
             return Finding::skip(CHECK, "no host compiler found (no gcc on PATH, no -ccbin)")
         }
         Err(problem) => {
             let mut notes = Notes::default();
+            let (problem, hint) = problem.split_once("\nhint: ").unwrap_or((
+                &problem,
+                "install that compiler, or fix the -ccbin / NVCC_CCBIN setting to name one that exists",
+            ));
             notes.problem(Status::Error, problem);
-            notes.hint("install that compiler, or fix the -ccbin / NVCC_CCBIN setting to name one that exists");
+            notes.hint(hint);
             return notes.finish(CHECK, "");
         }
     };
     let text = match m.run(&cc, &["--version"]) {
         Ok(t) => t,
-        Err(e) => return Finding::skip(CHECK, e),
+        Err(e) => return Finding::skip(CHECK, e.to_string()),
     };
     let Some(version) = parse_gcc_version(&text) else {
         return Finding::skip(
@@ -163,34 +149,6 @@ pub fn run(inputs: &Inputs) -> Finding {
 mod tests {
     use super::*;
     use gpuenv_core::test_support::captured;
-
-    #[test]
-    fn ccbin_from_nvcc_flag_variables() {
-        assert_eq!(ccbin_in("-ccbin g++-11 -O2").as_deref(), Some("g++-11"));
-        assert_eq!(
-            ccbin_in("--compiler-bindir=/opt/gcc11/bin").as_deref(),
-            Some("/opt/gcc11/bin")
-        );
-        assert_eq!(ccbin_in("-O2"), None);
-    }
-
-    #[test]
-    fn gcc_banners_of_distributions() {
-        let v = |s: &str| parse_gcc_version(s).map(|v| v.to_string());
-        assert_eq!(
-            v("gcc (Debian 12.2.0-14+deb12u1) 12.2.0\nCopyright"),
-            Some("12.2.0".into())
-        );
-        assert_eq!(
-            v("gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0"),
-            Some("11.4.0".into())
-        );
-        assert_eq!(
-            v("gcc (GCC) 13.2.1 20231011 (Red Hat 13.2.1-4)"),
-            Some("13.2.1".into())
-        );
-        assert_eq!(v("Apple clang version 15.0.0 (clang-1500.1.0.2.5)"), None);
-    }
 
     #[test]
     fn the_captured_nvcc_error_names_the_table_limit() {

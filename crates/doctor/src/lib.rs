@@ -8,6 +8,7 @@ pub mod cpu_torch;
 pub mod driver;
 pub mod host_compiler;
 pub mod machine;
+pub mod native;
 pub mod nccl;
 pub mod nodes;
 pub mod python;
@@ -23,14 +24,15 @@ use std::path::{Path, PathBuf};
 use owo_colors::OwoColorize;
 use serde::Serialize;
 
-use gpuenv_core::guard::TorchVersion;
+use gpuenv_core::guard::{LocateError, TorchVersion};
 use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{Active, ActiveSet};
 use gpuenv_core::store;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{view, Kind};
+use gpuenv_core::ui::{self, printable};
 
-pub use machine::Machine;
+pub use machine::{Machine, RunError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -156,9 +158,9 @@ pub struct Inputs {
     pub registry: Registry,
     /// Empty when resolution failed (the `active-set` finding says why).
     pub active: ActiveSet,
-    pub resolve_error: Option<String>,
+    pub resolve_error: Option<ui::Report>,
     /// The torch of the active Python, found without importing it.
-    pub torch: Result<TorchVersion, String>,
+    pub torch: Result<TorchVersion, LocateError>,
 }
 
 impl Inputs {
@@ -233,11 +235,12 @@ fn active_set(inputs: &Inputs) -> Finding {
         notes.hint(p.hint());
     }
     if let Some(err) = &inputs.resolve_error {
-        let (msg, hints): (Vec<&str>, Vec<&str>) =
-            err.lines().partition(|l| !l.starts_with("hint:"));
-        notes.problem(Status::Error, msg.join(" "));
-        for h in hints {
-            notes.hint(h.trim_start_matches("hint:").trim());
+        notes.problem(
+            Status::Error,
+            err.inline().lines().collect::<Vec<_>>().join(" "),
+        );
+        for h in &err.hints {
+            notes.hint(h.as_str());
         }
         return notes.finish(ACTIVE_SET, "");
     }
@@ -285,7 +288,10 @@ impl Report {
 /// Styled; the caller's stream strips the styles where colour is off.
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "gpuenv doctor: {}", report.dir.display());
+    // Findings quote PATH entries, file contents and tool output: shown without raw
+    // control characters.
+    let p = |s: &str| printable(s).into_owned();
+    let _ = writeln!(out, "gpuenv doctor: {}", p(&report.dir.to_string_lossy()));
     for f in &report.findings {
         let status = format!("{:<5}", f.status.as_str());
         let status = match f.status {
@@ -294,14 +300,14 @@ pub fn render_text(report: &Report) -> String {
             Status::Warn => status.yellow().bold().to_string(),
             Status::Error => status.red().bold().to_string(),
         };
-        let _ = writeln!(out, "{status} {} {}: {}", f.id, f.name, f.summary);
+        let _ = writeln!(out, "{status} {} {}: {}", f.id, f.name, p(&f.summary));
         if f.status >= Status::Warn {
             for d in &f.details {
-                let _ = writeln!(out, "        {d}");
+                let _ = writeln!(out, "        {}", p(d));
             }
         }
         for h in f.hint.iter().flat_map(|h| h.lines()) {
-            let _ = writeln!(out, "      {} {h}", "hint:".cyan().bold());
+            let _ = writeln!(out, "      {} {}", "hint:".cyan().bold(), p(h));
         }
     }
     let _ = writeln!(

@@ -18,6 +18,29 @@ pub struct Machine {
     pub ctx: Context,
 }
 
+/// Why a tool gave no output to read.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot run `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("`{command}` did not finish within {secs} s")]
+    Timeout { command: String, secs: u64 },
+    #[error("waiting for `{command}`: {source}")]
+    Wait {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("`{command}` exited with {status}: {output}")]
+    Failed {
+        command: String,
+        status: std::process::ExitStatus,
+        output: String,
+    },
+}
+
 /// A tool that hangs (nvidia-smi on a wedged driver does) must not hang the doctor.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -38,9 +61,8 @@ impl Machine {
 
     /// `key` split as a path list (empty entries dropped).
     pub fn path_list(&self, key: &str) -> Vec<String> {
-        gpuenv_core::env::path_list::split(self.ctx.var(key))
-            .into_iter()
-            .filter(|e| !e.is_empty())
+        gpuenv_core::env::path_list::dirs(self.ctx.var_os(key))
+            .map(|e| e.to_string_lossy().into_owned())
             .collect()
     }
 
@@ -50,19 +72,20 @@ impl Machine {
 
     /// The first executable `tool` on PATH.
     pub fn which(&self, tool: &str) -> Option<PathBuf> {
-        guard::find_on_path(self.ctx.var("PATH"), tool)
+        guard::find_on_path(self.ctx.var_os("PATH"), tool)
     }
 
     /// Runs `tool` from PATH with the machine's environment; `None` if it is not on PATH.
-    pub fn run_tool(&self, tool: &str, args: &[&str]) -> Option<Result<String, String>> {
+    pub fn run_tool(&self, tool: &str, args: &[&str]) -> Option<Result<String, RunError>> {
         let path = self.which(tool)?;
         Some(self.run(&path, args))
     }
 
     /// Runs `program` with the machine's environment (and nothing else), returning stdout
     /// and stderr together. A non-zero exit is an error carrying the output.
-    pub fn run(&self, program: &Path, args: &[&str]) -> Result<String, String> {
+    pub fn run(&self, program: &Path, args: &[&str]) -> Result<String, RunError> {
         let shown = format!("{} {}", program.display(), args.join(" "));
+        let command = || shown.trim().to_string();
         let mut child = Command::new(program)
             .args(args)
             .env_clear()
@@ -72,7 +95,10 @@ impl Machine {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot run `{}`: {e}", shown.trim()))?;
+            .map_err(|source| RunError::Spawn {
+                command: command(),
+                source,
+            })?;
         // Read both pipes on threads so a chatty tool (ldconfig -p) never blocks on a full pipe.
         let drain = |pipe: Option<Box<dyn Read + Send>>| {
             std::thread::spawn(move || {
@@ -95,13 +121,17 @@ impl Machine {
                 Ok(None) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    return Err(format!(
-                        "`{}` did not finish within {} s",
-                        shown.trim(),
-                        TOOL_TIMEOUT.as_secs()
-                    ));
+                    return Err(RunError::Timeout {
+                        command: command(),
+                        secs: TOOL_TIMEOUT.as_secs(),
+                    });
                 }
-                Err(e) => return Err(format!("waiting for `{}`: {e}", shown.trim())),
+                Err(source) => {
+                    return Err(RunError::Wait {
+                        command: command(),
+                        source,
+                    })
+                }
             }
         };
         let mut text = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
@@ -109,11 +139,11 @@ impl Machine {
         if status.success() {
             Ok(text)
         } else {
-            Err(format!(
-                "`{}` exited with {status}: {}",
-                shown.trim(),
-                text.trim()
-            ))
+            Err(RunError::Failed {
+                command: command(),
+                status,
+                output: text.trim().to_string(),
+            })
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Check, Finding, Inputs, Machine, Notes, Status};
+use super::{Check, Finding, Inputs, Machine, Notes, RunError, Status};
 use gpuenv_core::context::vars;
 use gpuenv_core::toolchain::Kind;
 
@@ -32,7 +32,7 @@ pub fn parse_ldconfig(text: &str, lib: &str) -> Vec<PathBuf> {
 }
 
 /// ldconfig is often outside a user's PATH (`/sbin`).
-fn ldconfig(m: &Machine) -> Option<Result<String, String>> {
+fn ldconfig(m: &Machine) -> Option<Result<String, RunError>> {
     if let Some(out) = m.run_tool("ldconfig", &["-p"]) {
         return Some(out);
     }
@@ -100,7 +100,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     check_vars(inputs, &mut notes);
     let torch = match &inputs.torch {
         Ok(t) => t,
-        Err(why) if notes.is_clean() => return Finding::skip(CHECK, why.clone()),
+        Err(why) if notes.is_clean() => return Finding::skip(CHECK, why.to_string()),
         Err(_) => return notes.finish(CHECK, ""),
     };
     let kind = if torch.hip.is_some() {

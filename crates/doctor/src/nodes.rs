@@ -37,7 +37,7 @@ impl NodeReport {
 /// This node's report, from the inputs and findings the doctor already has.
 pub fn report(node: &str, inputs: &Inputs, findings: &[Finding]) -> NodeReport {
     let toolchain = match (&inputs.resolve_error, inputs.active.toolchains.as_slice()) {
-        (Some(e), _) => format!("error: {}", e.lines().next().unwrap_or_default()),
+        (Some(e), _) => format!("error: {}", e.message.lines().next().unwrap_or_default()),
         (None, []) => "none".to_string(),
         (None, active) => active
             .iter()

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
-use gpuenv_core::toolchain::Kind;
+use gpuenv_core::toolchain::{system, Kind};
 
 pub const CHECK: Check = Check {
     id: "FM-07",
@@ -62,6 +62,10 @@ pub fn run(inputs: &Inputs) -> Finding {
             if let Some(v) = m.var(var) {
                 places.push(format!("{v}/include"));
             }
+        }
+        // Debian's ROCm puts it in /usr/include, which every compiler searches anyway.
+        if system::is_default_dir(&t.entry.include_dir) {
+            places.push(t.entry.include_dir.display().to_string());
         }
         match places.iter().find(|d| Path::new(d).join(HEADER).is_file()) {
             Some(d) => notes.seen(format!("{HEADER} found in {d}")),

@@ -64,7 +64,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 .toolchains
                 .iter()
                 .any(|t| inputs.owned_by(t, path));
-            if foreign.matches(&e) && !own && !flagged.contains(&e) {
+            if foreign.matches(e.as_ref()) && !own && !flagged.contains(&e) {
                 let module = loaded.roots.iter().find(|r| path.starts_with(&r.root));
                 let whose = match (inputs.owner_of(path), module) {
                     (Some(n), _) => format!("{n}, which is not active here"),
@@ -184,7 +184,10 @@ fn check_active(inputs: &Inputs, t: &Active, notes: &mut Notes, flagged: &[Strin
 
     for var in marks.home_vars {
         if let Some(value) = m.var(var) {
-            if Path::new(value) == t.entry.root {
+            if Path::new(value) == view.home {
+                // What gpuenv sets: the view, or a distribution prefix such as Debian's /usr,
+                // whose tools need it (the guard is reached through PATH there).
+            } else if Path::new(value) == t.entry.root {
                 // The right toolkit, but its real root: $CUDA_HOME/bin/nvcc is then the real
                 // compiler, and PyTorch extension builds skip the torch guard.
                 notes.problem(

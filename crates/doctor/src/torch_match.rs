@@ -9,7 +9,7 @@ use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
 use gpuenv_core::guard::{self, Policy, Side, TorchVersion, Verdict};
 use gpuenv_core::project::TorchCheck;
-use gpuenv_core::toolchain::{detect, Kind, Version};
+use gpuenv_core::toolchain::{detect, Kind};
 
 pub const CHECK: Check = Check {
     id: "FM-01",
@@ -19,7 +19,7 @@ pub const CHECK: Check = Check {
 pub fn run(inputs: &Inputs) -> Finding {
     let torch = match &inputs.torch {
         Ok(t) => t,
-        Err(why) => return Finding::skip(CHECK, why.clone()),
+        Err(why) => return Finding::skip(CHECK, why.to_string()),
     };
     let kind = if torch.hip.is_some() {
         Kind::Rocm
@@ -40,7 +40,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     let policy = match Policy::for_project(inputs.machine.var(vars::GPUENV_TORCH_CHECK), file) {
         Ok(p) => p,
         Err(msg) => {
-            notes.problem(Status::Error, msg);
+            notes.problem(Status::Error, msg.to_string());
             notes.hint("set GPUENV_TORCH_CHECK to minor, major or off (or unset it)");
             return notes.finish(CHECK, "");
         }
@@ -78,7 +78,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             reason: tc.reason.to_string(),
         };
         let refusal = guard::refusal(&side, torch, &verdict, &policy).unwrap_or_default();
-        for h in refusal.lines().filter_map(|l| l.strip_prefix("hint: ")) {
+        for h in refusal.hints {
             if policy.check == TorchCheck::Off && h.contains("GPUENV_TORCH_CHECK=off") {
                 continue;
             }
@@ -132,17 +132,19 @@ fn unmanaged(
             ),
         );
     };
-    let parsed: Result<Version, String> =
-        inputs.machine.run(&path, &["--version"]).and_then(|text| {
-            match kind {
-                Kind::Cuda => detect::parse_nvcc_version(&text),
-                Kind::Rocm => detect::parse_hip_version(&text),
-            }
-            .ok_or_else(|| format!("`{} --version` printed no version", path.display()))
-        });
-    let version = match parsed {
-        Ok(v) => v,
-        Err(e) => return Finding::skip(CHECK, e),
+    let text = match inputs.machine.run(&path, &["--version"]) {
+        Ok(text) => text,
+        Err(e) => return Finding::skip(CHECK, e.to_string()),
+    };
+    let parsed = match kind {
+        Kind::Cuda => detect::parse_nvcc_version(&text),
+        Kind::Rocm => detect::parse_hip_version(&text),
+    };
+    let Some(version) = parsed else {
+        return Finding::skip(
+            CHECK,
+            format!("`{} --version` printed no version", path.display()),
+        );
     };
     notes.seen(format!("{which}: {} ({kind} {version})", path.display()));
     if let Verdict::Mismatch { torch: built } = guard::compare(kind, &version, torch, rule) {

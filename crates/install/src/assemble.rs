@@ -6,9 +6,12 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::Mapping;
+use super::{confine, Mapping};
 use gpuenv_core::toolchain::nvidia_target::target_dir;
 use gpuenv_core::toolchain::Version;
+
+const HINT: &str =
+    "hint: the archives are hostile, or their strip-prefix is wrong: check where they come from";
 
 /// Places the files of one unpacked archive into `root`. Returns how many were placed.
 pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -> Result<usize> {
@@ -27,26 +30,34 @@ pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -
             let Some(to) = map_path(mapping, component, &rel) else {
                 continue;
             };
-            let dst = root.join(&to);
+            // Where `to` really is, following the links placed so far by every archive.
+            let parent = to.parent().unwrap_or(Path::new(""));
+            let real_parent = confine::resolve(root, Path::new(""), parent).map_err(|why| {
+                anyhow::anyhow!(
+                    "{} would be placed at {}, outside the toolchain ({why})\n{HINT}",
+                    rel.display(),
+                    to.display()
+                )
+            })?;
+            let dir = root.join(&real_parent);
+            let dst = dir.join(to.file_name().expect("mapped paths end in a name"));
             if fs_err::symlink_metadata(&dst).is_ok() {
                 // Shared by two components (a license, a cmake helper): the first stays.
                 continue;
             }
-            if let Some(parent) = dst.parent() {
-                fs_err::create_dir_all(parent)?;
-            }
+            fs_err::create_dir_all(&dir)?;
             if meta.file_type().is_symlink() {
                 let target = fs_err::read_link(item.path())?;
-                // Checked when unpacked, but mapping can move a link up (strip-prefix):
-                // it must still land inside the toolchain.
-                if escapes(&to, &target) {
-                    anyhow::bail!(
-                        "{} links to {}, outside the toolchain once placed at {}\nhint: set the archive's strip-prefix so that its links stay inside the tree",
+                // Checked when unpacked, but another archive's links, or a strip-prefix that
+                // moves it up, can make it lead elsewhere here.
+                confine::resolve(root, &real_parent, &target).map_err(|why| {
+                    anyhow::anyhow!(
+                        "{} links to {}, outside the toolchain once placed at {} ({why})\n{HINT}",
                         rel.display(),
                         target.display(),
                         to.display()
-                    );
-                }
+                    )
+                })?;
                 std::os::unix::fs::symlink(&target, &dst).with_context(|| {
                     format!("linking {} -> {}", dst.display(), target.display())
                 })?;
@@ -59,23 +70,16 @@ pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -
     Ok(placed)
 }
 
-/// Does a link at `at` (relative to the root) pointing to `target` leave the root?
-fn escapes(at: &Path, target: &Path) -> bool {
-    if target.is_absolute() {
-        return true;
+/// After every archive is placed and the tree finished: no link in it leads outside.
+pub fn links_stay_inside(root: &Path) -> Result<()> {
+    if let Some((link, target, why)) = confine::check_tree(root)? {
+        anyhow::bail!(
+            "the assembled tree has the link {} -> {}, which leads outside it ({why}); nothing was installed\n{HINT}",
+            link.display(),
+            target.display()
+        );
     }
-    let mut depth = at.components().count() as i64 - 1;
-    for c in target.components() {
-        match c {
-            Component::ParentDir => depth -= 1,
-            Component::Normal(_) => depth += 1,
-            _ => {}
-        }
-        if depth < 0 {
-            return true;
-        }
-    }
-    false
+    Ok(())
 }
 
 /// Where an archive entry goes in the toolchain root, or `None` to leave it out.
@@ -304,12 +308,6 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("outside the toolchain"), "{err}");
-        assert!(!escapes(Path::new("lib/libx.so"), Path::new("libx.so.1")));
-        assert!(!escapes(
-            Path::new("targets/t/lib/l"),
-            Path::new("../../../bin")
-        ));
-        assert!(escapes(Path::new("lib/l"), Path::new("../../x")));
     }
 
     #[test]

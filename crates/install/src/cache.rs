@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! archives/<sha256>      verified archives
-//! unpacked/<sha256>/     their safe, unmapped contents (renamed into place when complete)
+//! unpacked/<sha256>/     their safe, unmapped contents, read-only (renamed into place when complete)
+//! unpacked/<sha256>.seal their files' modes, sizes and sha256, checked before reuse
 //! partial/<sha256>       downloads in progress
 //! meta/<sha256 of url>   index pages and manifests
 //! locks/<key>.lock
@@ -13,7 +14,9 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use sha2::Digest;
+
+use super::pathpart::Sha256;
 
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -24,22 +27,26 @@ impl Cache {
     pub fn new(root: impl Into<PathBuf>) -> Cache {
         Cache { root: root.into() }
     }
-    pub fn archive(&self, sha256: &str) -> PathBuf {
-        self.root.join("archives").join(sha256)
+    pub fn archive(&self, sha256: &Sha256) -> PathBuf {
+        self.root.join("archives").join(sha256.as_str())
     }
-    pub fn unpacked(&self, sha256: &str) -> PathBuf {
-        self.root.join("unpacked").join(sha256)
+    pub fn unpacked(&self, sha256: &Sha256) -> PathBuf {
+        self.root.join("unpacked").join(sha256.as_str())
     }
-    pub fn partial(&self, sha256: &str) -> PathBuf {
-        self.root.join("partial").join(sha256)
+    /// The list of files an unpacked tree is checked against before it is reused.
+    pub fn seal(&self, sha256: &Sha256) -> PathBuf {
+        self.root.join("unpacked").join(format!("{sha256}.seal"))
+    }
+    pub fn partial(&self, sha256: &Sha256) -> PathBuf {
+        self.root.join("partial").join(sha256.as_str())
     }
     pub fn meta(&self, url: &str) -> PathBuf {
         self.root
             .join("meta")
-            .join(hex(&Sha256::digest(url.as_bytes())))
+            .join(hex(&sha2::Sha256::digest(url.as_bytes())))
     }
-    pub fn lock_path(&self, key: &str) -> PathBuf {
-        self.root.join("locks").join(format!("{key}.lock"))
+    pub fn lock_path(&self, sha256: &Sha256) -> PathBuf {
+        self.root.join("locks").join(format!("{sha256}.lock"))
     }
 
     /// The page last fetched from `url`: (content type, body).
@@ -66,7 +73,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// The sha256 of a file, read in large blocks.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     let mut f = fs_err::File::open(path)?;
-    let mut hasher = Sha256::new();
+    let mut hasher = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = f.read(&mut buf)?;

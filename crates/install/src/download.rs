@@ -13,7 +13,9 @@ use sha2::{Digest, Sha256};
 
 use super::cache::hex;
 use super::fault::Fault;
-use super::fetch::{chain, check_status, classify, first_line, Fetcher, ATTEMPTS, BUF};
+use super::fetch::{
+    chain, check_status, classify, first_line, no_such_file, Fetcher, ATTEMPTS, BUF,
+};
 use super::Archive;
 use gpuenv_core::ui;
 
@@ -148,11 +150,11 @@ fn finish(a: &Archive, part: &Path, hasher: Sha256, len: u64) -> Result<(), Faul
         });
     }
     let got = hex(&hasher.finalize());
-    if got != a.sha256 {
+    if a.sha256.as_str() != got {
         let _ = fs_err::remove_file(part);
         return Err(Fault::HashMismatch {
             url: a.url.to_string(),
-            want: a.sha256.clone(),
+            want: a.sha256.to_string(),
             got,
         });
     }
@@ -173,13 +175,9 @@ fn hash_prefix(file: &mut fs_err::File, path: &Path, hasher: &mut Sha256) -> Res
 }
 
 fn copy_local(a: &Archive, part: &Path, bar: &ProgressBar) -> Result<(), Fault> {
-    let src = a.url.to_file_path().map_err(|()| Fault::NotFound {
-        url: a.url.to_string(),
-    })?;
+    let src = a.url.to_file_path().map_err(|()| no_such_file(&a.url))?;
     let mut input = fs_err::File::open(&src).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Fault::NotFound {
-            url: a.url.to_string(),
-        },
+        std::io::ErrorKind::NotFound => no_such_file(&a.url),
         _ => Fault::io(&src, e),
     })?;
     let mut out = fs_err::File::create(part).map_err(|e| Fault::io(part, e))?;

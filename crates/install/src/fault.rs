@@ -1,49 +1,79 @@
 //! What can go wrong fetching and unpacking, as values the caller decides on (retry, fall
 //! back to another source, report). Each message names the URL or archive; the ones with a
-//! fix end with a `hint:` line.
+//! fix have hints.
+
+use gpuenv_core::diagnostic::Diagnostic;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Fault {
-    #[error("cannot resolve the host of {url}: {message}\nhint: check the network and the host name; mirrors are set with GPUENV_CUDA_MIRROR and GPUENV_PYPI_URL, and `--offline` installs from the download cache")]
+    #[error("cannot resolve the host of {url}: {message}")]
     Dns { url: String, message: String },
-    #[error("cannot connect to {url}: {message}\nhint: check the network, a proxy (HTTPS_PROXY) or the mirror; `--offline` installs from the download cache")]
+    #[error("cannot connect to {url}: {message}")]
     Connect { url: String, message: String },
-    #[error("timed out fetching {url}\nhint: try again (a partial download resumes); GPUENV_HTTP_TIMEOUT sets the seconds to wait for data")]
+    #[error("timed out fetching {url}")]
     Timeout { url: String },
-    #[error("{url} was not found (HTTP 404)\nhint: the mirror does not have this file; `gpuenv list --available cuda` shows what it has")]
+    #[error("{url} was not found (HTTP 404)")]
     NotFound { url: String },
+    #[error("{path} does not exist")]
+    NoSuchFile { path: String },
     #[error("{url} answered HTTP {status}")]
     Status { url: String, status: u16 },
-    #[error("the download of {url} ended early ({got} of {want} bytes)\nhint: try again: the part already fetched is kept and the download resumes")]
+    #[error("the download of {url} ended early ({got} of {want} bytes)")]
     ShortBody { url: String, got: u64, want: u64 },
     #[error("fetching {url} failed: {message}")]
     Transfer { url: String, message: String },
-    #[error("{url} does not match its sha256 (expected {want}, got {got}); nothing was installed\nhint: the file on the server is corrupt or was replaced; try again later, and if it persists tell the mirror's owner")]
+    #[error("{url} redirects in a loop, or through more redirects than anyone should: {message}")]
+    Redirect { url: String, message: String },
+    #[error("the certificate of {url} is not trusted here: {message}")]
+    Certificate { url: String, message: String },
+    #[error("{url} does not match its sha256 (expected {want}, got {got}); nothing was installed")]
     HashMismatch {
         url: String,
         want: String,
         got: String,
     },
-    #[error("the archive {archive} has an unsafe entry `{entry}`: {why}; nothing was installed\nhint: the archive is corrupt or hostile: check where it comes from")]
+    #[error("the archive {archive} has an unsafe entry `{entry}`: {why}; nothing was installed")]
     UnsafeArchiveEntry {
         archive: String,
         entry: String,
         why: String,
     },
-    #[error("the archive {archive} is corrupt: {message}; nothing was installed\nhint: remove it from the download cache ({path}) and try again")]
+    #[error("the archive {archive} is corrupt: {message}; nothing was installed")]
     CorruptArchive {
         archive: String,
-        path: String,
+        url: String,
         message: String,
     },
-    #[error("{url} is not in the download cache, and --offline forbids fetching it\nhint: run the same install once without --offline")]
+    #[error("{url} is not in the download cache, and --offline forbids fetching it")]
     NotCached { url: String },
     #[error("writing {path} failed: {message}")]
     Io { path: String, message: String },
 }
 
+impl Diagnostic for Fault {
+    fn hints(&self) -> Vec<String> {
+        let hint = match self {
+            Fault::Dns { .. } => "check the network and the host name; mirrors are set with GPUENV_CUDA_MIRROR and GPUENV_PYPI_URL, and `--offline` installs from the download cache".into(),
+            Fault::Connect { .. } => "check the network, a proxy (HTTPS_PROXY) or the mirror; `--offline` installs from the download cache".into(),
+            Fault::Timeout { .. } => "try again (a partial download resumes); GPUENV_HTTP_TIMEOUT sets the seconds to wait for data".into(),
+            Fault::NotFound { .. } => "the mirror does not have this file; `gpuenv list --available cuda` shows what it has".into(),
+            Fault::ShortBody { .. } => "try again: the part already fetched is kept and the download resumes".into(),
+            Fault::HashMismatch { .. } => "the file on the server is corrupt or was replaced; try again later, and if it persists tell the mirror's owner".into(),
+            Fault::UnsafeArchiveEntry { .. } => "the archive is corrupt or hostile: check where it comes from".into(),
+            Fault::CorruptArchive { url, .. } => format!("it matches the sha256 its source gives, so the file published at {url} is itself broken: tell whoever publishes it (gpuenv removed its copy from the download cache)"),
+            Fault::NoSuchFile { .. } => "check the path (a relative one is taken from the current directory)".into(),
+            Fault::Redirect { .. } => "check the mirror's URL (GPUENV_CUDA_MIRROR, GPUENV_PYPI_URL, --manifest); if it is right, tell whoever runs the server".into(),
+            Fault::Certificate { .. } => "a company mirror's CA must be in the system's roots (put it in /usr/local/share/ca-certificates and run `update-ca-certificates`)".into(),
+            Fault::NotCached { .. } => "run the same install once without --offline".into(),
+            Fault::Status { .. } | Fault::Transfer { .. } | Fault::Io { .. } => return Vec::new(),
+        };
+        vec![hint]
+    }
+}
+
 impl Fault {
-    /// Worth another attempt: the network may do better next time.
+    /// Worth another attempt: the network may do better next time. A 404, a redirect loop,
+    /// a certificate nobody trusts or a bad hash will be the same again.
     pub fn is_transient(&self) -> bool {
         matches!(
             self,

@@ -1,7 +1,7 @@
 //! Fetching over HTTP(S) or from `file://` mirrors: index pages (kept in the cache for
 //! `--offline`), and archives unpacked in the cache (downloaded by `download.rs`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -13,8 +13,9 @@ use reqwest::{StatusCode, Url};
 use super::cache::{self, Cache};
 use super::fault::Fault;
 use super::hooks::Hooks;
-use super::{unpack, Archive};
+use super::{seal, unpack, Archive};
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::fsutil;
 use gpuenv_core::ui;
 
 pub(super) const ATTEMPTS: u32 = 4;
@@ -70,7 +71,7 @@ impl Page {
 
 pub struct Fetcher {
     net: Net,
-    client: OnceLock<Result<Client, String>>,
+    client: OnceLock<Result<Client, ClientError>>,
     pub cache: Cache,
     pub offline: bool,
     pub hooks: Hooks,
@@ -94,9 +95,9 @@ impl Fetcher {
         self.client
             .get_or_init(|| build_client(&self.net))
             .as_ref()
-            .map_err(|message| Fault::Transfer {
+            .map_err(|e| Fault::Transfer {
                 url: url.to_string(),
-                message: message.clone(),
+                message: e.to_string(),
             })
     }
 
@@ -153,21 +154,35 @@ impl Fetcher {
     /// needed. Concurrent processes wanting the same archive take turns.
     pub fn unpacked(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
         let dir = self.cache.unpacked(&a.sha256);
-        if dir.is_dir() {
+        let list = self.cache.seal(&a.sha256);
+        if dir.is_dir() && seal::verify(&dir, &list).is_ok() {
             return Ok(dir);
         }
         let _lock = cache::lock(&self.cache.lock_path(&a.sha256), || {
             bar.set_message(format!("{} (waiting for another gpuenv)", a.component))
         })?;
+        let parent = dir.parent().expect("cache paths have a parent");
         if dir.is_dir() {
-            return Ok(dir);
+            match seal::verify(&dir, &list) {
+                Ok(()) => return Ok(dir),
+                // Unpacked by a gpuenv that kept no list: unpacked again quietly.
+                Err(seal::Changed::NoList) => {}
+                Err(changed) => bar.suspend(|| {
+                    ui::warn(format!(
+                        "the unpacked {} in the download cache ({}) was changed after it was unpacked: {changed}; unpacking it again from its archive",
+                        a.file_name(),
+                        dir.display()
+                    ))
+                }),
+            }
+            fsutil::remove_tree(&dir)?;
         }
         let file = self.cache.archive(&a.sha256);
         let mut fresh = false;
         if file.is_file() {
             // Checked again before extracting: the cache may have been damaged since.
             let got = cache::sha256_file(&file)?;
-            if got != a.sha256 {
+            if a.sha256.as_str() != got {
                 ui::warn(format!(
                     "the cached {} is damaged (sha256 {got}); fetching it again",
                     file.display()
@@ -180,15 +195,12 @@ impl Fetcher {
             self.download(a, &file, bar)?;
             fresh = true;
         }
-        let parent = dir.parent().expect("cache paths have a parent");
         fs_err::create_dir_all(parent)?;
-        // Left by a killed process; we hold the lock, so nobody is still writing them.
-        remove_matching(parent, &format!(".tmp-{}-", a.sha256));
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".tmp-{}-", a.sha256))
-            .tempdir_in(parent)?;
+        fsutil::remove_leftovers(parent, a.sha256.as_str());
+        let tmp = fsutil::temp_dir(parent, a.sha256.as_str())?;
         bar.set_message(format!("{} (unpacking)", a.component));
-        let result = unpack::unpack(&file, a.format, tmp.path(), &a.file_name(), &self.hooks);
+        let (label, url) = (a.file_name(), a.url.to_string());
+        let result = unpack::unpack(&file, a.format, tmp.path(), &label, &url, &self.hooks);
         if let Err(e) = result {
             // A corrupt archive is dropped so the next attempt fetches it again.
             if fresh || matches!(e, Fault::CorruptArchive { .. }) {
@@ -196,15 +208,26 @@ impl Fetcher {
             }
             return Err(e.into());
         }
+        seal::seal(tmp.path(), &list)?;
         fs_err::rename(tmp.keep(), &dir)?;
         Ok(dir)
     }
 }
 
+/// A missing local file is not an HTTP 404: the message names the path.
+pub(super) fn no_such_file(url: &Url) -> Fault {
+    match url.to_file_path() {
+        Ok(path) => Fault::NoSuchFile {
+            path: path.display().to_string(),
+        },
+        Err(()) => Fault::NoSuchFile {
+            path: url.to_string(),
+        },
+    }
+}
+
 fn local_page(url: &Url) -> Result<Page, Fault> {
-    let not_found = || Fault::NotFound {
-        url: url.to_string(),
-    };
+    let not_found = || no_such_file(url);
     let path = url.to_file_path().map_err(|()| not_found())?;
     if path.is_dir() {
         // A directory lists its entries as links, like a web server's index page.
@@ -245,7 +268,17 @@ fn local_page(url: &Url) -> Result<Page, Fault> {
     })
 }
 
-fn build_client(net: &Net) -> Result<Client, String> {
+/// The HTTP client cannot be set up; kept (as text: reqwest's errors cannot be cloned) for
+/// every download that asks for the client.
+#[derive(Debug, thiserror::Error)]
+enum ClientError {
+    #[error("the proxy {proxy} is not a URL: {message}")]
+    Proxy { proxy: String, message: String },
+    #[error("cannot set up HTTPS: {0}")]
+    Tls(String),
+}
+
+fn build_client(net: &Net) -> Result<Client, ClientError> {
     let mut b = Client::builder()
         .user_agent(concat!("gpuenv/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(20))
@@ -263,11 +296,14 @@ fn build_client(net: &Net) -> Result<Client, String> {
             } else {
                 reqwest::Proxy::http(p)
             }
-            .map_err(|e| format!("the proxy {p} is not a URL: {e}"))?;
+            .map_err(|e| ClientError::Proxy {
+                proxy: p.clone(),
+                message: e.to_string(),
+            })?;
             b = b.proxy(proxy.no_proxy(no_proxy.clone()));
         }
     }
-    b.build().map_err(|e| format!("cannot set up HTTPS: {e}"))
+    b.build().map_err(|e| ClientError::Tls(e.to_string()))
 }
 
 fn retry<T>(mut f: impl FnMut() -> Result<T, Fault>) -> Result<T, Fault> {
@@ -333,6 +369,13 @@ pub(super) fn classify(url: &Url, e: &reqwest::Error) -> Fault {
     let lower = message.to_lowercase();
     if e.is_timeout() {
         Fault::Timeout { url }
+    } else if e.is_redirect() {
+        Fault::Redirect { url, message }
+    } else if lower.contains("certificate") {
+        Fault::Certificate {
+            url,
+            message: root_cause,
+        }
     } else if lower.contains("dns error")
         || lower.contains("failed to lookup address")
         || lower.contains("name or service not known")
@@ -348,22 +391,5 @@ pub(super) fn classify(url: &Url, e: &reqwest::Error) -> Fault {
         }
     } else {
         Fault::Transfer { url, message }
-    }
-}
-
-/// Removes the entries of `dir` whose names start with `prefix` (leftovers of killed runs).
-pub fn remove_matching(dir: &Path, prefix: &str) {
-    let Ok(rd) = fs_err::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        if e.file_name().to_string_lossy().starts_with(prefix) {
-            let p = e.path();
-            let _ = if p.is_dir() && !p.is_symlink() {
-                fs_err::remove_dir_all(&p)
-            } else {
-                fs_err::remove_file(&p)
-            };
-        }
     }
 }

@@ -6,10 +6,13 @@
 
 pub mod assemble;
 pub mod cache;
+pub mod confine;
 pub mod download;
 pub mod fault;
 pub mod fetch;
 pub mod hooks;
+pub mod pathpart;
+pub mod seal;
 pub mod source;
 pub mod torch;
 pub mod unpack;
@@ -24,12 +27,13 @@ use reqwest::Url;
 
 pub use fault::Fault;
 use fetch::Fetcher;
+use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
 use gpuenv_core::fsutil;
 use gpuenv_core::home::Home;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{detect, Kind, Spec, Version};
-use gpuenv_core::ui;
+use gpuenv_core::ui::{self, Report};
 pub use source::Source;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +80,7 @@ pub struct Archive {
     pub component: String,
     pub version: String,
     pub url: Url,
-    pub sha256: String,
+    pub sha256: pathpart::Sha256,
     pub size: Option<u64>,
     pub format: Format,
     pub mapping: Mapping,
@@ -178,12 +182,67 @@ pub struct Installed {
     pub fetched_bytes: u64,
 }
 
+#[derive(Debug, thiserror::Error)]
+#[error("GPUENV_HOME ({}) is read-only: cannot create a file in {} ({cause})\nhint: make it writable (`chmod u+w {}`), or set GPUENV_HOME to a directory you can write", home.display(), dir.display(), home.display())]
+pub struct ReadOnlyHome {
+    pub home: PathBuf,
+    pub dir: PathBuf,
+    pub cause: std::io::Error,
+}
+
+/// Checks that installs can write where they must (GPUENV_HOME and its `toolchains/`)
+/// before anything is fetched, so a read-only home is said as such.
+pub fn writable_home(home: &Home) -> Result<(), ReadOnlyHome> {
+    let read_only = |dir: &Path, cause: std::io::Error| ReadOnlyHome {
+        home: home.root.clone(),
+        dir: dir.to_path_buf(),
+        cause,
+    };
+    for dir in [home.root.clone(), home.toolchains()] {
+        let attempt = fs_err::create_dir_all(&dir).and_then(|()| tempfile::tempfile_in(&dir));
+        match attempt {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                return Err(read_only(&dir, e))
+            }
+            // Anything else is reported where it happens, with its own message.
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// `name` as the name of a toolchain, checked before it names anything on disk.
+pub fn checked_name(name: &str) -> Result<Spec> {
+    let bad = |e: &dyn std::fmt::Display| {
+        anyhow::anyhow!("{e}\nhint: `gpuenv list` shows the registered names")
+    };
+    pathpart::part("toolchain name", name).map_err(|e| bad(&e))?;
+    name.parse().map_err(|e| bad(&e))
+}
+
 /// The lock that serialises installs and uninstalls of one toolchain.
 pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
+    checked_name(name)?;
     cache::lock(&home.toolchains().join(format!(".{name}.lock")), || {
         ui::info(format!("waiting for another gpuenv working on {name}"))
     })
 }
+
+/// gpuenv-install's error types that have hints (see `gpuenv_core::diagnostic`).
+pub fn find_diagnostic<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn Diagnostic + 'static)> {
+    gpuenv_core::find_diagnostic!(err, fault::Fault)
+}
+
+/// The finders for every error an install can return: its own and gpuenv-core's.
+pub const FIND: &[Find] = &[find_diagnostic, gpuenv_core::diagnostic::find];
 
 /// Installs what `plan` describes into the store, unless it is installed already.
 pub fn install(
@@ -204,15 +263,18 @@ pub fn install(
         already,
         fetched_bytes: fetcher.fetched.load(Ordering::Relaxed),
     };
-    fs_err::create_dir_all(home.toolchains())?;
+    writable_home(home)?;
     let _lock = lock_toolchain(home, &name)?;
     if let Some(existing) = Registry::load(home)?.toolchains.get(&name) {
         if existing.source != Origin::Installed {
-            bail!(
-                "{name} is already registered as a {} toolchain at {}\nhint: `gpuenv unlink {name}` first if gpuenv should install its own",
+            bail!(Hinted::new(format!(
+                "{name} is already registered as a {} toolchain at {}",
                 existing.source.as_str(),
                 existing.root.display()
-            );
+            ))
+            .hint(format!(
+                "`gpuenv unlink {name}` first if gpuenv should install its own"
+            )));
         }
         if existing.root.join("bin").is_dir() {
             return Ok(done(true));
@@ -220,20 +282,16 @@ pub fn install(
     }
     // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
     // nobody is still working on them. A tree that never got registered is one of them.
-    fetch::remove_matching(&home.toolchains(), &format!(".tmp-{name}-"));
-    fetch::remove_matching(&home.toolchains(), &format!(".old-{name}."));
-    gpuenv_core::fsutil::remove_tree(&root)?;
+    fsutil::remove_leftovers(&home.toolchains(), &name);
+    fsutil::remove_tree(&root)?;
 
     let dirs = fetch_all(fetcher, plan, progress)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".tmp-{name}-"))
-        .tempdir_in(home.toolchains())
-        .with_context(|| {
-            format!(
-                "creating a temporary directory in {}",
-                home.toolchains().display()
-            )
-        })?;
+    let tmp = fsutil::temp_dir(&home.toolchains(), &name).with_context(|| {
+        format!(
+            "creating a temporary directory in {}",
+            home.toolchains().display()
+        )
+    })?;
     for (a, dir) in plan.archives.iter().zip(&dirs) {
         assemble::place(dir, &a.mapping, &a.component, tmp.path())
             .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
@@ -243,18 +301,19 @@ pub fn install(
             .with_context(|| format!("linking {name} to {}", tree.display()))?;
     }
     finish_tree(plan, tmp.path())?;
+    assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
+    // Its files share inodes with the download cache: a write to one would change both.
+    seal::read_only(tmp.path())?;
     fetcher.hooks.checkpoint("assemble");
     let detected = detect::detect(tmp.path()).map_err(|e| {
         anyhow::anyhow!("the installed tree of {name} is not a working toolchain: {e}")
     })?;
     if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
-        bail!(
-            "the archives of {name} hold {} {}, not {} {}\nhint: the source's metadata is wrong; report it to whoever publishes it",
-            detected.kind,
-            detected.version,
-            plan.kind,
-            plan.version
-        );
+        bail!(Hinted::new(format!(
+            "the archives of {name} hold {} {}, not {} {}",
+            detected.kind, detected.version, plan.kind, plan.version
+        ))
+        .hint("the source's metadata is wrong; report it to whoever publishes it"));
     }
     fs_err::rename(tmp.keep(), &root)?;
     fetcher.hooks.checkpoint("register");
@@ -332,10 +391,11 @@ fn finish_tree(plan: &Plan, root: &Path) -> Result<()> {
                 .collect();
             assemble::finish_cuda(root, &plan.version, &components)?;
             if !root.join("bin/nvcc").is_file() {
-                bail!(
-                    "the archives of {} hold no bin/nvcc\nhint: install it from another source (`--source nvidia`), or register a toolkit you have with `gpuenv link`",
+                bail!(Hinted::new(format!(
+                    "the archives of {} hold no bin/nvcc",
                     plan.name
-                );
+                ))
+                .hint("install it from another source (`--source nvidia`), or register a toolkit you have with `gpuenv link`"));
             }
         }
         Kind::Cuda => {
@@ -369,17 +429,18 @@ pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> R
     let mut msg = format!("no source could install {spec}:");
     let mut hints = Vec::new();
     for (name, e) in &reasons {
-        let text = format!("{e:#}");
-        let (lines, hint): (Vec<&str>, Vec<&str>) =
-            text.lines().partition(|l| !l.starts_with("hint:"));
-        msg.push_str(&format!("\n  {name}: {}", lines.join("\n    ")));
-        hints.extend(hint.into_iter().map(|h| format!("{h} ({name})")));
+        let report = Report::of(e.as_ref(), FIND);
+        msg.push_str(&format!(
+            "\n  {name}: {}",
+            report.inline().replace('\n', "\n    ")
+        ));
+        hints.extend(report.hints.into_iter().map(|h| format!("{h} ({name})")));
     }
+    let mut err = Hinted::new(msg);
     for h in hints {
-        msg.push('\n');
-        msg.push_str(&h);
+        err = err.hint(h);
     }
-    bail!(msg)
+    bail!(err)
 }
 
 /// The name of the path under which a `--manifest` or mirror value is read: a URL as is,

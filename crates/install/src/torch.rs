@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+use gpuenv_core::diagnostic::Hinted;
 
 use crate::Plan;
 use gpuenv_core::guard::TorchVersion;
@@ -25,27 +26,34 @@ pub struct TorchCuda {
 /// The CUDA wheels of `torch`, or why a toolkit cannot be made from them.
 pub fn cuda_of(torch: &TorchVersion) -> Result<TorchCuda> {
     let Some(cuda) = torch.cuda.as_deref() else {
-        bail!(
-            "the torch at {} (torch {}) is not built for CUDA\nhint: install a CUDA build of torch (`pip install torch`), or `gpuenv install cuda-<version>`",
+        bail!(Hinted::new(format!(
+            "the torch at {} (torch {}) is not built for CUDA",
             torch.dir.display(),
             torch.version.as_deref().unwrap_or("?")
-        );
+        ))
+        .hint("install a CUDA build of torch (`pip install torch`), or `gpuenv install cuda-<version>`"));
     };
     let site = torch.dir.parent().unwrap_or(Path::new("/")).to_path_buf();
     let major = cuda.split('.').next().unwrap_or_default();
     if !major.parse::<u32>().is_ok_and(|m| m >= 13) {
-        bail!(
-            "the torch at {} is a CUDA {cuda} build: NVIDIA's CUDA {major} wheels carry no nvcc driver, so gpuenv cannot complete them into a toolkit\nhint: `gpuenv install cuda-{cuda} --source nvidia` installs a full toolkit for it",
+        bail!(Hinted::new(format!(
+            "the torch at {} is a CUDA {cuda} build: NVIDIA's CUDA {major} wheels carry no nvcc driver, so gpuenv cannot complete them into a toolkit",
             torch.dir.display()
-        );
+        ))
+        .hint(format!(
+            "`gpuenv install cuda-{cuda} --source nvidia` installs a full toolkit for it"
+        )));
     }
     let tree = site.join("nvidia").join(format!("cu{major}"));
     if !tree.join("include").is_dir() || !tree.join("lib").is_dir() {
-        bail!(
-            "the torch at {} is a CUDA {cuda} build, but {} has no include/ and lib/: its NVIDIA wheels are not installed\nhint: reinstall torch with its dependencies (`pip install --force-reinstall torch`), or `gpuenv install cuda-{cuda}`",
+        bail!(Hinted::new(format!(
+            "the torch at {} is a CUDA {cuda} build, but {} has no include/ and lib/: its NVIDIA wheels are not installed",
             torch.dir.display(),
             tree.display()
-        );
+        ))
+        .hint(format!(
+            "reinstall torch with its dependencies (`pip install --force-reinstall torch`), or `gpuenv install cuda-{cuda}`"
+        )));
     }
     let torchs: Version = cuda.parse()?;
     let release = installed_version(&site, "cuda_toolkit")

@@ -7,23 +7,26 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use super::confine;
 use super::fault::Fault;
 use super::hooks::Hooks;
 use super::Format;
 
-/// Extracts `archive` into the empty directory `dest`. `label` names it in errors.
+/// Extracts `archive` into the empty directory `dest`. `label` names it in errors, `url`
+/// is where it came from.
 pub fn unpack(
     archive: &Path,
     format: Format,
     dest: &Path,
     label: &str,
+    url: &str,
     hooks: &Hooks,
 ) -> Result<(), Fault> {
     let file = fs_err::File::open(archive).map_err(|e| Fault::io(archive, e))?;
     let mut out = Extractor {
         dest: dest.to_path_buf(),
         label: label.to_string(),
-        path: archive.display().to_string(),
+        url: url.to_string(),
         links: HashSet::new(),
         count: 0,
         hooks,
@@ -56,7 +59,7 @@ fn xz_decoder<R: std::io::BufRead + Send + 'static>(input: R) -> Box<dyn Read + 
 struct Extractor<'a> {
     dest: PathBuf,
     label: String,
-    path: String,
+    url: String,
     /// Links created so far: nothing may be written through them.
     links: HashSet<PathBuf>,
     count: usize,
@@ -75,7 +78,7 @@ impl Extractor<'_> {
     fn corrupt(&self, e: impl std::fmt::Display) -> Fault {
         Fault::CorruptArchive {
             archive: self.label.clone(),
-            path: self.path.clone(),
+            url: self.url.clone(),
             message: e.to_string(),
         }
     }
@@ -110,7 +113,8 @@ impl Extractor<'_> {
         Ok(Some(rel))
     }
 
-    /// A symlink target must be relative and stay inside `dest` from where the link is.
+    /// A symlink target must be relative and lead inside `dest` from where the link is,
+    /// following the links made so far.
     fn check_link_target(&self, raw: &Path, rel: &Path, target: &Path) -> Result<(), Fault> {
         if target.is_absolute() {
             return Err(self.unsafe_entry(
@@ -118,23 +122,32 @@ impl Extractor<'_> {
                 format!("it links to the absolute path `{}`", target.display()),
             ));
         }
-        let mut depth = rel.components().count() as i64 - 1;
-        for c in target.components() {
-            match c {
-                Component::Normal(_) => depth += 1,
-                Component::ParentDir => {
-                    depth -= 1;
-                    if depth < 0 {
-                        return Err(self.unsafe_entry(
-                            raw,
-                            format!("it links outside the archive, to `{}`", target.display()),
-                        ));
-                    }
-                }
-                _ => {}
-            }
-        }
+        let from = rel.parent().unwrap_or(Path::new(""));
+        confine::resolve(&self.dest, from, target).map_err(|why| {
+            self.unsafe_entry(
+                raw,
+                format!(
+                    "it links outside the archive, to `{}` ({why})",
+                    target.display()
+                ),
+            )
+        })?;
         Ok(())
+    }
+
+    /// Once every entry is out: a link made early can lead elsewhere after later links.
+    fn links_stay_inside(&self) -> Result<(), Fault> {
+        match confine::check_tree(&self.dest) {
+            Ok(None) => Ok(()),
+            Ok(Some((link, target, why))) => Err(self.unsafe_entry(
+                &link,
+                format!(
+                    "with every link in place it links outside the archive, to `{}` ({why})",
+                    target.display()
+                ),
+            )),
+            Err(e) => Err(Fault::io(&self.dest, e)),
+        }
     }
 
     fn mkdirs(&self, dir: &Path) -> Result<(), Fault> {
@@ -245,7 +258,7 @@ impl Extractor<'_> {
         // Read to the end, so the compressed stream's own check (xz CRC) is verified too.
         let mut rest = ar.into_inner();
         std::io::copy(&mut rest, &mut std::io::sink()).map_err(|e| self.corrupt(e))?;
-        Ok(())
+        self.links_stay_inside()
     }
 
     fn zip(&mut self, archive: &Path) -> Result<(), Fault> {
@@ -269,7 +282,7 @@ impl Extractor<'_> {
                 self.write_file(&rel, mode, &mut f)?;
             }
         }
-        Ok(())
+        self.links_stay_inside()
     }
 }
 

@@ -3,14 +3,17 @@
 //! values. Rendering it for a shell, or exec'ing with it, happens at the edges.
 
 pub mod path_list;
+pub mod reserved;
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::home::Home;
 use crate::resolve::ActiveSet;
 use crate::toolchain::registry::Registry;
-use crate::toolchain::{view, Kind};
+use crate::toolchain::{system, view, Kind};
 
 /// The path-list variables gpuenv edits.
 pub const PATH_LISTS: [&str; 5] = [
@@ -23,15 +26,15 @@ pub const PATH_LISTS: [&str; 5] = [
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    Set(String, String),
+    Set(String, OsString),
     Unset(String),
     /// Put these entries first in the list, removing their other copies.
-    Prepend(String, Vec<String>),
+    Prepend(String, Vec<OsString>),
     /// Drop the entries that belong to another toolchain of this kind.
     Remove(String, Foreign),
     /// Set, unless the variable holds a value of the user's: one that is not under the
     /// directory given (where gpuenv's own values for it live).
-    Default(String, String, PathBuf),
+    Default(String, OsString, PathBuf),
 }
 
 /// Which path-list entries belong to other toolchains: registered roots and views, and the
@@ -43,7 +46,7 @@ pub struct Foreign {
 }
 
 impl Foreign {
-    pub fn matches(&self, entry: &str) -> bool {
+    pub fn matches(&self, entry: &OsStr) -> bool {
         self.dirs.iter().any(|d| path_list::is_under(entry, d))
             || self.kinds.iter().any(|k| is_well_known(*k, entry))
     }
@@ -51,24 +54,31 @@ impl Foreign {
 
 /// `/usr/local/cuda`, `/usr/local/cuda-*`, `/opt/cuda*`, conda's `pkgs/cudatoolkit-*` for CUDA;
 /// `/opt/rocm*` for ROCm.
-pub fn is_well_known(kind: Kind, entry: &str) -> bool {
-    let comps: Vec<String> = Path::new(entry)
+pub fn is_well_known(kind: Kind, entry: &OsStr) -> bool {
+    let comps: Vec<&[u8]> = Path::new(entry)
         .components()
         .take(4)
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .map(|c| c.as_os_str().as_bytes())
         .collect();
-    let comps: Vec<&str> = comps.iter().map(String::as_str).collect();
+    let conda_pkg = || {
+        entry
+            .as_bytes()
+            .windows(b"/pkgs/cudatoolkit-".len())
+            .any(|w| w == b"/pkgs/cudatoolkit-")
+    };
     match (kind, comps.as_slice()) {
-        (Kind::Cuda, ["/", "usr", "local", dir, ..]) => *dir == "cuda" || dir.starts_with("cuda-"),
-        (Kind::Cuda, ["/", "opt", dir, ..]) => dir.starts_with("cuda"),
-        (Kind::Cuda, _) => entry.contains("/pkgs/cudatoolkit-"),
-        (Kind::Rocm, ["/", "opt", dir, ..]) => dir.starts_with("rocm"),
+        (Kind::Cuda, [b"/", b"usr", b"local", dir, ..]) => {
+            *dir == b"cuda" || dir.starts_with(b"cuda-")
+        }
+        (Kind::Cuda, [b"/", b"opt", dir, ..]) => dir.starts_with(b"cuda"),
+        (Kind::Cuda, _) => conda_pkg(),
+        (Kind::Rocm, [b"/", b"opt", dir, ..]) => dir.starts_with(b"rocm"),
         (Kind::Rocm, _) => false,
     }
 }
 
 /// How a change reads the current value of a variable.
-pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
 /// A computed change, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -79,13 +89,13 @@ pub struct Change {
 /// The variables a change touches: their values before and after (`None` = unset).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Applied {
-    pub before: BTreeMap<String, Option<String>>,
-    pub after: BTreeMap<String, Option<String>>,
+    pub before: BTreeMap<String, Option<OsString>>,
+    pub after: BTreeMap<String, Option<OsString>>,
 }
 
 impl Applied {
     /// Only the variables whose value differs, in name order.
-    pub fn diff(&self) -> Vec<(&str, Option<&str>)> {
+    pub fn diff(&self) -> Vec<(&str, Option<&OsStr>)> {
         self.after
             .iter()
             .filter(|(k, v)| self.before.get(*k) != Some(v))
@@ -137,16 +147,23 @@ impl Change {
     }
 }
 
-fn path_str(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
+fn path_str(p: &Path) -> OsString {
+    p.as_os_str().to_owned()
 }
 
 /// The change that makes `active` the environment: the one function every other part uses.
 pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: bool) -> Change {
     let mut ops = Vec::new();
-    let set = |ops: &mut Vec<Op>, k: &str, v: String| ops.push(Op::Set(k.to_string(), v));
+    let set = |ops: &mut Vec<Op>, k: &str, v: OsString| ops.push(Op::Set(k.to_string(), v));
     let prepend = |ops: &mut Vec<Op>, k: &str, v: &Path| {
         ops.push(Op::Prepend(k.to_string(), vec![path_str(v)]))
+    };
+    // A dir the compilers or the loader search anyway is never pushed in front (Debian's
+    // `/usr/include` there breaks libstdc++'s `#include_next <math.h>`).
+    let prepend_dir = |ops: &mut Vec<Op>, k: &str, seen: &Path, real: &Path| {
+        if !system::is_default_dir(real) {
+            prepend(ops, k, seen);
+        }
     };
 
     let kinds: Vec<Kind> = active.toolchains.iter().map(|t| t.entry.kind).collect();
@@ -161,7 +178,8 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 .filter(|(_, e)| kinds.contains(&e.kind))
                 .flat_map(|(name, e)| {
                     let mut dirs = vec![home.view(name)];
-                    if !is_shared_prefix(&e.root) {
+                    // A system toolchain's prefix (`/usr`) is shared the same way.
+                    if e.system.is_none() && !is_shared_prefix(&e.root) {
                         dirs.push(e.root.clone());
                     }
                     dirs
@@ -176,7 +194,8 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
 
     for t in &active.toolchains {
         let v = view::paths(home, &t.name, &t.entry);
-        let root = path_str(&v.root);
+        let root = path_str(&v.home);
+        let e = &t.entry;
         match t.entry.kind {
             Kind::Cuda => {
                 for k in Kind::Cuda.home_vars() {
@@ -186,10 +205,13 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 // torch.utils.cpp_extension.load() (JIT) calls this nvcc: through the guard.
                 set(&mut ops, "PYTORCH_NVCC", path_str(&v.bin.join("nvcc")));
                 torch_extensions(&mut ops, home, &t.name);
+                if let Some(cc) = active.host_compiler.as_ref().and_then(|c| c.compiler()) {
+                    set(&mut ops, "CUDAHOSTCXX", path_str(cc));
+                }
                 prepend(&mut ops, "PATH", &v.bin);
-                prepend(&mut ops, "LD_LIBRARY_PATH", &v.lib);
-                prepend(&mut ops, "LIBRARY_PATH", &v.lib);
-                prepend(&mut ops, "CPATH", &v.include);
+                prepend_dir(&mut ops, "LD_LIBRARY_PATH", &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, "LIBRARY_PATH", &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, "CPATH", &v.include, &e.include_dir);
                 if let Some(nccl) = &t.entry.collectives {
                     let through = |p: &Path| path_str(&v.through(&t.entry, p));
                     set(&mut ops, "NCCL_ROOT", through(&nccl.root));
@@ -201,14 +223,14 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 for k in Kind::Rocm.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
-                set(&mut ops, "HIP_PLATFORM", "amd".to_string());
+                set(&mut ops, "HIP_PLATFORM", "amd".into());
                 if active.get(Kind::Cuda).is_none() {
                     torch_extensions(&mut ops, home, &t.name);
                 }
                 prepend(&mut ops, "PATH", &v.bin);
-                prepend(&mut ops, "LD_LIBRARY_PATH", &v.lib);
-                prepend(&mut ops, "CPATH", &v.include);
-                prepend(&mut ops, "CMAKE_PREFIX_PATH", &v.root);
+                prepend_dir(&mut ops, "LD_LIBRARY_PATH", &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, "CPATH", &v.include, &e.include_dir);
+                prepend_dir(&mut ops, "CMAKE_PREFIX_PATH", &v.home, &e.root);
                 if let Some(rccl) = &t.entry.collectives {
                     set(
                         &mut ops,
@@ -222,24 +244,40 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
 
     if let Some(file) = &active.project {
         if !file.cuda_arch.is_empty() {
-            set(&mut ops, "TORCH_CUDA_ARCH_LIST", file.cuda_arch.join(";"));
+            set(
+                &mut ops,
+                "TORCH_CUDA_ARCH_LIST",
+                file.cuda_arch.join(";").into(),
+            );
+            // CMake >= 3.20 initialises CMAKE_CUDA_ARCHITECTURES from this variable (it never
+            // reads CMAKE_CUDA_ARCHITECTURES from the environment).
             let cmake: Vec<String> = file.cuda_arch.iter().map(|a| cmake_cuda_arch(a)).collect();
-            set(&mut ops, "CMAKE_CUDA_ARCHITECTURES", cmake.join(";"));
+            set(&mut ops, "CUDAARCHS", cmake.join(";").into());
         }
         if !file.rocm_arch.is_empty() {
-            set(&mut ops, "PYTORCH_ROCM_ARCH", file.rocm_arch.join(";"));
-            set(&mut ops, "GPU_TARGETS", file.rocm_arch.join(";"));
+            set(
+                &mut ops,
+                "PYTORCH_ROCM_ARCH",
+                file.rocm_arch.join(";").into(),
+            );
+            set(&mut ops, "GPU_TARGETS", file.rocm_arch.join(";").into());
+            // What the Perl hipcc of ROCm <= 5.x targets when the command line names none.
+            set(
+                &mut ops,
+                "HCC_AMDGPU_TARGET",
+                file.rocm_arch.join(",").into(),
+            );
         }
         if trusted_env {
             for (k, v) in &file.env {
-                set(&mut ops, k, v.clone());
+                set(&mut ops, k, v.into());
             }
         }
     }
 
     if !active.toolchains.is_empty() {
         let names: Vec<&str> = active.toolchains.iter().map(|t| t.name.as_str()).collect();
-        set(&mut ops, "GPUENV_ACTIVE", names.join(","));
+        set(&mut ops, "GPUENV_ACTIVE", names.join(",").into());
     }
     Change { ops }
 }
@@ -260,9 +298,13 @@ pub fn is_shared_prefix(root: &Path) -> bool {
     root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }
 
-/// `8.6` -> `86`, `9.0+PTX` -> `90`, `9.0a` -> `90a`: CMake's spelling of an arch pin.
+/// CMake's spelling of an arch pin: `8.6` -> `86-real` (machine code only, as
+/// TORCH_CUDA_ARCH_LIST builds it), `9.0+PTX` -> `90` (machine code and PTX), `9.0a` -> `90a-real`.
 pub fn cmake_cuda_arch(arch: &str) -> String {
-    arch.trim_end_matches("+PTX").replace('.', "")
+    match arch.strip_suffix("+PTX") {
+        Some(base) => base.replace('.', ""),
+        None => format!("{}-real", arch.replace('.', "")),
+    }
 }
 
 #[cfg(test)]
@@ -278,11 +320,11 @@ mod tests {
             "/opt/cuda-12/lib",
             "/home/u/miniconda3/pkgs/cudatoolkit-11.3.1-h2bc3f7f_2/lib",
         ] {
-            assert!(is_well_known(Kind::Cuda, e), "{e}");
-            assert!(!is_well_known(Kind::Rocm, e), "{e}");
+            assert!(is_well_known(Kind::Cuda, e.as_ref()), "{e}");
+            assert!(!is_well_known(Kind::Rocm, e.as_ref()), "{e}");
         }
         for e in ["/opt/rocm/bin", "/opt/rocm-6.2.0/lib"] {
-            assert!(is_well_known(Kind::Rocm, e), "{e}");
+            assert!(is_well_known(Kind::Rocm, e.as_ref()), "{e}");
         }
         for e in [
             "/usr/local/bin",
@@ -291,8 +333,8 @@ mod tests {
             "/usr/bin",
             "",
         ] {
-            assert!(!is_well_known(Kind::Cuda, e), "{e}");
-            assert!(!is_well_known(Kind::Rocm, e), "{e}");
+            assert!(!is_well_known(Kind::Cuda, e.as_ref()), "{e}");
+            assert!(!is_well_known(Kind::Rocm, e.as_ref()), "{e}");
         }
     }
 
@@ -314,16 +356,19 @@ mod tests {
             ],
         };
         let current = |k: &str| match k {
-            "PATH" => Some("/home/u/bin:/usr/local/cuda-11.3/bin:/usr/bin".to_string()),
-            "GONE" => Some("x".to_string()),
+            "PATH" => Some("/home/u/bin:/usr/local/cuda-11.3/bin:/usr/bin".into()),
+            "GONE" => Some("x".into()),
             _ => None,
         };
         let applied = change.apply(&current);
         assert_eq!(
             applied.after["PATH"].as_deref(),
-            Some("/v/bin:/home/u/bin:/usr/bin")
+            Some("/v/bin:/home/u/bin:/usr/bin".as_ref())
         );
-        assert_eq!(applied.after["CPATH"].as_deref(), Some("/v/include"));
+        assert_eq!(
+            applied.after["CPATH"].as_deref(),
+            Some("/v/include".as_ref())
+        );
         assert_eq!(applied.after["GONE"], None);
         assert_eq!(applied.before["CPATH"], None);
         assert_eq!(applied.before["PATH"], current("PATH"));
@@ -339,13 +384,14 @@ mod tests {
         );
         let change = Change { ops: vec![op] };
         let after = |v: Option<&str>| {
-            let current = |_: &str| v.map(str::to_string);
+            let current = |_: &str| v.map(OsString::from);
             change.apply(&current).after["TORCH_EXTENSIONS_DIR"].clone()
         };
-        assert_eq!(after(None).as_deref(), Some("/h/te/b"));
-        assert_eq!(after(Some("")).as_deref(), Some("/h/te/b"));
-        assert_eq!(after(Some("/h/te/a")).as_deref(), Some("/h/te/b"));
-        assert_eq!(after(Some("/mine")).as_deref(), Some("/mine"));
+        let some = |s: &str| Some(OsString::from(s));
+        assert_eq!(after(None), some("/h/te/b"));
+        assert_eq!(after(Some("")), some("/h/te/b"));
+        assert_eq!(after(Some("/h/te/a")), some("/h/te/b"));
+        assert_eq!(after(Some("/mine")), some("/mine"));
     }
 
     #[test]
@@ -354,6 +400,6 @@ mod tests {
             .iter()
             .map(|a| cmake_cuda_arch(a))
             .collect();
-        assert_eq!(got, ["80", "86", "90", "90a"]);
+        assert_eq!(got, ["80-real", "86-real", "90", "90a-real"]);
     }
 }

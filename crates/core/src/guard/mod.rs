@@ -5,6 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::diagnostic::Diagnostic;
 use crate::project::{ProjectFile, TorchCheck};
 
 mod locate;
@@ -12,6 +13,7 @@ mod locate;
 use crate::toolchain::{Kind, Version};
 pub use locate::{
     find_on_path, find_torch_in, locate_torch, python_sys_path, site_packages_of_prefix,
+    LocateError,
 };
 
 /// What `torch/version.py` says.
@@ -131,6 +133,10 @@ pub fn torch_dir_of_include(include: &Path) -> Option<PathBuf> {
     include.parent().map(Path::to_path_buf)
 }
 
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("GPUENV_TORCH_CHECK={0} is not a policy: use minor, major or off")]
+pub struct PolicyError(pub String);
+
 /// The policy in force and where it was set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -141,7 +147,10 @@ pub struct Policy {
 impl Policy {
     /// The policy for a project: `GPUENV_TORCH_CHECK` (its value `env`), else the file's
     /// `[torch] check`, else `minor`.
-    pub fn for_project(env: Option<&str>, file: Option<&ProjectFile>) -> Result<Policy, String> {
+    pub fn for_project(
+        env: Option<&str>,
+        file: Option<&ProjectFile>,
+    ) -> Result<Policy, PolicyError> {
         Policy::choose(
             env,
             file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
@@ -149,17 +158,16 @@ impl Policy {
     }
 
     /// `GPUENV_TORCH_CHECK` beats `[torch] check` in the toolchain file; default `minor`.
-    pub fn choose(env: Option<&str>, file: Option<(TorchCheck, &Path)>) -> Result<Policy, String> {
+    pub fn choose(
+        env: Option<&str>,
+        file: Option<(TorchCheck, &Path)>,
+    ) -> Result<Policy, PolicyError> {
         if let Some(v) = env.filter(|v| !v.is_empty()) {
             let check = match v {
                 "minor" => TorchCheck::Minor,
                 "major" => TorchCheck::Major,
                 "off" => TorchCheck::Off,
-                other => {
-                    return Err(format!(
-                        "GPUENV_TORCH_CHECK={other} is not a policy: use minor, major or off"
-                    ))
-                }
+                other => return Err(PolicyError(other.to_string())),
             };
             return Ok(Policy {
                 check,
@@ -235,14 +243,27 @@ pub struct Side<'a> {
     pub reason: String,
 }
 
-/// The message for a verdict that refuses a build, ending in the ways out; `None` when the
-/// build may go on.
+/// A refused build: what does not match, and the ways out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    pub message: String,
+    pub hints: Vec<String>,
+}
+
+impl Diagnostic for Refusal {
+    fn hints(&self) -> Vec<String> {
+        self.hints.clone()
+    }
+}
+
+/// The refusal for a verdict that refuses a build; `None` when the build may go on.
 pub fn refusal(
     side: &Side,
     torch: &TorchVersion,
     verdict: &Verdict,
     policy: &Policy,
-) -> Option<String> {
+) -> Option<Refusal> {
     let kind = side.kind;
     let (field, value) = match kind {
         Kind::Cuda => ("cuda", &torch.cuda),
@@ -269,7 +290,7 @@ pub fn refusal(
         TorchCheck::Major => "the major version must match",
         _ => "major.minor must match",
     };
-    let mut msg = format!(
+    let message = format!(
         "{headline}
   toolchain: {} at {} ({})
   torch:     {} (version.py: {field} = {shown})
@@ -281,10 +302,10 @@ pub fn refusal(
         policy.check,
         policy.from
     );
+    let mut hints = Vec::new();
     if let Verdict::Mismatch { torch: built } = verdict {
-        msg.push_str(&format!(
-            "
-hint: use the toolkit torch was built for: `gpuenv install {kind}-{built}`, and pin it with `{kind} = \"torch\"` under [toolchain] in gpuenv.toml"
+        hints.push(format!(
+            "use the toolkit torch was built for: `gpuenv install {kind}-{built}`, and pin it with `{kind} = \"torch\"` under [toolchain] in gpuenv.toml"
         ));
     }
     let wheel = match kind {
@@ -297,13 +318,11 @@ hint: use the toolkit torch was built for: `gpuenv install {kind}-{built}`, and 
             " (e.g. pip install torch --index-url https://download.pytorch.org/whl/rocm{tc_short})"
         ),
     };
-    msg.push_str(&format!(
-        "
-hint: or install a torch built for {kind} {tc_short}{wheel}"
+    hints.push(format!(
+        "or install a torch built for {kind} {tc_short}{wheel}"
     ));
-    msg.push_str("
-hint: or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)");
-    Some(msg)
+    hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());
+    Some(Refusal { message, hints })
 }
 
 #[cfg(test)]

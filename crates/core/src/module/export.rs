@@ -84,15 +84,15 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change) -> String {
     out += &format!("family({})\n", lua(entry.kind.as_str()));
     for op in &change.ops {
         match op {
-            Op::Set(k, v) => out += &format!("setenv({}, {})\n", lua(k), lua(v)),
+            Op::Set(k, v) => out += &format!("setenv({}, {})\n", lua(k), lua(&text(v))),
             Op::Unset(k) => out += &format!("unsetenv({})\n", lua(k)),
             // Modules cannot tell a user's value from another module's: set it, and put back
             // what was there on unload.
-            Op::Default(k, v, _) => out += &format!("pushenv({}, {})\n", lua(k), lua(v)),
+            Op::Default(k, v, _) => out += &format!("pushenv({}, {})\n", lua(k), lua(&text(v))),
             // The first entry ends up first: prepend the others before it.
             Op::Prepend(k, entries) => {
                 for e in entries.iter().rev() {
-                    out += &format!("prepend_path({}, {})\n", lua(k), lua(e));
+                    out += &format!("prepend_path({}, {})\n", lua(k), lua(&text(e)));
                 }
             }
             Op::Remove(..) => {}
@@ -114,18 +114,24 @@ fn render_tcl(name: &str, entry: &Entry, change: &Change) -> String {
     out += &format!("conflict {}\n", tcl(entry.kind.as_str()));
     for op in &change.ops {
         match op {
-            Op::Set(k, v) => out += &format!("setenv {} {}\n", tcl(k), tcl(v)),
+            Op::Set(k, v) => out += &format!("setenv {} {}\n", tcl(k), tcl(&text(v))),
             Op::Unset(k) => out += &format!("unsetenv {}\n", tcl(k)),
-            Op::Default(k, v, _) => out += &format!("pushenv {} {}\n", tcl(k), tcl(v)),
+            Op::Default(k, v, _) => out += &format!("pushenv {} {}\n", tcl(k), tcl(&text(v))),
             Op::Prepend(k, entries) => {
                 for e in entries.iter().rev() {
-                    out += &format!("prepend-path {} {}\n", tcl(k), tcl(e));
+                    out += &format!("prepend-path {} {}\n", tcl(k), tcl(&text(e)));
                 }
             }
             Op::Remove(..) => {}
         }
     }
     out
+}
+
+/// A value of the plan as module-file text. The plan's values here are view paths under
+/// GPUENV_HOME and arch lists; a home whose path is not UTF-8 shows U+FFFD in the file.
+fn text(value: &std::ffi::OsStr) -> String {
+    value.to_string_lossy().into_owned()
 }
 
 /// A Lua string literal that reads back as the same bytes.
@@ -180,6 +186,7 @@ mod tests {
             include_dir: "/opt/cuda-12.4/include".into(),
             lib_dir: "/opt/cuda-12.4/lib64".into(),
             collectives: None,
+            system: None,
         }
     }
 

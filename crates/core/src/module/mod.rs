@@ -5,9 +5,10 @@
 pub mod export;
 pub mod parse;
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-use crate::env::{self, Change, Op};
+use crate::env::{self, path_list, Change, Op};
 use crate::toolchain::Kind;
 
 /// Module files larger than this are not module files a site writes by hand.
@@ -38,8 +39,8 @@ pub struct Scan {
 pub fn scan_modulepath(modulepath: &str) -> Scan {
     let mut scan = Scan::default();
     let mut seen_dirs: Vec<PathBuf> = Vec::new();
-    for dir in modulepath.split(':').filter(|d| !d.is_empty()) {
-        let dir = Path::new(dir);
+    for dir in path_list::dirs(Some(modulepath.as_ref())) {
+        let dir = Path::new(&dir);
         let mut files = Vec::new();
         walk(dir, 0, &mut seen_dirs, &mut files, &mut scan.warnings);
         files.sort();
@@ -62,16 +63,12 @@ pub fn scan_modulepath(modulepath: &str) -> Scan {
 /// their names from `LOADEDMODULES` (same order) when it matches.
 pub fn scan_loaded(lmfiles: &str, loadedmodules: Option<&str>) -> Scan {
     let mut scan = Scan::default();
-    let files: Vec<&str> = lmfiles.split(':').filter(|f| !f.is_empty()).collect();
-    let names: Vec<&str> = loadedmodules
-        .unwrap_or_default()
-        .split(':')
-        .filter(|n| !n.is_empty())
-        .collect();
+    let files: Vec<OsString> = path_list::dirs(Some(lmfiles.as_ref())).collect();
+    let names: Vec<OsString> = path_list::dirs(loadedmodules.map(OsStr::new)).collect();
     for (i, file) in files.iter().enumerate() {
         let file = Path::new(file);
         let module = match names.get(i).filter(|_| names.len() == files.len()) {
-            Some(n) => n.to_string(),
+            Some(n) => n.to_string_lossy().into_owned(),
             None => loaded_name(file),
         };
         read_file(file, &module, &mut scan);

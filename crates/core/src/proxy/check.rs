@@ -3,8 +3,6 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use anyhow::Result;
-
 use crate::context::vars;
 use crate::context::Context;
 use crate::guard::{self, Policy, Side};
@@ -13,7 +11,7 @@ use crate::resolve::{self, Active, ActiveSet, Reason, Request};
 use crate::toolchain::registry::Registry;
 use crate::ui;
 
-use super::Refused;
+use super::{ProxyError, Refused};
 
 pub fn guard(
     ctx: &Context,
@@ -21,7 +19,7 @@ pub fn guard(
     toolchain: &Active,
     active: &ActiveSet,
     args: &[OsString],
-) -> Result<()> {
+) -> Result<(), ProxyError> {
     let args: Vec<String> = args
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -36,15 +34,15 @@ pub fn guard(
             .map(|p| project::load(&p))
             .transpose()?,
     };
-    let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file.as_ref())
-        .map_err(anyhow::Error::msg)?;
+    let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file.as_ref())?;
     if policy.check == TorchCheck::Off {
         return Ok(());
     }
-    let torch = match include.as_deref().and_then(guard::torch_dir_of_include) {
-        Some(dir) => guard::read_torch(&dir).map_err(|e| e.to_string()),
-        None => guard::locate_torch(ctx, None),
-    };
+    let torch: Result<_, Box<dyn std::error::Error + Send + Sync>> =
+        match include.as_deref().and_then(guard::torch_dir_of_include) {
+            Some(dir) => guard::read_torch(&dir).map_err(Into::into),
+            None => guard::locate_torch(ctx, None).map_err(Into::into),
+        };
     let torch = match torch {
         Ok(t) => t,
         Err(why) => {
@@ -64,8 +62,8 @@ pub fn guard(
         reason: why_active(ctx, registry, toolchain),
     };
     match guard::refusal(&side, &torch, &verdict, &policy) {
-        Some(message) => {
-            ui::error(&anyhow::anyhow!(message));
+        Some(refusal) => {
+            ui::error(&refusal, crate::diagnostic::FIND);
             Err(Refused.into())
         }
         None => Ok(()),

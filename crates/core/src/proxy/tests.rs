@@ -3,12 +3,14 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{plan, Refused};
+use super::{plan, ProxyError};
 use crate::context::Context;
+use crate::diagnostic::FIND;
 use crate::home::Home;
 use crate::store::Store;
 use crate::toolchain::detect;
 use crate::toolchain::registry::{Entry, Source};
+use crate::ui::Report;
 
 struct World {
     dir: tempfile::TempDir,
@@ -58,11 +60,11 @@ impl World {
         };
         ctx.vars.insert(
             "GPUENV_HOME".into(),
-            self.home.settings().parent().unwrap().display().to_string(),
+            self.home.settings().parent().unwrap().into(),
         );
         ctx.vars.insert("PATH".into(), "/usr/bin:/bin".into());
         for (k, v) in vars {
-            ctx.vars.insert(k.to_string(), v.to_string());
+            ctx.vars.insert(k.to_string(), v.into());
         }
         ctx
     }
@@ -82,6 +84,7 @@ fn var<'a>(exec: &'a super::Exec, key: &str) -> Option<&'a str> {
         .rev()
         .find(|(k, _)| k == key)
         .and_then(|(_, v)| v.as_deref())
+        .and_then(|v| v.to_str())
 }
 
 #[test]
@@ -180,7 +183,15 @@ fn a_toolchain_whose_nvcc_is_the_proxy_itself_is_an_error() {
 fn outside_any_pin_nothing_is_active_and_the_error_says_how_to_pick_one() {
     let w = World::new();
     let err = plan(argv(&["nvcc"]), &w.ctx("", &[]), &w.self_exe()).unwrap_err();
-    assert!(err.to_string().contains("gpuenv pin"), "{err}");
+    let report = Report::of(&err, FIND);
+    assert!(
+        report.message.contains("no toolchain is active for nvcc"),
+        "{report:?}"
+    );
+    assert!(
+        report.hints.iter().any(|h| h.contains("gpuenv pin")),
+        "{report:?}"
+    );
 }
 
 #[test]
@@ -196,7 +207,7 @@ fn an_extension_build_for_another_cuda_than_torchs_is_refused_before_compiling()
         OsString::from("ext.cu"),
     ];
     let err = plan(args, &w.ctx("proj", &[]), &w.self_exe()).unwrap_err();
-    assert!(err.is::<Refused>(), "{err:#}");
+    assert!(matches!(err, ProxyError::Refused(_)), "{err}");
 }
 
 #[test]

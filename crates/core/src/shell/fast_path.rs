@@ -128,6 +128,12 @@ pub fn function_name(shell: Shell) -> &'static str {
     }
 }
 
+/// Quoted text is text: the values quoted here are strings (a path that is not UTF-8 is
+/// shown lossily, so it never matches and the shell runs gpuenv).
+fn text(quoted: Vec<u8>) -> String {
+    String::from_utf8(quoted).expect("quoting text gives text")
+}
+
 /// The definition of the check function: true when nothing changed. Without a check it is
 /// always false.
 pub fn render(check: Option<&Check>, shell: Shell) -> String {
@@ -141,7 +147,7 @@ pub fn render(check: Option<&Check>, shell: Shell) -> String {
     let path = |p: &Path| p.to_string_lossy().into_owned();
     match shell {
         Shell::Bash | Shell::Zsh => {
-            let q = |s: &str| quote::posix(s);
+            let q = |s: &str| text(quote::posix(s.as_bytes()));
             let mut terms = vec![format!("$PWD == {}", q(&c.pwd))];
             for (k, v) in &c.vars {
                 terms.push(format!("${{{k}-}} == {}", q(v.as_deref().unwrap_or(""))));
@@ -161,7 +167,7 @@ pub fn render(check: Option<&Check>, shell: Shell) -> String {
             )
         }
         Shell::Fish => {
-            let q = |s: &str| quote::fish(s);
+            let q = |s: &str| text(quote::fish(s.as_bytes()));
             // `x` in front: a value starting with `-` or `!` is never read as an operator.
             let mut terms = vec![format!("test \"x$PWD\" = x{}", q(&c.pwd))];
             for (k, v) in &c.vars {

@@ -6,7 +6,9 @@ pub mod hook;
 pub mod hook_env;
 pub mod quote;
 
+use std::ffi::OsStr;
 use std::fmt;
+use std::os::unix::ffi::OsStrExt;
 use std::str::FromStr;
 
 use crate::named::Named;
@@ -63,16 +65,22 @@ pub enum Format {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{name}'s value has a newline, which a SLURM TaskProlog line cannot carry (slurmd reads one `export NAME=value` per line)\nhint: remove the newline from the value (a toolchain file's [env] table, or the variable in this environment)")]
+#[error("{name}'s value has a newline, which a SLURM TaskProlog line cannot carry (slurmd reads one `export NAME=value` per line)")]
 pub struct SlurmError {
     pub name: String,
 }
 
+impl crate::diagnostic::Diagnostic for SlurmError {
+    fn hints(&self) -> Vec<String> {
+        vec!["remove the newline from the value (a toolchain file's [env] table, or the variable in this environment)".into()]
+    }
+}
+
 /// TaskProlog output has no quoting: a value with a newline would become two lines.
-pub fn check_slurm(vars: &[(&str, Option<&str>)]) -> Result<(), SlurmError> {
+pub fn check_slurm(vars: &[(&str, Option<&OsStr>)]) -> Result<(), SlurmError> {
     match vars
         .iter()
-        .find(|(_, v)| v.is_some_and(|v| v.contains('\n')))
+        .find(|(_, v)| v.is_some_and(|v| v.as_bytes().contains(&b'\n')))
     {
         Some((k, _)) => Err(SlurmError {
             name: k.to_string(),
@@ -110,11 +118,11 @@ pub fn module_unload(names: &[String], format: Format) -> String {
         match format {
             Format::Bash | Format::Zsh => out.push_str(&format!(
                 "if type module >/dev/null 2>&1; then module unload {}; fi\n",
-                quote::posix(name)
+                String::from_utf8_lossy(&quote::posix(name.as_bytes()))
             )),
             Format::Fish => out.push_str(&format!(
                 "if functions -q module; module unload {}; end\n",
-                quote::fish(name)
+                String::from_utf8_lossy(&quote::fish(name.as_bytes()))
             )),
             Format::Json | Format::Dotenv | Format::Slurm => {}
         }
@@ -122,23 +130,32 @@ pub fn module_unload(names: &[String], format: Format) -> String {
     out
 }
 
-/// Renders assignments (`None` = unset) in `format`, one statement per line.
-pub fn render(vars: &[(&str, Option<&str>)], format: Format) -> String {
-    let mut out = String::new();
+/// Renders assignments (`None` = unset) in `format`, one statement per line, as bytes:
+/// a value that is not UTF-8 is written byte for byte (JSON, which cannot hold such
+/// bytes, shows U+FFFD for them; `lossy` tells the caller so).
+pub fn render(vars: &[(&str, Option<&OsStr>)], format: Format) -> Rendered {
+    let mut out: Vec<u8> = Vec::new();
+    let mut lossy = Vec::new();
+    let mut line = |parts: &[&[u8]]| {
+        for p in parts {
+            out.extend_from_slice(p);
+        }
+        out.push(b'\n');
+    };
     match format {
         Format::Bash | Format::Zsh => {
             for (k, v) in vars {
                 match v {
-                    Some(v) => out.push_str(&format!("export {k}={}\n", quote::posix(v))),
-                    None => out.push_str(&format!("unset {k}\n")),
+                    Some(v) => line(&[b"export ", k.as_bytes(), b"=", &quote::posix(v.as_bytes())]),
+                    None => line(&[b"unset ", k.as_bytes()]),
                 }
             }
         }
         Format::Fish => {
             for (k, v) in vars {
                 match v {
-                    Some(v) => out.push_str(&format!("set -gx {k} {}\n", quote::fish(v))),
-                    None => out.push_str(&format!("set -e {k}\n")),
+                    Some(v) => line(&[b"set -gx ", k.as_bytes(), b" ", &quote::fish(v.as_bytes())]),
+                    None => line(&[b"set -e ", k.as_bytes()]),
                 }
             }
         }
@@ -146,18 +163,21 @@ pub fn render(vars: &[(&str, Option<&str>)], format: Format) -> String {
             let map: serde_json::Map<String, serde_json::Value> = vars
                 .iter()
                 .map(|(k, v)| {
-                    let v = v.map_or(serde_json::Value::Null, |s| s.into());
+                    if v.is_some_and(|v| v.to_str().is_none()) {
+                        lossy.push(k.to_string());
+                    }
+                    let v = v.map_or(serde_json::Value::Null, |s| s.to_string_lossy().into());
                     (k.to_string(), v)
                 })
                 .collect();
-            out = serde_json::to_string_pretty(&map).expect("a map of strings serializes");
-            out.push('\n');
+            let text = serde_json::to_string_pretty(&map).expect("a map of strings serializes");
+            line(&[text.as_bytes()]);
         }
         Format::Slurm => {
             for (k, v) in vars {
                 match v {
-                    Some(v) => out.push_str(&format!("export {k}={v}\n")),
-                    None => out.push_str(&format!("unset {k}\n")),
+                    Some(v) => line(&[b"export ", k.as_bytes(), b"=", v.as_bytes()]),
+                    None => line(&[b"unset ", k.as_bytes()]),
                 }
             }
         }
@@ -165,10 +185,18 @@ pub fn render(vars: &[(&str, Option<&str>)], format: Format) -> String {
             // dotenv has no "unset"; unset variables are left out.
             for (k, v) in vars {
                 if let Some(v) = v {
-                    out.push_str(&format!("{k}={}\n", quote::dotenv(v)));
+                    line(&[k.as_bytes(), b"=", &quote::dotenv(v.as_bytes())]);
                 }
             }
         }
     }
-    out
+    Rendered { bytes: out, lossy }
+}
+
+/// Rendered shell code or data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub bytes: Vec<u8>,
+    /// Variables whose value the format could not hold exactly (JSON and non-UTF-8).
+    pub lossy: Vec<String>,
 }

@@ -1,49 +1,63 @@
-//! Quoting a value so that the shell reads back exactly the same bytes.
+//! Quoting a value so that the shell reads back exactly the same bytes. Values are bytes:
+//! a path that is not UTF-8 comes back byte for byte too.
 
-/// bash and zsh: single quotes, where nothing is special; a `'` closes, is escaped, reopens.
-pub fn posix(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('\'');
-    for c in value.chars() {
-        if c == '\'' {
-            out.push_str("'\\''");
+/// bash and zsh: single quotes, where nothing is special and every byte stands for itself;
+/// a `'` closes, is escaped, reopens.
+pub fn posix(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + 2);
+    out.push(b'\'');
+    for &b in value {
+        if b == b'\'' {
+            out.extend_from_slice(b"'\\''");
         } else {
-            out.push(c);
+            out.push(b);
         }
     }
-    out.push('\'');
+    out.push(b'\'');
     out
 }
 
-/// fish: single quotes, where only `\\` and `\'` are escapes.
-pub fn fish(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('\'');
-    for c in value.chars() {
-        if c == '\'' || c == '\\' {
-            out.push('\\');
+/// fish: single quotes, where only `\\` and `\'` are escapes. A byte that is not part of
+/// UTF-8 text goes outside the quotes as `\xHH`, which fish reads as that raw byte in any
+/// locale.
+pub fn fish(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + 2);
+    out.push(b'\'');
+    for chunk in value.utf8_chunks() {
+        for b in chunk.valid().bytes() {
+            if b == b'\'' || b == b'\\' {
+                out.push(b'\\');
+            }
+            out.push(b);
         }
-        out.push(c);
+        if !chunk.invalid().is_empty() {
+            out.push(b'\'');
+            for b in chunk.invalid() {
+                out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+            }
+            out.push(b'\'');
+        }
     }
-    out.push('\'');
+    out.push(b'\'');
     out
 }
 
 /// dotenv: double quotes with `\\`, `\"`, `\n` escapes (python-dotenv, docker's
-/// `--env-file` readers of the quoted form); `$` is escaped so no reader expands it.
-pub fn dotenv(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            '$' => out.push_str("\\$"),
-            c => out.push(c),
+/// `--env-file` readers of the quoted form); `$` is escaped so no reader expands it. Other
+/// bytes are written as they are.
+pub fn dotenv(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + 2);
+    out.push(b'"');
+    for &b in value {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'$' => out.extend_from_slice(b"\\$"),
+            b => out.push(b),
         }
     }
-    out.push('"');
+    out.push(b'"');
     out
 }
 
@@ -51,21 +65,27 @@ pub fn dotenv(value: &str) -> String {
 mod tests {
     use super::*;
 
+    fn s(bytes: Vec<u8>) -> String {
+        String::from_utf8(bytes).unwrap()
+    }
+
     #[test]
     fn posix_quotes_single_quotes_only() {
-        assert_eq!(posix("a b"), "'a b'");
-        assert_eq!(posix("it's $HOME"), "'it'\\''s $HOME'");
-        assert_eq!(posix(""), "''");
+        assert_eq!(s(posix(b"a b")), "'a b'");
+        assert_eq!(s(posix(b"it's $HOME")), "'it'\\''s $HOME'");
+        assert_eq!(s(posix(b"")), "''");
+        assert_eq!(posix(b"caf\xe9"), b"'caf\xe9'");
     }
 
     #[test]
     fn fish_escapes_backslash_and_quote() {
-        assert_eq!(fish(r"a\b'c"), r"'a\\b\'c'");
-        assert_eq!(fish("$x"), "'$x'");
+        assert_eq!(s(fish(br"a\b'c")), r"'a\\b\'c'");
+        assert_eq!(s(fish(b"$x")), "'$x'");
+        assert_eq!(s(fish(b"/tmp/caf\xe9/bin")), r"'/tmp/caf'\xe9'/bin'");
     }
 
     #[test]
     fn dotenv_escapes_what_double_quotes_interpret() {
-        assert_eq!(dotenv("a\"b\\c\n$d"), r#""a\"b\\c\n\$d""#);
+        assert_eq!(s(dotenv(b"a\"b\\c\n$d")), r#""a\"b\\c\n\$d""#);
     }
 }

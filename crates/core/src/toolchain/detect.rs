@@ -6,6 +6,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
+use super::system::{self, System};
 use super::{Kind, Version};
 
 /// A toolchain tree as found on disk.
@@ -20,6 +21,9 @@ pub struct Detected {
     /// NCCL (CUDA) or RCCL (ROCm) inside the tree or beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collectives: Option<Collectives>,
+    /// Set for a toolchain spread over a distribution prefix (Debian's packages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<System>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +55,10 @@ pub fn detect(root: &Path) -> Result<Detected, NotAToolchain> {
     if !root.is_dir() {
         return Err(NotAToolchain::NotADir(root.to_path_buf()));
     }
-    if root.join("bin/nvcc").is_file() {
+    // Before bin/nvcc: Debian's `/usr/bin/nvcc` is a wrapper, `/usr` a ROCm prefix.
+    if system::is_rocm_prefix(root) {
+        detect_rocm_system(root)
+    } else if root.join("bin/nvcc").is_file() {
         detect_cuda(root)
     } else if root.join("bin/hipcc").is_file() {
         detect_rocm(root)
@@ -66,16 +73,35 @@ fn read(path: &Path) -> Option<String> {
     fs_err::read_to_string(path).ok()
 }
 
+#[derive(Debug, thiserror::Error)]
+#[error("running {} --version failed: {source}", tool.display())]
+struct RunFailed {
+    tool: PathBuf,
+    source: std::io::Error,
+}
+
+/// What is wrong with a `version.json`.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum VersionJsonError {
+    #[error("not valid JSON: {0}")]
+    Json(String),
+    #[error("no cuda.version or cuda_nvcc.version")]
+    NoVersion,
+}
+
 /// `<tool> --version` in a fixed, minimal environment: what the tree prints must not depend
 /// on the caller's variables (a gpuenv proxy's depth, another toolkit's CUDA_HOME, the locale).
-fn run_version(tool: &Path) -> Result<String, String> {
+fn run_version(tool: &Path) -> Result<String, RunFailed> {
     let out = Command::new(tool)
         .arg("--version")
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("LC_ALL", "C")
         .output()
-        .map_err(|e| format!("running {} --version failed: {e}", tool.display()))?;
+        .map_err(|source| RunFailed {
+            tool: tool.to_path_buf(),
+            source,
+        })?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     Ok(text)
@@ -94,7 +120,7 @@ fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
             .ok_or_else(|| err("version.txt has no `CUDA Version X.Y.Z` line".into()))?;
         (v, "version.txt".to_string())
     } else {
-        let text = run_version(&root.join("bin/nvcc")).map_err(err)?;
+        let text = run_version(&root.join("bin/nvcc")).map_err(|e| err(e.to_string()))?;
         let v = parse_nvcc_version(&text).ok_or_else(|| {
             err("no version.json or version.txt, and `nvcc --version` printed no `release X.Y, VX.Y.Z` line".into())
         })?;
@@ -109,6 +135,7 @@ fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
         include_dir,
         lib_dir,
         collectives,
+        system: system::cuda_prefix_of(root).map(|p| system::describe(Kind::Cuda, &p)),
     })
 }
 
@@ -117,11 +144,15 @@ fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
 /// headers and libraries in the prefix's system directories.
 fn cuda_dirs(root: &Path) -> (PathBuf, PathBuf) {
     let target = root.join(super::nvidia_target::target_dir());
-    let include = if root.join("include").is_dir() {
+    // conda-forge's CUDA 12+ keeps its headers in targets/ while the prefix's include/
+    // holds the rest of the environment's headers.
+    let include = if root.join("include/cuda_runtime.h").is_file() {
         root.join("include")
     } else if target.join("include").is_dir() {
         target.join("include")
-    } else if let Some(prefix) = debian_prefix(root) {
+    } else if root.join("include").is_dir() {
+        root.join("include")
+    } else if let Some(prefix) = system::cuda_prefix_of(root) {
         prefix.join("include")
     } else {
         root.join("include")
@@ -132,23 +163,12 @@ fn cuda_dirs(root: &Path) -> (PathBuf, PathBuf) {
         target.join("lib")
     } else if root.join("lib").is_dir() {
         root.join("lib")
-    } else if let Some(prefix) = debian_prefix(root) {
-        prefix.join(format!("lib/{}-linux-gnu", std::env::consts::ARCH))
+    } else if let Some(prefix) = system::cuda_prefix_of(root) {
+        prefix.join("lib").join(system::multiarch())
     } else {
         root.join("lib64")
     };
     (include, lib)
-}
-
-fn debian_prefix(root: &Path) -> Option<PathBuf> {
-    if root.file_name()? != "nvidia-cuda-toolkit" || root.parent()?.file_name()? != "lib" {
-        return None;
-    }
-    let prefix = root.parent()?.parent()?;
-    prefix
-        .join("include/cuda_runtime.h")
-        .is_file()
-        .then(|| prefix.to_path_buf())
 }
 
 fn find_nccl(root: &Path, lib_dir: &Path) -> Option<Collectives> {
@@ -192,7 +212,7 @@ fn detect_rocm(root: &Path) -> Result<Detected, NotAToolchain> {
             .ok_or_else(|| err(format!(".info/version holds `{}`", text.trim())))?;
         (v, ".info/version".to_string())
     } else if root.join("bin/hipconfig").is_file() {
-        let text = run_hipconfig(&root.join("bin/hipconfig")).map_err(err)?;
+        let text = run_hipconfig(&root.join("bin/hipconfig")).map_err(|e| err(e.to_string()))?;
         let v = parse_hip_version(&text)
             .ok_or_else(|| err(format!("`hipconfig --version` printed `{}`", text.trim())))?;
         (v, "bin/hipconfig --version".to_string())
@@ -221,19 +241,75 @@ fn detect_rocm(root: &Path) -> Result<Detected, NotAToolchain> {
         include_dir: root.join("include"),
         lib_dir: root.join("lib"),
         collectives,
+        system: None,
     })
 }
 
-fn run_hipconfig(tool: &Path) -> Result<String, String> {
+/// Debian/Ubuntu's ROCm packages under a prefix: the version from HIP's files (running
+/// Debian's `hipconfig` needs HIP_PATH set and is slower), libraries in the multiarch dir.
+fn detect_rocm_system(prefix: &Path) -> Result<Detected, NotAToolchain> {
+    let err = |why: String| NotAToolchain::RocmVersion {
+        root: prefix.to_path_buf(),
+        why,
+    };
+    let (version, version_from) = if let Some(v) =
+        read(&prefix.join("share/hip/version")).and_then(|t| parse_hip_version_file(&t))
+    {
+        (v, "share/hip/version".to_string())
+    } else {
+        let text = read(&prefix.join("include/hip/hip_version.h"))
+            .ok_or_else(|| err("no share/hip/version or include/hip/hip_version.h".into()))?;
+        let v = parse_hip_version_h(&text).ok_or_else(|| {
+            err("include/hip/hip_version.h has no HIP_VERSION_MAJOR/MINOR".into())
+        })?;
+        (v, "include/hip/hip_version.h".to_string())
+    };
+    let lib_dir = prefix.join("lib").join(system::multiarch());
+    let collectives = prefix
+        .join("include/rccl/rccl.h")
+        .is_file()
+        .then(|| Collectives {
+            root: prefix.to_path_buf(),
+            include_dir: prefix.join("include"),
+            lib_dir: lib_dir.clone(),
+        });
+    Ok(Detected {
+        kind: Kind::Rocm,
+        version,
+        version_from,
+        include_dir: prefix.join("include"),
+        lib_dir,
+        collectives,
+        system: Some(system::describe(Kind::Rocm, prefix)),
+    })
+}
+
+/// `share/hip/version` of Debian's packages: `HIP_VERSION_MAJOR=5` / `HIP_VERSION_MINOR=2`
+/// lines (the patch is a build number, as in `hipconfig --version`).
+pub fn parse_hip_version_file(text: &str) -> Option<Version> {
+    let value = |key: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(key)?.strip_prefix('='))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(Version::new(&[
+        value("HIP_VERSION_MAJOR")?,
+        value("HIP_VERSION_MINOR")?,
+    ]))
+}
+
+fn run_hipconfig(tool: &Path) -> Result<String, RunFailed> {
     run_version(tool)
 }
 
 /// `version.json` of CUDA 11.1+. 11.x writes a build date as the third component of
 /// `cuda.version` (`11.8.20220929`), so the nvcc component's version is used there; newer
 /// releases write the plain release label (`12.4.1`).
-pub fn parse_cuda_version_json(text: &str) -> Result<Version, String> {
+pub fn parse_cuda_version_json(text: &str) -> Result<Version, VersionJsonError> {
     let json: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        serde_json::from_str(text).map_err(|e| VersionJsonError::Json(e.to_string()))?;
     let field = |component: &str| -> Option<Version> {
         json.get(component)?.get("version")?.as_str()?.parse().ok()
     };
@@ -241,7 +317,7 @@ pub fn parse_cuda_version_json(text: &str) -> Result<Version, String> {
     match sdk {
         Some(v) if v.parts().get(2).is_none_or(|p| *p < 1_000_000) => Ok(v),
         Some(v) => Ok(field("cuda_nvcc").unwrap_or_else(|| v.truncated(2))),
-        None => field("cuda_nvcc").ok_or_else(|| "no cuda.version or cuda_nvcc.version".into()),
+        None => field("cuda_nvcc").ok_or(VersionJsonError::NoVersion),
     }
 }
 
@@ -323,6 +399,7 @@ mod tests {
         assert_eq!(parse_cuda_version_json(text), Ok(v("12.4.1")));
         assert!(parse_cuda_version_json("{")
             .unwrap_err()
+            .to_string()
             .contains("not valid JSON"));
         assert!(parse_cuda_version_json("{}").is_err());
     }
@@ -364,5 +441,8 @@ mod tests {
         let header = "#define HIP_VERSION_MAJOR 6\n#define HIP_VERSION_MINOR 2\n#define HIP_VERSION_PATCH 41133\n";
         assert_eq!(parse_hip_version_h(header), Some(v("6.2")));
         assert_eq!(parse_hip_version_h("#define HIP_VERSION_MAJOR 6\n"), None);
+        let debian = "# Auto-generated by cmake\nHIP_PACKAGING_VERSION_PATCH=0\nHIP_VERSION_MAJOR=5\nHIP_VERSION_MINOR=2\nHIP_VERSION_PATCH=21153\n";
+        assert_eq!(parse_hip_version_file(debian), Some(v("5.2")));
+        assert_eq!(parse_hip_version_file("HIP_VERSION_MAJOR=5\n"), None);
     }
 }

@@ -1,10 +1,11 @@
 //! Finding toolchains in the standard places: `/usr/local/cuda`, `/usr/local/cuda-*`,
-//! `/opt/cuda*`, `/opt/rocm`, `/opt/rocm-*`, Debian's `/usr/lib/nvidia-cuda-toolkit`, and
-//! conda environments (`~/.conda/environments.txt`, `$CONDA_PREFIX`).
+//! `/opt/cuda*`, `/opt/rocm`, `/opt/rocm-*`, Debian/Ubuntu's packages (`/usr/lib/nvidia-cuda-toolkit`,
+//! ROCm under `/usr`), and conda environments (`~/.conda/environments.txt`, `$CONDA_PREFIX`).
 
 use std::path::{Path, PathBuf};
 
 use super::detect::{self, Detected, NotAToolchain};
+use super::system;
 
 /// Where to look. `prefixes` are file-system roots the standard places are looked for under
 /// (`/` normally; `GPUENV_DISCOVER_ROOTS` replaces them so tests are hermetic).
@@ -24,8 +25,8 @@ pub struct Found {
 }
 
 impl Found {
-    /// The label a discovered toolchain's name gets: conda and Debian trees are marked so
-    /// they never take the plain name of a toolkit installed the usual way.
+    /// The label a discovered toolchain's name gets: conda and Debian/Ubuntu trees are marked
+    /// so they never take the plain name of a toolkit installed the usual way.
     pub fn label(&self) -> Option<&'static str> {
         match self.origin {
             "conda" => Some("conda"),
@@ -69,11 +70,20 @@ pub fn candidates(places: &Places) -> Vec<(PathBuf, &'static str)> {
             out.push((c, "standard"));
         }
         for c in children_starting_with(&p.join("opt"), "rocm") {
-            out.push((c, "standard"));
+            // ROCm 7's Core SDK installs into /opt/rocm/core(-<version>); /opt/rocm itself
+            // may then hold only links to it, or nothing of a toolchain.
+            let cores = children_starting_with(&c, "core");
+            if cores.is_empty() || c.join("bin/hipcc").exists() {
+                out.push((c, "standard"));
+            }
+            out.extend(cores.into_iter().map(|core| (core, "standard")));
         }
-        let debian = p.join("usr/lib/nvidia-cuda-toolkit");
-        if debian.is_dir() {
-            out.push((debian, "debian"));
+        let usr = p.join("usr");
+        if let Some(cuda) = system::cuda_root(&usr) {
+            out.push((cuda, "debian"));
+        }
+        if system::is_rocm_prefix(&usr) {
+            out.push((usr, "debian"));
         }
     }
     if let Some(file) = &places.conda_envs_file {

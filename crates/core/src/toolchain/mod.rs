@@ -4,6 +4,7 @@ pub mod detect;
 pub mod discover;
 pub mod nvidia_target;
 pub mod registry;
+pub mod system;
 pub mod upstream;
 pub mod version;
 pub mod view;

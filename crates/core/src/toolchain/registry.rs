@@ -5,13 +5,15 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::detect::{Collectives, Detected};
+use super::system::System;
 use super::{Kind, Spec, Version};
 use crate::build_cache::BuildSettings;
+use crate::diagnostic::Diagnostic;
 use crate::fsutil;
 use crate::home::Home;
 
@@ -49,6 +51,9 @@ pub struct Entry {
     pub lib_dir: PathBuf,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collectives: Option<Collectives>,
+    /// Set for a toolchain spread over a distribution prefix (Debian's packages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<System>,
 }
 
 impl Entry {
@@ -62,8 +67,57 @@ impl Entry {
             include_dir: d.include_dir,
             lib_dir: d.lib_dir,
             collectives: d.collectives,
+            system: d.system,
         }
     }
+
+    /// The real program `name` of this toolchain: its compiler driver and, for a system
+    /// toolchain, its own programs only (never another program of `/usr/bin`); else
+    /// anything in `<root>/bin`.
+    pub fn tool(&self, name: &str) -> Option<PathBuf> {
+        let in_bin = self.root.join("bin").join(name);
+        match &self.system {
+            Some(_) if name == self.kind.compiler() && in_bin.is_file() => Some(in_bin),
+            Some(system) => system.tool(name).map(Path::to_path_buf),
+            None => in_bin.is_file().then_some(in_bin),
+        }
+    }
+
+    /// The names of every program of this toolchain, for the shims.
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = match &self.system {
+            Some(system) => system
+                .tools
+                .iter()
+                .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+                .collect(),
+            None => fs_err::read_dir(self.root.join("bin"))
+                .map(|rd| {
+                    rd.flatten()
+                        // Files only: the wheels' bin/ also holds a `crt/` directory.
+                        .filter(|t| t.path().is_file())
+                        .map(|t| t.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        if self.tool(self.kind.compiler()).is_some() {
+            names.push(self.kind.compiler().to_string());
+        }
+        names.retain(|n| is_tool_name(n));
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// Names worth a shim: not hidden files, not data files such as `nvcc.profile` or Perl
+/// modules such as Debian's executable `hipvars.pm`.
+fn is_tool_name(name: &str) -> bool {
+    !name.starts_with('.')
+        && !name.ends_with(".profile")
+        && !name.ends_with(".pm")
+        && !name.contains(char::is_whitespace)
 }
 
 impl Entry {
@@ -74,10 +128,11 @@ impl Entry {
             Kind::Cuda => "cuda_runtime.h",
             Kind::Rocm => "hip/hip_runtime.h",
         };
-        let checks = [
-            self.root.join("bin").join(self.kind.compiler()),
-            self.include_dir.join(header),
-        ];
+        // A system toolchain's compiler may be outside `<root>/bin` (`Entry::tool` knows).
+        let compiler = self
+            .tool(self.kind.compiler())
+            .unwrap_or_else(|| self.root.join("bin").join(self.kind.compiler()));
+        let checks = [compiler, self.include_dir.join(header)];
         let missing = checks.iter().find(|p| !p.exists())?;
         Some(match fs_err::read_link(missing) {
             Ok(target) => format!(
@@ -158,23 +213,23 @@ impl fmt::Display for StateNotice {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
-    #[error("gpuenv's state file {path} is corrupt: {message}\nhint: fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {toolchains})")]
+    #[error("gpuenv's state file {path} is corrupt: {message}")]
     Corrupt {
         path: PathBuf,
         message: String,
         toolchains: PathBuf,
     },
-    #[error("cannot read gpuenv's state file {path}: {source}")]
+    #[error("cannot read gpuenv's state file {path}")]
     Unreadable {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot write gpuenv's state file {path}: {source}")]
+    #[error("cannot write gpuenv's state file {path}")]
     Unwritable {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("GPUENV_HOME {path} is read-only, so gpuenv cannot change its state\nhint: make it writable, or point GPUENV_HOME at a directory you own")]
+    #[error("GPUENV_HOME {path} is read-only, so gpuenv cannot change its state")]
     ReadOnly { path: PathBuf },
     #[error("cannot lock gpuenv's state in {path}: {source}")]
     Lock {
@@ -207,6 +262,23 @@ impl Locked<'_> {
         fsutil::write_atomic(&path, text.as_bytes()).map_err(unwritable(path))?;
         self.before = text;
         Ok(())
+    }
+}
+
+impl Diagnostic for StateError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            StateError::Corrupt { toolchains, .. } => vec![format!(
+                "fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {})",
+                toolchains.display()
+            )],
+            StateError::ReadOnly { .. } => vec![
+                "make it writable, or point GPUENV_HOME at a directory you own".into(),
+            ],
+            StateError::Unreadable { .. }
+            | StateError::Lock { .. }
+            | StateError::Unwritable { .. } => Vec::new(),
+        }
     }
 }
 
@@ -340,6 +412,7 @@ mod tests {
             include_dir: PathBuf::from(format!("/opt/{kind}-{version}/include")),
             lib_dir: PathBuf::from(format!("/opt/{kind}-{version}/lib64")),
             collectives: None,
+            system: None,
         }
     }
 

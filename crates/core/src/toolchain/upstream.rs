@@ -26,10 +26,16 @@ pub struct SystemConfig {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}\nhint: the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`; fix the file or point GPUENV_SYSTEM_CONFIG at another")]
+#[error("{path}: {message}")]
 pub struct SystemConfigError {
     pub path: PathBuf,
     pub message: String,
+}
+
+impl crate::diagnostic::Diagnostic for SystemConfigError {
+    fn hints(&self) -> Vec<String> {
+        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`; fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
+    }
 }
 
 /// The system config file: `GPUENV_SYSTEM_CONFIG`, else `/etc/gpuenv/config.toml`.
@@ -69,12 +75,19 @@ pub fn read_system_config(path: &Path) -> Result<SystemConfig, SystemConfigError
 pub fn from_context(ctx: &Context) -> (Vec<PathBuf>, Vec<String>) {
     let mut out = Vec::new();
     let mut warnings = Vec::new();
-    if let Some(list) = ctx.var_nonempty(vars::GPUENV_UPSTREAMS) {
-        out.extend(list.split(':').filter(|p| !p.is_empty()).map(PathBuf::from));
-    }
+    out.extend(crate::env::path_list::dirs(ctx.var_os(vars::GPUENV_UPSTREAMS)).map(PathBuf::from));
     match read_system_config(&system_config_path(ctx)) {
         Ok(config) => out.extend(config.upstreams),
-        Err(e) => warnings.push(format!("{e}").replace('\n', "\n  ")),
+        // Upstream warnings are text: the hint goes on its own indented line.
+        Err(e) => {
+            use crate::diagnostic::Diagnostic;
+            let hints = e
+                .hints()
+                .iter()
+                .map(|h| format!("\n  hint: {h}"))
+                .collect::<String>();
+            warnings.push(format!("{e}").replace('\n', "\n  ") + &hints)
+        }
     }
     (out, warnings)
 }
@@ -186,6 +199,7 @@ mod tests {
             include_dir: root.join("include"),
             lib_dir: root.join("lib64"),
             collectives: None,
+            system: None,
         }
     }
 

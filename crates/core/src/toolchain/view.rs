@@ -6,6 +6,10 @@
 //! in the registry, which the proxy finds by the view's name. So no name in a root (a
 //! `.gpuenv-view.toml` shipped by an archive, or a link planted to `~/.bashrc`) can meet a
 //! file gpuenv writes, and a view is never written to after it is renamed into place.
+//!
+//! A system toolchain's view (Debian's packages) has only the compiler driver in `bin/`,
+//! so putting it on PATH shadows nothing else; a distribution prefix itself (`/usr`, the
+//! root of Debian's ROCm) is not mirrored at all: its tools expect `HIP_PATH=/usr`.
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +40,9 @@ pub enum ViewError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ViewPaths {
     pub root: PathBuf,
+    /// What `CUDA_HOME` / `ROCM_PATH` point at: the view, or for a toolchain whose root is
+    /// a distribution prefix, the prefix itself.
+    pub home: PathBuf,
     pub bin: PathBuf,
     pub include: PathBuf,
     pub lib: PathBuf,
@@ -54,6 +61,15 @@ impl ViewPaths {
 
 pub fn paths(home: &Home, name: &str, entry: &Entry) -> ViewPaths {
     let root = home.view(name);
+    if is_prefix_root(entry) {
+        return ViewPaths {
+            bin: root.join("bin"),
+            home: entry.root.clone(),
+            include: entry.include_dir.clone(),
+            lib: entry.lib_dir.clone(),
+            root,
+        };
+    }
     let inside = |dir: &Path, fallback: &str| match dir.strip_prefix(&entry.root) {
         Ok(rel) => root.join(rel),
         Err(_) => root.join(fallback),
@@ -62,8 +78,17 @@ pub fn paths(home: &Home, name: &str, entry: &Entry) -> ViewPaths {
         bin: root.join("bin"),
         include: inside(&entry.include_dir, "include"),
         lib: inside(&entry.lib_dir, lib_fallback(entry)),
+        home: root.clone(),
         root,
     }
+}
+
+/// The toolchain's root is the distribution prefix its files are spread over (`/usr`).
+fn is_prefix_root(entry: &Entry) -> bool {
+    entry
+        .system
+        .as_ref()
+        .is_some_and(|s| s.prefix == entry.root)
 }
 
 fn lib_fallback(entry: &Entry) -> &'static str {
@@ -103,6 +128,31 @@ pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<Pa
 }
 
 fn populate(view: &Path, entry: &Entry, proxy: &Path) -> std::io::Result<()> {
+    if entry.system.is_some() {
+        populate_system(view, entry, proxy)
+    } else {
+        populate_mirror(view, entry, proxy)
+    }
+}
+
+/// `bin/<compiler>` as the proxy and nothing else in `bin/`; the rest of a root of its own
+/// (`/usr/lib/nvidia-cuda-toolkit`) mirrored, with the prefix's include and lib dirs.
+fn populate_system(view: &Path, entry: &Entry, proxy: &Path) -> std::io::Result<()> {
+    fs_err::create_dir(view.join("bin"))?;
+    symlink(proxy, &view.join("bin").join(entry.kind.compiler()))?;
+    if is_prefix_root(entry) {
+        return Ok(());
+    }
+    for item in fs_err::read_dir(&entry.root)? {
+        let item = item?;
+        if item.file_name() != "bin" {
+            symlink(&item.path(), &view.join(item.file_name()))?;
+        }
+    }
+    link_outside_dirs(view, entry)
+}
+
+fn populate_mirror(view: &Path, entry: &Entry, proxy: &Path) -> std::io::Result<()> {
     for item in fs_err::read_dir(&entry.root)? {
         let item = item?;
         let file_name = item.file_name();
@@ -123,8 +173,12 @@ fn populate(view: &Path, entry: &Entry, proxy: &Path) -> std::io::Result<()> {
             symlink(&item.path(), &view.join(&file_name))?;
         }
     }
-    // Layouts that keep headers or libraries outside the root (Debian's package) get them
-    // linked in, so `$CUDA_HOME/include` and `$CUDA_HOME/lib64` work as tools expect.
+    link_outside_dirs(view, entry)
+}
+
+/// Layouts that keep headers or libraries outside the root (Debian's package) get them
+/// linked in, so `$CUDA_HOME/include` and `$CUDA_HOME/lib64` work as tools expect.
+fn link_outside_dirs(view: &Path, entry: &Entry) -> std::io::Result<()> {
     for (dir, link) in [
         (&entry.include_dir, "include"),
         (&entry.lib_dir, lib_fallback(entry)),

@@ -13,11 +13,13 @@
 //! Several toolchains go in `[[toolchain]]` tables of the same shape.
 
 use anyhow::{bail, Context as _, Result};
+use gpuenv_core::diagnostic::Hinted;
 use reqwest::Url;
 use serde::Deserialize;
 
 use super::{highest_matching, Source};
 use crate::fetch::Fetcher;
+use crate::pathpart::{self, Sha256};
 use crate::{Archive, Format, Mapping, Plan, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 
@@ -39,7 +41,7 @@ pub struct Def {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ArchiveDef {
     pub url: String,
-    pub sha256: String,
+    pub sha256: Sha256,
     #[serde(default)]
     pub strip_prefix: String,
     pub size: Option<u64>,
@@ -65,6 +67,7 @@ pub fn parse(text: &str) -> Result<Vec<Def>> {
             .name
             .clone()
             .unwrap_or_else(|| format!("{}-{}", d.kind, d.version));
+        pathpart::part("toolchain name", &name)?;
         let spec: Spec = name.parse()?;
         if spec.kind != d.kind || spec.version != d.version {
             bail!(
@@ -77,9 +80,12 @@ pub fn parse(text: &str) -> Result<Vec<Def>> {
             bail!("{name} has no [[archive]]");
         }
         for a in &d.archive {
-            if a.sha256.len() != 64 || !a.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-                bail!("{name}: the sha256 of {} is not 64 hex digits", a.url);
+            if let Some(c) = &a.component {
+                pathpart::part("component", c)?;
             }
+            let file = a.url.split(['?', '#']).next().unwrap_or_default();
+            pathpart::part("file name", file.rsplit('/').next().unwrap_or_default())
+                .with_context(|| format!("{name}: the archive {}", a.url))?;
         }
     }
     Ok(defs)
@@ -91,7 +97,12 @@ impl ManifestSource<'_> {
             .fetcher
             .page(&self.url, "application/toml, text/plain")
             .with_context(|| format!("reading the manifest {}", self.url))?;
-        parse(&page.text()).with_context(|| format!("the manifest {} is not valid", self.url))
+        parse(&page.text()).with_context(|| {
+            format!(
+                "the manifest {} is not valid\nhint: fix the manifest, or ask whoever publishes it to",
+                self.url
+            )
+        })
     }
 }
 
@@ -114,7 +125,10 @@ impl Source for ManifestSource<'_> {
 
     fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
         if !sel.components.is_empty() {
-            bail!("a manifest's toolchains have no components to choose\nhint: drop --component");
+            bail!(
+                Hinted::new("a manifest's toolchains have no components to choose")
+                    .hint("drop --component")
+            );
         }
         let defs = self.defs()?;
         let candidates = defs.iter().filter(|d| {
@@ -131,9 +145,8 @@ impl Source for ManifestSource<'_> {
                 })
                 .collect();
             bail!(
-                "the manifest {} has no {spec}\nhint: it has {}",
-                self.url,
-                have.join(", ")
+                Hinted::new(format!("the manifest {} has no {spec}", self.url))
+                    .hint(format!("it has {}", have.join(", ")))
             );
         };
         let name = def
@@ -154,7 +167,7 @@ impl Source for ManifestSource<'_> {
                     component: a.component.clone().unwrap_or_else(|| name.clone()),
                     version: def.version.to_string(),
                     url,
-                    sha256: a.sha256.to_ascii_lowercase(),
+                    sha256: a.sha256.clone(),
                     size: a.size,
                     format,
                     mapping: Mapping::Strip(a.strip_prefix.trim_matches('/').to_string()),

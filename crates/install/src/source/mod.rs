@@ -8,6 +8,7 @@ pub mod pypi;
 pub mod simple;
 
 use anyhow::Result;
+use gpuenv_core::diagnostic::Hinted;
 
 use super::{Plan, Profile, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
@@ -99,16 +100,13 @@ pub fn unknown_components(
     if unknown.is_empty() {
         return Ok(());
     }
-    anyhow::bail!(
-        "unknown component{} {}\nhint: this release has: {}",
+    let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
+    anyhow::bail!(Hinted::new(format!(
+        "unknown component{} {}",
         if unknown.len() > 1 { "s" } else { "" },
-        unknown
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        all.join(", ")
-    )
+        names.join(", ")
+    ))
+    .hint(format!("this release has: {}", all.join(", "))))
 }
 
 #[cfg(test)]

@@ -5,11 +5,13 @@
 //! components.
 
 use anyhow::{bail, Context as _, Result};
+use gpuenv_core::diagnostic::Hinted;
 use reqwest::Url;
 use serde_json::Value;
 
 use super::{highest_matching, redist_components, unknown_components, Source};
 use crate::fetch::Fetcher;
+use crate::pathpart::{self, Sha256, SOURCE_HINT};
 use crate::{Archive, Format, Mapping, Plan, Selection};
 use gpuenv_core::toolchain::nvidia_target::redist_platform;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
@@ -51,28 +53,37 @@ impl Source for Nvidia<'_> {
 
     fn available(&self, kind: Kind) -> Result<Vec<Version>> {
         if kind != Kind::Cuda {
-            bail!("NVIDIA's redist has CUDA releases only\nhint: install {kind} with a gpuenv manifest: `gpuenv install {kind}-<version> --manifest <path|url>`");
+            bail!(Hinted::new("NVIDIA's redist has CUDA releases only").hint(format!(
+                "install {kind} with a gpuenv manifest: `gpuenv install {kind}-<version> --manifest <path|url>`"
+            )));
         }
         self.releases()
     }
 
     fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
         if spec.kind != Kind::Cuda {
-            bail!("NVIDIA's redist has CUDA releases only\nhint: install {} with a gpuenv manifest: `gpuenv install {spec} --manifest <path|url>`", spec.kind);
+            bail!(
+                Hinted::new("NVIDIA's redist has CUDA releases only").hint(format!(
+                "install {} with a gpuenv manifest: `gpuenv install {spec} --manifest <path|url>`",
+                spec.kind
+            ))
+            );
         }
         let releases = self.releases()?;
         let Some((release, ())) = highest_matching(spec, releases.iter().map(|v| (v, ()))) else {
             let have: Vec<String> = releases.iter().map(|v| v.to_string()).collect();
-            bail!(
-                "{} has no CUDA release {}\nhint: it has {}",
-                self.root,
-                spec.version,
+            bail!(Hinted::new(format!(
+                "{} has no CUDA release {}",
+                self.root, spec.version
+            ))
+            .hint(format!(
+                "it has {}",
                 if have.is_empty() {
                     "none".to_string()
                 } else {
                     have.join(", ")
                 }
-            );
+            )));
         };
         let url = self
             .root
@@ -83,6 +94,41 @@ impl Source for Nvidia<'_> {
             .with_context(|| format!("{url} is not a JSON redist manifest"))?;
         plan_from_manifest(&json, &page.url, release, sel).with_context(|| format!("reading {url}"))
     }
+}
+
+/// One component's archive, every value that becomes a path checked.
+fn archive(key: &str, comp: &Value, entry: &Value, url: &Url) -> Result<Archive> {
+    let field = |name: &str| {
+        entry
+            .get(name)
+            .and_then(Value::as_str)
+            .with_context(|| format!("it has no {name}"))
+    };
+    let version = match comp.get("version").and_then(Value::as_str) {
+        Some(v) => pathpart::part("version", v)?.to_string(),
+        None => String::new(),
+    };
+    let rel = field("relative_path")?;
+    let sha256 = Sha256::parse(field("sha256")?)?;
+    let size = entry.get("size").and_then(|s| match s {
+        Value::String(s) => s.parse().ok(),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    });
+    pathpart::part("file name", rel.rsplit('/').next().unwrap_or(rel))?;
+    let format =
+        Format::from_name(rel).with_context(|| format!("unknown archive type of {rel}"))?;
+    Ok(Archive {
+        component: pathpart::part("component", key)?.to_string(),
+        version,
+        url: url
+            .join(rel)
+            .with_context(|| format!("bad relative_path {rel}"))?,
+        sha256,
+        size,
+        format,
+        mapping: Mapping::Redist,
+    })
 }
 
 /// The plan for `release` from its manifest.
@@ -118,14 +164,15 @@ pub fn plan_from_manifest(
     }
     let mut archives = Vec::new();
     for key in &wanted {
-        let comp = obj.get(key).filter(|v| v.get("name").is_some()).with_context(|| {
-            format!("CUDA {release} has no component {key}\nhint: `--profile minimal` asks for less; the manifest has: {}", components.join(", "))
-        })?;
-        let version = comp
-            .get("version")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let comp = obj
+            .get(key)
+            .filter(|v| v.get("name").is_some())
+            .ok_or_else(|| {
+                Hinted::new(format!("CUDA {release} has no component {key}")).hint(format!(
+                    "`--profile minimal` asks for less; the manifest has: {}",
+                    components.join(", ")
+                ))
+            })?;
         let mut entry = comp.get(redist_platform()).with_context(|| {
             format!(
                 "{key} of CUDA {release} has no archive for {}",
@@ -140,33 +187,10 @@ pub fn plan_from_manifest(
                     format!("{key} of CUDA {release} has no archive for this CUDA major")
                 })?;
         }
-        let rel = entry
-            .get("relative_path")
-            .and_then(Value::as_str)
-            .with_context(|| format!("{key} has no relative_path"))?;
-        let sha256 = entry
-            .get("sha256")
-            .and_then(Value::as_str)
-            .with_context(|| format!("{key} has no sha256"))?
-            .to_ascii_lowercase();
-        let size = entry.get("size").and_then(|s| match s {
-            Value::String(s) => s.parse().ok(),
-            Value::Number(n) => n.as_u64(),
-            _ => None,
-        });
-        let format = Format::from_name(rel)
-            .with_context(|| format!("{key}: unknown archive type of {rel}"))?;
-        archives.push(Archive {
-            component: key.clone(),
-            version,
-            url: url
-                .join(rel)
-                .with_context(|| format!("{key}: bad relative_path {rel}"))?,
-            sha256,
-            size,
-            format,
-            mapping: Mapping::Redist,
-        });
+        archives
+            .push(archive(key, comp, entry, url).with_context(|| {
+                format!("the component {key} of CUDA {release}\n{SOURCE_HINT}")
+            })?);
     }
     Ok(Plan {
         name: format!("cuda-{release}"),
@@ -227,7 +251,7 @@ mod tests {
         );
         let nvcc = &plan.archives[0];
         assert_eq!(nvcc.size, Some(1234));
-        assert_eq!(nvcc.sha256, "ab".repeat(32));
+        assert_eq!(nvcc.sha256.as_str(), "ab".repeat(32));
         assert_eq!(
             nvcc.url.as_str(),
             format!(
@@ -248,13 +272,12 @@ mod tests {
             profile: Profile::Minimal,
             components: vec!["nope".into()],
         };
-        let err = format!(
-            "{:#}",
-            plan_from_manifest(&json, &url, &release, &sel).unwrap_err()
-        );
+        let err = plan_from_manifest(&json, &url, &release, &sel).unwrap_err();
+        let report = gpuenv_core::ui::Report::of(err.as_ref(), crate::FIND);
         assert!(
-            err.contains("unknown component nope") && err.contains("cuda_nvcc"),
-            "{err}"
+            report.inline().contains("unknown component nope")
+                && report.hints.iter().any(|h| h.contains("cuda_nvcc")),
+            "{report:?}"
         );
     }
 }

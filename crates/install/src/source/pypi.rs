@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context as _, Result};
+use gpuenv_core::diagnostic::Hinted;
 use indicatif::ProgressBar;
 use reqwest::Url;
 
@@ -15,6 +16,7 @@ use super::simple::{parse_html, parse_json, FileLink};
 use super::{extra_name, highest_matching, redist_components, unknown_components, Source};
 use crate::fault::Fault;
 use crate::fetch::Fetcher;
+use crate::pathpart;
 use crate::{Archive, Format, Mapping, Plan, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 
@@ -67,6 +69,13 @@ impl Wheel {
     }
 }
 
+fn no_sha256(index: &Url, filename: &str) -> Hinted {
+    Hinted::new(format!(
+        "the package index {index} gives no sha256 for {filename}, so it cannot be checked"
+    ))
+    .hint("use an index that publishes hashes (PyPI and its mirrors do)")
+}
+
 impl Pypi<'_> {
     pub fn files(&self, project: &str) -> Result<Vec<FileLink>> {
         let url = self
@@ -75,16 +84,19 @@ impl Pypi<'_> {
             .context("building the project URL")?;
         let page = match self.fetcher.page(&url, ACCEPT) {
             Ok(p) => p,
-            Err(Fault::NotFound { .. }) => bail!(
-                "the package index {} has no project {project} ({url})\nhint: set GPUENV_PYPI_URL to an index that mirrors NVIDIA's CUDA wheels",
+            Err(Fault::NotFound { .. } | Fault::NoSuchFile { .. }) => bail!(Hinted::new(format!(
+                "the package index {} has no project {project} ({url})",
                 self.index
-            ),
-            Err(e) => return Err(e).with_context(|| format!("reading the package index {}", self.index)),
+            ))
+            .hint("set GPUENV_PYPI_URL to an index that mirrors NVIDIA's CUDA wheels")),
+            Err(e) => {
+                return Err(e).with_context(|| format!("reading the package index {}", self.index))
+            }
         };
         if page.content_type.contains("json") {
-            parse_json(&page).with_context(|| format!("{url} is not a PEP 691 project page"))
+            parse_json(&page).with_context(|| format!("reading the PEP 691 project page {url}"))
         } else {
-            Ok(parse_html(&page))
+            parse_html(&page).with_context(|| format!("reading the project page {url}"))
         }
     }
 
@@ -110,11 +122,7 @@ impl Pypi<'_> {
             );
         };
         if file.sha256.is_none() {
-            bail!(
-                "the package index {} gives no sha256 for {}, so it cannot be checked\nhint: use an index that publishes hashes (PyPI and its mirrors do)",
-                self.index,
-                file.filename
-            );
+            bail!(no_sha256(&self.index, &file.filename));
         }
         Ok((file, wheel.version))
     }
@@ -157,13 +165,19 @@ impl Source for Pypi<'_> {
 
     fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
         if spec.kind != Kind::Cuda {
-            bail!("the package index has CUDA wheels only\nhint: install {} with a gpuenv manifest: `gpuenv install {spec} --manifest <path|url>`", spec.kind);
+            bail!(
+                Hinted::new("the package index has CUDA wheels only").hint(format!(
+                "install {} with a gpuenv manifest: `gpuenv install {spec} --manifest <path|url>`",
+                spec.kind
+            ))
+            );
         }
         if spec.version.major() < 13 {
-            bail!(
-                "NVIDIA's wheels of CUDA {} cannot make a toolkit: the -cu11/-cu12 nvcc wheels ship ptxas but no nvcc driver on Linux (only the 13.x wheels have one)\nhint: `gpuenv install {spec} --source nvidia` installs it from NVIDIA's redist archives; `gpuenv link {spec} <path>` registers a toolkit you already have",
+            bail!(Hinted::new(format!(
+                "NVIDIA's wheels of CUDA {} cannot make a toolkit: the -cu11/-cu12 nvcc wheels ship ptxas but no nvcc driver on Linux (only the 13.x wheels have one)",
                 spec.version
-            );
+            ))
+            .hint(format!("`gpuenv install {spec} --source nvidia` installs it from NVIDIA's redist archives; `gpuenv link {spec} <path>` registers a toolkit you already have")));
         }
         let releases = self.releases()?;
         let Some((release, meta_file)) =
@@ -174,23 +188,28 @@ impl Source for Pypi<'_> {
                 .filter(|(v, _)| v.major() >= 13)
                 .map(|(v, _)| v.to_string())
                 .collect();
-            bail!(
-                "the package index {} has no {METAPACKAGE} release {}\nhint: it has {}",
-                self.index,
-                spec.version,
+            bail!(Hinted::new(format!(
+                "the package index {} has no {METAPACKAGE} release {}",
+                self.index, spec.version,
+            ))
+            .hint(format!(
+                "it has {}",
                 if have.is_empty() {
                     "none".to_string()
                 } else {
                     have.join(", ")
                 }
-            );
+            )));
         };
         let meta = self.metadata(meta_file)?;
         let provided = meta.extras.clone();
         let asked: Vec<String> = sel.components.iter().map(|c| extra_name(c)).collect();
         unknown_components(&asked, |c| provided.iter().any(|p| p == c), &provided)?;
         if !provided.iter().any(|p| p == "nvcc") {
-            bail!("{METAPACKAGE} {release} has no `nvcc` extra, so it cannot make a toolkit\nhint: `gpuenv install {spec} --source nvidia`");
+            bail!(Hinted::new(format!(
+                "{METAPACKAGE} {release} has no `nvcc` extra, so it cannot make a toolkit"
+            ))
+            .hint(format!("`gpuenv install {spec} --source nvidia`")));
         }
         // The profile's components, as the metapackage names its extras.
         let mut extras: Vec<String> = redist_components(sel.profile, release)
@@ -228,8 +247,11 @@ impl Source for Pypi<'_> {
         let mut archives = Vec::new();
         for p in picks {
             let (name, file, version) = p?;
+            let component = name.trim_start_matches("nvidia-").replace('-', "_");
+            pathpart::part("component", &component)
+                .with_context(|| format!("{METAPACKAGE} {release}\n{}", pathpart::SOURCE_HINT))?;
             archives.push(Archive {
-                component: name.trim_start_matches("nvidia-").replace('-', "_"),
+                component,
                 version: version.to_string(),
                 sha256: file.sha256.clone().expect("pick checks it"),
                 size: file.size,
@@ -260,11 +282,7 @@ pub struct Metadata {
 impl Pypi<'_> {
     fn metadata(&self, file: &FileLink) -> Result<Metadata> {
         let Some(sha256) = file.sha256.clone() else {
-            bail!(
-                "the package index {} gives no sha256 for {}, so it cannot be checked\nhint: use an index that publishes hashes (PyPI and its mirrors do)",
-                self.index,
-                file.filename
-            );
+            bail!(no_sha256(&self.index, &file.filename));
         };
         let archive = Archive {
             component: METAPACKAGE.into(),

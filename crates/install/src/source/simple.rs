@@ -5,19 +5,36 @@ use anyhow::{Context as _, Result};
 use reqwest::Url;
 
 use crate::fetch::Page;
+use crate::pathpart::{self, Sha256, UnsafeValue};
 
 /// A file the index lists for a project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileLink {
     pub filename: String,
     pub url: Url,
-    pub sha256: Option<String>,
+    pub sha256: Option<Sha256>,
     pub size: Option<u64>,
     pub yanked: bool,
 }
 
-fn sha256_of(hashes: Option<&serde_json::Value>) -> Option<String> {
-    hashes?.get("sha256")?.as_str().map(str::to_ascii_lowercase)
+fn sha256_of(hashes: Option<&serde_json::Value>) -> Option<&str> {
+    hashes?.get("sha256")?.as_str()
+}
+
+/// The file name and digest of a link, checked before either can name a file.
+fn checked(filename: String, sha256: Option<&str>) -> Result<(String, Option<Sha256>)> {
+    let check = || -> Result<_, UnsafeValue> {
+        pathpart::part("file name", &filename)?;
+        sha256.map(Sha256::parse).transpose()
+    };
+    let sha256 = check().with_context(|| {
+        format!(
+            "the link to {}\n{}",
+            filename.escape_debug(),
+            pathpart::SOURCE_HINT
+        )
+    })?;
+    Ok((filename, sha256))
 }
 
 /// PEP 691: `{"files": [{"filename", "url", "hashes": {"sha256"}, "size", "yanked"}]}`.
@@ -38,10 +55,11 @@ pub fn parse_json(page: &Page) -> Result<Vec<FileLink>> {
         let Ok(url) = page.url.join(url) else {
             continue;
         };
+        let (filename, sha256) = checked(filename.to_string(), sha256_of(f.get("hashes")))?;
         out.push(FileLink {
-            filename: filename.to_string(),
+            filename,
             url,
-            sha256: sha256_of(f.get("hashes")),
+            sha256,
             size: f.get("size").and_then(|s| s.as_u64()),
             yanked: f
                 .get("yanked")
@@ -52,7 +70,7 @@ pub fn parse_json(page: &Page) -> Result<Vec<FileLink>> {
 }
 
 /// PEP 503: `<a href="…/file.whl#sha256=…" data-yanked>file.whl</a>`.
-pub fn parse_html(page: &Page) -> Vec<FileLink> {
+pub fn parse_html(page: &Page) -> Result<Vec<FileLink>> {
     let html = page.text();
     let lower = html.to_ascii_lowercase();
     let mut out = Vec::new();
@@ -76,7 +94,7 @@ pub fn parse_html(page: &Page) -> Vec<FileLink> {
         let sha256 = url
             .fragment()
             .and_then(|f| f.strip_prefix("sha256="))
-            .map(str::to_ascii_lowercase);
+            .map(str::to_string);
         url.set_fragment(None);
         let filename = if text.is_empty() {
             url.path_segments()
@@ -85,6 +103,7 @@ pub fn parse_html(page: &Page) -> Vec<FileLink> {
         } else {
             text
         };
+        let (filename, sha256) = checked(filename, sha256.as_deref())?;
         out.push(FileLink {
             filename,
             url,
@@ -93,7 +112,7 @@ pub fn parse_html(page: &Page) -> Vec<FileLink> {
             yanked: attr(tag, "data-yanked").is_some(),
         });
     }
-    out
+    Ok(out)
 }
 
 /// The value of an HTML attribute (`""` for one without a value), if present.
@@ -150,13 +169,16 @@ mod tests {
             "https://pypi.example/simple/nvidia-cuda-nvcc/",
             r#"{"meta": {"api-version": "1.1"}, "name": "nvidia-cuda-nvcc", "files": [
               {"filename": "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
-               "url": "../../files/a.whl", "hashes": {"sha256": "ABC"}, "size": 10, "yanked": false},
+               "url": "../../files/a.whl", "hashes": {"sha256": "ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789"}, "size": 10, "yanked": false},
               {"filename": "old.whl", "url": "https://x.example/old.whl", "hashes": {}, "yanked": "broken"}]}"#,
             "application/vnd.pypi.simple.v1+json",
         );
         let files = parse_json(&p).unwrap();
         assert_eq!(files[0].url.as_str(), "https://pypi.example/files/a.whl");
-        assert_eq!(files[0].sha256.as_deref(), Some("abc"));
+        assert_eq!(
+            files[0].sha256.as_ref().unwrap().as_str(),
+            "abcdef0123456789".repeat(4)
+        );
         assert_eq!(files[0].size, Some(10));
         assert!(!files[0].yanked);
         assert!(files[1].yanked && files[1].sha256.is_none());
@@ -164,12 +186,10 @@ mod tests {
 
     #[test]
     fn reads_pep_503_html() {
-        let p = page(
-            "https://mirror.example/simple/cuda-toolkit/",
-            "<!DOCTYPE html><html><body>\n<A HREF=\"../../pkgs/cuda_toolkit-13.0.2-py2.py3-none-any.whl#sha256=DEAD&amp;x\" data-requires-python=\"&gt;=3\">cuda_toolkit-13.0.2-py2.py3-none-any.whl</A><br/>\n<a data-yanked=\"\" href='/p/cuda_toolkit-13.0.1-py2.py3-none-any.whl'>cuda_toolkit-13.0.1-py2.py3-none-any.whl</a>\n</body></html>",
-            "text/html",
-        );
-        let files = parse_html(&p);
+        let html = "<!DOCTYPE html><html><body>\n<A HREF=\"../../pkgs/cuda_toolkit-13.0.2-py2.py3-none-any.whl#sha256={DEAD}\" data-requires-python=\"&gt;=3\">cuda_toolkit-13.0.2-py2.py3-none-any.whl</A><br/>\n<a data-yanked=\"\" href='/p/cuda_toolkit-13.0.1-py2.py3-none-any.whl'>cuda_toolkit-13.0.1-py2.py3-none-any.whl</a>\n</body></html>";
+        let url = "https://mirror.example/simple/cuda-toolkit/";
+        let p = page(url, &html.replace("{DEAD}", &"DE".repeat(32)), "text/html");
+        let files = parse_html(&p).unwrap();
         assert_eq!(files.len(), 2);
         assert_eq!(
             files[0].filename,
@@ -179,12 +199,28 @@ mod tests {
             files[0].url.as_str(),
             "https://mirror.example/pkgs/cuda_toolkit-13.0.2-py2.py3-none-any.whl"
         );
-        assert_eq!(files[0].sha256.as_deref(), Some("dead&x"));
+        assert_eq!(files[0].sha256.as_ref().unwrap().as_str(), "de".repeat(32));
         assert!(!files[0].yanked);
         assert!(files[1].yanked);
         assert_eq!(
             files[1].url.as_str(),
             "https://mirror.example/p/cuda_toolkit-13.0.1-py2.py3-none-any.whl"
+        );
+    }
+
+    #[test]
+    fn a_page_naming_a_path_as_a_digest_or_file_is_refused() {
+        let url = "https://mirror.example/simple/x/";
+        let html = |href: &str| format!("<a href=\"{href}\">x.whl</a>");
+        for bad in ["x.whl#sha256=../../victim", "x.whl#sha256=abc"] {
+            let err = parse_html(&page(url, &html(bad), "text/html")).unwrap_err();
+            assert!(format!("{err:#}").contains("not 64 hex digits"), "{err:#}");
+        }
+        let json = r#"{"files": [{"filename": "../../x.whl", "url": "x.whl", "hashes": {}}]}"#;
+        let err = parse_json(&page(url, json, "application/json")).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("file name `../../x.whl`"),
+            "{err:#}"
         );
     }
 }

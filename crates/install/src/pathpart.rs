@@ -1,0 +1,119 @@
+//! Values that become part of a path: a sha256 names a file in the download cache, a
+//! toolchain name a directory under `toolchains/`, a component a directory under
+//! `share/doc/`. They come from manifests, index pages and the command line, so every one
+//! is checked here, where it is parsed, before anything touches the disk: a mirror must not
+//! be able to name `../../.bashrc` as a digest.
+
+use std::fmt;
+
+/// What to do about a value a source sent that cannot be used (goes in the error's context).
+pub const SOURCE_HINT: &str =
+    "hint: the source's metadata is broken or hostile, and nothing was written; tell whoever publishes it";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnsafeValue {
+    #[error("the sha256 `{0}` is not 64 hex digits")]
+    Sha256(String),
+    #[error("the {what} `{value}` cannot name a file: {why}")]
+    Part {
+        what: &'static str,
+        value: String,
+        why: &'static str,
+    },
+}
+
+/// A sha256 digest: 64 hex digits, kept lowercase. The only way to build one is
+/// [`Sha256::parse`], and the download cache takes nothing else as a file name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub struct Sha256(String);
+
+impl TryFrom<String> for Sha256 {
+    type Error = UnsafeValue;
+    fn try_from(value: String) -> Result<Sha256, UnsafeValue> {
+        Sha256::parse(&value)
+    }
+}
+
+impl Sha256 {
+    pub fn parse(value: &str) -> Result<Sha256, UnsafeValue> {
+        if value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(Sha256(value.to_ascii_lowercase()))
+        } else {
+            Err(UnsafeValue::Sha256(value.escape_debug().to_string()))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Sha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<str> for Sha256 {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+/// `value` as one path component: a name, a version or a file name (`what` says which, for
+/// the message). Empty, `.`, anything with `/`, `..` or NUL is refused.
+pub fn part<'a>(what: &'static str, value: &'a str) -> Result<&'a str, UnsafeValue> {
+    let why = if value.is_empty() {
+        "it is empty"
+    } else if value.contains('/') {
+        "it contains `/`"
+    } else if value.contains("..") || value == "." {
+        "it is or contains `..`"
+    } else if value.contains('\0') {
+        "it contains a NUL byte"
+    } else {
+        return Ok(value);
+    };
+    Err(UnsafeValue::Part {
+        what,
+        value: value.escape_debug().to_string(),
+        why,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sha256_is_64_hex_digits_and_nothing_else() {
+        let ok = "AB".repeat(32);
+        assert_eq!(Sha256::parse(&ok).unwrap().as_str(), "ab".repeat(32));
+        for bad in [
+            "",
+            "abc",
+            "../../../../home/u/.bashrc",
+            &"g".repeat(64),
+            &format!("{}/", "a".repeat(63)),
+            &"a".repeat(65),
+        ] {
+            assert!(Sha256::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_part_never_leaves_its_directory() {
+        for good in ["cuda_nvcc", "cuda-12.4.1", "x.whl", "a.b"] {
+            assert_eq!(part("name", good), Ok(good));
+        }
+        for bad in ["", ".", "..", "../x", "a/b", "a..b", "/etc", "x\0y"] {
+            assert!(part("name", bad).is_err(), "{bad:?}");
+        }
+        let e = part("component", "../../x").unwrap_err().to_string();
+        assert!(
+            e.contains("component `../../x`") && e.contains("`/`"),
+            "{e}"
+        );
+    }
+}

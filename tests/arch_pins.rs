@@ -1,0 +1,182 @@
+//! Arch pins reach every build system: the variables PyTorch, CMake and hipcc read, the
+//! arguments a plain nvcc/hipcc call gets through the proxy, and `gpuenv pin --arch native`
+//! reading this machine's GPUs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use fs_err as fs;
+
+/// A project pinned to a stub CUDA 12.4 (which logs its arguments) and a stub ROCm 6.2.
+fn pinned(toml_extra: &str) -> (Sandbox, PathBuf, PathBuf, PathBuf) {
+    let sb = Sandbox::new();
+    let cuda = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
+    sb.ok(&["link", "cuda-12.4", cuda.to_str().unwrap()]);
+    let rocm_root = rocm(&sb.path("opt/rocm-6.2.4"), "6.2.4");
+    // A hipcc that logs its arguments after printing its version.
+    let log = rocm_root.join("hipcc.log");
+    write_exe(
+        &rocm_root.join("bin/hipcc"),
+        &format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && {{ echo 'HIP version: 6.2.41133-dd7f95766'; exit 0; }}\necho \"$@\" >> '{}'\n",
+            log.display()
+        ),
+    );
+    sb.ok(&["link", "rocm-6.2.4", rocm_root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        &format!("[toolchain]\ncuda = \"12.4\"\nrocm = \"6.2\"\ncuda-arch = [\"8.0\", \"9.0+PTX\"]\nrocm-arch = [\"gfx90a\", \"gfx942\"]\n{toml_extra}"),
+    );
+    (sb, proj, cuda, rocm_root)
+}
+
+fn run_shim(sb: &Sandbox, dir: &Path, tool: &str, args: &[&str]) -> std::process::Output {
+    Command::new(sb.gpuenv_home().join("shims").join(tool))
+        .args(args)
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn last_line(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap();
+    text.lines().last().unwrap().to_string()
+}
+
+#[test]
+fn arch_pins_export_what_pytorch_cmake_and_hipcc_read() {
+    let (sb, proj, _, _) = pinned("");
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args(["env", "--shell", "json"])
+        .output()
+        .unwrap();
+    let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(env["TORCH_CUDA_ARCH_LIST"], "8.0;9.0+PTX");
+    assert_eq!(env["CUDAARCHS"], "80-real;90");
+    assert_eq!(env["PYTORCH_ROCM_ARCH"], "gfx90a;gfx942");
+    assert_eq!(env["GPU_TARGETS"], "gfx90a;gfx942");
+    assert_eq!(env["HCC_AMDGPU_TARGET"], "gfx90a,gfx942");
+}
+
+#[test]
+fn a_plain_nvcc_call_through_the_proxy_targets_the_pinned_archs() {
+    let (sb, proj, cuda, _) = pinned("");
+    let out = run_shim(&sb, &proj, "nvcc", &["-c", "k.cu", "-o", "k.o"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let args = last_line(&cuda.join("nvcc.log"));
+    assert!(
+        args.contains("-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -c k.cu -o k.o"),
+        "{args}"
+    );
+    // The view's nvcc, as CMake and torch call it, applies the project's pins too.
+    let view_nvcc = sb.gpuenv_home().join("views/cuda-12.4/bin/nvcc");
+    let out = Command::new(&view_nvcc)
+        .args(["-arch=sm_86", "-c", "k.cu"])
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let args = last_line(&cuda.join("nvcc.log"));
+    assert!(
+        !args.contains("-gencode"),
+        "the call's own arch wins: {args}"
+    );
+}
+
+#[test]
+fn a_plain_hipcc_call_through_the_proxy_gets_one_offload_arch_per_pin() {
+    let (sb, proj, _, rocm_root) = pinned("");
+    let out = run_shim(&sb, &proj, "hipcc", &["-c", "k.hip"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        last_line(&rocm_root.join("hipcc.log")),
+        "--offload-arch=gfx90a --offload-arch=gfx942 -c k.hip"
+    );
+}
+
+#[test]
+fn pin_arch_native_pins_this_machines_gpus() {
+    let sb = Sandbox::new();
+    let tools = sb.path("tools");
+    write_exe(
+        &tools.join("nvidia-smi"),
+        "#!/bin/sh\n[ \"$1\" = --query-gpu=compute_cap ] && printf '8.6\\n8.6\\n'\n",
+    );
+    write_exe(
+        &tools.join("rocm_agent_enumerator"),
+        "#!/bin/sh\nprintf 'gfx000\\ngfx90a\\n'\n",
+    );
+    let proj = sb.path("proj");
+    fs::create_dir_all(&proj).unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("PATH", format!("{}:/bin", tools.display()))
+        .args(["pin", "--arch", "native"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = fs::read_to_string(proj.join("gpuenv.toml")).unwrap();
+    assert!(text.contains("cuda-arch = [\"8.6\"]"), "{text}");
+    assert!(text.contains("rocm-arch = [\"gfx90a\"]"), "{text}");
+}
+
+#[test]
+fn pin_arch_native_says_clearly_when_the_machine_has_no_gpu() {
+    let sb = Sandbox::new();
+    let tools = sb.path("tools");
+    write_exe(
+        &tools.join("nvidia-smi"),
+        "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'\nexit 9\n",
+    );
+    let proj = sb.path("proj");
+    fs::create_dir_all(&proj).unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("PATH", tools.display().to_string())
+        .args(["pin", "--arch", "native"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--arch native: this machine shows no GPU"),
+        "{err}"
+    );
+    assert!(
+        err.contains("could not communicate with the NVIDIA driver"),
+        "{err}"
+    );
+    assert!(err.contains("rocminfo: not on PATH"), "{err}");
+    assert!(err.contains("hint: name the targets instead"), "{err}");
+    assert!(!proj.join("gpuenv.toml").exists());
+}

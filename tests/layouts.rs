@@ -1,0 +1,229 @@
+//! Toolchain layouts this machine cannot install, as fixtures generated here: AMD's
+//! `/opt/rocm-6.x.y`, ROCm 7's `/opt/rocm/core-<ver>`, conda-forge's `targets/x86_64-linux`
+//! CUDA, Ubuntu's ROCm 5.7 and 6.x packages under `/usr`; and a shared prefix that must not
+//! be shimmed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use fs_err as fs;
+
+fn env_json(sb: &Sandbox, dir: &Path) -> serde_json::Value {
+    let out = sb
+        .gpuenv()
+        .current_dir(dir)
+        .args(["env", "--shell", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn discovered(sb: &Sandbox) -> String {
+    sb.ok(&["discover", "--register"])
+}
+
+fn shim_names(sb: &Sandbox) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(sb.gpuenv_home().join("shims"))
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn project(sb: &Sandbox, toml: &str) -> PathBuf {
+    let dir = sb.path("proj");
+    write(&dir.join("gpuenv.toml"), toml);
+    dir
+}
+
+#[test]
+fn amds_opt_rocm_6_x_y_is_discovered_and_exported_through_its_view() {
+    let sb = Sandbox::new();
+    rocm(&sb.root().join("opt/rocm-6.2.4"), "6.2.4-120");
+    assert!(discovered(&sb).contains("rocm-6.2.4"));
+    let proj = project(
+        &sb,
+        "[toolchain]\nrocm = \"6.2\"\nrocm-arch = [\"gfx90a\", \"gfx942\"]\n",
+    );
+    let env = env_json(&sb, &proj);
+    let view = sb
+        .gpuenv_home()
+        .join("views/rocm-6.2.4")
+        .display()
+        .to_string();
+    for k in ["ROCM_PATH", "HIP_PATH", "ROCM_HOME"] {
+        assert_eq!(env[k], view, "{k}");
+    }
+    assert_eq!(env["LD_LIBRARY_PATH"], format!("{view}/lib"));
+    assert_eq!(env["CPATH"], format!("{view}/include"));
+    assert_eq!(env["PYTORCH_ROCM_ARCH"], "gfx90a;gfx942");
+    assert_eq!(env["GPU_TARGETS"], "gfx90a;gfx942");
+    assert_eq!(env["HCC_AMDGPU_TARGET"], "gfx90a,gfx942");
+}
+
+#[test]
+fn rocm_7_core_sdk_under_opt_rocm_core_is_discovered() {
+    let sb = Sandbox::new();
+    let core = sb.root().join("opt/rocm/core-7.13.0");
+    rocm(&core, "7.13.0");
+    let out = discovered(&sb);
+    assert!(out.contains("rocm-7.13.0"), "{out}");
+    assert!(
+        !out.contains("skipped"),
+        "/opt/rocm holding only core-7.13.0 is not a failure: {out}"
+    );
+    let settings = sb.settings().unwrap();
+    assert!(
+        settings.contains(&format!("root = \"{}\"", core.display())),
+        "{settings}"
+    );
+}
+
+#[test]
+fn conda_forge_cuda_with_targets_layout_exports_its_target_headers_and_libraries() {
+    let sb = Sandbox::new();
+    let env_root = sb.path("miniconda3/envs/cu124");
+    nvcc_stub(&env_root, "12.4.131");
+    fs::create_dir_all(env_root.join("conda-meta")).unwrap();
+    write_exe(&env_root.join("bin/python3"), "#!/bin/sh\n");
+    write(&env_root.join("include/Python.h"), "");
+    let target = env_root.join("targets/x86_64-linux");
+    write(&target.join("include/cuda_runtime.h"), "");
+    write(&target.join("lib/libcudart.so.12"), "");
+    let out = sb
+        .gpuenv()
+        .env("CONDA_PREFIX", &env_root)
+        .args(["discover", "--register"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("cuda-12.4.131-conda"), "{stdout}");
+    let proj = project(&sb, "[toolchain]\ncuda = \"cuda-12.4.131-conda\"\n");
+    let env = env_json(&sb, &proj);
+    let view = sb.gpuenv_home().join("views/cuda-12.4.131-conda");
+    let target = view.join("targets/x86_64-linux");
+    assert_eq!(env["CPATH"], target.join("include").display().to_string());
+    assert_eq!(
+        env["LD_LIBRARY_PATH"],
+        target.join("lib").display().to_string()
+    );
+}
+
+/// Ubuntu's ROCm packages under `<root>/usr`, with dpkg's file lists under `<root>/var`.
+fn ubuntu_rocm(root: &Path, major: u64, minor: u64, with_share_version: bool) {
+    let usr = root.join("usr");
+    for tool in ["hipcc", "hipconfig", "rocminfo", "rocm_agent_enumerator"] {
+        write_exe(&usr.join("bin").join(tool), "#!/bin/sh\nexit 0\n");
+    }
+    // Programs of everything else in /usr/bin.
+    for other in ["ls", "python3", "sh", "clang++-17", "perl"] {
+        write_exe(&usr.join("bin").join(other), "#!/bin/sh\n");
+    }
+    write(
+        &usr.join("include/hip/hip_version.h"),
+        &format!("#define HIP_VERSION_MAJOR {major}\n#define HIP_VERSION_MINOR {minor}\n#define HIP_VERSION_PATCH 31921\n"),
+    );
+    if with_share_version {
+        write(
+            &usr.join("share/hip/version"),
+            &format!(
+                "HIP_VERSION_MAJOR={major}\nHIP_VERSION_MINOR={minor}\nHIP_VERSION_PATCH=31921\n"
+            ),
+        );
+    }
+    write(&usr.join("lib/x86_64-linux-gnu/libamdhip64.so.6"), "");
+    let dpkg = root.join("var/lib/dpkg/info");
+    write(
+        &dpkg.join("hipcc.list"),
+        "/.\n/usr\n/usr/bin\n/usr/bin/hipcc\n/usr/bin/hipconfig\n/usr/share/doc/hipcc/copyright\n",
+    );
+    write(
+        &dpkg.join("rocminfo.list"),
+        "/.\n/usr/bin/rocm_agent_enumerator\n/usr/bin/rocminfo\n",
+    );
+}
+
+#[test]
+fn ubuntus_rocm_packages_are_system_toolchains_with_their_own_programs_only() {
+    if std::env::consts::ARCH != "x86_64" {
+        return;
+    }
+    for (major, minor, share) in [(5, 7, true), (6, 1, false)] {
+        let sb = Sandbox::new();
+        ubuntu_rocm(&sb.root(), major, minor, share);
+        let name = format!("rocm-{major}.{minor}-debian");
+        let out = discovered(&sb);
+        assert!(out.contains(&name), "{out}");
+        assert_eq!(
+            shim_names(&sb),
+            ["hipcc", "hipconfig", "rocm_agent_enumerator", "rocminfo"]
+        );
+        let proj = project(&sb, &format!("[toolchain]\nrocm = \"{major}.{minor}\"\n"));
+        let env = env_json(&sb, &proj);
+        let usr = sb.root().join("usr").display().to_string();
+        // What Debian's and Ubuntu's hipcc expect: the prefix itself.
+        for k in ["ROCM_PATH", "HIP_PATH", "ROCM_HOME"] {
+            assert_eq!(env[k], usr, "{k}");
+        }
+        assert_eq!(
+            env["LD_LIBRARY_PATH"],
+            format!("{usr}/lib/x86_64-linux-gnu"),
+            "the multiarch dir"
+        );
+        let bin = sb.gpuenv_home().join(format!("views/{name}/bin"));
+        let path = env["PATH"].as_str().unwrap();
+        assert!(path.starts_with(&bin.display().to_string()), "{path}");
+        assert!(!path.contains(&format!("{usr}/bin")), "{path}");
+        let in_bin: Vec<_> = fs::read_dir(&bin).unwrap().collect();
+        assert_eq!(in_bin.len(), 1, "only the proxied hipcc");
+    }
+}
+
+#[test]
+fn linking_a_shared_prefix_is_refused_with_the_reason() {
+    let sb = Sandbox::new();
+    let prefix = sb.path("usr-local");
+    nvcc_stub(&prefix, "12.4.131");
+    write(&prefix.join("include/cuda_runtime.h"), "");
+    write(&prefix.join("lib64/libcudart.so"), "");
+    for i in 0..400 {
+        write_exe(&prefix.join(format!("bin/tool{i}")), "#!/bin/sh\n");
+    }
+    let out = sb
+        .gpuenv()
+        .args(["link", "cuda-12.4", prefix.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("402 programs in bin/"), "{err}");
+    assert!(err.contains("hint: link the toolkit's own root"), "{err}");
+    assert!(shim_names(&sb).is_empty());
+    assert!(sb.settings().is_none_or(|s| !s.contains("cuda-12.4")));
+}
+
+#[test]
+fn reshim_gives_no_shims_to_a_toolchain_that_grew_into_a_shared_prefix() {
+    let sb = Sandbox::new();
+    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
+    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    assert!(shim_names(&sb).contains(&"nvcc".to_string()));
+    for i in 0..400 {
+        write_exe(&root.join(format!("bin/tool{i}")), "#!/bin/sh\n");
+    }
+    let out = sb.gpuenv().args(["reshim"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("no shims for cuda-12.4"), "{err}");
+    assert!(shim_names(&sb).is_empty(), "{:?}", shim_names(&sb));
+}
