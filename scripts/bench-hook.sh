@@ -1,38 +1,43 @@
 #!/usr/bin/env bash
-# Benchmark: what the shell hook costs at a prompt, side by side with direnv.
-# Times `gpuenv hook-env --shell bash` and `direnv export bash` in the same project, which
-# pins CUDA 12.4 (gpuenv.toml) and has an allowed .envrc exporting the same variables:
-#   no change   the last prompt was in this directory (its state exported), nothing to do;
-#   switch      the last prompt was in another directory, the project's environment is applied.
-# Prints median wall times (hyperfine) and the ratios gpuenv / direnv.
-# Needs hyperfine and direnv (apt-get install -y hyperfine direnv) and a release build (this
-# script makes one).
+# Benchmark: what a prompt costs the shell, side by side with direnv and mise. Inside one
+# real bash per tool, the tool's own prompt function (what PROMPT_COMMAND runs) is called
+# 300 times and each call is timed with $EPOCHREALTIME:
+#   no change   in a project pinned to CUDA 12.4, the prompt after a command that changed
+#               nothing (what almost every prompt is);
+#   switch      `cd` back and forth between the project and a plain directory, so every
+#               prompt applies or undoes the project's environment (the `cd` is timed too:
+#               mise does its work in a `cd` wrapper).
+# direnv's .envrc and mise's mise.toml export the same variables gpuenv sets.
+# Needs direnv (apt-get install -y direnv) and mise from npm (this script installs it under
+# ~/.cache/gpuenv-bench with `npm install @jdxcode/mise` unless MISE is set); makes a release
+# build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-missing=()
-for tool in hyperfine direnv; do
-    command -v "$tool" >/dev/null || missing+=("$tool")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "${missing[*]} needed: apt-get install -y hyperfine direnv" >&2
-    exit 2
+calls=${CALLS:-300} rounds=${ROUNDS:-5}
+command -v direnv >/dev/null || { echo "direnv needed: apt-get install -y direnv" >&2; exit 2; }
+if [ -z "${MISE:-}" ]; then
+    cache="${XDG_CACHE_HOME:-$HOME/.cache}/gpuenv-bench"
+    MISE=$(find "$cache/node_modules" -path '*/bin/mise' -type f 2>/dev/null | head -n1 || true)
+    if [ -z "$MISE" ]; then
+        command -v npm >/dev/null || { echo "npm needed to install mise (or set MISE=/path/to/mise)" >&2; exit 2; }
+        mkdir -p "$cache"
+        (cd "$cache" && npm install --silent --no-audit --no-fund @jdxcode/mise >/dev/null)
+        MISE=$(find "$cache/node_modules" -path '*/bin/mise' -type f | head -n1)
+    fi
 fi
 cargo build --release --workspace --quiet
 gpuenv="$PWD/target/release/gpuenv"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The floor for any hook written in Rust: an empty Rust program, exec'd.
-printf 'fn main() {}\n' >"$work/empty.rs"
-rustc -O -o "$work/rust-empty" "$work/empty.rs"
-
 export HOME="$work/home" GPUENV_HOME="$work/gpuenv"
 export XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share"
-export XDG_CACHE_HOME="$work/home/.cache"
+export XDG_CACHE_HOME="$work/home/.cache" XDG_STATE_HOME="$work/home/.local/state"
 mkdir -p "$HOME"
-# Nothing from the calling shell's hooks: no previous state, no active toolchain.
-unset __GPUENV_STATE GPUENV_TOOLCHAIN GPUENV_ACTIVE VIRTUAL_ENV CONDA_PREFIX "${!DIRENV_@}"
+# Nothing from the calling shell's hooks.
+unset __GPUENV_STATE GPUENV_TOOLCHAIN GPUENV_ACTIVE VIRTUAL_ENV CONDA_PREFIX PROMPT_COMMAND
+unset "${!DIRENV_@}" "${!MISE_@}" "${!__MISE_@}"
 export PATH=/usr/local/bin:/usr/bin:/bin DIRENV_LOG_FORMAT=
 
 root="$work/cuda-12.4"
@@ -42,65 +47,73 @@ printf '#!/bin/sh\necho "Cuda compilation tools, release 12.4, V12.4.131"\n' >"$
 chmod +x "$root/bin/nvcc"
 "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
 
-proj="$work/proj"
-mkdir -p "$proj/src" "$work/elsewhere"
+proj="$work/proj" elsewhere="$work/elsewhere"
+mkdir -p "$proj/src" "$elsewhere"
 printf '[toolchain]\ncuda = "12.4"\n' >"$proj/gpuenv.toml"
-# The .envrc exports exactly what gpuenv sets on entering (its own state variable aside).
-(cd "$proj/src" && "$gpuenv" hook-env --shell bash) | grep -v '^export __GPUENV_STATE=' >"$proj/.envrc"
+# The other tools export exactly what gpuenv sets on entering (its state variable aside).
+wanted=$(cd "$proj/src" && "$gpuenv" env --shell bash)
+printf '%s\n' "$wanted" >"$proj/.envrc"
 direnv allow "$proj"
+{
+    echo '[env]'
+    printf '%s\n' "$wanted" | sed -n "s/^export \([A-Za-z_]*\)='\(.*\)'$/\1 = \"\2\"/p" | grep -v '^PATH ='
+    view_bin=$(printf '%s\n' "$wanted" | sed -n "s/^export CUDACXX='\(.*\)\/nvcc'$/\1/p")
+    echo "_.path = [\"$view_bin\"]"
+} >"$proj/mise.toml"
+"$MISE" trust -q "$proj/mise.toml"
+# Files older than a second: gpuenv's check trusts their modification times from then on.
+sleep 1.2
 
-hook_gpuenv="$gpuenv hook-env --shell bash"
-hook_direnv="direnv export bash"
-
-# Rounds of every benchmark in turn, so that load from elsewhere on the machine falls on
-# all of them alike; the medians are over the runs of all rounds.
-rounds=5 runs=60
-time_it() {
-    hyperfine -N --warmup 20 --runs "$runs" --export-json "$work/$1-$round.json" -n "$1" "$2" \
-        >/dev/null 2>"$work/$1.log" || { cat "$work/$1.log" >&2; exit 1; }
+# run TOOL HOOK-LINE PROMPT-FUNCTION SCENARIO: one bash, the hook loaded as its rc file
+# would, prints one line of per-call milliseconds.
+run() {
+    local tool=$1 hook=$2 fn=$3 scenario=$4
+    HOOK=$hook FN=$fn SCENARIO=$scenario PROJ="$proj/src" ELSEWHERE=$elsewhere CALLS=$calls \
+        bash --norc --noprofile -c '
+        eval "$HOOK"
+        cd "$PROJ"; $FN; $FN
+        [[ -n ${CUDA_HOME:-} ]] || { echo "'"$tool"': the hook did not apply the project" >&2; exit 1; }
+        out=()
+        for ((i = 0; i < CALLS; i++)); do
+            # A switch times the `cd` too: mise wraps `cd` and does its work there.
+            t0=$EPOCHREALTIME
+            if [[ $SCENARIO == switch ]]; then
+                if ((i % 2)); then cd "$PROJ"; else cd "$ELSEWHERE"; fi
+            fi
+            $FN
+            t1=$EPOCHREALTIME
+            out+=("$(( (${t1/./} - ${t0/./}) ))")
+        done
+        [[ $SCENARIO == switch || -n ${CUDA_HOME:-} ]] || { echo "'"$tool"': lost the project" >&2; exit 1; }
+        echo "${out[*]}"
+    '
 }
 
-# bench NAME LAST_PROMPT_DIR DIR CMD nothing|switch: times CMD in DIR with the state that a
-# prompt in LAST_PROMPT_DIR left behind, after checking that CMD takes the intended path
-# (prints nothing, or prints the project's environment).
-bench() {
-    local name=$1 last_prompt=$2 dir=$3 cmd=$4 expect=$5 out
-    (
-        cd "$last_prompt"
-        eval "$($cmd)"
-        cd "$dir"
-        out=$($cmd)
-        case "$expect" in
-            nothing) [ -z "$out" ] || { echo "$name: expected no output, got: $out" >&2; exit 1; } ;;
-            switch) [[ "$out" == *"CUDA_HOME="*"/views/cuda-12.4"* ]] || { echo "$name: expected the project's environment, got: $out" >&2; exit 1; } ;;
-        esac
-        time_it "$name" "$cmd"
-    )
-}
-
+floor_hook='_true() { /bin/true; }'
 for round in $(seq "$rounds"); do
-    bench gpuenv-no-change "$proj/src" "$proj/src" "$hook_gpuenv" nothing
-    bench direnv-no-change "$proj/src" "$proj/src" "$hook_direnv" nothing
-    bench gpuenv-switch "$work/elsewhere" "$proj/src" "$hook_gpuenv" switch
-    bench direnv-switch "$work/elsewhere" "$proj/src" "$hook_direnv" switch
-    time_it true /bin/true
-    time_it rust-empty "$work/rust-empty"
+    for scenario in no-change switch; do
+        run gpuenv "eval \"\$('$gpuenv' hook bash)\"" _gpuenv_hook $scenario >"$work/gpuenv-$scenario-$round"
+        run direnv "eval \"\$(direnv hook bash)\"" _direnv_hook $scenario >"$work/direnv-$scenario-$round"
+        run mise "eval \"\$('$MISE' activate bash)\"" _mise_hook_prompt_command $scenario >"$work/mise-$scenario-$round"
+    done
+    HOOK=$floor_hook bash --norc --noprofile -c 'eval "$HOOK"; out=(); for ((i = 0; i < '"$calls"'; i++)); do t0=$EPOCHREALTIME; _true; t1=$EPOCHREALTIME; out+=("$(( (${t1/./} - ${t0/./}) ))"); done; echo "${out[*]}"' >"$work/floor-$round"
 done
 
-python3 - "$work" "$((rounds * runs))" <<'PY'
-import json, pathlib, statistics, sys
-times = {}
-for f in pathlib.Path(sys.argv[1]).glob("*.json"):
-    for r in json.load(open(f))["results"]:
-        times.setdefault(r["command"], []).extend(r["times"])
-ms = {name: statistics.median(t) * 1000 for name, t in times.items()}
-print(f"{'prompt':<12}{'gpuenv ms':>11}{'direnv ms':>11}{'gpuenv/direnv':>15}")
-for path in ("no-change", "switch"):
-    g, d = ms[f"gpuenv-{path}"], ms[f"direnv-{path}"]
-    print(f"{path:<12}{g:>11.3f}{d:>11.3f}{g / d:>14.2f}x")
-print(f"(medians of {sys.argv[2]} runs; the floor of starting a process here: /bin/true "
-      f"{ms['true']:.3f} ms, an empty Rust program {ms['rust-empty']:.3f} ms)")
-g, d = ms["gpuenv-no-change"], ms["direnv-no-change"]
-met = g * 2 <= d and g < 5
-print(f"target (no-change at least 2x faster than direnv, well under 5 ms): {'met' if met else 'NOT met'}")
+python3 - "$work" "$calls" "$rounds" <<'PY'
+import pathlib, statistics, sys
+work, calls, rounds = pathlib.Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+def ms(prefix):
+    us = [int(x) for f in work.glob(prefix + "-*") for x in f.read_text().split()]
+    return statistics.median(us) / 1000
+print(f"a prompt in bash: median of {calls} calls x {rounds} rounds of each tool's prompt function")
+print(f"{'prompt':<11}{'gpuenv':>10}{'mise':>10}{'direnv':>10}{'mise/gpuenv':>13}{'direnv/gpuenv':>15}")
+res = {}
+for s in ("no-change", "switch"):
+    g, m, d = ms(f"gpuenv-{s}"), ms(f"mise-{s}"), ms(f"direnv-{s}")
+    res[s] = (g, m, d)
+    print(f"{s:<11}{g:>8.3f}ms{m:>8.3f}ms{d:>8.3f}ms{m / g:>12.1f}x{d / g:>14.1f}x")
+print(f"(starting one process from bash here, /bin/true: {ms('floor'):.3f} ms)")
+g, m, d = res["no-change"]
+met = g < 1 and g < m and d >= 3 * g
+print(f"goal (no change: under 1 ms, faster than mise, at least 3x faster than direnv): {'met' if met else 'NOT met'}")
 PY

@@ -6,76 +6,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use common::real::{index_reachable, real_gpuenv, test_cache, REAL_VARS};
 use common::*;
 
-const REAL_VARS: &[&str] = &[
-    "GPUENV_PYPI_URL",
-    "PIP_INDEX_URL",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-];
-
-fn test_cache() -> PathBuf {
-    match std::env::var_os("GPUENV_TEST_CACHE") {
-        Some(c) => PathBuf::from(c),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-            .join(".cache/gpuenv-tests"),
-    }
-}
-
-/// Can we reach the index at all? Fails under CI; elsewhere skips.
-fn index_reachable() -> bool {
-    let index = std::env::var("GPUENV_PYPI_URL")
-        .or_else(|_| std::env::var("PIP_INDEX_URL"))
-        .unwrap_or_else(|_| "https://pypi.org/simple/".into());
-    let host = index
-        .split("://")
-        .nth(1)
-        .and_then(|r| r.split(['/', ':']).next())
-        .unwrap_or("pypi.org")
-        .to_string();
-    let port = if index.starts_with("http://") {
-        80
-    } else {
-        443
-    };
-    use std::net::ToSocketAddrs;
-    let ok = (host.as_str(), port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .is_some_and(|addr| {
-            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(10)).is_ok()
-        });
-    if !ok {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!(
-                "the package index {index} is not reachable, and CI=true needs this test to run"
-            );
-        }
-        eprintln!("SKIPPED: the package index {index} is not reachable; this test needs it");
-    }
-    ok
-}
-
 fn gpuenv(sb: &Sandbox) -> assert_cmd::Command {
-    let mut cmd = sb.gpuenv();
-    cmd.env("GPUENV_DOWNLOAD_CACHE", test_cache().join("downloads"));
-    for v in REAL_VARS {
-        if let Some(val) = std::env::var_os(v) {
-            cmd.env(v, val);
-        }
-    }
-    cmd
+    real_gpuenv(sb)
 }
 
 fn run(sb: &Sandbox, args: &[&str]) -> (bool, String, String) {

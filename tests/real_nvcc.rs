@@ -6,6 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::real::real_cuda13;
 use common::*;
 use fs_err as fs;
 
@@ -18,31 +19,6 @@ int main() {
     return 0;
 }
 "#;
-
-/// The real CUDA 13 root, or None (skipped outside CI) when it cannot be fetched.
-fn real_cuda13() -> Option<PathBuf> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-toolchains.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg("cuda13")
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr);
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("a real nvcc is required under CI=true: {why}");
-        }
-        eprintln!("SKIPPED: no real CUDA 13 toolkit could be fetched: {why}");
-        return None;
-    }
-    let root = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
-    Some(PathBuf::from(root))
-}
 
 struct Real {
     sb: Sandbox,

@@ -2,11 +2,15 @@ use std::ffi::OsStr;
 
 use anyhow::Result;
 
+use std::path::PathBuf;
+
 use super::named_arg::named;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::env::Op;
 use gpuenv_core::home::Home;
+use gpuenv_core::resolve::Reason;
+use gpuenv_core::shell::fast_path::{self, Check};
 use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use gpuenv_core::shell::{self, Format, Shell};
 use gpuenv_core::toolchain::registry::Registry;
@@ -25,9 +29,8 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        if let Some(step) = prompt_step(ctx, &home, false) {
-            super::stdout(&render(&step, self.shell))?;
-        }
+        let code = prompt(ctx, &home, false).render(self.shell);
+        super::stdout(&code)?;
         Ok(())
     }
 }
@@ -40,6 +43,26 @@ pub fn format_of(shell: Shell) -> Format {
     }
 }
 
+/// What one prompt prints.
+pub struct Prompt {
+    /// `None` when nothing it depends on changed since the last one.
+    pub step: Option<Step>,
+    /// When the shell may skip the next run (`None`: never).
+    pub check: Option<Check>,
+}
+
+impl Prompt {
+    /// The assignments, then the fast-path function, which every run redefines.
+    pub fn render(&self, shell: Shell) -> Vec<u8> {
+        let mut out = match &self.step {
+            Some(step) => render(step, shell),
+            None => Vec::new(),
+        };
+        out.extend_from_slice(fast_path::render(self.check.as_ref(), shell).as_bytes());
+        out
+    }
+}
+
 pub fn render(step: &Step, shell: Shell) -> Vec<u8> {
     let vars: Vec<(&str, Option<&OsStr>)> = step
         .assignments
@@ -49,33 +72,51 @@ pub fn render(step: &Step, shell: Shell) -> Vec<u8> {
     shell::render(&vars, format_of(shell)).bytes
 }
 
-/// One prompt's step, or `None` when nothing it depends on changed since the last one
-/// (unless `force`). Never fails: a problem is one line on stderr, what the hook had
-/// applied is taken back (a directory that cannot be resolved must not keep the previous
-/// one's toolchain and `[env]`), and the line is not repeated until something changes.
-pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
-    let watched = [
-        vars::GPUENV_TOOLCHAIN,
-        vars::VIRTUAL_ENV,
-        vars::CONDA_PREFIX,
-    ]
-    .iter()
-    .map(|k| {
-        ctx.var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(|v| v.to_string_lossy().into_owned())
-    })
-    .collect();
-    let fp = Fingerprint::take(&ctx.cwd, watched, &home.settings());
+/// The variables a prompt's result depends on, besides the directory and the files.
+const WATCHED_VARS: [&str; 8] = [
+    vars::GPUENV_TOOLCHAIN,
+    vars::VIRTUAL_ENV,
+    vars::CONDA_PREFIX,
+    vars::GPUENV_HOME,
+    vars::XDG_DATA_HOME,
+    vars::GPUENV_UPSTREAMS,
+    vars::GPUENV_SYSTEM_CONFIG,
+    vars::LMFILES,
+];
+
+/// One prompt's step (skipped when nothing it depends on changed since the last one,
+/// unless `force`), and the check that lets the shell skip the next one. Never fails: a
+/// problem is one line on stderr, what the hook had applied is taken back (a directory
+/// that cannot be resolved must not keep the previous one's toolchain and `[env]`), and
+/// the line is not repeated until something changes.
+pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
+    let watched = WATCHED_VARS
+        .iter()
+        .map(|k| {
+            let value = ctx
+                .var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(|v| v.to_string_lossy().into_owned());
+            (k.to_string(), value)
+        })
+        .collect();
     let old = ctx.var(STATE_VAR).and_then(State::decode);
+    let extra: Vec<PathBuf> = old
+        .iter()
+        .flat_map(|s| s.fp.extra.iter().map(|(p, _)| p.clone()))
+        .collect();
+    let mut fp = Fingerprint::take(&ctx.cwd, watched, &home.settings(), &extra);
+    let pwd = ctx.var("PWD");
     if !force && old.as_ref().is_some_and(|s| s.fp == fp) {
-        return None;
+        let check = fast_path::arm(home, &fp, pwd);
+        return Prompt { step: None, check };
     }
     let current = |k: &str| ctx.var_os(k).map(ToOwned::to_owned);
-    match wanted_change(ctx, home) {
-        Ok(change) => Some(hook_env::step(old.as_ref(), fp, &current, &|base| {
-            change.apply(base)
-        })),
+    let step = match wanted_change(ctx, home) {
+        Ok((change, read)) => {
+            fp.watch(&read);
+            hook_env::step(old.as_ref(), fp, &current, &|base| change.apply(base))
+        }
         Err(e) => {
             let step = hook_env::revert_all(old.as_ref(), fp, &current);
             let undone = step.assignments.iter().any(|(k, _)| k != STATE_VAR);
@@ -87,12 +128,19 @@ pub fn prompt_step(ctx: &Context, home: &Home, force: bool) -> Option<Step> {
             } else {
                 ui::hook_note(why);
             }
-            Some(step)
+            step
         }
+    };
+    let check = fast_path::arm(home, &step.state.fp, pwd);
+    Prompt {
+        step: Some(step),
+        check,
     }
 }
 
-fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
+/// The change for this directory, and the files besides the toolchain file and the
+/// registry that it was computed from (the upstreams' settings, the torch a pin read).
+fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf>)> {
     let mut home = home.clone();
     // Own toolchains and the upstreams', loaded again after an auto-install.
     let mut load = || -> Result<Registry> {
@@ -105,6 +153,9 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
     };
     let (registry, active) = super::auto_install::resolve_installing(ctx, &mut load)?;
     let home = &home;
+    // Besides the user's settings: the system config and every upstream's settings.
+    let mut read: Vec<PathBuf> = vec![upstream::system_config_path(ctx)];
+    read.extend(home.upstreams.iter().map(|u| Home::new(u).settings()));
     let trusted = trust::env_allowed(&registry, active.project.as_ref());
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::hook_note(notice);
@@ -118,5 +169,9 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<env::Change> {
             vec![home.shims().into_os_string()],
         ));
     }
-    Ok(change)
+    read.extend(active.toolchains.iter().filter_map(|t| match &t.reason {
+        Reason::Torch(_, _, torch) => Some(torch.join("version.py")),
+        _ => None,
+    }));
+    Ok((change, read))
 }

@@ -27,8 +27,9 @@ use gpuenv_install::{Profile, Progress, Selection};
     after_help = "Examples:\n  gpuenv install cuda-13.0         # the highest 13.0.x\n  gpuenv install                   # what this project's gpuenv.toml pins, if missing\n  gpuenv install cuda-12.4.1 --profile minimal --component libcublas"
 )]
 pub struct Args {
-    /// What to install: cuda-13.0 (the highest 13.0.x), cuda-12.4.1, rocm-6.2 (with --manifest);
-    /// none: the pins of the nearest gpuenv.toml that nothing registered matches
+    /// What to install: cuda-13.0 (the highest 13.0.x), cuda-12.4.1, rocm-6.2 (with --manifest),
+    /// or `torch` (a toolkit for the active Python's torch, reusing its CUDA wheels); none:
+    /// the pins of the nearest gpuenv.toml that nothing registered matches
     #[arg(value_name = "SPEC")]
     specs: Vec<String>,
     /// Where from
@@ -115,6 +116,14 @@ pub(super) fn sources<'a>(
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
+        if self.specs == ["torch"] {
+            let store = super::store(ctx)?;
+            gpuenv_install::writable_home(&home)?;
+            let fetcher = fetcher(ctx, &home, self.offline);
+            let progress =
+                Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
+            return super::install_torch::run(ctx, &store, &fetcher, &progress);
+        }
         let specs: Vec<Spec> = if self.specs.is_empty() {
             super::install_pinned::missing_pins(ctx, &Registry::load(&home)?)?
         } else {

@@ -12,6 +12,7 @@ mod hook;
 mod hook_env;
 mod install;
 mod install_pinned;
+mod install_torch;
 mod link;
 mod list;
 mod module;

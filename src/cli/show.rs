@@ -1,7 +1,8 @@
 use anyhow::Result;
 use serde_json::json;
 
-use gpuenv_core::context::Context;
+use gpuenv_core::build_cache;
+use gpuenv_core::context::{vars, Context};
 use gpuenv_core::store::{self, Problem};
 use gpuenv_core::toolchain::view;
 use gpuenv_core::ui;
@@ -18,6 +19,12 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let (home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;
+        let cache = build_cache::choose(
+            ctx.var(vars::GPUENV_BUILD_CACHE),
+            active.project.as_ref(),
+            &registry,
+        )?;
+        let cache_program = build_cache::locate(&cache, ctx.var_os("PATH"));
         // What is missing for the toolchains active here, and the shims they run through.
         let problems: Vec<Problem> = store::health(&home, &registry)
             .into_iter()
@@ -50,6 +57,11 @@ impl Args {
             let out = json!({
                 "toolchains": toolchains,
                 "toolchain_file": active.project.as_ref().map(|p| &p.path),
+                "build_cache": {
+                    "cache": cache.cache.to_string(),
+                    "from": cache.from,
+                    "program": cache_program.as_ref().ok().cloned().flatten(),
+                },
                 "host_compiler": active.host_compiler.as_ref().map(|c| json!({
                     "compiler": c.compiler(),
                     "choice": c.to_string(),
@@ -72,6 +84,16 @@ impl Args {
         }
         for t in &active.toolchains {
             println!("{}: {} ({})", t.entry.kind, t.name, t.reason);
+        }
+        match cache_program {
+            Ok(Some(program)) => println!(
+                "build cache: {} ({}): nvcc and hipcc compile through {}",
+                cache.cache,
+                cache.from,
+                program.display()
+            ),
+            Ok(None) => {}
+            Err(warning) => ui::warn(warning),
         }
         if let Some(choice) = &active.host_compiler {
             println!("host compiler: {choice}");

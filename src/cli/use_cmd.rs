@@ -5,11 +5,10 @@ use anyhow::{bail, Result};
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::shell::hook_env::Step;
 use gpuenv_core::shell::{self, Shell};
 use gpuenv_core::ui;
 
-use super::hook_env::{format_of, prompt_step, render};
+use super::hook_env::{format_of, prompt};
 
 /// Use toolchains in this shell only (`none` goes back to the toolchain file and default);
 /// needs the shell hook
@@ -77,10 +76,7 @@ impl Args {
             format_of(shell),
         )
         .bytes;
-        let step: Option<Step> = prompt_step(&next, &home, true);
-        if let Some(step) = step {
-            code.extend(render(&step, shell));
-        }
+        code.extend(prompt(&next, &home, true).render(shell));
         super::stdout(&code)?;
         match value {
             Some(v) => ui::info(format!("this shell now uses {v}")),

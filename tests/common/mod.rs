@@ -2,6 +2,9 @@
 //! trees whose `nvcc --version` prints the real format of its release.
 #![allow(dead_code)]
 
+pub mod pty;
+pub mod real;
+
 use fs_err as fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

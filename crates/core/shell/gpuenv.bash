@@ -7,8 +7,13 @@ case ":${PATH}:" in
     *) export PATH=@SHIMS@"${PATH:+:${PATH}}" ;;
 esac
 
+# Redefined by every hook-env run: true while nothing that run depended on has changed.
+_gpuenv_fresh() { return 1; }
+
 _gpuenv_hook() {
     local previous_exit_status=$? user_trap
+    # Nothing changed: no process at all (builtins only until here).
+    _gpuenv_fresh && return $previous_exit_status
     # Not interruptible half-way; the user's own INT trap is put back afterwards.
     user_trap=$(trap -p SIGINT)
     trap -- '' SIGINT

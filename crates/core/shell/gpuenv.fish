@@ -6,7 +6,14 @@ if not contains -- @SHIMS@ $PATH
     set -gx PATH @SHIMS@ $PATH
 end
 
+# Redefined by every hook-env run: true while nothing that run depended on has changed.
+function __gpuenv_fresh
+    return 1
+end
+
 function __gpuenv_hook --on-event fish_prompt --on-variable PWD
+    # Nothing changed: no process at all (builtins only until here).
+    __gpuenv_fresh; and return
     @GPUENV@ hook-env --shell fish | source
 end
 

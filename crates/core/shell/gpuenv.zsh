@@ -7,7 +7,12 @@ case ":${PATH}:" in
     *) export PATH=@SHIMS@"${PATH:+:${PATH}}" ;;
 esac
 
+# Redefined by every hook-env run: true while nothing that run depended on has changed.
+_gpuenv_fresh() { return 1; }
+
 _gpuenv_hook() {
+    # Nothing changed: no process at all (builtins only until here).
+    _gpuenv_fresh && return 0
     # Not interruptible half-way; localtraps puts the user's INT trap (or TRAPINT) back.
     setopt localoptions localtraps
     trap -- '' SIGINT

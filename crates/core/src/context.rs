@@ -34,6 +34,8 @@ pub mod vars {
     pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
     /// The torch guard's policy: `minor` (default), `major` or `off`.
     pub const GPUENV_TORCH_CHECK: &str = "GPUENV_TORCH_CHECK";
+    /// The compiler cache the proxy compiles through: ccache, sccache or off.
+    pub const GPUENV_BUILD_CACHE: &str = "GPUENV_BUILD_CACHE";
     /// Set by the hook scripts to the shell they run in (`gpuenv use` prints that shell's code).
     pub const GPUENV_SHELL: &str = "GPUENV_SHELL";
     /// How many gpuenv proxies are running in a chain; the proxy stops at 3.

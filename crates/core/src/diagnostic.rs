@@ -37,10 +37,13 @@ macro_rules! find_diagnostic {
 /// gpuenv-core's diagnostics.
 pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 'static)> {
     use crate::toolchain::{registry, upstream};
-    use crate::{context, driver, guard, project, proxy, resolve, shell, shims, store};
+    use crate::{
+        build_cache, context, driver, guard, project, proxy, resolve, shell, shims, store,
+    };
     find_diagnostic!(
         err,
         Hinted,
+        build_cache::BadVar,
         context::NoHome,
         driver::DriverTooOld,
         shell::SlurmError,

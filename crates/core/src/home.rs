@@ -69,6 +69,14 @@ impl Home {
     pub fn downloads(&self) -> PathBuf {
         self.root.join("downloads")
     }
+    /// Files whose modification times the shell hook compares against (`shell::fast_path`).
+    pub fn stamps(&self) -> PathBuf {
+        self.root.join("stamps")
+    }
+    /// `TORCH_EXTENSIONS_DIR` of each toolchain: `torch-extensions/<name>`.
+    pub fn torch_extensions(&self) -> PathBuf {
+        self.root.join("torch-extensions")
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";
 
 pub mod auto_install;
+pub mod build_cache;
 pub mod context;
 pub mod cuda_tables;
 pub mod diagnostic;

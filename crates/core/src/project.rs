@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::build_cache::BuildCache;
 use crate::diagnostic::Diagnostic;
 use crate::env::reserved;
 use crate::fsutil::{self, line_col};
@@ -62,6 +63,8 @@ pub struct ProjectFile {
     pub cuda_arch: Vec<String>,
     pub rocm_arch: Vec<String>,
     pub torch_check: Option<TorchCheck>,
+    /// `[build] cache`, and where it is written.
+    pub build_cache: Option<(BuildCache, Location)>,
     /// `host-compiler = "g++-11"`: the command or path nvcc gets as its host compiler.
     pub host_compiler: Option<(String, Location)>,
     /// Applied only when the file is trusted.
@@ -109,7 +112,7 @@ impl Diagnostic for ProjectError {
             ProjectError::NotRegular { .. } => {
                 vec!["a toolchain file must be a file: rename or remove it".into()]
             }
-            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [torch] check and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
+            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache, an optional [torch] check and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
             ProjectError::Invalid { .. } | ProjectError::Unreadable { .. } => Vec::new(),
         }
     }
@@ -122,12 +125,22 @@ fn shown(path: &Path) -> String {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a toolchain file: a [toolchain] table, and optional [torch] and [env] tables"
+    expecting = "a toolchain file: a [toolchain] table, and optional [build], [torch] and [env] tables"
 )]
 struct RawFile {
     toolchain: Option<RawToolchain>,
+    build: Option<RawBuild>,
     torch: Option<RawTorch>,
     env: Option<BTreeMap<String, Spanned<toml::Value>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a [build] table, such as `[build]` then `cache = \"ccache\"`"
+)]
+struct RawBuild {
+    cache: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -262,10 +275,16 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         cuda_arch: Vec::new(),
         rocm_arch: Vec::new(),
         torch_check: raw.torch.and_then(|t| t.check),
+        build_cache: None,
         host_compiler: None,
         env: BTreeMap::new(),
         sha256: crate::trust::content_hash(text.as_bytes()),
     };
+    if let Some(cache) = raw.build.and_then(|b| b.cache) {
+        let start = cache.span().start;
+        let value = cache.get_ref().parse().map_err(|m| invalid(start, m))?;
+        file.build_cache = Some((value, at(start)));
+    }
     if let Some(tc) = raw.toolchain {
         for (kind, value) in [(Kind::Cuda, tc.cuda), (Kind::Rocm, tc.rocm)] {
             let Some(value) = value else { continue };

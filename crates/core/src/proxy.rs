@@ -22,7 +22,7 @@ use crate::toolchain::registry::Registry;
 use crate::toolchain::registry::StateError;
 use crate::toolchain::NameError;
 use crate::toolchain::{upstream, Kind, Spec};
-use crate::{auto_install, env, guard, host_compiler, project, trust, ui};
+use crate::{auto_install, build_cache, env, guard, host_compiler, project, trust, ui};
 
 pub mod args;
 mod check;
@@ -89,6 +89,8 @@ pub enum ProxyError {
     NoToolchain { tool: String, looked: String },
     #[error("{tool} is not in the active toolchain {active}")]
     NotInToolchain { tool: String, active: String },
+    #[error(transparent)]
+    BuildCache(#[from] build_cache::BadVar),
 }
 
 impl Diagnostic for ProxyError {
@@ -98,6 +100,7 @@ impl Diagnostic for ProxyError {
             ProxyError::State(e) => return e.hints(),
             ProxyError::Project(e) => return e.hints(),
             ProxyError::Resolve(e) => return e.hints(),
+            ProxyError::BuildCache(e) => return e.hints(),
             ProxyError::Refused(_)
             | ProxyError::HostCompiler(_)
             | ProxyError::AutoInstall(_)
@@ -315,11 +318,46 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
     let applied = change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned));
     let mut env: Vec<(String, Option<OsString>)> = applied.after.into_iter().collect();
     env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string().into())));
-    Ok(Exec {
+    let exec = Exec {
         program: real,
         args,
         env,
-    })
+    };
+    if tool == kind.compiler() {
+        return through_cache(exec, ctx, &registry, &active);
+    }
+    Ok(exec)
+}
+
+/// The compile, run through the build cache in effect if there is one. A cache that is on
+/// but not installed is a warning, and the compile runs uncached.
+fn through_cache(
+    exec: Exec,
+    ctx: &Context,
+    registry: &Registry,
+    active: &ActiveSet,
+) -> Result<Exec, ProxyError> {
+    // A view's proxy does not resolve, but the project's setting still applies.
+    let found;
+    let file = match &active.project {
+        Some(p) => Some(p),
+        None => {
+            found = project::find(&ctx.cwd)
+                .ok()
+                .flatten()
+                .and_then(|p| project::load(&p).ok());
+            found.as_ref()
+        }
+    };
+    let choice = build_cache::choose(ctx.var(vars::GPUENV_BUILD_CACHE), file, registry)?;
+    match build_cache::locate(&choice, ctx.var_os("PATH")) {
+        Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
+        Ok(None) => Ok(exec),
+        Err(warning) => {
+            ui::warn(warning);
+            Ok(exec)
+        }
+    }
 }
 
 /// The compiler's command line with what the project and machine add (`args::add`): the

@@ -166,6 +166,37 @@ pub fn finish_cuda(root: &Path, release: &Version, components: &[(String, String
     Ok(())
 }
 
+/// Links the files of a wheel tree (`<tree>/include`, `<tree>/lib`: `nvidia/cu13` in a
+/// venv) into the runfile layout of `root`, where nothing placed there already: entries are
+/// symlinks into the tree, never copies; directories that exist on both sides are real
+/// directories in `root`, so nothing gpuenv adds later is written into the tree.
+pub fn link_wheel_tree(tree: &Path, root: &Path) -> Result<()> {
+    let target = target_dir();
+    for dir in ["include", "lib"] {
+        let from = tree.join(dir);
+        if from.is_dir() {
+            link_children(&from, &root.join(&target).join(dir))?;
+        }
+    }
+    Ok(())
+}
+
+fn link_children(from: &Path, to: &Path) -> Result<()> {
+    fs_err::create_dir_all(to)?;
+    for item in fs_err::read_dir(from)? {
+        let item = item?;
+        let dst = to.join(item.file_name());
+        match fs_err::symlink_metadata(&dst) {
+            Ok(m) if m.is_dir() && item.path().is_dir() => link_children(&item.path(), &dst)?,
+            Ok(_) => {}
+            Err(_) => std::os::unix::fs::symlink(item.path(), &dst).with_context(|| {
+                format!("linking {} -> {}", dst.display(), item.path().display())
+            })?,
+        }
+    }
+    Ok(())
+}
+
 /// `libcudart.so -> libcudart.so.13` for every versioned library without its plain name
 /// (the wheels ship only the versioned one; the linker looks for the plain one).
 pub fn unversioned_links(lib: &Path) -> Result<()> {

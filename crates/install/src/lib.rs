@@ -14,6 +14,7 @@ pub mod hooks;
 pub mod pathpart;
 pub mod seal;
 pub mod source;
+pub mod torch;
 pub mod unpack;
 
 use std::path::{Path, PathBuf};
@@ -105,6 +106,9 @@ pub struct Plan {
     pub archives: Vec<Archive>,
     /// NVIDIA's pieces: assemble the runfile layout and write version.json.
     pub cuda_layout: bool,
+    /// Trees laid out like a CUDA wheel's (`include/`, `lib/`) whose files the toolchain
+    /// links to rather than downloads: the NVIDIA wheels a torch venv already has.
+    pub linked: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -291,6 +295,10 @@ pub fn install(
     for (a, dir) in plan.archives.iter().zip(&dirs) {
         assemble::place(dir, &a.mapping, &a.component, tmp.path())
             .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
+    }
+    for tree in &plan.linked {
+        assemble::link_wheel_tree(tree, tmp.path())
+            .with_context(|| format!("linking {name} to {}", tree.display()))?;
     }
     finish_tree(plan, tmp.path())?;
     assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;

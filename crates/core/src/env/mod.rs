@@ -32,6 +32,9 @@ pub enum Op {
     Prepend(String, Vec<OsString>),
     /// Drop the entries that belong to another toolchain of this kind.
     Remove(String, Foreign),
+    /// Set, unless the variable holds a value of the user's: one that is not under the
+    /// directory given (where gpuenv's own values for it live).
+    Default(String, OsString, PathBuf),
 }
 
 /// Which path-list entries belong to other toolchains: registered roots and views, and the
@@ -108,7 +111,11 @@ impl Change {
         let mut applied = Applied::default();
         for op in &self.ops {
             let key = match op {
-                Op::Set(k, _) | Op::Unset(k) | Op::Prepend(k, _) | Op::Remove(k, _) => k,
+                Op::Set(k, _)
+                | Op::Unset(k)
+                | Op::Prepend(k, _)
+                | Op::Remove(k, _)
+                | Op::Default(k, _, _) => k,
             };
             let before = applied
                 .before
@@ -127,6 +134,12 @@ impl Change {
                     let list = path_list::remove(path_list::split(Some(v)), |e| foreign.matches(e));
                     path_list::join(&list)
                 }),
+                Op::Default(_, v, ours) => match value {
+                    Some(user) if !user.is_empty() && !Path::new(&user).starts_with(ours) => {
+                        Some(user)
+                    }
+                    _ => Some(v.clone()),
+                },
             };
             applied.after.insert(key.clone(), new);
         }
@@ -191,6 +204,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
                 // torch.utils.cpp_extension.load() (JIT) calls this nvcc: through the guard.
                 set(&mut ops, "PYTORCH_NVCC", path_str(&v.bin.join("nvcc")));
+                torch_extensions(&mut ops, home, &t.name);
                 if let Some(cc) = active.host_compiler.as_ref().and_then(|c| c.compiler()) {
                     set(&mut ops, "CUDAHOSTCXX", path_str(cc));
                 }
@@ -210,6 +224,9 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, "HIP_PLATFORM", "amd".into());
+                if active.get(Kind::Cuda).is_none() {
+                    torch_extensions(&mut ops, home, &t.name);
+                }
                 prepend(&mut ops, "PATH", &v.bin);
                 prepend_dir(&mut ops, "LD_LIBRARY_PATH", &v.lib, &e.lib_dir);
                 prepend_dir(&mut ops, "CPATH", &v.include, &e.include_dir);
@@ -263,6 +280,16 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
         set(&mut ops, "GPUENV_ACTIVE", names.join(",").into());
     }
     Change { ops }
+}
+
+/// `TORCH_EXTENSIONS_DIR`, unless the user set one: JIT extensions (`load()`) built by one
+/// toolchain's compiler are never loaded or rebuilt over by another's.
+fn torch_extensions(ops: &mut Vec<Op>, home: &Home, name: &str) {
+    ops.push(Op::Default(
+        "TORCH_EXTENSIONS_DIR".into(),
+        path_str(&home.torch_extensions().join(name)),
+        home.torch_extensions(),
+    ));
 }
 
 /// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
@@ -346,6 +373,25 @@ mod tests {
         assert_eq!(applied.before["CPATH"], None);
         assert_eq!(applied.before["PATH"], current("PATH"));
         assert_eq!(applied.diff().len(), 4);
+    }
+
+    #[test]
+    fn a_default_keeps_the_users_value_and_replaces_gpuenvs_own() {
+        let op = Op::Default(
+            "TORCH_EXTENSIONS_DIR".into(),
+            "/h/te/b".into(),
+            "/h/te".into(),
+        );
+        let change = Change { ops: vec![op] };
+        let after = |v: Option<&str>| {
+            let current = |_: &str| v.map(OsString::from);
+            change.apply(&current).after["TORCH_EXTENSIONS_DIR"].clone()
+        };
+        let some = |s: &str| Some(OsString::from(s));
+        assert_eq!(after(None), some("/h/te/b"));
+        assert_eq!(after(Some("")), some("/h/te/b"));
+        assert_eq!(after(Some("/h/te/a")), some("/h/te/b"));
+        assert_eq!(after(Some("/mine")), some("/mine"));
     }
 
     #[test]

@@ -86,6 +86,9 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change) -> String {
         match op {
             Op::Set(k, v) => out += &format!("setenv({}, {})\n", lua(k), lua(&text(v))),
             Op::Unset(k) => out += &format!("unsetenv({})\n", lua(k)),
+            // Modules cannot tell a user's value from another module's: set it, and put back
+            // what was there on unload.
+            Op::Default(k, v, _) => out += &format!("pushenv({}, {})\n", lua(k), lua(&text(v))),
             // The first entry ends up first: prepend the others before it.
             Op::Prepend(k, entries) => {
                 for e in entries.iter().rev() {
@@ -113,6 +116,7 @@ fn render_tcl(name: &str, entry: &Entry, change: &Change) -> String {
         match op {
             Op::Set(k, v) => out += &format!("setenv {} {}\n", tcl(k), tcl(&text(v))),
             Op::Unset(k) => out += &format!("unsetenv {}\n", tcl(k)),
+            Op::Default(k, v, _) => out += &format!("pushenv {} {}\n", tcl(k), tcl(&text(v))),
             Op::Prepend(k, entries) => {
                 for e in entries.iter().rev() {
                     out += &format!("prepend-path {} {}\n", tcl(k), tcl(&text(e)));

@@ -19,52 +19,88 @@ pub const STATE_VAR: &str = "__GPUENV_STATE";
 /// The layout of the state. A shell keeps its state across an upgrade of gpuenv: a state
 /// of an older layout is read (its saved values are what a revert needs), one of an unknown
 /// layout is dropped and the hook starts afresh.
-pub const STATE_VERSION: u32 = 1;
+/// Version 2 watches variables by name and extra files (the prompt's fast path).
+pub const STATE_VERSION: u32 = 2;
 
 /// Everything a prompt's result depends on; when it is unchanged the hook does nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
     pub cwd: PathBuf,
-    /// `GPUENV_TOOLCHAIN`, `VIRTUAL_ENV`, `CONDA_PREFIX` (a torch pin depends on the last two).
-    pub vars: Vec<Option<String>>,
-    /// The nearest toolchain file, with its modification time and size (an unusable one
-    /// with zeros: the error is shown once, until it changes).
-    pub file: Option<(PathBuf, u128, u64)>,
-    /// The registry's settings file (links, default, trust), modification time and size.
-    pub settings: Option<(u128, u64)>,
+    /// The variables the result depends on, by name (unset and empty are both `None`).
+    pub vars: Vec<(String, Option<String>)>,
+    /// The nearest toolchain file (found as resolution finds it). An unusable one is
+    /// stamped as it is, or with zeros when it cannot be: its error is shown once, until
+    /// it changes.
+    pub file: Option<(PathBuf, Stamp)>,
+    /// The registry's settings file (installs, links, default, trust): `None` when absent.
+    pub settings: (PathBuf, Option<Stamp>),
+    /// Other files the last result was computed from (the torch a `"torch"` pin read).
+    pub extra: Vec<(PathBuf, Option<Stamp>)>,
 }
 
-fn stamp_of(meta: &std::fs::Metadata) -> Option<(u128, u64)> {
-    let mtime = meta
+/// A file's modification time and size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub mtime_ns: u128,
+    pub size: u64,
+}
+
+fn stamp_of(meta: &std::fs::Metadata) -> Option<Stamp> {
+    let mtime_ns = meta
         .modified()
         .ok()?
         .duration_since(UNIX_EPOCH)
         .ok()?
         .as_nanos();
-    Some((mtime, meta.len()))
+    Some(Stamp {
+        mtime_ns,
+        size: meta.len(),
+    })
 }
 
-fn stamp(path: &Path) -> Option<(u128, u64)> {
+pub fn stamp(path: &Path) -> Option<Stamp> {
     stamp_of(&fs_err::metadata(path).ok()?)
 }
 
 impl Fingerprint {
     /// A few `stat` calls: the directory and its ancestors for a toolchain file (found as
-    /// resolution finds it), and the settings file. No file is read.
-    pub fn take(cwd: &Path, vars: Vec<Option<String>>, settings: &Path) -> Fingerprint {
+    /// resolution finds it), the settings file, and the `extra` files. No file is read.
+    pub fn take(
+        cwd: &Path,
+        vars: Vec<(String, Option<String>)>,
+        settings: &Path,
+        extra: &[PathBuf],
+    ) -> Fingerprint {
         let file = match project::locate(cwd) {
-            Ok(found) => found.map(|f| {
-                let (t, s) = stamp_of(&f.meta).unwrap_or_default();
-                (f.path, t, s)
-            }),
-            Err(e) => Some((e.path().to_path_buf(), 0, 0)),
+            Ok(found) => found.map(|f| (f.path, stamp_of(&f.meta).unwrap_or_default())),
+            Err(e) => Some((e.path().to_path_buf(), stamp(e.path()).unwrap_or_default())),
         };
-        Fingerprint {
+        let mut fp = Fingerprint {
             cwd: cwd.to_path_buf(),
             vars,
             file,
-            settings: stamp(settings),
-        }
+            settings: (settings.to_path_buf(), stamp(settings)),
+            extra: Vec::new(),
+        };
+        fp.watch(extra);
+        fp
+    }
+
+    /// Records `extra` as files the result depends on, replacing the previous ones.
+    pub fn watch(&mut self, extra: &[PathBuf]) {
+        self.extra = extra.iter().map(|p| (p.clone(), stamp(p))).collect();
+    }
+
+    /// Every file it watched, with its stamp (`None`: it did not exist).
+    pub fn files(&self) -> impl Iterator<Item = (&Path, Option<Stamp>)> {
+        self.file
+            .iter()
+            .map(|(p, s)| (p.as_path(), Some(*s)))
+            .chain(std::iter::once((
+                self.settings.0.as_path(),
+                self.settings.1,
+            )))
+            .chain(self.extra.iter().map(|(p, s)| (p.as_path(), *s)))
     }
 }
 
@@ -113,8 +149,8 @@ mod os_value {
     }
 }
 
-/// The first layout (no `v`): the saved values read the same; its fingerprint is not
-/// trusted, so the next prompt recomputes.
+/// An older layout (no `v`, or `v` 1): the saved values read the same; its fingerprint is
+/// not trusted, so the next prompt recomputes.
 #[derive(Deserialize)]
 struct StateV0 {
     vars: BTreeMap<String, Saved>,
@@ -125,7 +161,7 @@ impl State {
         let value: serde_json::Value = serde_json::from_str(text).ok()?;
         match value.get("v").map(|v| v.as_u64()) {
             Some(Some(v)) if v == u64::from(STATE_VERSION) => serde_json::from_value(value).ok(),
-            None => {
+            None | Some(Some(1)) => {
                 let old: StateV0 = serde_json::from_value(value).ok()?;
                 Some(State {
                     v: STATE_VERSION,

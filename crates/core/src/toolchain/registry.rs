@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::detect::{Collectives, Detected};
 use super::system::System;
 use super::{Kind, Spec, Version};
+use crate::build_cache::BuildSettings;
 use crate::diagnostic::Diagnostic;
 use crate::fsutil;
 use crate::home::Home;
@@ -119,6 +120,31 @@ fn is_tool_name(name: &str) -> bool {
         && !name.contains(char::is_whitespace)
 }
 
+impl Entry {
+    /// Why the tree no longer works, if it does not: its root, compiler or main header is
+    /// gone (a toolkit made for a torch venv links into that venv, which may be deleted).
+    pub fn broken(&self) -> Option<String> {
+        let header = match self.kind {
+            Kind::Cuda => "cuda_runtime.h",
+            Kind::Rocm => "hip/hip_runtime.h",
+        };
+        // A system toolchain's compiler may be outside `<root>/bin` (`Entry::tool` knows).
+        let compiler = self
+            .tool(self.kind.compiler())
+            .unwrap_or_else(|| self.root.join("bin").join(self.kind.compiler()));
+        let checks = [compiler, self.include_dir.join(header)];
+        let missing = checks.iter().find(|p| !p.exists())?;
+        Some(match fs_err::read_link(missing) {
+            Ok(target) => format!(
+                "{} links to {}, which is gone",
+                missing.display(),
+                target.display()
+            ),
+            Err(_) => format!("{} is missing", missing.display()),
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Trusted {
@@ -134,6 +160,9 @@ pub struct Registry {
     pub default: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trusted: Vec<Trusted>,
+    /// `[build]`: the user's default compiler cache for every project.
+    #[serde(default, skip_serializing_if = "BuildSettings::is_empty")]
+    pub build: BuildSettings,
     /// Other gpuenv homes whose toolchains are used read-only (a site's shared store).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upstreams: Vec<PathBuf>,

@@ -181,6 +181,7 @@ impl Source for ManifestSource<'_> {
             source: "manifest",
             archives,
             cuda_layout: false,
+            linked: Vec::new(),
         })
     }
 }

@@ -199,6 +199,7 @@ pub fn plan_from_manifest(
         source: "nvidia",
         archives,
         cuda_layout: true,
+        linked: Vec::new(),
     })
 }
 

@@ -267,6 +267,7 @@ impl Source for Pypi<'_> {
             source: "pypi",
             archives,
             cuda_layout: true,
+            linked: Vec::new(),
         })
     }
 }

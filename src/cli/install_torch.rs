@@ -1,0 +1,64 @@
+//! `gpuenv install torch`: a toolkit for the active Python's torch that reuses the NVIDIA
+//! CUDA wheels torch already installed, downloading only what they lack.
+
+use anyhow::Result;
+use indicatif::HumanBytes;
+
+use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::guard;
+use gpuenv_core::store::Store;
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::ui;
+use gpuenv_install::fetch::Fetcher;
+use gpuenv_install::source::Choice;
+use gpuenv_install::{torch, Profile, Progress, Selection};
+
+pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress) -> Result<()> {
+    // ui::info is silent under -q.
+    let say = |msg: String| ui::info(msg);
+    let found = guard::locate_torch(ctx, None).map_err(|why| {
+        Hinted::new(why.to_string()).hint(
+            "activate the Python environment that has torch (or set VIRTUAL_ENV), then run `gpuenv install torch` again",
+        )
+    })?;
+    let cuda = torch::cuda_of(&found)?;
+    let spec: Spec = format!("cuda-{}", cuda.release).parse()?;
+    let sources = super::install::sources(ctx, fetcher, Choice::Pypi, None)?;
+    let sel = Selection {
+        profile: Profile::Minimal,
+        components: Vec::new(),
+    };
+    let plan = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
+    let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
+    let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
+    say(format!(
+        "installing {} for the torch at {}: downloading {} ({}), linking the rest to {}",
+        plan.name,
+        found.dir.display(),
+        names.join(", "),
+        HumanBytes(size),
+        cuda.tree.display()
+    ));
+    let done = gpuenv_install::install(store, fetcher, &plan, progress)?;
+    if done.already {
+        say(format!(
+            "{} is already installed at {}",
+            done.name,
+            done.root.display()
+        ));
+    } else {
+        say(format!(
+            "installed {} in {} ({} downloaded)",
+            done.name,
+            done.root.display(),
+            HumanBytes(done.fetched_bytes)
+        ));
+    }
+    say(format!(
+        "it lives as long as {}: if that environment is removed, `gpuenv uninstall {n}` and install it again from the new one\nuse it with `cuda = \"torch\"` in gpuenv.toml, or `gpuenv pin {n}`",
+        cuda.site.display(),
+        n = done.name
+    ));
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! The real-toolchain test groups: the cache of downloads outside the checkout, whether the
+//! package index can be reached, and a real CUDA 13 tree from NVIDIA's wheels.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Variables a real install passes through from the developer's environment (index,
+/// proxies, CA roots).
+pub const REAL_VARS: &[&str] = &[
+    "GPUENV_PYPI_URL",
+    "PIP_INDEX_URL",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// `GPUENV_TEST_CACHE`, else `~/.cache/gpuenv-tests`: downloads kept outside the checkout.
+pub fn test_cache() -> PathBuf {
+    match std::env::var_os("GPUENV_TEST_CACHE") {
+        Some(c) => PathBuf::from(c),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+            .join(".cache/gpuenv-tests"),
+    }
+}
+
+/// Can we reach the index at all? Fails under CI; elsewhere skips.
+pub fn index_reachable() -> bool {
+    let index = std::env::var("GPUENV_PYPI_URL")
+        .or_else(|_| std::env::var("PIP_INDEX_URL"))
+        .unwrap_or_else(|_| "https://pypi.org/simple/".into());
+    let host = index
+        .split("://")
+        .nth(1)
+        .and_then(|r| r.split(['/', ':']).next())
+        .unwrap_or("pypi.org")
+        .to_string();
+    let port = if index.starts_with("http://") {
+        80
+    } else {
+        443
+    };
+    use std::net::ToSocketAddrs;
+    let ok = (host.as_str(), port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .is_some_and(|addr| {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(10)).is_ok()
+        });
+    if !ok {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!(
+                "the package index {index} is not reachable, and CI=true needs this test to run"
+            );
+        }
+        eprintln!("SKIPPED: the package index {index} is not reachable; this test needs it");
+    }
+    ok
+}
+
+/// gpuenv in the sandbox, with the real download cache and the index variables.
+pub fn real_gpuenv(sb: &super::Sandbox) -> assert_cmd::Command {
+    let mut cmd = sb.gpuenv();
+    cmd.env("GPUENV_DOWNLOAD_CACHE", test_cache().join("downloads"));
+    for v in REAL_VARS {
+        if let Some(val) = std::env::var_os(v) {
+            cmd.env(v, val);
+        }
+    }
+    cmd
+}
+
+/// The real CUDA 13 root, or None (skipped outside CI) when it cannot be fetched.
+pub fn real_cuda13() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-toolchains.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg("cuda13")
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("a real nvcc is required under CI=true: {why}");
+        }
+        eprintln!("SKIPPED: no real CUDA 13 toolkit could be fetched: {why}");
+        return None;
+    }
+    let root = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    Some(PathBuf::from(root))
+}
+
+/// The torch release of the real torch tests: a CUDA 13.2 build on PyPI.
+pub const TORCH: &str = "2.15.0";
+
+/// A venv with the real torch from the index (3 GB of NVIDIA wheels), made once in the test
+/// cache (`<cache>/torch-<version>`) and reused; None (skipped outside CI) when python3 with
+/// venv, or the index, is missing.
+pub fn torch_venv() -> Option<PathBuf> {
+    let cache = test_cache();
+    let venv = cache.join(format!("torch-{TORCH}"));
+    if venv.join(".complete").is_file() {
+        return Some(venv);
+    }
+    let fail = |why: String| -> Option<PathBuf> {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("a venv with torch {TORCH} is required under CI=true: {why}");
+        }
+        eprintln!("SKIPPED: no venv with torch {TORCH}: {why}");
+        None
+    };
+    if !index_reachable() {
+        return None;
+    }
+    fs_err::create_dir_all(&cache).unwrap();
+    let lock = fs_err::File::create(cache.join(format!(".torch-{TORCH}.lock"))).unwrap();
+    lock.file().lock().unwrap();
+    if venv.join(".complete").is_file() {
+        return Some(venv);
+    }
+    let tmp = cache.join(format!(".torch-{TORCH}.tmp"));
+    let _ = fs_err::remove_dir_all(&tmp);
+    let run = |cmd: &mut Command| -> Result<(), String> {
+        let out = cmd.output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    };
+    let started = std::time::Instant::now();
+    if let Err(why) = run(Command::new("python3").arg("-m").arg("venv").arg(&tmp)) {
+        return fail(format!(
+            "`python3 -m venv` failed (apt-get install python3-venv): {why}"
+        ));
+    }
+    let mut pip = Command::new(tmp.join("bin/python"));
+    pip.args(["-m", "pip", "install", "-q", "--no-input"])
+        .arg(format!("torch=={TORCH}"));
+    for v in REAL_VARS {
+        if let Some(val) = std::env::var_os(v) {
+            pip.env(v, val);
+        }
+    }
+    if let Err(why) = run(&mut pip) {
+        return fail(format!("pip install torch=={TORCH} failed: {why}"));
+    }
+    fs_err::write(tmp.join(".complete"), "").unwrap();
+    fs_err::rename(&tmp, &venv).unwrap();
+    eprintln!(
+        "made a venv with torch {TORCH} in {:.0}s at {}",
+        started.elapsed().as_secs_f64(),
+        venv.display()
+    );
+    Some(venv)
+}

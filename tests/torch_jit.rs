@@ -1,0 +1,71 @@
+//! `torch.utils.cpp_extension.load()` builds into `TORCH_EXTENSIONS_DIR`: gpuenv gives each
+//! toolchain its own, so a JIT extension built by one nvcc is never loaded, or rebuilt over,
+//! under another; a directory the user chose is left alone.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn env_of(sb: &Sandbox, cwd: &Path, vars: &[(&str, &str)], args: &[&str]) -> String {
+    let mut cmd = sb.gpuenv();
+    cmd.current_dir(cwd).args(args);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn value_in(env: &str, key: &str) -> Option<String> {
+    env.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .map(str::to_string)
+}
+
+#[test]
+fn each_toolchain_builds_jit_extensions_in_its_own_directory() {
+    let sb = Sandbox::new();
+    for (name, version) in [("cuda-12.4", "12.4.131"), ("cuda-11.8", "11.8.89")] {
+        let root = cuda_runfile(&sb.path(&format!("opt/{name}")), version);
+        sb.ok(&["link", name, root.to_str().unwrap()]);
+    }
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let ours = |name: &str| {
+        sb.gpuenv_home()
+            .join("torch-extensions")
+            .join(name)
+            .display()
+            .to_string()
+    };
+
+    // What the shell gets in the project.
+    let env = env_of(&sb, &proj, &[], &["env", "--shell", "dotenv"]);
+    assert_eq!(
+        value_in(&env, "TORCH_EXTENSIONS_DIR"),
+        Some(format!("\"{}\"", ours("cuda-12.4")))
+    );
+
+    // One command with the other toolkit, from that shell: its own directory.
+    let te = ours("cuda-12.4");
+    let run = ["run", "cuda-11.8", "--", "env"];
+    let env = env_of(&sb, &proj, &[("TORCH_EXTENSIONS_DIR", &te)], &run);
+    assert_eq!(
+        value_in(&env, "TORCH_EXTENSIONS_DIR"),
+        Some(ours("cuda-11.8"))
+    );
+
+    // A directory the user set stays theirs.
+    let env = env_of(&sb, &proj, &[("TORCH_EXTENSIONS_DIR", "/data/ext")], &run);
+    assert_eq!(
+        value_in(&env, "TORCH_EXTENSIONS_DIR").as_deref(),
+        Some("/data/ext")
+    );
+}

@@ -1,0 +1,157 @@
+//! REAL: `gpuenv install torch` for a real torch from PyPI (a CUDA 13.2 build, with 3 GB of
+//! NVIDIA wheels in its venv, made once under GPUENV_TEST_CACHE), then a real
+//! `CUDAExtension` that includes `ATen/cuda/CUDAContext.h` built through the toolkit with
+//! `[build] cache = "ccache"`: built again after `rm -rf build`, nvcc's work comes from
+//! the cache. Timings are printed, never asserted.
+
+mod common;
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use common::real::{real_gpuenv, torch_venv};
+use common::*;
+
+const EXT: &str = r#"#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+__global__ void twice_kernel(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= 2.0f;
+}
+
+torch::Tensor twice(torch::Tensor x) {
+    auto stream = at::cuda::getCurrentCUDAStream();
+    int n = x.numel();
+    twice_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x.data_ptr<float>(), n);
+    return x;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice); }
+"#;
+
+const SETUP: &str = r#"from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(
+    name="twice",
+    ext_modules=[CUDAExtension("twice", ["twice.cu"])],
+    cmdclass={"build_ext": BuildExtension},
+)
+"#;
+
+/// Bytes of the files in `root` itself: links not followed, hard links counted once.
+fn own_size(root: &Path) -> u64 {
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in fs_err::read_dir(&dir).unwrap().flatten() {
+            let m = fs_err::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.is_file() && seen.insert(m.ino()) {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
+fn ccache_hits_and_misses(dir: &Path) -> (u64, u64) {
+    let out = Command::new("ccache")
+        .arg("--print-stats")
+        .env("CCACHE_DIR", dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let get = |key: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        get("direct_cache_hit") + get("preprocessed_cache_hit"),
+        get("cache_miss"),
+    )
+}
+
+#[test]
+fn a_toolkit_for_a_real_torch_builds_a_cuda_extension_and_ccache_makes_the_rebuild_fast() {
+    if !have_tool("g++") || !have_tool("ccache") {
+        return;
+    }
+    let Some(venv) = torch_venv() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let out = real_gpuenv(&sb)
+        .env("VIRTUAL_ENV", &venv)
+        .args(["install", "torch"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    eprintln!("{said}");
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.2.2-torch");
+    let size = own_size(&root);
+    eprintln!("the toolkit beside the venv: {} MB", size / 1_000_000);
+    assert!(size < 500_000_000, "{} MB", size / 1_000_000);
+
+    let ext = sb.path("ext");
+    write(&ext.join("twice.cu"), EXT);
+    write(&ext.join("setup.py"), SETUP);
+    write(
+        &ext.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n\n[build]\ncache = \"ccache\"\n",
+    );
+    let ccache = sb.path("ccache");
+    let build = || {
+        let _ = fs_err::remove_dir_all(ext.join("build"));
+        let started = Instant::now();
+        let out = sb
+            .gpuenv()
+            .current_dir(&ext)
+            .env("VIRTUAL_ENV", &venv)
+            .env("PATH", format!("{}/bin:/usr/bin:/bin", venv.display()))
+            .env("CCACHE_DIR", &ccache)
+            .args([
+                "run",
+                "--",
+                "python",
+                "setup.py",
+                "-q",
+                "build_ext",
+                "--inplace",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let built = fs_err::read_dir(&ext)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".so"));
+        assert!(built, "no extension module was built");
+        (
+            started.elapsed().as_secs_f64(),
+            ccache_hits_and_misses(&ccache),
+        )
+    };
+    let (cold, (hits, misses)) = build();
+    assert_eq!((hits, misses), (0, 1), "the first build compiles twice.cu");
+    let (warm, (hits, misses)) = build();
+    assert_eq!(
+        (hits, misses),
+        (1, 1),
+        "the rebuild takes twice.cu from the cache"
+    );
+    eprintln!("CUDAExtension build: cold {cold:.1}s, after rm -rf build {warm:.1}s");
+}
