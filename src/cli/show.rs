@@ -65,7 +65,7 @@ impl Args {
                 "host_compiler": active.host_compiler.as_ref().map(|c| json!({
                     "compiler": c.compiler(),
                     "choice": c.to_string(),
-                    "problem": c.problem(),
+                    "problem": c.problem().map(|p| p.to_string()),
                 })),
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
@@ -98,7 +98,10 @@ impl Args {
         if let Some(choice) = &active.host_compiler {
             println!("host compiler: {choice}");
             if let Some(problem) = choice.problem() {
-                ui::warn(problem);
+                ui::warn(&problem);
+                for hint in gpuenv_core::diagnostic::Diagnostic::hints(&problem) {
+                    ui::hint(hint);
+                }
             }
         }
         Ok(())

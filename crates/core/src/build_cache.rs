@@ -47,16 +47,19 @@ impl fmt::Display for BuildCache {
     }
 }
 
+/// A build cache name gpuenv does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("build cache `{0}` is not one of \"ccache\", \"sccache\", \"off\"")]
+pub struct UnknownBuildCache(pub String);
+
 impl FromStr for BuildCache {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownBuildCache;
+    fn from_str(s: &str) -> Result<Self, UnknownBuildCache> {
         match s {
             "ccache" => Ok(BuildCache::Ccache),
             "sccache" => Ok(BuildCache::Sccache),
             "off" => Ok(BuildCache::Off),
-            other => Err(format!(
-                "build cache `{other}` is not one of \"ccache\", \"sccache\", \"off\""
-            )),
+            other => Err(UnknownBuildCache(other.to_string())),
         }
     }
 }
@@ -103,9 +106,9 @@ pub fn choose(
     registry: &Registry,
 ) -> Result<Choice, BadVar> {
     if let Some(v) = var.filter(|v| !v.is_empty()) {
-        let cache = v.parse().map_err(|message| BadVar {
+        let cache = v.parse().map_err(|e: UnknownBuildCache| BadVar {
             value: v.to_string(),
-            message,
+            message: e.to_string(),
         })?;
         return Ok(Choice {
             cache,

@@ -46,17 +46,51 @@ impl Choice {
     }
 
     /// An error to report before nvcc fails on its own, if there is one.
-    pub fn problem(&self) -> Option<String> {
+    pub fn problem(&self) -> Option<HostCompilerProblem> {
         match self {
-            Choice::PinMissing { command, at } => Some(format!(
-                "{at}: host-compiler = {command:?} does not exist or is not on PATH\nhint: install it ({}), or change the pin",
-                package_hint(command)
-            )),
-            Choice::NoneFits { toolchain, default, max } => Some(format!(
-                "the default g++ is gcc {default}, newer than {toolchain} supports (gcc <= {max}), and no g++-{max} or older is on PATH: nvcc would stop with \"unsupported GNU version! gcc versions later than {max} are not supported!\"\nhint: apt-get install g++-{max} (gpuenv then passes it to nvcc as -ccbin), or pin one with host-compiler = \"g++-{max}\" under [toolchain] in gpuenv.toml"
-            )),
+            Choice::PinMissing { command, at } => Some(HostCompilerProblem::PinMissing {
+                command: command.clone(),
+                at: at.to_string(),
+            }),
+            Choice::NoneFits {
+                toolchain,
+                default,
+                max,
+            } => Some(HostCompilerProblem::NoneFits {
+                toolchain: toolchain.clone(),
+                default: default.clone(),
+                max: *max,
+            }),
             _ => None,
         }
+    }
+}
+
+/// A host compiler nvcc would stop on, found before it runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostCompilerProblem {
+    #[error("{at}: host-compiler = {command:?} does not exist or is not on PATH")]
+    PinMissing { command: String, at: String },
+    #[error("the default g++ is gcc {default}, newer than {toolchain} supports (gcc <= {max}), and no g++-{max} or older is on PATH: nvcc would stop with \"unsupported GNU version! gcc versions later than {max} are not supported!\"")]
+    NoneFits {
+        toolchain: String,
+        default: Version,
+        max: u64,
+    },
+    /// A `-ccbin` or `NVCC_CCBIN` the user set names nothing.
+    #[error("{from} names {value}, which does not exist or is not on PATH")]
+    NoSuchCompiler { from: String, value: String },
+}
+
+impl crate::diagnostic::Diagnostic for HostCompilerProblem {
+    fn hints(&self) -> Vec<String> {
+        vec![match self {
+            HostCompilerProblem::PinMissing { command, .. } => {
+                format!("install it ({}), or change the pin", package_hint(command))
+            }
+            HostCompilerProblem::NoneFits { max, .. } => format!("apt-get install g++-{max} (gpuenv then passes it to nvcc as -ccbin), or pin one with host-compiler = \"g++-{max}\" under [toolchain] in gpuenv.toml"),
+            HostCompilerProblem::NoSuchCompiler { .. } => "install that compiler, or fix the -ccbin / NVCC_CCBIN setting to name one that exists".into(),
+        }]
     }
 }
 
@@ -215,6 +249,7 @@ impl Probe for PathProbe<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::Diagnostic;
 
     /// A PATH holding these compilers (command, gcc major).
     struct Fake(&'static [(&'static str, u64)]);
@@ -271,6 +306,7 @@ mod tests {
             &Fake(&[("g++", 12), ("g++-12", 12)]),
         );
         let problem = c.problem().unwrap();
+        let problem = format!("{problem}\n{}", problem.hints().join("\n"));
         assert!(problem.contains("gcc <= 11"), "{problem}");
         assert!(problem.contains("apt-get install g++-11"), "{problem}");
     }
@@ -282,6 +318,7 @@ mod tests {
         assert_eq!(c.compiler(), Some(Path::new("/usr/bin/g++-10")));
         let c = choose("cuda-11.8", &v("11.8.89"), Some(("g++-9", &at())), &path);
         let problem = c.problem().unwrap();
+        let problem = format!("{problem}\n{}", problem.hints().join("\n"));
         assert!(problem.starts_with("/p/gpuenv.toml:4:17: "), "{problem}");
         assert!(problem.contains("apt-get install g++-9"), "{problem}");
     }

@@ -282,7 +282,10 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
     };
     if let Some(cache) = raw.build.and_then(|b| b.cache) {
         let start = cache.span().start;
-        let value = cache.get_ref().parse().map_err(|m| invalid(start, m))?;
+        let value = cache
+            .get_ref()
+            .parse()
+            .map_err(|e: crate::build_cache::UnknownBuildCache| invalid(start, e.to_string()))?;
         file.build_cache = Some((value, at(start)));
     }
     if let Some(tc) = raw.toolchain {

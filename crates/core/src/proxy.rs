@@ -78,9 +78,9 @@ pub enum ProxyError {
     Loop { tool: String, depth: u32 },
     #[error("{} is the gpuenv proxy itself, not a real {tool}", path.display())]
     IsProxy { path: PathBuf, tool: String },
-    /// No host compiler the toolkit accepts (the text names the limit and the package).
-    #[error("{0}")]
-    HostCompiler(String),
+    /// No host compiler the toolkit accepts (it names the limit and the package).
+    #[error(transparent)]
+    HostCompiler(#[from] crate::host_compiler::HostCompilerProblem),
     /// `GPUENV_AUTO_INSTALL` could not install a missing pin.
     #[error("{0}")]
     AutoInstall(String),
@@ -100,9 +100,9 @@ impl Diagnostic for ProxyError {
             ProxyError::State(e) => return e.hints(),
             ProxyError::Project(e) => return e.hints(),
             ProxyError::Resolve(e) => return e.hints(),
+            ProxyError::HostCompiler(e) => return e.hints(),
             ProxyError::BuildCache(e) => return e.hints(),
             ProxyError::Refused(_)
-            | ProxyError::HostCompiler(_)
             | ProxyError::AutoInstall(_)
             | ProxyError::BadOverride { .. }
             | ProxyError::Policy(_)

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
 use gpuenv_core::cuda_tables::{self as tables, release_name};
-use gpuenv_core::host_compiler::{parse_gcc_version, user_choice, Choice};
+use gpuenv_core::diagnostic::Diagnostic;
+use gpuenv_core::host_compiler::{parse_gcc_version, user_choice, Choice, HostCompilerProblem};
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -21,14 +22,16 @@ pub const CHECK: Check = Check {
 fn host_compiler(
     m: &Machine,
     gpuenv: Option<&Choice>,
-) -> Result<Option<(PathBuf, String)>, String> {
+) -> Result<Option<(PathBuf, String)>, HostCompilerProblem> {
     let Some((value, from)) = user_choice(|k| m.var(k)) else {
         return match gpuenv {
             Some(Choice::Use { compiler, why }) => Ok(Some((
                 compiler.clone(),
                 format!("passed by gpuenv as -ccbin: {why}"),
             ))),
-            Some(problem @ Choice::PinMissing { .. }) => Err(problem.problem().unwrap_or_default()),
+            Some(problem @ Choice::PinMissing { .. }) => {
+                Err(problem.problem().expect("a missing pin is a problem"))
+            }
             _ => Ok(m.which("gcc").map(|gcc| (gcc, "gcc on PATH".into()))),
         };
     };
@@ -42,9 +45,7 @@ fn host_compiler(
     };
     match exe {
         Some(exe) => Ok(Some((exe, from))),
-        None => Err(format!(
-            "{from} names {value}, which does not exist or is not on PATH"
-        )),
+        None => Err(HostCompilerProblem::NoSuchCompiler { from, value }),
     }
 }
 
@@ -123,12 +124,10 @@ pub fn run(inputs: &Inputs) -> Finding {
         }
         Err(problem) => {
             let mut notes = Notes::default();
-            let (problem, hint) = problem.split_once("\nhint: ").unwrap_or((
-                &problem,
-                "install that compiler, or fix the -ccbin / NVCC_CCBIN setting to name one that exists",
-            ));
-            notes.problem(Status::Error, problem);
-            notes.hint(hint);
+            notes.problem(Status::Error, problem.to_string());
+            for hint in problem.hints() {
+                notes.hint(hint);
+            }
             return notes.finish(CHECK, "");
         }
     };

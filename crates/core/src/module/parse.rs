@@ -49,7 +49,7 @@ fn kind_of(var: &str) -> Option<Kind> {
 }
 
 pub fn parse(text: &str, syntax: Syntax) -> Parsed {
-    let mut vars: BTreeMap<String, Result<String, String>> = BTreeMap::new();
+    let mut vars: BTreeMap<String, Value> = BTreeMap::new();
     let mut out = Parsed::default();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -83,13 +83,19 @@ pub fn parse(text: &str, syntax: Syntax) -> Parsed {
 }
 
 enum Stmt {
-    Local(String, Result<String, String>),
-    Setenv(String, Result<String, String>),
+    Local(String, Value),
+    Setenv(String, Value),
 }
 
-const COMPUTED: &str = "is computed when the module loads, which gpuenv does not run";
+/// A value that only running the module file would tell.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("is computed when the module loads, which gpuenv does not run")]
+pub struct Computed;
 
-fn lua_statement(s: &str, vars: &BTreeMap<String, Result<String, String>>) -> Option<Stmt> {
+/// A value as written in the file, or why it cannot be read without running it.
+type Value = Result<String, Computed>;
+
+fn lua_statement(s: &str, vars: &BTreeMap<String, Value>) -> Option<Stmt> {
     if let Some(rest) = s.strip_prefix("local ") {
         let (name, expr) = rest.split_once('=')?;
         let name = name.trim();
@@ -112,12 +118,12 @@ fn lua_statement(s: &str, vars: &BTreeMap<String, Result<String, String>>) -> Op
 }
 
 /// `"a" .. b .. 'c'`, `pathJoin(a, "b")`, or a known local.
-fn lua_expr(e: &str, vars: &BTreeMap<String, Result<String, String>>) -> Result<String, String> {
+fn lua_expr(e: &str, vars: &BTreeMap<String, Value>) -> Value {
     if let Some(inner) = e
         .strip_prefix("pathJoin(")
         .and_then(|r| r.strip_suffix(')'))
     {
-        let parts: Result<Vec<String>, String> = split_all_commas(inner)
+        let parts: Result<Vec<String>, Computed> = split_all_commas(inner)
             .iter()
             .map(|p| lua_expr(p.trim(), vars))
             .collect();
@@ -131,10 +137,10 @@ fn lua_expr(e: &str, vars: &BTreeMap<String, Result<String, String>>) -> Result<
         } else if is_ident(part) {
             match vars.get(part) {
                 Some(Ok(v)) => out += v,
-                Some(Err(_)) | None => return Err(COMPUTED.to_string()),
+                Some(Err(_)) | None => return Err(Computed),
             }
         } else {
-            return Err(COMPUTED.to_string());
+            return Err(Computed);
         }
     }
     Ok(out)
@@ -191,13 +197,13 @@ fn is_ident(s: &str) -> bool {
         && !s.starts_with(|c: char| c.is_ascii_digit())
 }
 
-fn tcl_statement(s: &str, vars: &BTreeMap<String, Result<String, String>>) -> Option<Stmt> {
+fn tcl_statement(s: &str, vars: &BTreeMap<String, Value>) -> Option<Stmt> {
     let words = tcl_words(s)?;
     let (cmd, rest) = words.split_first()?;
     // Command and variable names are taken as written (a `$` in one is not a module file
     // gpuenv needs to understand).
     let text = |w: &Word| match w {
-        Ok(t) | Err(t) => t.clone(),
+        Word::Literal(t) | Word::Subst(t) => t.clone(),
     };
     match (text(cmd).as_str(), rest) {
         ("set", [name, value]) => Some(Stmt::Local(text(name), tcl_subst(value, vars))),
@@ -208,9 +214,13 @@ fn tcl_statement(s: &str, vars: &BTreeMap<String, Result<String, String>>) -> Op
     }
 }
 
-/// A Tcl word before substitution: `Ok(text)` for braces (literal), `Err(text)` for a
-/// bare or quoted word whose `$var` still need substituting.
-type Word = Result<String, String>;
+/// A Tcl word before substitution.
+enum Word {
+    /// In braces: taken as written.
+    Literal(String),
+    /// Bare or quoted: its `$var` still need substituting.
+    Subst(String),
+}
 
 fn tcl_words(s: &str) -> Option<Vec<Word>> {
     if s.starts_with('#') {
@@ -243,7 +253,7 @@ fn tcl_words(s: &str) -> Option<Vec<Word>> {
                 }
                 w.push(c);
             }
-            words.push(Ok(w));
+            words.push(Word::Literal(w));
         } else if c == '"' {
             chars.next();
             let mut w = String::new();
@@ -253,7 +263,7 @@ fn tcl_words(s: &str) -> Option<Vec<Word>> {
                 }
                 w.push(c);
             }
-            words.push(Err(w));
+            words.push(Word::Subst(w));
         } else {
             // A command substitution `[…]` is one word, spaces and all.
             let mut w = String::new();
@@ -270,7 +280,7 @@ fn tcl_words(s: &str) -> Option<Vec<Word>> {
                 w.push(c);
                 chars.next();
             }
-            words.push(Err(w));
+            words.push(Word::Subst(w));
         }
     }
     Some(words)
@@ -278,16 +288,13 @@ fn tcl_words(s: &str) -> Option<Vec<Word>> {
 
 /// Substitutes `$name` / `${name}` from variables set earlier; a command (`[…]`), a
 /// backslash or an unknown variable (`$env(HOME)`) makes the value unknowable.
-fn tcl_subst(
-    word: &Word,
-    vars: &BTreeMap<String, Result<String, String>>,
-) -> Result<String, String> {
+fn tcl_subst(word: &Word, vars: &BTreeMap<String, Value>) -> Value {
     let text = match word {
-        Ok(literal) => return Ok(literal.clone()),
-        Err(text) => text,
+        Word::Literal(literal) => return Ok(literal.clone()),
+        Word::Subst(text) => text,
     };
     if text.contains('[') || text.contains('\\') {
-        return Err(COMPUTED.to_string());
+        return Err(Computed);
     }
     let mut out = String::new();
     let mut rest = text.as_str();
@@ -295,7 +302,7 @@ fn tcl_subst(
         out += &rest[..at];
         let after = &rest[at + 1..];
         let (name, tail) = if let Some(b) = after.strip_prefix('{') {
-            let end = b.find('}').ok_or_else(|| COMPUTED.to_string())?;
+            let end = b.find('}').ok_or(Computed)?;
             (&b[..end], &b[end + 1..])
         } else {
             let end = after
@@ -304,11 +311,11 @@ fn tcl_subst(
             (&after[..end], &after[end..])
         };
         if tail.starts_with('(') || tail.starts_with("::") {
-            return Err(COMPUTED.to_string());
+            return Err(Computed);
         }
         match vars.get(name) {
             Some(Ok(v)) => out += v,
-            _ => return Err(COMPUTED.to_string()),
+            _ => return Err(Computed),
         }
         rest = tail;
     }
