@@ -296,12 +296,14 @@ pub fn install(
         assemble::place(dir, &a.mapping, &a.component, tmp.path())
             .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
     }
+    // What the archives brought is checked before gpuenv adds its own links, which point
+    // into the venv on purpose (`install torch`).
+    assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
     for tree in &plan.linked {
         assemble::link_wheel_tree(tree, tmp.path())
             .with_context(|| format!("linking {name} to {}", tree.display()))?;
     }
     finish_tree(plan, tmp.path())?;
-    assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
     // Its files share inodes with the download cache: a write to one would change both.
     seal::read_only(tmp.path())?;
     fetcher.hooks.checkpoint("assemble");
