@@ -99,14 +99,23 @@ mod tests {
             cuda: cuda.map(str::to_string),
             hip: None,
         };
-        let err = cuda_of(&torch(None)).unwrap_err().to_string();
+        // What a user reads: the message, its causes and the hints.
+        let shown = |t: TorchVersion| {
+            let err = cuda_of(&t).unwrap_err();
+            let report = gpuenv_core::ui::Report::of(err.as_ref(), crate::FIND);
+            (report.inline(), report.hints.join("\n"))
+        };
+        let (err, hints) = shown(torch(None));
         assert!(
-            err.contains("not built for CUDA") && err.contains("hint:"),
+            err.contains("not built for CUDA") && !hints.is_empty(),
             "{err}"
         );
-        let err = cuda_of(&torch(Some("12.8"))).unwrap_err().to_string();
-        assert!(err.contains("--source nvidia"), "{err}");
-        let err = cuda_of(&torch(Some("13.2"))).unwrap_err().to_string();
-        assert!(err.contains("nvidia/cu13"), "{err}");
+        let (err, hints) = shown(torch(Some("12.8")));
+        assert!(hints.contains("--source nvidia"), "{err}\n{hints}");
+        let (err, hints) = shown(torch(Some("13.2")));
+        assert!(
+            err.contains("nvidia/cu13") || hints.contains("nvidia/cu13"),
+            "{err}\n{hints}"
+        );
     }
 }
