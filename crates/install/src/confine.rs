@@ -100,23 +100,18 @@ pub fn resolve(root: &Path, from: &Path, path: &Path) -> Result<PathBuf, Outside
 /// Every link in `root` (relative path, target) that leads outside it, with why; the first
 /// found. Directories are walked without following links.
 pub fn check_tree(root: &Path) -> std::io::Result<Option<(PathBuf, PathBuf, Outside)>> {
-    let mut stack = vec![PathBuf::new()];
-    while let Some(dir) = stack.pop() {
-        for item in fs_err::read_dir(root.join(&dir))? {
-            let item = item?;
-            let rel = dir.join(item.file_name());
-            let kind = item.file_type()?;
-            if kind.is_dir() {
-                stack.push(rel);
-            } else if kind.is_symlink() {
-                let target = fs_err::read_link(item.path())?;
-                if let Err(why) = resolve(root, &dir, &target) {
-                    return Ok(Some((rel, target, why)));
-                }
+    let mut first = None;
+    crate::seal::walk(root, &mut |rel, path, kind| {
+        if first.is_none() && kind.is_symlink() {
+            let target = fs_err::read_link(path)?;
+            let dir = rel.parent().unwrap_or(Path::new(""));
+            if let Err(why) = resolve(root, dir, &target) {
+                first = Some((rel.to_path_buf(), target, why));
             }
         }
-    }
-    Ok(None)
+        Ok(())
+    })?;
+    Ok(first)
 }
 
 #[cfg(test)]

@@ -126,7 +126,7 @@ fn describe(tree: &Path) -> io::Result<String> {
 }
 
 /// Calls `f(relative path, path, type)` for every entry below `root`, never following links.
-fn walk(
+pub(crate) fn walk(
     root: &Path,
     f: &mut dyn FnMut(&Path, &Path, std::fs::FileType) -> io::Result<()>,
 ) -> io::Result<()> {
