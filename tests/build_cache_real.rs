@@ -9,31 +9,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::real::{index_reachable, real_cuda13, real_gpuenv};
+use common::real::{ccache_hits_and_misses, index_reachable, real_cuda13, real_gpuenv};
 use common::*;
 
 const KERNEL: &str = r#"#include <cuda_runtime.h>
 __global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
 "#;
-
-/// (hits, misses) from `ccache --print-stats`.
-fn ccache_stats(dir: &Path) -> (u64, u64) {
-    let out = Command::new("ccache")
-        .arg("--print-stats")
-        .env("CCACHE_DIR", dir)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let get = |key: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (
-        get("direct_cache_hit") + get("preprocessed_cache_hit"),
-        get("cache_miss"),
-    )
-}
 
 #[test]
 fn ccache_hits_on_a_rebuild_and_misses_for_another_toolkit() {
@@ -101,7 +82,7 @@ fn ccache_hits_on_a_rebuild_and_misses_for_another_toolkit() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(work.join("k.o").is_file());
-        ccache_stats(&ccache_dir)
+        ccache_hits_and_misses(&ccache_dir)
     };
 
     assert_eq!(

@@ -15,16 +15,6 @@ use common::*;
 use fixtures::*;
 use server::Server;
 
-fn ok(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> String {
-    let out = gpuenv(sb, vars, args);
-    assert!(
-        out.status.success(),
-        "gpuenv {args:?} failed:\n{}",
-        text(&out)
-    );
-    text(&out)
-}
-
 /// The view's nvcc (the proxy) run as a build would.
 fn view_nvcc_version(sb: &Sandbox, name: &str) -> String {
     let nvcc = sb.gpuenv_home().join(format!("views/{name}/bin/nvcc"));

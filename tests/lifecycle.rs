@@ -16,16 +16,6 @@ use common::*;
 use fixtures::*;
 use server::Server;
 
-fn ok(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> String {
-    let out = gpuenv(sb, vars, args);
-    assert!(
-        out.status.success(),
-        "gpuenv {args:?} failed:\n{}",
-        text(&out)
-    );
-    text(&out)
-}
-
 /// A redist mirror with 12.4.0, 12.4.1 and 13.0.2.
 fn mirror() -> (Server, String) {
     let server = Server::start();

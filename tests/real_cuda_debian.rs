@@ -94,17 +94,6 @@ impl Real {
     }
 }
 
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn discovered_under_a_discover_root_with_its_own_programs_only() {
     let Some(r) = setup() else { return };
@@ -125,14 +114,15 @@ fn discovered_under_a_discover_root_with_its_own_programs_only() {
             "a shim for {other}: {names:?}"
         );
     }
-    let env = ok(r
-        .sb
-        .gpuenv()
-        .current_dir(&r.proj)
-        .env("PATH", "/usr/bin:/bin")
-        .args(["env", "--shell", "json"])
-        .output()
-        .unwrap());
+    let env = succeeded(
+        &r.sb
+            .gpuenv()
+            .current_dir(&r.proj)
+            .env("PATH", "/usr/bin:/bin")
+            .args(["env", "--shell", "json"])
+            .output()
+            .unwrap(),
+    );
     // The multiarch dir (not a system dir here: it is under the discover root), reached
     // through the view's lib64.
     let lib64 = r.sb.gpuenv_home().join("views/cuda-11.8.89-debian/lib64");
@@ -168,8 +158,8 @@ fn a_plain_nvcc_compile_gets_the_pinned_arch_and_a_host_compiler_nvcc_11_8_accep
     let dry = String::from_utf8_lossy(&dry.stderr).into_owned();
     assert!(dry.contains("g++-11"), "{dry}");
     assert!(dry.contains("sm_80"), "{dry}");
-    ok(r.run("nvcc", &["-c", "k.cu", "-o", "k.o"]));
-    let elf = ok(r.run("cuobjdump", &["--list-elf", "k.o"]));
+    succeeded(&r.run("nvcc", &["-c", "k.cu", "-o", "k.o"]));
+    let elf = succeeded(&r.run("cuobjdump", &["--list-elf", "k.o"]));
     assert!(elf.contains("sm_80"), "{elf}");
 
     let show =
@@ -179,7 +169,7 @@ fn a_plain_nvcc_compile_gets_the_pinned_arch_and_a_host_compiler_nvcc_11_8_accep
             .args(["show"])
             .output()
             .unwrap();
-    let show = ok(show);
+    let show = succeeded(&show);
     assert!(
         show.contains("host compiler: /usr/bin/g++-11 (g++ is gcc 12"),
         "{show}"
@@ -190,14 +180,14 @@ fn a_plain_nvcc_compile_gets_the_pinned_arch_and_a_host_compiler_nvcc_11_8_accep
 #[test]
 fn a_kernel_links_and_runs_with_the_toolkits_libraries() {
     let Some(r) = setup() else { return };
-    ok(r.run("nvcc", &["k.cu", "-o", "k", "-lcudart"]));
+    succeeded(&r.run("nvcc", &["k.cu", "-o", "k", "-lcudart"]));
     let out =
         r.sb.gpuenv()
             .current_dir(&r.proj)
             .args(["run", "--", "./k"])
             .output()
             .unwrap();
-    let text = ok(out);
+    let text = succeeded(&out);
     assert!(
         text.contains("cudaErrorInsufficientDriver") || text.contains("cudaErrorNoDevice"),
         "{text}"

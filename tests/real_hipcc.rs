@@ -63,17 +63,6 @@ fn run_in(sb: &Sandbox, dir: &Path, program: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn targets(object: &Path, arch: &str) -> bool {
     let bytes = fs::read(object).unwrap();
     bytes.windows(arch.len()).any(|w| w == arch.as_bytes())
@@ -124,7 +113,7 @@ fn a_hooked_bash_outside_a_project_still_runs_ls_and_rocminfo() {
         .env("GPUENV_BIN", assert_cmd::cargo::cargo_bin("gpuenv"))
         .output()
         .unwrap();
-    let stdout = ok(out);
+    let stdout = succeeded(&out);
     assert!(stdout.contains("file-here"), "{stdout}");
     assert!(stdout.contains("sh works"), "{stdout}");
     // Debian's own programs, as they were before gpuenv: nothing pins ROCm here.
@@ -146,7 +135,7 @@ fn python3_inside_a_pinned_project_is_not_shadowed() {
         .args(["run", "--", "sh", "-c", "command -v python3; command -v hipcc; echo \"$ROCM_PATH $HIP_PATH\"; echo \"[$CPATH] [$LD_LIBRARY_PATH]\""])
         .output()
         .unwrap();
-    let stdout = ok(out);
+    let stdout = succeeded(&out);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines[0], venv.join("python3").display().to_string());
     let view_bin = sb.gpuenv_home().join("views/rocm-5.2-debian/bin");
@@ -166,7 +155,7 @@ fn a_hip_kernel_compiles_and_links_for_gfx90a_through_the_shim_and_rocm_path() {
     write(&proj.join("gpuenv.toml"), "[toolchain]\nrocm = \"5.2\"\n");
     let hipcc = shims(&sb).join("hipcc");
     let hipcc = hipcc.to_str().unwrap();
-    ok(run_in(
+    succeeded(&run_in(
         &sb,
         &proj,
         hipcc,
@@ -182,7 +171,7 @@ fn a_hip_kernel_compiles_and_links_for_gfx90a_through_the_shim_and_rocm_path() {
         .args(["run", "--", "sh", "-c", script])
         .output()
         .unwrap();
-    let stdout = ok(out);
+    let stdout = succeeded(&out);
     assert_eq!(stdout.trim(), "hipErrorNoDevice");
     assert!(targets(&proj.join("k"), "gfx90a"));
 }
@@ -197,7 +186,7 @@ fn plain_hipcc_in_a_project_pinned_to_gfx90a_builds_gfx90a_code() {
         "[toolchain]\nrocm = \"5.2\"\nrocm-arch = [\"gfx90a\"]\n",
     );
     let hipcc = shims(&sb).join("hipcc");
-    ok(run_in(
+    succeeded(&run_in(
         &sb,
         &proj,
         hipcc.to_str().unwrap(),
@@ -214,7 +203,7 @@ fn plain_hipcc_in_a_project_pinned_to_gfx90a_builds_gfx90a_code() {
         .args(["env", "--shell", "json"])
         .output()
         .unwrap();
-    let env = ok(env);
+    let env = succeeded(&env);
     assert!(env.contains("\"HCC_AMDGPU_TARGET\": \"gfx90a\""), "{env}");
 }
 
@@ -267,7 +256,7 @@ fn the_guard_refuses_a_rocm_6_2_torch_and_passes_a_5_2_one() {
         "5.2.21153-0",
     );
     let inc = format!("-I{}", old.display());
-    ok(run_in(
+    succeeded(&run_in(
         &sb,
         &proj,
         hipcc,

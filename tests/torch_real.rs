@@ -9,10 +9,9 @@ mod common;
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
-use common::real::{real_gpuenv, torch_venv};
+use common::real::{ccache_hits_and_misses, real_gpuenv, torch_venv};
 use common::*;
 
 const EXT: &str = r#"#include <torch/extension.h>
@@ -59,24 +58,6 @@ fn own_size(root: &Path) -> u64 {
         }
     }
     total
-}
-
-fn ccache_hits_and_misses(dir: &Path) -> (u64, u64) {
-    let out = Command::new("ccache")
-        .arg("--print-stats")
-        .env("CCACHE_DIR", dir)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let get = |key: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (
-        get("direct_cache_hit") + get("preprocessed_cache_hit"),
-        get("cache_miss"),
-    )
 }
 
 #[test]

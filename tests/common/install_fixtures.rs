@@ -28,6 +28,18 @@ pub fn gpuenv(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Output {
 /// Files by path (relative to a mirror root), with their content type.
 pub type Tree = Vec<(String, Vec<u8>, &'static str)>;
 
+/// `gpuenv` with `vars`, which must succeed; what it printed (stdout, then stderr).
+#[track_caller]
+pub fn ok(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> String {
+    let out = gpuenv(sb, vars, args);
+    assert!(
+        out.status.success(),
+        "gpuenv {args:?} failed:\n{}",
+        text(&out)
+    );
+    text(&out)
+}
+
 pub fn serve(server: &Server, prefix: &str, tree: &Tree) {
     for (path, body, ct) in tree {
         server.put(&format!("{prefix}{path}"), body.clone(), ct);

@@ -165,3 +165,22 @@ pub fn torch_venv() -> Option<PathBuf> {
     );
     Some(venv)
 }
+
+/// (hits, misses) from `ccache --print-stats` for the cache in `dir`.
+pub fn ccache_hits_and_misses(dir: &Path) -> (u64, u64) {
+    let out = Command::new("ccache")
+        .arg("--print-stats")
+        .env("CCACHE_DIR", dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let get = |key: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        get("direct_cache_hit") + get("preprocessed_cache_hit"),
+        get("cache_miss"),
+    )
+}
