@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
 
 use crate::context::{vars, Context, NoHome};
 use crate::diagnostic::Diagnostic;
@@ -131,8 +131,10 @@ pub struct Exec {
     pub env: Vec<(String, Option<OsString>)>,
 }
 
-/// The proxy's entry point: plan from the process's own argv and environment, then exec.
-pub fn main() -> ExitCode {
+/// The proxy's entry point: plan from `argv` and the process's environment, then exec.
+/// Returns the exit status when it cannot exec: 1 when the guard refused, else 2.
+pub fn main(argv: Vec<OsString>) -> u8 {
+    start_up();
     let ctx = match Context::from_process() {
         Ok(ctx) => {
             if let Some(level) = ctx
@@ -145,11 +147,11 @@ pub fn main() -> ExitCode {
         }
         Err(e) => {
             ui::error(&e, crate::diagnostic::FIND);
-            return ExitCode::from(2);
+            return 2;
         }
     };
     let self_exe = std::env::current_exe().unwrap_or_default();
-    let result = plan(std::env::args_os().collect(), &ctx, &self_exe).and_then(|exec| {
+    let result = plan(argv, &ctx, &self_exe).and_then(|exec| {
         let mut cmd = Command::new(&exec.program);
         cmd.args(&exec.args);
         for (k, v) in &exec.env {
@@ -164,13 +166,41 @@ pub fn main() -> ExitCode {
             source,
         })
     });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(ProxyError::Refused(_)) => ExitCode::from(1),
+    let status = match result {
+        Ok(()) => 0,
+        Err(ProxyError::Refused(_)) => 1,
         Err(e) => {
             ui::error(&e, crate::diagnostic::FIND);
-            ExitCode::from(2)
+            2
         }
+    };
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    status
+}
+
+/// What std's start-up does for a Rust `main` and the proxy still needs, as the proxy binary
+/// starts without it (see src/bin/gpuenv-shim.rs): a closed fd 0-2 opened on /dev/null (so
+/// no file the proxy opens becomes the tool's stdout, and the tool gets what it got before),
+/// and SIGPIPE ignored (an error printed to a closed pipe is not a kill; the exec gives the
+/// tool the default back).
+fn start_up() {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: `fds` is a valid array of 3 pollfd; `open` gets a NUL-terminated path; the
+    // signal disposition is a plain constant.
+    unsafe {
+        if libc::poll(fds.as_mut_ptr(), 3, 0) != -1 {
+            for pfd in fds.iter().filter(|p| p.revents & libc::POLLNVAL != 0) {
+                // The lowest free fd is the closed one, as fds 0-2 are handled in order.
+                if libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) != pfd.fd {
+                    libc::abort();
+                }
+            }
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
 }
 
@@ -337,10 +367,13 @@ fn through_cache(
     registry: &Registry,
     active: &ActiveSet,
 ) -> Result<Exec, ProxyError> {
-    // A view's proxy does not resolve, but the project's setting still applies.
+    // A view's proxy does not resolve, but the project's setting still applies (unless
+    // the variable, which wins over it, is set).
+    let var = ctx.var(vars::GPUENV_BUILD_CACHE).filter(|v| !v.is_empty());
     let found;
     let file = match &active.project {
         Some(p) => Some(p),
+        None if var.is_some() => None,
         None => {
             found = project::find(&ctx.cwd)
                 .ok()
@@ -349,7 +382,7 @@ fn through_cache(
             found.as_ref()
         }
     };
-    let choice = build_cache::choose(ctx.var(vars::GPUENV_BUILD_CACHE), file, registry)?;
+    let choice = build_cache::choose(var, file, registry)?;
     match build_cache::locate(&choice, ctx.var_os("PATH")) {
         Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
         Ok(None) => Ok(exec),
@@ -455,8 +488,14 @@ fn view_of(invoked: &Path, ctx: &Context) -> Result<Option<(Home, Registry, Stri
         .then_some((home, registry, name)))
 }
 
+/// Whether `a` and `b` are one file (links followed): two `stat`s, where comparing their
+/// canonical paths costs a `readlink` per path component.
 fn same_file(a: &Path, b: &Path) -> bool {
-    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    use std::os::unix::fs::MetadataExt;
+    match (fs_err::metadata(a), fs_err::metadata(b)) {
+        (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+        _ => false,
+    }
 }
 
 fn no_tool(tool: &str, active: &ActiveSet, ctx: &Context) -> ProxyError {
