@@ -560,3 +560,55 @@ fn shims_follow_the_registry() {
         w.sb.gpuenv_home().join("bin/gpuenv-shim")
     );
 }
+
+/// A g++ in `dir` that says it is gcc `version` and logs each run to `g++.runs`, written
+/// as a package upgrade writes it: a new file renamed over the old one.
+fn fake_gxx(dir: &Path, version: &str) {
+    let script = format!(
+        "#!/bin/sh\necho run >> '{}'\necho 'g++ (GCC) {version}'\n",
+        dir.join("g++.runs").display()
+    );
+    write_exe(&dir.join("g++.new"), &script);
+    fs::rename(dir.join("g++.new"), dir.join("g++")).unwrap();
+}
+
+#[test]
+fn g_plus_plus_is_asked_its_version_once_and_again_after_an_upgrade() {
+    let w = World::new("11.8");
+    let bin = w.sb.path("gcc-bin");
+    write_exe(
+        &bin.join("g++-11"),
+        "#!/bin/sh\necho 'g++-11 (GCC) 11.4.0'\n",
+    );
+    fake_gxx(&bin, "11.4.0");
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let compile = || {
+        let args = ["-c".to_string(), "x.cu".to_string()];
+        succeeded(&w.run(&w.view_nvcc("cuda-11.8"), &args, &[("PATH", &path)]));
+        w.log("cuda-11.8")
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    let runs = || {
+        fs::read_to_string(bin.join("g++.runs"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+
+    // gcc 11 is what CUDA 11.8 accepts: nvcc's default stays.
+    assert_eq!(compile(), "-c x.cu");
+    assert_eq!(compile(), "-c x.cu");
+    assert_eq!(runs(), 1, "the second compile does not start g++ again");
+
+    // g++ becomes gcc 12, too new for 11.8: the next compile sees it and passes g++-11.
+    fake_gxx(&bin, "12.2.0");
+    let ccbin = format!("-ccbin {} -c x.cu", bin.join("g++-11").display());
+    assert_eq!(compile(), ccbin);
+    assert_eq!(runs(), 2);
+    assert_eq!(compile(), ccbin);
+    assert_eq!(runs(), 2);
+}

@@ -339,7 +339,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
     let toolchain = toolchain.clone();
     if tool == kind.compiler() {
         check::guard(ctx, &registry, &toolchain, &active, &args)?;
-        args = compiler_args(ctx, kind, &mut active, args)?;
+        args = compiler_args(ctx, &home, kind, &mut active, args)?;
     }
 
     let trusted = trust::env_allowed(&registry, active.project.as_ref());
@@ -398,6 +398,7 @@ fn through_cache(
 /// project's pins still apply to it.
 fn compiler_args(
     ctx: &Context,
+    home: &Home,
     kind: Kind,
     active: &mut ActiveSet,
     args: Vec<OsString>,
@@ -411,8 +412,12 @@ fn compiler_args(
             .transpose()?;
     }
     if kind == Kind::Cuda {
-        active.attach_host_compiler(&host_compiler::PathProbe {
-            path: ctx.var_os("PATH"),
+        // g++'s version, asked once per compiler file (host_compiler::cache).
+        active.attach_host_compiler(&host_compiler::cache::CachedProbe {
+            probe: host_compiler::PathProbe {
+                path: ctx.var_os("PATH"),
+            },
+            dir: home.host_compilers(),
         });
     }
     let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();
