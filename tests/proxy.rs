@@ -598,6 +598,9 @@ fn g_plus_plus_is_asked_its_version_once_and_again_after_an_upgrade() {
             .lines()
             .count()
     };
+    // A compiler changed in the last 2 s is asked each time (file times tick coarsely).
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(2100));
+    settle();
 
     // gcc 11 is what CUDA 11.8 accepts: nvcc's default stays.
     assert_eq!(compile(), "-c x.cu");
@@ -606,6 +609,7 @@ fn g_plus_plus_is_asked_its_version_once_and_again_after_an_upgrade() {
 
     // g++ becomes gcc 12, too new for 11.8: the next compile sees it and passes g++-11.
     fake_gxx(&bin, "12.2.0");
+    settle();
     let ccbin = format!("-ccbin {} -c x.cu", bin.join("g++-11").display());
     assert_eq!(compile(), ccbin);
     assert_eq!(runs(), 2);

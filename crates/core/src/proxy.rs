@@ -418,6 +418,7 @@ fn compiler_args(
                 path: ctx.var_os("PATH"),
             },
             dir: home.host_compilers(),
+            now: std::time::SystemTime::now(),
         });
     }
     let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();

@@ -3,10 +3,13 @@
 //! while the compiler is the same file: its path, and the device, inode, size, modification
 //! and change times of the file the path leads to (links followed). Any difference, and the
 //! compiler is asked again. Entries live under `Home::host_compilers()`, one file per
-//! compiler path, written atomically; one that cannot be written is only not remembered.
+//! compiler path, written atomically; one that cannot be written is only not remembered. A
+//! compiler changed in the last two seconds is not remembered yet: file times tick coarsely,
+//! so an edit within the same tick could leave them as they were.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +22,8 @@ pub struct CachedProbe<'a> {
     pub probe: PathProbe<'a>,
     /// Where the entries are (`Home::host_compilers()`).
     pub dir: PathBuf,
+    /// The time now, which a compiler's change time is compared with.
+    pub now: SystemTime,
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -45,8 +50,10 @@ impl Probe for CachedProbe<'_> {
         }
         let (text, success) = version_output(compiler)?;
         let banner = text.lines().next().unwrap_or_default().to_string();
-        // Not remembered: a failed run, or a file that changed while it ran.
-        if success && identity(compiler).as_ref() == Some(&file) {
+        // Not remembered: a failed run, a file that changed while it ran, or one changed
+        // within the last seconds (file times tick coarsely: an edit in the same tick
+        // could keep them).
+        if success && identity(compiler).as_ref() == Some(&file) && settled(compiler, self.now) {
             let entry = Entry {
                 compiler: name.to_string(),
                 file,
@@ -77,6 +84,13 @@ fn identity(path: &Path) -> Option<String> {
     ))
 }
 
+/// Whether the file's last change is at least two seconds before `now`.
+fn settled(path: &Path, now: SystemTime) -> bool {
+    let changed = fs_err::metadata(path).map(|m| m.ctime());
+    let now = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64);
+    matches!((changed, now), (Ok(c), Ok(n)) if n.saturating_sub(c) >= 2)
+}
+
 fn entry_name(compiler: &str) -> String {
     format!("{}.toml", &trust::content_hash(compiler.as_bytes())[..32])
 }
@@ -90,6 +104,7 @@ fn read(at: &Path) -> Option<Entry> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+    use std::time::Duration;
 
     /// A fake g++ at `path` that says `version` and logs each run to `<path>.log`, written
     /// under a new inode (as a package upgrade does).
@@ -111,10 +126,13 @@ mod tests {
             .unwrap_or(0)
     }
 
+    /// The probe as the proxy makes it a minute from now, when the fakes written now have
+    /// settled.
     fn probe(dir: &Path) -> CachedProbe<'static> {
         CachedProbe {
             probe: PathProbe { path: None },
             dir: dir.join("cache"),
+            now: SystemTime::now() + Duration::from_secs(60),
         }
     }
 
@@ -186,6 +204,27 @@ mod tests {
         assert_eq!(probe.gcc_version(&gxx).unwrap().to_string(), "12.2.0");
         assert_eq!(runs(&gxx), 2);
         assert_eq!(read(&at).unwrap().banner, "g++ (GCC) 12.2.0", "rewritten");
+    }
+
+    #[test]
+    fn a_compiler_changed_in_the_last_seconds_is_not_remembered_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let gxx = dir.path().join("g++");
+        fake_gxx(&gxx, "12.2.0");
+        let now = CachedProbe {
+            now: SystemTime::now(),
+            ..probe(dir.path())
+        };
+        assert!(now.gcc_version(&gxx).is_some());
+        assert!(now.gcc_version(&gxx).is_some());
+        assert_eq!(
+            runs(&gxx),
+            2,
+            "asked each time until its change time is 2 s old"
+        );
+        assert!(probe(dir.path()).gcc_version(&gxx).is_some());
+        assert!(probe(dir.path()).gcc_version(&gxx).is_some());
+        assert_eq!(runs(&gxx), 3);
     }
 
     #[test]
