@@ -616,3 +616,41 @@ fn g_plus_plus_is_asked_its_version_once_and_again_after_an_upgrade() {
     assert_eq!(compile(), ccbin);
     assert_eq!(runs(), 2);
 }
+
+#[test]
+fn a_tool_started_with_stdin_and_stdout_closed_gets_dev_null_there_as_before() {
+    use std::os::unix::process::CommandExt;
+    let w = World::new("12.4");
+    // The real nvcc says what its fds 0-2 are (a closed one: "closed").
+    let log = w.sb.path("fds.log");
+    write_exe(
+        &w.sb.path("opt/cuda-12.4/bin/nvcc"),
+        &format!(
+            "#!/bin/sh\nfor fd in 0 1 2; do eval \"fd$fd=\\$(readlink /proc/$$/fd/$fd || echo closed)\"; done\nprintf '%s\\n' \"$fd0\" \"$fd1\" \"$fd2\" > '{0}'\n",
+            log.display()
+        ),
+    );
+    let mut cmd = Command::new(w.view_nvcc("cuda-12.4"));
+    cmd.arg("--version")
+        .env_clear()
+        .env("HOME", w.sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(&w.proj);
+    // SAFETY: close(2) only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(0);
+            libc::close(1);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fds = fs::read_to_string(&log).unwrap();
+    let fds: Vec<&str> = fds.lines().collect();
+    assert_eq!(fds[..2], ["/dev/null", "/dev/null"], "{fds:?}");
+    assert!(
+        fds[2].starts_with("pipe:"),
+        "stderr is the caller's: {fds:?}"
+    );
+}
