@@ -140,3 +140,35 @@ fn keep_archives_keeps_a_mirror_of_what_was_fetched() {
     ok(&sb, &[], &["cache", "prune"]);
     assert_eq!(fs_err::read_dir(&archives).unwrap().count(), 0);
 }
+
+#[test]
+fn a_shared_file_someone_edited_is_not_linked_into_the_next_toolkit() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1", "12.6.3"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-12.4.1", "--profile", "minimal"],
+    );
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    let edited = toolchains.join("cuda-12.4.1/include/cuda_runtime.h");
+    let original = fs_err::read(&edited).unwrap();
+    // The file is read-only; someone makes it writable again and edits it in place, which
+    // also edits the stored copy (one inode).
+    fs_err::set_permissions(&edited, std::fs::Permissions::from_mode(0o644)).unwrap();
+    fs_err::write(&edited, "#error tampered\n").unwrap();
+
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-12.6.3", "--profile", "minimal"],
+    );
+    let fresh = toolchains.join("cuda-12.6.3/include/cuda_runtime.h");
+    assert_eq!(fs_err::read(&fresh).unwrap(), original);
+    assert_ne!(inode(&fresh), inode(&edited));
+    assert_eq!(fs_err::metadata(&fresh).unwrap().mode() & 0o222, 0);
+}
