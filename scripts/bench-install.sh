@@ -30,8 +30,10 @@ if [[ ${1:-} == disk ]]; then
   mkdir -p "$BENCH"
   work=$(mktemp -d "$BENCH/disk.XXXXXX")
   trap '[[ -n ${BENCH_KEEP:-} ]] || rm -rf "$work"' EXIT
-  export GPUENV_HOME=$work/home NO_COLOR=1
-  unset GPUENV_DOWNLOAD_CACHE GPUENV_KEEP_ARCHIVES
+  # Archives are kept here only to print what a cache that keeps them (gpuenv before its
+  # store, or GPUENV_KEEP_ARCHIVES=1) would add; they are left out of gpuenv's figure.
+  export GPUENV_HOME=$work/home NO_COLOR=1 GPUENV_KEEP_ARCHIVES=1
+  unset GPUENV_DOWNLOAD_CACHE
   names=()
   for minor in 13.0 13.1 13.2; do
     t0=$(date +%s.%N)
@@ -50,15 +52,18 @@ if [[ ${1:-} == disk ]]; then
     printf '%-14s %8d MB on its own\n' "$n" $((one / 1024))
   done
   together=$(du -skc "${names[@]/#/$GPUENV_HOME/toolchains/}" | tail -1 | cut -f1)
-  cache_extra=$(( $(du -skc "${names[@]/#/$GPUENV_HOME/toolchains/}" "$GPUENV_HOME/downloads" | tail -1 | cut -f1) - together ))
-  python3 - "$apart" "$together" "$cache_extra" "$profile" <<'PY'
+  archives=$(kb "$GPUENV_HOME/downloads/archives")
+  cache_extra=$(( $(du -skc "${names[@]/#/$GPUENV_HOME/toolchains/}" "$GPUENV_HOME/downloads" | tail -1 | cut -f1) - together - archives ))
+  python3 - "$apart" "$together" "$cache_extra" "$archives" "$profile" <<'PY'
 import sys
-apart, together, cache, profile = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+apart, together, cache, archives = (int(x) for x in sys.argv[1:5])
 mb = lambda kb: f"{kb / 1024:.0f} MB"
-print(f"three CUDA 13.x toolkits ({profile} profile), each file counted once:")
+print(f"three CUDA 13.x toolkits ({sys.argv[5]} profile), each file counted once:")
 print(f"  sum of the three trees, one by one : {mb(apart):>9}")
 print(f"  gpuenv, side by side               : {mb(together):>9}   ratio {together / apart:.2f}x ({mb(apart - together)} stored once)")
-print(f"  the download cache adds            : {mb(cache):>9}   (no archive kept; its files are the toolkits')")
+print(f"  the download cache adds            : {mb(cache):>9}   (its files are the toolkits'; no archive kept)")
+print(f"  a cache keeping the archives adds  : {mb(cache + archives):>9}   (GPUENV_KEEP_ARCHIVES=1, and gpuenv before its store)")
+print(f"  in all, gpuenv                     : {mb(together + cache):>9}   ratio {(together + cache) / (apart + cache + archives):.2f}x against trees + archives")
 PY
   exit 0
 fi
