@@ -38,12 +38,15 @@ macro_rules! find_diagnostic {
 pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 'static)> {
     use crate::toolchain::{registry, upstream};
     use crate::{
-        build_cache, context, driver, guard, project, proxy, resolve, shell, shims, store,
+        auto_install, build_cache, context, driver, guard, project, proxy, resolve, shell, shims,
+        store,
     };
     find_diagnostic!(
         err,
         Hinted,
+        auto_install::InstallFailed,
         build_cache::BadVar,
+        build_cache::NotInstalled,
         context::NoHome,
         driver::DriverTooOld,
         shell::SlurmError,
@@ -55,6 +58,7 @@ pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 
         proxy::ProxyError,
         resolve::ResolveError,
         registry::StateError,
+        registry::StateNotice,
     )
 }
 
