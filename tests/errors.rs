@@ -1,5 +1,6 @@
 //! How every error is laid out: `error:` the message, `caused by:` each cause the message
-//! does not already say, then the `hint:` lines, last.
+//! does not already say, then the `hint:` lines, last. Warnings and notes end with their
+//! hints the same way, and no message carries a hint in its text.
 
 mod common;
 
@@ -272,4 +273,17 @@ fn no_message_gpuenv_writes_carries_its_hint_as_text() {
         "hints written as text:\n{}",
         offenders.join("\n")
     );
+}
+
+#[test]
+fn quiet_leaves_out_a_note_together_with_its_hint() {
+    let sb = Sandbox::new();
+    let out = sb.gpuenv().arg("list").output().unwrap();
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "info: no toolchains registered\nhint: `gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one\n"
+    );
+    let out = sb.gpuenv().args(["-q", "list"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
 }

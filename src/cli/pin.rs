@@ -100,11 +100,13 @@ impl Args {
                     path.display()
                 )),
                 None => {
-                    ui::warn(format!(
-                        "pinned {spec} in {}, but no registered toolchain matches it yet",
-                        path.display()
-                    ));
-                    ui::hint(format!("gpuenv install {spec}"));
+                    ui::warn_with_hints(
+                        format!(
+                            "pinned {spec} in {}, but no registered toolchain matches it yet",
+                            path.display()
+                        ),
+                        [format!("gpuenv install {spec}")],
+                    );
                 }
             }
         }

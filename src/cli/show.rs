@@ -80,8 +80,10 @@ impl Args {
             ),
         }
         if active.toolchains.is_empty() {
-            ui::info("no toolchain is active here");
-            ui::hint("`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere");
+            ui::info_with_hints(
+                "no toolchain is active here",
+                ["`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere"],
+            );
         }
         for t in &active.toolchains {
             println!("{}: {} ({})", t.entry.kind, t.name, t.reason);

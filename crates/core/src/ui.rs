@@ -96,6 +96,17 @@ pub fn info(msg: impl std::fmt::Display) {
     }
 }
 
+/// A note and what to do about it; both left out with `-q`, as every note is.
+pub fn info_with_hints<H: std::fmt::Display>(
+    msg: impl std::fmt::Display,
+    hints: impl IntoIterator<Item = H>,
+) {
+    if level() >= Level::Normal {
+        info(msg);
+        hints.into_iter().for_each(hint);
+    }
+}
+
 /// What gpuenv read or decided; shown with `-v` / `GPUENV_LOG=verbose`.
 pub fn verbose(msg: impl std::fmt::Display) {
     if level() >= Level::Verbose {
@@ -126,8 +137,8 @@ pub fn hook_note(msg: impl std::fmt::Display) {
     );
 }
 
-/// A way out after an `info` or `warn`, laid out as an error's hints are.
-pub fn hint(msg: impl std::fmt::Display) {
+/// A way out, on its own line after the message it belongs to.
+fn hint(msg: impl std::fmt::Display) {
     anstream::eprintln!("{} {}", "hint:".cyan().bold(), lines(&msg.to_string()));
 }
 
@@ -139,9 +150,7 @@ pub fn error(err: &(dyn Error + 'static), find: &[Find]) {
     for cause in &report.causes {
         anstream::eprintln!("  {} {}", "caused by:".bold(), lines(cause));
     }
-    for hint in &report.hints {
-        anstream::eprintln!("{} {}", "hint:".cyan().bold(), lines(hint));
-    }
+    report.hints.iter().for_each(hint);
 }
 
 /// The error on one line, for the hook's note at a prompt: message and causes joined
