@@ -46,7 +46,6 @@ pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 
         Hinted,
         auto_install::InstallFailed,
         build_cache::BadVar,
-        build_cache::NotInstalled,
         context::NoHome,
         driver::DriverTooOld,
         shell::SlurmError,
@@ -58,7 +57,6 @@ pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 
         proxy::ProxyError,
         resolve::ResolveError,
         registry::StateError,
-        registry::StateNotice,
     )
 }
 

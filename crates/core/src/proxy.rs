@@ -81,9 +81,10 @@ pub enum ProxyError {
     /// No host compiler the toolkit accepts (it names the limit and the package).
     #[error(transparent)]
     HostCompiler(#[from] crate::host_compiler::HostCompilerProblem),
-    /// `GPUENV_AUTO_INSTALL` could not install a missing pin.
+    /// `GPUENV_AUTO_INSTALL` found no gpuenv to install a missing pin with.
     #[error("{0}")]
     AutoInstall(String),
+    /// The `gpuenv install` it ran did not install.
     #[error(transparent)]
     Installing(#[from] auto_install::InstallFailed),
     /// `looked` says what resolution found: no file, or a file without such a pin.
