@@ -648,5 +648,12 @@ fn a_read_only_gpuenv_home_is_said_to_be_read_only() {
     );
     assert!(!t.contains("failed to create directory"), "{t}");
     hint_last(&t);
+    assert!(
+        t.contains(&format!(
+            "\nhint: make it writable (`chmod u+w {}`), or set GPUENV_HOME to a directory you can write",
+            home.display()
+        )),
+        "{t}"
+    );
     assert_eq!(fs_err::read_dir(&home).unwrap().count(), 0);
 }

@@ -250,6 +250,23 @@ fn auto_install_puts_a_missing_pinned_toolkit_in_place_on_first_use() {
         "{stdout}"
     );
     assert!(!stdout.contains("info:"), "{stdout}");
+
+    // A pin the mirror has no release for: the shim says the install failed, then the fix.
+    write(
+        &sb.path("proj3/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.9\"\n",
+    );
+    let out = exec(&sb, &nvcc, "proj3", &vars, &["--version"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("\nerror: `gpuenv install cuda-12.9` failed (exit status: 2)\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("\nhint: run it yourself to see why, or unset GPUENV_AUTO_INSTALL\n"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -208,8 +208,7 @@ impl Args {
                 if let Some(warning) = driver::read_proc_version(&ctx.system_root())
                     .and_then(|d| driver::too_old_for(&done.version, &d))
                 {
-                    ui::warn(&warning);
-                    warning.hints().into_iter().for_each(ui::hint);
+                    ui::warn_with_hints(&warning, warning.hints());
                 }
             }
             ui::info(format!(
