@@ -1,5 +1,6 @@
 //! How every error is laid out: `error:` the message, `caused by:` each cause the message
-//! does not already say, then the `hint:` lines, last.
+//! does not already say, then the `hint:` lines, last. Warnings and notes end with their
+//! hints the same way, and no message carries a hint in its text.
 
 mod common;
 
@@ -67,4 +68,222 @@ fn a_project_pinning_an_unregistered_toolchain_ends_with_how_to_get_it() {
         ["hint: install it with `gpuenv install cuda-12.4`, or register a toolkit already on disk with `gpuenv link cuda-12.4 <path>` (`gpuenv list` shows what is registered)"],
         "{err}"
     );
+}
+
+/// Each message in `stderr` (`error:`, `warning:`, `info:`) and its hints, checking the
+/// layout on the way: every `hint:` is a line of its own after the message (and causes) it
+/// belongs to, and no message line holds one.
+#[track_caller]
+fn messages_and_hints(stderr: &str) -> Vec<(&str, Vec<&str>)> {
+    let mut out: Vec<(&str, Vec<&str>)> = Vec::new();
+    for line in stderr.lines() {
+        if let Some(hint) = line.strip_prefix("hint: ") {
+            let (_, hints) = out.last_mut().expect("a hint follows a message");
+            hints.push(hint);
+            continue;
+        }
+        assert!(
+            !line.contains("hint:"),
+            "a hint inside a message:\n{stderr}"
+        );
+        if ["error: ", "warning: ", "info: "]
+            .iter()
+            .any(|p| line.starts_with(p))
+        {
+            out.push((line, Vec::new()));
+        } else {
+            let (_, hints) = out.last().expect("stderr starts with a message");
+            assert!(
+                hints.is_empty(),
+                "a message line after its hints:\n{stderr}"
+            );
+        }
+    }
+    out
+}
+
+/// The hints of the one message that starts with `head`.
+#[track_caller]
+fn hints_after<'a>(stderr: &'a str, head: &str) -> Vec<&'a str> {
+    let found: Vec<_> = messages_and_hints(stderr)
+        .into_iter()
+        .filter(|(m, _)| m.starts_with(head))
+        .collect();
+    assert_eq!(found.len(), 1, "one message starting {head:?}:\n{stderr}");
+    found.into_iter().next().unwrap().1
+}
+
+fn stderr_in(sb: &Sandbox, dir: &std::path::Path, args: &[&str]) -> String {
+    let out = sb.gpuenv().current_dir(dir).args(args).output().unwrap();
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn each_mistake_a_new_user_makes_ends_with_its_fix_on_a_line_of_its_own() {
+    let sb = Sandbox::new();
+    let empty = sb.path("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["prefix"], "name one: `gpuenv prefix cuda-12.4` (`gpuenv list` shows them)"),
+        (&["prefix", "cuda-12.4"], "`gpuenv list` shows what is registered; `gpuenv install cuda-12.4` installs it"),
+        (&["prefix", "cuda"], "name a version too: `cuda-12.4`, or any prefix of one such as `cuda-12` (`gpuenv list` shows what is registered)"),
+        (&["install"], "`gpuenv install cuda-13.0` installs a release; `gpuenv pin cuda-13.0` pins one here first"),
+        (&["which", "./nvcc"], "gpuenv which nvcc"),
+        (&["run", "--", "no-such-tool-xyz"], "it is not on PATH, nor in the active toolchain's bin/ (`gpuenv which <tool>` shows where a tool comes from)"),
+        (&["pin", "cuda-99"], "`gpuenv list --available cuda` shows the releases; a toolkit gpuenv does not know yet can be registered first with `gpuenv link <name> <path>`"),
+        (&["uninstall", "../x"], "`gpuenv list` shows the registered names"),
+    ];
+    for (args, hint) in cases {
+        let err = stderr_in(&sb, &empty, args);
+        assert_eq!(hints_after(&err, "error: "), [*hint], "gpuenv {args:?}");
+    }
+}
+
+#[test]
+fn a_toolchain_file_setting_a_variable_gpuenv_owns_says_which_line_to_remove() {
+    let sb = Sandbox::new();
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[env]\nGPUENV_HOME = \"/tmp\"\n");
+    let err = stderr_in(&sb, &proj, &["show"]);
+    let head = format!(
+        "error: {}:2:15: [env] cannot set GPUENV_HOME: variables named GPUENV_* control gpuenv itself",
+        proj.join("gpuenv.toml").display()
+    );
+    assert_eq!(hints_after(&err, &head), ["remove GPUENV_HOME from [env]"]);
+}
+
+#[test]
+fn an_emptied_state_file_warns_and_says_how_to_get_the_toolchains_back() {
+    let sb = Sandbox::new();
+    let cuda = cuda_runfile(&sb.path("cuda"), "12.4.1");
+    sb.ok(&["link", "cuda-12.4", cuda.to_str().unwrap()]);
+    sb.ok(&["link", "cuda-12.4-b", cuda.to_str().unwrap()]);
+    let settings = sb.gpuenv_home().join("settings.toml");
+    fs::write(&settings, "").unwrap();
+    let err = stderr_in(&sb, &sb.home(), &["list"]);
+    let head = format!(
+        "warning: gpuenv's state file {} is empty, so no toolchain is registered",
+        settings.display()
+    );
+    let backup = sb.gpuenv_home().join("settings.toml.bak");
+    assert_eq!(
+        hints_after(&err, &head),
+        [format!(
+            "the state before gpuenv's last change is in {}: `cp {} {}` brings it back",
+            backup.display(),
+            backup.display(),
+            settings.display()
+        )]
+    );
+}
+
+#[test]
+fn a_broken_system_config_and_a_missing_build_cache_warn_with_their_fixes() {
+    let sb = Sandbox::new();
+    let config = sb.path("etc/config.toml");
+    write(&config, "upstreams = 3\n");
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[build]\ncache = \"sccache\"\n");
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("GPUENV_SYSTEM_CONFIG", &config)
+        .env("PATH", sb.path("empty-bin"))
+        .arg("show")
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        hints_after(&err, &format!("warning: {}: line 1", config.display())),
+        ["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`; fix the file or point GPUENV_SYSTEM_CONFIG at another"]
+    );
+    assert_eq!(
+        hints_after(&err, "warning: the build cache is sccache"),
+        ["install it (`apt-get install sccache`, `cargo install sccache`), or set `cache = \"off\"`"]
+    );
+}
+
+/// The string literals in `code` (escaped quotes kept inside), roughly as Rust reads them.
+fn string_literals(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    let mut chars = code.chars();
+    while let Some(c) = chars.next() {
+        match (&mut current, c) {
+            (Some(s), '\\') => {
+                s.push(c);
+                s.extend(chars.next());
+            }
+            (Some(_), '"') => out.extend(current.take()),
+            (Some(s), c) => s.push(c),
+            (None, '"') => current = Some(String::new()),
+            // A char literal '"' opens no string.
+            (None, '\'') => {
+                let rest = chars.as_str();
+                if rest.starts_with("\"'") {
+                    chars.nth(1);
+                }
+            }
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn no_message_gpuenv_writes_carries_its_hint_as_text() {
+    // Hints are data (`Diagnostic::hints`, `ui::warn_with_hints`) and one renderer lays them
+    // out; a `hint:` typed into a message would be printed inside it, before its causes.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![root.join("src")];
+    for krate in fs::read_dir(root.join("crates")).unwrap() {
+        dirs.push(krate.unwrap().path().join("src"));
+    }
+    let mut files = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 50, "found only {files:?}");
+    let mut offenders = Vec::new();
+    for file in &files {
+        let text = fs::read_to_string(file).unwrap();
+        // Unit tests may quote hints in what they assert.
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        let code: String = code
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for literal in string_literals(&code) {
+            // The renderers' own label is the one `hint:` allowed.
+            if literal.contains("hint:") && literal != "hint:" {
+                offenders.push(format!("{}: {literal}", file.display()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "hints written as text:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn quiet_leaves_out_a_note_together_with_its_hint() {
+    let sb = Sandbox::new();
+    let out = sb.gpuenv().arg("list").output().unwrap();
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "info: no toolchains registered\nhint: `gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one\n"
+    );
+    let out = sb.gpuenv().args(["-q", "list"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
 }

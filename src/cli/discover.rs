@@ -127,8 +127,10 @@ fn same_dir(a: &std::path::Path, b: &std::path::Path) -> bool {
 /// read without running a module file is a warning naming the file and line.
 fn from_modules(ctx: &Context) -> Vec<Found> {
     let Some(modulepath) = ctx.var_nonempty(vars::MODULEPATH) else {
-        ui::warn("MODULEPATH is not set, so there are no module files to read");
-        ui::hint("load your module system first (`module avail` works), or set MODULEPATH to the module directories");
+        ui::warn_with_hints(
+            "MODULEPATH is not set, so there are no module files to read",
+            ["load your module system first (`module avail` works), or set MODULEPATH to the module directories"],
+        );
         return Vec::new();
     };
     let scan = module::scan_modulepath(modulepath);

@@ -49,8 +49,10 @@ impl Args {
             return Ok(());
         }
         if active.toolchains.is_empty() {
-            ui::info("no toolchain is active here, so there is nothing to set");
-            ui::hint("`gpuenv pin <spec>` or `gpuenv default <spec>`");
+            ui::info_with_hints(
+                "no toolchain is active here, so there is nothing to set",
+                ["`gpuenv pin <spec>` or `gpuenv default <spec>`"],
+            );
         }
         let applied = super::environment(ctx, &home, &registry, &active)?;
         let vars: Vec<(&str, Option<&OsStr>)> = applied

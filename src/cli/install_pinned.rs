@@ -4,6 +4,7 @@
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::guard;
 use gpuenv_core::project::{self, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
@@ -13,18 +14,20 @@ use gpuenv_core::ui;
 /// The specs to install for the project here; empty when every pin is satisfied.
 pub fn missing_pins(ctx: &Context, registry: &Registry) -> Result<Vec<Spec>> {
     let Some(path) = project::find(&ctx.cwd)? else {
-        bail!(
-            "nothing to install: no SPEC given and no gpuenv.toml from {} up\nhint: `gpuenv install cuda-13.0` installs a release; `gpuenv pin cuda-13.0` pins one here first",
+        bail!(Hinted::new(format!(
+            "nothing to install: no SPEC given and no gpuenv.toml from {} up",
             ctx.cwd.display()
-        );
+        ))
+        .hint("`gpuenv install cuda-13.0` installs a release; `gpuenv pin cuda-13.0` pins one here first"));
     };
     let file = project::load(&path)?;
     ui::verbose(format!("toolchain file: {}", path.display()));
     if file.pins.is_empty() {
-        bail!(
-            "nothing to install: {} pins no toolchain\nhint: `gpuenv pin cuda-13.0` adds a pin, or give the SPEC: `gpuenv install cuda-13.0`",
+        bail!(Hinted::new(format!(
+            "nothing to install: {} pins no toolchain",
             path.display()
-        );
+        ))
+        .hint("`gpuenv pin cuda-13.0` adds a pin, or give the SPEC: `gpuenv install cuda-13.0`"));
     }
     let mut missing = Vec::new();
     for pin in &file.pins {
@@ -32,18 +35,22 @@ pub fn missing_pins(ctx: &Context, registry: &Registry) -> Result<Vec<Spec>> {
             PinValue::Spec(s) => s.clone(),
             PinValue::Torch => {
                 let torch = guard::locate_torch(ctx, None).map_err(|why| {
-                    anyhow::anyhow!("{}: {} = \"torch\", but {why}\nhint: activate the Python environment that has torch, or give the SPEC: `gpuenv install cuda-12.4`", pin.at, pin.kind)
+                    Hinted::new(format!("{}: {} = \"torch\", but {why}", pin.at, pin.kind))
+                        .hint("activate the Python environment that has torch, or give the SPEC: `gpuenv install cuda-12.4`")
                 })?;
                 let Some(version) = torch.built_for(pin.kind) else {
-                    bail!(
-                        "{}: {} = \"torch\", but the torch at {} (torch {}) is not built for {}\nhint: install a torch built for {}, or pin a version",
+                    bail!(Hinted::new(format!(
+                        "{}: {} = \"torch\", but the torch at {} (torch {}) is not built for {}",
                         pin.at,
                         pin.kind,
                         torch.dir.display(),
                         torch.label(),
                         pin.kind,
+                    ))
+                    .hint(format!(
+                        "install a torch built for {}, or pin a version",
                         pin.kind
-                    );
+                    )));
                 };
                 Spec {
                     kind: pin.kind,

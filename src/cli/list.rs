@@ -108,8 +108,10 @@ impl Args {
             return Ok(());
         }
         if rows.is_empty() {
-            ui::info("no toolchains registered");
-            ui::hint("`gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one");
+            ui::info_with_hints(
+                "no toolchains registered",
+                ["`gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one"],
+            );
             return Ok(());
         }
         let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).max(4);
@@ -142,11 +144,13 @@ impl Args {
                 r.name, r.version, source, r.root
             );
             if let Some(why) = &r.broken {
-                ui::warn(format!("{} is broken: {why}", r.name));
-                ui::hint(format!(
-                    "`gpuenv uninstall {n}` (or `gpuenv unlink {n}`), then install it again; for a toolkit made for a torch venv, `gpuenv install torch` from the new venv",
-                    n = r.name
-                ));
+                ui::warn_with_hints(
+                    format!("{} is broken: {why}", r.name),
+                    [format!(
+                        "`gpuenv uninstall {n}` (or `gpuenv unlink {n}`), then install it again; for a toolkit made for a torch venv, `gpuenv install torch` from the new venv",
+                        n = r.name
+                    )],
+                );
             }
         }
         super::warn_problems(&problems);

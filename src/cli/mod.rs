@@ -36,7 +36,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use gpuenv_core::context::Context;
-use gpuenv_core::diagnostic::{Find, Hinted};
+use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
 use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{self, ActiveSet, Request};
 use gpuenv_core::store::{Problem, Store};
@@ -244,28 +244,24 @@ fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
     let own = Registry::load(&home)?;
     notice(&own);
     let layered = upstream::layered(&mut home, own);
-    for w in upstream::from_context(ctx)
-        .1
-        .iter()
-        .chain(&layered.warnings)
-    {
-        ui::warn(w);
+    if let Some(e) = upstream::from_context(ctx).1 {
+        ui::warn_with_hints(&e, e.hints());
     }
+    layered.warnings.iter().for_each(ui::warn);
     Ok((home, layered))
 }
 
 /// Says what is odd about the state file, if anything.
 fn notice(registry: &Registry) {
     if let Some(n) = &registry.notice {
-        ui::warn(n);
+        ui::warn_with_hints(n, n.hints());
     }
 }
 
 /// Each thing missing from the store, with the command that fixes it.
 fn warn_problems(problems: &[Problem]) {
     for p in problems {
-        ui::warn(p);
-        ui::hint(p.hint());
+        ui::warn_with_hints(p, [p.hint()]);
     }
 }
 
@@ -381,7 +377,7 @@ fn parse_specs_each(args: &[String]) -> Result<Vec<Spec>> {
     args.iter()
         .map(|a| {
             a.parse::<Spec>().map_err(|e| {
-                anyhow::anyhow!("{e}\nhint: name a version too: `cuda-12.4`, or any prefix of one such as `cuda-12` (`gpuenv list` shows what is registered)")
+                Hinted::new(e.to_string()).hint("name a version too: `cuda-12.4`, or any prefix of one such as `cuda-12` (`gpuenv list` shows what is registered)").into()
             })
         })
         .collect()

@@ -68,8 +68,10 @@ impl ExportArgs {
             self.names.iter().collect()
         };
         if names.is_empty() {
-            ui::info("no toolchains registered, so there is nothing to export");
-            ui::hint("`gpuenv install <spec>`, `gpuenv link <name> <path>` or `gpuenv discover --register` first");
+            ui::info_with_hints(
+                "no toolchains registered, so there is nothing to export",
+                ["`gpuenv install <spec>`, `gpuenv link <name> <path>` or `gpuenv discover --register` first"],
+            );
         }
         super::upstream_views_for(&home, &registry, names.iter().map(|n| n.as_str()))?;
         let mut refused = 0;

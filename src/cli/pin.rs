@@ -4,6 +4,7 @@ use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::project::{self, PinEdit, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
@@ -99,11 +100,13 @@ impl Args {
                     path.display()
                 )),
                 None => {
-                    ui::warn(format!(
-                        "pinned {spec} in {}, but no registered toolchain matches it yet",
-                        path.display()
-                    ));
-                    ui::hint(format!("gpuenv install {spec}"));
+                    ui::warn_with_hints(
+                        format!(
+                            "pinned {spec} in {}, but no registered toolchain matches it yet",
+                            path.display()
+                        ),
+                        [format!("gpuenv install {spec}")],
+                    );
                 }
             }
         }
@@ -128,10 +131,11 @@ fn native_archs(ctx: &Context) -> Result<Vec<String>> {
     };
     let found = native::native_archs(&machine);
     if found.cuda.is_empty() && found.rocm.is_empty() {
-        bail!(
-            "--arch native: this machine shows no GPU ({})\nhint: name the targets instead, e.g. `gpuenv pin --arch 8.0,9.0+PTX` (NVIDIA) or `gpuenv pin --arch gfx90a` (AMD)",
+        bail!(Hinted::new(format!(
+            "--arch native: this machine shows no GPU ({})",
             found.asked.join("; ")
-        );
+        ))
+        .hint("name the targets instead, e.g. `gpuenv pin --arch 8.0,9.0+PTX` (NVIDIA) or `gpuenv pin --arch gfx90a` (AMD)"));
     }
     ui::info(format!(
         "--arch native: this machine's GPUs are {}",
@@ -151,9 +155,10 @@ fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
     if (lo..=hi).contains(&spec.version.major()) {
         return Ok(());
     }
-    bail!(
-        "{spec} matches no registered toolchain and no CUDA release (gpuenv knows {lo}.x to {hi}.x); gpuenv.toml was left unchanged\nhint: `gpuenv list --available cuda` shows the releases; a toolkit gpuenv does not know yet can be registered first with `gpuenv link <name> <path>`"
-    );
+    bail!(Hinted::new(format!(
+        "{spec} matches no registered toolchain and no CUDA release (gpuenv knows {lo}.x to {hi}.x); gpuenv.toml was left unchanged"
+    ))
+    .hint("`gpuenv list --available cuda` shows the releases; a toolkit gpuenv does not know yet can be registered first with `gpuenv link <name> <path>`"));
 }
 
 /// Arch entries the pinned toolkit cannot target: refused when the toolkit is registered
@@ -197,7 +202,11 @@ fn check_archs(archs: &[String], cuda: Option<&Spec>, registry: &Registry) -> Re
             row.value[row.value.len() - 1]
         );
         if known && row.exact {
-            bail!("{problem}; gpuenv.toml was left unchanged\nhint: pin archs CUDA {rel} supports, or a toolkit that targets sm_{sm}");
+            bail!(
+                Hinted::new(format!("{problem}; gpuenv.toml was left unchanged")).hint(format!(
+                    "pin archs CUDA {rel} supports, or a toolkit that targets sm_{sm}"
+                ))
+            );
         }
         ui::warn(problem);
     }

@@ -1,6 +1,7 @@
 use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::toolchain::Spec;
 
 /// Print the root directory of a toolchain (or of those active here)
@@ -20,10 +21,11 @@ impl Args {
         let Some(name) = self.name else {
             let active = super::resolve_here(ctx, &registry, &[])?;
             if active.toolchains.is_empty() {
-                bail!(
-                    "no toolchain is active in {}, so there is no prefix to print\nhint: name one: `gpuenv prefix cuda-12.4` (`gpuenv list` shows them)",
+                bail!(Hinted::new(format!(
+                    "no toolchain is active in {}, so there is no prefix to print",
                     ctx.cwd.display()
-                );
+                ))
+                .hint("name one: `gpuenv prefix cuda-12.4` (`gpuenv list` shows them)"));
             }
             for t in &active.toolchains {
                 println!("{}", t.entry.root.display());
@@ -37,7 +39,9 @@ impl Args {
                 Ok(())
             }
             None => bail!(
-                "no registered toolchain matches {spec}\nhint: `gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
+                Hinted::new(format!("no registered toolchain matches {spec}")).hint(format!(
+                    "`gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
+                ))
             ),
         }
     }

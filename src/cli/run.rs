@@ -4,6 +4,7 @@ use std::process::Command;
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::shell::quote;
 use gpuenv_core::toolchain::Spec;
 
@@ -40,11 +41,11 @@ impl Args {
         let err = cmd.exec();
         if err.kind() == std::io::ErrorKind::NotFound {
             let hint = if program.contains('/') {
-                format!("hint: check the path {program}")
+                format!("check the path {program}")
             } else {
-                "hint: it is not on PATH, nor in the active toolchain's bin/ (`gpuenv which <tool>` shows where a tool comes from)".to_string()
+                "it is not on PATH, nor in the active toolchain's bin/ (`gpuenv which <tool>` shows where a tool comes from)".to_string()
             };
-            bail!("{program}: command not found\n{hint}");
+            bail!(Hinted::new(format!("{program}: command not found")).hint(hint));
         }
         Err(err).with_context(|| format!("cannot run `{program}`"))
     }

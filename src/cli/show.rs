@@ -3,6 +3,7 @@ use serde_json::json;
 
 use gpuenv_core::build_cache;
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::store::{self, Problem};
 use gpuenv_core::toolchain::view;
 use gpuenv_core::ui;
@@ -79,8 +80,10 @@ impl Args {
             ),
         }
         if active.toolchains.is_empty() {
-            ui::info("no toolchain is active here");
-            ui::hint("`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere");
+            ui::info_with_hints(
+                "no toolchain is active here",
+                ["`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere"],
+            );
         }
         for t in &active.toolchains {
             println!("{}: {} ({})", t.entry.kind, t.name, t.reason);
@@ -93,15 +96,12 @@ impl Args {
                 program.display()
             ),
             Ok(None) => {}
-            Err(warning) => ui::warn(warning),
+            Err(warning) => ui::warn_with_hints(&warning, warning.hints()),
         }
         if let Some(choice) = &active.host_compiler {
             println!("host compiler: {choice}");
             if let Some(problem) = choice.problem() {
-                ui::warn(&problem);
-                for hint in gpuenv_core::diagnostic::Diagnostic::hints(&problem) {
-                    ui::hint(hint);
-                }
+                ui::warn_with_hints(&problem, problem.hints());
             }
         }
         Ok(())

@@ -19,10 +19,11 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         if self.tool.contains('/') {
-            bail!(
-                "`{}` is a path; give a tool name such as nvcc\nhint: gpuenv which nvcc",
+            bail!(Hinted::new(format!(
+                "`{}` is a path; give a tool name such as nvcc",
                 self.tool
-            );
+            ))
+            .hint("gpuenv which nvcc"));
         }
         let (home, registry) = super::registry(ctx)?;
         let active = super::resolve_here(ctx, &registry, &[])?;

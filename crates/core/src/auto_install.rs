@@ -7,24 +7,44 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context as _, Result};
-
 use crate::context::{vars, Context};
+use crate::diagnostic::Diagnostic;
 use crate::resolve::ResolveError;
 use crate::toolchain::Spec;
 use crate::ui;
+
+/// Why an automatic install did not install.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallFailed {
+    #[error("cannot run {}", gpuenv.display())]
+    CannotRun {
+        gpuenv: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`gpuenv install {spec}` failed ({status})")]
+    Failed {
+        spec: Spec,
+        status: std::process::ExitStatus,
+    },
+}
+
+impl Diagnostic for InstallFailed {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            InstallFailed::CannotRun { .. } => Vec::new(),
+            InstallFailed::Failed { .. } => {
+                vec!["run it yourself to see why, or unset GPUENV_AUTO_INSTALL".into()]
+            }
+        }
+    }
+}
 
 /// At most this many installs for one command (one per kind), so a pin that an install
 /// cannot satisfy never loops.
 pub const MAX_INSTALLS: usize = 2;
 
 pub fn enabled(ctx: &Context) -> bool {
-    matches!(
-        ctx.var_nonempty(vars::GPUENV_AUTO_INSTALL)
-            .map(str::to_ascii_lowercase)
-            .as_deref(),
-        Some("1" | "true" | "yes" | "on")
-    )
+    ctx.flag(vars::GPUENV_AUTO_INSTALL)
 }
 
 /// The spec to install when resolution failed only because it is not installed.
@@ -47,7 +67,12 @@ pub fn find_gpuenv(ctx: &Context, exe: &Path) -> Option<PathBuf> {
 
 /// Runs `gpuenv install <spec>` with its output on stderr (a proxy's stdout belongs to the
 /// tool it runs; a hook's to the shell).
-pub fn install(ctx: &Context, gpuenv: &Path, spec: &Spec, origin: &str) -> Result<()> {
+pub fn install(
+    ctx: &Context,
+    gpuenv: &Path,
+    spec: &Spec,
+    origin: &str,
+) -> Result<(), InstallFailed> {
     ui::info(format!(
         "{spec} is not installed ({origin} asks for it); installing it now because GPUENV_AUTO_INSTALL is set"
     ));
@@ -67,13 +92,15 @@ pub fn install(ctx: &Context, gpuenv: &Path, spec: &Spec, origin: &str) -> Resul
             Ok(())
         });
     }
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot run {}", gpuenv.display()))?;
+    let status = cmd.status().map_err(|source| InstallFailed::CannotRun {
+        gpuenv: gpuenv.to_path_buf(),
+        source,
+    })?;
     if !status.success() {
-        bail!(
-            "`gpuenv install {spec}` failed ({status})\nhint: run it yourself to see why, or unset GPUENV_AUTO_INSTALL"
-        );
+        return Err(InstallFailed::Failed {
+            spec: spec.clone(),
+            status,
+        });
     }
     Ok(())
 }

@@ -133,19 +133,40 @@ pub fn choose(
     })
 }
 
-/// Where the chosen cache's program is: `Ok(None)` when the cache is off, `Err` with the
-/// warning to show when it is on but not installed.
-pub fn locate(choice: &Choice, path: Option<&OsStr>) -> Result<Option<PathBuf>, String> {
+/// The chosen cache's program is not installed: a warning, and the compiler runs without it.
+#[derive(Debug, thiserror::Error)]
+#[error("the build cache is {program} ({from}), but {program} is not on PATH: compiling without a cache")]
+pub struct NotInstalled {
+    program: &'static str,
+    from: String,
+}
+
+impl Diagnostic for NotInstalled {
+    fn hints(&self) -> Vec<String> {
+        let program = self.program;
+        let cargo = if program == "sccache" {
+            ", `cargo install sccache`"
+        } else {
+            ""
+        };
+        vec![format!(
+            "install it (`apt-get install {program}`{cargo}), or set `cache = \"off\"`"
+        )]
+    }
+}
+
+/// Where the chosen cache's program is: `Ok(None)` when the cache is off, `Err` when it is
+/// on but not installed.
+pub fn locate(choice: &Choice, path: Option<&OsStr>) -> Result<Option<PathBuf>, NotInstalled> {
     let Some(program) = choice.cache.program() else {
         return Ok(None);
     };
-    find_on_path(path, program).map(Some).ok_or_else(|| {
-        format!(
-            "the build cache is {program} ({}), but {program} is not on PATH: compiling without a cache\nhint: install it (`apt-get install {program}`{}), or set `cache = \"off\"`",
-            choice.from,
-            if program == "sccache" { ", `cargo install sccache`" } else { "" }
-        )
-    })
+    find_on_path(path, program)
+        .map(Some)
+        .ok_or_else(|| NotInstalled {
+            program,
+            from: choice.from.clone(),
+        })
 }
 
 /// `exec` run through the cache program at `cache`: the real compiler becomes its first

@@ -38,11 +38,13 @@ macro_rules! find_diagnostic {
 pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 'static)> {
     use crate::toolchain::{registry, upstream};
     use crate::{
-        build_cache, context, driver, guard, project, proxy, resolve, shell, shims, store,
+        auto_install, build_cache, context, driver, guard, project, proxy, resolve, shell, shims,
+        store,
     };
     find_diagnostic!(
         err,
         Hinted,
+        auto_install::InstallFailed,
         build_cache::BadVar,
         context::NoHome,
         driver::DriverTooOld,

@@ -89,6 +89,13 @@ impl ProjectFile {
 pub enum ProjectError {
     #[error("{at}: {message}")]
     Invalid { at: Location, message: String },
+    /// An `[env]` key gpuenv or the shell owns.
+    #[error("{at}: [env] cannot set {key}: {why}")]
+    Reserved {
+        at: Location,
+        key: String,
+        why: &'static str,
+    },
     /// What the TOML parser refused: the file is not the shape of a toolchain file.
     #[error("{at}: {message}")]
     Syntax { at: Location, message: String },
@@ -104,7 +111,9 @@ impl ProjectError {
     /// The file (or directory) at fault.
     pub fn path(&self) -> &Path {
         match self {
-            ProjectError::Invalid { at, .. } | ProjectError::Syntax { at, .. } => &at.path,
+            ProjectError::Invalid { at, .. }
+            | ProjectError::Reserved { at, .. }
+            | ProjectError::Syntax { at, .. } => &at.path,
             ProjectError::Unreadable { path, .. } | ProjectError::NotRegular { path, .. } => path,
             ProjectError::Both { dir } => dir,
         }
@@ -115,6 +124,7 @@ impl Diagnostic for ProjectError {
     fn hints(&self) -> Vec<String> {
         match self {
             ProjectError::Both { .. } => vec!["keep one of them".into()],
+            ProjectError::Reserved { key, .. } => vec![format!("remove {key} from [env]")],
             ProjectError::NotRegular { .. } => {
                 vec!["a toolchain file must be a file: rename or remove it".into()]
             }
@@ -350,10 +360,11 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
             ));
         }
         if let Some(why) = reserved::why(&key) {
-            return Err(invalid(
-                start,
-                format!("[env] cannot set {key}: {why}\nhint: remove {key} from [env]"),
-            ));
+            return Err(ProjectError::Reserved {
+                at: at(start),
+                key,
+                why,
+            });
         }
         let text = match value.into_inner() {
             toml::Value::String(s) => s,

@@ -81,9 +81,12 @@ pub enum ProxyError {
     /// No host compiler the toolkit accepts (it names the limit and the package).
     #[error(transparent)]
     HostCompiler(#[from] crate::host_compiler::HostCompilerProblem),
-    /// `GPUENV_AUTO_INSTALL` could not install a missing pin.
+    /// `GPUENV_AUTO_INSTALL` found no gpuenv to install a missing pin with.
     #[error("{0}")]
     AutoInstall(String),
+    /// The `gpuenv install` it ran did not install.
+    #[error(transparent)]
+    Installing(#[from] auto_install::InstallFailed),
     /// `looked` says what resolution found: no file, or a file without such a pin.
     #[error("no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)")]
     NoToolchain { tool: String, looked: String },
@@ -102,6 +105,7 @@ impl Diagnostic for ProxyError {
             ProxyError::Resolve(e) => return e.hints(),
             ProxyError::HostCompiler(e) => return e.hints(),
             ProxyError::BuildCache(e) => return e.hints(),
+            ProxyError::Installing(e) => return e.hints(),
             ProxyError::Refused(_)
             | ProxyError::AutoInstall(_)
             | ProxyError::BadOverride { .. }
@@ -303,8 +307,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
                         let Some(gpuenv) = auto_install::find_gpuenv(ctx, self_exe) else {
                             return Err(ProxyError::AutoInstall(format!("{e}\n(GPUENV_AUTO_INSTALL is set, but no gpuenv was found beside {} or on PATH to install it)", self_exe.display())));
                         };
-                        auto_install::install(ctx, &gpuenv, spec, origin)
-                            .map_err(|e| ProxyError::AutoInstall(format!("{e:#}")))?;
+                        auto_install::install(ctx, &gpuenv, spec, origin)?;
                         installs += 1;
                         registry = Registry::load(&home)?;
                     }
@@ -387,7 +390,7 @@ fn through_cache(
         Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
         Ok(None) => Ok(exec),
         Err(warning) => {
-            ui::warn(warning);
+            ui::warn_with_hints(&warning, warning.hints());
             Ok(exec)
         }
     }

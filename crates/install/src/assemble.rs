@@ -7,11 +7,12 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::{confine, Mapping};
+use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::toolchain::nvidia_target::target_dir;
 use gpuenv_core::toolchain::Version;
 
 const HINT: &str =
-    "hint: the archives are hostile, or their strip-prefix is wrong: check where they come from";
+    "the archives are hostile, or their strip-prefix is wrong: check where they come from";
 
 /// Places the files of one unpacked archive into `root`. Returns how many were placed.
 pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -> Result<usize> {
@@ -33,11 +34,12 @@ pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -
             // Where `to` really is, following the links placed so far by every archive.
             let parent = to.parent().unwrap_or(Path::new(""));
             let real_parent = confine::resolve(root, Path::new(""), parent).map_err(|why| {
-                anyhow::anyhow!(
-                    "{} would be placed at {}, outside the toolchain ({why})\n{HINT}",
+                Hinted::new(format!(
+                    "{} would be placed at {}, outside the toolchain ({why})",
                     rel.display(),
                     to.display()
-                )
+                ))
+                .hint(HINT)
             })?;
             let dir = root.join(&real_parent);
             let dst = dir.join(to.file_name().expect("mapped paths end in a name"));
@@ -51,12 +53,13 @@ pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -
                 // Checked when unpacked, but another archive's links, or a strip-prefix that
                 // moves it up, can make it lead elsewhere here.
                 confine::resolve(root, &real_parent, &target).map_err(|why| {
-                    anyhow::anyhow!(
-                        "{} links to {}, outside the toolchain once placed at {} ({why})\n{HINT}",
+                    Hinted::new(format!(
+                        "{} links to {}, outside the toolchain once placed at {} ({why})",
                         rel.display(),
                         target.display(),
                         to.display()
-                    )
+                    ))
+                    .hint(HINT)
                 })?;
                 std::os::unix::fs::symlink(&target, &dst).with_context(|| {
                     format!("linking {} -> {}", dst.display(), target.display())
@@ -73,11 +76,12 @@ pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -
 /// After every archive is placed and the tree finished: no link in it leads outside.
 pub fn links_stay_inside(root: &Path) -> Result<()> {
     if let Some((link, target, why)) = confine::check_tree(root)? {
-        anyhow::bail!(
-            "the assembled tree has the link {} -> {}, which leads outside it ({why}); nothing was installed\n{HINT}",
+        anyhow::bail!(Hinted::new(format!(
+            "the assembled tree has the link {} -> {}, which leads outside it ({why}); nothing was installed",
             link.display(),
             target.display()
-        );
+        ))
+        .hint(HINT));
     }
     Ok(())
 }

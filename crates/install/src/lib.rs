@@ -11,7 +11,9 @@ pub mod download;
 pub mod fault;
 pub mod fetch;
 pub mod hooks;
+pub mod objects;
 pub mod pathpart;
+pub mod prune;
 pub mod seal;
 pub mod source;
 pub mod torch;
@@ -183,11 +185,20 @@ pub struct Installed {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("GPUENV_HOME ({}) is read-only: cannot create a file in {} ({cause})\nhint: make it writable (`chmod u+w {}`), or set GPUENV_HOME to a directory you can write", home.display(), dir.display(), home.display())]
+#[error("GPUENV_HOME ({}) is read-only: cannot create a file in {} ({cause})", home.display(), dir.display())]
 pub struct ReadOnlyHome {
     pub home: PathBuf,
     pub dir: PathBuf,
     pub cause: std::io::Error,
+}
+
+impl Diagnostic for ReadOnlyHome {
+    fn hints(&self) -> Vec<String> {
+        vec![format!(
+            "make it writable (`chmod u+w {}`), or set GPUENV_HOME to a directory you can write",
+            self.home.display()
+        )]
+    }
 }
 
 /// Checks that installs can write where they must (GPUENV_HOME and its `toolchains/`)
@@ -220,10 +231,10 @@ pub fn writable_home(home: &Home) -> Result<(), ReadOnlyHome> {
 /// `name` as the name of a toolchain, checked before it names anything on disk.
 pub fn checked_name(name: &str) -> Result<Spec> {
     let bad = |e: &dyn std::fmt::Display| {
-        anyhow::anyhow!("{e}\nhint: `gpuenv list` shows the registered names")
+        Hinted::new(e.to_string()).hint("`gpuenv list` shows the registered names")
     };
     pathpart::part("toolchain name", name).map_err(|e| bad(&e))?;
-    name.parse().map_err(|e| bad(&e))
+    Ok(name.parse().map_err(|e| bad(&e))?)
 }
 
 /// The lock that serialises installs and uninstalls of one toolchain.
@@ -238,7 +249,7 @@ pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
 pub fn find_diagnostic<'a>(
     err: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a (dyn Diagnostic + 'static)> {
-    gpuenv_core::find_diagnostic!(err, fault::Fault)
+    gpuenv_core::find_diagnostic!(err, fault::Fault, ReadOnlyHome)
 }
 
 /// The finders for every error an install can return: its own and gpuenv-core's.

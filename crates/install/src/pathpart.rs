@@ -6,9 +6,10 @@
 
 use std::fmt;
 
-/// What to do about a value a source sent that cannot be used (goes in the error's context).
+/// What to do about a value a source sent that cannot be used (the hint of the error that
+/// says which value it was).
 pub const SOURCE_HINT: &str =
-    "hint: the source's metadata is broken or hostile, and nothing was written; tell whoever publishes it";
+    "the source's metadata is broken or hostile, and nothing was written; tell whoever publishes it";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnsafeValue {

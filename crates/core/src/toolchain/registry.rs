@@ -186,27 +186,40 @@ pub enum StateNotice {
 
 impl fmt::Display for StateNotice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let StateNotice::Empty { path, backup, .. } = self;
+        write!(
+            f,
+            "gpuenv's state file {} is empty, so no toolchain is registered{}",
+            path.display(),
+            if backup.is_some() {
+                ""
+            } else {
+                " (there is no backup)"
+            }
+        )
+    }
+}
+
+/// Not an error (the registry loads), but said the way errors are: a message and hints.
+impl std::error::Error for StateNotice {}
+
+impl Diagnostic for StateNotice {
+    fn hints(&self) -> Vec<String> {
         match self {
             StateNotice::Empty {
                 path,
                 backup: Some(backup),
                 ..
-            } => write!(
-                f,
-                "gpuenv's state file {} is empty, so no toolchain is registered\nhint: the state before gpuenv's last change is in {}: `cp {} {}` brings it back",
-                path.display(),
+            } => vec![format!(
+                "the state before gpuenv's last change is in {}: `cp {} {}` brings it back",
                 backup.display(),
                 backup.display(),
                 path.display()
-            ),
-            StateNotice::Empty {
-                path, toolchains, ..
-            } => write!(
-                f,
-                "gpuenv's state file {} is empty, so no toolchain is registered (there is no backup)\nhint: `gpuenv discover --register` and `gpuenv link <name> <path>` register toolchains again; installed ones are under {}",
-                path.display(),
+            )],
+            StateNotice::Empty { toolchains, .. } => vec![format!(
+                "`gpuenv discover --register` and `gpuenv link <name> <path>` register toolchains again; installed ones are under {}",
                 toolchains.display()
-            ),
+            )],
         }
     }
 }
@@ -477,15 +490,19 @@ mod tests {
         fs_err::write(home.settings(), "").unwrap();
         let loaded = Registry::load(&home).unwrap();
         assert!(loaded.toolchains.is_empty());
-        let notice = loaded.notice.expect("an empty file is noticed").to_string();
+        let notice = loaded.notice.expect("an empty file is noticed");
+        let message = notice.to_string();
         assert!(
-            notice.contains(&home.settings().display().to_string()),
-            "{notice}"
+            message.contains(&home.settings().display().to_string()),
+            "{message}"
         );
-        assert!(
-            notice.contains(&home.settings_backup().display().to_string()),
-            "{notice}"
+        let hints = notice.hints().join("\n");
+        let restore = format!(
+            "`cp {} {}`",
+            home.settings_backup().display(),
+            home.settings().display()
         );
+        assert!(hints.contains(&restore), "{hints}");
         save(&home, &Registry::default());
         let bak = fs_err::read_to_string(home.settings_backup()).unwrap();
         assert_eq!(toml::from_str::<Registry>(&bak).unwrap(), first);

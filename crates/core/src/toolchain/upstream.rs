@@ -70,26 +70,19 @@ pub fn read_system_config(path: &Path) -> Result<SystemConfig, SystemConfigError
     })
 }
 
-/// The upstreams the environment and the system config name, in search order, with a
-/// warning for each that cannot be used. The user's settings add theirs in [`layered`].
-pub fn from_context(ctx: &Context) -> (Vec<PathBuf>, Vec<String>) {
+/// The upstreams the environment and the system config name, in search order, and why
+/// the system config could not be used (a warning, never an error). The user's settings
+/// add theirs in [`layered`].
+pub fn from_context(ctx: &Context) -> (Vec<PathBuf>, Option<SystemConfigError>) {
     let mut out = Vec::new();
-    let mut warnings = Vec::new();
     out.extend(crate::env::path_list::dirs(ctx.var_os(vars::GPUENV_UPSTREAMS)).map(PathBuf::from));
     match read_system_config(&system_config_path(ctx)) {
-        Ok(config) => out.extend(config.upstreams),
-        // Upstream warnings are text: the hint goes on its own indented line.
-        Err(e) => {
-            use crate::diagnostic::Diagnostic;
-            let hints = e
-                .hints()
-                .iter()
-                .map(|h| format!("\n  hint: {h}"))
-                .collect::<String>();
-            warnings.push(format!("{e}").replace('\n', "\n  ") + &hints)
+        Ok(config) => {
+            out.extend(config.upstreams);
+            (out, None)
         }
+        Err(e) => (out, Some(e)),
     }
-    (out, warnings)
 }
 
 /// The user's own registry with every upstream's toolchains added under it.

@@ -97,11 +97,11 @@ impl ManifestSource<'_> {
             .fetcher
             .page(&self.url, "application/toml, text/plain")
             .with_context(|| format!("reading the manifest {}", self.url))?;
-        parse(&page.text()).with_context(|| {
-            format!(
-                "the manifest {} is not valid\nhint: fix the manifest, or ask whoever publishes it to",
-                self.url
-            )
+        parse(&page.text()).map_err(|e| {
+            Hinted::new(format!("the manifest {} is not valid", self.url))
+                .hint("fix the manifest, or ask whoever publishes it to")
+                .caused_by(e)
+                .into()
         })
     }
 }

@@ -187,10 +187,11 @@ pub fn plan_from_manifest(
                     format!("{key} of CUDA {release} has no archive for this CUDA major")
                 })?;
         }
-        archives
-            .push(archive(key, comp, entry, url).with_context(|| {
-                format!("the component {key} of CUDA {release}\n{SOURCE_HINT}")
-            })?);
+        archives.push(archive(key, comp, entry, url).map_err(|e| {
+            Hinted::new(format!("the component {key} of CUDA {release}"))
+                .hint(SOURCE_HINT)
+                .caused_by(e)
+        })?);
     }
     Ok(Plan {
         name: format!("cuda-{release}"),

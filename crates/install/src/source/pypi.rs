@@ -248,8 +248,11 @@ impl Source for Pypi<'_> {
         for p in picks {
             let (name, file, version) = p?;
             let component = name.trim_start_matches("nvidia-").replace('-', "_");
-            pathpart::part("component", &component)
-                .with_context(|| format!("{METAPACKAGE} {release}\n{}", pathpart::SOURCE_HINT))?;
+            pathpart::part("component", &component).map_err(|e| {
+                Hinted::new(format!("{METAPACKAGE} {release}"))
+                    .hint(pathpart::SOURCE_HINT)
+                    .caused_by(e)
+            })?;
             archives.push(Archive {
                 component,
                 version: version.to_string(),

@@ -6,6 +6,7 @@ use reqwest::Url;
 
 use crate::fetch::Page;
 use crate::pathpart::{self, Sha256, UnsafeValue};
+use gpuenv_core::diagnostic::Hinted;
 
 /// A file the index lists for a project.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,12 +28,10 @@ fn checked(filename: String, sha256: Option<&str>) -> Result<(String, Option<Sha
         pathpart::part("file name", &filename)?;
         sha256.map(Sha256::parse).transpose()
     };
-    let sha256 = check().with_context(|| {
-        format!(
-            "the link to {}\n{}",
-            filename.escape_debug(),
-            pathpart::SOURCE_HINT
-        )
+    let sha256 = check().map_err(|e| {
+        Hinted::new(format!("the link to {}", filename.escape_debug()))
+            .hint(pathpart::SOURCE_HINT)
+            .caused_by(e)
     })?;
     Ok((filename, sha256))
 }
