@@ -67,8 +67,12 @@ fn proxy_without_libgcc_s() {
     let (Some(eh), Some(gcc)) = (archive("libgcc_eh.a"), archive("libgcc.a")) else {
         return;
     };
+    // By name, searched at link time in the compiler's own directory: a later compiler
+    // upgrade (another directory) still links; if the archives go, this script reruns.
+    println!("cargo:rerun-if-changed={}", eh.display());
+    println!("cargo:rerun-if-changed={}", gcc.display());
     let dir = std::path::PathBuf::from(var("OUT_DIR")).join("proxy-link");
-    let script = format!("GROUP({} {})\n", eh.display(), gcc.display());
+    let script = "GROUP(-l:libgcc_eh.a -l:libgcc.a)\n";
     let written = std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(dir.join("libgcc_s.so"), script));
     if written.is_ok() {
