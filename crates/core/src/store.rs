@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::diagnostic::Diagnostic;
 use crate::home::Home;
 use crate::shims::{self, Reshim, ShimError};
-use crate::toolchain::registry::{Entry, Locked, Registry, Source, StateError};
+use crate::toolchain::registry::{Broken, Entry, Locked, Registry, Source, StateError};
 use crate::toolchain::view::{self, ViewError};
 use crate::toolchain::{upstream, Kind, Spec};
 
@@ -315,6 +315,12 @@ pub enum Problem {
         root: PathBuf,
         source: Source,
     },
+    /// The root is there but a file it needs is gone (often a link into a deleted venv).
+    TreeBroken {
+        name: String,
+        broken: Broken,
+        source: Source,
+    },
     ViewMissing {
         name: String,
         view: PathBuf,
@@ -328,7 +334,9 @@ impl Problem {
     /// The toolchain it concerns; none for the shims dir.
     pub fn name(&self) -> Option<&str> {
         match self {
-            Problem::RootMissing { name, .. } | Problem::ViewMissing { name, .. } => Some(name),
+            Problem::RootMissing { name, .. }
+            | Problem::TreeBroken { name, .. }
+            | Problem::ViewMissing { name, .. } => Some(name),
             Problem::ShimsMissing { .. } => None,
         }
     }
@@ -337,6 +345,7 @@ impl Problem {
     pub fn short(&self) -> &'static str {
         match self {
             Problem::RootMissing { .. } => "root missing",
+            Problem::TreeBroken { .. } => "broken",
             Problem::ViewMissing { .. } => "view missing",
             Problem::ShimsMissing { .. } => "shims missing",
         }
@@ -353,6 +362,24 @@ impl Problem {
                 "put the tree back at {} and run `gpuenv reshim`, or forget it with `gpuenv unlink {name}`",
                 root.display()
             ),
+            Problem::TreeBroken {
+                name,
+                broken,
+                source,
+            } => match (broken.python_env(), source) {
+                // A toolkit made by `gpuenv install torch` for that environment.
+                (Some(env), _) => format!(
+                    "`gpuenv uninstall {name}`, then `gpuenv install torch` with the new Python environment active; or recreate {} with the same Python and torch",
+                    env.display()
+                ),
+                (None, Source::Installed) => {
+                    format!("`gpuenv uninstall {name}`, then install it again")
+                }
+                (None, _) => format!(
+                    "put {} back, or forget the toolchain with `gpuenv unlink {name}`",
+                    broken.path.display()
+                ),
+            },
             Problem::ViewMissing { .. } | Problem::ShimsMissing { .. } => {
                 "`gpuenv reshim` makes it again".to_string()
             }
@@ -366,6 +393,7 @@ impl std::fmt::Display for Problem {
             Problem::RootMissing { name, root, .. } => {
                 write!(f, "the root of {name}, {}, is gone", root.display())
             }
+            Problem::TreeBroken { name, broken, .. } => write!(f, "{name} is broken: {broken}"),
             Problem::ViewMissing { name, view } => {
                 write!(f, "the view of {name}, {}, is missing", view.display())
             }
@@ -376,7 +404,8 @@ impl std::fmt::Display for Problem {
     }
 }
 
-/// What is missing in the store: roots and views of registered toolchains, the shims dir.
+/// What is missing in the store: roots, needed files and views of registered toolchains,
+/// the shims dir.
 pub fn health(home: &Home, registry: &Registry) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (name, entry) in &registry.toolchains {
@@ -386,7 +415,16 @@ pub fn health(home: &Home, registry: &Registry) -> Vec<Problem> {
                 root: entry.root.clone(),
                 source: entry.source,
             });
-        } else if !view::exists(home, name) {
+            continue;
+        }
+        if let Some(broken) = entry.broken() {
+            problems.push(Problem::TreeBroken {
+                name: name.clone(),
+                broken,
+                source: entry.source,
+            });
+        }
+        if !view::exists(home, name) {
             problems.push(Problem::ViewMissing {
                 name: name.clone(),
                 view: home.view(name),
