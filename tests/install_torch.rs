@@ -1,7 +1,7 @@
 //! `gpuenv install torch` against a local index: a venv whose torch is a CUDA 13.0 build
 //! with its NVIDIA wheels (cudart, cccl, the cuda-toolkit metapackage) gets a toolkit that
 //! downloads only nvcc, crt and nvvm and links the rest into the venv; once the venv is
-//! deleted, `gpuenv list` and `gpuenv doctor` say the toolkit is broken and how to fix it.
+//! deleted, `gpuenv list`, `show` and `doctor` say the toolkit is broken and how to fix it.
 //! (A real torch from PyPI is in tests/torch_real.rs.)
 
 #[path = "common/archives.rs"]
@@ -113,7 +113,7 @@ fn install_torch_downloads_only_what_the_venv_lacks_and_links_the_rest() {
 }
 
 #[test]
-fn deleting_the_venv_makes_list_and_doctor_say_the_toolkit_is_broken_and_how_to_fix_it() {
+fn deleting_the_venv_makes_list_show_and_doctor_say_the_toolkit_is_broken_and_how_to_fix_it() {
     let server = Server::start();
     serve(&server, "", &pypi_tree());
     let sb = Sandbox::new();
@@ -142,6 +142,12 @@ fn deleting_the_venv_makes_list_and_doctor_say_the_toolkit_is_broken_and_how_to_
     let t = text(&gpuenv(&sb, &[], &["list"]));
     assert!(t.contains(&format!("warning: {why}")), "{t}");
     assert!(t.contains(&format!("hint: {fix}")), "{t}");
+    let out = sb.gpuenv().current_dir(&proj).arg("show").output().unwrap();
+    assert!(
+        text(&out).contains(&format!("warning: {why}")),
+        "{}",
+        text(&out)
+    );
 
     // Where it is pinned, doctor's broken-toolchain finding is an error (exit 1) ...
     let doctor = |dir: &Path| {
