@@ -1,27 +1,28 @@
-//! The toolchain file (`gpuenv.toml` or `.gpuenv.toml`): what it says and where, found
-//! walking up ([`locate`]), parsed with every error at file:line:column ([`parse`]), and
-//! edited keeping comments and order ([`edit`]).
+//! The toolchain file (`gpuenv.toml` or `.gpuenv.toml`): what it says, read once and parsed
+//! with every error at file:line:column. Finding it walking up is [`locate`], `gpuenv pin`'s
+//! change to it [`edit`].
 
 mod arch;
 mod edit;
 mod locate;
-mod parse;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use toml::Spanned;
 
 use crate::build_cache::BuildCache;
 use crate::diagnostic::Diagnostic;
+use crate::env::reserved;
+use crate::fsutil::{self, line_col};
 use crate::toolchain::{Kind, Spec};
 use crate::ui::printable;
 
 pub use arch::{validate_cuda_arch, validate_rocm_arch, ArchError};
 pub use edit::{edit, PinEdit};
 pub use locate::{find, locate, Found};
-pub use parse::{is_env_name, load, parse};
 
 pub const FILE_NAMES: [&str; 2] = ["gpuenv.toml", ".gpuenv.toml"];
 
@@ -127,4 +128,296 @@ impl Diagnostic for ProjectError {
 
 fn shown(path: &Path) -> String {
     printable(&path.to_string_lossy()).into_owned()
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a toolchain file: a [toolchain] table, and optional [build], [torch] and [env] tables"
+)]
+struct RawFile {
+    toolchain: Option<RawToolchain>,
+    build: Option<RawBuild>,
+    torch: Option<RawTorch>,
+    env: Option<BTreeMap<String, Spanned<toml::Value>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a [build] table, such as `[build]` then `cache = \"ccache\"`"
+)]
+struct RawBuild {
+    cache: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    rename_all = "kebab-case",
+    expecting = "a [toolchain] table, such as `[toolchain]` then `cuda = \"12.4\"`"
+)]
+struct RawToolchain {
+    cuda: Option<Spanned<String>>,
+    rocm: Option<Spanned<String>>,
+    cuda_arch: Option<Vec<Spanned<String>>>,
+    rocm_arch: Option<Vec<Spanned<String>>>,
+    host_compiler: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a [torch] table, such as `[torch]` then `check = \"minor\"`"
+)]
+struct RawTorch {
+    check: Option<TorchCheck>,
+}
+
+/// Reads and parses a toolchain file. The bytes are read once: what is parsed is what is
+/// hashed for trust.
+pub fn load(path: &Path) -> Result<ProjectFile, ProjectError> {
+    let bytes = fsutil::read_regular(path, MAX_FILE_SIZE).map_err(|e| match e {
+        fsutil::ReadError::NotRegular(what) => ProjectError::NotRegular {
+            path: path.to_path_buf(),
+            what,
+        },
+        fsutil::ReadError::TooLarge(limit) => ProjectError::Unreadable {
+            path: path.to_path_buf(),
+            message: format!("it is larger than {limit} bytes, which no toolchain file is"),
+        },
+        fsutil::ReadError::Io(e) => ProjectError::Unreadable {
+            path: path.to_path_buf(),
+            message: fsutil::io_reason(&e),
+        },
+    })?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| ProjectError::Invalid {
+        at: Location {
+            path: path.to_path_buf(),
+            line: bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+                + 1,
+            column: 1,
+        },
+        message: "the file is not UTF-8 text".to_string(),
+    })?;
+    parse(path, text)
+}
+
+/// A toolchain file is a few lines; reading stops well before a runaway file.
+const MAX_FILE_SIZE: u64 = 1 << 20;
+
+/// Parses the text of a toolchain file; `path` is only used in messages.
+pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
+    let at = |offset: usize| {
+        let (line, column) = line_col(text, offset);
+        Location {
+            path: path.to_path_buf(),
+            line,
+            column,
+        }
+    };
+    let invalid = |offset: usize, message: String| ProjectError::Invalid {
+        at: at(offset),
+        message,
+    };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        ProjectError::Syntax {
+            at: at(offset),
+            message: printable(e.message().trim()).into_owned(),
+        }
+    })?;
+
+    let mut file = ProjectFile {
+        path: path.to_path_buf(),
+        pins: Vec::new(),
+        cuda_arch: Vec::new(),
+        rocm_arch: Vec::new(),
+        torch_check: raw.torch.and_then(|t| t.check),
+        build_cache: None,
+        host_compiler: None,
+        env: BTreeMap::new(),
+        sha256: crate::trust::content_hash(text.as_bytes()),
+    };
+    if let Some(cache) = raw.build.and_then(|b| b.cache) {
+        let start = cache.span().start;
+        let value = cache
+            .get_ref()
+            .parse()
+            .map_err(|e: crate::build_cache::UnknownBuildCache| invalid(start, e.to_string()))?;
+        file.build_cache = Some((value, at(start)));
+    }
+    if let Some(tc) = raw.toolchain {
+        for (kind, value) in [(Kind::Cuda, tc.cuda), (Kind::Rocm, tc.rocm)] {
+            let Some(value) = value else { continue };
+            let start = value.span().start;
+            let pin_value = if value.get_ref() == "torch" {
+                PinValue::Torch
+            } else {
+                Spec::parse_for_kind(kind, value.get_ref())
+                    .map(PinValue::Spec)
+                    .map_err(|e| {
+                        let shown = printable(&format!("{:?}", value.get_ref())).into_owned();
+                        invalid(
+                            start,
+                            format!("{kind} = {shown}: {}", printable(&e.to_string())),
+                        )
+                    })?
+            };
+            file.pins.push(Pin {
+                kind,
+                value: pin_value,
+                at: at(start),
+            });
+        }
+        for arch in tc.cuda_arch.unwrap_or_default() {
+            validate_cuda_arch(arch.get_ref())
+                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
+            file.cuda_arch.push(arch.into_inner());
+        }
+        if let Some(cc) = tc.host_compiler {
+            let start = cc.span().start;
+            if cc.get_ref().trim().is_empty() {
+                return Err(invalid(
+                    start,
+                    "host-compiler is empty: give a command such as \"g++-11\" or a path".into(),
+                ));
+            }
+            file.host_compiler = Some((cc.into_inner(), at(start)));
+        }
+        for arch in tc.rocm_arch.unwrap_or_default() {
+            validate_rocm_arch(arch.get_ref())
+                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
+            file.rocm_arch.push(arch.into_inner());
+        }
+    }
+    for (key, value) in raw.env.unwrap_or_default() {
+        let start = value.span().start;
+        if !is_env_name(&key) {
+            return Err(invalid(
+                start,
+                format!(
+                    "[env] key `{}` is not a valid environment variable name",
+                    printable(&key)
+                ),
+            ));
+        }
+        if let Some(why) = reserved::why(&key) {
+            return Err(invalid(
+                start,
+                format!("[env] cannot set {key}: {why}\nhint: remove {key} from [env]"),
+            ));
+        }
+        let text = match value.into_inner() {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            other => {
+                return Err(invalid(
+                    start,
+                    format!(
+                        "[env] {key} must be a string, number or boolean, not {}",
+                        other.type_str()
+                    ),
+                ))
+            }
+        };
+        if text.contains('\0') {
+            return Err(invalid(
+                start,
+                format!(
+                    "[env] {key} contains a NUL character, which no environment variable can hold"
+                ),
+            ));
+        }
+        file.env.insert(key, text);
+    }
+    Ok(file)
+}
+
+pub fn is_env_name(key: &str) -> bool {
+    !key.is_empty()
+        && !key.starts_with(|c: char| c.is_ascii_digit())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_ok(text: &str) -> ProjectFile {
+        parse(Path::new("/p/gpuenv.toml"), text).unwrap()
+    }
+
+    fn parse_err(text: &str) -> String {
+        parse(Path::new("/p/gpuenv.toml"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn reads_every_section_of_the_design_example() {
+        let f = parse_ok(
+            r#"# gpuenv.toml at the project root
+[toolchain]
+cuda = "12.1"
+rocm = "6.2"
+cuda-arch = ["8.0", "8.6", "9.0+PTX"]
+rocm-arch = ["gfx90a", "gfx942"]
+host-compiler = "g++-11"
+
+[torch]
+check = "minor"
+
+[env]
+NCCL_DEBUG = "INFO"
+"#,
+        );
+        let cuda = f.pin(Kind::Cuda).unwrap();
+        assert_eq!(cuda.value, PinValue::Spec("cuda-12.1".parse().unwrap()));
+        assert_eq!((cuda.at.line, cuda.at.column), (3, 8));
+        assert_eq!(
+            f.pin(Kind::Rocm).unwrap().value,
+            PinValue::Spec("rocm-6.2".parse().unwrap())
+        );
+        assert_eq!(f.cuda_arch, ["8.0", "8.6", "9.0+PTX"]);
+        assert_eq!(f.rocm_arch, ["gfx90a", "gfx942"]);
+        assert_eq!(f.torch_check, Some(TorchCheck::Minor));
+        let (cc, at) = f.host_compiler.unwrap();
+        assert_eq!((cc.as_str(), at.line), ("g++-11", 7));
+        assert_eq!(f.env["NCCL_DEBUG"], "INFO");
+    }
+
+    #[test]
+    fn torch_is_a_pin_value_of_its_own() {
+        let f = parse_ok("[toolchain]\ncuda = \"torch\"\n");
+        assert_eq!(f.pin(Kind::Cuda).unwrap().value, PinValue::Torch);
+    }
+
+    #[test]
+    fn errors_carry_file_line_and_column() {
+        let e = parse_err("[toolchain]\ncuda = \"12.1\"\ncompiler = \"gcc\"\n");
+        assert!(e.starts_with("/p/gpuenv.toml:3:1: "), "{e}");
+        assert!(e.contains("unknown field `compiler`"), "{e}");
+
+        let e = parse_err("[toolchain]\ncuda = \"twelve\"\n");
+        assert!(e.starts_with("/p/gpuenv.toml:2:8: "), "{e}");
+
+        let e = parse_err("[toolchain]\ncuda-arch = [\"8.0\", \"sm_86\"]\n");
+        assert!(e.starts_with("/p/gpuenv.toml:2:21: "), "{e}");
+        assert!(e.contains("sm_86"), "{e}");
+
+        let e = parse_err("[torch]\ncheck = \"sometimes\"\n");
+        assert!(e.starts_with("/p/gpuenv.toml:2:"), "{e}");
+
+        let e = parse_err("[toolchain\ncuda = \"12.1\"\n");
+        assert!(e.starts_with("/p/gpuenv.toml:1:"), "{e}");
+
+        let e = parse_err("[env]\n\"BAD-NAME\" = \"x\"\n");
+        assert!(e.contains("BAD-NAME"), "{e}");
+    }
 }
