@@ -4,6 +4,14 @@
 # server, and a reinstall from gpuenv's cache. Prints the times and the ratios.
 #
 #   scripts/bench-install.sh [SIZE_MB]        (default 300: the unpacked size of the fixture)
+#   scripts/bench-install.sh disk [PROFILE]   (default profile: default)
+#
+# `disk` installs the newest CUDA 13.0, 13.1 and 13.2 from the package index (NVIDIA's
+# wheels; GPUENV_PYPI_URL or PyPI) side by side into one fresh GPUENV_HOME and prints the
+# disk they take together (each file once, as `du` counts hard links), against the sum of
+# their trees measured one by one (what three separate copies, a venv each, would take), and
+# what the download cache adds. It downloads about 1.2 GB per release with the default
+# profile (BENCH_DIR keeps nothing of it between runs).
 #
 # The fixture is a fake CUDA release in NVIDIA's redist layout (redistrib_*.json and one
 # tar.xz per component, several blocks each as `xz -T0` writes them), about as compressible
@@ -13,8 +21,49 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SIZE_MB=${1:-300}
 BENCH=${BENCH_DIR:-${TMPDIR:-/tmp}/gpuenv-bench}
+
+if [[ ${1:-} == disk ]]; then
+  profile=${2:-default}
+  echo "building gpuenv (release)..." >&2
+  cargo build --release --quiet --workspace
+  mkdir -p "$BENCH"
+  work=$(mktemp -d "$BENCH/disk.XXXXXX")
+  trap '[[ -n ${BENCH_KEEP:-} ]] || rm -rf "$work"' EXIT
+  export GPUENV_HOME=$work/home NO_COLOR=1
+  unset GPUENV_DOWNLOAD_CACHE GPUENV_KEEP_ARCHIVES
+  names=()
+  for minor in 13.0 13.1 13.2; do
+    t0=$(date +%s.%N)
+    out=$("$PWD/target/release/gpuenv" install "cuda-$minor" --source pypi --profile "$profile" 2>&1) \
+      || { echo "$out" >&2; exit 1; }
+    name=$(cd "$GPUENV_HOME/toolchains" && ls -d "cuda-$minor".* | head -1)
+    names+=("$name")
+    python3 -c "import sys; print(f'installed {sys.argv[1]} in {float(sys.argv[3]) - float(sys.argv[2]):.0f} s')" \
+      "$name" "$t0" "$(date +%s.%N)" >&2
+  done
+  kb() { du -sk "$@" | tail -1 | cut -f1; }
+  apart=0
+  for n in "${names[@]}"; do
+    one=$(kb "$GPUENV_HOME/toolchains/$n")
+    apart=$((apart + one))
+    printf '%-14s %8d MB on its own\n' "$n" $((one / 1024))
+  done
+  together=$(du -skc "${names[@]/#/$GPUENV_HOME/toolchains/}" | tail -1 | cut -f1)
+  cache_extra=$(( $(du -skc "${names[@]/#/$GPUENV_HOME/toolchains/}" "$GPUENV_HOME/downloads" | tail -1 | cut -f1) - together ))
+  python3 - "$apart" "$together" "$cache_extra" "$profile" <<'PY'
+import sys
+apart, together, cache, profile = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+mb = lambda kb: f"{kb / 1024:.0f} MB"
+print(f"three CUDA 13.x toolkits ({profile} profile), each file counted once:")
+print(f"  sum of the three trees, one by one : {mb(apart):>9}")
+print(f"  gpuenv, side by side               : {mb(together):>9}   ratio {together / apart:.2f}x ({mb(apart - together)} stored once)")
+print(f"  the download cache adds            : {mb(cache):>9}   (no archive kept; its files are the toolkits')")
+PY
+  exit 0
+fi
+
+SIZE_MB=${1:-300}
 RELEASE=12.8.1
 FIX=$BENCH/fixture-$SIZE_MB
 for tool in python3 curl xz tar sha256sum; do

@@ -495,21 +495,31 @@ fn a_tampered_nvcc_does_not_survive_uninstall_and_an_offline_reinstall() {
 
     ok(&[], &["uninstall", "cuda-12.4.1"]);
     assert!(!root.exists(), "uninstall left the read-only tree");
-    let out = ok(&vars, &[NVIDIA_MINIMAL, &["--offline"]].concat());
+    // The cache's copy is the same inode: offline there is nothing intact to install from.
+    let out = gpuenv(&sb, &vars, &[NVIDIA_MINIMAL, &["--offline"]].concat());
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(
-        out.contains("was changed after it was unpacked: `cuda_nvcc-linux-x86_64-12.4.131-archive/bin/nvcc` is not as it was unpacked; unpacking it again from its archive"),
-        "{out}"
+        t.contains("was changed after it was unpacked: `cuda_nvcc-linux-x86_64-12.4.131-archive/bin/nvcc` is not as it was unpacked; unpacking it again")
+            && t.contains("is not in the download cache, and --offline forbids fetching it"),
+        "{t}"
     );
+    assert!(!root.exists());
+    // Online, the archive is fetched again and checked; the tampered bytes never come back,
+    // and the stored object they were written through is replaced too.
+    let out = ok(&vars, NVIDIA_MINIMAL);
+    assert!(!out.contains("was changed"), "{out}");
     assert_eq!(
         fs_err::read(&nvcc).unwrap(),
         original,
         "the tampered bytes came back"
     );
 
-    // The next reinstall finds the cache intact and says nothing about it.
+    // The next reinstall finds the cache intact and says nothing about it, offline too.
     ok(&[], &["uninstall", "cuda-12.4.1"]);
     let out = ok(&vars, &[NVIDIA_MINIMAL, &["--offline"]].concat());
     assert!(!out.contains("was changed"), "{out}");
+    assert_eq!(fs_err::read(&nvcc).unwrap(), original);
 }
 
 #[test]

@@ -325,34 +325,38 @@ fn cache_size_and_prune_free_space_without_breaking_installed_toolkits() {
             .unwrap()
             .to_string()
     };
+    // Once unpacked, an archive is not kept: the installed files are the cache's objects.
+    assert!(line("archives").contains("(0 files)"), "{stdout}");
     assert!(
-        line("archives").contains("verified archives (3 files"),
+        line("objects").contains("shared with installed toolchains"),
         "{stdout}"
     );
-    assert!(
-        line("unpacked").contains("shared with installed toolchains"),
-        "{stdout}"
-    );
+    assert_eq!(fs_err::read_dir(cache.join("archives")).unwrap().count(), 0);
 
+    // What the installed toolkit uses stays: a reinstall works offline.
     let t = ok(&sb, &[], &["cache", "prune"]);
     assert!(t.contains("removed "), "{t}");
-    assert_eq!(fs_err::read_dir(cache.join("unpacked")).unwrap().count(), 0);
-    assert_eq!(fs_err::read_dir(cache.join("archives")).unwrap().count(), 3);
-    // The toolkit keeps its files; a reinstall still works offline, from the archives.
+    assert_eq!(fs_err::read_dir(cache.join("unpacked")).unwrap().count(), 6);
     let nvcc = sb.gpuenv_home().join("views/cuda-12.4.1/bin/nvcc");
     assert!(exec(&sb, &nvcc, ".", &[], &["--version"]).status.success());
+    let minimal = ["install", "cuda-12.4.1", "--profile", "minimal"];
     ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
-    ok(
-        &sb,
-        &vars,
-        &[
-            "install",
-            "cuda-12.4.1",
-            "--profile",
-            "minimal",
-            "--offline",
-        ],
-    );
+    ok(&sb, &vars, &[&minimal[..], &["--offline"]].concat());
+
+    // Uninstalled, its unpacked archives and stored files are what a prune frees.
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    let t = ok(&sb, &[], &["cache", "prune"]);
+    assert!(t.contains("removed 13 files"), "{t}");
+    assert_eq!(fs_err::read_dir(cache.join("unpacked")).unwrap().count(), 0);
+    let objects: usize = fs_err::read_dir(cache.join("objects"))
+        .unwrap()
+        .flatten()
+        .map(|d| fs_err::read_dir(d.path()).unwrap().count())
+        .sum();
+    assert_eq!(objects, 0);
+    let out = gpuenv(&sb, &vars, &[&minimal[..], &["--offline"]].concat());
+    assert!(text(&out).contains("--offline forbids fetching it"));
+    ok(&sb, &vars, &minimal);
 
     ok(&sb, &[], &["cache", "prune", "--all"]);
     let out = gpuenv(&sb, &[], &["cache", "size"]);

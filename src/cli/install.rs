@@ -58,12 +58,14 @@ pub(super) fn cache(ctx: &Context, home: &Home) -> Cache {
 }
 
 pub(super) fn fetcher(ctx: &Context, home: &Home, offline: bool) -> Fetcher {
-    Fetcher::new(
+    let mut fetcher = Fetcher::new(
         Net::from_ctx(ctx),
         cache(ctx, home),
         offline,
         Hooks::from_ctx(ctx),
-    )
+    );
+    fetcher.keep_archives = ctx.flag(vars::GPUENV_KEEP_ARCHIVES);
+    fetcher
 }
 
 /// The sources `choice` and `--manifest` select, in the order `auto` tries them.

@@ -19,12 +19,7 @@ use crate::ui;
 pub const MAX_INSTALLS: usize = 2;
 
 pub fn enabled(ctx: &Context) -> bool {
-    matches!(
-        ctx.var_nonempty(vars::GPUENV_AUTO_INSTALL)
-            .map(str::to_ascii_lowercase)
-            .as_deref(),
-        Some("1" | "true" | "yes" | "on")
-    )
+    ctx.flag(vars::GPUENV_AUTO_INSTALL)
 }
 
 /// The spec to install when resolution failed only because it is not installed.

@@ -74,6 +74,9 @@ pub mod vars {
     pub const PIP_INDEX_URL: &str = "PIP_INDEX_URL";
     /// The download cache (default `$GPUENV_HOME/downloads`).
     pub const GPUENV_DOWNLOAD_CACHE: &str = "GPUENV_DOWNLOAD_CACHE";
+    /// `1`: keep each archive in the download cache after it is unpacked (a mirror of what
+    /// was fetched); by default only the unpacked files a reinstall links are kept.
+    pub const GPUENV_KEEP_ARCHIVES: &str = "GPUENV_KEEP_ARCHIVES";
     /// Seconds to wait for data before a download counts as timed out (default 60).
     pub const GPUENV_HTTP_TIMEOUT: &str = "GPUENV_HTTP_TIMEOUT";
     pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
@@ -143,6 +146,16 @@ impl Context {
     /// A variable that is set, not empty, and UTF-8.
     pub fn var_nonempty(&self, key: &str) -> Option<&str> {
         self.var(key).filter(|v| !v.is_empty())
+    }
+
+    /// A yes/no variable: on when set to 1, true, yes or on (any case).
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(
+            self.var_nonempty(key)
+                .map(str::to_ascii_lowercase)
+                .as_deref(),
+            Some("1" | "true" | "yes" | "on")
+        )
     }
 
     /// A variable naming a directory or file: set and not empty, any bytes.

@@ -1,11 +1,14 @@
 //! The per-user download cache (`$GPUENV_HOME/downloads`, or `GPUENV_DOWNLOAD_CACHE`):
-//! archives keyed by their sha256, each also kept unpacked so a reinstall only links files,
-//! partial downloads to resume, the index pages last fetched (for `--offline`), and locks.
+//! archives keyed by their sha256, each kept unpacked so a reinstall only links files (the
+//! archive itself is removed once unpacked, unless `GPUENV_KEEP_ARCHIVES` is set), every
+//! file stored once by content, partial downloads to resume, the index pages last fetched
+//! (for `--offline`), and locks.
 //!
 //! ```text
-//! archives/<sha256>      verified archives
+//! archives/<sha256>      verified archives, until unpacked
 //! unpacked/<sha256>/     their safe, unmapped contents, read-only (renamed into place when complete)
 //! unpacked/<sha256>.seal their files' modes, sizes and sha256, checked before reuse
+//! objects/<xx>/<sha256>-<mode>  each file once; unpacked trees are hard links to these
 //! partial/<sha256>       downloads in progress
 //! meta/<sha256 of url>   index pages and manifests
 //! locks/<key>.lock
@@ -16,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest;
 
+use super::objects::Objects;
 use super::pathpart::Sha256;
 
 #[derive(Debug, Clone)]
@@ -32,6 +36,10 @@ impl Cache {
     }
     pub fn unpacked(&self, sha256: &Sha256) -> PathBuf {
         self.root.join("unpacked").join(sha256.as_str())
+    }
+    /// The content-addressed store the unpacked trees link to.
+    pub fn objects(&self) -> Objects {
+        Objects::new(self.root.join("objects"))
     }
     /// The list of files an unpacked tree is checked against before it is reused.
     pub fn seal(&self, sha256: &Sha256) -> PathBuf {

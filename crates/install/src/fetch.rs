@@ -75,6 +75,10 @@ pub struct Fetcher {
     pub cache: Cache,
     pub offline: bool,
     pub hooks: Hooks,
+    /// Keep each archive after it is unpacked (`GPUENV_KEEP_ARCHIVES`). A reinstall needs
+    /// only the unpacked tree, whose files installed toolchains share, so by default the
+    /// archive goes once its tree is sealed.
+    pub keep_archives: bool,
     /// Bytes fetched from the network (not from the cache), for the summary.
     pub fetched: AtomicU64,
 }
@@ -87,6 +91,7 @@ impl Fetcher {
             cache,
             offline,
             hooks,
+            keep_archives: false,
             fetched: AtomicU64::new(0),
         }
     }
@@ -169,7 +174,7 @@ impl Fetcher {
                 Err(seal::Changed::NoList) => {}
                 Err(changed) => bar.suspend(|| {
                     ui::warn(format!(
-                        "the unpacked {} in the download cache ({}) was changed after it was unpacked: {changed}; unpacking it again from its archive",
+                        "the unpacked {} in the download cache ({}) was changed after it was unpacked: {changed}; unpacking it again",
                         a.file_name(),
                         dir.display()
                     ))
@@ -208,8 +213,12 @@ impl Fetcher {
             }
             return Err(e.into());
         }
-        seal::seal(tmp.path(), &list)?;
+        seal::seal(tmp.path(), &list, &self.cache.objects())?;
         fs_err::rename(tmp.keep(), &dir)?;
+        if !self.keep_archives {
+            // The sealed tree is what a reinstall uses; failing to remove only costs disk.
+            let _ = fs_err::remove_file(&file);
+        }
         Ok(dir)
     }
 }

@@ -23,6 +23,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::cache::sha256_file;
+use super::objects::Objects;
+use super::pathpart::Sha256;
 
 const HEADER: &str = "gpuenv-seal 1";
 
@@ -53,10 +55,15 @@ pub fn read_only(root: &Path) -> io::Result<()> {
     })
 }
 
-/// Makes the files of `tree` read-only and writes their list to `list`.
-pub fn seal(tree: &Path, list: &Path) -> io::Result<()> {
+/// Makes the files of `tree` read-only, stores each once in `objects` (identical files of
+/// other trees become the same inode) and writes their list to `list`.
+pub fn seal(tree: &Path, list: &Path, objects: &Objects) -> io::Result<()> {
     read_only(tree)?;
-    gpuenv_core::fsutil::write_atomic(list, describe(tree)?.as_bytes())
+    let text = describe(tree, &mut |path, sha256| {
+        let sha256 = Sha256::parse(sha256).expect("sha256_file gives 64 hex digits");
+        objects.share(path, &sha256).map(drop)
+    })?;
+    gpuenv_core::fsutil::write_atomic(list, text.as_bytes())
 }
 
 /// Checks `tree` against the list written by [`seal`].
@@ -64,7 +71,7 @@ pub fn verify(tree: &Path, list: &Path) -> Result<(), Changed> {
     let Ok(want) = fs_err::read_to_string(list) else {
         return Err(Changed::NoList);
     };
-    let got = describe(tree).map_err(|_| Changed::Entry(".".into()))?;
+    let got = describe(tree, &mut |_, _| Ok(())).map_err(|_| Changed::Entry(".".into()))?;
     if got == want {
         return Ok(());
     }
@@ -95,8 +102,12 @@ pub fn verify(tree: &Path, list: &Path) -> Result<(), Changed> {
     Err(Changed::Added(added.cloned().unwrap_or_default()))
 }
 
-/// The list of `tree`'s entries, hashing every file.
-fn describe(tree: &Path) -> io::Result<String> {
+/// The list of `tree`'s entries, hashing every file; `hashed(path, sha256)` is called for
+/// each file once its bytes are hashed.
+fn describe(
+    tree: &Path,
+    hashed: &mut dyn FnMut(&Path, &str) -> io::Result<()>,
+) -> io::Result<String> {
     let mut lines: BTreeMap<PathBuf, String> = BTreeMap::new();
     walk(tree, &mut |rel, path, kind| {
         let line = if kind.is_dir() {
@@ -106,11 +117,12 @@ fn describe(tree: &Path) -> io::Result<String> {
             format!("l {} {}", escape(rel), escape(&target))
         } else {
             let meta = fs_err::symlink_metadata(path)?;
+            let sha256 = sha256_file(path)?;
+            hashed(path, &sha256)?;
             format!(
-                "f {:o} {} {} {}",
+                "f {:o} {} {sha256} {}",
                 meta.permissions().mode() & 0o7777,
                 meta.len(),
-                sha256_file(path)?,
                 escape(rel)
             )
         };
@@ -169,7 +181,7 @@ mod tests {
         fs_err::write(tree.join("a b%"), "x").unwrap();
         std::os::unix::fs::symlink("nvcc", tree.join("bin/link")).unwrap();
         let list = dir.path().join("t.seal");
-        seal(&tree, &list).unwrap();
+        seal(&tree, &list, &Objects::new(dir.path().join("objects"))).unwrap();
         (dir, tree, list)
     }
 

@@ -1,0 +1,174 @@
+//! Disk: identical files of different toolkits are stored once (the download cache's
+//! content-addressed objects, hard-linked into every tree), and the cache keeps what a
+//! reinstall needs and no more. Network only to 127.0.0.1.
+
+#[path = "common/archives.rs"]
+mod archives;
+mod common;
+#[path = "common/install_fixtures.rs"]
+mod fixtures;
+#[path = "common/server.rs"]
+mod server;
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use common::*;
+use fixtures::*;
+use server::Server;
+
+/// Bytes of the regular files below `dirs`, each inode once (what `du` says).
+fn disk(dirs: &[&Path]) -> u64 {
+    let mut seen = HashSet::new();
+    let mut bytes = 0;
+    for dir in dirs {
+        for entry in walkdir::WalkDir::new(dir) {
+            let meta = entry.unwrap().path().symlink_metadata().unwrap();
+            if meta.is_file() && seen.insert((meta.dev(), meta.ino())) {
+                bytes += meta.len();
+            }
+        }
+    }
+    bytes
+}
+
+fn inode(p: &Path) -> u64 {
+    fs_err::metadata(p).unwrap().ino()
+}
+
+fn installed_side_by_side() -> (Server, Sandbox, String) {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1", "12.6.3"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    for release in ["cuda-12.4.1", "cuda-12.6.3"] {
+        ok(
+            &sb,
+            &[("GPUENV_CUDA_MIRROR", mirror.as_str())],
+            &["install", release, "--profile", "minimal"],
+        );
+    }
+    (server, sb, mirror)
+}
+
+#[test]
+fn two_toolkits_store_their_identical_files_once() {
+    let (_server, sb, _) = installed_side_by_side();
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    let (old, new) = (
+        toolchains.join("cuda-12.4.1"),
+        toolchains.join("cuda-12.6.3"),
+    );
+    // The same header ships in both releases' cudart archives: one inode, read-only.
+    let header = "include/cuda_runtime.h";
+    assert_eq!(inode(&old.join(header)), inode(&new.join(header)));
+    assert_eq!(
+        fs_err::metadata(new.join(header)).unwrap().mode() & 0o222,
+        0
+    );
+    // Each release's nvcc says its own version: two files.
+    assert_ne!(inode(&old.join("bin/nvcc")), inode(&new.join("bin/nvcc")));
+    assert!(fs_err::read_to_string(new.join("bin/nvcc"))
+        .unwrap()
+        .contains("12.6"));
+
+    let together = disk(&[&old, &new]);
+    let apart = disk(&[&old]) + disk(&[&new]);
+    assert!(together < apart, "{together} bytes vs {apart} apart");
+    // The cache adds only its lists: its objects are the installed files, and no archive
+    // is kept.
+    let cache = sb.gpuenv_home().join("downloads");
+    let seals: u64 = fs_err::read_dir(cache.join("unpacked"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".seal"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    let meta = disk(&[&cache.join("meta")]);
+    assert_eq!(disk(&[&old, &new, &cache]) - together, seals + meta);
+    assert_eq!(fs_err::read_dir(cache.join("archives")).unwrap().count(), 0);
+}
+
+#[test]
+fn uninstalling_one_toolkit_leaves_the_files_it_shared_with_another() {
+    let (_server, sb, _) = installed_side_by_side();
+    let new = sb.gpuenv_home().join("toolchains/cuda-12.6.3");
+    let header = fs_err::read(new.join("include/cuda_runtime.h")).unwrap();
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    ok(&sb, &[], &["cache", "prune"]);
+    assert_eq!(
+        fs_err::read(new.join("include/cuda_runtime.h")).unwrap(),
+        header
+    );
+    let nvcc = sb.gpuenv_home().join("views/cuda-12.6.3/bin/nvcc");
+    let out = std::process::Command::new(&nvcc)
+        .arg("--version")
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(succeeded(&out).contains("release 12.6"));
+    // The uninstalled toolkit's own files are gone from the cache, the shared ones stay.
+    let objects = sb.gpuenv_home().join("downloads/objects");
+    for entry in walkdir::WalkDir::new(&objects) {
+        let meta = entry.unwrap().path().symlink_metadata().unwrap();
+        if meta.is_file() {
+            assert!(meta.nlink() > 1, "an object nothing uses is left");
+        }
+    }
+}
+
+#[test]
+fn keep_archives_keeps_a_mirror_of_what_was_fetched() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    ok(
+        &sb,
+        &[
+            ("GPUENV_CUDA_MIRROR", mirror.as_str()),
+            ("GPUENV_KEEP_ARCHIVES", "1"),
+        ],
+        &["install", "cuda-12.4.1", "--profile", "minimal"],
+    );
+    let archives = sb.gpuenv_home().join("downloads/archives");
+    assert_eq!(fs_err::read_dir(&archives).unwrap().count(), 3);
+    // A default prune drops them: a reinstall needs only the unpacked files.
+    ok(&sb, &[], &["cache", "prune"]);
+    assert_eq!(fs_err::read_dir(&archives).unwrap().count(), 0);
+}
+
+#[test]
+fn a_shared_file_someone_edited_is_not_linked_into_the_next_toolkit() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1", "12.6.3"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-12.4.1", "--profile", "minimal"],
+    );
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    let edited = toolchains.join("cuda-12.4.1/include/cuda_runtime.h");
+    let original = fs_err::read(&edited).unwrap();
+    // The file is read-only; someone makes it writable again and edits it in place, which
+    // also edits the stored copy (one inode).
+    fs_err::set_permissions(&edited, std::fs::Permissions::from_mode(0o644)).unwrap();
+    fs_err::write(&edited, "#error tampered\n").unwrap();
+
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-12.6.3", "--profile", "minimal"],
+    );
+    let fresh = toolchains.join("cuda-12.6.3/include/cuda_runtime.h");
+    assert_eq!(fs_err::read(&fresh).unwrap(), original);
+    assert_ne!(inode(&fresh), inode(&edited));
+    assert_eq!(fs_err::metadata(&fresh).unwrap().mode() & 0o222, 0);
+}
