@@ -304,15 +304,22 @@ fn list_show_and_doctor_say_what_is_missing_and_how_to_fix_it() {
         "the active root is gone: an error"
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let f = &report["findings"][0];
-    assert_eq!(
-        (f["id"].as_str(), f["status"].as_str()),
-        (Some("active-set"), Some("error"))
-    );
-    let text = f.to_string();
+    let finding = |id: &str| {
+        let all = report["findings"].as_array().unwrap();
+        all.iter().find(|f| f["id"] == id).unwrap().clone()
+    };
+    // The tree is FM-13's (broken-toolchain); what gpuenv exports is the active set's.
+    let tree = finding("FM-13");
+    assert_eq!(tree["status"], "error", "{tree}");
+    let text = tree.to_string();
     assert!(text.contains("the root of cuda-11.8"), "{text}");
     assert!(text.contains("gpuenv unlink cuda-11.8"), "{text}");
+    let exported = finding("active-set");
+    assert_eq!(exported["status"], "warn", "{exported}");
+    let text = exported.to_string();
+    assert!(text.contains("the shims dir"), "{text}");
     assert!(text.contains("gpuenv reshim"), "{text}");
+    assert!(!text.contains("the root of cuda-11.8"), "said once: {text}");
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! `gpuenv install torch` against a local index: a venv whose torch is a CUDA 13.0 build
 //! with its NVIDIA wheels (cudart, cccl, the cuda-toolkit metapackage) gets a toolkit that
 //! downloads only nvcc, crt and nvvm and links the rest into the venv; once the venv is
-//! deleted, `gpuenv list` says the toolkit is broken and how to fix it. (A real torch from
-//! PyPI is in tests/torch_real.rs.)
+//! deleted, `gpuenv list`, `show` and `doctor` say the toolkit is broken and how to fix it.
+//! (A real torch from PyPI is in tests/torch_real.rs.)
 
 #[path = "common/archives.rs"]
 mod archives;
@@ -15,9 +15,10 @@ mod server;
 use common::*;
 use fixtures::*;
 use server::Server;
+use std::path::{Path, PathBuf};
 
 /// A venv as pip leaves it after `pip install torch` for CUDA 13.0.
-fn venv(sb: &Sandbox) -> std::path::PathBuf {
+fn venv(sb: &Sandbox) -> PathBuf {
     let venv = sb.path("venv");
     let site = venv.join("lib/python3.11/site-packages");
     torch_package(&site, "2.9.0+cu130", Some("13.0"), None);
@@ -41,24 +42,29 @@ fn venv(sb: &Sandbox) -> std::path::PathBuf {
     venv
 }
 
-#[test]
-fn install_torch_downloads_only_what_the_venv_lacks_and_links_the_rest() {
-    let server = Server::start();
-    serve(&server, "", &pypi_tree());
-    let sb = Sandbox::new();
-    let venv = venv(&sb);
+/// `gpuenv install torch` with `venv` active, from the local index.
+fn install_torch(sb: &Sandbox, server: &Server, venv: &Path) {
     let index = server.url("simple/");
     let vars = [
         ("GPUENV_PYPI_URL", index.as_str()),
         ("VIRTUAL_ENV", venv.to_str().unwrap()),
     ];
-    let out = gpuenv(&sb, &vars, &["install", "torch"]);
+    let out = gpuenv(sb, &vars, &["install", "torch"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("installed cuda-13.0.2-torch"),
         "{}",
         text(&out)
     );
+}
+
+#[test]
+fn install_torch_downloads_only_what_the_venv_lacks_and_links_the_rest() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    install_torch(&sb, &server, &venv);
     // Only the wheels torch does not have were fetched.
     let fetched: Vec<String> = server
         .log()
@@ -86,7 +92,7 @@ fn install_torch_downloads_only_what_the_venv_lacks_and_links_the_rest() {
     assert!(!root.join("include/crt").is_symlink());
     assert_eq!(
         fs_err::read_link(root.join("lib64/libcudart.so")).unwrap(),
-        std::path::Path::new("libcudart.so.13")
+        Path::new("libcudart.so.13")
     );
     // Nothing was written into the venv.
     assert!(!site.join("nvidia/cu13/lib/libcudart.so").exists());
@@ -104,15 +110,90 @@ fn install_torch_downloads_only_what_the_venv_lacks_and_links_the_rest() {
         "{}",
         text(&out)
     );
+}
 
-    // The venv goes away: list says which toolkit is broken and how to fix it.
+#[test]
+fn deleting_the_venv_makes_list_show_and_doctor_say_the_toolkit_is_broken_and_how_to_fix_it() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    install_torch(&sb, &server, &venv);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"cuda-13.0.2-torch\"\n",
+    );
     fs_err::remove_dir_all(&venv).unwrap();
-    let out = gpuenv(&sb, &[], &["list"]);
-    let t = text(&out);
-    assert!(t.contains("cuda-13.0.2-torch is broken"), "{t}");
-    assert!(t.contains("which is gone"), "{t}");
+    let header = sb
+        .gpuenv_home()
+        .join("toolchains/cuda-13.0.2-torch/include/cuda_runtime.h");
+    let gone = venv.join("lib/python3.11/site-packages/nvidia/cu13/include/cuda_runtime.h");
+    let why = format!(
+        "cuda-13.0.2-torch is broken: {} links to {}, which is gone",
+        header.display(),
+        gone.display()
+    );
+    let fix = format!(
+        "`gpuenv uninstall cuda-13.0.2-torch`, then `gpuenv install torch` with the new Python environment active; or recreate {} with the same Python and torch",
+        venv.display()
+    );
+
+    let t = text(&gpuenv(&sb, &[], &["list"]));
+    assert!(t.contains(&format!("warning: {why}")), "{t}");
+    assert!(t.contains(&format!("hint: {fix}")), "{t}");
+    let out = sb.gpuenv().current_dir(&proj).arg("show").output().unwrap();
     assert!(
-        t.contains("hint: `gpuenv uninstall cuda-13.0.2-torch`"),
+        text(&out).contains(&format!("warning: {why}")),
+        "{}",
+        text(&out)
+    );
+
+    // Where it is pinned, doctor's broken-toolchain finding is an error (exit 1) ...
+    let doctor = |dir: &Path| {
+        let out = sb
+            .gpuenv()
+            .current_dir(dir)
+            .args(["doctor", "--json"])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let all = report["findings"].as_array().unwrap();
+        let f = all.iter().find(|f| f["id"] == "FM-13").unwrap().clone();
+        (out.status.code(), f)
+    };
+    let (code, f) = doctor(&proj);
+    assert_eq!(code, Some(1), "{f}");
+    assert_eq!(
+        (&f["name"], &f["status"], &f["summary"], &f["hint"]),
+        (
+            &"broken-toolchain".into(),
+            &"error".into(),
+            &why.as_str().into(),
+            &fix.as_str().into()
+        )
+    );
+    assert!(
+        f["docs"]
+            .as_str()
+            .unwrap()
+            .ends_with("docs/failure-modes.md#fm-13-broken-toolchain"),
+        "{f}"
+    );
+    // ... and where nothing uses it, a warning with the same fix.
+    let (_, f) = doctor(sb.dir.path());
+    assert_eq!((&f["status"], &f["hint"]), (&"warn".into(), &fix.into()));
+
+    // The text report says the same to a person.
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(
+        t.contains(&format!("error FM-13 broken-toolchain: {why}")),
         "{t}"
     );
 }

@@ -1,4 +1,5 @@
-//! Toolchain layouts this machine cannot install, as fixtures generated here: AMD's
+//! Toolchain layouts this machine cannot install, as fixtures generated here: the places
+//! `gpuenv discover` looks (`/usr/local/cuda*`, `/opt/rocm*`, conda environments), AMD's
 //! `/opt/rocm-6.x.y`, ROCm 7's `/opt/rocm/core-<ver>`, conda-forge's `targets/x86_64-linux`
 //! CUDA, Ubuntu's ROCm 5.7 and 6.x packages under `/usr`; and a shared prefix that must not
 //! be shimmed.
@@ -226,4 +227,82 @@ fn reshim_gives_no_shims_to_a_toolchain_that_grew_into_a_shared_prefix() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("no shims for cuda-12.4"), "{err}");
     assert!(shim_names(&sb).is_empty(), "{:?}", shim_names(&sb));
+}
+
+#[test]
+fn discover_finds_the_standard_places_and_conda() {
+    let sb = Sandbox::new();
+    let root = sb.root();
+    cuda_10_2(&root.join("usr/local/cuda-10.2"));
+    std::os::unix::fs::symlink("cuda-10.2", root.join("usr/local/cuda")).unwrap();
+    fs::create_dir_all(root.join("usr/local/cuda-11.3/lib64")).unwrap();
+    rocm(&root.join("opt/rocm-6.2.0"), "6.2.0");
+    let conda = conda_cuda(&sb.path("miniconda3/envs/torch"), "11.8.89");
+    fs::create_dir_all(sb.path("miniconda3/envs/plain/conda-meta")).unwrap();
+    write(
+        &sb.home().join(".conda/environments.txt"),
+        &format!(
+            "{}\n{}\n",
+            sb.path("miniconda3/envs/plain").display(),
+            conda.display()
+        ),
+    );
+    let out = sb.ok(&["discover"]);
+    assert!(out.contains("cuda-10.2.89"), "{out}");
+    assert!(
+        out.contains("usr/local/cuda-11.3: ")
+            && out.contains("found neither bin/nvcc nor bin/hipcc"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("envs/plain"),
+        "conda envs without a toolkit are not listed: {out}"
+    );
+    assert_eq!(
+        out.matches("cuda-10.2.89").count(),
+        1,
+        "/usr/local/cuda is the same tree: {out}"
+    );
+    assert!(
+        sb.settings().is_none(),
+        "discover without --register writes nothing"
+    );
+
+    sb.ok(&["discover", "--register"]);
+    let rows: serde_json::Value = serde_json::from_str(&sb.ok(&["list", "--json"])).unwrap();
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cuda-10.2.89", "cuda-11.8.89-conda", "rocm-6.2.0"]);
+    assert!(rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["source"] == "discovered"));
+    // Registering again changes nothing.
+    let before = sb.settings();
+    sb.ok(&["discover", "--register"]);
+    assert_eq!(sb.settings(), before);
+
+    // A conda toolkit keeps its environment's own bin on PATH (it holds python).
+    let out = sb
+        .gpuenv()
+        .env("PATH", format!("{}/bin:/usr/bin", conda.display()))
+        .args(["env", "cuda-11.8", "--shell", "json"])
+        .output()
+        .unwrap();
+    let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = sb
+        .gpuenv_home()
+        .join("views/cuda-11.8.89-conda")
+        .display()
+        .to_string();
+    assert_eq!(
+        env["PATH"],
+        format!("{v}/bin:{}/bin:/usr/bin", conda.display())
+    );
+    assert_eq!(env["LD_LIBRARY_PATH"], format!("{v}/lib"));
 }

@@ -44,7 +44,7 @@ struct Row<'a> {
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     broken: Option<String>,
-    /// What is missing: "root missing", "view missing".
+    /// What is wrong: "root missing", "broken", "view missing".
     #[serde(skip_serializing_if = "Vec::is_empty")]
     problems: Vec<&'static str>,
 }
@@ -94,7 +94,7 @@ impl Args {
                         .iter()
                         .any(|d| registry.find(d).is_some_and(|(n, _)| n == name)),
                     reason: active_here.map(|t| t.reason.to_string()),
-                    broken: e.broken(),
+                    broken: e.broken().map(|b| b.to_string()),
                     problems: problems
                         .iter()
                         .filter(|p| p.name() == Some(name))
@@ -143,15 +143,6 @@ impl Args {
                 "{mark} {:width$}  {:<10}  {:<10}  {}{default}{from}{problems}",
                 r.name, r.version, source, r.root
             );
-            if let Some(why) = &r.broken {
-                ui::warn_with_hints(
-                    format!("{} is broken: {why}", r.name),
-                    [format!(
-                        "`gpuenv uninstall {n}` (or `gpuenv unlink {n}`), then install it again; for a toolkit made for a torch venv, `gpuenv install torch` from the new venv",
-                        n = r.name
-                    )],
-                );
-            }
         }
         super::warn_problems(&problems);
         Ok(())

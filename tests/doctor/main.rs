@@ -34,7 +34,8 @@ fn a_healthy_project_after_gpuenv_env_passes_every_check() {
             "FM-09",
             "FM-10",
             "FM-11",
-            "FM-12"
+            "FM-12",
+            "FM-13"
         ]
     );
     let f = r.get("active-set");
@@ -55,6 +56,7 @@ fn a_healthy_project_after_gpuenv_env_passes_every_check() {
         ("FM-09", "/dev/shm is 16.0 GiB in this container".into()),
         ("FM-10", "gcc 12.2.0 (gcc on PATH) is within what CUDA 12.4 supports (gcc 6 to 13)".into()),
         ("FM-12", "TORCH_CUDA_ARCH_LIST = 8.0;8.6: cuda-12.4 targets all of them".into()),
+        ("FM-13", "all 3 registered toolchains have their compiler and headers".into()),
     ];
     for (id, summary) in expect {
         let f = r.get(id);
@@ -106,7 +108,7 @@ fn warnings_alone_exit_zero_and_a_missing_dir_is_a_usage_error() {
     assert_eq!(r.code, 0);
     assert_eq!(
         r.summary,
-        serde_json::json!({"error": 0, "warn": 1, "ok": 10, "skip": 2})
+        serde_json::json!({"error": 0, "warn": 1, "ok": 11, "skip": 2})
     );
 
     let out = w
@@ -138,4 +140,54 @@ fn the_text_report_of_a_mixed_machine() {
     let text = String::from_utf8(out.stdout).unwrap();
     let text = text.replace(&sb_dir.display().to_string(), "[SANDBOX]");
     insta::assert_snapshot!(text);
+}
+
+#[test]
+fn fm13_a_linked_toolkit_whose_root_was_removed_is_an_error_where_it_is_pinned() {
+    let w = healthy();
+    fs::remove_dir_all(w.sb.path("opt/cuda-12.4")).unwrap();
+    let r = w.doctor();
+    assert_eq!(r.code, 1, "the pinned toolkit is gone");
+    let f = r.get("FM-13");
+    assert_eq!(
+        (f.name.as_str(), f.status.as_str()),
+        ("broken-toolchain", "error")
+    );
+    assert_eq!(
+        f.summary,
+        format!(
+            "the root of cuda-12.4, {}, is gone",
+            w.sb.path("opt/cuda-12.4").display()
+        )
+    );
+    let hint = f.hint.as_deref().unwrap();
+    assert!(hint.contains("`gpuenv unlink cuda-12.4`"), "{hint}");
+    // Said once: the active set names what is active, not what is broken about it.
+    assert_eq!(r.get("active-set").status, "ok");
+}
+
+#[test]
+fn fm13_a_toolkit_that_lost_its_header_warns_when_nothing_here_uses_it() {
+    let w = healthy();
+    let header =
+        w.sb.path("opt/cuda-11.8/targets/x86_64-linux/include/cuda_runtime.h");
+    fs::remove_file(&header).unwrap();
+    let r = w.doctor();
+    assert_eq!(r.code, 0, "the project is pinned to cuda-12.4");
+    let f = r.get("FM-13");
+    assert_eq!(f.status, "warn");
+    assert!(
+        f.summary.starts_with("cuda-11.8 is broken: ")
+            && f.summary.ends_with("cuda_runtime.h is missing"),
+        "{}",
+        f.summary
+    );
+    assert!(
+        f.hint
+            .as_deref()
+            .unwrap()
+            .ends_with("or forget the toolchain with `gpuenv unlink cuda-11.8`"),
+        "{:?}",
+        f.hint
+    );
 }

@@ -3,6 +3,7 @@
 //! typed [`Finding`]; the text and JSON reports are two renderings of the same findings.
 
 pub mod arch;
+pub mod broken_toolchain;
 pub mod cmake_cache;
 pub mod cpu_torch;
 pub mod driver;
@@ -232,6 +233,7 @@ pub fn run_all(inputs: &Inputs) -> Vec<Finding> {
         host_compiler::run(inputs),
         slurm::run(inputs),
         arch::run(inputs),
+        broken_toolchain::run(inputs),
     ]
 }
 
@@ -241,20 +243,15 @@ pub const ACTIVE_SET: Check = Check {
 };
 
 /// Which toolchains the other checks compare against, and why; a pin that resolves to
-/// nothing is itself an error, and so is an active toolchain whose root is gone. A missing
-/// view or shims dir (what gpuenv exports) is a warning.
+/// nothing is itself an error. A missing view or shims dir (what gpuenv exports) is a
+/// warning; a tree that is gone or broken is FM-13's.
 fn active_set(inputs: &Inputs) -> Finding {
     let mut notes = Notes::default();
     for p in store::health(&inputs.home, &inputs.registry) {
-        let active = p
-            .name()
-            .is_some_and(|n| inputs.active.toolchains.iter().any(|t| t.name == n));
-        let status = match p {
-            store::Problem::RootMissing { .. } if active => Status::Error,
-            _ => Status::Warn,
-        };
-        notes.problem(status, p.to_string());
-        notes.hint(p.hint());
+        if !broken_toolchain::is_about_the_tree(&p) {
+            notes.problem(Status::Warn, p.to_string());
+            notes.hint(p.hint());
+        }
     }
     if let Some(err) = &inputs.resolve_error {
         notes.problem(

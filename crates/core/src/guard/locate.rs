@@ -26,6 +26,22 @@ pub fn site_packages_of_prefix(prefix: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The Python environment a path lies in, by the same layout read backwards:
+/// `<prefix>/lib/python3*/site-packages/…` gives `<prefix>`.
+pub fn prefix_of_site_packages(path: &Path) -> Option<PathBuf> {
+    let site = path
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "site-packages"))?;
+    let python = site.parent()?;
+    let lib = python.parent()?;
+    let is_python = python
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("python3"));
+    (is_python && lib.file_name().is_some_and(|n| n == "lib"))
+        .then(|| lib.parent())?
+        .map(Path::to_path_buf)
+}
+
 /// Asks a Python interpreter for its `sys.path` (one process; torch is not imported).
 pub fn python_sys_path(
     python: &Path,

@@ -12,8 +12,8 @@ mod locate;
 
 use crate::toolchain::{Kind, Version};
 pub use locate::{
-    find_on_path, find_torch_in, locate_torch, python_sys_path, site_packages_of_prefix,
-    LocateError,
+    find_on_path, find_torch_in, locate_torch, prefix_of_site_packages, python_sys_path,
+    site_packages_of_prefix, LocateError,
 };
 
 /// What `torch/version.py` says.

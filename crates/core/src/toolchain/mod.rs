@@ -2,6 +2,7 @@
 
 pub mod detect;
 pub mod discover;
+pub mod entry;
 pub mod nvidia_target;
 pub mod registry;
 pub mod system;

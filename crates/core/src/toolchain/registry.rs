@@ -5,145 +5,16 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::detect::{Collectives, Detected};
-use super::system::System;
-use super::{Kind, Spec, Version};
+pub use super::entry::{Broken, Entry, Source};
+use super::Spec;
 use crate::build_cache::BuildSettings;
 use crate::diagnostic::Diagnostic;
 use crate::fsutil;
 use crate::home::Home;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// `gpuenv link`: used in place.
-    Linked,
-    /// `gpuenv discover --register`: used in place.
-    Discovered,
-    /// `gpuenv install`: owned by gpuenv under `toolchains/`.
-    Installed,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Linked => "linked",
-            Source::Discovered => "discovered",
-            Source::Installed => "installed",
-        }
-    }
-}
-
-/// One registered toolchain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Entry {
-    pub kind: Kind,
-    pub version: Version,
-    pub root: PathBuf,
-    pub source: Source,
-    pub version_from: String,
-    pub include_dir: PathBuf,
-    pub lib_dir: PathBuf,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub collectives: Option<Collectives>,
-    /// Set for a toolchain spread over a distribution prefix (Debian's packages).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<System>,
-}
-
-impl Entry {
-    pub fn from_detected(d: Detected, root: PathBuf, source: Source) -> Self {
-        Entry {
-            kind: d.kind,
-            version: d.version,
-            root,
-            source,
-            version_from: d.version_from,
-            include_dir: d.include_dir,
-            lib_dir: d.lib_dir,
-            collectives: d.collectives,
-            system: d.system,
-        }
-    }
-
-    /// The real program `name` of this toolchain: its compiler driver and, for a system
-    /// toolchain, its own programs only (never another program of `/usr/bin`); else
-    /// anything in `<root>/bin`.
-    pub fn tool(&self, name: &str) -> Option<PathBuf> {
-        let in_bin = self.root.join("bin").join(name);
-        match &self.system {
-            Some(_) if name == self.kind.compiler() && in_bin.is_file() => Some(in_bin),
-            Some(system) => system.tool(name).map(Path::to_path_buf),
-            None => in_bin.is_file().then_some(in_bin),
-        }
-    }
-
-    /// The names of every program of this toolchain, for the shims.
-    pub fn tool_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = match &self.system {
-            Some(system) => system
-                .tools
-                .iter()
-                .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
-                .collect(),
-            None => fs_err::read_dir(self.root.join("bin"))
-                .map(|rd| {
-                    rd.flatten()
-                        // Files only: the wheels' bin/ also holds a `crt/` directory.
-                        .filter(|t| t.path().is_file())
-                        .map(|t| t.file_name().to_string_lossy().into_owned())
-                        .collect()
-                })
-                .unwrap_or_default(),
-        };
-        if self.tool(self.kind.compiler()).is_some() {
-            names.push(self.kind.compiler().to_string());
-        }
-        names.retain(|n| is_tool_name(n));
-        names.sort();
-        names.dedup();
-        names
-    }
-}
-
-/// Names worth a shim: not hidden files, not data files such as `nvcc.profile` or Perl
-/// modules such as Debian's executable `hipvars.pm`.
-fn is_tool_name(name: &str) -> bool {
-    !name.starts_with('.')
-        && !name.ends_with(".profile")
-        && !name.ends_with(".pm")
-        && !name.contains(char::is_whitespace)
-}
-
-impl Entry {
-    /// Why the tree no longer works, if it does not: its root, compiler or main header is
-    /// gone (a toolkit made for a torch venv links into that venv, which may be deleted).
-    pub fn broken(&self) -> Option<String> {
-        let header = match self.kind {
-            Kind::Cuda => "cuda_runtime.h",
-            Kind::Rocm => "hip/hip_runtime.h",
-        };
-        // A system toolchain's compiler may be outside `<root>/bin` (`Entry::tool` knows).
-        let compiler = self
-            .tool(self.kind.compiler())
-            .unwrap_or_else(|| self.root.join("bin").join(self.kind.compiler()));
-        let checks = [compiler, self.include_dir.join(header)];
-        let missing = checks.iter().find(|p| !p.exists())?;
-        Some(match fs_err::read_link(missing) {
-            Ok(target) => format!(
-                "{} links to {}, which is gone",
-                missing.display(),
-                target.display()
-            ),
-            Err(_) => format!("{} is missing", missing.display()),
-        })
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -414,6 +285,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::toolchain::Kind;
 
     fn entry(kind: Kind, version: &str) -> Entry {
         Entry {

@@ -12,6 +12,9 @@ use crate::toolchain::registry::{Entry, Locked, Registry, Source, StateError};
 use crate::toolchain::view::{self, ViewError};
 use crate::toolchain::{upstream, Kind, Spec};
 
+mod health;
+pub use health::{health, Problem};
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(transparent)]
@@ -305,98 +308,6 @@ impl Store {
             shims,
         })
     }
-}
-
-/// Something in the store that is not as the registry says, with the command that fixes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Problem {
-    RootMissing {
-        name: String,
-        root: PathBuf,
-        source: Source,
-    },
-    ViewMissing {
-        name: String,
-        view: PathBuf,
-    },
-    ShimsMissing {
-        dir: PathBuf,
-    },
-}
-
-impl Problem {
-    /// The toolchain it concerns; none for the shims dir.
-    pub fn name(&self) -> Option<&str> {
-        match self {
-            Problem::RootMissing { name, .. } | Problem::ViewMissing { name, .. } => Some(name),
-            Problem::ShimsMissing { .. } => None,
-        }
-    }
-
-    /// A few words for a table cell.
-    pub fn short(&self) -> &'static str {
-        match self {
-            Problem::RootMissing { .. } => "root missing",
-            Problem::ViewMissing { .. } => "view missing",
-            Problem::ShimsMissing { .. } => "shims missing",
-        }
-    }
-
-    pub fn hint(&self) -> String {
-        match self {
-            Problem::RootMissing {
-                name,
-                source: Source::Installed,
-                ..
-            } => format!("`gpuenv install {name}` installs it again; `gpuenv uninstall {name}` forgets it"),
-            Problem::RootMissing { name, root, .. } => format!(
-                "put the tree back at {} and run `gpuenv reshim`, or forget it with `gpuenv unlink {name}`",
-                root.display()
-            ),
-            Problem::ViewMissing { .. } | Problem::ShimsMissing { .. } => {
-                "`gpuenv reshim` makes it again".to_string()
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Problem::RootMissing { name, root, .. } => {
-                write!(f, "the root of {name}, {}, is gone", root.display())
-            }
-            Problem::ViewMissing { name, view } => {
-                write!(f, "the view of {name}, {}, is missing", view.display())
-            }
-            Problem::ShimsMissing { dir } => {
-                write!(f, "the shims dir {} is missing", dir.display())
-            }
-        }
-    }
-}
-
-/// What is missing in the store: roots and views of registered toolchains, the shims dir.
-pub fn health(home: &Home, registry: &Registry) -> Vec<Problem> {
-    let mut problems = Vec::new();
-    for (name, entry) in &registry.toolchains {
-        if !entry.root.is_dir() {
-            problems.push(Problem::RootMissing {
-                name: name.clone(),
-                root: entry.root.clone(),
-                source: entry.source,
-            });
-        } else if !view::exists(home, name) {
-            problems.push(Problem::ViewMissing {
-                name: name.clone(),
-                view: home.view(name),
-            });
-        }
-    }
-    if !registry.toolchains.is_empty() && !home.shims().is_dir() {
-        problems.push(Problem::ShimsMissing { dir: home.shims() });
-    }
-    problems
 }
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
-//! The toolchain file (`gpuenv.toml` or `.gpuenv.toml`): find it walking up, parse it with
-//! every error at file:line:column, and edit it keeping comments and order.
+//! The toolchain file (`gpuenv.toml` or `.gpuenv.toml`): what it says, read once and parsed
+//! with every error at file:line:column. Finding it walking up is [`locate`], `gpuenv pin`'s
+//! change to it [`edit`].
+
+mod arch;
+mod edit;
+mod locate;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -15,6 +19,10 @@ use crate::env::reserved;
 use crate::fsutil::{self, line_col};
 use crate::toolchain::{Kind, Spec};
 use crate::ui::printable;
+
+pub use arch::{validate_cuda_arch, validate_rocm_arch, ArchError};
+pub use edit::{edit, PinEdit};
+pub use locate::{find, locate, Found};
 
 pub const FILE_NAMES: [&str; 2] = ["gpuenv.toml", ".gpuenv.toml"];
 
@@ -180,52 +188,6 @@ struct RawToolchain {
 )]
 struct RawTorch {
     check: Option<TorchCheck>,
-}
-
-/// A toolchain file found on disk, with the metadata the hook's change detection stamps.
-#[derive(Debug)]
-pub struct Found {
-    pub path: PathBuf,
-    pub meta: Metadata,
-}
-
-/// The nearest toolchain file at or above `dir`.
-pub fn find(dir: &Path) -> Result<Option<PathBuf>, ProjectError> {
-    Ok(locate(dir)?.map(|f| f.path))
-}
-
-/// The one definition of "the toolchain file here", used by resolution and by the hook's
-/// change detection: in each directory from `dir` up, a directory entry with one of the
-/// file names. Anything there but a regular file (or a link to one) is an error naming it,
-/// never skipped: a directory, FIFO or device named gpuenv.toml is a mistake to show.
-pub fn locate(dir: &Path) -> Result<Option<Found>, ProjectError> {
-    for d in dir.ancestors() {
-        let mut found: Option<Found> = None;
-        for name in FILE_NAMES {
-            let path = d.join(name);
-            // lstat first: a missing name costs one call, and a dangling link is seen.
-            if fs_err::symlink_metadata(&path).is_err() {
-                continue;
-            }
-            let meta = fs_err::metadata(&path).map_err(|e| ProjectError::Unreadable {
-                path: path.clone(),
-                message: fsutil::io_reason(&e),
-            })?;
-            if let Some(what) = fsutil::not_regular(&meta) {
-                return Err(ProjectError::NotRegular { path, what });
-            }
-            if found.is_some() {
-                return Err(ProjectError::Both {
-                    dir: d.to_path_buf(),
-                });
-            }
-            found = Some(Found { path, meta });
-        }
-        if found.is_some() {
-            return Ok(found);
-        }
-    }
-    Ok(None)
 }
 
 /// Reads and parses a toolchain file. The bytes are read once: what is parsed is what is
@@ -400,101 +362,6 @@ pub fn is_env_name(key: &str) -> bool {
         && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// An arch pin in a form the build tools do not take.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ArchError {
-    #[error("cuda-arch `{0}` is not a compute capability: expected forms like \"8.6\", \"9.0a\" or \"9.0+PTX\"")]
-    Cuda(String),
-    #[error("rocm-arch `{0}` is not a gfx target: expected forms like \"gfx90a\" or \"gfx942\"")]
-    Rocm(String),
-}
-
-/// `8.0`, `8.6`, `9.0a`, `9.0+PTX`: the forms `TORCH_CUDA_ARCH_LIST` takes.
-pub fn validate_cuda_arch(arch: &str) -> Result<(), ArchError> {
-    let base = arch.strip_suffix("+PTX").unwrap_or(arch);
-    let base = base.trim_end_matches(['a', 'f']);
-    let ok = base.split_once('.').is_some_and(|(maj, min)| {
-        !maj.is_empty()
-            && !min.is_empty()
-            && maj.chars().all(|c| c.is_ascii_digit())
-            && min.chars().all(|c| c.is_ascii_digit())
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(ArchError::Cuda(arch.to_string()))
-    }
-}
-
-/// `gfx90a`, `gfx942`, `gfx90a:xnack+`.
-pub fn validate_rocm_arch(arch: &str) -> Result<(), ArchError> {
-    let ok = arch.strip_prefix("gfx").is_some_and(|rest| {
-        let (chip, features) = rest.split_once(':').unwrap_or((rest, ""));
-        !chip.is_empty()
-            && chip.chars().all(|c| c.is_ascii_alphanumeric())
-            && features
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '+' | '-'))
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(ArchError::Rocm(arch.to_string()))
-    }
-}
-
-/// What `gpuenv pin` sets.
-#[derive(Debug, Clone, Default)]
-pub struct PinEdit {
-    pub specs: Vec<Spec>,
-    pub cuda_arch: Option<Vec<String>>,
-    pub rocm_arch: Option<Vec<String>>,
-}
-
-/// Applies `edit` to the text of a toolchain file (empty for a new one), keeping comments,
-/// order and everything it does not touch.
-pub fn edit(text: &str, edit: &PinEdit) -> Result<String, toml_edit::TomlError> {
-    let mut doc: toml_edit::DocumentMut = text.parse()?;
-    let table = doc
-        .entry("toolchain")
-        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()));
-    let table = table
-        .as_table_like_mut()
-        .expect("[toolchain] is validated as a table before editing");
-    for spec in &edit.specs {
-        let value = match &spec.label {
-            Some(_) => spec.to_string(),
-            None => spec.version.to_string(),
-        };
-        set_keeping_decor(table, spec.kind.as_str(), toml_edit::value(value));
-    }
-    for (key, list) in [
-        ("cuda-arch", &edit.cuda_arch),
-        ("rocm-arch", &edit.rocm_arch),
-    ] {
-        if let Some(list) = list {
-            let array: toml_edit::Array = list.iter().map(String::as_str).collect();
-            set_keeping_decor(table, key, toml_edit::value(array));
-        }
-    }
-    Ok(doc.to_string())
-}
-
-fn set_keeping_decor(table: &mut dyn toml_edit::TableLike, key: &str, new: toml_edit::Item) {
-    match table.get_mut(key) {
-        Some(item) => {
-            let decor = item.as_value().map(|v| v.decor().clone());
-            *item = new;
-            if let (Some(decor), Some(v)) = (decor, item.as_value_mut()) {
-                *v.decor_mut() = decor;
-            }
-        }
-        None => {
-            table.insert(key, new);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -569,46 +436,5 @@ NCCL_DEBUG = "INFO"
 
         let e = parse_err("[env]\n\"BAD-NAME\" = \"x\"\n");
         assert!(e.contains("BAD-NAME"), "{e}");
-    }
-
-    #[test]
-    fn finds_the_nearest_file_walking_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let sub = dir.path().join("a/b");
-        fs_err::create_dir_all(&sub).unwrap();
-        assert_eq!(find(&sub).unwrap(), None);
-        fs_err::write(dir.path().join(".gpuenv.toml"), "").unwrap();
-        assert_eq!(find(&sub).unwrap(), Some(dir.path().join(".gpuenv.toml")));
-        fs_err::write(dir.path().join("a/gpuenv.toml"), "").unwrap();
-        assert_eq!(find(&sub).unwrap(), Some(dir.path().join("a/gpuenv.toml")));
-        fs_err::write(dir.path().join("a/.gpuenv.toml"), "").unwrap();
-        assert!(matches!(find(&sub), Err(ProjectError::Both { .. })));
-    }
-
-    #[test]
-    fn editing_keeps_comments_and_order() {
-        let before = "# my project\n[toolchain]\ncuda = \"11.8\" # old one\nrocm = \"6.2\"\n\n[env]\nA = \"1\"\n";
-        let after = edit(
-            before,
-            &PinEdit {
-                specs: vec!["cuda-12.4".parse().unwrap()],
-                cuda_arch: Some(vec!["8.0".into(), "9.0+PTX".into()]),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(
-            after,
-            "# my project\n[toolchain]\ncuda = \"12.4\" # old one\nrocm = \"6.2\"\ncuda-arch = [\"8.0\", \"9.0+PTX\"]\n\n[env]\nA = \"1\"\n"
-        );
-        let fresh = edit(
-            "",
-            &PinEdit {
-                specs: vec!["cuda-11.3-conda".parse().unwrap()],
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(fresh, "[toolchain]\ncuda = \"cuda-11.3-conda\"\n");
     }
 }
