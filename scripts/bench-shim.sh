@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
 # Benchmark: what the gpuenv proxy adds to a tool call, side by side with rustup's proxy and
 # two exec trampolines (a static C program and a dynamic Rust one that only exec the tool).
-# The proxy is measured as built by default (dynamic) and as a static-pie
+# The proxy is measured as `cargo install --path .` builds it (dynamic) and as a static-pie
 # (`-C target-feature=+crt-static`, which needs an explicit --target so that proc-macros
-# are still built for the host; see docs/performance.md).
-# Prints median wall times (hyperfine) and what each adds to the direct call.
-# Needs hyperfine (apt-get install hyperfine) and makes the release builds.
+# are still built for the host; see docs/performance.md), each as a view's `bin/nvcc`
+# asked nothing (`nvcc`, as `nvcc --version`) and compiling (`nvcc -c x.cu -o x.o`: the
+# proxy also reads gpuenv.toml and picks the host compiler), and as a shim.
+# The machine may be shared: the commands take turns (one run of each, then the next round,
+# RUNS rounds, default 600) and each one's median counts, so a burst of load falls on all
+# of them alike. The runner is a small C program (posix_spawn and wait, stdout to /dev/null).
+# BEFORE=<a gpuenv-shim built from another commit> adds its rows (a third home), to compare
+# a change in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-command -v hyperfine >/dev/null || { echo "hyperfine is needed: apt-get install -y hyperfine" >&2; exit 2; }
+runs=${RUNS:-600}
 cargo build --release --workspace --quiet
 host=$(rustc -vV | sed -n 's/^host: //p')
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --quiet --target "$host" --bin gpuenv-shim
 static_shim="$PWD/target/$host/release/gpuenv-shim"
+gpuenv="$PWD/target/release/gpuenv"
 
 # rustup finds its toolchains through these; keep them before HOME moves to the sandbox.
 export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export GPUENV_HOME="$work/gpuenv" HOME="$work/home"
+export HOME="$work/home"
 mkdir -p "$HOME"
 
 # A toolchain whose tools are tiny real programs: one compiled C program as nvcc and tiny.
@@ -32,45 +38,104 @@ cp "$root/bin/tiny" "$root/bin/nvcc"
 # The floor for any proxy written in Rust: an empty Rust program, exec'd.
 printf 'fn main() {}\n' >"$work/empty.rs"
 rustc -O -o "$work/rust-empty" "$work/empty.rs"
+# The runner: `bench RUNS name=command …`, prints `name median-ms` per command.
+cat >"$work/bench.c" <<'C'
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+extern char **environ;
+static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
+int main(int argc, char **argv) {
+    int runs = atoi(argv[1]), n = argc - 2;
+    double *t = malloc(sizeof(double) * runs * n);
+    char *name[64], *av[64][32];
+    for (int j = 0; j < n; j++) {
+        char *eq = strchr(argv[2 + j], '='); *eq = 0; name[j] = argv[2 + j];
+        int k = 0;
+        for (char *w = strtok(eq + 1, " "); w && k < 31; w = strtok(NULL, " ")) av[j][k++] = w;
+        av[j][k] = NULL;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    for (int i = -20; i < runs; i++)  /* 20 warm-up rounds */
+        for (int j = 0; j < n; j++) {
+            struct timespec a, b; pid_t pid; int status;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            if (posix_spawn(&pid, av[j][0], &fa, NULL, av[j], environ) != 0) { perror(av[j][0]); return 1; }
+            waitpid(pid, &status, 0);
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) { fprintf(stderr, "%s failed\n", name[j]); return 1; }
+            if (i >= 0) t[j * runs + i] = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+        }
+    for (int j = 0; j < n; j++) {
+        qsort(t + j * runs, runs, sizeof(double), cmp);
+        printf("%s %.4f\n", name[j], t[j * runs + runs / 2]);
+    }
+    return 0;
+}
+C
+cc -O2 -o "$work/bench" "$work/bench.c"
 # Trampolines that do nothing but exec the tool: the least any proxy can add.
 printf '#include <unistd.h>\nint main(int c, char **v) { (void)c; execv("%s", v); return 127; }\n' "$root/bin/tiny" >"$work/tramp.c"
 cc -O2 -static -o "$work/tramp-c-static" "$work/tramp.c"
 printf 'use std::os::unix::process::CommandExt;\nfn main() { let _ = std::process::Command::new("%s").exec(); }\n' "$root/bin/tiny" >"$work/tramp.rs"
 rustc -O -o "$work/tramp-rust-dynamic" "$work/tramp.rs"
 
-gpuenv=target/release/gpuenv
-"$gpuenv" link cuda-12.4 "$root" 2>/dev/null
+# Two homes with the toolchain linked: one with the proxy as built by default, one with the
+# static-pie proxy (the home's copy is a hard link to the build: unlink it first).
+dyn="$work/gpuenv" static="$work/gpuenv-static"
+GPUENV_HOME="$dyn" "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
+GPUENV_HOME="$static" "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
+rm "$static/bin/gpuenv-shim"
+cp "$static_shim" "$static/bin/gpuenv-shim"
+before=()
+if [ -n "${BEFORE:-}" ]; then
+    old="$work/gpuenv-before"
+    GPUENV_HOME="$old" "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
+    rm "$old/bin/gpuenv-shim"
+    cp "$BEFORE" "$old/bin/gpuenv-shim"
+    before=("gpuenv-view-nvcc-before=$old/views/cuda-12.4/bin/nvcc"
+        "gpuenv-view-nvcc-compile-before=$old/views/cuda-12.4/bin/nvcc -c x.cu -o x.o")
+fi
+export GPUENV_HOME="$dyn"
 mkdir -p "$work/proj/src"
 printf '[toolchain]\ncuda = "12.4"\n' >"$work/proj/gpuenv.toml"
 cd "$work/proj/src"
 
 rustc_direct="$(rustc --print sysroot)/bin/rustc"
 rustc_proxy="$(command -v rustc)"
+compile="-c x.cu -o x.o"
+# The first compile asks g++ its version; later ones read what it said.
+"$dyn/views/cuda-12.4/bin/nvcc" $compile
+"$static/views/cuda-12.4/bin/nvcc" $compile
 
-json="$work/times.json"
-hyperfine -N --warmup 20 --runs 300 --export-json "$json" \
-    -n direct "$root/bin/tiny" \
-    -n rust-empty "$work/rust-empty" \
-    -n tramp-c-static "$work/tramp-c-static" \
-    -n tramp-rust-dynamic "$work/tramp-rust-dynamic" \
-    -n gpuenv-shim "$GPUENV_HOME/shims/tiny" \
-    -n gpuenv-view-nvcc "$GPUENV_HOME/views/cuda-12.4/bin/nvcc" \
-    -n rustc-direct "$rustc_direct --version" \
-    -n rustup-proxy "$rustc_proxy --version" >/dev/null
-# The same proxy, static: replace the home's copy (a hard link to the build: unlink first).
-rm "$GPUENV_HOME/bin/gpuenv-shim"
-cp "$static_shim" "$GPUENV_HOME/bin/gpuenv-shim"
-json2="$work/times-static.json"
-hyperfine -N --warmup 20 --runs 300 --export-json "$json2" \
-    -n gpuenv-shim-static "$GPUENV_HOME/shims/tiny" \
-    -n gpuenv-view-nvcc-static "$GPUENV_HOME/views/cuda-12.4/bin/nvcc" >/dev/null
+"$work/bench" "$runs" \
+    "direct=$root/bin/tiny" \
+    "direct-compile=$root/bin/tiny $compile" \
+    "rust-empty=$work/rust-empty" \
+    "tramp-c-static=$work/tramp-c-static" \
+    "tramp-rust-dynamic=$work/tramp-rust-dynamic" \
+    "gpuenv-shim=$dyn/shims/tiny" \
+    "gpuenv-shim-static=$static/shims/tiny" \
+    "gpuenv-view-nvcc=$dyn/views/cuda-12.4/bin/nvcc" \
+    "gpuenv-view-nvcc-static=$static/views/cuda-12.4/bin/nvcc" \
+    "gpuenv-view-nvcc-compile=$dyn/views/cuda-12.4/bin/nvcc $compile" \
+    "gpuenv-view-nvcc-compile-static=$static/views/cuda-12.4/bin/nvcc $compile" \
+    "rustc-direct=$rustc_direct --version" \
+    "rustup-proxy=$rustc_proxy --version" "${before[@]}" >"$work/times.txt"
 
-python3 - "$json" "$json2" <<'PY'
-import json, sys
+python3 - "$work/times.txt" "$runs" <<'PY'
+import sys
 r = {}
-for f in sys.argv[1:]:
-    r.update({x["command"]: x["median"] * 1000 for x in json.load(open(f))["results"]})
-direct, rd = r["direct"], r["rustc-direct"]
+for line in open(sys.argv[1]):
+    name, ms = line.split()
+    r[name] = float(ms)
+direct, dc, rd = r["direct"], r["direct-compile"], r["rustc-direct"]
 rows = [
     ("exec trampoline, static C", "tramp-c-static", direct),
     ("exec trampoline, dynamic Rust", "tramp-rust-dynamic", direct),
@@ -78,12 +143,22 @@ rows = [
     ("gpuenv shim, static-pie", "gpuenv-shim-static", direct),
     ("gpuenv view bin/nvcc", "gpuenv-view-nvcc", direct),
     ("gpuenv view bin/nvcc, static-pie", "gpuenv-view-nvcc-static", direct),
+    ("gpuenv view bin/nvcc -c", "gpuenv-view-nvcc-compile", dc),
+    ("gpuenv view bin/nvcc -c, static-pie", "gpuenv-view-nvcc-compile-static", dc),
     ("rustup proxy (rustc --version)", "rustup-proxy", rd),
 ]
-print(f"a tool that runs for {direct:.3f} ms, called directly and through each proxy (medians of 300)")
-print(f"{'through':<38}{'median':>9}{'adds':>9}")
+if "gpuenv-view-nvcc-before" in r:
+    rows[6:6] = [("BEFORE's view bin/nvcc", "gpuenv-view-nvcc-before", direct),
+                 ("BEFORE's view bin/nvcc -c", "gpuenv-view-nvcc-compile-before", dc)]
+c = r["tramp-c-static"] - direct
+print(f"a tool that runs for {direct:.3f} ms, called directly and through each proxy")
+print(f"(medians of {sys.argv[2]} runs each, the commands taking turns)")
+print(f"{'through':<38}{'median':>9}{'adds':>9}{'vs C tramp':>12}")
 for label, key, base in rows:
-    print(f"{label:<38}{r[key]:>7.3f}ms{r[key] - base:>7.3f}ms")
+    adds = r[key] - base
+    print(f"{label:<38}{r[key]:>7.3f}ms{adds:>7.3f}ms{adds / c:>11.1f}x")
 print(f"(an empty Rust program costs {r['rust-empty']:.3f} ms here)")
-print(f"goal (the view's nvcc adds at most 0.9 ms): {'met' if r['gpuenv-view-nvcc-static'] - direct <= 0.9 else 'NOT met'}")
+for label, key, base in [x for x in rows if x[1].startswith("gpuenv-view") and "before" not in x[1]]:
+    met = "met" if r[key] - base <= 0.9 else "NOT met"
+    print(f"goal (adds at most 0.9 ms), {label}: {met}")
 PY

@@ -1,6 +1,8 @@
 //! The proxy runs for every nvcc/hipcc call: it links gpuenv-core only, and gpuenv-core has
 //! no CLI, network, archive or progress-bar dependency.
 
+mod common;
+
 use std::process::Command;
 
 fn normal_deps(package: &str) -> Vec<String> {
@@ -67,4 +69,42 @@ fn the_proxy_binary_is_built_from_the_core_alone() {
         .collect();
     crates.dedup();
     assert_eq!(crates, ["gpuenv_core"], "{main}");
+}
+
+/// Each shared library costs the loader time at every nvcc call: where the C compiler has
+/// libgcc's static unwinder (glibc Linux), build.rs links it into the proxy instead of
+/// libgcc_s (docs/performance.md).
+#[test]
+fn the_proxy_binary_loads_libc_and_no_libgcc_s() {
+    let eh = Command::new("cc")
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if !std::path::Path::new(&eh).is_absolute() {
+        eprintln!("SKIPPED: cc has no libgcc_eh.a here, so the proxy links libgcc_s");
+        return;
+    }
+    if !common::have_tool("readelf") {
+        return;
+    }
+    let out = Command::new("readelf")
+        .args(["-d", env!("CARGO_BIN_EXE_gpuenv-shim")])
+        .output()
+        .expect("readelf runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let needed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| l.split('[').nth(1)?.split(']').next())
+        .collect();
+    // The dynamic loader itself may be named too (libgcc's unwinder asks it for
+    // `_dl_find_object`): it is loaded anyway.
+    assert!(needed.contains(&"libc.so.6"), "{text}");
+    for lib in needed {
+        assert!(
+            lib == "libc.so.6" || lib.starts_with("ld-linux"),
+            "the proxy needs {lib}: {text}"
+        );
+    }
 }

@@ -1,6 +1,21 @@
 //! The gpuenv proxy, installed as `$GPUENV_HOME/shims/<tool>` and as each view's
 //! `bin/nvcc` / `bin/hipcc`. All of its logic is `gpuenv_core::proxy`; this links nothing else.
+//!
+//! It starts as C's `main`, without std's start-up: that start-up reads /proc/self/maps for
+//! a stack-overflow guard and maps a signal stack, about 0.1 ms of every compiler call, for
+//! a process that execs the real tool right away. What of it matters here (fds 0-2 open,
+//! SIGPIPE ignored) `proxy::main` does itself.
+#![no_main]
 
-fn main() -> std::process::ExitCode {
-    gpuenv_core::proxy::main()
+use std::ffi::{c_char, c_int, CStr, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+
+#[unsafe(no_mangle)]
+extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
+    let args: Vec<OsString> = (0..usize::try_from(argc).unwrap_or(0))
+        // SAFETY: the C runtime passes `argc` pointers to NUL-terminated strings.
+        .map(|i| unsafe { CStr::from_ptr(*argv.add(i)) })
+        .map(|arg| OsStr::from_bytes(arg.to_bytes()).to_os_string())
+        .collect();
+    c_int::from(gpuenv_core::proxy::main(args))
 }

@@ -73,6 +73,10 @@ impl Home {
     pub fn stamps(&self) -> PathBuf {
         self.root.join("stamps")
     }
+    /// What each host compiler's `--version` printed (`host_compiler::cache`).
+    pub fn host_compilers(&self) -> PathBuf {
+        self.root.join("cache/host-compilers")
+    }
     /// `TORCH_EXTENSIONS_DIR` of each toolchain: `torch-extensions/<name>`.
     pub fn torch_extensions(&self) -> PathBuf {
         self.root.join("torch-extensions")

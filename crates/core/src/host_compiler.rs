@@ -12,6 +12,8 @@ use crate::cuda_tables;
 use crate::project::Location;
 use crate::toolchain::Version;
 
+pub mod cache;
+
 /// What the choice needs to know about this machine.
 pub trait Probe {
     /// The executable `command` names: itself when it has a `/`, else the first on PATH.
@@ -238,12 +240,18 @@ impl Probe for PathProbe<'_> {
     }
 
     fn gcc_version(&self, compiler: &Path) -> Option<Version> {
-        let out = std::process::Command::new(compiler)
-            .arg("--version")
-            .output()
-            .ok()?;
-        parse_gcc_version(&String::from_utf8_lossy(&out.stdout))
+        parse_gcc_version(&version_output(compiler)?.0)
     }
+}
+
+/// What `compiler --version` printed on stdout, and whether it exited successfully.
+fn version_output(compiler: &Path) -> Option<(String, bool)> {
+    let out = std::process::Command::new(compiler)
+        .arg("--version")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    Some((text, out.status.success()))
 }
 
 #[cfg(test)]

@@ -7,9 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
 
 use crate::context::{vars, Context, NoHome};
 use crate::diagnostic::Diagnostic;
@@ -26,6 +24,9 @@ use crate::{auto_install, build_cache, env, guard, host_compiler, project, trust
 
 pub mod args;
 mod check;
+mod process;
+
+pub use process::main;
 
 /// Guard against infinite proxy recursion: a toolchain whose real tool leads back here.
 const MAX_DEPTH: u32 = 3;
@@ -133,49 +134,6 @@ pub struct Exec {
     pub args: Vec<OsString>,
     /// What changes in the environment (`None` = unset); values are bytes, passed on as they are.
     pub env: Vec<(String, Option<OsString>)>,
-}
-
-/// The proxy's entry point: plan from the process's own argv and environment, then exec.
-pub fn main() -> ExitCode {
-    let ctx = match Context::from_process() {
-        Ok(ctx) => {
-            if let Some(level) = ctx
-                .var_nonempty(crate::context::vars::GPUENV_LOG)
-                .and_then(ui::Level::parse)
-            {
-                ui::set_level(level);
-            }
-            ctx
-        }
-        Err(e) => {
-            ui::error(&e, crate::diagnostic::FIND);
-            return ExitCode::from(2);
-        }
-    };
-    let self_exe = std::env::current_exe().unwrap_or_default();
-    let result = plan(std::env::args_os().collect(), &ctx, &self_exe).and_then(|exec| {
-        let mut cmd = Command::new(&exec.program);
-        cmd.args(&exec.args);
-        for (k, v) in &exec.env {
-            match v {
-                Some(v) => cmd.env(k, v),
-                None => cmd.env_remove(k),
-            };
-        }
-        let source = cmd.exec();
-        Err(ProxyError::Exec {
-            program: exec.program,
-            source,
-        })
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(ProxyError::Refused(_)) => ExitCode::from(1),
-        Err(e) => {
-            ui::error(&e, crate::diagnostic::FIND);
-            ExitCode::from(2)
-        }
-    }
 }
 
 /// Decides what `argv` (argv[0] included) runs: the toolchain (the view the proxy was
@@ -312,7 +270,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
     let toolchain = toolchain.clone();
     if tool == kind.compiler() {
         check::guard(ctx, &registry, &toolchain, &active, &args)?;
-        args = compiler_args(ctx, kind, &mut active, args)?;
+        args = compiler_args(ctx, &home, kind, &mut active, args)?;
     }
 
     let trusted = trust::env_allowed(&registry, active.project.as_ref());
@@ -340,10 +298,13 @@ fn through_cache(
     registry: &Registry,
     active: &ActiveSet,
 ) -> Result<Exec, ProxyError> {
-    // A view's proxy does not resolve, but the project's setting still applies.
+    // A view's proxy does not resolve, but the project's setting still applies (unless
+    // the variable, which wins over it, is set).
+    let var = ctx.var(vars::GPUENV_BUILD_CACHE).filter(|v| !v.is_empty());
     let found;
     let file = match &active.project {
         Some(p) => Some(p),
+        None if var.is_some() => None,
         None => {
             found = project::find(&ctx.cwd)
                 .ok()
@@ -352,7 +313,7 @@ fn through_cache(
             found.as_ref()
         }
     };
-    let choice = build_cache::choose(ctx.var(vars::GPUENV_BUILD_CACHE), file, registry)?;
+    let choice = build_cache::choose(var, file, registry)?;
     match build_cache::locate(&choice, ctx.var_os("PATH")) {
         Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
         Ok(None) => Ok(exec),
@@ -368,6 +329,7 @@ fn through_cache(
 /// project's pins still apply to it.
 fn compiler_args(
     ctx: &Context,
+    home: &Home,
     kind: Kind,
     active: &mut ActiveSet,
     args: Vec<OsString>,
@@ -381,8 +343,13 @@ fn compiler_args(
             .transpose()?;
     }
     if kind == Kind::Cuda {
-        active.attach_host_compiler(&host_compiler::PathProbe {
-            path: ctx.var_os("PATH"),
+        // g++'s version, asked once per compiler file (host_compiler::cache).
+        active.attach_host_compiler(&host_compiler::cache::CachedProbe {
+            probe: host_compiler::PathProbe {
+                path: ctx.var_os("PATH"),
+            },
+            dir: home.host_compilers(),
+            now: std::time::SystemTime::now(),
         });
     }
     let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();
@@ -458,8 +425,14 @@ fn view_of(invoked: &Path, ctx: &Context) -> Result<Option<(Home, Registry, Stri
         .then_some((home, registry, name)))
 }
 
+/// Whether `a` and `b` are one file (links followed): two `stat`s, where comparing their
+/// canonical paths costs a `readlink` per path component.
 fn same_file(a: &Path, b: &Path) -> bool {
-    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    use std::os::unix::fs::MetadataExt;
+    match (fs_err::metadata(a), fs_err::metadata(b)) {
+        (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+        _ => false,
+    }
 }
 
 fn no_tool(tool: &str, active: &ActiveSet, ctx: &Context) -> ProxyError {

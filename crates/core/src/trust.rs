@@ -25,7 +25,7 @@ pub fn is_trusted(registry: &Registry, path: &Path, sha256: &str) -> bool {
 pub fn env_allowed(registry: &Registry, project: Option<&ProjectFile>) -> bool {
     project
         .filter(|p| !p.env.is_empty())
-        .is_some_and(|p| is_trusted(registry, &p.path, &p.sha256))
+        .is_some_and(|p| is_trusted(registry, &p.path, &p.sha256()))
 }
 
 /// What to tell the user when the file in effect has an `[env]` that is not applied
@@ -44,6 +44,6 @@ pub fn trust(registry: &mut Registry, file: &ProjectFile) {
     registry.trusted.retain(|t| t.path != file.path);
     registry.trusted.push(Trusted {
         path: file.path.clone(),
-        sha256: file.sha256.clone(),
+        sha256: file.sha256(),
     });
 }

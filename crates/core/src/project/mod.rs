@@ -77,11 +77,17 @@ pub struct ProjectFile {
     pub host_compiler: Option<(String, Location)>,
     /// Applied only when the file is trusted.
     pub env: BTreeMap<String, String>,
-    /// The sha256 of the bytes this was parsed from: trust is checked against exactly these.
-    pub sha256: String,
+    /// The bytes this was parsed from: trust is checked against exactly these.
+    text: String,
 }
 
 impl ProjectFile {
+    /// The sha256 of the bytes this was parsed from. Computed when asked (a trust check, or
+    /// `gpuenv trust`), not at every parse: the proxy parses the file on every compile.
+    pub fn sha256(&self) -> String {
+        crate::trust::content_hash(self.text.as_bytes())
+    }
+
     pub fn pin(&self, kind: Kind) -> Option<&Pin> {
         self.pins.iter().find(|p| p.kind == kind)
     }
@@ -250,7 +256,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         build_cache: None,
         host_compiler: None,
         env: BTreeMap::new(),
-        sha256: crate::trust::content_hash(text.as_bytes()),
+        text: text.to_string(),
     };
     if let Some(cache) = raw.build.and_then(|b| b.cache) {
         let start = cache.span().start;
