@@ -12,31 +12,13 @@ mod fixtures;
 mod server;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use archives::*;
 use common::*;
 use fixtures::*;
 use server::Server;
-
-/// The same command as `Sandbox::gpuenv`, spawned in the background.
-fn spawn(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Child {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
-    cmd.env_clear()
-        .env("HOME", sb.home())
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("LANG", "C.UTF-8")
-        .env("NO_COLOR", "1")
-        .current_dir(sb.dir.path())
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.spawn().unwrap()
-}
 
 /// Fails with exit status 2, says `what`, and leaves no trace of `name`.
 fn fails_cleanly(sb: &Sandbox, out: &Output, what: &str, name: &str) -> String {
@@ -95,15 +77,6 @@ fn archive_path(tree: &Tree, component: &str) -> String {
         .unwrap()
 }
 
-const MINIMAL: &[&str] = &[
-    "install",
-    "cuda-12.4",
-    "--source",
-    "nvidia",
-    "--profile",
-    "minimal",
-];
-
 #[test]
 fn a_sha256_mismatch_installs_nothing() {
     let (server, _) = mirror(|m| {
@@ -111,7 +84,7 @@ fn a_sha256_mismatch_installs_nothing() {
     });
     let sb = Sandbox::new();
     let url = server.url("redist/");
-    let out = gpuenv(&sb, &[("GPUENV_CUDA_MIRROR", &url)], MINIMAL);
+    let out = gpuenv(&sb, &[("GPUENV_CUDA_MIRROR", &url)], NVIDIA_MINIMAL);
     let t = fails_cleanly(
         &sb,
         &out,
@@ -144,11 +117,11 @@ fn a_body_cut_short_resumes_and_fetches_only_the_rest() {
     let sb = Sandbox::new();
     let url = server.url("redist/");
     let vars = [("GPUENV_CUDA_MIRROR", url.as_str())];
-    let out = gpuenv(&sb, &vars, MINIMAL);
+    let out = gpuenv(&sb, &vars, NVIDIA_MINIMAL);
     let t = fails_cleanly(&sb, &out, "ended early", "cuda-12.4.1");
     assert!(t.contains("retrying (4/4)"), "{t}");
 
-    let out = gpuenv(&sb, &vars, MINIMAL);
+    let out = gpuenv(&sb, &vars, NVIDIA_MINIMAL);
     succeeded(&out);
     let hits = server.hits(&path);
     let ranges: Vec<Option<String>> = hits.iter().map(|h| h.range.clone()).collect();
@@ -175,7 +148,7 @@ fn a_missing_archive_is_a_404_naming_the_url() {
     server.remove(&path);
     let sb = Sandbox::new();
     let url = server.url("redist/");
-    let out = gpuenv(&sb, &[("GPUENV_CUDA_MIRROR", &url)], MINIMAL);
+    let out = gpuenv(&sb, &[("GPUENV_CUDA_MIRROR", &url)], NVIDIA_MINIMAL);
     let t = fails_cleanly(&sb, &out, "was not found (HTTP 404)", "cuda-12.4.1");
     assert!(t.contains(&server.url(&path)), "{t}");
     assert_eq!(server.hits(&path).len(), 1, "a 404 is not retried");
@@ -193,7 +166,7 @@ fn a_server_that_stops_sending_times_out_after_bounded_retries() {
         ("GPUENV_HTTP_TIMEOUT", "1"),
     ];
     let start = Instant::now();
-    let out = gpuenv(&sb, &vars, MINIMAL);
+    let out = gpuenv(&sb, &vars, NVIDIA_MINIMAL);
     let t = fails_cleanly(&sb, &out, "timed out fetching", "cuda-12.4.1");
     assert!(
         t.contains("retrying (4/4)") && !t.contains("retrying (5/"),
@@ -207,7 +180,7 @@ fn a_server_that_stops_sending_times_out_after_bounded_retries() {
 fn an_unknown_host_is_a_dns_failure() {
     let sb = Sandbox::new();
     let vars = [("GPUENV_CUDA_MIRROR", "http://gpuenv-mirror.invalid/redist/")];
-    let out = gpuenv(&sb, &vars, MINIMAL);
+    let out = gpuenv(&sb, &vars, NVIDIA_MINIMAL);
     let t = fails_cleanly(
         &sb,
         &out,
@@ -358,8 +331,8 @@ fn two_installs_at_once_share_one_download_and_one_tree() {
     let sb = Sandbox::new();
     let url = server.url("redist/");
     let vars = [("GPUENV_CUDA_MIRROR", url.as_str())];
-    let a = spawn(&sb, &vars, MINIMAL);
-    let b = spawn(&sb, &vars, MINIMAL);
+    let a = spawn(&sb, &vars, NVIDIA_MINIMAL);
+    let b = spawn(&sb, &vars, NVIDIA_MINIMAL);
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
     succeeded(&a);
     succeeded(&b);
@@ -404,7 +377,7 @@ fn an_install_killed_at_any_stage_leaves_nothing_registered_and_the_retry_succee
         let mut child = spawn(
             &sb,
             &[("GPUENV_CUDA_MIRROR", &url), ("GPUENV_TEST_HANG_AT", &hang)],
-            MINIMAL,
+            NVIDIA_MINIMAL,
         );
         let start = Instant::now();
         while !marker.exists() {
@@ -433,7 +406,7 @@ fn an_install_killed_at_any_stage_leaves_nothing_registered_and_the_retry_succee
             text(&out)
         );
 
-        let out = gpuenv(&sb, &[("GPUENV_CUDA_MIRROR", &url)], MINIMAL);
+        let out = gpuenv(&sb, &[("GPUENV_CUDA_MIRROR", &url)], NVIDIA_MINIMAL);
         assert!(
             out.status.success(),
             "{stage}: the retry failed: {}",

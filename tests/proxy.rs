@@ -1,98 +1,16 @@
-//! The proxy and the torch guard, through the real binaries: nvcc called the way
-//! torch.utils.cpp_extension calls it, through the shims dir, `+spec` and PYTORCH_NVCC.
+//! The proxy's plan and the torch guard, through the real binaries: nvcc called the way
+//! torch.utils.cpp_extension calls it, through the shims dir, `+spec` and PYTORCH_NVCC; which
+//! toolchain answers, and what is said when none does.
 
 mod common;
+#[path = "common/proxy_world.rs"]
+mod world;
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use common::*;
 use fs_err as fs;
-
-struct World {
-    sb: Sandbox,
-    site: PathBuf,
-    proj: PathBuf,
-}
-
-impl World {
-    /// cuda-11.8, cuda-12.1, cuda-12.4 and rocm-6.2.4 linked; a venv with torch 2.4.1+cu121;
-    /// a project pinned to `pin`.
-    fn new(pin: &str) -> World {
-        let sb = Sandbox::new();
-        for (name, version) in [
-            ("cuda-11.8", "11.8.89"),
-            ("cuda-12.1", "12.1.105"),
-            ("cuda-12.4", "12.4.131"),
-        ] {
-            let root = cuda_runfile(&sb.path(&format!("opt/{name}")), version);
-            sb.ok(&["link", name, root.to_str().unwrap()]);
-        }
-        let rocm_root = rocm(&sb.path("opt/rocm-6.2.4"), "6.2.4");
-        sb.ok(&["link", "rocm-6.2.4", rocm_root.to_str().unwrap()]);
-        let site = torch_package(
-            &sb.path("venv/lib/python3.11/site-packages"),
-            "2.4.1+cu121",
-            Some("12.1"),
-            None,
-        );
-        let proj = sb.path("proj");
-        write(
-            &proj.join("gpuenv.toml"),
-            &format!("[toolchain]\ncuda = \"{pin}\"\n"),
-        );
-        World { sb, site, proj }
-    }
-
-    fn view_nvcc(&self, name: &str) -> PathBuf {
-        self.sb.gpuenv_home().join(format!("views/{name}/bin/nvcc"))
-    }
-
-    fn log(&self, name: &str) -> Option<String> {
-        fs::read_to_string(self.sb.path(&format!("opt/{name}/nvcc.log"))).ok()
-    }
-
-    /// The arguments torch's cpp_extension passes to nvcc.
-    fn ext_args(&self) -> Vec<String> {
-        let inc = self.site.join("torch/include");
-        vec![
-            format!("-I{}", inc.display()),
-            format!("-I{}", inc.join("torch/csrc/api/include").display()),
-            "-DTORCH_EXTENSION_NAME=ext".into(),
-            "-c".into(),
-            "x.cu".into(),
-            "-o".into(),
-            "x.o".into(),
-        ]
-    }
-
-    /// Runs `program` in the project with a clean environment and `vars`.
-    fn run(&self, program: &Path, args: &[String], vars: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .env_clear()
-            .env("HOME", self.sb.home())
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("NO_COLOR", "1")
-            .current_dir(&self.proj);
-        for (k, v) in vars {
-            cmd.env(k, v);
-        }
-        cmd.output().unwrap()
-    }
-
-    fn shims_path(&self) -> String {
-        format!(
-            "{}:/usr/local/bin:/usr/bin:/bin",
-            self.sb.gpuenv_home().join("shims").display()
-        )
-    }
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use world::{stderr, World};
 
 #[test]
 fn a_mismatched_extension_build_is_refused_before_compiling() {
@@ -267,108 +185,6 @@ fn pytorch_nvcc_covers_the_jit_path_and_torch_is_found_from_the_python() {
     let out = w.run(&pytorch_nvcc, &args, &[]);
     succeeded(&out);
     assert!(stderr(&out).contains("cannot check it"), "{}", stderr(&out));
-}
-
-#[test]
-fn exit_status_and_signals_are_the_tools_own() {
-    let w = World::new("12.1");
-    let nvcc = w.view_nvcc("cuda-12.1");
-    let out = w.run(&nvcc, &["--exit".into(), "3".into()], &[]);
-    assert_eq!(out.status.code(), Some(3));
-    let out = w.run(&nvcc, &["--kill-self".into()], &[]);
-    assert_eq!(
-        out.status.signal(),
-        Some(15),
-        "exec'd, so the signal reaches the caller: {out:?}"
-    );
-}
-
-#[test]
-fn the_proxy_sets_the_toolchains_environment() {
-    let w = World::new("12.1");
-    let script = w.sb.path("opt/cuda-12.1/bin/envdump");
-    write_exe(
-        &script,
-        "#!/bin/sh\necho \"$CUDA_HOME|$GPUENV_ACTIVE|$PATH\"\n",
-    );
-    w.sb.ok(&["reshim"]);
-    let out = w.run(
-        Path::new("envdump"),
-        &[],
-        &[(
-            "PATH",
-            &format!("{}:/usr/local/cuda-11.3/bin", w.shims_path()),
-        )],
-    );
-    succeeded(&out);
-    let text = String::from_utf8(out.stdout).unwrap();
-    let view = w.sb.gpuenv_home().join("views/cuda-12.1");
-    assert!(
-        text.starts_with(&format!(
-            "{}|cuda-12.1|{}/bin:{}",
-            view.display(),
-            view.display(),
-            w.sb.gpuenv_home().join("shims").display()
-        )),
-        "{text}"
-    );
-    assert!(!text.contains("cuda-11.3"), "{text}");
-}
-
-#[test]
-fn loops_are_stopped() {
-    let w = World::new("12.1");
-    // A "toolchain" whose nvcc runs the shims again.
-    let root = w.sb.path("opt/loop");
-    write(&root.join("version.txt"), "CUDA Version 10.2.89\n");
-    write_exe(
-        &root.join("bin/nvcc"),
-        &format!(
-            "#!/bin/sh\nexec '{}' \"$@\"\n",
-            w.sb.gpuenv_home().join("shims/nvcc").display()
-        ),
-    );
-    w.sb.ok(&["link", "cuda-10.2-loop", root.to_str().unwrap()]);
-    let out = w.run(
-        Path::new("nvcc"),
-        &["-c".into(), "x.cu".into()],
-        &[
-            ("PATH", &w.shims_path()),
-            ("GPUENV_TOOLCHAIN", "cuda-10.2-loop"),
-            // CUDA 10.2 accepts gcc <= 8: the user's own choice, so gpuenv does not stop it.
-            ("NVCC_CCBIN", "g++"),
-        ],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("leads back to a gpuenv proxy"),
-        "{}",
-        stderr(&out)
-    );
-
-    // A linked toolchain whose nvcc became the proxy itself after `link` (which refuses
-    // such a root).
-    let root = w.sb.path("opt/self");
-    write(&root.join("version.txt"), "CUDA Version 10.1.243\n");
-    nvcc_stub(&root, "10.1.243");
-    w.sb.ok(&["link", "cuda-10.1", root.to_str().unwrap()]);
-    fs::remove_file(root.join("bin/nvcc")).unwrap();
-    std::os::unix::fs::symlink(
-        w.sb.gpuenv_home().join("bin/gpuenv-shim"),
-        root.join("bin/nvcc"),
-    )
-    .unwrap();
-    let out = w.run(
-        Path::new("nvcc"),
-        &["--version".into()],
-        &[("PATH", &w.shims_path()), ("GPUENV_TOOLCHAIN", "cuda-10.1")],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("is the gpuenv proxy itself"),
-        "{}",
-        stderr(&out)
-    );
 }
 
 #[test]

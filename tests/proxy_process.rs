@@ -1,59 +1,17 @@
 //! The proxy as a process around the tool: the host compiler it asks about (once per
-//! compiler file), and the standard streams the tool gets.
+//! compiler file), the standard streams and the environment the tool gets, its exit status
+//! and signals, and loops back into the proxy.
 
 mod common;
+#[path = "common/proxy_world.rs"]
+mod world;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 
 use common::*;
 use fs_err as fs;
-
-struct World {
-    sb: Sandbox,
-    proj: PathBuf,
-}
-
-impl World {
-    /// cuda-11.8 and cuda-12.4 linked (stub nvcc that log their arguments); a project.
-    fn new() -> World {
-        let sb = Sandbox::new();
-        for (name, version) in [("cuda-11.8", "11.8.89"), ("cuda-12.4", "12.4.131")] {
-            let root = cuda_runfile(&sb.path(&format!("opt/{name}")), version);
-            sb.ok(&["link", name, root.to_str().unwrap()]);
-        }
-        let proj = sb.path("proj");
-        write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"11.8\"\n");
-        World { sb, proj }
-    }
-
-    fn view_nvcc(&self, name: &str) -> PathBuf {
-        self.sb.gpuenv_home().join(format!("views/{name}/bin/nvcc"))
-    }
-
-    fn log(&self, name: &str) -> Option<String> {
-        fs::read_to_string(self.sb.path(&format!("opt/{name}/nvcc.log"))).ok()
-    }
-
-    /// `program` in the project with a clean environment and `vars`.
-    fn command(&self, program: &Path, args: &[String], vars: &[(&str, &str)]) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .env_clear()
-            .env("HOME", self.sb.home())
-            .env("PATH", "/usr/bin:/bin")
-            .env("NO_COLOR", "1")
-            .current_dir(&self.proj);
-        for (k, v) in vars {
-            cmd.env(k, v);
-        }
-        cmd
-    }
-
-    fn run(&self, program: &Path, args: &[String], vars: &[(&str, &str)]) -> std::process::Output {
-        self.command(program, args, vars).output().unwrap()
-    }
-}
+use world::{stderr, World};
 
 /// A g++ in `dir` that says it is gcc `version` and logs each run to `g++.runs`, written
 /// as a package upgrade writes it: a new file renamed over the old one.
@@ -68,7 +26,7 @@ fn fake_gxx(dir: &Path, version: &str) {
 
 #[test]
 fn g_plus_plus_is_asked_its_version_once_and_again_after_an_upgrade() {
-    let w = World::new();
+    let w = World::new("11.8");
     let bin = w.sb.path("gcc-bin");
     write_exe(
         &bin.join("g++-11"),
@@ -114,7 +72,7 @@ fn g_plus_plus_is_asked_its_version_once_and_again_after_an_upgrade() {
 #[test]
 fn a_tool_started_with_stdin_and_stdout_closed_gets_dev_null_there_as_before() {
     use std::os::unix::process::CommandExt;
-    let w = World::new();
+    let w = World::new("11.8");
     // The real nvcc says what its fds 0-2 are (a closed one: "closed").
     let log = w.sb.path("fds.log");
     write_exe(
@@ -141,5 +99,107 @@ fn a_tool_started_with_stdin_and_stdout_closed_gets_dev_null_there_as_before() {
     assert!(
         fds[2].starts_with("pipe:"),
         "stderr is the caller's: {fds:?}"
+    );
+}
+
+#[test]
+fn exit_status_and_signals_are_the_tools_own() {
+    let w = World::new("12.1");
+    let nvcc = w.view_nvcc("cuda-12.1");
+    let out = w.run(&nvcc, &["--exit".into(), "3".into()], &[]);
+    assert_eq!(out.status.code(), Some(3));
+    let out = w.run(&nvcc, &["--kill-self".into()], &[]);
+    assert_eq!(
+        out.status.signal(),
+        Some(15),
+        "exec'd, so the signal reaches the caller: {out:?}"
+    );
+}
+
+#[test]
+fn the_proxy_sets_the_toolchains_environment() {
+    let w = World::new("12.1");
+    let script = w.sb.path("opt/cuda-12.1/bin/envdump");
+    write_exe(
+        &script,
+        "#!/bin/sh\necho \"$CUDA_HOME|$GPUENV_ACTIVE|$PATH\"\n",
+    );
+    w.sb.ok(&["reshim"]);
+    let out = w.run(
+        Path::new("envdump"),
+        &[],
+        &[(
+            "PATH",
+            &format!("{}:/usr/local/cuda-11.3/bin", w.shims_path()),
+        )],
+    );
+    succeeded(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let view = w.sb.gpuenv_home().join("views/cuda-12.1");
+    assert!(
+        text.starts_with(&format!(
+            "{}|cuda-12.1|{}/bin:{}",
+            view.display(),
+            view.display(),
+            w.sb.gpuenv_home().join("shims").display()
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("cuda-11.3"), "{text}");
+}
+
+#[test]
+fn loops_are_stopped() {
+    let w = World::new("12.1");
+    // A "toolchain" whose nvcc runs the shims again.
+    let root = w.sb.path("opt/loop");
+    write(&root.join("version.txt"), "CUDA Version 10.2.89\n");
+    write_exe(
+        &root.join("bin/nvcc"),
+        &format!(
+            "#!/bin/sh\nexec '{}' \"$@\"\n",
+            w.sb.gpuenv_home().join("shims/nvcc").display()
+        ),
+    );
+    w.sb.ok(&["link", "cuda-10.2-loop", root.to_str().unwrap()]);
+    let out = w.run(
+        Path::new("nvcc"),
+        &["-c".into(), "x.cu".into()],
+        &[
+            ("PATH", &w.shims_path()),
+            ("GPUENV_TOOLCHAIN", "cuda-10.2-loop"),
+            // CUDA 10.2 accepts gcc <= 8: the user's own choice, so gpuenv does not stop it.
+            ("NVCC_CCBIN", "g++"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("leads back to a gpuenv proxy"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A linked toolchain whose nvcc became the proxy itself after `link` (which refuses
+    // such a root).
+    let root = w.sb.path("opt/self");
+    write(&root.join("version.txt"), "CUDA Version 10.1.243\n");
+    nvcc_stub(&root, "10.1.243");
+    w.sb.ok(&["link", "cuda-10.1", root.to_str().unwrap()]);
+    fs::remove_file(root.join("bin/nvcc")).unwrap();
+    std::os::unix::fs::symlink(
+        w.sb.gpuenv_home().join("bin/gpuenv-shim"),
+        root.join("bin/nvcc"),
+    )
+    .unwrap();
+    let out = w.run(
+        Path::new("nvcc"),
+        &["--version".into()],
+        &[("PATH", &w.shims_path()), ("GPUENV_TOOLCHAIN", "cuda-10.1")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("is the gpuenv proxy itself"),
+        "{}",
+        stderr(&out)
     );
 }

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Child, Output, Stdio};
 
 use crate::archives::*;
 use crate::common::{nvcc_version_text, write, Sandbox, CAPTURED};
@@ -38,6 +38,95 @@ pub fn ok(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> String {
         text(&out)
     );
     text(&out)
+}
+
+/// The same command as `Sandbox::gpuenv`, started in the background.
+pub fn spawn(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Child {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
+    cmd.env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
+        .env("NO_COLOR", "1")
+        .current_dir(sb.dir.path())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Asserts that a failure's message ends with its hint.
+pub fn hint_last(t: &str) {
+    assert!(
+        t.trim_end().lines().last().unwrap().starts_with("hint:"),
+        "the hint comes last:\n{t}"
+    );
+}
+
+/// `gpuenv install cuda-12.4` from NVIDIA's redist, the smallest profile.
+pub const NVIDIA_MINIMAL: &[&str] = &[
+    "install",
+    "cuda-12.4",
+    "--source",
+    "nvidia",
+    "--profile",
+    "minimal",
+];
+
+/// `gpuenv install rocm-6.2.4 --manifest <manifest>`.
+pub fn install_manifest(sb: &Sandbox, manifest: &Path) -> Output {
+    gpuenv(
+        sb,
+        &[],
+        &[
+            "install",
+            "rocm-6.2.4",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+    )
+}
+
+/// An installed CUDA has the runfile layout: `include` and `lib64` link into
+/// `targets/<arch>-linux`, the tools are there, read-only and executable by everyone.
+pub fn check_runfile_layout(root: &Path) {
+    let t = if std::env::consts::ARCH == "aarch64" {
+        "sbsa"
+    } else {
+        std::env::consts::ARCH
+    };
+    let target = format!("targets/{t}-linux");
+    assert_eq!(
+        fs_err::read_link(root.join("include")).unwrap(),
+        Path::new(&format!("{target}/include"))
+    );
+    assert_eq!(
+        fs_err::read_link(root.join("lib64")).unwrap(),
+        Path::new(&format!("{target}/lib"))
+    );
+    for f in [
+        "bin/nvcc",
+        "bin/ptxas",
+        "nvvm/bin/cicc",
+        "include/cuda_runtime.h",
+        "include/crt/host_config.h",
+        "lib64/libcudart.so",
+    ] {
+        assert!(root.join(f).exists(), "{} lacks {f}", root.display());
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs_err::metadata(root.join("bin/nvcc"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(
+        mode & 0o777,
+        0o555,
+        "tools are executable by everyone and writable by no one"
+    );
 }
 
 pub fn serve(server: &Server, prefix: &str, tree: &Tree) {
