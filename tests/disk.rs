@@ -101,15 +101,7 @@ fn uninstalling_one_toolkit_leaves_the_files_it_shared_with_another() {
         fs_err::read(new.join("include/cuda_runtime.h")).unwrap(),
         header
     );
-    let nvcc = sb.gpuenv_home().join("views/cuda-12.6.3/bin/nvcc");
-    let out = std::process::Command::new(&nvcc)
-        .arg("--version")
-        .env_clear()
-        .env("HOME", sb.home())
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
-    assert!(succeeded(&out).contains("release 12.6"));
+    assert!(view_nvcc_version(&sb, "cuda-12.6.3").contains("release 12.6"));
     // The uninstalled toolkit's own files are gone from the cache, the shared ones stay.
     let objects = sb.gpuenv_home().join("downloads/objects");
     for entry in walkdir::WalkDir::new(&objects) {

@@ -15,25 +15,6 @@ use common::*;
 use fixtures::*;
 use server::Server;
 
-/// The view's nvcc (the proxy) run as a build would.
-fn view_nvcc_version(sb: &Sandbox, name: &str) -> String {
-    let nvcc = sb.gpuenv_home().join(format!("views/{name}/bin/nvcc"));
-    assert_eq!(
-        fs_err::read_link(&nvcc).unwrap(),
-        sb.gpuenv_home().join("bin/gpuenv-shim"),
-        "the view's nvcc is the proxy"
-    );
-    let out = std::process::Command::new(nvcc)
-        .arg("--version")
-        .env_clear()
-        .env("HOME", sb.home())
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
-    succeeded(&out);
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn nvidia_source_installs_a_release_from_a_redist_mirror() {
     let server = Server::start();

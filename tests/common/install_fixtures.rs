@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Output, Stdio};
 
 use crate::archives::*;
-use crate::common::{nvcc_version_text, write, Sandbox, CAPTURED};
+use crate::common::{nvcc_version_text, succeeded, write, Sandbox, CAPTURED};
 use crate::server::Server;
 
 /// stdout and stderr of a run, for messages and assertions.
@@ -92,6 +92,25 @@ pub fn install_manifest(sb: &Sandbox, manifest: &Path) -> Output {
 
 /// An installed CUDA has the runfile layout: `include` and `lib64` link into
 /// `targets/<arch>-linux`, the tools are there, read-only and executable by everyone.
+/// The view's nvcc (the proxy) run as a build would.
+pub fn view_nvcc_version(sb: &Sandbox, name: &str) -> String {
+    let nvcc = sb.gpuenv_home().join(format!("views/{name}/bin/nvcc"));
+    assert_eq!(
+        fs_err::read_link(&nvcc).unwrap(),
+        sb.gpuenv_home().join("bin/gpuenv-shim"),
+        "the view's nvcc is the proxy"
+    );
+    let out = std::process::Command::new(nvcc)
+        .arg("--version")
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    succeeded(&out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub fn check_runfile_layout(root: &Path) {
     let t = if std::env::consts::ARCH == "aarch64" {
         "sbsa"
