@@ -358,13 +358,7 @@ fn compiler_args(
     }
     if kind == Kind::Cuda {
         // g++'s version, asked once per compiler file (host_compiler::cache).
-        active.attach_host_compiler(&host_compiler::cache::CachedProbe {
-            probe: host_compiler::PathProbe {
-                path: ctx.var_os("PATH"),
-            },
-            dir: home.host_compilers(),
-            now: std::time::SystemTime::now(),
-        });
+        active.attach_host_compiler(&host_compiler::cache::CachedProbe::new(ctx, home));
     }
     let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();
     let choice = active.host_compiler.as_ref().filter(|_| !user_ccbin);
