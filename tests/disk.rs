@@ -172,3 +172,31 @@ fn a_shared_file_someone_edited_is_not_linked_into_the_next_toolkit() {
     assert_ne!(inode(&fresh), inode(&edited));
     assert_eq!(fs_err::metadata(&fresh).unwrap().mode() & 0o222, 0);
 }
+
+#[test]
+fn a_cache_from_before_the_store_joins_it_when_reused() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1", "12.6.3"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    let minimal = |release| ["install", release, "--profile", "minimal"];
+    ok(&sb, &vars, &minimal("cuda-12.4.1"));
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    // What an older gpuenv left: sealed unpacked trees, no objects.
+    let objects = sb.gpuenv_home().join("downloads/objects");
+    fs_err::remove_dir_all(&objects).unwrap();
+
+    ok(
+        &sb,
+        &vars,
+        &[&minimal("cuda-12.4.1")[..], &["--offline"]].concat(),
+    );
+    ok(&sb, &vars, &minimal("cuda-12.6.3"));
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    let header = "include/cuda_runtime.h";
+    assert_eq!(
+        inode(&toolchains.join("cuda-12.4.1").join(header)),
+        inode(&toolchains.join("cuda-12.6.3").join(header))
+    );
+}

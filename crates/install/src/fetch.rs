@@ -160,7 +160,8 @@ impl Fetcher {
     pub fn unpacked(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
         let dir = self.cache.unpacked(&a.sha256);
         let list = self.cache.seal(&a.sha256);
-        if dir.is_dir() && seal::verify(&dir, &list).is_ok() {
+        let objects = self.cache.objects();
+        if dir.is_dir() && seal::verify(&dir, &list, &objects).is_ok() {
             return Ok(dir);
         }
         let _lock = cache::lock(&self.cache.lock_path(&a.sha256), || {
@@ -168,7 +169,7 @@ impl Fetcher {
         })?;
         let parent = dir.parent().expect("cache paths have a parent");
         if dir.is_dir() {
-            match seal::verify(&dir, &list) {
+            match seal::verify(&dir, &list, &objects) {
                 Ok(()) => return Ok(dir),
                 // Unpacked by a gpuenv that kept no list: unpacked again quietly.
                 Err(seal::Changed::NoList) => {}
@@ -213,7 +214,7 @@ impl Fetcher {
             }
             return Err(e.into());
         }
-        seal::seal(tmp.path(), &list, &self.cache.objects())?;
+        seal::seal(tmp.path(), &list, &objects)?;
         fs_err::rename(tmp.keep(), &dir)?;
         if !self.keep_archives {
             // The sealed tree is what a reinstall uses; failing to remove only costs disk.

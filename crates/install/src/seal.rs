@@ -66,13 +66,24 @@ pub fn seal(tree: &Path, list: &Path, objects: &Objects) -> io::Result<()> {
     gpuenv_core::fsutil::write_atomic(list, text.as_bytes())
 }
 
-/// Checks `tree` against the list written by [`seal`].
-pub fn verify(tree: &Path, list: &Path) -> Result<(), Changed> {
+/// Checks `tree` against the list written by [`seal`]. When it matches, each of its files
+/// is stored once in `objects`, so a tree unpacked before gpuenv had a store joins it.
+pub fn verify(tree: &Path, list: &Path, objects: &Objects) -> Result<(), Changed> {
     let Ok(want) = fs_err::read_to_string(list) else {
         return Err(Changed::NoList);
     };
-    let got = describe(tree, &mut |_, _| Ok(())).map_err(|_| Changed::Entry(".".into()))?;
+    let mut files = Vec::new();
+    let got = describe(tree, &mut |path, sha256| {
+        files.push((path.to_path_buf(), sha256.to_string()));
+        Ok(())
+    })
+    .map_err(|_| Changed::Entry(".".into()))?;
     if got == want {
+        for (path, sha256) in files {
+            let sha256 = Sha256::parse(&sha256).expect("sha256_file gives 64 hex digits");
+            // Only an optimisation: a file the store cannot take stays as it is.
+            let _ = objects.share(&path, &sha256);
+        }
         return Ok(());
     }
     // Name the first entry that differs.
@@ -173,6 +184,10 @@ fn escape(p: &Path) -> String {
 mod tests {
     use super::*;
 
+    fn objects(tree: &Path) -> Objects {
+        Objects::new(tree.with_file_name("objects"))
+    }
+
     fn sealed() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let tree = dir.path().join("t");
@@ -193,7 +208,7 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o222, 0);
-        assert_eq!(verify(&tree, &list), Ok(()));
+        assert_eq!(verify(&tree, &list, &objects(&tree)), Ok(()));
         assert!(fs_err::read_to_string(&list)
             .unwrap()
             .contains(" a%20b%25\n"));
@@ -205,19 +220,22 @@ mod tests {
         let nvcc = tree.join("bin/nvcc");
         fs_err::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o644)).unwrap();
         fs_err::write(&nvcc, "#!/bin/sh\necho pwned\n").unwrap();
-        assert_eq!(verify(&tree, &list), Err(Changed::Entry("bin/nvcc".into())));
+        assert_eq!(
+            verify(&tree, &list, &objects(&tree)),
+            Err(Changed::Entry("bin/nvcc".into()))
+        );
         fs_err::remove_file(&nvcc).unwrap();
         assert_eq!(
-            verify(&tree, &list),
+            verify(&tree, &list, &objects(&tree)),
             Err(Changed::Missing("bin/nvcc".into()))
         );
         let (_d, tree, list) = sealed();
         fs_err::write(tree.join("bin/extra"), "").unwrap();
         assert_eq!(
-            verify(&tree, &list),
+            verify(&tree, &list, &objects(&tree)),
             Err(Changed::Added("bin/extra".into()))
         );
         fs_err::remove_file(&list).unwrap();
-        assert_eq!(verify(&tree, &list), Err(Changed::NoList));
+        assert_eq!(verify(&tree, &list, &objects(&tree)), Err(Changed::NoList));
     }
 }
