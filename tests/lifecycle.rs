@@ -473,3 +473,40 @@ fn ctrl_c_stops_an_install_the_shell_hook_started() {
     assert!(out.status.success(), "{stderr}");
     assert!(!sb.gpuenv_home().join("toolchains/cuda-12.4.1").exists());
 }
+
+#[test]
+fn auto_install_with_no_gpuenv_to_install_with_says_how_to_provide_one() {
+    let sb = Sandbox::new();
+    let cuda = sb.path("cuda-12.4");
+    nvcc_stub(&cuda, "12.4.131");
+    sb.ok(&["link", "cuda-12.4", cuda.to_str().unwrap()]);
+    write(
+        &sb.path("proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"13.0\"\n",
+    );
+    // A proxy left without its gpuenv (a home copied to another machine), and none on PATH.
+    let bin = sb.gpuenv_home().join("bin");
+    fs_err::remove_file(bin.join("gpuenv")).unwrap();
+    let nvcc = sb.gpuenv_home().join("shims/nvcc");
+    let out = exec(
+        &sb,
+        &nvcc,
+        "proj",
+        &[("GPUENV_AUTO_INSTALL", "1")],
+        &["--version"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let pin = sb.path("proj/gpuenv.toml");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: cuda-13.0 is not installed (the pin at {}:2:8 asks for it), and GPUENV_AUTO_INSTALL found no gpuenv to install it with: none in {} or on PATH\n\
+             hint: put gpuenv on PATH, or link it beside the proxy as {}\n\
+             hint: or install it yourself: `gpuenv install cuda-13.0`\n",
+            pin.display(),
+            bin.display(),
+            bin.join("gpuenv").display()
+        )
+    );
+}

@@ -70,6 +70,55 @@ fn g_plus_plus_is_asked_its_version_once_and_again_after_an_upgrade() {
 }
 
 #[test]
+fn show_doctor_and_the_proxy_share_one_answer_from_g_plus_plus_until_it_is_upgraded() {
+    let w = World::new();
+    let bin = w.sb.path("gcc-bin");
+    write_exe(
+        &bin.join("g++-11"),
+        "#!/bin/sh\necho 'g++-11 (GCC) 11.4.0'\n",
+    );
+    fake_gxx(&bin, "11.4.0");
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let gpuenv = assert_cmd::cargo::cargo_bin("gpuenv");
+    let show = || {
+        let out = w.run(&gpuenv, &["show".into()], &[("PATH", &path)]);
+        succeeded(&out)
+            .lines()
+            .find_map(|l| l.strip_prefix("host compiler: ").map(str::to_string))
+            .expect("show names the host compiler")
+    };
+    let runs = || {
+        fs::read_to_string(bin.join("g++.runs"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    // A compiler changed in the last 2 s is asked each time (file times tick coarsely).
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+
+    assert!(show().contains("g++ is gcc 11.4.0"), "{}", show());
+    show();
+    assert_eq!(runs(), 1, "the second show does not start g++ again");
+    // The proxy and the doctor's choice read the same answer.
+    let args = ["-c".to_string(), "x.cu".to_string()];
+    succeeded(&w.run(&w.view_nvcc("cuda-11.8"), &args, &[("PATH", &path)]));
+    w.run(&gpuenv, &["doctor".into()], &[("PATH", &path)]);
+    assert_eq!(runs(), 1, "the proxy and doctor reuse it");
+
+    // An upgrade to gcc 12 (a new file at the same path) is asked again at once.
+    fake_gxx(&bin, "12.2.0");
+    let choice = show();
+    assert_eq!(runs(), 2);
+    assert!(
+        choice.starts_with(&format!(
+            "{} (g++ is gcc 12.2.0",
+            bin.join("g++-11").display()
+        )),
+        "{choice}"
+    );
+}
+
+#[test]
 fn a_tool_started_with_stdin_and_stdout_closed_gets_dev_null_there_as_before() {
     use std::os::unix::process::CommandExt;
     let w = World::new("11.8");

@@ -4,9 +4,11 @@
 
 mod common;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::shells::{self, dialect};
 use common::*;
 use fs_err as fs;
 
@@ -164,6 +166,50 @@ fn user_pins_and_runs_a_read_only_site_toolchain_without_writing_to_it() {
     }
     drop(_ro);
     assert_eq!(snapshot(&site), before, "nothing in the store changed");
+}
+
+#[test]
+fn cd_into_a_project_pinned_to_an_upstream_toolchain_puts_its_nvcc_on_path_at_the_prompt() {
+    let sb = Sandbox::new();
+    let store = site_store(&sb);
+    // cuda-11.8 has no view in the store; the user never ran env, run or reshim.
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"11.8\"\n");
+    assert!(!sb.gpuenv_home().exists(), "a fresh user home");
+    let before = snapshot(&sb.path("site"));
+
+    let (source, prompt, hook) = dialect("bash");
+    let script =
+        format!("{source}\n{prompt}\ncd \"$P\"\n{hook}\ncommand -v nvcc\nnvcc --version\n");
+    let gpuenv = assert_cmd::cargo::cargo_bin("gpuenv");
+    let config = sb.path("etc/gpuenv/config.toml");
+    let home = sb.home();
+    let env: [(&str, &OsStr); 6] = [
+        ("HOME", home.as_os_str()),
+        ("PATH", OsStr::new("/usr/bin:/bin")),
+        ("LANG", OsStr::new("C.UTF-8")),
+        ("GPUENV_BIN", gpuenv.as_os_str()),
+        ("GPUENV_SYSTEM_CONFIG", config.as_os_str()),
+        ("P", proj.as_os_str()),
+    ];
+    let out = shells::run("bash", &script, &sb.path("."), &env);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let own_nvcc = sb.gpuenv_home().join("views/cuda-11.8/bin/nvcc");
+    assert!(
+        stdout.starts_with(&format!("{}\n", own_nvcc.display())),
+        "the view in the user's own home: {stdout}"
+    );
+    assert!(stdout.contains("release 11.8"), "{stdout}\n{stderr}");
+    assert_eq!(
+        snapshot(&sb.path("site")),
+        before,
+        "nothing in the store changed"
+    );
+    assert!(!store.join("views/cuda-11.8").exists());
 }
 
 #[test]

@@ -160,6 +160,14 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
         ui::hook_note(notice);
     }
+    // As `env` and `run` do: a toolchain whose view is missing (an upstream's the upstream
+    // has none for) gets one in the user's own home, or its nvcc would not be on PATH. Only
+    // here, past the fast path: a prompt where nothing changed still runs nothing.
+    super::upstream_views_for(
+        home,
+        &registry,
+        active.toolchains.iter().map(|t| t.name.as_str()),
+    )?;
     let mut change = env::plan(&active, &registry, home, trusted);
     gpuenv_core::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.

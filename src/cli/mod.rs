@@ -292,9 +292,11 @@ fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Resul
     let torch = || guard::locate_torch(ctx, None);
     let req = Request::new(ctx, overrides, &torch);
     let mut active = resolve::resolve(&req, registry)?;
-    active.attach_host_compiler(&host_compiler::PathProbe {
-        path: ctx.var_os("PATH"),
-    });
+    // The proxy's probe: g++ is asked once per compiler file (host_compiler::cache).
+    active.attach_host_compiler(&host_compiler::cache::CachedProbe::new(
+        ctx,
+        &ctx.gpuenv_home()?,
+    ));
     if let Some(p) = &active.project {
         ui::verbose(format!("toolchain file: {}", p.path.display()));
     }

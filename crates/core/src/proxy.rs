@@ -59,11 +59,6 @@ pub enum ProxyError {
     Resolve(#[from] ResolveError),
     #[error(transparent)]
     Policy(#[from] PolicyError),
-    #[error("cannot read {}", path.display())]
-    Unreadable {
-        path: PathBuf,
-        source: std::io::Error,
-    },
     #[error("cannot run {}", program.display())]
     Exec {
         program: PathBuf,
@@ -82,9 +77,14 @@ pub enum ProxyError {
     /// No host compiler the toolkit accepts (it names the limit and the package).
     #[error(transparent)]
     HostCompiler(#[from] crate::host_compiler::HostCompilerProblem),
-    /// `GPUENV_AUTO_INSTALL` found no gpuenv to install a missing pin with.
-    #[error("{0}")]
-    AutoInstall(String),
+    /// `GPUENV_AUTO_INSTALL` found no gpuenv to install a missing pin with (`beside` is the
+    /// directory it looked in first, the proxy's own).
+    #[error("{spec} is not installed ({origin} asks for it), and GPUENV_AUTO_INSTALL found no gpuenv to install it with: none in {} or on PATH", beside.display())]
+    NoInstaller {
+        spec: Spec,
+        origin: String,
+        beside: PathBuf,
+    },
     /// The `gpuenv install` it ran did not install.
     #[error(transparent)]
     Installing(#[from] auto_install::InstallFailed),
@@ -107,12 +107,22 @@ impl Diagnostic for ProxyError {
             ProxyError::HostCompiler(e) => return e.hints(),
             ProxyError::BuildCache(e) => return e.hints(),
             ProxyError::Installing(e) => return e.hints(),
-            ProxyError::Refused(_)
-            | ProxyError::AutoInstall(_)
-            | ProxyError::BadOverride { .. }
-            | ProxyError::Policy(_)
-            | ProxyError::Unreadable { .. }
-            | ProxyError::Exec { .. } => return Vec::new(),
+            // Already printed in full by the guard.
+            ProxyError::Refused(_) => return Vec::new(),
+            ProxyError::NoInstaller { spec, beside, .. } => {
+                return vec![
+                    format!(
+                        "put gpuenv on PATH, or link it beside the proxy as {}",
+                        beside.join("gpuenv").display()
+                    ),
+                    format!("or install it yourself: `gpuenv install {spec}`"),
+                ]
+            }
+            ProxyError::BadOverride { tool, .. } => format!(
+                "name a toolchain as <kind>-<version>[-<label>]: `{tool} +cuda-12.4 …` (`gpuenv list` shows what is registered)"
+            ),
+            ProxyError::Policy(_) => "set GPUENV_TORCH_CHECK to minor, major or off, or unset it to use the toolchain file's `[torch] check` (default minor)".into(),
+            ProxyError::Exec { .. } => "the toolchain's files may have moved or gone: `gpuenv list` shows each toolchain's root, `gpuenv doctor` checks the active ones".into(),
             ProxyError::WrongKind { tool, spec, kind } => format!(
                 "`{} +{spec} …` runs the {} compiler; `{tool} +{kind}-<version> …` picks another {kind} toolchain",
                 spec.kind.compiler(),
@@ -233,7 +243,11 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
                             return Err(e.into());
                         };
                         let Some(gpuenv) = auto_install::find_gpuenv(ctx, self_exe) else {
-                            return Err(ProxyError::AutoInstall(format!("{e}\n(GPUENV_AUTO_INSTALL is set, but no gpuenv was found beside {} or on PATH to install it)", self_exe.display())));
+                            return Err(ProxyError::NoInstaller {
+                                spec: spec.clone(),
+                                origin: origin.to_string(),
+                                beside: self_exe.parent().unwrap_or(Path::new("/")).to_path_buf(),
+                            });
                         };
                         auto_install::install(ctx, &gpuenv, spec, origin)?;
                         installs += 1;
@@ -344,13 +358,7 @@ fn compiler_args(
     }
     if kind == Kind::Cuda {
         // g++'s version, asked once per compiler file (host_compiler::cache).
-        active.attach_host_compiler(&host_compiler::cache::CachedProbe {
-            probe: host_compiler::PathProbe {
-                path: ctx.var_os("PATH"),
-            },
-            dir: home.host_compilers(),
-            now: std::time::SystemTime::now(),
-        });
+        active.attach_host_compiler(&host_compiler::cache::CachedProbe::new(ctx, home));
     }
     let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();
     let choice = active.host_compiler.as_ref().filter(|_| !user_ccbin);

@@ -131,6 +131,11 @@ pub fn run(inputs: &Inputs) -> Finding {
             return notes.finish(CHECK, "");
         }
     };
+    // Asked afresh, not through the proxy's cache (`host_compiler::cache`): the doctor is
+    // what a user runs when a build fails, so it reports a compiler that fails or hangs on
+    // `--version` (the cache keeps only answers that succeeded), runs it with the machine's
+    // environment and a timeout, and checks a user's -ccbin the proxy never asks about.
+    // Once per doctor run, its cost does not matter.
     let text = match m.run(&cc, &["--version"]) {
         Ok(t) => t,
         Err(e) => return Finding::skip(CHECK, e.to_string()),

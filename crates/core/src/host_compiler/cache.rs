@@ -14,6 +14,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::{parse_gcc_version, version_output, PathProbe, Probe};
+use crate::context::Context;
+use crate::home::Home;
 use crate::toolchain::Version;
 use crate::{fsutil, trust};
 
@@ -24,6 +26,20 @@ pub struct CachedProbe<'a> {
     pub dir: PathBuf,
     /// The time now, which a compiler's change time is compared with.
     pub now: SystemTime,
+}
+
+impl<'a> CachedProbe<'a> {
+    /// The probe every command and the proxy choose a host compiler with: PATH from
+    /// `ctx`, entries in `home`, checked against the time now.
+    pub fn new(ctx: &'a Context, home: &Home) -> CachedProbe<'a> {
+        CachedProbe {
+            probe: PathProbe {
+                path: ctx.var_os("PATH"),
+            },
+            dir: home.host_compilers(),
+            now: SystemTime::now(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
