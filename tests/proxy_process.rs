@@ -71,7 +71,7 @@ fn g_plus_plus_is_asked_its_version_once_and_again_after_an_upgrade() {
 
 #[test]
 fn show_doctor_and_the_proxy_share_one_answer_from_g_plus_plus_until_it_is_upgraded() {
-    let w = World::new();
+    let w = World::new("11.8");
     let bin = w.sb.path("gcc-bin");
     write_exe(
         &bin.join("g++-11"),
