@@ -192,3 +192,68 @@ fn a_cache_from_before_the_store_joins_it_when_reused() {
         inode(&toolchains.join("cuda-12.6.3").join(header))
     );
 }
+
+#[test]
+fn cache_size_and_prune_free_space_without_breaking_installed_toolkits() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let url = server.url("redist/");
+    let sb = Sandbox::new();
+    let vars = [("GPUENV_CUDA_MIRROR", url.as_str())];
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-12.4.1", "--profile", "minimal"],
+    );
+    let cache = sb.gpuenv_home().join("downloads");
+
+    let out = gpuenv(&sb, &[], &["cache", "size"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with(&format!("{}: ", cache.display())),
+        "{stdout}"
+    );
+    let line = |part: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(part))
+            .unwrap()
+            .to_string()
+    };
+    // Once unpacked, an archive is not kept: the installed files are the cache's objects.
+    assert!(line("archives").contains("(0 files)"), "{stdout}");
+    assert!(
+        line("objects").contains("shared with installed toolchains"),
+        "{stdout}"
+    );
+    assert_eq!(fs_err::read_dir(cache.join("archives")).unwrap().count(), 0);
+
+    // What the installed toolkit uses stays: a reinstall works offline.
+    let t = ok(&sb, &[], &["cache", "prune"]);
+    assert!(t.contains("removed "), "{t}");
+    assert_eq!(fs_err::read_dir(cache.join("unpacked")).unwrap().count(), 6);
+    assert!(view_nvcc_version(&sb, "cuda-12.4.1").contains("release 12.4"));
+    let minimal = ["install", "cuda-12.4.1", "--profile", "minimal"];
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    ok(&sb, &vars, &[&minimal[..], &["--offline"]].concat());
+
+    // Uninstalled, its unpacked archives and stored files are what a prune frees.
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    let t = ok(&sb, &[], &["cache", "prune"]);
+    assert!(t.contains("removed 13 files"), "{t}");
+    assert_eq!(fs_err::read_dir(cache.join("unpacked")).unwrap().count(), 0);
+    let objects: usize = fs_err::read_dir(cache.join("objects"))
+        .unwrap()
+        .flatten()
+        .map(|d| fs_err::read_dir(d.path()).unwrap().count())
+        .sum();
+    assert_eq!(objects, 0);
+    let out = gpuenv(&sb, &vars, &[&minimal[..], &["--offline"]].concat());
+    assert!(text(&out).contains("--offline forbids fetching it"));
+    ok(&sb, &vars, &minimal);
+
+    ok(&sb, &[], &["cache", "prune", "--all"]);
+    let out = gpuenv(&sb, &[], &["cache", "size"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("{}: 0 B", cache.display())));
+    assert!(view_nvcc_version(&sb, "cuda-12.4.1").contains("release 12.4"));
+}
