@@ -173,16 +173,7 @@ fn a_gpuenv_manifest_naming_paths_is_refused_before_anything_is_fetched() {
             &manifest,
             &format!("kind = \"rocm\"\nversion = \"6.2.4\"\n[[archive]]\n{archive}"),
         );
-        let out = gpuenv(
-            &sb,
-            &[],
-            &[
-                "install",
-                "rocm-6.2.4",
-                "--manifest",
-                manifest.to_str().unwrap(),
-            ],
-        );
+        let out = install_manifest(&sb, &manifest);
         victim.untouched(&out, what);
         let t = text(&out);
         assert!(t.contains(why), "{what}: expected {why:?} in\n{t}");
@@ -380,16 +371,7 @@ fn installing_a_toolchain_leaves_the_temp_tree_of_one_whose_name_extends_it_alon
     );
     wait_for(&marker, &mut foo);
     // …while rocm-6.2.4 is installed from start to end, cleaning up after itself.
-    let plain = gpuenv(
-        &sb,
-        &[],
-        &[
-            "install",
-            "rocm-6.2.4",
-            "--manifest",
-            shorter.to_str().unwrap(),
-        ],
-    );
+    let plain = install_manifest(&sb, &shorter);
     succeeded(&plain);
     fs_err::remove_file(&marker).unwrap();
     succeeded(&foo.wait_with_output().unwrap());

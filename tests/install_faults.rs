@@ -266,16 +266,7 @@ fn hostile_archives_are_refused_and_write_nothing_outside() {
     ];
     for (tag, items, why) in cases {
         let manifest = hostile_manifest(&sb, tag, &tar_xz(&items));
-        let out = gpuenv(
-            &sb,
-            &[],
-            &[
-                "install",
-                "rocm-6.2.4",
-                "--manifest",
-                manifest.to_str().unwrap(),
-            ],
-        );
+        let out = install_manifest(&sb, &manifest);
         let t = fails_cleanly(&sb, &out, "has an unsafe entry", "rocm-6.2.4");
         assert!(t.contains(why), "{tag}: expected {why:?} in:\n{t}");
     }
@@ -290,31 +281,13 @@ fn hostile_archives_are_refused_and_write_nothing_outside() {
 #[test]
 fn a_truncated_xz_is_corrupt_and_not_kept() {
     let sb = Sandbox::new();
-    let good = rocm_tarball("6.2.4");
-    let cut = &good[..good.len() * 6 / 10];
-    let dir = sb.path("m");
-    fs_err::create_dir_all(&dir).unwrap();
-    fs_err::write(dir.join("rocm-6.2.4.tar.xz"), cut).unwrap();
-    let manifest = dir.join("m.toml");
-    write(
-        &manifest,
-        &manifest_toml("6.2.4", "rocm-6.2.4.tar.xz", &sha256(cut)),
-    );
-    let out = gpuenv(
-        &sb,
-        &[],
-        &[
-            "install",
-            "rocm-6.2.4",
-            "--manifest",
-            manifest.to_str().unwrap(),
-        ],
-    );
+    let (manifest, cut) = truncated_rocm_manifest(&sb);
+    let out = install_manifest(&sb, &manifest);
     let t = fails_cleanly(&sb, &out, "is corrupt", "rocm-6.2.4");
     assert!(t.contains("rocm-6.2.4.tar.xz"), "{t}");
     assert!(!sb
         .gpuenv_home()
-        .join(format!("downloads/archives/{}", sha256(cut)))
+        .join(format!("downloads/archives/{cut}"))
         .exists());
 }
 

@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::real::real_cuda13;
+use common::real::{real_cuda13, runs_and_finds_no_gpu};
 use common::*;
 use fs_err as fs;
 
@@ -83,18 +83,7 @@ fn the_view_nvcc_compiles_ptx_cubin_and_links_with_cudart() {
         .starts_with(b"\x7fELF"));
     succeeded(&r.run(&r.nvcc, &["k.cu", "-o", "k", "-lcudart"], &[]));
 
-    // Run through gpuenv so LD_LIBRARY_PATH has the toolkit: no GPU here, so CUDA says so.
-    let out =
-        r.sb.gpuenv()
-            .current_dir(&r.work)
-            .args(["run", "--", "./k"])
-            .output()
-            .unwrap();
-    let text = succeeded(&out);
-    assert!(
-        text.contains("cudaErrorInsufficientDriver") || text.contains("cudaErrorNoDevice"),
-        "{text}"
-    );
+    runs_and_finds_no_gpu(&r.sb, &r.work);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! prints the real `--version` text of its release.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 
 use crate::archives::*;
@@ -77,6 +77,22 @@ pub const NVIDIA_MINIMAL: &[&str] = &[
 ];
 
 /// `gpuenv install rocm-6.2.4 --manifest <manifest>`.
+/// A manifest in `<sandbox>/m` whose archive is a ROCm tarball cut at 60 %: its sha256
+/// (returned with the manifest's path) matches, yet it does not decompress.
+pub fn truncated_rocm_manifest(sb: &Sandbox) -> (PathBuf, String) {
+    let good = rocm_tarball("6.2.4");
+    let cut = &good[..good.len() * 6 / 10];
+    let dir = sb.path("m");
+    fs_err::create_dir_all(&dir).unwrap();
+    fs_err::write(dir.join("rocm-6.2.4.tar.xz"), cut).unwrap();
+    let manifest = dir.join("m.toml");
+    write(
+        &manifest,
+        &manifest_toml("6.2.4", "rocm-6.2.4.tar.xz", &sha256(cut)),
+    );
+    (manifest, sha256(cut))
+}
+
 pub fn install_manifest(sb: &Sandbox, manifest: &Path) -> Output {
     gpuenv(
         sb,

@@ -76,6 +76,22 @@ pub fn real_gpuenv(sb: &super::Sandbox) -> assert_cmd::Command {
     cmd
 }
 
+/// Runs `./k` (a CUDA program built in `dir`) through `gpuenv run`, so LD_LIBRARY_PATH has
+/// the toolkit's cudart, and checks it starts and finds no GPU, as there is none here.
+pub fn runs_and_finds_no_gpu(sb: &super::Sandbox, dir: &Path) {
+    let out = sb
+        .gpuenv()
+        .current_dir(dir)
+        .args(["run", "--", "./k"])
+        .output()
+        .unwrap();
+    let text = super::succeeded(&out);
+    assert!(
+        text.contains("cudaErrorInsufficientDriver") || text.contains("cudaErrorNoDevice"),
+        "{text}"
+    );
+}
+
 /// The real CUDA 13 root, or None (skipped outside CI) when it cannot be fetched.
 pub fn real_cuda13() -> Option<PathBuf> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-toolchains.sh");
