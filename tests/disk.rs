@@ -257,3 +257,26 @@ fn cache_size_and_prune_free_space_without_breaking_installed_toolkits() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("{}: 0 B", cache.display())));
     assert!(view_nvcc_version(&sb, "cuda-12.4.1").contains("release 12.4"));
 }
+
+#[test]
+fn a_link_planted_in_the_cache_is_removed_by_a_prune_and_never_followed() {
+    let sb = Sandbox::new();
+    let outside = sb.path("precious");
+    fs_err::create_dir_all(&outside).unwrap();
+    fs_err::write(outside.join("thesis.tex"), "years of work").unwrap();
+    fs_err::write(outside.join("data.csv"), "1,2,3").unwrap();
+    let unpacked = sb.gpuenv_home().join("downloads/unpacked");
+    fs_err::create_dir_all(&unpacked).unwrap();
+    let planted = unpacked.join("a".repeat(64));
+    std::os::unix::fs::symlink(&outside, &planted).unwrap();
+
+    // The link itself is what goes; the files it leads to are neither counted nor touched.
+    let t = ok(&sb, &[], &["cache", "prune"]);
+    assert!(t.contains("removed 1 files"), "{t}");
+    assert!(planted.symlink_metadata().is_err());
+    assert_eq!(
+        fs_err::read_to_string(outside.join("thesis.tex")).unwrap(),
+        "years of work"
+    );
+    assert!(outside.join("data.csv").exists());
+}

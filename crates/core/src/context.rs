@@ -202,3 +202,23 @@ impl Context {
         Ok(home)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flag_is_on_only_for_the_usual_yes_words() {
+        let ctx = |value: &str| Context {
+            cwd: PathBuf::from("/"),
+            vars: [("F".to_string(), OsString::from(value))].into(),
+        };
+        for on in ["1", "true", "YES", "On"] {
+            assert!(ctx(on).flag("F"), "{on}");
+        }
+        for off in ["", "0", "no", "off", "2", "y", " 1", "true\n"] {
+            assert!(!ctx(off).flag("F"), "{off:?}");
+        }
+        assert!(!Context::default().flag("F"));
+    }
+}

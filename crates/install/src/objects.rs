@@ -216,6 +216,23 @@ mod tests {
     }
 
     #[test]
+    fn a_link_planted_where_an_object_belongs_is_replaced_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = Objects::new(dir.path().join("objects"));
+        let (outside, _) = file(dir.path(), "outside", "same bytes", 0o444);
+        let (a, sha) = file(dir.path(), "a", "same bytes", 0o444);
+        let object = objects.path(&sha, 0o444);
+        fs_err::create_dir_all(object.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&outside, &object).unwrap();
+        assert_eq!(objects.share(&a, &sha).unwrap(), Shared::Stored);
+        let meta = fs_err::symlink_metadata(&object).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.ino(), inode(&a));
+        assert_ne!(inode(&a), inode(&outside));
+        assert_eq!(fs_err::metadata(&outside).unwrap().nlink(), 1);
+    }
+
+    #[test]
     fn unused_objects_are_removed_and_used_ones_stay() {
         let dir = tempfile::tempdir().unwrap();
         let objects = Objects::new(dir.path().join("objects"));

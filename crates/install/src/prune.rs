@@ -100,7 +100,7 @@ pub fn prune(
     let mut freed = Usage::default();
     let mut seen = HashSet::new();
     let mut count = |path: &Path, freed: &mut Usage| -> io::Result<()> {
-        if path.is_dir() {
+        if is_real_dir(path) {
             for_each_file(path, &mut |meta| {
                 // Still linked from elsewhere (an object, another tree): not freed here.
                 if seen.insert((meta.dev(), meta.ino()))
@@ -137,7 +137,7 @@ pub fn prune(
                 continue;
             }
             count(&path, &mut freed)?;
-            if path.is_dir() {
+            if is_real_dir(&path) {
                 // Renamed first so a half-removed tree is never taken for a whole one.
                 let doomed = dir.join(format!(".prune-{}-{name}", std::process::id()));
                 fs_err::rename(&path, &doomed)?;
@@ -185,10 +185,15 @@ fn in_use(cache: &Cache, name: &str, installed: &Installed) -> io::Result<bool> 
     };
     let dir = cache.unpacked(&key);
     let mut used = false;
-    if dir.is_dir() {
+    if is_real_dir(&dir) {
         for_each_file(&dir, &mut |meta| used |= installed.holds(meta))?;
     }
     Ok(used)
+}
+
+/// A directory itself, not a link to one: what is planted in the cache is never followed.
+fn is_real_dir(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|m| m.is_dir())
 }
 
 /// Calls `f` with the metadata of every regular file below `dir`, never following links.
