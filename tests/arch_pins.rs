@@ -71,11 +71,7 @@ fn arch_pins_export_what_pytorch_cmake_and_hipcc_read() {
 fn a_plain_nvcc_call_through_the_proxy_targets_the_pinned_archs() {
     let (sb, proj, cuda, _) = pinned("");
     let out = run_shim(&sb, &proj, "nvcc", &["-c", "k.cu", "-o", "k.o"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let args = last_line(&cuda.join("nvcc.log"));
     assert!(
         args.contains("-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -c k.cu -o k.o"),
@@ -91,11 +87,7 @@ fn a_plain_nvcc_call_through_the_proxy_targets_the_pinned_archs() {
         .current_dir(&proj)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let args = last_line(&cuda.join("nvcc.log"));
     assert!(
         !args.contains("-gencode"),
@@ -107,11 +99,7 @@ fn a_plain_nvcc_call_through_the_proxy_targets_the_pinned_archs() {
 fn a_plain_hipcc_call_through_the_proxy_gets_one_offload_arch_per_pin() {
     let (sb, proj, _, rocm_root) = pinned("");
     let out = run_shim(&sb, &proj, "hipcc", &["-c", "k.hip"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     assert_eq!(
         last_line(&rocm_root.join("hipcc.log")),
         "--offload-arch=gfx90a --offload-arch=gfx942 -c k.hip"
@@ -139,11 +127,7 @@ fn pin_arch_native_pins_this_machines_gpus() {
         .args(["pin", "--arch", "native"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let text = fs::read_to_string(proj.join("gpuenv.toml")).unwrap();
     assert!(text.contains("cuda-arch = [\"8.6\"]"), "{text}");
     assert!(text.contains("rocm-arch = [\"gfx90a\"]"), "{text}");

@@ -40,11 +40,7 @@ fn ccache_hits_on_a_rebuild_and_misses_for_another_toolkit() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let list: serde_json::Value = serde_json::from_str(&sb.ok(&["list", "--json"])).unwrap();
     let cuda132 = list
         .as_array()

@@ -61,11 +61,7 @@ fn a_pinned_project_gets_its_toolkit_and_loses_stale_entries() {
         .args(["env", "--shell", "json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let env = json(&String::from_utf8_lossy(&out.stdout));
     let v = view.display().to_string();
     assert_eq!(env["CUDA_HOME"], v);
@@ -111,11 +107,7 @@ fn run_gives_the_command_the_pinned_toolkit() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let v = sb
@@ -145,11 +137,7 @@ fn gpuenv_toolchain_beats_the_file_and_run_beats_both() {
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "sh", "-c", "echo $GPUENV_ACTIVE"]);
         let out = cmd.args(&args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(&out);
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
     assert_eq!(home_of(&[], None), "cuda-12.4");

@@ -18,11 +18,7 @@ fn env_json(sb: &Sandbox, dir: &Path) -> serde_json::Value {
         .args(["env", "--shell", "json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

@@ -15,11 +15,7 @@ fn env_of(sb: &Sandbox, cwd: &Path, vars: &[(&str, &str)], args: &[&str]) -> Str
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     String::from_utf8(out.stdout).unwrap()
 }
 

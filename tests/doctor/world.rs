@@ -160,11 +160,7 @@ impl World {
             .args(["env", "--shell", "json"])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(&out);
         let env: BTreeMap<String, Value> = serde_json::from_slice(&out.stdout).unwrap();
         for (k, v) in env {
             match v {
