@@ -7,7 +7,7 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::env;
 use gpuenv_core::home::Home;
-use gpuenv_core::module::export::{self, Format};
+use gpuenv_core::module_export::{self as export, Format};
 use gpuenv_core::resolve::{Active, ActiveSet, Reason};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::Spec;

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use crate::diagnostic::Diagnostic;
 
-use crate::home::Home;
-use crate::toolchain::upstream;
+use crate::store::home::Home;
+use crate::store::toolchain::upstream;
 
 /// Every environment variable gpuenv reads (besides the path lists it edits).
 pub mod vars {

@@ -36,11 +36,12 @@ macro_rules! find_diagnostic {
 
 /// gpuenv-core's diagnostics.
 pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 'static)> {
-    use crate::toolchain::{registry, upstream};
-    use crate::{
-        auto_install, build_cache, context, driver, guard, project, proxy, resolve, shell, shims,
-        store,
-    };
+    use crate::edges::{proxy, shell};
+    use crate::facts::driver;
+    use crate::plan::{auto_install, build_cache, guard, resolve};
+    use crate::store::shims;
+    use crate::store::toolchain::{registry, upstream};
+    use crate::{context, project, store};
     find_diagnostic!(
         err,
         Hinted,

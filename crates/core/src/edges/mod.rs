@@ -1,0 +1,6 @@
+//! Edges: where a plan meets the outside (shell code, the proxy's exec, module files).
+//! The top layer: nothing in the core imports it.
+
+pub mod module_export;
+pub mod proxy;
+pub mod shell;
