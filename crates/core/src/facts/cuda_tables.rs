@@ -3,7 +3,7 @@
 //! A release newer than the last row of its major is looked up in that last row, and the
 //! answer is marked inexact so checks can say so instead of guessing.
 
-use crate::store::toolchain::Version;
+use crate::facts::version::Version;
 
 /// A row found for a release: exact, or the nearest older row of the same major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::diagnostic::Diagnostic;
 use crate::facts::cuda_tables;
-use crate::store::toolchain::Version;
+use crate::facts::version::Version;
 
 /// Where the kernel module reports its version, relative to the system root.
 pub const PROC_VERSION: &str = "/proc/driver/nvidia/version";

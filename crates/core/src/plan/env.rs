@@ -13,14 +13,7 @@ use crate::store::home::Home;
 use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::{system, view, Kind};
 
-/// The path-list variables gpuenv edits.
-pub const PATH_LISTS: [&str; 5] = [
-    "PATH",
-    "LD_LIBRARY_PATH",
-    "LIBRARY_PATH",
-    "CPATH",
-    "CMAKE_PREFIX_PATH",
-];
+pub use crate::path_list::PATH_LISTS;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
