@@ -63,7 +63,7 @@ pub fn guard(
     };
     match guard::refusal(&side, &torch, &verdict, &policy, guard::Occasion::Building) {
         Some(refusal) => {
-            ui::error(&refusal, crate::diagnostic::FIND);
+            ui::error(&refusal, crate::edges::hints::FIND);
             Err(Refused.into())
         }
         None => Ok(()),

@@ -24,7 +24,7 @@ pub fn main(argv: Vec<OsString>) -> u8 {
             ctx
         }
         Err(e) => {
-            ui::error(&e, crate::diagnostic::FIND);
+            ui::error(&e, crate::edges::hints::FIND);
             return 2;
         }
     };
@@ -48,7 +48,7 @@ pub fn main(argv: Vec<OsString>) -> u8 {
         Ok(()) => 0,
         Err(ProxyError::Refused(_)) => 1,
         Err(e) => {
-            ui::error(&e, crate::diagnostic::FIND);
+            ui::error(&e, crate::edges::hints::FIND);
             2
         }
     };

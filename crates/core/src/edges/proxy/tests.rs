@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{plan, ProxyError};
 use crate::context::Context;
-use crate::diagnostic::FIND;
+use crate::edges::hints::FIND;
 use crate::store::home::Home;
 use crate::store::toolchain::detect;
 use crate::store::toolchain::registry::{Entry, Source};
