@@ -12,15 +12,15 @@ pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 
     use crate::edges::{proxy, shell};
     use crate::facts::driver;
     use crate::plan::{auto_install, build_cache, guard, resolve};
-    use crate::store::shims;
     use crate::store::toolchain::{registry, upstream};
-    use crate::{context, project, store};
+    use crate::store::{locate, shims};
+    use crate::{project, store};
     find_diagnostic!(
         err,
         Hinted,
         auto_install::InstallFailed,
         build_cache::BadVar,
-        context::NoHome,
+        locate::NoHome,
         driver::DriverTooOld,
         shell::SlurmError,
         shims::ShimError,

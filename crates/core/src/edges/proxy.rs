@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::context::{vars, Context, NoHome};
+use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
 use crate::plan::guard::PolicyError;
 use crate::plan::resolve::ResolveError;
@@ -18,6 +18,7 @@ use crate::plan::{auto_install, build_cache, env, guard, host_compiler};
 use crate::project::ProjectError;
 use crate::project::{self, trust};
 use crate::store::home::Home;
+use crate::store::locate::NoHome;
 use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::registry::StateError;
 use crate::store::toolchain::NameError;

@@ -16,6 +16,7 @@ use crate::store::toolchain::{upstream, Kind, Spec};
 
 mod health;
 pub mod home;
+pub mod locate;
 pub mod shims;
 pub mod toolchain;
 pub use health::{health, Problem};
