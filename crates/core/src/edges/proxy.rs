@@ -29,6 +29,7 @@ pub mod args;
 mod check;
 mod process;
 
+pub use crate::plan::exec::Exec;
 pub use process::main;
 
 /// Guard against infinite proxy recursion: a toolchain whose real tool leads back here.
@@ -137,16 +138,6 @@ impl Diagnostic for ProxyError {
             ProxyError::NotInToolchain { tool, .. } => format!("`gpuenv list` shows the registered toolchains; `{tool} +<spec> …` runs it from another one"),
         }]
     }
-}
-
-/// What the proxy runs in its own place: the real tool, its arguments, and the
-/// environment changes (`None` removes the variable), in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exec {
-    pub program: PathBuf,
-    pub args: Vec<OsString>,
-    /// What changes in the environment (`None` = unset); values are bytes, passed on as they are.
-    pub env: Vec<(String, Option<OsString>)>,
 }
 
 /// Decides what `argv` (argv[0] included) runs: the toolchain (the view the proxy was

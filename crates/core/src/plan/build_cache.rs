@@ -13,7 +13,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::Diagnostic;
-use crate::edges::proxy::Exec;
+use crate::plan::exec::Exec;
 use crate::plan::guard::find_on_path;
 use crate::project::ProjectFile;
 use crate::store::toolchain::registry::Registry;

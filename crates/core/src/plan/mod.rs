@@ -5,6 +5,7 @@
 pub mod auto_install;
 pub mod build_cache;
 pub mod env;
+pub mod exec;
 pub mod guard;
 pub mod host_compiler;
 pub mod module;
