@@ -36,15 +36,15 @@ pub use process::main;
 const MAX_DEPTH: u32 = 3;
 const DEPTH_VAR: &str = crate::context::vars::GPUENV_SHIM_DEPTH;
 
-/// The guard refused the build (exit 1); every other error exits 2.
+/// The guard refused the build (exit 1, the refusal printed); every other error exits 2.
 #[derive(Debug, thiserror::Error)]
 #[error("the torch guard refused this build")]
-pub struct Refused;
+pub struct Refused(pub Box<guard::Refusal>);
 
 /// Why the proxy cannot run the tool, with the ways out.
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
-    /// Exit status 1: the refusal is already printed.
+    /// Exit status 1: `main` prints the refusal itself.
     #[error(transparent)]
     Refused(#[from] Refused),
     #[error("in `{tool} +{spec}`")]

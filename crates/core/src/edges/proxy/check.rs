@@ -62,10 +62,7 @@ pub fn guard(
         reason: why_active(ctx, registry, toolchain),
     };
     match guard::refusal(&side, &torch, &verdict, &policy, guard::Occasion::Building) {
-        Some(refusal) => {
-            ui::error(&refusal, crate::edges::hints::FIND);
-            Err(Refused.into())
-        }
+        Some(refusal) => Err(Refused(Box::new(refusal)).into()),
         None => Ok(()),
     }
 }

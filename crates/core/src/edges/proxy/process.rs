@@ -5,13 +5,15 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use super::{plan, ProxyError};
+use super::{plan, ProxyError, Refused};
 use crate::context::Context;
+use crate::diagnostic::Find;
 use crate::ui;
 
 /// The proxy's entry point: plan from `argv` and the process's environment, then exec.
-/// Returns the exit status when it cannot exec: 1 when the guard refused, else 2.
-pub fn main(argv: Vec<OsString>) -> u8 {
+/// Returns the exit status when it cannot exec: 1 when the guard refused, else 2. `find`
+/// is the hint registry errors are rendered with (`hints::FIND`, which the binary hands in).
+pub fn main(argv: Vec<OsString>, find: &[Find]) -> u8 {
     start_up();
     let ctx = match Context::from_process() {
         Ok(ctx) => {
@@ -24,7 +26,7 @@ pub fn main(argv: Vec<OsString>) -> u8 {
             ctx
         }
         Err(e) => {
-            ui::error(&e, crate::edges::hints::FIND);
+            ui::error(&e, find);
             return 2;
         }
     };
@@ -46,9 +48,12 @@ pub fn main(argv: Vec<OsString>) -> u8 {
     });
     let status = match result {
         Ok(()) => 0,
-        Err(ProxyError::Refused(_)) => 1,
+        Err(ProxyError::Refused(Refused(refusal))) => {
+            ui::error(&*refusal, find);
+            1
+        }
         Err(e) => {
-            ui::error(&e, crate::edges::hints::FIND);
+            ui::error(&e, find);
             2
         }
     };

@@ -5,12 +5,20 @@ use std::path::{Path, PathBuf};
 
 use super::{plan, ProxyError};
 use crate::context::Context;
-use crate::edges::hints::FIND;
+use crate::diagnostic::{Diagnostic, Find};
 use crate::store::home::Home;
 use crate::store::toolchain::detect;
 use crate::store::toolchain::registry::{Entry, Source};
 use crate::store::Store;
 use crate::ui::Report;
+
+/// The proxy's own errors (the whole registry, `edges::hints`, sits beside the proxy).
+fn find_proxy_error<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn Diagnostic + 'static)> {
+    crate::find_diagnostic!(err, ProxyError)
+}
+const FIND: &[Find] = &[find_proxy_error];
 
 struct World {
     dir: tempfile::TempDir,
