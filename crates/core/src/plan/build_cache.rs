@@ -6,77 +6,15 @@
 //! proxy's, so another toolkit's nvcc misses and switching back hits.
 
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use crate::facts::build_cache::{BuildCache, UnknownBuildCache};
 
 use crate::diagnostic::Diagnostic;
 use crate::plan::exec::Exec;
 use crate::plan::guard::find_on_path;
 use crate::project::ProjectFile;
 use crate::store::toolchain::registry::Registry;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BuildCache {
-    Ccache,
-    Sccache,
-    Off,
-}
-
-impl BuildCache {
-    /// The cache's program, looked up on PATH.
-    pub fn program(self) -> Option<&'static str> {
-        match self {
-            BuildCache::Ccache => Some("ccache"),
-            BuildCache::Sccache => Some("sccache"),
-            BuildCache::Off => None,
-        }
-    }
-}
-
-impl fmt::Display for BuildCache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            BuildCache::Ccache => "ccache",
-            BuildCache::Sccache => "sccache",
-            BuildCache::Off => "off",
-        })
-    }
-}
-
-/// A build cache name gpuenv does not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("build cache `{0}` is not one of \"ccache\", \"sccache\", \"off\"")]
-pub struct UnknownBuildCache(pub String);
-
-impl FromStr for BuildCache {
-    type Err = UnknownBuildCache;
-    fn from_str(s: &str) -> Result<Self, UnknownBuildCache> {
-        match s {
-            "ccache" => Ok(BuildCache::Ccache),
-            "sccache" => Ok(BuildCache::Sccache),
-            "off" => Ok(BuildCache::Off),
-            other => Err(UnknownBuildCache(other.to_string())),
-        }
-    }
-}
-
-/// The `[build]` table of settings.toml: the user's default for every project.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BuildSettings {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache: Option<BuildCache>,
-}
-
-impl BuildSettings {
-    pub fn is_empty(&self) -> bool {
-        self.cache.is_none()
-    }
-}
 
 /// The cache in effect and what chose it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,9 +15,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::diagnostic::Diagnostic;
+use crate::facts::build_cache::{BuildCache, UnknownBuildCache};
 use crate::facts::reserved;
 use crate::fsutil::{self, line_col};
-use crate::plan::build_cache::BuildCache;
 use crate::store::toolchain::{Kind, Spec};
 use crate::ui::printable;
 
@@ -261,13 +261,10 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
     };
     if let Some(cache) = raw.build.and_then(|b| b.cache) {
         let start = cache.span().start;
-        let value =
-            cache
-                .get_ref()
-                .parse()
-                .map_err(|e: crate::plan::build_cache::UnknownBuildCache| {
-                    invalid(start, e.to_string())
-                })?;
+        let value = cache
+            .get_ref()
+            .parse()
+            .map_err(|e: UnknownBuildCache| invalid(start, e.to_string()))?;
         file.build_cache = Some((value, at(start)));
     }
     if let Some(tc) = raw.toolchain {

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 pub use super::entry::{Broken, Entry, Source};
 use super::Spec;
 use crate::diagnostic::Diagnostic;
+use crate::facts::build_cache::BuildCache;
 use crate::fsutil;
-use crate::plan::build_cache::BuildSettings;
 use crate::store::home::Home;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -279,6 +279,20 @@ impl Registry {
 
     pub fn default_specs(&self) -> Result<Vec<Spec>, super::NameError> {
         self.default.iter().map(|s| s.parse()).collect()
+    }
+}
+
+/// The `[build]` table of settings.toml: the user's default for every project.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<BuildCache>,
+}
+
+impl BuildSettings {
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_none()
     }
 }
 
