@@ -6,5 +6,6 @@ pub mod build_cache;
 pub mod cuda_tables;
 pub mod driver;
 pub mod nvidia_target;
+pub mod python;
 pub mod reserved;
 pub mod version;

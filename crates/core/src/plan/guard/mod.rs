@@ -11,10 +11,7 @@ use crate::project::{ProjectFile, TorchCheck};
 mod locate;
 
 use crate::store::toolchain::{Kind, Version};
-pub use locate::{
-    find_on_path, find_torch_in, locate_torch, prefix_of_site_packages, python_sys_path,
-    site_packages_of_prefix, LocateError,
-};
+pub use locate::{find_on_path, find_torch_in, locate_torch, python_sys_path, LocateError};
 
 /// What `torch/version.py` says.
 #[derive(Debug, Clone, PartialEq, Eq)]

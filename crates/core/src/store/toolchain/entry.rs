@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::detect::{Collectives, Detected};
 use super::system::System;
 use super::{Kind, Version};
-use crate::plan::guard::prefix_of_site_packages;
+use crate::facts::python::prefix_of_site_packages;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
