@@ -86,7 +86,7 @@ impl ProjectFile {
     /// The sha256 of the bytes this was parsed from. Computed when asked (a trust check, or
     /// `gpuenv trust`), not at every parse: the proxy parses the file on every compile.
     pub fn sha256(&self) -> String {
-        crate::project::trust::content_hash(self.text.as_bytes())
+        fsutil::content_hash(self.text.as_bytes())
     }
 
     pub fn pin(&self, kind: Kind) -> Option<&Pin> {

@@ -4,14 +4,8 @@
 
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
 use crate::project::ProjectFile;
 use crate::store::toolchain::registry::{Registry, Trusted};
-
-pub fn content_hash(bytes: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(bytes))
-}
 
 pub fn is_trusted(registry: &Registry, path: &Path, sha256: &str) -> bool {
     registry

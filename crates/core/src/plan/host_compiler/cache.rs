@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use super::{parse_gcc_version, version_output, PathProbe, Probe};
 use crate::context::Context;
 use crate::fsutil;
-use crate::project::trust;
 use crate::store::home::Home;
 use crate::store::toolchain::Version;
 
@@ -109,7 +108,7 @@ fn settled(path: &Path, now: SystemTime) -> bool {
 }
 
 fn entry_name(compiler: &str) -> String {
-    format!("{}.toml", &trust::content_hash(compiler.as_bytes())[..32])
+    format!("{}.toml", &fsutil::content_hash(compiler.as_bytes())[..32])
 }
 
 fn read(at: &Path) -> Option<Entry> {
