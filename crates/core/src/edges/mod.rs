@@ -4,4 +4,5 @@
 pub mod hints;
 pub mod module_export;
 pub mod proxy;
+pub mod session;
 pub mod shell;

@@ -11,18 +11,20 @@ use std::path::{Path, PathBuf};
 
 use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
+use crate::edges::session::{Door, Purpose, Session};
+use crate::plan::auto_install::{self, RunGpuenv};
 use crate::plan::guard::PolicyError;
 use crate::plan::resolve::ResolveError;
-use crate::plan::resolve::{self, Active, ActiveSet, Reason, Request};
-use crate::plan::{auto_install, build_cache, env, guard, host_compiler};
-use crate::project::ProjectError;
-use crate::project::{self, trust};
+use crate::plan::resolve::{Active, ActiveSet, Reason};
+use crate::plan::{build_cache, guard, host_compiler};
+use crate::project::{self, ProjectError};
 use crate::store::home::Home;
 use crate::store::locate::NoHome;
 use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::registry::StateError;
 use crate::store::toolchain::NameError;
 use crate::store::toolchain::{upstream, Kind, Spec};
+use crate::store::StoreError;
 use crate::ui;
 
 pub mod args;
@@ -81,15 +83,7 @@ pub enum ProxyError {
     /// No host compiler the toolkit accepts (it names the limit and the package).
     #[error(transparent)]
     HostCompiler(#[from] crate::plan::host_compiler::HostCompilerProblem),
-    /// `GPUENV_AUTO_INSTALL` found no gpuenv to install a missing pin with (`beside` is the
-    /// directory it looked in first, the proxy's own).
-    #[error("{spec} is not installed ({origin} asks for it), and GPUENV_AUTO_INSTALL found no gpuenv to install it with: none in {} or on PATH", beside.display())]
-    NoInstaller {
-        spec: Spec,
-        origin: String,
-        beside: PathBuf,
-    },
-    /// The `gpuenv install` it ran did not install.
+    /// The `gpuenv install` it ran did not install, or it found no gpuenv to run.
     #[error(transparent)]
     Installing(#[from] auto_install::InstallFailed),
     /// `looked` says what resolution found: no file, or a file without such a pin.
@@ -99,6 +93,9 @@ pub enum ProxyError {
     NotInToolchain { tool: String, active: String },
     #[error(transparent)]
     BuildCache(#[from] build_cache::BadVar),
+    /// Making a view (never from the proxy's purpose, which writes nothing).
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 impl Diagnostic for ProxyError {
@@ -111,17 +108,9 @@ impl Diagnostic for ProxyError {
             ProxyError::HostCompiler(e) => return e.hints(),
             ProxyError::BuildCache(e) => return e.hints(),
             ProxyError::Installing(e) => return e.hints(),
+            ProxyError::Store(e) => return e.hints(),
             // Already printed in full by the guard.
             ProxyError::Refused(_) => return Vec::new(),
-            ProxyError::NoInstaller { spec, beside, .. } => {
-                return vec![
-                    format!(
-                        "put gpuenv on PATH, or link it beside the proxy as {}",
-                        beside.join("gpuenv").display()
-                    ),
-                    format!("or install it yourself: `gpuenv install {spec}`"),
-                ]
-            }
             ProxyError::BadOverride { tool, .. } => format!(
                 "name a toolchain as <kind>-<version>[-<label>]: `{tool} +cuda-12.4 …` (`gpuenv list` shows what is registered)"
             ),
@@ -192,7 +181,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         Some(invoked) => view_of(invoked, ctx)?,
         None => None,
     };
-    let (home, registry, active) = match from_view {
+    let (session, active) = match from_view {
         Some((home, registry, name)) => {
             // <home>/views/<name>/bin/<tool>: this view's toolchain, without resolving.
             let entry = registry.toolchains[&name].clone();
@@ -205,60 +194,34 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
                 project: None,
                 host_compiler: None,
             };
-            (home, registry, active)
+            (
+                Session::with_registry(ctx, home, Door::Proxy, registry),
+                active,
+            )
         }
         None => {
-            let mut home = ctx.gpuenv_home()?;
-            let own = Registry::load(&home)?;
             // An upstream's toolchains resolve too; an unusable upstream is only a warning.
-            let layered = upstream::layered(&mut home, own);
-            for w in &layered.warnings {
-                ui::warn(w);
-            }
-            let registry = layered.registry;
+            let mut session = Session::open::<ProxyError>(ctx, Door::Proxy)?;
             // `+spec` names the one toolchain the tool may come from.
             let kinds: Vec<Kind> = match (overrides.first(), compiler_of) {
                 (Some(spec), _) => vec![spec.kind],
                 (None, Some(kind)) => vec![kind],
                 (None, None) => Kind::ALL.to_vec(),
             };
-            let torch = || guard::locate_torch(ctx, None);
-            let req = Request::new(ctx, &overrides, &torch);
-            let mut registry = registry;
-            let mut installs = 0;
-            let active = loop {
-                match resolve::resolve_kinds(&req, &registry, &kinds) {
-                    Ok(active) => break active,
-                    Err(e) => {
-                        let Some((spec, origin)) = auto_install::missing(&e)
-                            .filter(|_| auto_install::enabled(ctx))
-                            .filter(|_| installs < auto_install::MAX_INSTALLS)
-                        else {
-                            return Err(e.into());
-                        };
-                        let Some(gpuenv) = auto_install::find_gpuenv(ctx, self_exe) else {
-                            return Err(ProxyError::NoInstaller {
-                                spec: spec.clone(),
-                                origin: origin.to_string(),
-                                beside: self_exe.parent().unwrap_or(Path::new("/")).to_path_buf(),
-                            });
-                        };
-                        auto_install::install(ctx, &gpuenv, spec, origin)?;
-                        installs += 1;
-                        registry = Registry::load(&home)?;
-                    }
-                }
-            };
-            (home, registry, active)
+            let installer = RunGpuenv::BesideProxy(self_exe);
+            let active = session.resolve::<ProxyError>(&overrides, &kinds, Some(&installer))?;
+            (session, active)
         }
     };
+    let home = session.home();
+    let registry = session.registry();
 
     let Some((toolchain, real)) = active
         .toolchains
         .iter()
         .find_map(|t| Some((t, t.entry.tool(&tool)?)))
     else {
-        if let Some(program) = system_program(&tool, &active, &registry) {
+        if let Some(program) = system_program(&tool, &active, registry) {
             // The distribution's own program, as it was before gpuenv: nothing chose a
             // toolchain of its kind here, so its environment is not gpuenv's to set.
             return Ok(Exec {
@@ -277,14 +240,11 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
     let kind = toolchain.entry.kind;
     let toolchain = toolchain.clone();
     if tool == kind.compiler() {
-        check::guard(ctx, &registry, &toolchain, &active, &args)?;
-        args = compiler_args(ctx, &home, kind, &mut active, args)?;
+        check::guard(ctx, registry, &toolchain, &active, &args)?;
+        args = compiler_args(ctx, home, kind, &mut active, args)?;
     }
 
-    let trusted = trust::env_allowed(&registry, active.project.as_ref());
-    let mut change = env::plan(&active, &registry, &home, trusted);
-    crate::plan::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
-    let applied = change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned));
+    let applied = session.applied(&active, Purpose::Proxy)?;
     let mut env: Vec<(String, Option<OsString>)> = applied.after.into_iter().collect();
     env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string().into())));
     let exec = Exec {
@@ -293,7 +253,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         env,
     };
     if tool == kind.compiler() {
-        return through_cache(exec, ctx, &registry, &active);
+        return through_cache(exec, ctx, registry, &active);
     }
     Ok(exec)
 }

@@ -1,7 +1,9 @@
 //! `GPUENV_AUTO_INSTALL=1`: a shim or the shell hook that meets a pinned toolkit nobody
-//! installed yet installs it (saying so) instead of failing. The installer is not linked
-//! into the proxy: it runs `gpuenv install <spec>`, the gpuenv found beside the proxy
-//! (`$GPUENV_HOME/bin/gpuenv`) or on PATH.
+//! installed yet installs it (saying so) instead of failing. The core never downloads: it
+//! asks an [`Installer`], which the entry point hands in. Both run `gpuenv install <spec>`
+//! as a child process (the hooks ignore SIGINT, and only a child gets it back, so Ctrl-C
+//! still stops a download started at a prompt): the CLI its own binary, the proxy the
+//! gpuenv found beside it (`$GPUENV_HOME/bin/gpuenv`) or on PATH.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,13 @@ pub enum InstallFailed {
         spec: Spec,
         status: std::process::ExitStatus,
     },
+    /// No gpuenv to install with (`beside` is the directory looked in first, the proxy's own).
+    #[error("{spec} is not installed ({origin} asks for it), and GPUENV_AUTO_INSTALL found no gpuenv to install it with: none in {} or on PATH", beside.display())]
+    NoInstaller {
+        spec: Spec,
+        origin: String,
+        beside: PathBuf,
+    },
 }
 
 impl Diagnostic for InstallFailed {
@@ -35,7 +44,49 @@ impl Diagnostic for InstallFailed {
             InstallFailed::Failed { .. } => {
                 vec!["run it yourself to see why, or unset GPUENV_AUTO_INSTALL".into()]
             }
+            InstallFailed::NoInstaller { spec, beside, .. } => vec![
+                format!(
+                    "put gpuenv on PATH, or link it beside the proxy as {}",
+                    beside.join("gpuenv").display()
+                ),
+                format!("or install it yourself: `gpuenv install {spec}`"),
+            ],
         }
+    }
+}
+
+/// Installs a pinned toolkit that resolution found missing; the session then reads the
+/// registry again.
+pub trait Installer {
+    fn install(&self, ctx: &Context, spec: &Spec, origin: &str) -> Result<(), InstallFailed>;
+}
+
+/// Runs `gpuenv install <spec>` as a child process.
+pub enum RunGpuenv<'a> {
+    /// This program, gpuenv itself (the CLI and its shell hook).
+    ThisProgram,
+    /// The gpuenv beside the proxy binary at this path, else the first on PATH.
+    BesideProxy(&'a Path),
+}
+
+impl Installer for RunGpuenv<'_> {
+    fn install(&self, ctx: &Context, spec: &Spec, origin: &str) -> Result<(), InstallFailed> {
+        let gpuenv = match *self {
+            RunGpuenv::ThisProgram => {
+                std::env::current_exe().map_err(|source| InstallFailed::CannotRun {
+                    gpuenv: PathBuf::from("gpuenv"),
+                    source,
+                })?
+            }
+            RunGpuenv::BesideProxy(proxy) => {
+                find_gpuenv(ctx, proxy).ok_or_else(|| InstallFailed::NoInstaller {
+                    spec: spec.clone(),
+                    origin: origin.to_string(),
+                    beside: proxy.parent().unwrap_or(Path::new("/")).to_path_buf(),
+                })?
+            }
+        };
+        install(ctx, &gpuenv, spec, origin)
     }
 }
 

@@ -2,8 +2,6 @@
 //! the exec of what `plan` decided.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 
 use super::{plan, ProxyError, Refused};
 use crate::context::Context;
@@ -32,15 +30,7 @@ pub fn main(argv: Vec<OsString>, find: &[Find]) -> u8 {
     };
     let self_exe = std::env::current_exe().unwrap_or_default();
     let result = plan(argv, &ctx, &self_exe).and_then(|exec| {
-        let mut cmd = Command::new(&exec.program);
-        cmd.args(&exec.args);
-        for (k, v) in &exec.env {
-            match v {
-                Some(v) => cmd.env(k, v),
-                None => cmd.env_remove(k),
-            };
-        }
-        let source = cmd.exec();
+        let source = crate::edges::session::exec(&exec);
         Err(ProxyError::Exec {
             program: exec.program,
             source,
