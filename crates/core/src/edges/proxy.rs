@@ -23,7 +23,7 @@ use crate::store::locate::NoHome;
 use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::registry::StateError;
 use crate::store::toolchain::NameError;
-use crate::store::toolchain::{upstream, Kind, Spec};
+use crate::store::toolchain::{Kind, Spec};
 use crate::store::StoreError;
 use crate::ui;
 
@@ -178,13 +178,16 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
 
     let invoked = invoked_path(&argv0, &tool, ctx);
     let from_view = match invoked.as_deref().filter(|_| overrides.is_empty()) {
-        Some(invoked) => view_of(invoked, ctx)?,
+        Some(invoked) => match view_dir(invoked) {
+            Some(dir) => Session::of_view(ctx, &dir, Door::Proxy)?,
+            None => None,
+        },
         None => None,
     };
     let (session, active) = match from_view {
-        Some((home, registry, name)) => {
+        Some((session, name)) => {
             // <home>/views/<name>/bin/<tool>: this view's toolchain, without resolving.
-            let entry = registry.toolchains[&name].clone();
+            let entry = session.registry().toolchains[&name].clone();
             let active = ActiveSet {
                 toolchains: vec![Active {
                     name,
@@ -194,10 +197,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
                 project: None,
                 host_compiler: None,
             };
-            (
-                Session::with_registry(ctx, home, Door::Proxy, registry),
-                active,
-            )
+            (session, active)
         }
         None => {
             // An upstream's toolchains resolve too; an unusable upstream is only a warning.
@@ -359,32 +359,13 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     }
 }
 
-/// If `invoked` is `<home>/views/<name>/bin/<tool>` (also through a link to the view) and
-/// `<name>` is registered there: that home, its registry and the name.
-fn view_of(invoked: &Path, ctx: &Context) -> Result<Option<(Home, Registry, String)>, StateError> {
-    let Some(view_dir) = invoked
+/// The directory `invoked` would be the view of, if it is `<home>/views/<name>/bin/<tool>`
+/// (also through a link to the view); `Session::of_view` says whether it is one.
+fn view_dir(invoked: &Path) -> Option<PathBuf> {
+    invoked
         .parent()
         .and_then(|bin| bin.canonicalize().ok())
         .and_then(|bin| bin.parent().map(Path::to_path_buf))
-    else {
-        return Ok(None);
-    };
-    let Some((mut home, name)) = Home::of_view(&view_dir) else {
-        return Ok(None);
-    };
-    if !home.settings().is_file() {
-        return Ok(None);
-    }
-    let mut registry = Registry::load(&home)?;
-    if !registry.toolchains.contains_key(&name) {
-        // The user's own view of an upstream's toolchain.
-        home.upstreams = upstream::from_context(ctx).0;
-        registry = upstream::layered(&mut home, registry).registry;
-    }
-    Ok(registry
-        .toolchains
-        .contains_key(&name)
-        .then_some((home, registry, name)))
 }
 
 /// Whether `a` and `b` are one file (links followed): two `stat`s, where comparing their

@@ -6,6 +6,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::Command;
 
 use crate::context::{vars, Context};
@@ -79,18 +80,42 @@ impl<'c> Session<'c> {
         })
     }
 
-    /// The session for a home whose registry is already read (the proxy started as a
-    /// view's nvcc reads no more than it needs).
-    pub fn with_registry(ctx: &'c Context, home: Home, door: Door, registry: Registry) -> Self {
-        Session {
-            ctx,
-            home,
-            door,
-            layered: Layered {
-                registry,
-                ..Layered::default()
-            },
+    /// The session of the view at `view_dir` (`<home>/views/<name>`) and the toolchain's
+    /// name, when that name is registered in that home. The proxy started as a view's nvcc
+    /// reads that one registry, and the upstreams' only for the user's own view of an
+    /// upstream's toolchain.
+    pub fn of_view(
+        ctx: &'c Context,
+        view_dir: &Path,
+        door: Door,
+    ) -> Result<Option<(Self, String)>, StateError> {
+        let Some((mut home, name)) = Home::of_view(view_dir) else {
+            return Ok(None);
+        };
+        if !home.settings().is_file() {
+            return Ok(None);
         }
+        let mut registry = Registry::load(&home)?;
+        if !registry.toolchains.contains_key(&name) {
+            home.upstreams = upstream::from_context(ctx).0;
+            registry = upstream::layered(&mut home, registry).registry;
+        }
+        if !registry.toolchains.contains_key(&name) {
+            return Ok(None);
+        }
+        let layered = Layered {
+            registry,
+            ..Layered::default()
+        };
+        Ok(Some((
+            Session {
+                ctx,
+                home,
+                door,
+                layered,
+            },
+            name,
+        )))
     }
 
     pub fn ctx(&self) -> &'c Context {
