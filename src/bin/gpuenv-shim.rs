@@ -1,5 +1,6 @@
 //! The gpuenv proxy, installed as `$GPUENV_HOME/shims/<tool>` and as each view's
-//! `bin/nvcc` / `bin/hipcc`. All of its logic is `gpuenv_core::proxy`; this links nothing else.
+//! `bin/nvcc` / `bin/hipcc`. All of its logic is `gpuenv_core::proxy` (its errors are rendered
+//! with `gpuenv_core::hints`); this links nothing else.
 //!
 //! It starts as C's `main`, without std's start-up: that start-up reads /proc/self/maps for
 //! a stack-overflow guard and maps a signal stack, about 0.1 ms of every compiler call, for
@@ -17,5 +18,5 @@ extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
         .map(|i| unsafe { CStr::from_ptr(*argv.add(i)) })
         .map(|arg| OsStr::from_bytes(arg.to_bytes()).to_os_string())
         .collect();
-    c_int::from(gpuenv_core::proxy::main(args))
+    c_int::from(gpuenv_core::proxy::main(args, gpuenv_core::hints::FIND))
 }

@@ -26,8 +26,8 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let (_home, registry) = super::registry(ctx)?;
-        let active = super::resolve_here(ctx, &registry, &[])?;
+        let mut session = super::session(ctx)?;
+        let active = super::resolve_here(&mut session, &[], None)?;
         let file = active.project.as_ref();
         let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file)?;
 

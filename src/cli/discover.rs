@@ -3,8 +3,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
-use gpuenv_core::env::path_list;
 use gpuenv_core::module;
+use gpuenv_core::path_list;
 use gpuenv_core::toolchain::detect;
 use gpuenv_core::toolchain::discover::{self, Found, Places};
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source};

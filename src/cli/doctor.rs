@@ -49,15 +49,17 @@ impl Args {
             cwd: dir.clone(),
             vars: ctx.vars.clone(),
         };
-        let (home, registry) = super::registry(&ctx)?;
+        let mut session = super::session(&ctx)?;
         // A pin that resolves to nothing is reported as a finding; the other checks still run.
-        let (active, resolve_error) = match super::resolve_here(&ctx, &registry, &[]) {
+        let (active, resolve_error) = match super::resolve_here(&mut session, &[], None) {
             Ok(a) => (a, None),
             Err(e) => (
                 ActiveSet::default(),
                 Some(ui::Report::of(e.as_ref(), super::FIND)),
             ),
         };
+        let (home, layered) = session.into_parts();
+        let registry = layered.registry;
         let torch = guard::locate_torch(&ctx, None);
         let root = ctx.system_root();
         let inputs = Inputs {

@@ -5,6 +5,7 @@ use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::module;
+use gpuenv_core::session::Purpose;
 use gpuenv_core::shell::{self, Format};
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui;
@@ -39,9 +40,9 @@ impl Args {
     }
 
     fn print(self, ctx: &Context) -> Result<()> {
-        let (home, registry) = super::registry(ctx)?;
+        let mut session = super::session(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
-        let active = super::resolve_here(ctx, &registry, &overrides)?;
+        let active = super::resolve_here(&mut session, &overrides, None)?;
         // A TaskProlog runs for every task of every job: only a pinned project gets a
         // toolchain there, and anywhere else the task's environment is left as it is.
         if self.shell == Format::Slurm && (active.project.is_none() || active.toolchains.is_empty())
@@ -54,7 +55,7 @@ impl Args {
                 ["`gpuenv pin <spec>` or `gpuenv default <spec>`"],
             );
         }
-        let applied = super::environment(ctx, &home, &registry, &active)?;
+        let applied = session.applied(&active, Purpose::Command)?;
         let vars: Vec<(&str, Option<&OsStr>)> = applied
             .after
             .iter()

@@ -6,16 +6,16 @@ use std::path::PathBuf;
 
 use super::named_arg::named;
 
+use gpuenv_core::auto_install::RunGpuenv;
 use gpuenv_core::context::{vars, Context};
-use gpuenv_core::env::Op;
 use gpuenv_core::home::Home;
 use gpuenv_core::resolve::Reason;
+use gpuenv_core::session::{Door, Purpose, Session};
 use gpuenv_core::shell::fast_path::{self, Check};
 use gpuenv_core::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use gpuenv_core::shell::{self, Format, Shell};
-use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::upstream;
-use gpuenv_core::{env, trust, ui};
+use gpuenv_core::{env, ui};
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
 /// to the environment of the current directory
@@ -141,42 +141,18 @@ pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
 /// The change for this directory, and the files besides the toolchain file and the
 /// registry that it was computed from (the upstreams' settings, the torch a pin read).
 fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf>)> {
-    let mut home = home.clone();
-    // Own toolchains and the upstreams', loaded again after an auto-install.
-    let mut load = || -> Result<Registry> {
-        let own = Registry::load(&home)?;
-        let layered = upstream::layered(&mut home, own);
-        for w in &layered.warnings {
-            ui::hook_note(w);
-        }
-        Ok(layered.registry)
-    };
-    let (registry, active) = super::auto_install::resolve_installing(ctx, &mut load)?;
-    let home = &home;
+    // Own toolchains and the upstreams', read again after an auto-install.
+    let mut session = Session::open_at(ctx, home.clone(), Door::Hook)?;
+    let installer = RunGpuenv::ThisProgram;
+    let active = super::resolve_here(&mut session, &[], Some(&installer))?;
+    let home = session.home();
     // Besides the user's settings: the system config and every upstream's settings.
     let mut read: Vec<PathBuf> = vec![upstream::system_config_path(ctx)];
     read.extend(home.upstreams.iter().map(|u| Home::new(u).settings()));
-    let trusted = trust::env_allowed(&registry, active.project.as_ref());
-    if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
-        ui::hook_note(notice);
-    }
-    // As `env` and `run` do: a toolchain whose view is missing (an upstream's the upstream
+    // As `env` and `run` do, a toolchain whose view is missing (an upstream's the upstream
     // has none for) gets one in the user's own home, or its nvcc would not be on PATH. Only
     // here, past the fast path: a prompt where nothing changed still runs nothing.
-    super::upstream_views_for(
-        home,
-        &registry,
-        active.toolchains.iter().map(|t| t.name.as_str()),
-    )?;
-    let mut change = env::plan(&active, &registry, home, trusted);
-    gpuenv_core::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
-    // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
-    if !change.ops.is_empty() {
-        change.ops.push(Op::Prepend(
-            "PATH".into(),
-            vec![home.shims().into_os_string()],
-        ));
-    }
+    let change = session.environment(&active, Purpose::Hook)?;
     read.extend(active.toolchains.iter().filter_map(|t| match &t.reason {
         Reason::Torch(_, _, torch) => Some(torch.join("version.py")),
         _ => None,

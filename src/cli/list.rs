@@ -60,19 +60,20 @@ impl Args {
                 self.json,
             );
         }
-        let (home, layered) = super::layered(ctx)?;
-        let registry = &layered.registry;
+        let mut session = super::session(ctx)?;
         // `list` stays useful in a directory whose toolchain file is broken.
-        let active = match super::resolve_here(ctx, registry, &[]) {
+        let active = match super::resolve_here(&mut session, &[], None) {
             Ok(a) => Some(a),
             Err(e) => {
                 ui::warn(format!("cannot tell which toolchain is active here: {e:#}"));
                 None
             }
         };
+        let (home, layered) = (session.home(), session.layered());
+        let registry = &layered.registry;
         let defaults: Vec<Spec> = registry.default_specs().unwrap_or_default();
         // An upstream is the admin's to repair; its missing views are made here on use.
-        let mut problems = store::health(&home, registry);
+        let mut problems = store::health(home, registry);
         problems.retain(|p| p.name().is_none_or(|n| layered.upstream_of(n).is_none()));
         let rows: Vec<Row> = registry
             .toolchains

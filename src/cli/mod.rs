@@ -1,6 +1,5 @@
 //! The command line: one file per subcommand, each with its clap `Args` and `run()`.
 
-mod auto_install;
 mod cache;
 mod check;
 mod completions;
@@ -35,14 +34,16 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use gpuenv_core::auto_install::Installer;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
 use gpuenv_core::home::Home;
-use gpuenv_core::resolve::{self, ActiveSet, Request};
+use gpuenv_core::resolve::{self, ActiveSet};
+use gpuenv_core::session::{Door, Session};
 use gpuenv_core::store::{Problem, Store};
 use gpuenv_core::toolchain::registry::Registry;
-use gpuenv_core::toolchain::{upstream, view, Spec};
-use gpuenv_core::{env, guard, host_compiler, shims, trust, ui};
+use gpuenv_core::toolchain::{upstream, Kind, Spec};
+use gpuenv_core::{host_compiler, shims, ui};
 
 /// `0.1.0 (207a5b9 2026-12-03)`: the commit and its date when built from git (build.rs).
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("GPUENV_BUILD_INFO"));
@@ -214,8 +215,13 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
     }
 }
 
-/// The registry and where it lives, with the upstreams' toolchains added (for reading only;
-/// changes go through `Registry::update`, which sees the user's own file alone).
+/// A command's session, its registry read (the upstreams' toolchains added, for reading
+/// only: changes go through `Registry::update`, which sees the user's own file alone).
+fn session(ctx: &Context) -> Result<Session<'_>> {
+    Session::open(ctx, Door::Command)
+}
+
+/// The registry and where it lives, for commands that keep them past a session.
 fn registry(ctx: &Context) -> Result<(Home, Registry)> {
     let (home, layered) = layered(ctx)?;
     Ok((home, layered.registry))
@@ -239,16 +245,7 @@ fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
 
 /// The own registry and the upstreams', with a warning for each upstream that cannot be used.
 fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
-    let mut home = ctx.gpuenv_home()?;
-    ui::verbose(format!("reading {}", home.settings().display()));
-    let own = Registry::load(&home)?;
-    notice(&own);
-    let layered = upstream::layered(&mut home, own);
-    if let Some(e) = upstream::from_context(ctx).1 {
-        ui::warn_with_hints(&e, e.hints());
-    }
-    layered.warnings.iter().for_each(ui::warn);
-    Ok((home, layered))
+    Ok(session(ctx)?.into_parts())
 }
 
 /// Says what is odd about the state file, if anything.
@@ -287,15 +284,19 @@ fn store(ctx: &Context) -> Result<Store> {
 }
 
 /// The active set for the current directory, with `overrides` on top, and the host
-/// compiler its CUDA toolchain gets on this PATH.
-fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
-    let torch = || guard::locate_torch(ctx, None);
-    let req = Request::new(ctx, overrides, &torch);
-    let mut active = resolve::resolve(&req, registry)?;
+/// compiler its CUDA toolchain gets on this PATH. `installer`: what installs a missing pin
+/// under `GPUENV_AUTO_INSTALL` (the shell hook's), if anything.
+fn resolve_here(
+    session: &mut Session,
+    overrides: &[Spec],
+    installer: Option<&dyn Installer>,
+) -> Result<ActiveSet> {
+    let mut active: ActiveSet =
+        session.resolve::<anyhow::Error>(overrides, &Kind::ALL, installer)?;
     // The proxy's probe: g++ is asked once per compiler file (host_compiler::cache).
     active.attach_host_compiler(&host_compiler::cache::CachedProbe::new(
-        ctx,
-        &ctx.gpuenv_home()?,
+        session.ctx(),
+        session.home(),
     ));
     if let Some(p) = &active.project {
         ui::verbose(format!("toolchain file: {}", p.path.display()));
@@ -312,59 +313,12 @@ fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Resul
     Ok(active)
 }
 
-/// The environment of `active`, applied to the process's current values. A toolchain
-/// file's `[env]` counts only when the file is trusted.
-fn environment(
-    ctx: &Context,
-    home: &Home,
-    registry: &Registry,
-    active: &ActiveSet,
-) -> Result<env::Applied> {
-    let trusted = trust::env_allowed(registry, active.project.as_ref());
-    if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
-        ui::warn(notice);
-    }
-    upstream_views_for(
-        home,
-        registry,
-        active.toolchains.iter().map(|t| t.name.as_str()),
-    )?;
-    let mut change = env::plan(active, registry, home, trusted);
-    gpuenv_core::module::count_loaded_as_foreign(
-        &mut change,
-        ctx.var(gpuenv_core::context::vars::LMFILES),
-    );
-    Ok(change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned)))
-}
-
 /// Writes output for machines (shell code, data) to stdout, byte for byte.
 fn stdout(bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)?;
     out.flush()?;
-    Ok(())
-}
-
-/// A toolchain whose view is missing (an upstream's, when the upstream has none) gets one
-/// in the user's own home, under the state lock, so `CUDA_HOME` points at a guarded nvcc.
-fn upstream_views_for<'a>(
-    home: &Home,
-    registry: &Registry,
-    names: impl IntoIterator<Item = &'a str>,
-) -> Result<()> {
-    for name in names {
-        let Some(entry) = registry.toolchains.get(name) else {
-            continue;
-        };
-        if !view::exists(home, name) {
-            let _locked = Registry::lock(home)?;
-            if !view::exists(home, name) {
-                let proxy = shims::install_proxy(home, &shims::proxy_source()?)?;
-                view::create(home, name, entry, &proxy)?;
-            }
-        }
-    }
     Ok(())
 }
 

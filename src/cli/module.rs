@@ -5,10 +5,10 @@ use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::env;
 use gpuenv_core::home::Home;
-use gpuenv_core::module::export::{self, Format};
+use gpuenv_core::module_export::{self as export, Format};
 use gpuenv_core::resolve::{Active, ActiveSet, Reason};
+use gpuenv_core::session;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::{fsutil, ui};
@@ -73,7 +73,7 @@ impl ExportArgs {
                 ["`gpuenv install <spec>`, `gpuenv link <name> <path>` or `gpuenv discover --register` first"],
             );
         }
-        super::upstream_views_for(&home, &registry, names.iter().map(|n| n.as_str()))?;
+        session::ensure_views(&home, &registry, names.iter().map(|n| n.as_str()))?;
         let mut refused = 0;
         let mut written = Vec::new();
         for name in names {
@@ -128,7 +128,8 @@ fn module_text(home: &Home, registry: &Registry, name: &str, format: Format) -> 
         project: None,
         host_compiler: None,
     };
-    let change = env::plan(&active, registry, home, false);
+    // Read by other shells on other nodes: no `[env]`, nothing of this shell's modules.
+    let change = session::change_for(&active, registry, home, false, None);
     export::render(name, &entry, &change, format)
 }
 

@@ -17,9 +17,9 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let (_home, registry) = super::registry(ctx)?;
+        let mut session = super::session(ctx)?;
         let Some(name) = self.name else {
-            let active = super::resolve_here(ctx, &registry, &[])?;
+            let active = super::resolve_here(&mut session, &[], None)?;
             if active.toolchains.is_empty() {
                 bail!(Hinted::new(format!(
                     "no toolchain is active in {}, so there is no prefix to print",
@@ -33,7 +33,7 @@ impl Args {
             return Ok(());
         };
         let spec: Spec = super::parse_specs(std::slice::from_ref(&name))?.remove(0);
-        match registry.find(&spec) {
+        match session.registry().find(&spec) {
             Some((_, e)) => {
                 println!("{}", e.root.display());
                 Ok(())

@@ -1,10 +1,10 @@
-use std::os::unix::process::CommandExt;
-use std::process::Command;
+use std::ffi::OsString;
 
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::session::{self, Purpose};
 use gpuenv_core::shell::quote;
 use gpuenv_core::toolchain::Spec;
 
@@ -24,21 +24,14 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let (home, registry) = super::registry(ctx)?;
+        let mut session = super::session(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
-        let active = super::resolve_here(ctx, &registry, &overrides)?;
-        let applied = super::environment(ctx, &home, &registry, &active)?;
+        let active = super::resolve_here(&mut session, &overrides, None)?;
+        let applied = session.applied(&active, Purpose::Command)?;
         let program = &self.command[0];
-        let mut cmd = Command::new(program);
-        cmd.args(&self.command[1..]);
-        for (k, v) in &applied.after {
-            match v {
-                Some(v) => cmd.env(k, v),
-                None => cmd.env_remove(k),
-            };
-        }
+        let args = self.command[1..].iter().map(OsString::from).collect();
         // exec: the command's exit status and signals are its own.
-        let err = cmd.exec();
+        let err = session::exec_with(program.into(), args, &applied);
         if err.kind() == std::io::ErrorKind::NotFound {
             let hint = if program.contains('/') {
                 format!("check the path {program}")

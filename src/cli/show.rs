@@ -18,16 +18,17 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let (home, registry) = super::registry(ctx)?;
-        let active = super::resolve_here(ctx, &registry, &[])?;
+        let mut session = super::session(ctx)?;
+        let active = super::resolve_here(&mut session, &[], None)?;
+        let (home, registry) = (session.home(), session.registry());
         let cache = build_cache::choose(
             ctx.var(vars::GPUENV_BUILD_CACHE),
             active.project.as_ref(),
-            &registry,
+            registry,
         )?;
         let cache_program = build_cache::locate(&cache, ctx.var_os("PATH"));
         // What is missing for the toolchains active here, and the shims they run through.
-        let problems: Vec<Problem> = store::health(&home, &registry)
+        let problems: Vec<Problem> = store::health(home, registry)
             .into_iter()
             .filter(|p| {
                 p.name()
@@ -45,7 +46,7 @@ impl Args {
                         "kind": t.entry.kind,
                         "version": t.entry.version,
                         "root": t.entry.root,
-                        "view": view::paths(&home, &t.name, &t.entry).root,
+                        "view": view::paths(home, &t.name, &t.entry).root,
                         "reason": t.reason.to_string(),
                         "problems": problems
                             .iter()

@@ -25,8 +25,9 @@ impl Args {
             ))
             .hint("gpuenv which nvcc"));
         }
-        let (home, registry) = super::registry(ctx)?;
-        let active = super::resolve_here(ctx, &registry, &[])?;
+        let mut session = super::session(ctx)?;
+        let active = super::resolve_here(&mut session, &[], None)?;
+        let home = session.home();
         if active.toolchains.is_empty() {
             super::print_error(
                 &Hinted::new(format!(

@@ -1,16 +1,11 @@
 //! The one handle on process state: working directory and environment variables, read once
 //! at the edge and passed down, so everything below runs in tests without touching the
-//! real process.
+//! real process. Where gpuenv's home is (`Context::gpuenv_home`) is the store's to say
+//! (`store::locate`).
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-
-use crate::diagnostic::Diagnostic;
-
-use crate::home::Home;
-use crate::toolchain::upstream;
 
 /// Every environment variable gpuenv reads (besides the path lists it edits).
 pub mod vars {
@@ -90,28 +85,8 @@ pub mod vars {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum NoHome {
-    #[error(
-        "neither GPUENV_HOME nor HOME is set, and the password database has no home for this account"
-    )]
-    Unset,
-    #[error("gpuenv's home {dir} (from {from}) contains `:`, which separates PATH entries: its shims dir cannot be put on PATH")]
-    Colon { dir: String, from: &'static str },
-}
-
-#[derive(Debug, thiserror::Error)]
 #[error("cannot read the current directory")]
 pub struct NoCwd(#[source] pub std::io::Error);
-
-impl Diagnostic for NoHome {
-    fn hints(&self) -> Vec<String> {
-        vec![match self {
-            NoHome::Unset => "set GPUENV_HOME to the directory gpuenv should keep its state in",
-            NoHome::Colon { .. } => "set GPUENV_HOME to a directory without `:` in its path",
-        }
-        .into()]
-    }
-}
 
 /// The process's working directory and environment. Values are bytes (`OsString`): one
 /// that is not UTF-8 (a directory named in Latin-1 on PATH) is kept exactly as it is.
@@ -177,29 +152,6 @@ impl Context {
     pub fn system_root(&self) -> PathBuf {
         self.path_var(vars::GPUENV_DOCTOR_ROOT)
             .unwrap_or_else(|| PathBuf::from("/"))
-    }
-
-    /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`; with the
-    /// upstreams the environment and the system config name. A home whose path has a `:`
-    /// is refused: its shims dir could not be an entry of PATH.
-    pub fn gpuenv_home(&self) -> Result<Home, NoHome> {
-        let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
-            (self.cwd.join(h), vars::GPUENV_HOME)
-        } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
-            (x.join("gpuenv"), vars::XDG_DATA_HOME)
-        } else {
-            let home = self.home_dir().ok_or(NoHome::Unset)?;
-            (home.join(".local/share/gpuenv"), vars::HOME)
-        };
-        if dir.as_os_str().as_bytes().contains(&b':') {
-            return Err(NoHome::Colon {
-                dir: crate::ui::printable(&dir.to_string_lossy()).to_string(),
-                from,
-            });
-        }
-        let mut home = Home::new(dir);
-        home.upstreams = upstream::from_context(self).0;
-        Ok(home)
     }
 }
 

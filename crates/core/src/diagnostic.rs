@@ -5,8 +5,8 @@
 //! the proxy a `ProxyError`). Rust cannot ask a `&dyn Error` whether its type implements
 //! another trait, so each crate lists its error types that have hints in one `find`
 //! function, which downcasts a cause to each in turn; the edge hands the renderer the
-//! `find`s of the crates it uses (`FIND` here for core, `gpuenv_install::FIND` for install
-//! and core). A new error type with hints goes into its crate's `find`; the tests that
+//! `find`s of the crates it uses (`edges::hints::FIND` for core, `gpuenv_install::FIND` for
+//! install and core). A new error type with hints goes into its crate's `find`; the tests that
 //! assert on its hint catch a forgotten one. A `#[error(transparent)]` wrapper hides the
 //! error it wraps from the chain, so its `hints()` must return the wrapped error's.
 
@@ -33,35 +33,6 @@ macro_rules! find_diagnostic {
         }))+
     }};
 }
-
-/// gpuenv-core's diagnostics.
-pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 'static)> {
-    use crate::toolchain::{registry, upstream};
-    use crate::{
-        auto_install, build_cache, context, driver, guard, project, proxy, resolve, shell, shims,
-        store,
-    };
-    find_diagnostic!(
-        err,
-        Hinted,
-        auto_install::InstallFailed,
-        build_cache::BadVar,
-        context::NoHome,
-        driver::DriverTooOld,
-        shell::SlurmError,
-        shims::ShimError,
-        store::StoreError,
-        upstream::SystemConfigError,
-        guard::Refusal,
-        project::ProjectError,
-        proxy::ProxyError,
-        resolve::ResolveError,
-        registry::StateError,
-    )
-}
-
-/// The finder of gpuenv-core, for the edges that use core alone (the proxy).
-pub const FIND: &[Find] = &[find];
 
 /// An error made on the spot, where no error type exists for it (code at the edge, or code
 /// that uses `anyhow`): a message, hints, and optionally the error that caused it.

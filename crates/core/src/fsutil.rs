@@ -241,6 +241,13 @@ fn writable_dirs(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The SHA-256 of `bytes` in hex: what identifies a file's content (a trusted toolchain
+/// file, a cached compiler's answer).
+pub fn content_hash(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(bytes))
+}
+
 /// 1-based line and column of a byte offset, as editors count them.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];

@@ -1,31 +1,33 @@
 //! gpuenv's core: everything the CLI and the nvcc/hipcc proxy share. No CLI, network,
 //! archive or progress-bar code lives here, so the proxy stays small.
+//!
+//! Layers, bottom to top; a module imports only its own layer and those below
+//! (tests/core_layers.rs checks it): the base utilities at the root (`diagnostic`, `ui`,
+//! `fsutil`, `named`, `passwd`, `path_list`), then `facts`, `context` (the process handle),
+//! `store`, `project`, `plan`, `edges`.
 
 /// The project's home; messages link into its `docs/` from here (the one place naming it).
 pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";
 
-pub mod auto_install;
-pub mod build_cache;
 pub mod context;
-pub mod cuda_tables;
 pub mod diagnostic;
-pub mod driver;
-pub mod env;
+pub mod edges;
+pub mod facts;
 pub mod fsutil;
-pub mod guard;
-pub mod home;
-pub mod host_compiler;
-pub mod module;
 pub mod named;
 pub mod passwd;
+pub mod path_list;
+pub mod plan;
 pub mod project;
-pub mod proxy;
-pub mod resolve;
-pub mod shell;
-pub mod shims;
 pub mod store;
 #[doc(hidden)]
 pub mod test_support;
-pub mod toolchain;
-pub mod trust;
 pub mod ui;
+
+// The crate's public paths stay flat for the crates that use it; inside the core, code
+// names the layer (`crate::plan::resolve`).
+pub use edges::{hints, module_export, proxy, session, shell};
+pub use facts::{cuda_tables, driver};
+pub use plan::{auto_install, build_cache, env, guard, host_compiler, module, resolve};
+pub use project::trust;
+pub use store::{home, shims, toolchain};

@@ -61,7 +61,7 @@ impl Machine {
 
     /// `key` split as a path list (empty entries dropped).
     pub fn path_list(&self, key: &str) -> Vec<String> {
-        gpuenv_core::env::path_list::dirs(self.ctx.var_os(key))
+        gpuenv_core::path_list::dirs(self.ctx.var_os(key))
             .map(|e| e.to_string_lossy().into_owned())
             .collect()
     }

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
-use gpuenv_core::env::{self, Op, PATH_LISTS};
+use gpuenv_core::env::{Op, PATH_LISTS};
 use gpuenv_core::module;
 use gpuenv_core::resolve::Active;
+use gpuenv_core::session;
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -49,9 +50,14 @@ pub fn run(inputs: &Inputs) -> Finding {
     let mut flagged: Vec<String> = Vec::new();
 
     // Entries that switching removes, other than the active toolchains' own.
-    let mut change = env::plan(&inputs.active, &inputs.registry, &inputs.home, false);
     let lmfiles = m.var(vars::LMFILES);
-    module::count_loaded_as_foreign(&mut change, lmfiles);
+    let change = session::change_for(
+        &inputs.active,
+        &inputs.registry,
+        &inputs.home,
+        false,
+        lmfiles,
+    );
     let loaded = module::scan_loaded(lmfiles.unwrap_or_default(), m.var(vars::LOADEDMODULES));
     for op in &change.ops {
         let Op::Remove(list, foreign) = op else {

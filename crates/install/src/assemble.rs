@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use super::{confine, Mapping};
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::toolchain::nvidia_target::target_dir;
+use gpuenv_core::facts::nvidia_target::target_dir;
 use gpuenv_core::toolchain::Version;
 
 const HINT: &str =

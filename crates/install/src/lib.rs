@@ -253,7 +253,7 @@ pub fn find_diagnostic<'a>(
 }
 
 /// The finders for every error an install can return: its own and gpuenv-core's.
-pub const FIND: &[Find] = &[find_diagnostic, gpuenv_core::diagnostic::find];
+pub const FIND: &[Find] = &[find_diagnostic, gpuenv_core::hints::find];
 
 /// Installs what `plan` describes into the store, unless it is installed already.
 pub fn install(

@@ -1,6 +1,6 @@
 //! `gpuenv pin`'s change to a toolchain file, keeping comments, order and everything else.
 
-use crate::toolchain::Spec;
+use crate::store::toolchain::Spec;
 
 /// What `gpuenv pin` sets.
 #[derive(Debug, Clone, Default)]

@@ -5,6 +5,7 @@
 mod arch;
 mod edit;
 mod locate;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,11 +14,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::build_cache::BuildCache;
 use crate::diagnostic::Diagnostic;
-use crate::env::reserved;
+use crate::facts::build_cache::{BuildCache, UnknownBuildCache};
+use crate::facts::reserved;
 use crate::fsutil::{self, line_col};
-use crate::toolchain::{Kind, Spec};
+use crate::store::toolchain::{Kind, Spec};
 use crate::ui::printable;
 
 pub use arch::{validate_cuda_arch, validate_rocm_arch, ArchError};
@@ -85,7 +86,7 @@ impl ProjectFile {
     /// The sha256 of the bytes this was parsed from. Computed when asked (a trust check, or
     /// `gpuenv trust`), not at every parse: the proxy parses the file on every compile.
     pub fn sha256(&self) -> String {
-        crate::trust::content_hash(self.text.as_bytes())
+        fsutil::content_hash(self.text.as_bytes())
     }
 
     pub fn pin(&self, kind: Kind) -> Option<&Pin> {
@@ -263,7 +264,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         let value = cache
             .get_ref()
             .parse()
-            .map_err(|e: crate::build_cache::UnknownBuildCache| invalid(start, e.to_string()))?;
+            .map_err(|e: UnknownBuildCache| invalid(start, e.to_string()))?;
         file.build_cache = Some((value, at(start)));
     }
     if let Some(tc) = raw.toolchain {

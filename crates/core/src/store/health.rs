@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use crate::home::Home;
-use crate::toolchain::registry::{Broken, Registry, Source};
-use crate::toolchain::view;
+use crate::store::home::Home;
+use crate::store::toolchain::registry::{Broken, Registry, Source};
+use crate::store::toolchain::view;
 
 /// Something in the store that is not as the registry says, with the command that fixes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

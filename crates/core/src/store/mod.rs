@@ -2,17 +2,23 @@
 //! through [`Store::register`] or [`Store::forget`], made under the state lock, and either
 //! completes (registry saved, views and shims in step) or leaves everything as it was: the
 //! registry is saved last, and what was done before it is undone if any step fails.
+//! The store layer holds the home, the toolchains and their registry, upstreams, views and
+//! shims; above the facts, below the project file.
 
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
-use crate::home::Home;
-use crate::shims::{self, Reshim, ShimError};
-use crate::toolchain::registry::{Entry, Locked, Registry, Source, StateError};
-use crate::toolchain::view::{self, ViewError};
-use crate::toolchain::{upstream, Kind, Spec};
+use crate::store::home::Home;
+use crate::store::shims::{Reshim, ShimError};
+use crate::store::toolchain::registry::{Entry, Locked, Registry, Source, StateError};
+use crate::store::toolchain::view::{self, ViewError};
+use crate::store::toolchain::{upstream, Kind, Spec};
 
 mod health;
+pub mod home;
+pub mod locate;
+pub mod shims;
+pub mod toolchain;
 pub use health::{health, Problem};
 
 #[derive(Debug, thiserror::Error)]
@@ -313,7 +319,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::toolchain::detect;
+    use crate::store::toolchain::detect;
 
     /// A home, a proxy file, and a CUDA tree at `<dir>/<name>`.
     fn world() -> (tempfile::TempDir, Store) {

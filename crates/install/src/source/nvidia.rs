@@ -13,7 +13,7 @@ use super::{highest_matching, redist_components, unknown_components, Source};
 use crate::fetch::Fetcher;
 use crate::pathpart::{self, Sha256, SOURCE_HINT};
 use crate::{Archive, Format, Mapping, Plan, Selection};
-use gpuenv_core::toolchain::nvidia_target::redist_platform;
+use gpuenv_core::facts::nvidia_target::redist_platform;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 
 pub const DEFAULT_MIRROR: &str = "https://developer.download.nvidia.com/compute/cuda/redist/";

@@ -1,0 +1,405 @@
+//! The gpuenv proxy. Installed as `$GPUENV_HOME/shims/<tool>` and as each view's
+//! `bin/nvcc` / `bin/hipcc`: it finds the toolchain (the view it was invoked from, or the
+//! active one for this directory), refuses a PyTorch extension build that does not match
+//! torch, sets the toolchain's environment and execs the real tool in this process.
+
+// Errors are returned once per call, never in a loop: their size does not matter.
+#![allow(clippy::result_large_err)]
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::context::{vars, Context};
+use crate::diagnostic::Diagnostic;
+use crate::edges::session::{Door, Purpose, Session};
+use crate::plan::auto_install::{self, RunGpuenv};
+use crate::plan::guard::PolicyError;
+use crate::plan::resolve::ResolveError;
+use crate::plan::resolve::{Active, ActiveSet, Reason};
+use crate::plan::{build_cache, guard, host_compiler};
+use crate::project::{self, ProjectError};
+use crate::store::home::Home;
+use crate::store::locate::NoHome;
+use crate::store::toolchain::registry::Registry;
+use crate::store::toolchain::registry::StateError;
+use crate::store::toolchain::NameError;
+use crate::store::toolchain::{Kind, Spec};
+use crate::store::StoreError;
+use crate::ui;
+
+pub mod args;
+mod check;
+mod process;
+
+pub use crate::plan::exec::Exec;
+pub use process::main;
+
+/// Guard against infinite proxy recursion: a toolchain whose real tool leads back here.
+const MAX_DEPTH: u32 = 3;
+const DEPTH_VAR: &str = crate::context::vars::GPUENV_SHIM_DEPTH;
+
+/// The guard refused the build (exit 1, the refusal printed); every other error exits 2.
+#[derive(Debug, thiserror::Error)]
+#[error("the torch guard refused this build")]
+pub struct Refused(pub Box<guard::Refusal>);
+
+/// Why the proxy cannot run the tool, with the ways out.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// Exit status 1: `main` prints the refusal itself.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    #[error("in `{tool} +{spec}`")]
+    BadOverride {
+        tool: String,
+        spec: String,
+        source: NameError,
+    },
+    #[error(transparent)]
+    Home(#[from] NoHome),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error("cannot run {}", program.display())]
+    Exec {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{tool} +{spec}` names a {} toolchain, but {tool} is the {kind} compiler", spec.kind)]
+    WrongKind {
+        tool: String,
+        spec: Spec,
+        kind: Kind,
+    },
+    #[error("gpuenv's {tool} proxy was started {depth} times in a row: the toolchain's bin/{tool} leads back to a gpuenv proxy")]
+    Loop { tool: String, depth: u32 },
+    #[error("{} is the gpuenv proxy itself, not a real {tool}", path.display())]
+    IsProxy { path: PathBuf, tool: String },
+    /// No host compiler the toolkit accepts (it names the limit and the package).
+    #[error(transparent)]
+    HostCompiler(#[from] crate::plan::host_compiler::HostCompilerProblem),
+    /// The `gpuenv install` it ran did not install, or it found no gpuenv to run.
+    #[error(transparent)]
+    Installing(#[from] auto_install::InstallFailed),
+    /// `looked` says what resolution found: no file, or a file without such a pin.
+    #[error("no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)")]
+    NoToolchain { tool: String, looked: String },
+    #[error("{tool} is not in the active toolchain {active}")]
+    NotInToolchain { tool: String, active: String },
+    #[error(transparent)]
+    BuildCache(#[from] build_cache::BadVar),
+    /// Making a view (never from the proxy's purpose, which writes nothing).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Diagnostic for ProxyError {
+    fn hints(&self) -> Vec<String> {
+        vec![match self {
+            ProxyError::Home(e) => return e.hints(),
+            ProxyError::State(e) => return e.hints(),
+            ProxyError::Project(e) => return e.hints(),
+            ProxyError::Resolve(e) => return e.hints(),
+            ProxyError::HostCompiler(e) => return e.hints(),
+            ProxyError::BuildCache(e) => return e.hints(),
+            ProxyError::Installing(e) => return e.hints(),
+            ProxyError::Store(e) => return e.hints(),
+            // Already printed in full by the guard.
+            ProxyError::Refused(_) => return Vec::new(),
+            ProxyError::BadOverride { tool, .. } => format!(
+                "name a toolchain as <kind>-<version>[-<label>]: `{tool} +cuda-12.4 …` (`gpuenv list` shows what is registered)"
+            ),
+            ProxyError::Policy(_) => "set GPUENV_TORCH_CHECK to minor, major or off, or unset it to use the toolchain file's `[torch] check` (default minor)".into(),
+            ProxyError::Exec { .. } => "the toolchain's files may have moved or gone: `gpuenv list` shows each toolchain's root, `gpuenv doctor` checks the active ones".into(),
+            ProxyError::WrongKind { tool, spec, kind } => format!(
+                "`{} +{spec} …` runs the {} compiler; `{tool} +{kind}-<version> …` picks another {kind} toolchain",
+                spec.kind.compiler(),
+                spec.kind
+            ),
+            ProxyError::Loop { tool, .. } => format!("a toolchain must be linked at its real root, not at a gpuenv view or shims dir; check `gpuenv list` and `gpuenv which {tool}`"),
+            ProxyError::IsProxy { .. } => "link the toolchain at its real root (`gpuenv list` shows the roots)".into(),
+            ProxyError::NoToolchain { tool, .. } => format!("`gpuenv pin <spec>` pins one for this directory, `gpuenv default <spec>` sets one everywhere, `{tool} +<spec> …` picks one for this call"),
+            ProxyError::NotInToolchain { tool, .. } => format!("`gpuenv list` shows the registered toolchains; `{tool} +<spec> …` runs it from another one"),
+        }]
+    }
+}
+
+/// Decides what `argv` (argv[0] included) runs: the toolchain (the view the proxy was
+/// started from, else `+spec`, else resolution for `ctx`), the torch guard's verdict, and
+/// the toolchain's environment. `self_exe` is the proxy binary, never a real tool.
+pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec, ProxyError> {
+    let mut args = argv;
+    let argv0 = PathBuf::from(if args.is_empty() {
+        OsString::new()
+    } else {
+        args.remove(0)
+    });
+    let tool = argv0
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+
+    let depth: u32 = ctx.var(DEPTH_VAR).and_then(|d| d.parse().ok()).unwrap_or(0);
+    if depth >= MAX_DEPTH {
+        return Err(ProxyError::Loop { tool, depth });
+    }
+
+    // `nvcc +cuda-11.8 …` picks the toolchain for this call.
+    let mut overrides = Vec::new();
+    if let Some(spec) = args
+        .first()
+        .and_then(|a| a.to_str())
+        .and_then(|a| a.strip_prefix('+'))
+    {
+        let spec: Spec = spec.parse().map_err(|source| ProxyError::BadOverride {
+            tool: tool.clone(),
+            spec: spec.to_string(),
+            source,
+        })?;
+        overrides.push(spec);
+        args.remove(0);
+    }
+    // The compiler driver of one kind never runs from a toolchain of another.
+    let compiler_of = Kind::ALL.into_iter().find(|k| k.compiler() == tool);
+    if let (Some(spec), Some(kind)) = (overrides.first(), compiler_of) {
+        if spec.kind != kind {
+            return Err(ProxyError::WrongKind {
+                tool,
+                spec: spec.clone(),
+                kind,
+            });
+        }
+    }
+
+    let invoked = invoked_path(&argv0, &tool, ctx);
+    let from_view = match invoked.as_deref().filter(|_| overrides.is_empty()) {
+        Some(invoked) => match view_dir(invoked) {
+            Some(dir) => Session::of_view(ctx, &dir, Door::Proxy)?,
+            None => None,
+        },
+        None => None,
+    };
+    let (session, active) = match from_view {
+        Some((session, name)) => {
+            // <home>/views/<name>/bin/<tool>: this view's toolchain, without resolving.
+            let entry = session.registry().toolchains[&name].clone();
+            let active = ActiveSet {
+                toolchains: vec![Active {
+                    name,
+                    entry,
+                    reason: Reason::View(invoked.clone().unwrap_or_default()),
+                }],
+                project: None,
+                host_compiler: None,
+            };
+            (session, active)
+        }
+        None => {
+            // An upstream's toolchains resolve too; an unusable upstream is only a warning.
+            let mut session = Session::open::<ProxyError>(ctx, Door::Proxy)?;
+            // `+spec` names the one toolchain the tool may come from.
+            let kinds: Vec<Kind> = match (overrides.first(), compiler_of) {
+                (Some(spec), _) => vec![spec.kind],
+                (None, Some(kind)) => vec![kind],
+                (None, None) => Kind::ALL.to_vec(),
+            };
+            let installer = RunGpuenv::BesideProxy(self_exe);
+            let active = session.resolve::<ProxyError>(&overrides, &kinds, Some(&installer))?;
+            (session, active)
+        }
+    };
+    let home = session.home();
+    let registry = session.registry();
+
+    let Some((toolchain, real)) = active
+        .toolchains
+        .iter()
+        .find_map(|t| Some((t, t.entry.tool(&tool)?)))
+    else {
+        if let Some(program) = system_program(&tool, &active, registry) {
+            // The distribution's own program, as it was before gpuenv: nothing chose a
+            // toolchain of its kind here, so its environment is not gpuenv's to set.
+            return Ok(Exec {
+                program,
+                args,
+                env: vec![(DEPTH_VAR.to_string(), Some((depth + 1).to_string().into()))],
+            });
+        }
+        return Err(no_tool(&tool, &active, ctx));
+    };
+    if same_file(&real, self_exe) {
+        return Err(ProxyError::IsProxy { path: real, tool });
+    }
+
+    let mut active = active.clone();
+    let kind = toolchain.entry.kind;
+    let toolchain = toolchain.clone();
+    if tool == kind.compiler() {
+        check::guard(ctx, registry, &toolchain, &active, &args)?;
+        args = compiler_args(ctx, home, kind, &mut active, args)?;
+    }
+
+    let applied = session.applied(&active, Purpose::Proxy)?;
+    let mut env: Vec<(String, Option<OsString>)> = applied.after.into_iter().collect();
+    env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string().into())));
+    let exec = Exec {
+        program: real,
+        args,
+        env,
+    };
+    if tool == kind.compiler() {
+        return through_cache(exec, ctx, registry, &active);
+    }
+    Ok(exec)
+}
+
+/// The compile, run through the build cache in effect if there is one. A cache that is on
+/// but not installed is a warning, and the compile runs uncached.
+fn through_cache(
+    exec: Exec,
+    ctx: &Context,
+    registry: &Registry,
+    active: &ActiveSet,
+) -> Result<Exec, ProxyError> {
+    // A view's proxy does not resolve, but the project's setting still applies (unless
+    // the variable, which wins over it, is set).
+    let var = ctx.var(vars::GPUENV_BUILD_CACHE).filter(|v| !v.is_empty());
+    let found;
+    let file = match &active.project {
+        Some(p) => Some(p),
+        None if var.is_some() => None,
+        None => {
+            found = project::find(&ctx.cwd)
+                .ok()
+                .flatten()
+                .and_then(|p| project::load(&p).ok());
+            found.as_ref()
+        }
+    };
+    let choice = build_cache::choose(var, file, registry)?;
+    match build_cache::locate(&choice, ctx.var_os("PATH")) {
+        Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
+        Ok(None) => Ok(exec),
+        Err(warning) => {
+            ui::warn_with_hints(&warning, warning.hints());
+            Ok(exec)
+        }
+    }
+}
+
+/// The compiler's command line with what the project and machine add (`args::add`): the
+/// host compiler for nvcc, the project's arch pins. A view's proxy did not resolve, but the
+/// project's pins still apply to it.
+fn compiler_args(
+    ctx: &Context,
+    home: &Home,
+    kind: Kind,
+    active: &mut ActiveSet,
+    args: Vec<OsString>,
+) -> Result<Vec<OsString>, ProxyError> {
+    if args::is_query(&args) {
+        return Ok(args);
+    }
+    if active.project.is_none() {
+        active.project = project::find(&ctx.cwd)?
+            .map(|p| project::load(&p))
+            .transpose()?;
+    }
+    if kind == Kind::Cuda {
+        // g++'s version, asked once per compiler file (host_compiler::cache).
+        active.attach_host_compiler(&host_compiler::cache::CachedProbe::new(ctx, home));
+    }
+    let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();
+    let choice = active.host_compiler.as_ref().filter(|_| !user_ccbin);
+    let own_ccbin = args
+        .iter()
+        .filter_map(|a| a.to_str())
+        .any(|a| a.starts_with("-ccbin") || a.starts_with("--compiler-bindir"));
+    let allowed = args
+        .iter()
+        .any(|a| a == "-allow-unsupported-compiler" || a == "--allow-unsupported-compiler");
+    if let Some(problem) = choice
+        .filter(|_| !own_ccbin && !allowed)
+        .and_then(|c| c.problem())
+    {
+        return Err(ProxyError::HostCompiler(problem));
+    }
+    let no_arch = Vec::new();
+    let file = active.project.as_ref();
+    let additions = args::Additions {
+        ccbin: choice.and_then(|c| c.compiler()),
+        cuda_arch: file.map_or(&no_arch, |f| &f.cuda_arch),
+        rocm_arch: file.map_or(&no_arch, |f| &f.rocm_arch),
+    };
+    Ok(args::add(kind, &args, &additions))
+}
+
+/// A registered system toolchain's own program `tool` (Debian's `/usr/bin/rocminfo`),
+/// when no toolchain of its kind is active.
+fn system_program(tool: &str, active: &ActiveSet, registry: &Registry) -> Option<PathBuf> {
+    registry
+        .toolchains
+        .values()
+        .filter(|e| e.system.is_some() && active.get(e.kind).is_none())
+        .find_map(|e| e.tool(tool))
+}
+
+/// The path this proxy was started as: argv[0] if it has a `/`, else the first `tool` on
+/// PATH, which is what the shell ran.
+fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
+    if argv0.as_os_str().to_string_lossy().contains('/') {
+        Some(ctx.cwd.join(argv0))
+    } else {
+        guard::find_on_path(ctx.var_os("PATH"), tool)
+    }
+}
+
+/// The directory `invoked` would be the view of, if it is `<home>/views/<name>/bin/<tool>`
+/// (also through a link to the view); `Session::of_view` says whether it is one.
+fn view_dir(invoked: &Path) -> Option<PathBuf> {
+    invoked
+        .parent()
+        .and_then(|bin| bin.canonicalize().ok())
+        .and_then(|bin| bin.parent().map(Path::to_path_buf))
+}
+
+/// Whether `a` and `b` are one file (links followed): two `stat`s, where comparing their
+/// canonical paths costs a `readlink` per path component.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs_err::metadata(a), fs_err::metadata(b)) {
+        (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+        _ => false,
+    }
+}
+
+fn no_tool(tool: &str, active: &ActiveSet, ctx: &Context) -> ProxyError {
+    if active.toolchains.is_empty() {
+        let file = project::find(&ctx.cwd).ok().flatten();
+        let looked = match file {
+            Some(f) => format!("{} pins no toolchain of this kind", f.display()),
+            None => format!("no gpuenv.toml from {} up", ctx.cwd.display()),
+        };
+        return ProxyError::NoToolchain {
+            tool: tool.to_string(),
+            looked,
+        };
+    }
+    let names: Vec<String> = active
+        .toolchains
+        .iter()
+        .map(|t| format!("{} ({})", t.name, t.reason))
+        .collect();
+    ProxyError::NotInToolchain {
+        tool: tool.to_string(),
+        active: names.join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests;

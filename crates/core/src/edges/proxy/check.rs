@@ -1,0 +1,86 @@
+//! The guard as the proxy applies it: only for a PyTorch extension build, before compiling.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::context::vars;
+use crate::context::Context;
+use crate::plan::guard::{self, Policy, Side};
+use crate::plan::resolve::{self, Active, ActiveSet, Reason, Request};
+use crate::project::{self, TorchCheck};
+use crate::store::toolchain::registry::Registry;
+use crate::ui;
+
+use super::{ProxyError, Refused};
+
+pub fn guard(
+    ctx: &Context,
+    registry: &Registry,
+    toolchain: &Active,
+    active: &ActiveSet,
+    args: &[OsString],
+) -> Result<(), ProxyError> {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let Some(include) = guard::torch_extension_build(&args) else {
+        return Ok(());
+    };
+    // A view's proxy does not resolve, but the project's policy still applies.
+    let file = match &active.project {
+        Some(p) => Some(p.clone()),
+        None => project::find(&ctx.cwd)?
+            .map(|p| project::load(&p))
+            .transpose()?,
+    };
+    let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file.as_ref())?;
+    if policy.check == TorchCheck::Off {
+        return Ok(());
+    }
+    let torch: Result<_, Box<dyn std::error::Error + Send + Sync>> =
+        match include.as_deref().and_then(guard::torch_dir_of_include) {
+            Some(dir) => guard::read_torch(&dir).map_err(Into::into),
+            None => guard::locate_torch(ctx, None).map_err(Into::into),
+        };
+    let torch = match torch {
+        Ok(t) => t,
+        Err(why) => {
+            ui::warn(format!(
+                "this looks like a PyTorch extension build, but gpuenv cannot check it: {why}"
+            ));
+            return Ok(());
+        }
+    };
+    let entry = &toolchain.entry;
+    let verdict = guard::compare(entry.kind, &entry.version, &torch, policy.check);
+    let side = Side {
+        name: &toolchain.name,
+        kind: entry.kind,
+        version: &entry.version,
+        root: Path::new(&entry.root),
+        reason: why_active(ctx, registry, toolchain),
+    };
+    match guard::refusal(&side, &torch, &verdict, &policy, guard::Occasion::Building) {
+        Some(refusal) => Err(Refused(Box::new(refusal)).into()),
+        None => Ok(()),
+    }
+}
+
+/// Why the toolchain is in use. A view's proxy did not resolve, so this asks what chose the
+/// view (the pin or variable): only on the refusal path, where the message needs it.
+fn why_active(ctx: &Context, registry: &Registry, toolchain: &Active) -> String {
+    let Reason::View(_) = &toolchain.reason else {
+        return toolchain.reason.to_string();
+    };
+    let torch = || guard::locate_torch(ctx, None);
+    let req = Request::new(ctx, &[], &torch);
+    let chosen = resolve::resolve_kinds(&req, registry, &[toolchain.entry.kind])
+        .ok()
+        .and_then(|set| set.get(toolchain.entry.kind).cloned())
+        .filter(|a| a.name == toolchain.name);
+    match chosen {
+        Some(a) => format!("{}; {}", toolchain.reason, a.reason),
+        None => toolchain.reason.to_string(),
+    }
+}

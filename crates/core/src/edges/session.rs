@@ -1,0 +1,303 @@
+//! A session: the one object every entry point (a command, the shell hook, the proxy,
+//! doctor) goes through, as rustup's `Cfg`. It finds gpuenv's home, loads the registry with
+//! its upstreams (the proxy started as a view's nvcc hands in the one registry it read),
+//! resolves the active set for the directory (installing a missing pin through the
+//! [`Installer`] it is handed), builds the environment for a purpose, and execs with it.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+use crate::context::{vars, Context};
+use crate::diagnostic::Diagnostic;
+use crate::plan::auto_install::{self, InstallFailed, Installer};
+use crate::plan::env::{self, Change, Op};
+use crate::plan::exec::Exec;
+use crate::plan::guard;
+use crate::plan::module;
+use crate::plan::resolve::{self, ActiveSet, Request, ResolveError};
+use crate::project::trust;
+use crate::store::home::Home;
+use crate::store::locate::NoHome;
+use crate::store::shims;
+use crate::store::toolchain::registry::{Registry, StateError};
+use crate::store::toolchain::upstream::{self, Layered};
+use crate::store::toolchain::{view, Kind, Spec};
+use crate::store::StoreError;
+use crate::ui;
+
+/// Who the session speaks for, which decides what it says while it works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door {
+    /// A command: says what it reads (`-v`), the settings' notice, an unusable system
+    /// config and each unusable upstream, as warnings.
+    Command,
+    /// The shell hook: each unusable upstream as a one-line note at the prompt.
+    Hook,
+    /// The proxy: each unusable upstream as a warning, nothing else.
+    Proxy,
+}
+
+/// What an environment is built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// `gpuenv env` (a shell, a dotenv file, a TaskProlog) and `gpuenv run`: the project's
+    /// `[env]` once trusted, a view made for an upstream's toolchain that has none,
+    /// loaded modules' toolkits removed.
+    Command,
+    /// The shell hook: as `Command`, and the shims kept first on PATH.
+    Hook,
+    /// The proxy's exec: as `Command`, without making views (the proxy writes nothing)
+    /// or notices.
+    Proxy,
+}
+
+pub struct Session<'c> {
+    ctx: &'c Context,
+    home: Home,
+    door: Door,
+    layered: Layered,
+}
+
+impl<'c> Session<'c> {
+    /// The session for the home `ctx` names, its registry read.
+    pub fn open<E>(ctx: &'c Context, door: Door) -> Result<Self, E>
+    where
+        E: From<NoHome> + From<StateError>,
+    {
+        Ok(Session::open_at(ctx, ctx.gpuenv_home()?, door)?)
+    }
+
+    /// The session for a home already found (the shell hook has it for its fast path).
+    pub fn open_at(ctx: &'c Context, mut home: Home, door: Door) -> Result<Self, StateError> {
+        let layered = load(ctx, &mut home, door)?;
+        Ok(Session {
+            ctx,
+            home,
+            door,
+            layered,
+        })
+    }
+
+    /// The session of the view at `view_dir` (`<home>/views/<name>`) and the toolchain's
+    /// name, when that name is registered in that home. The proxy started as a view's nvcc
+    /// reads that one registry, and the upstreams' only for the user's own view of an
+    /// upstream's toolchain.
+    pub fn of_view(
+        ctx: &'c Context,
+        view_dir: &Path,
+        door: Door,
+    ) -> Result<Option<(Self, String)>, StateError> {
+        let Some((mut home, name)) = Home::of_view(view_dir) else {
+            return Ok(None);
+        };
+        if !home.settings().is_file() {
+            return Ok(None);
+        }
+        let mut registry = Registry::load(&home)?;
+        if !registry.toolchains.contains_key(&name) {
+            home.upstreams = upstream::from_context(ctx).0;
+            registry = upstream::layered(&mut home, registry).registry;
+        }
+        if !registry.toolchains.contains_key(&name) {
+            return Ok(None);
+        }
+        let layered = Layered {
+            registry,
+            ..Layered::default()
+        };
+        Ok(Some((
+            Session {
+                ctx,
+                home,
+                door,
+                layered,
+            },
+            name,
+        )))
+    }
+
+    pub fn ctx(&self) -> &'c Context {
+        self.ctx
+    }
+
+    /// The home, with the upstream views filled.
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
+    /// The own registry with the upstreams' toolchains added. Only for reading: changes go
+    /// through `Registry::update`, which sees the user's own file alone.
+    pub fn layered(&self) -> &Layered {
+        &self.layered
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.layered.registry
+    }
+
+    /// The home and registry, for code that keeps them past the session.
+    pub fn into_parts(self) -> (Home, Layered) {
+        (self.home, self.layered)
+    }
+
+    /// The active set of `kinds` for the context's directory, `overrides` first. With
+    /// `GPUENV_AUTO_INSTALL` and an `installer`, a pin that is only missing is installed
+    /// and resolution runs again on the registry read anew (at most
+    /// `auto_install::MAX_INSTALLS` times).
+    pub fn resolve<E>(
+        &mut self,
+        overrides: &[Spec],
+        kinds: &[Kind],
+        installer: Option<&dyn Installer>,
+    ) -> Result<ActiveSet, E>
+    where
+        E: From<StateError> + From<ResolveError> + From<InstallFailed>,
+    {
+        let ctx = self.ctx;
+        let torch = || guard::locate_torch(ctx, None);
+        let req = Request::new(ctx, overrides, &torch);
+        let mut installs = 0;
+        loop {
+            let err = match resolve::resolve_kinds(&req, self.registry(), kinds) {
+                Ok(active) => return Ok(active),
+                Err(e) => e,
+            };
+            let missing = auto_install::missing(&err)
+                .filter(|_| auto_install::enabled(ctx))
+                .filter(|_| installs < auto_install::MAX_INSTALLS);
+            let (Some((spec, origin)), Some(installer)) = (missing, installer) else {
+                return Err(err.into());
+            };
+            installer.install(ctx, spec, origin)?;
+            installs += 1;
+            self.layered = load(ctx, &mut self.home, self.door)?;
+        }
+    }
+
+    /// The change that makes `active` the environment, for `purpose`.
+    pub fn environment(&self, active: &ActiveSet, purpose: Purpose) -> Result<Change, StoreError> {
+        let registry = self.registry();
+        let trusted = trust::env_allowed(registry, active.project.as_ref());
+        if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
+            match purpose {
+                Purpose::Hook => ui::hook_note(notice),
+                Purpose::Command => ui::warn(notice),
+                Purpose::Proxy => {}
+            }
+        }
+        if matches!(purpose, Purpose::Command | Purpose::Hook) {
+            let names = active.toolchains.iter().map(|t| t.name.as_str());
+            ensure_views(&self.home, registry, names)?;
+        }
+        let lmfiles = self.ctx.var(vars::LMFILES);
+        let mut change = change_for(active, registry, &self.home, trusted, lmfiles);
+        // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
+        if purpose == Purpose::Hook && !change.ops.is_empty() {
+            change.ops.push(Op::Prepend(
+                "PATH".into(),
+                vec![self.home.shims().into_os_string()],
+            ));
+        }
+        Ok(change)
+    }
+
+    /// `environment` applied to the context's current values: what to exec with.
+    pub fn applied(
+        &self,
+        active: &ActiveSet,
+        purpose: Purpose,
+    ) -> Result<env::Applied, StoreError> {
+        let change = self.environment(active, purpose)?;
+        Ok(change.apply(&|k| self.ctx.var_os(k).map(ToOwned::to_owned)))
+    }
+}
+
+/// Reads the own registry and layers the upstreams' on it, saying what `door` says.
+fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateError> {
+    if door == Door::Command {
+        ui::verbose(format!("reading {}", home.settings().display()));
+    }
+    let own = Registry::load(home)?;
+    if door == Door::Command {
+        if let Some(n) = &own.notice {
+            ui::warn_with_hints(n, n.hints());
+        }
+    }
+    let layered = upstream::layered(home, own);
+    if door == Door::Command {
+        if let Some(e) = upstream::from_context(ctx).1 {
+            ui::warn_with_hints(&e, e.hints());
+        }
+    }
+    for w in &layered.warnings {
+        match door {
+            Door::Hook => ui::hook_note(w),
+            Door::Command | Door::Proxy => ui::warn(w),
+        }
+    }
+    Ok(layered)
+}
+
+/// Each of `names` whose view is missing (an upstream's toolchain, when the upstream has
+/// none) gets one in the user's own home, under the state lock, so `CUDA_HOME` points at a
+/// guarded nvcc.
+pub fn ensure_views<'a>(
+    home: &Home,
+    registry: &Registry,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<(), StoreError> {
+    for name in names {
+        let Some(entry) = registry.toolchains.get(name) else {
+            continue;
+        };
+        if !view::exists(home, name) {
+            let _locked = Registry::lock(home)?;
+            if !view::exists(home, name) {
+                let proxy = shims::install_proxy(home, &shims::proxy_source()?)?;
+                view::create(home, name, entry, &proxy)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The environment plan of `active` with the module step: the toolkits loaded modules
+/// name (`lmfiles`, the value of `_LMFILES_`) count as other toolkits, so switching drops
+/// them too. `trusted`: whether the project's `[env]` applies. A module file, read by
+/// other shells on other nodes, gets `false` and `None` (`gpuenv module`).
+pub fn change_for(
+    active: &ActiveSet,
+    registry: &Registry,
+    home: &Home,
+    trusted: bool,
+    lmfiles: Option<&str>,
+) -> Change {
+    let mut change = env::plan(active, registry, home, trusted);
+    module::count_loaded_as_foreign(&mut change, lmfiles);
+    change
+}
+
+/// Replaces this process with `exec`'s program (its exit status and signals are then the
+/// program's own); returns only when that failed.
+pub fn exec(exec: &Exec) -> std::io::Error {
+    let mut cmd = Command::new(&exec.program);
+    cmd.args(&exec.args);
+    for (k, v) in &exec.env {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.exec()
+}
+
+/// `exec` with the variables of an applied change (`None` unsets).
+pub fn exec_with(program: OsString, args: Vec<OsString>, applied: &env::Applied) -> std::io::Error {
+    exec(&Exec {
+        program: program.into(),
+        args,
+        env: applied.after.clone().into_iter().collect(),
+    })
+}

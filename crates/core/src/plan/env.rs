@@ -1,0 +1,396 @@
+//! The environment of an active set: one pure function computes an ordered change (set,
+//! unset, prepend to a path list, remove entries), which is then applied to the current
+//! values. Rendering it for a shell, or exec'ing with it, happens at the edges.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::path_list;
+use crate::plan::resolve::ActiveSet;
+use crate::store::home::Home;
+use crate::store::toolchain::registry::Registry;
+use crate::store::toolchain::{system, view, Kind};
+
+pub use crate::path_list::PATH_LISTS;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Set(String, OsString),
+    Unset(String),
+    /// Put these entries first in the list, removing their other copies.
+    Prepend(String, Vec<OsString>),
+    /// Drop the entries that belong to another toolchain of this kind.
+    Remove(String, Foreign),
+    /// Set, unless the variable holds a value of the user's: one that is not under the
+    /// directory given (where gpuenv's own values for it live).
+    Default(String, OsString, PathBuf),
+}
+
+/// Which path-list entries belong to other toolchains: registered roots and views, and the
+/// well-known install places.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Foreign {
+    pub dirs: Vec<PathBuf>,
+    pub kinds: Vec<Kind>,
+}
+
+impl Foreign {
+    pub fn matches(&self, entry: &OsStr) -> bool {
+        self.dirs.iter().any(|d| path_list::is_under(entry, d))
+            || self.kinds.iter().any(|k| is_well_known(*k, entry))
+    }
+}
+
+/// `/usr/local/cuda`, `/usr/local/cuda-*`, `/opt/cuda*`, conda's `pkgs/cudatoolkit-*` for CUDA;
+/// `/opt/rocm*` for ROCm.
+pub fn is_well_known(kind: Kind, entry: &OsStr) -> bool {
+    let comps: Vec<&[u8]> = Path::new(entry)
+        .components()
+        .take(4)
+        .map(|c| c.as_os_str().as_bytes())
+        .collect();
+    let conda_pkg = || {
+        entry
+            .as_bytes()
+            .windows(b"/pkgs/cudatoolkit-".len())
+            .any(|w| w == b"/pkgs/cudatoolkit-")
+    };
+    match (kind, comps.as_slice()) {
+        (Kind::Cuda, [b"/", b"usr", b"local", dir, ..]) => {
+            *dir == b"cuda" || dir.starts_with(b"cuda-")
+        }
+        (Kind::Cuda, [b"/", b"opt", dir, ..]) => dir.starts_with(b"cuda"),
+        (Kind::Cuda, _) => conda_pkg(),
+        (Kind::Rocm, [b"/", b"opt", dir, ..]) => dir.starts_with(b"rocm"),
+        (Kind::Rocm, _) => false,
+    }
+}
+
+/// How a change reads the current value of a variable.
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<OsString>;
+
+/// A computed change, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Change {
+    pub ops: Vec<Op>,
+}
+
+/// The variables a change touches: their values before and after (`None` = unset).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Applied {
+    pub before: BTreeMap<String, Option<OsString>>,
+    pub after: BTreeMap<String, Option<OsString>>,
+}
+
+impl Applied {
+    /// Only the variables whose value differs, in name order.
+    pub fn diff(&self) -> Vec<(&str, Option<&OsStr>)> {
+        self.after
+            .iter()
+            .filter(|(k, v)| self.before.get(*k) != Some(v))
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect()
+    }
+}
+
+impl Change {
+    /// Applies the change to the current values, returning before and after for every
+    /// variable it touches.
+    pub fn apply(&self, current: Lookup) -> Applied {
+        let mut applied = Applied::default();
+        for op in &self.ops {
+            let key = match op {
+                Op::Set(k, _)
+                | Op::Unset(k)
+                | Op::Prepend(k, _)
+                | Op::Remove(k, _)
+                | Op::Default(k, _, _) => k,
+            };
+            let before = applied
+                .before
+                .entry(key.clone())
+                .or_insert_with(|| current(key))
+                .clone();
+            let value = applied.after.get(key).cloned().unwrap_or(before);
+            let new = match op {
+                Op::Set(_, v) => Some(v.clone()),
+                Op::Unset(_) => None,
+                Op::Prepend(_, front) => {
+                    let list = path_list::prepend(path_list::split(value.as_deref()), front);
+                    Some(path_list::join(&list))
+                }
+                Op::Remove(_, foreign) => value.as_deref().map(|v| {
+                    let list = path_list::remove(path_list::split(Some(v)), |e| foreign.matches(e));
+                    path_list::join(&list)
+                }),
+                Op::Default(_, v, ours) => match value {
+                    Some(user) if !user.is_empty() && !Path::new(&user).starts_with(ours) => {
+                        Some(user)
+                    }
+                    _ => Some(v.clone()),
+                },
+            };
+            applied.after.insert(key.clone(), new);
+        }
+        applied
+    }
+}
+
+fn path_str(p: &Path) -> OsString {
+    p.as_os_str().to_owned()
+}
+
+/// The change that makes `active` the environment: the one function every other part uses.
+pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: bool) -> Change {
+    let mut ops = Vec::new();
+    let set = |ops: &mut Vec<Op>, k: &str, v: OsString| ops.push(Op::Set(k.to_string(), v));
+    let prepend = |ops: &mut Vec<Op>, k: &str, v: &Path| {
+        ops.push(Op::Prepend(k.to_string(), vec![path_str(v)]))
+    };
+    // A dir the compilers or the loader search anyway is never pushed in front (Debian's
+    // `/usr/include` there breaks libstdc++'s `#include_next <math.h>`).
+    let prepend_dir = |ops: &mut Vec<Op>, k: &str, seen: &Path, real: &Path| {
+        if !system::is_default_dir(real) {
+            prepend(ops, k, seen);
+        }
+    };
+
+    let kinds: Vec<Kind> = active.toolchains.iter().map(|t| t.entry.kind).collect();
+    if !kinds.is_empty() {
+        // Every registered toolchain of an active kind is foreign, the active ones included:
+        // their real roots give way to the views prepended below, and the views move to the
+        // front once, without copies.
+        let foreign = Foreign {
+            dirs: registry
+                .toolchains
+                .iter()
+                .filter(|(_, e)| kinds.contains(&e.kind))
+                .flat_map(|(name, e)| {
+                    let mut dirs = vec![home.view(name)];
+                    // A system toolchain's prefix (`/usr`) is shared the same way.
+                    if e.system.is_none() && !is_shared_prefix(&e.root) {
+                        dirs.push(e.root.clone());
+                    }
+                    dirs
+                })
+                .collect(),
+            kinds: kinds.clone(),
+        };
+        for list in PATH_LISTS {
+            ops.push(Op::Remove(list.to_string(), foreign.clone()));
+        }
+    }
+
+    for t in &active.toolchains {
+        let v = view::paths(home, &t.name, &t.entry);
+        let root = path_str(&v.home);
+        let e = &t.entry;
+        match t.entry.kind {
+            Kind::Cuda => {
+                for k in Kind::Cuda.home_vars() {
+                    set(&mut ops, k, root.clone());
+                }
+                set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
+                // torch.utils.cpp_extension.load() (JIT) calls this nvcc: through the guard.
+                set(&mut ops, "PYTORCH_NVCC", path_str(&v.bin.join("nvcc")));
+                torch_extensions(&mut ops, home, &t.name);
+                if let Some(cc) = active.host_compiler.as_ref().and_then(|c| c.compiler()) {
+                    set(&mut ops, "CUDAHOSTCXX", path_str(cc));
+                }
+                prepend(&mut ops, "PATH", &v.bin);
+                prepend_dir(&mut ops, "LD_LIBRARY_PATH", &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, "LIBRARY_PATH", &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, "CPATH", &v.include, &e.include_dir);
+                if let Some(nccl) = &t.entry.collectives {
+                    let through = |p: &Path| path_str(&v.through(&t.entry, p));
+                    set(&mut ops, "NCCL_ROOT", through(&nccl.root));
+                    set(&mut ops, "NCCL_INCLUDE_DIR", through(&nccl.include_dir));
+                    set(&mut ops, "NCCL_LIB_DIR", through(&nccl.lib_dir));
+                }
+            }
+            Kind::Rocm => {
+                for k in Kind::Rocm.home_vars() {
+                    set(&mut ops, k, root.clone());
+                }
+                set(&mut ops, "HIP_PLATFORM", "amd".into());
+                if active.get(Kind::Cuda).is_none() {
+                    torch_extensions(&mut ops, home, &t.name);
+                }
+                prepend(&mut ops, "PATH", &v.bin);
+                prepend_dir(&mut ops, "LD_LIBRARY_PATH", &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, "CPATH", &v.include, &e.include_dir);
+                prepend_dir(&mut ops, "CMAKE_PREFIX_PATH", &v.home, &e.root);
+                if let Some(rccl) = &t.entry.collectives {
+                    set(
+                        &mut ops,
+                        "RCCL_HOME",
+                        path_str(&v.through(&t.entry, &rccl.root)),
+                    );
+                }
+            }
+        }
+    }
+
+    if let Some(file) = &active.project {
+        if !file.cuda_arch.is_empty() {
+            set(
+                &mut ops,
+                "TORCH_CUDA_ARCH_LIST",
+                file.cuda_arch.join(";").into(),
+            );
+            // CMake >= 3.20 initialises CMAKE_CUDA_ARCHITECTURES from this variable (it never
+            // reads CMAKE_CUDA_ARCHITECTURES from the environment).
+            let cmake: Vec<String> = file.cuda_arch.iter().map(|a| cmake_cuda_arch(a)).collect();
+            set(&mut ops, "CUDAARCHS", cmake.join(";").into());
+        }
+        if !file.rocm_arch.is_empty() {
+            set(
+                &mut ops,
+                "PYTORCH_ROCM_ARCH",
+                file.rocm_arch.join(";").into(),
+            );
+            set(&mut ops, "GPU_TARGETS", file.rocm_arch.join(";").into());
+            // What the Perl hipcc of ROCm <= 5.x targets when the command line names none.
+            set(
+                &mut ops,
+                "HCC_AMDGPU_TARGET",
+                file.rocm_arch.join(",").into(),
+            );
+        }
+        if trusted_env {
+            for (k, v) in &file.env {
+                set(&mut ops, k, v.into());
+            }
+        }
+    }
+
+    if !active.toolchains.is_empty() {
+        let names: Vec<&str> = active.toolchains.iter().map(|t| t.name.as_str()).collect();
+        set(&mut ops, "GPUENV_ACTIVE", names.join(",").into());
+    }
+    Change { ops }
+}
+
+/// `TORCH_EXTENSIONS_DIR`, unless the user set one: JIT extensions (`load()`) built by one
+/// toolchain's compiler are never loaded or rebuilt over by another's.
+fn torch_extensions(ops: &mut Vec<Op>, home: &Home, name: &str) {
+    ops.push(Op::Default(
+        "TORCH_EXTENSIONS_DIR".into(),
+        path_str(&home.torch_extensions().join(name)),
+        home.torch_extensions(),
+    ));
+}
+
+/// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
+/// user's Python and system tools, never removed on a toolchain's behalf.
+pub fn is_shared_prefix(root: &Path) -> bool {
+    root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
+}
+
+/// CMake's spelling of an arch pin: `8.6` -> `86-real` (machine code only, as
+/// TORCH_CUDA_ARCH_LIST builds it), `9.0+PTX` -> `90` (machine code and PTX), `9.0a` -> `90a-real`.
+pub fn cmake_cuda_arch(arch: &str) -> String {
+    match arch.strip_suffix("+PTX") {
+        Some(base) => base.replace('.', ""),
+        None => format!("{}-real", arch.replace('.', "")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn well_known_places_by_kind() {
+        for e in [
+            "/usr/local/cuda/bin",
+            "/usr/local/cuda-11.3/lib64",
+            "/opt/cuda/bin",
+            "/opt/cuda-12/lib",
+            "/home/u/miniconda3/pkgs/cudatoolkit-11.3.1-h2bc3f7f_2/lib",
+        ] {
+            assert!(is_well_known(Kind::Cuda, e.as_ref()), "{e}");
+            assert!(!is_well_known(Kind::Rocm, e.as_ref()), "{e}");
+        }
+        for e in ["/opt/rocm/bin", "/opt/rocm-6.2.0/lib"] {
+            assert!(is_well_known(Kind::Rocm, e.as_ref()), "{e}");
+        }
+        for e in [
+            "/usr/local/bin",
+            "/usr/local/cudatools",
+            "/opt/rocks",
+            "/usr/bin",
+            "",
+        ] {
+            assert!(!is_well_known(Kind::Cuda, e.as_ref()), "{e}");
+            assert!(!is_well_known(Kind::Rocm, e.as_ref()), "{e}");
+        }
+    }
+
+    #[test]
+    fn apply_records_before_and_after_and_reverts_exactly() {
+        let change = Change {
+            ops: vec![
+                Op::Set("CUDA_HOME".into(), "/v".into()),
+                Op::Remove(
+                    "PATH".into(),
+                    Foreign {
+                        dirs: vec![],
+                        kinds: vec![Kind::Cuda],
+                    },
+                ),
+                Op::Prepend("PATH".into(), vec!["/v/bin".into()]),
+                Op::Prepend("CPATH".into(), vec!["/v/include".into()]),
+                Op::Unset("GONE".into()),
+            ],
+        };
+        let current = |k: &str| match k {
+            "PATH" => Some("/home/u/bin:/usr/local/cuda-11.3/bin:/usr/bin".into()),
+            "GONE" => Some("x".into()),
+            _ => None,
+        };
+        let applied = change.apply(&current);
+        assert_eq!(
+            applied.after["PATH"].as_deref(),
+            Some("/v/bin:/home/u/bin:/usr/bin".as_ref())
+        );
+        assert_eq!(
+            applied.after["CPATH"].as_deref(),
+            Some("/v/include".as_ref())
+        );
+        assert_eq!(applied.after["GONE"], None);
+        assert_eq!(applied.before["CPATH"], None);
+        assert_eq!(applied.before["PATH"], current("PATH"));
+        assert_eq!(applied.diff().len(), 4);
+    }
+
+    #[test]
+    fn a_default_keeps_the_users_value_and_replaces_gpuenvs_own() {
+        let op = Op::Default(
+            "TORCH_EXTENSIONS_DIR".into(),
+            "/h/te/b".into(),
+            "/h/te".into(),
+        );
+        let change = Change { ops: vec![op] };
+        let after = |v: Option<&str>| {
+            let current = |_: &str| v.map(OsString::from);
+            change.apply(&current).after["TORCH_EXTENSIONS_DIR"].clone()
+        };
+        let some = |s: &str| Some(OsString::from(s));
+        assert_eq!(after(None), some("/h/te/b"));
+        assert_eq!(after(Some("")), some("/h/te/b"));
+        assert_eq!(after(Some("/h/te/a")), some("/h/te/b"));
+        assert_eq!(after(Some("/mine")), some("/mine"));
+    }
+
+    #[test]
+    fn cmake_spelling_of_arch_pins() {
+        let got: Vec<String> = ["8.0", "8.6", "9.0+PTX", "9.0a"]
+            .iter()
+            .map(|a| cmake_cuda_arch(a))
+            .collect();
+        assert_eq!(got, ["80-real", "86-real", "90", "90a-real"]);
+    }
+}

@@ -1,0 +1,447 @@
+//! The torch guard: is this compiler call a PyTorch extension build, which torch is it for,
+//! and does that torch's CUDA/HIP version match the toolchain's under the policy?
+//! torch is found and read as text (`torch/version.py`), never imported.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::Diagnostic;
+use crate::project::{ProjectFile, TorchCheck};
+
+mod locate;
+
+use crate::store::toolchain::{Kind, Version};
+pub use locate::{find_on_path, find_torch_in, locate_torch, python_sys_path, LocateError};
+
+/// What `torch/version.py` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TorchVersion {
+    /// The torch package directory (`…/site-packages/torch`).
+    pub dir: PathBuf,
+    /// `__version__`, e.g. `2.4.1+cu121`.
+    pub version: Option<String>,
+    /// `cuda`, e.g. `12.1`; `None` for CPU-only and ROCm builds.
+    pub cuda: Option<String>,
+    /// `hip`, e.g. `6.0.32830-d62f6a171`.
+    pub hip: Option<String>,
+}
+
+impl TorchVersion {
+    /// The version this torch was built against for `kind`, as major.minor.
+    pub fn built_for(&self, kind: Kind) -> Option<Version> {
+        let raw = match kind {
+            Kind::Cuda => self.cuda.as_deref()?,
+            Kind::Rocm => self.hip.as_deref()?,
+        };
+        let v: Version = raw.split(['-', '+']).next()?.parse().ok()?;
+        Some(v.truncated(2))
+    }
+
+    pub fn label(&self) -> String {
+        self.version
+            .clone()
+            .unwrap_or_else(|| "(unknown version)".into())
+    }
+}
+
+/// Reads the fields of a `version.py` text: both `cuda = '12.1'` and
+/// `cuda: Optional[str] = '12.1'`, and `None`.
+pub fn parse_version_py(dir: &Path, text: &str) -> TorchVersion {
+    let field = |name: &str| -> Option<String> {
+        text.lines().find_map(|line| {
+            let rest = line.strip_prefix(name)?;
+            let rest = rest.trim_start();
+            let rest = match rest.strip_prefix(':') {
+                Some(annotated) => annotated.split_once('=')?.1,
+                None => rest.strip_prefix('=')?,
+            };
+            let value = rest.trim();
+            let unquoted = value
+                .strip_prefix('\'')
+                .and_then(|v| v.strip_suffix('\''))
+                .or_else(|| value.strip_prefix('"').and_then(|v| v.strip_suffix('"')));
+            unquoted.map(str::to_string)
+        })
+    };
+    TorchVersion {
+        dir: dir.to_path_buf(),
+        version: field("__version__"),
+        cuda: field("cuda"),
+        hip: field("hip"),
+    }
+}
+
+/// Reads `<dir>/version.py`.
+pub fn read_torch(dir: &Path) -> std::io::Result<TorchVersion> {
+    let text = fs_err::read_to_string(dir.join("version.py"))?;
+    Ok(parse_version_py(dir, &text))
+}
+
+/// If these compiler arguments build a PyTorch extension, the torch include dir named in
+/// them (if any). `-I<d>`, `-I <d>`, `-isystem <d>`, `-isystem=<d>`, `--include-path <d>`.
+pub fn torch_extension_build(args: &[String]) -> Option<Option<PathBuf>> {
+    let mut include: Option<PathBuf> = None;
+    let mut is_ext = false;
+    let mut iter = args.iter().peekable();
+    while let Some(arg) = iter.next() {
+        let dir = if let Some(d) = arg.strip_prefix("-isystem") {
+            match d.strip_prefix('=') {
+                Some(d) => Some(d.to_string()),
+                None if d.is_empty() => iter.next().cloned(),
+                None => Some(d.to_string()),
+            }
+        } else if let Some(d) = arg.strip_prefix("--include-path") {
+            match d.strip_prefix('=') {
+                Some(d) => Some(d.to_string()),
+                None if d.is_empty() => iter.next().cloned(),
+                None => None,
+            }
+        } else if let Some(d) = arg.strip_prefix("-I") {
+            if d.is_empty() {
+                iter.next().cloned()
+            } else {
+                Some(d.to_string())
+            }
+        } else {
+            if arg.starts_with("-DTORCH_EXTENSION_NAME=") {
+                is_ext = true;
+            }
+            None
+        };
+        if let Some(dir) = dir {
+            if let Some(torch_include) = torch_include_of(Path::new(&dir)) {
+                is_ext = true;
+                include.get_or_insert(torch_include);
+            }
+        }
+    }
+    is_ext.then_some(include)
+}
+
+/// `…/torch/include` for any dir at or below it (`…/torch/include/torch/csrc/api/include`).
+fn torch_include_of(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|a| a.ends_with("torch/include"))
+        .map(Path::to_path_buf)
+}
+
+/// The torch package directory of a `…/torch/include` dir.
+pub fn torch_dir_of_include(include: &Path) -> Option<PathBuf> {
+    include.parent().map(Path::to_path_buf)
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("GPUENV_TORCH_CHECK={0} is not a policy: use minor, major or off")]
+pub struct PolicyError(pub String);
+
+/// The policy in force and where it was set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub check: TorchCheck,
+    pub from: String,
+}
+
+impl Policy {
+    /// The policy for a project: `GPUENV_TORCH_CHECK` (its value `env`), else the file's
+    /// `[torch] check`, else `minor`.
+    pub fn for_project(
+        env: Option<&str>,
+        file: Option<&ProjectFile>,
+    ) -> Result<Policy, PolicyError> {
+        Policy::choose(
+            env,
+            file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
+        )
+    }
+
+    /// `GPUENV_TORCH_CHECK` beats `[torch] check` in the toolchain file; default `minor`.
+    pub fn choose(
+        env: Option<&str>,
+        file: Option<(TorchCheck, &Path)>,
+    ) -> Result<Policy, PolicyError> {
+        if let Some(v) = env.filter(|v| !v.is_empty()) {
+            let check = match v {
+                "minor" => TorchCheck::Minor,
+                "major" => TorchCheck::Major,
+                "off" => TorchCheck::Off,
+                other => return Err(PolicyError(other.to_string())),
+            };
+            return Ok(Policy {
+                check,
+                from: format!("GPUENV_TORCH_CHECK={v}"),
+            });
+        }
+        if let Some((check, path)) = file {
+            return Ok(Policy {
+                check,
+                from: format!("[torch] check in {}", path.display()),
+            });
+        }
+        Ok(Policy {
+            check: TorchCheck::Minor,
+            from: "the default".into(),
+        })
+    }
+}
+
+impl fmt::Display for TorchCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TorchCheck::Minor => "minor",
+            TorchCheck::Major => "major",
+            TorchCheck::Off => "off",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Match,
+    /// The versions differ beyond what the policy allows.
+    Mismatch {
+        torch: Version,
+    },
+    /// torch has no build for this kind (`cuda = None`).
+    NotBuiltFor,
+    Off,
+}
+
+/// Compares the toolchain's version with what torch was built for.
+pub fn compare(
+    kind: Kind,
+    toolchain: &Version,
+    torch: &TorchVersion,
+    policy: TorchCheck,
+) -> Verdict {
+    if policy == TorchCheck::Off {
+        return Verdict::Off;
+    }
+    let Some(built) = torch.built_for(kind) else {
+        return Verdict::NotBuiltFor;
+    };
+    let same = match policy {
+        TorchCheck::Major => built.major() == toolchain.major(),
+        _ => built.truncated(2) == toolchain.truncated(2),
+    };
+    if same {
+        Verdict::Match
+    } else {
+        Verdict::Mismatch { torch: built }
+    }
+}
+
+/// The toolchain side of a comparison, for messages.
+pub struct Side<'a> {
+    pub name: &'a str,
+    pub kind: Kind,
+    pub version: &'a Version,
+    pub root: &'a Path,
+    /// Why this toolchain is active (the pin or variable that chose it).
+    pub reason: String,
+}
+
+/// A refused build: what does not match, and the ways out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    pub message: String,
+    pub hints: Vec<String>,
+}
+
+impl Diagnostic for Refusal {
+    fn hints(&self) -> Vec<String> {
+        self.hints.clone()
+    }
+}
+
+/// Whether a build is being stopped (the proxy) or only compared (`check`, `doctor`): the
+/// message must not claim a refusal when nothing was being built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Occasion {
+    Building,
+    Checking,
+}
+
+/// The refusal for a verdict that refuses a build; `None` when the build may go on.
+pub fn refusal(
+    side: &Side,
+    torch: &TorchVersion,
+    verdict: &Verdict,
+    policy: &Policy,
+    occasion: Occasion,
+) -> Option<Refusal> {
+    let kind = side.kind;
+    let (field, value) = match kind {
+        Kind::Cuda => ("cuda", &torch.cuda),
+        Kind::Rocm => ("hip", &torch.hip),
+    };
+    let shown = value
+        .as_deref()
+        .map_or("None".to_string(), |v| format!("'{v}'"));
+    let compiler = kind.compiler();
+    let tc_short = side.version.truncated(2);
+    let lead = match occasion {
+        Occasion::Building => "refusing to build a PyTorch extension",
+        Occasion::Checking => "a PyTorch extension built here would be refused",
+    };
+    let headline = match verdict {
+        Verdict::Match | Verdict::Off => return None,
+        Verdict::Mismatch { torch: built } => format!(
+            "{lead}: {compiler} is {kind} {} but torch {} was built for {kind} {built}",
+            side.version,
+            torch.label()
+        ),
+        Verdict::NotBuiltFor => format!(
+            "{lead}: torch {} has no {kind} build ({field} = None), so a {kind} extension built against it cannot load",
+            torch.label()
+        ),
+    };
+    let rule = match policy.check {
+        TorchCheck::Major => "the major version must match",
+        _ => "major.minor must match",
+    };
+    let message = format!(
+        "{headline}
+  toolchain: {} at {} ({})
+  torch:     {} (version.py: {field} = {shown})
+  policy:    {} ({rule}; {})",
+        side.name,
+        side.root.display(),
+        side.reason,
+        torch.dir.display(),
+        policy.check,
+        policy.from
+    );
+    let mut hints = Vec::new();
+    if let Verdict::Mismatch { torch: built } = verdict {
+        hints.push(format!(
+            "use the toolkit torch was built for: `gpuenv install {kind}-{built}`, and pin it with `{kind} = \"torch\"` under [toolchain] in gpuenv.toml"
+        ));
+    }
+    let wheel = match kind {
+        Kind::Cuda => format!(
+            " (e.g. pip install torch --index-url https://download.pytorch.org/whl/cu{}{})",
+            tc_short.major(),
+            tc_short.minor().unwrap_or(0)
+        ),
+        Kind::Rocm => format!(
+            " (e.g. pip install torch --index-url https://download.pytorch.org/whl/rocm{tc_short})"
+        ),
+    };
+    hints.push(format!(
+        "or install a torch built for {kind} {tc_short}{wheel}"
+    ));
+    hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());
+    Some(Refusal { message, hints })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::captured;
+
+    fn torch(file: &str) -> TorchVersion {
+        let text = captured(file);
+        parse_version_py(Path::new("/site/torch"), &text)
+    }
+
+    fn v(s: &str) -> Version {
+        s.parse().unwrap()
+    }
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn reads_annotated_and_plain_version_files() {
+        let t = torch("torch-version.py-2.15.0-cu132");
+        assert_eq!(t.version.as_deref(), Some("2.15.0+cu132"));
+        assert_eq!(t.cuda.as_deref(), Some("13.2"));
+        assert_eq!(t.hip, None);
+        assert_eq!(t.built_for(Kind::Cuda), Some(v("13.2")));
+
+        let t = torch("torch-version.py-rocm6.0");
+        assert_eq!(t.cuda, None);
+        assert_eq!(t.hip.as_deref(), Some("6.0.32830-d62f6a171"));
+        assert_eq!(t.built_for(Kind::Rocm), Some(v("6.0")));
+        assert_eq!(t.built_for(Kind::Cuda), None);
+
+        let t = torch("torch-version.py-2.8.0-cu128");
+        assert_eq!(t.built_for(Kind::Cuda), Some(v("12.8")));
+    }
+
+    #[test]
+    fn recognises_extension_builds_in_every_include_form() {
+        let site = "/v/lib/python3.11/site-packages/torch/include";
+        for form in [
+            format!("-I{site} -c x.cu"),
+            format!("-I {site} -c x.cu"),
+            format!("-isystem {site}/torch/csrc/api/include -c x.cu"),
+            format!("-isystem={site} -c x.cu"),
+            format!("--include-path {site} -c x.cu"),
+        ] {
+            assert_eq!(
+                torch_extension_build(&args(&form)),
+                Some(Some(PathBuf::from(site))),
+                "{form}"
+            );
+        }
+        assert_eq!(
+            torch_extension_build(&args("-DTORCH_EXTENSION_NAME=ext -c x.cu")),
+            Some(None)
+        );
+        assert_eq!(torch_extension_build(&args("-I/usr/include -c x.cu")), None);
+        assert_eq!(torch_extension_build(&args("--version")), None);
+    }
+
+    #[test]
+    fn policies_compare_major_minor_or_major() {
+        let t = torch("torch-version.py-2.15.0-cu132");
+        assert_eq!(
+            compare(Kind::Cuda, &v("13.2.86"), &t, TorchCheck::Minor),
+            Verdict::Match
+        );
+        assert_eq!(
+            compare(Kind::Cuda, &v("13.0.1"), &t, TorchCheck::Minor),
+            Verdict::Mismatch { torch: v("13.2") }
+        );
+        assert_eq!(
+            compare(Kind::Cuda, &v("13.0.1"), &t, TorchCheck::Major),
+            Verdict::Match
+        );
+        assert_eq!(
+            compare(Kind::Cuda, &v("12.4"), &t, TorchCheck::Major),
+            Verdict::Mismatch { torch: v("13.2") }
+        );
+        assert_eq!(
+            compare(Kind::Cuda, &v("12.4"), &t, TorchCheck::Off),
+            Verdict::Off
+        );
+        let rocm = torch("torch-version.py-rocm6.0");
+        assert_eq!(
+            compare(Kind::Cuda, &v("12.4"), &rocm, TorchCheck::Minor),
+            Verdict::NotBuiltFor
+        );
+        assert_eq!(
+            compare(Kind::Rocm, &v("6.0.2"), &rocm, TorchCheck::Minor),
+            Verdict::Match
+        );
+        assert_eq!(
+            compare(Kind::Rocm, &v("6.2.4"), &rocm, TorchCheck::Minor),
+            Verdict::Mismatch { torch: v("6.0") }
+        );
+    }
+
+    #[test]
+    fn the_environment_variable_beats_the_file() {
+        let file = Some((TorchCheck::Major, Path::new("/p/gpuenv.toml")));
+        assert_eq!(
+            Policy::choose(Some("off"), file).unwrap().check,
+            TorchCheck::Off
+        );
+        assert_eq!(Policy::choose(None, file).unwrap().check, TorchCheck::Major);
+        assert_eq!(Policy::choose(None, None).unwrap().check, TorchCheck::Minor);
+        assert!(Policy::choose(Some("loose"), None).is_err());
+    }
+}

@@ -1,0 +1,12 @@
+//! Plan: from a directory and an environment to what should run and with which variables
+//! (resolution, the environment change, the torch guard, the host compiler, the build
+//! cache, the module step). Reads the store and the project file; renders and execs nothing.
+
+pub mod auto_install;
+pub mod build_cache;
+pub mod env;
+pub mod exec;
+pub mod guard;
+pub mod host_compiler;
+pub mod module;
+pub mod resolve;

@@ -1,0 +1,55 @@
+//! Where gpuenv's home is, for a context: `GPUENV_HOME`, XDG, or HOME, with the upstream
+//! homes the environment and the system config name. The context reads the process; the
+//! store says what its variables mean for the home.
+
+use std::os::unix::ffi::OsStrExt;
+
+use crate::context::{vars, Context};
+use crate::diagnostic::Diagnostic;
+use crate::store::home::Home;
+use crate::store::toolchain::upstream;
+
+#[derive(Debug, thiserror::Error)]
+pub enum NoHome {
+    #[error(
+        "neither GPUENV_HOME nor HOME is set, and the password database has no home for this account"
+    )]
+    Unset,
+    #[error("gpuenv's home {dir} (from {from}) contains `:`, which separates PATH entries: its shims dir cannot be put on PATH")]
+    Colon { dir: String, from: &'static str },
+}
+
+impl Diagnostic for NoHome {
+    fn hints(&self) -> Vec<String> {
+        vec![match self {
+            NoHome::Unset => "set GPUENV_HOME to the directory gpuenv should keep its state in",
+            NoHome::Colon { .. } => "set GPUENV_HOME to a directory without `:` in its path",
+        }
+        .into()]
+    }
+}
+
+impl Context {
+    /// `GPUENV_HOME`, else `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`; with the
+    /// upstreams the environment and the system config name. A home whose path has a `:`
+    /// is refused: its shims dir could not be an entry of PATH.
+    pub fn gpuenv_home(&self) -> Result<Home, NoHome> {
+        let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
+            (self.cwd.join(h), vars::GPUENV_HOME)
+        } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
+            (x.join("gpuenv"), vars::XDG_DATA_HOME)
+        } else {
+            let home = self.home_dir().ok_or(NoHome::Unset)?;
+            (home.join(".local/share/gpuenv"), vars::HOME)
+        };
+        if dir.as_os_str().as_bytes().contains(&b':') {
+            return Err(NoHome::Colon {
+                dir: crate::ui::printable(&dir.to_string_lossy()).to_string(),
+                from,
+            });
+        }
+        let mut home = Home::new(dir);
+        home.upstreams = upstream::from_context(self).0;
+        Ok(home)
+    }
+}

@@ -1,0 +1,186 @@
+//! The proxy binary and where it is linked: `$GPUENV_HOME/bin/gpuenv-shim` (a hard link or
+//! copy, so a rebuilt or moved gpuenv never breaks the shims), `$GPUENV_HOME/shims/<tool>`
+//! for every tool of every registered toolchain, and each view's `bin/nvcc` / `bin/hipcc`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::Diagnostic;
+use crate::fsutil;
+use crate::store::home::{Home, PROXY_NAME};
+use crate::store::toolchain::registry::{Entry, Registry};
+
+use crate::store::toolchain::upstream;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShimError {
+    #[error("the gpuenv proxy {path} is missing (it is built and installed beside gpuenv)")]
+    ProxyMissing { path: PathBuf },
+    #[error("cannot find the running gpuenv binary")]
+    CurrentExe(#[source] std::io::Error),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl Diagnostic for ShimError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            ShimError::ProxyMissing { .. } => vec!["build it with `cargo build --release --workspace`, or install both with `cargo install --path .`".into()],
+            ShimError::CurrentExe(_) | ShimError::Io(_) => Vec::new(),
+        }
+    }
+}
+
+/// The proxy built beside the running gpuenv binary; an error with the fix when it is not
+/// there (checked before an install downloads anything).
+pub fn proxy_source() -> Result<PathBuf, ShimError> {
+    let exe = std::env::current_exe().map_err(ShimError::CurrentExe)?;
+    let exe = exe.canonicalize().unwrap_or(exe);
+    let source = exe.with_file_name(PROXY_NAME);
+    if !source.is_file() {
+        return Err(ShimError::ProxyMissing { path: source });
+    }
+    Ok(source)
+}
+
+/// Puts the proxy `source` into `$GPUENV_HOME/bin/`: a hard link where the file system
+/// allows (no copy of a large debug build per link), else a copy; replaced atomically, so
+/// a running shim keeps its old inode. Returns its path there.
+pub fn install_proxy(home: &Home, source: &Path) -> Result<PathBuf, ShimError> {
+    use std::os::unix::fs::MetadataExt;
+    let target = home.proxy();
+    link_gpuenv(home, source)?;
+    let src_meta = fs_err::metadata(source)?;
+    if let Ok(meta) = fs_err::metadata(&target) {
+        let same_inode = meta.dev() == src_meta.dev() && meta.ino() == src_meta.ino();
+        if same_inode || fsutil::same_bytes(&target, source)? {
+            return Ok(target);
+        }
+    }
+    let dir = target.parent().expect("the proxy lives in a directory");
+    fs_err::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{PROXY_NAME}.tmp-{}", std::process::id()));
+    let _ = fs_err::remove_file(&tmp);
+    if fs_err::hard_link(source, &tmp).is_err() {
+        let copied = fs_err::copy(source, &tmp).and_then(|_| {
+            use std::os::unix::fs::PermissionsExt;
+            fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+        });
+        if let Err(e) = copied {
+            let _ = fs_err::remove_file(&tmp);
+            return Err(e.into());
+        }
+    }
+    fs_err::rename(&tmp, &target)?;
+    Ok(target)
+}
+
+/// `$GPUENV_HOME/bin/gpuenv`: a link to the gpuenv beside the proxy's source, so the
+/// proxy finds the installer beside itself (`GPUENV_AUTO_INSTALL`).
+fn link_gpuenv(home: &Home, proxy_source: &Path) -> Result<(), ShimError> {
+    let gpuenv = proxy_source.with_file_name("gpuenv");
+    let link = home.proxy().with_file_name("gpuenv");
+    if !gpuenv.is_file() || fs_err::read_link(&link).ok().as_deref() == Some(gpuenv.as_path()) {
+        return Ok(());
+    }
+    fs_err::create_dir_all(
+        home.proxy()
+            .parent()
+            .expect("the proxy lives in a directory"),
+    )?;
+    Ok(fsutil::replace_with_link(&gpuenv, &link)?)
+}
+
+/// True if `file` is the gpuenv proxy: a link to it (a shim, a view's compiler) or a copy
+/// of one of `proxies`.
+pub fn is_proxy(file: &Path, proxies: &[&Path]) -> bool {
+    let Ok(real) = file.canonicalize() else {
+        return false;
+    };
+    if real.file_name().is_some_and(|n| n == PROXY_NAME) {
+        return true;
+    }
+    proxies
+        .iter()
+        .any(|p| fsutil::same_bytes(&real, p).unwrap_or(false))
+}
+
+/// More programs than any toolkit has (a CUDA 12 runfile tree has about 40, AMD's ROCm 6
+/// about 150): a toolchain with more is a shared prefix such as `/usr/local`, and shimming
+/// its `bin/` would put every program of the system behind a pin.
+pub const MAX_SHIMS_PER_TOOLCHAIN: usize = 300;
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reshim {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Toolchains that got no shims, and why.
+    pub refused: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{name} at {root} has {count} programs in bin/, more than any toolkit ({max}): it looks like a shared prefix, and a shim for each would put every program there behind a pin", root = root.display())]
+pub struct TooManyTools {
+    pub name: String,
+    pub root: PathBuf,
+    pub count: usize,
+    pub max: usize,
+}
+
+impl crate::diagnostic::Diagnostic for TooManyTools {
+    fn hints(&self) -> Vec<String> {
+        vec!["link the toolkit's own root (the directory holding bin/nvcc or bin/hipcc, e.g. /usr/local/cuda-12.4 or /opt/rocm-6.2.4); Debian's packages are found by `gpuenv discover`".into()]
+    }
+}
+
+/// The tool names of a toolchain, or why it gets none.
+pub fn tools_of(name: &str, entry: &Entry) -> Result<Vec<String>, TooManyTools> {
+    let tools = entry.tool_names();
+    if tools.len() > MAX_SHIMS_PER_TOOLCHAIN {
+        return Err(TooManyTools {
+            name: name.to_string(),
+            root: entry.root.clone(),
+            count: tools.len(),
+            max: MAX_SHIMS_PER_TOOLCHAIN,
+        });
+    }
+    Ok(tools)
+}
+
+/// Makes `$GPUENV_HOME/shims/` hold exactly one link to `proxy` per program of any
+/// registered toolchain (`Entry::tool_names`; a toolchain whose root is gone has none).
+/// Updated in place, so no shim is ever missing meanwhile.
+pub fn reshim(home: &Home, registry: &Registry, proxy: &Path) -> Result<Reshim, ShimError> {
+    let dir = home.shims();
+    fs_err::create_dir_all(&dir)?;
+    let mut wanted = BTreeSet::new();
+    let mut report = Reshim::default();
+    // The upstreams' toolchains get shims here too: the user runs their tools.
+    let upstream_entries: Vec<(String, Entry)> = upstream::roots(home, registry)
+        .iter()
+        .filter_map(|root| Registry::load(&Home::new(root)).ok())
+        .flat_map(|r| r.toolchains.into_iter())
+        .collect();
+    let upstream = upstream_entries.iter().map(|(n, e)| (n, e));
+    for (name, entry) in registry.toolchains.iter().chain(upstream) {
+        match tools_of(name, entry) {
+            Ok(tools) => wanted.extend(tools),
+            Err(too_many) => report.refused.push(too_many.to_string()),
+        }
+    }
+    for name in &wanted {
+        let link = dir.join(name);
+        if fs_err::read_link(&link).ok().as_deref() != Some(proxy) {
+            fsutil::replace_with_link(proxy, &link)?;
+            report.added.push(name.clone());
+        }
+    }
+    for existing in fs_err::read_dir(&dir)?.flatten() {
+        let name = existing.file_name().to_string_lossy().into_owned();
+        if !wanted.contains(&name) {
+            fs_err::remove_file(existing.path())?;
+            report.removed.push(name);
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,201 @@
+//! Toolchains: their kind, version, name and spec; detecting a tree; the registry on disk.
+
+pub mod detect;
+pub mod discover;
+pub mod entry;
+pub mod registry;
+pub mod system;
+pub mod upstream;
+pub mod view;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::facts::version::Version;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Cuda,
+    Rocm,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 2] = [Kind::Cuda, Kind::Rocm];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Cuda => "cuda",
+            Kind::Rocm => "rocm",
+        }
+    }
+
+    /// The variables that name a toolkit's root: what gpuenv sets to the view, and what a
+    /// site's module files set to the toolkits they load.
+    pub fn home_vars(self) -> &'static [&'static str] {
+        match self {
+            Kind::Cuda => &["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"],
+            Kind::Rocm => &["ROCM_PATH", "ROCM_HOME", "HIP_PATH"],
+        }
+    }
+
+    /// The compiler driver the proxy guards for this kind.
+    pub fn compiler(self) -> &'static str {
+        match self {
+            Kind::Cuda => "nvcc",
+            Kind::Rocm => "hipcc",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Kind {
+    type Err = NameError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cuda" => Ok(Kind::Cuda),
+            "rocm" => Ok(Kind::Rocm),
+            _ => Err(NameError::Kind(s.to_string())),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NameError {
+    #[error("unknown toolchain kind `{0}`: expected `cuda` or `rocm`")]
+    Kind(String),
+    #[error("`{0}` is not a toolchain name or spec: expected <kind>-<version>[-<label>], like cuda-12.4, cuda-11.3-conda or rocm-6.2.4")]
+    Shape(String),
+}
+
+/// `<kind>-<version>[-<label>]`: `cuda-12.4.1`, `cuda-11.3-conda`, `rocm-6.2.4`.
+/// The version here may be a prefix; a spec and a name share this shape.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Spec {
+    pub kind: Kind,
+    pub version: Version,
+    pub label: Option<String>,
+}
+
+impl Spec {
+    /// Parses a spec whose kind is already known from context, as in a toolchain file's
+    /// `cuda = "12.1"` or `cuda = "cuda-12.1"`.
+    pub fn parse_for_kind(kind: Kind, s: &str) -> Result<Spec, NameError> {
+        if s.starts_with(|c: char| c.is_ascii_digit()) {
+            Spec::from_str(&format!("{kind}-{s}"))
+        } else {
+            let spec = Spec::from_str(s)?;
+            if spec.kind != kind {
+                return Err(NameError::Kind(format!(
+                    "{} (a {} toolchain cannot be pinned as {kind})",
+                    spec.kind, spec.kind
+                )));
+            }
+            Ok(spec)
+        }
+    }
+
+    /// True for a registered toolchain name this spec selects: the same label (if the spec
+    /// has one) and a version the spec's version is a prefix of.
+    pub fn matches(&self, name: &Spec) -> bool {
+        self.kind == name.kind
+            && self.version.is_prefix_of(&name.version)
+            && (self.label.is_none() || self.label == name.label)
+    }
+}
+
+impl FromStr for Spec {
+    type Err = NameError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let shape = || NameError::Shape(s.to_string());
+        let (kind, rest) = s.split_once('-').ok_or_else(shape)?;
+        let kind: Kind = kind.parse()?;
+        let (version, label) = match rest.split_once('-') {
+            Some((v, l)) => (v, Some(l)),
+            None => (rest, None),
+        };
+        let version: Version = version.parse().map_err(|_| shape())?;
+        if let Some(l) = label {
+            let ok = !l.is_empty()
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+            if !ok {
+                return Err(shape());
+            }
+        }
+        Ok(Spec {
+            kind,
+            version,
+            label: label.map(str::to_string),
+        })
+    }
+}
+
+impl fmt::Display for Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.kind, self.version)?;
+        if let Some(l) = &self.label {
+            write!(f, "-{l}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(s: &str) -> Spec {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn names_have_kind_version_and_optional_label() {
+        let s = spec("cuda-11.3-conda");
+        assert_eq!(s.kind, Kind::Cuda);
+        assert_eq!(s.version.to_string(), "11.3");
+        assert_eq!(s.label.as_deref(), Some("conda"));
+        assert_eq!(spec("rocm-6.2.4").to_string(), "rocm-6.2.4");
+        for bad in [
+            "cuda",
+            "cuda-",
+            "cuda-x",
+            "metal-1.0",
+            "cuda-12.4-",
+            "cuda-12-a b",
+        ] {
+            assert!(bad.parse::<Spec>().is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn a_prefix_spec_matches_longer_versions_of_the_same_kind() {
+        assert!(spec("cuda-12").matches(&spec("cuda-12.4.1")));
+        assert!(spec("cuda-12.4").matches(&spec("cuda-12.4.131")));
+        assert!(!spec("cuda-12.4").matches(&spec("cuda-12.40")));
+        assert!(!spec("cuda-12").matches(&spec("rocm-12.0")));
+        assert!(spec("cuda-11.3").matches(&spec("cuda-11.3-conda")));
+        assert!(!spec("cuda-11.3-conda").matches(&spec("cuda-11.3")));
+    }
+
+    #[test]
+    fn file_values_may_omit_the_kind() {
+        assert_eq!(
+            Spec::parse_for_kind(Kind::Cuda, "12.1").unwrap(),
+            spec("cuda-12.1")
+        );
+        assert_eq!(
+            Spec::parse_for_kind(Kind::Cuda, "cuda-11.3-conda").unwrap(),
+            spec("cuda-11.3-conda")
+        );
+        assert!(Spec::parse_for_kind(Kind::Cuda, "rocm-6.2").is_err());
+    }
+}

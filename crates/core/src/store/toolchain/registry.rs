@@ -1,0 +1,414 @@
+//! The registry on disk: `$GPUENV_HOME/settings.toml` records linked and installed
+//! toolchains (with what detection found, so resolving never re-reads a tree), the default
+//! and trusted toolchain files. Every write is atomic, made under a lock, and keeps the
+//! previous state in `settings.toml.bak`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use super::entry::{Broken, Entry, Source};
+use super::Spec;
+use crate::diagnostic::Diagnostic;
+use crate::facts::build_cache::BuildCache;
+use crate::fsutil;
+use crate::store::home::Home;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trusted {
+    pub path: PathBuf,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Registry {
+    /// Default specs, at most one per kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub default: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trusted: Vec<Trusted>,
+    /// `[build]`: the user's default compiler cache for every project.
+    #[serde(default, skip_serializing_if = "BuildSettings::is_empty")]
+    pub build: BuildSettings,
+    /// Other gpuenv homes whose toolchains are used read-only (a site's shared store).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<PathBuf>,
+    #[serde(default)]
+    pub toolchains: BTreeMap<String, Entry>,
+    /// Something about the file the user should know (it is not saved).
+    #[serde(skip)]
+    pub notice: Option<StateNotice>,
+}
+
+/// A state file that loads but is probably not what the user had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateNotice {
+    /// gpuenv never writes an empty settings file, so something else emptied it.
+    Empty {
+        path: PathBuf,
+        backup: Option<PathBuf>,
+        toolchains: PathBuf,
+    },
+}
+
+impl fmt::Display for StateNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let StateNotice::Empty { path, backup, .. } = self;
+        write!(
+            f,
+            "gpuenv's state file {} is empty, so no toolchain is registered{}",
+            path.display(),
+            if backup.is_some() {
+                ""
+            } else {
+                " (there is no backup)"
+            }
+        )
+    }
+}
+
+/// Not an error (the registry loads), but said the way errors are: a message and hints.
+impl std::error::Error for StateNotice {}
+
+impl Diagnostic for StateNotice {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            StateNotice::Empty {
+                path,
+                backup: Some(backup),
+                ..
+            } => vec![format!(
+                "the state before gpuenv's last change is in {}: `cp {} {}` brings it back",
+                backup.display(),
+                backup.display(),
+                path.display()
+            )],
+            StateNotice::Empty { toolchains, .. } => vec![format!(
+                "`gpuenv discover --register` and `gpuenv link <name> <path>` register toolchains again; installed ones are under {}",
+                toolchains.display()
+            )],
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("gpuenv's state file {path} is corrupt: {message}")]
+    Corrupt {
+        path: PathBuf,
+        message: String,
+        toolchains: PathBuf,
+    },
+    #[error("cannot read gpuenv's state file {path}")]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write gpuenv's state file {path}")]
+    Unwritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("GPUENV_HOME {path} is read-only, so gpuenv cannot change its state")]
+    ReadOnly { path: PathBuf },
+    #[error("cannot lock gpuenv's state in {path}: {source}")]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The registry loaded under the state lock: changes made to it are saved by [`Locked::save`]
+/// before anyone else may read or change it.
+pub struct Locked<'h> {
+    home: &'h Home,
+    pub registry: Registry,
+    /// The file as it was read, kept as the backup when the new state is written.
+    before: String,
+    _lock: fs_err::File,
+}
+
+impl Locked<'_> {
+    /// Writes the registry; the state it replaces becomes `settings.toml.bak`. An empty
+    /// file is never a backup: it would replace the last good one.
+    pub fn save(&mut self) -> Result<(), StateError> {
+        let unwritable = |path: PathBuf| move |source| StateError::Unwritable { path, source };
+        if !self.before.trim().is_empty() {
+            let bak = self.home.settings_backup();
+            fsutil::write_atomic(&bak, self.before.as_bytes()).map_err(unwritable(bak))?;
+        }
+        let path = self.home.settings();
+        let text = self.registry.to_text();
+        fsutil::write_atomic(&path, text.as_bytes()).map_err(unwritable(path))?;
+        self.before = text;
+        Ok(())
+    }
+}
+
+impl Diagnostic for StateError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            StateError::Corrupt { toolchains, .. } => vec![format!(
+                "fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {})",
+                toolchains.display()
+            )],
+            StateError::ReadOnly { .. } => vec![
+                "make it writable, or point GPUENV_HOME at a directory you own".into(),
+            ],
+            StateError::Unreadable { .. }
+            | StateError::Lock { .. }
+            | StateError::Unwritable { .. } => Vec::new(),
+        }
+    }
+}
+
+impl Registry {
+    /// A missing file is an empty registry; an unreadable or corrupt one is an error.
+    pub fn load(home: &Home) -> Result<Registry, StateError> {
+        Ok(Registry::read(home)?.0)
+    }
+
+    /// The registry and the text it was parsed from.
+    fn read(home: &Home) -> Result<(Registry, String), StateError> {
+        let path = home.settings();
+        let text = match fs_err::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Registry::default(), String::new()))
+            }
+            Err(source) => return Err(StateError::Unreadable { path, source }),
+        };
+        let mut registry: Registry = toml::from_str(&text).map_err(|e| StateError::Corrupt {
+            message: e.message().to_string()
+                + &e.span()
+                    .map(|s| {
+                        let (l, c) = fsutil::line_col(&text, s.start);
+                        format!(" (line {l}, column {c})")
+                    })
+                    .unwrap_or_default(),
+            path: path.clone(),
+            toolchains: home.toolchains(),
+        })?;
+        if text.trim().is_empty() {
+            let backup = home.settings_backup();
+            let has_backup = fs_err::metadata(&backup).is_ok_and(|m| m.len() > 0);
+            registry.notice = Some(StateNotice::Empty {
+                path,
+                backup: has_backup.then_some(backup),
+                toolchains: home.toolchains(),
+            });
+        }
+        Ok((registry, text))
+    }
+
+    fn to_text(&self) -> String {
+        toml::to_string_pretty(self).expect("the registry always serializes")
+    }
+
+    /// Takes the state lock (waiting for another gpuenv that holds it) and loads the
+    /// registry, so concurrent gpuenv processes never lose each other's changes.
+    pub fn lock(home: &Home) -> Result<Locked<'_>, StateError> {
+        let read_only = |e: &std::io::Error| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            )
+        };
+        let lock_err = |path: PathBuf| {
+            let home = home.root.clone();
+            move |source: std::io::Error| match read_only(&source) {
+                true => StateError::ReadOnly { path: home },
+                false => StateError::Lock { path, source },
+            }
+        };
+        fs_err::create_dir_all(&home.root).map_err(lock_err(home.root.clone()))?;
+        let lock_path = home.lock_file();
+        // Never truncated: the file only carries the lock.
+        let lock = fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&lock_path)
+            .map_err(lock_err(lock_path.clone()))?;
+        lock.file().lock().map_err(lock_err(lock_path))?;
+        let (registry, before) = Registry::read(home)?;
+        Ok(Locked {
+            home,
+            registry,
+            before,
+            _lock: lock,
+        })
+    }
+
+    /// Loads, changes and saves the registry under the state lock. Nothing is saved if
+    /// `change` fails.
+    pub fn update<T, E: From<StateError>>(
+        home: &Home,
+        change: impl FnOnce(&mut Registry) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let mut locked = Registry::lock(home)?;
+        let out = change(&mut locked.registry)?;
+        locked.save()?;
+        Ok(out)
+    }
+
+    /// The highest registered version the spec selects; an exact name wins outright.
+    pub fn find(&self, spec: &Spec) -> Option<(&str, &Entry)> {
+        if let Some((name, e)) = self.toolchains.get_key_value(&spec.to_string()) {
+            return Some((name, e));
+        }
+        self.toolchains
+            .iter()
+            .filter_map(|(name, e)| {
+                let n: Spec = name.parse().ok()?;
+                spec.matches(&n).then_some((name.as_str(), e, n))
+            })
+            // Highest version; among equal versions the unlabelled (plain) name first.
+            .max_by(|a, b| {
+                (&a.2.version, a.2.label.is_none(), std::cmp::Reverse(a.0)).cmp(&(
+                    &b.2.version,
+                    b.2.label.is_none(),
+                    std::cmp::Reverse(b.0),
+                ))
+            })
+            .map(|(name, e, _)| (name, e))
+    }
+
+    pub fn default_specs(&self) -> Result<Vec<Spec>, super::NameError> {
+        self.default.iter().map(|s| s.parse()).collect()
+    }
+}
+
+/// The `[build]` table of settings.toml: the user's default for every project.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<BuildCache>,
+}
+
+impl BuildSettings {
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::toolchain::Kind;
+
+    fn entry(kind: Kind, version: &str) -> Entry {
+        Entry {
+            kind,
+            version: version.parse().unwrap(),
+            root: PathBuf::from(format!("/opt/{kind}-{version}")),
+            source: Source::Linked,
+            version_from: "version.json".into(),
+            include_dir: PathBuf::from(format!("/opt/{kind}-{version}/include")),
+            lib_dir: PathBuf::from(format!("/opt/{kind}-{version}/lib64")),
+            collectives: None,
+            system: None,
+        }
+    }
+
+    fn registry(names: &[(&str, Kind, &str)]) -> Registry {
+        let mut r = Registry::default();
+        for (n, k, v) in names {
+            r.toolchains.insert(n.to_string(), entry(*k, v));
+        }
+        r
+    }
+
+    #[test]
+    fn a_prefix_spec_picks_the_highest_matching_version() {
+        let r = registry(&[
+            ("cuda-12.1.0", Kind::Cuda, "12.1.0"),
+            ("cuda-12.4.1", Kind::Cuda, "12.4.1"),
+            ("cuda-12.4.0", Kind::Cuda, "12.4.0"),
+            ("cuda-11.8", Kind::Cuda, "11.8.89"),
+        ]);
+        let find = |s: &str| r.find(&s.parse().unwrap()).map(|(n, _)| n.to_string());
+        assert_eq!(find("cuda-12").as_deref(), Some("cuda-12.4.1"));
+        assert_eq!(find("cuda-12.1").as_deref(), Some("cuda-12.1.0"));
+        assert_eq!(find("cuda-11").as_deref(), Some("cuda-11.8"));
+        assert_eq!(find("cuda-10"), None);
+        assert_eq!(find("rocm-6"), None);
+    }
+
+    #[test]
+    fn plain_names_win_over_labelled_ones_of_the_same_version() {
+        let r = registry(&[
+            ("cuda-11.3-conda", Kind::Cuda, "11.3.109"),
+            ("cuda-11.3", Kind::Cuda, "11.3.109"),
+        ]);
+        let (n, _) = r.find(&"cuda-11".parse().unwrap()).unwrap();
+        assert_eq!(n, "cuda-11.3");
+        let (n, _) = r.find(&"cuda-11.3-conda".parse().unwrap()).unwrap();
+        assert_eq!(n, "cuda-11.3-conda");
+    }
+
+    fn save(home: &Home, r: &Registry) {
+        Registry::update(home, |x| {
+            *x = r.clone();
+            Ok::<_, StateError>(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn each_write_keeps_the_state_it_replaces_as_the_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        let first = registry(&[("rocm-6.2.4", Kind::Rocm, "6.2.4")]);
+        save(&home, &first);
+        assert!(!home.settings_backup().exists(), "nothing to back up yet");
+        let second = registry(&[("cuda-12.4", Kind::Cuda, "12.4.1")]);
+        save(&home, &second);
+        let bak = fs_err::read_to_string(home.settings_backup()).unwrap();
+        assert_eq!(toml::from_str::<Registry>(&bak).unwrap(), first);
+
+        // An emptied file loads with a notice naming it and the backup, and the next
+        // write does not make the empty file the backup.
+        fs_err::write(home.settings(), "").unwrap();
+        let loaded = Registry::load(&home).unwrap();
+        assert!(loaded.toolchains.is_empty());
+        let notice = loaded.notice.expect("an empty file is noticed");
+        let message = notice.to_string();
+        assert!(
+            message.contains(&home.settings().display().to_string()),
+            "{message}"
+        );
+        let hints = notice.hints().join("\n");
+        let restore = format!(
+            "`cp {} {}`",
+            home.settings_backup().display(),
+            home.settings().display()
+        );
+        assert!(hints.contains(&restore), "{hints}");
+        save(&home, &Registry::default());
+        let bak = fs_err::read_to_string(home.settings_backup()).unwrap();
+        assert_eq!(toml::from_str::<Registry>(&bak).unwrap(), first);
+    }
+
+    #[test]
+    fn round_trips_through_disk_and_reports_corruption_with_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        assert_eq!(Registry::load(&home).unwrap(), Registry::default());
+        let r = registry(&[("rocm-6.2.4", Kind::Rocm, "6.2.4")]);
+        save(&home, &r);
+        assert_eq!(Registry::load(&home).unwrap(), r);
+
+        fs_err::write(home.settings(), "[toolchains.x\n").unwrap();
+        let err = Registry::load(&home).unwrap_err().to_string();
+        assert!(
+            err.contains(&home.settings().display().to_string()),
+            "{err}"
+        );
+        assert!(err.contains("line 1"), "{err}");
+    }
+}

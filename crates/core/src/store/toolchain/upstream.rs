@@ -1,0 +1,243 @@
+//! Upstreams: other gpuenv homes (a site's shared store) whose toolchains a user sees and
+//! uses read-only. They are named by `GPUENV_UPSTREAMS` (colon-separated), `upstreams = […]`
+//! in the user's settings, and the system config (`/etc/gpuenv/config.toml`, or
+//! `GPUENV_SYSTEM_CONFIG`). Lookups go through the user's own home first, then each upstream
+//! in that order. Nothing here writes: an upstream is only ever read.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::registry::{Registry, StateError};
+use super::view;
+use crate::context::{vars, Context};
+use crate::fsutil;
+use crate::store::home::Home;
+
+pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/gpuenv/config.toml";
+
+/// The system-wide config an admin writes for every user of a machine.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemConfig {
+    #[serde(default)]
+    pub upstreams: Vec<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct SystemConfigError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl crate::diagnostic::Diagnostic for SystemConfigError {
+    fn hints(&self) -> Vec<String> {
+        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`; fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
+    }
+}
+
+/// The system config file: `GPUENV_SYSTEM_CONFIG`, else `/etc/gpuenv/config.toml`.
+pub fn system_config_path(ctx: &Context) -> PathBuf {
+    PathBuf::from(
+        ctx.var_nonempty(vars::GPUENV_SYSTEM_CONFIG)
+            .unwrap_or(DEFAULT_SYSTEM_CONFIG),
+    )
+}
+
+/// A missing file is an empty config; a broken one is an error naming the file and line.
+pub fn read_system_config(path: &Path) -> Result<SystemConfig, SystemConfigError> {
+    let text = match fs_err::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SystemConfig::default()),
+        Err(e) => {
+            return Err(SystemConfigError {
+                path: path.to_path_buf(),
+                message: format!("cannot read it: {}", e.kind()),
+            })
+        }
+    };
+    toml::from_str(&text).map_err(|e| {
+        let at = e.span().map(|s| fsutil::line_col(&text, s.start));
+        SystemConfigError {
+            path: path.to_path_buf(),
+            message: match at {
+                Some((l, c)) => format!("line {l}, column {c}: {}", e.message()),
+                None => e.message().to_string(),
+            },
+        }
+    })
+}
+
+/// The upstreams the environment and the system config name, in search order, and why
+/// the system config could not be used (a warning, never an error). The user's settings
+/// add theirs in [`layered`].
+pub fn from_context(ctx: &Context) -> (Vec<PathBuf>, Option<SystemConfigError>) {
+    let mut out = Vec::new();
+    out.extend(crate::path_list::dirs(ctx.var_os(vars::GPUENV_UPSTREAMS)).map(PathBuf::from));
+    match read_system_config(&system_config_path(ctx)) {
+        Ok(config) => {
+            out.extend(config.upstreams);
+            (out, None)
+        }
+        Err(e) => (out, Some(e)),
+    }
+}
+
+/// The user's own registry with every upstream's toolchains added under it.
+#[derive(Debug, Clone, Default)]
+pub struct Layered {
+    /// Own toolchains, then each upstream's that no earlier layer names. Only for reading:
+    /// saving it would copy upstream entries into the user's settings.
+    pub registry: Registry,
+    /// Toolchain name -> the upstream home it comes from.
+    pub origins: BTreeMap<String, PathBuf>,
+    /// Upstream toolchains whose upstream has no view: their view belongs in the own home.
+    pub missing_views: Vec<String>,
+    /// Upstreams that are gone, unreadable or corrupt (each a warning, never an error).
+    pub warnings: Vec<String>,
+}
+
+impl Layered {
+    pub fn upstream_of(&self, name: &str) -> Option<&Path> {
+        self.origins.get(name).map(PathBuf::as_path)
+    }
+}
+
+/// Every upstream root, the own home excluded, without duplicates.
+pub fn roots(home: &Home, own: &Registry) -> Vec<PathBuf> {
+    let own_root = home
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| home.root.clone());
+    let mut out: Vec<PathBuf> = Vec::new();
+    for root in home.upstreams.iter().chain(&own.upstreams) {
+        let real = root.canonicalize().unwrap_or_else(|_| root.clone());
+        if real != own_root && !out.contains(root) {
+            out.push(root.clone());
+        }
+    }
+    out
+}
+
+/// Adds the upstreams' toolchains to `own` and records in `home` where their views are.
+pub fn layered(home: &mut Home, own: Registry) -> Layered {
+    let mut layered = Layered {
+        registry: own.clone(),
+        ..Layered::default()
+    };
+    for root in roots(home, &own) {
+        let upstream = Home::new(&root);
+        if !root.is_absolute() {
+            layered.warnings.push(format!(
+                "ignoring the upstream {}: an upstream must be an absolute path",
+                root.display()
+            ));
+            continue;
+        }
+        if !root.is_dir() {
+            layered.warnings.push(format!(
+                "the upstream {} is gone or not a directory; its toolchains are not available",
+                root.display()
+            ));
+            continue;
+        }
+        let registry = match Registry::load(&upstream) {
+            Ok(r) => r,
+            Err(e @ (StateError::Corrupt { .. } | StateError::Unreadable { .. })) => {
+                let first = e.to_string();
+                let first = first.lines().next().unwrap_or_default().to_string();
+                layered.warnings.push(format!(
+                    "the upstream {} cannot be used: {first}",
+                    root.display()
+                ));
+                continue;
+            }
+            Err(e) => {
+                layered.warnings.push(e.to_string());
+                continue;
+            }
+        };
+        for (name, entry) in registry.toolchains {
+            if layered.registry.toolchains.contains_key(&name) {
+                continue;
+            }
+            if view::exists(&upstream, &name) {
+                home.upstream_views
+                    .insert(name.clone(), upstream.view(&name));
+            } else {
+                layered.missing_views.push(name.clone());
+            }
+            layered.origins.insert(name.clone(), root.clone());
+            layered.registry.toolchains.insert(name, entry);
+        }
+    }
+    layered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::toolchain::registry::{Entry, Source};
+    use crate::store::toolchain::Kind;
+
+    fn entry(root: &Path) -> Entry {
+        Entry {
+            kind: Kind::Cuda,
+            version: "12.4.1".parse().unwrap(),
+            root: root.to_path_buf(),
+            source: Source::Installed,
+            version_from: "version.json".into(),
+            include_dir: root.join("include"),
+            lib_dir: root.join("lib64"),
+            collectives: None,
+            system: None,
+        }
+    }
+
+    #[test]
+    fn own_toolchains_shadow_upstream_ones_of_the_same_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = Home::new(dir.path().join("site"));
+        Registry::update(&site, |r| {
+            r.toolchains
+                .insert("cuda-12.4.1".into(), entry(Path::new("/site/cuda")));
+            r.toolchains
+                .insert("cuda-11.8".into(), entry(Path::new("/site/cuda-11.8")));
+            Ok::<_, StateError>(())
+        })
+        .unwrap();
+
+        let mut own_reg = Registry::default();
+        own_reg
+            .toolchains
+            .insert("cuda-12.4.1".into(), entry(Path::new("/mine/cuda")));
+        let mut home = Home::new(dir.path().join("own"));
+        home.upstreams = vec![site.root.clone(), dir.path().join("gone")];
+        let l = layered(&mut home, own_reg);
+        assert_eq!(
+            l.registry.toolchains["cuda-12.4.1"].root,
+            PathBuf::from("/mine/cuda")
+        );
+        assert_eq!(l.upstream_of("cuda-11.8"), Some(site.root.as_path()));
+        assert_eq!(l.upstream_of("cuda-12.4.1"), None);
+        assert_eq!(l.missing_views, ["cuda-11.8"]);
+        assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+        assert!(l.warnings[0].contains("gone"), "{:?}", l.warnings);
+    }
+
+    #[test]
+    fn a_broken_system_config_names_its_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        fs_err::write(&path, "upstreams = [\"/a\"]\nmirror = 1\n").unwrap();
+        let err = read_system_config(&path).unwrap_err().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("line 2"), "{err}");
+        assert_eq!(
+            read_system_config(&dir.path().join("none")).unwrap(),
+            SystemConfig::default()
+        );
+    }
+}

@@ -1,0 +1,281 @@
+//! gpuenv-core is built in layers, each a folder of crates/core/src, and a module imports
+//! only its own layer and those below it. `crate_boundaries.rs` checks the same one level
+//! up (the proxy links the core alone); this reads every `crate::` path in the core.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, bottom first. Root files are the base utilities and the process handle;
+/// every other module sits in its layer's folder.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "base",
+        &[
+            "diagnostic",
+            "ui",
+            "fsutil",
+            "named",
+            "passwd",
+            "path_list",
+            "test_support",
+            "find_diagnostic",
+        ],
+    ),
+    ("facts", &["facts"]),
+    ("context", &["context"]),
+    ("store", &["store"]),
+    ("project", &["project"]),
+    ("plan", &["plan"]),
+    ("edges", &["edges"]),
+];
+
+/// The layer (index into LAYERS) a top-level module of the core belongs to.
+fn layer_of(top: &str) -> Option<usize> {
+    LAYERS.iter().position(|(_, tops)| tops.contains(&top))
+}
+
+fn core_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs_err::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `plan/guard/locate.rs` is `plan::guard::locate`; `plan/mod.rs` is `plan`.
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The unit the cycle check counts: a layer's module (`plan::resolve`), a layer's own
+/// `mod.rs` (`store`), or a base module (`ui`).
+fn node(path: &[String], modules: &BTreeSet<Vec<String>>) -> String {
+    let top = &path[0];
+    if path.len() >= 2 && modules.contains(&path[..2].to_vec()) && top != &path[1] {
+        format!("{top}::{}", path[1])
+    } else {
+        top.clone()
+    }
+}
+
+/// Each line's code without its `//` comment (the code has no `//` inside strings that
+/// matters here).
+fn code_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => l[..i].to_string(),
+            None => l.to_string(),
+        })
+        .collect()
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The paths a `crate::…` or `super::…` use-tree names, starting at `rest` (after the
+/// `::`), each as its leading segments; groups (`{a, b::c}`) are expanded. Returns the
+/// paths and how many bytes of `rest` were read.
+fn paths(rest: &str, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let bytes = rest.as_bytes();
+    let mut i = 0;
+    let mut path = prefix.to_vec();
+    loop {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i < bytes.len() && bytes[i] == b'{' {
+            i += 1;
+            loop {
+                while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b',') {
+                    i += 1;
+                }
+                if i >= bytes.len() || bytes[i] == b'}' {
+                    return i + 1;
+                }
+                i += paths(&rest[i..], &path, out);
+            }
+        }
+        let start = i;
+        while i < bytes.len() && is_ident(bytes[i] as char) {
+            i += 1;
+        }
+        let segment = &rest[start..i];
+        match segment {
+            "" | "self" => {}
+            "super" => {
+                path.pop();
+            }
+            s => path.push(s.to_string()),
+        }
+        if rest[i..].starts_with("::") && path.len() < 3 {
+            i += 2;
+            continue;
+        }
+        // The rest of this path (`as x`, deeper segments) does not change its module.
+        while i < bytes.len() && !matches!(bytes[i], b',' | b'}' | b';' | b'(' | b')' | b' ') {
+            i += 1;
+        }
+        out.push(path);
+        return i;
+    }
+}
+
+struct Import {
+    file: String,
+    line: usize,
+    from: Vec<String>,
+    to: Vec<String>,
+}
+
+fn imports() -> (Vec<Import>, BTreeSet<Vec<String>>) {
+    let src = core_src();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let modules: BTreeSet<Vec<String>> = files
+        .iter()
+        .map(|f| module_path(f.strip_prefix(&src).unwrap()))
+        .collect();
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap();
+        if rel == Path::new("lib.rs") {
+            continue; // the root declares the layers and re-exports their public paths
+        }
+        let from = module_path(rel);
+        let text = fs_err::read_to_string(file).unwrap();
+        let code = code_lines(&text);
+        // `super` inside the file's inline `mod tests` is the file's own module.
+        let tests_from = code
+            .iter()
+            .position(|l| l.trim_start().starts_with("mod tests"))
+            .unwrap_or(usize::MAX);
+        for (n, line) in code.iter().enumerate() {
+            for (pos, _) in line
+                .match_indices("crate::")
+                .chain(line.match_indices("super::"))
+            {
+                let before = line[..pos].chars().next_back();
+                if before.is_some_and(|c| is_ident(c) || c == '$' || c == ':') {
+                    continue;
+                }
+                let prefix = if line[pos..].starts_with("crate") {
+                    Vec::new()
+                } else if n > tests_from {
+                    from.clone()
+                } else {
+                    from[..from.len() - 1].to_vec()
+                };
+                // A use-tree may span lines: read on from here.
+                let rest: String = code[n..].join("\n");
+                let mut targets = Vec::new();
+                paths(&rest[pos + 7..], &prefix, &mut targets);
+                for to in targets.into_iter().filter(|t| !t.is_empty()) {
+                    found.push(Import {
+                        file: format!("crates/core/src/{}", rel.display()),
+                        line: n + 1,
+                        from: from.clone(),
+                        to,
+                    });
+                }
+            }
+        }
+    }
+    (found, modules)
+}
+
+#[test]
+fn no_module_of_the_core_imports_a_layer_above_its_own() {
+    let (found, _) = imports();
+    assert!(
+        found.len() > 100,
+        "the scan found only {} imports",
+        found.len()
+    );
+    let mut wrong = Vec::new();
+    for i in &found {
+        let own = layer_of(&i.from[0]).unwrap_or_else(|| {
+            panic!(
+                "{}: `{}` is in no layer of tests/core_layers.rs",
+                i.file, i.from[0]
+            )
+        });
+        match layer_of(&i.to[0]) {
+            None => wrong.push(format!(
+                "{}:{}: crate::{} is not a layer or a base module: name the layer (crate::plan::resolve, not crate::resolve)",
+                i.file,
+                i.line,
+                i.to.join("::")
+            )),
+            Some(theirs) if theirs > own => wrong.push(format!(
+                "{}:{}: {} ({}) imports crate::{} ({}), a layer above its own",
+                i.file,
+                i.line,
+                i.from.join("::"),
+                LAYERS[own].0,
+                i.to.join("::"),
+                LAYERS[theirs].0
+            )),
+            Some(_) => {}
+        }
+    }
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_modules_of_the_core_import_each_other_without_a_cycle() {
+    let (found, modules) = imports();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for i in &found {
+        let (a, b) = (node(&i.from, &modules), node(&i.to, &modules));
+        graph.entry(b.clone()).or_default();
+        if a != b {
+            graph.entry(a).or_default().insert(b);
+        }
+    }
+    // Depth-first search; a back edge closes a cycle, printed as the path around it.
+    fn visit(
+        n: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        cycles: &mut Vec<String>,
+    ) {
+        if let Some(at) = stack.iter().position(|s| s == n) {
+            let mut cycle = stack[at..].to_vec();
+            cycle.push(n.to_string());
+            cycles.push(cycle.join(" -> "));
+            return;
+        }
+        if !done.insert(n.to_string()) {
+            return;
+        }
+        stack.push(n.to_string());
+        for m in graph.get(n).into_iter().flatten() {
+            visit(m, graph, stack, done, cycles);
+        }
+        stack.pop();
+    }
+    let mut cycles = Vec::new();
+    let mut done = BTreeSet::new();
+    for n in graph.keys() {
+        visit(n, &graph, &mut Vec::new(), &mut done, &mut cycles);
+    }
+    assert!(graph.len() > 20, "the graph has only {:?}", graph.keys());
+    assert!(cycles.is_empty(), "\n{}", cycles.join("\n"));
+}
