@@ -6,11 +6,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use indicatif::ProgressBar;
 use reqwest::blocking::Client;
 use reqwest::{StatusCode, Url};
+use rustix::fs::FileType;
 
 use super::cache::{self, Cache};
+use super::dir::{kind, trusted_owner, Stat};
 use super::fault::Fault;
 use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
@@ -156,61 +159,96 @@ impl Fetcher {
     }
 
     /// The archive's contents unpacked in the cache, downloading and checking it first when
-    /// needed. Concurrent processes wanting the same archive take turns.
+    /// needed. Concurrent processes wanting the same archive take turns. Nothing in the
+    /// cache is followed through a link or reused from another user.
     pub fn unpacked(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
-        let dir = self.cache.unpacked(&a.sha256);
-        let list = self.cache.seal(&a.sha256);
+        let key = a.sha256.as_str();
+        let trees = self.cache.made("unpacked")?;
+        let dir = trees.join(key);
+        let list = trees.join(format!("{key}.seal"));
         let objects = self.cache.objects();
-        if dir.is_dir() && seal::verify(&dir, &list, &objects).is_ok() {
+        let is_tree = |st: &Option<Stat>| {
+            st.as_ref()
+                .is_some_and(|st| kind(st) == FileType::Directory)
+        };
+        if is_tree(&trees.stat(key)?) && seal::verify(&dir, &list, &objects).is_ok() {
             return Ok(dir);
         }
-        let _lock = cache::lock(&self.cache.lock_path(&a.sha256), || {
+        let _lock = self.cache.lock(&a.sha256, || {
             bar.set_message(format!("{} (waiting for another gpuenv)", a.component))
         })?;
-        let parent = dir.parent().expect("cache paths have a parent");
-        if dir.is_dir() {
+        let found = trees.stat(key)?;
+        if is_tree(&found) {
             match seal::verify(&dir, &list, &objects) {
                 Ok(()) => return Ok(dir),
                 // Unpacked by a gpuenv that kept no list: unpacked again quietly.
                 Err(seal::Changed::NoList) => {}
-                Err(changed) => bar.suspend(|| {
+                Err(changed) => {
+                    let why = match changed {
+                        seal::Changed::Foreign(..) => "is not reused",
+                        _ => "was changed after it was unpacked",
+                    };
+                    bar.suspend(|| {
+                        ui::warn(format!(
+                            "the unpacked {} in the download cache ({}) {why}: {changed}; unpacking it again",
+                            a.file_name(),
+                            dir.display()
+                        ))
+                    })
+                }
+            }
+        }
+        // A tree that is not as it was unpacked, or a link planted at its name (removed
+        // itself, never followed).
+        if found.is_some() {
+            trees
+                .remove_tree(key)
+                .with_context(|| format!("replacing {} in the download cache", dir.display()))?;
+        }
+        let archives = self.cache.made("archives")?;
+        let file = archives.join(key);
+        let mut have = false;
+        match archives.stat(key)? {
+            Some(st) if kind(&st) == FileType::RegularFile && trusted_owner(st.st_uid) => {
+                // Checked again before extracting: the cache may have been damaged since.
+                let got = cache::sha256_file(&file)?;
+                if a.sha256.as_str() == got {
+                    have = true;
+                } else {
                     ui::warn(format!(
-                        "the unpacked {} in the download cache ({}) was changed after it was unpacked: {changed}; unpacking it again",
-                        a.file_name(),
-                        dir.display()
-                    ))
-                }),
+                        "the cached {} is damaged (sha256 {got}); fetching it again",
+                        file.display()
+                    ));
+                    archives.remove_file(key)?;
+                }
             }
-            fsutil::remove_tree(&dir)?;
+            // A link, or another user's file: never used.
+            Some(_) => archives.remove_file(key)?,
+            None => {}
         }
-        let file = self.cache.archive(&a.sha256);
         let mut fresh = false;
-        if file.is_file() {
-            // Checked again before extracting: the cache may have been damaged since.
-            let got = cache::sha256_file(&file)?;
-            if a.sha256.as_str() != got {
-                ui::warn(format!(
-                    "the cached {} is damaged (sha256 {got}); fetching it again",
-                    file.display()
-                ));
-                fs_err::remove_file(&file)?;
-            }
-        }
-        if !file.is_file() {
-            fs_err::create_dir_all(file.parent().expect("cache paths have a parent"))?;
+        if !have {
             self.download(a, &file, bar)?;
             fresh = true;
         }
-        fs_err::create_dir_all(parent)?;
-        fsutil::remove_leftovers(parent, a.sha256.as_str());
-        let tmp = fsutil::temp_dir(parent, a.sha256.as_str())?;
+        for name in trees.names()? {
+            let name = name.to_string_lossy();
+            if [".tmp-", ".old-"]
+                .iter()
+                .any(|p| name.starts_with(&format!("{p}{key}@")))
+            {
+                // Left by a killed process: we hold the archive's lock.
+                let _ = trees.remove_tree(name.as_ref());
+            }
+        }
+        let tmp = fsutil::temp_dir(trees.path(), key)?;
         bar.set_message(format!("{} (unpacking)", a.component));
         let (label, url) = (a.file_name(), a.url.to_string());
         let result = unpack::unpack(&file, a.format, tmp.path(), &label, &url, &self.hooks);
         if let Err(e) = result {
             // A corrupt archive is dropped so the next attempt fetches it again.
             if fresh || matches!(e, Fault::CorruptArchive { .. }) {
-                let _ = fs_err::remove_file(&file);
+                let _ = archives.remove_file(key);
             }
             return Err(e.into());
         }
@@ -218,7 +256,7 @@ impl Fetcher {
         fs_err::rename(tmp.keep(), &dir)?;
         if !self.keep_archives {
             // The sealed tree is what a reinstall uses; failing to remove only costs disk.
-            let _ = fs_err::remove_file(&file);
+            let _ = archives.remove_file(key);
         }
         Ok(dir)
     }
