@@ -191,13 +191,21 @@ impl Cache {
     }
 
     /// The part `part` (one of [`PARTS`]) of the cache, checked like the cache itself. Made
-    /// when missing if `create`; `None` when missing otherwise.
+    /// when missing if `create`; `None` when missing otherwise. A link at its name is
+    /// removed, never followed.
     pub fn part(&self, part: &str, create: bool) -> Result<Option<Dir>, Refused> {
         let Some(top) = self.top(create)? else {
             return Ok(None);
         };
+        let planted = top
+            .stat(part)?
+            .is_some_and(|st| dir::kind(&st) == rustix::fs::FileType::Symlink);
         let dir = if create {
             Some(top.create(part)?)
+        } else if planted {
+            // gpuenv makes no link here: the link goes itself, what it leads to stays.
+            top.remove_file(part)?;
+            None
         } else {
             top.open(part)?
         };

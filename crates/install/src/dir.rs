@@ -181,6 +181,13 @@ impl Dir {
             .map_err(|e| err(e, "remove", &self.join(name)))
     }
 
+    /// Removes the directory `name` if it is empty.
+    pub fn remove_empty(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+        let name = name.as_ref();
+        rfs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)
+            .map_err(|e| err(e, "remove", &self.join(name)))
+    }
+
     /// Removes the entry `name`, a whole tree if it is one: renamed to `.old-<name>@<pid>`
     /// first (no reader takes half a tree for a whole one), then removed entry by entry,
     /// never following a link.

@@ -149,9 +149,19 @@ impl Objects {
     }
 
     /// Removes the objects no tree links to any more (a link count of one: the store's own),
-    /// and leftovers of interrupted runs. Only names the store gives are removed, and no
-    /// link is followed. Returns the bytes and files freed.
+    /// and leftovers of interrupted runs. Returns the bytes and files freed.
     pub fn remove_unused(&self) -> io::Result<(u64, u64)> {
+        self.remove(false, &mut Vec::new())
+    }
+
+    /// Removes every object (each file's bytes stay with the trees that still link it), and
+    /// the shards left empty; what the store did not make is listed in `left`.
+    pub fn remove_all(&self, left: &mut Vec<PathBuf>) -> io::Result<(u64, u64)> {
+        self.remove(true, left)
+    }
+
+    /// Only names the store gives are removed, and no link is followed.
+    fn remove(&self, all: bool, left: &mut Vec<PathBuf>) -> io::Result<(u64, u64)> {
         let (mut bytes, mut files) = (0, 0);
         let Some(store) = Dir::open_path(&self.root).ok() else {
             return Ok((0, 0));
@@ -162,13 +172,21 @@ impl Objects {
         for shard_name in store.names()? {
             let shard_name = shard_name.to_string_lossy().into_owned();
             if !(is_shard(&shard_name) || shard_name == TEMP) {
+                left.push(store.join(&shard_name));
                 continue;
             }
-            let Ok(Some(shard)) = store.open(&shard_name) else {
-                continue;
+            let shard = match store.open(&shard_name) {
+                Ok(Some(shard)) => shard,
+                // A link planted at a shard's name goes itself.
+                Err(_) if all => {
+                    store.remove_file(&shard_name)?;
+                    continue;
+                }
+                _ => continue,
             };
             for entry in shard.names()? {
                 if !entry.to_str().is_some_and(|e| is_entry(&shard_name, e)) {
+                    left.push(shard.join(&entry));
                     continue;
                 }
                 let Some(st) = shard.stat(&entry)? else {
@@ -179,12 +197,19 @@ impl Objects {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |now| now.as_secs() as i64 - st.st_mtime);
                 let stale = shard_name != TEMP || age > 60;
-                if dir::kind(&st) == rustix::fs::FileType::RegularFile && st.st_nlink == 1 && stale
-                {
+                let unused =
+                    dir::kind(&st) == rustix::fs::FileType::RegularFile && st.st_nlink == 1;
+                if all || (unused && stale) {
                     shard.remove_file(&entry)?;
-                    bytes += st.st_size as u64;
-                    files += 1;
+                    if unused {
+                        bytes += st.st_size as u64;
+                        files += 1;
+                    }
                 }
+            }
+            if all {
+                // Only when empty: what the store did not make stays.
+                let _ = store.remove_empty(&shard_name);
             }
         }
         Ok((bytes, files))

@@ -121,6 +121,12 @@ pub fn prune(
         let Some(dir) = cache.part(part, false)? else {
             continue;
         };
+        if part == "objects" {
+            let (bytes, files) = cache.objects().remove_all(&mut pruned.left)?;
+            pruned.freed.bytes += bytes;
+            pruned.freed.files += files;
+            continue;
+        }
         for name in dir.names()? {
             if !cache::ours(part, &name) {
                 pruned.left.push(dir.join(&name));
