@@ -38,6 +38,11 @@ pub const PARTS: [&str; 6] = [
     "archives", "unpacked", "objects", "partial", "meta", "locks",
 ];
 
+/// `unpacked/<sha256>.seal`: the list an unpacked tree is checked against before reuse.
+pub const SEAL: &str = ".seal";
+/// `locks/<sha256>.lock`.
+const LOCK: &str = ".lock";
+
 /// The standard cache directory tag (<https://bford.info/cachedir/>), which backup tools
 /// skip; its comment line says gpuenv made the directory.
 pub const TAG: &str = "CACHEDIR.TAG";
@@ -82,10 +87,10 @@ pub fn ours(part: &str, name: &OsStr) -> bool {
     match part {
         "archives" | "partial" => is_sha256(name),
         "meta" => is_sha256(name) || is_atomic_temp(name),
-        "locks" => name.strip_suffix(".lock").is_some_and(is_sha256),
+        "locks" => name.strip_suffix(LOCK).is_some_and(is_sha256),
         "unpacked" => {
             is_sha256(name)
-                || name.strip_suffix(".seal").is_some_and(is_sha256)
+                || name.strip_suffix(SEAL).is_some_and(is_sha256)
                 || is_atomic_temp(name)
                 || [".tmp-", ".old-"].iter().any(|p| {
                     name.strip_prefix(p)
@@ -127,19 +132,9 @@ impl Cache {
     pub fn new(root: impl Into<PathBuf>) -> Cache {
         Cache { root: root.into() }
     }
-    pub fn archive(&self, sha256: &Sha256) -> PathBuf {
-        self.root.join("archives").join(sha256.as_str())
-    }
-    pub fn unpacked(&self, sha256: &Sha256) -> PathBuf {
-        self.root.join("unpacked").join(sha256.as_str())
-    }
     /// The content-addressed store the unpacked trees link to.
     pub fn objects(&self) -> Objects {
         Objects::new(self.root.join("objects"))
-    }
-    /// The list of files an unpacked tree is checked against before it is reused.
-    pub fn seal(&self, sha256: &Sha256) -> PathBuf {
-        self.root.join("unpacked").join(format!("{sha256}.seal"))
     }
     pub fn partial(&self, sha256: &Sha256) -> PathBuf {
         self.root.join("partial").join(sha256.as_str())
@@ -148,9 +143,6 @@ impl Cache {
         self.root
             .join("meta")
             .join(hex(&sha2::Sha256::digest(url.as_bytes())))
-    }
-    pub fn lock_path(&self, sha256: &Sha256) -> PathBuf {
-        self.root.join("locks").join(format!("{sha256}.lock"))
     }
 
     /// The cache's own directory, checked to be gpuenv's. Made and marked when missing if
@@ -224,7 +216,7 @@ impl Cache {
     /// holds it.
     pub fn lock(&self, sha256: &Sha256, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
         let locks = self.made("locks")?;
-        lock(&locks.join(format!("{sha256}.lock")), waiting)
+        lock(&locks.join(format!("{sha256}{LOCK}")), waiting)
     }
 
     /// The page last fetched from `url`: (content type, body). Only one the user or root
@@ -306,13 +298,21 @@ pub fn lock(path: &Path, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
     if let Some(dir) = path.parent() {
         fs_err::create_dir_all(dir)?;
     }
-    // Never through a link planted at its name.
-    let file = fs_err::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
+    // Never through a link planted at its name. Another user's lock file in a shared cache
+    // is locked through a read-only handle.
+    let open = |write: bool| {
+        fs_err::OpenOptions::new()
+            .create(write)
+            .truncate(false)
+            .write(write)
+            .read(!write)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+    };
+    let file = match open(true) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => open(false),
+        other => other,
+    }?;
     match file.file().try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -326,4 +326,72 @@ pub fn lock(path: &Path, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
         }
     }
     Ok(FileLock { _file: file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_names_gpuenv_gives_are_its_own() {
+        let sha = "ab".repeat(32);
+        let ours = |part, name: &str| super::ours(part, OsStr::new(name));
+        for (part, name) in [
+            ("archives", sha.clone()),
+            ("partial", sha.clone()),
+            ("unpacked", sha.clone()),
+            ("unpacked", format!("{sha}.seal")),
+            ("unpacked", format!(".tmp-{sha}@x1y2z3")),
+            ("unpacked", format!(".old-{sha}@123")),
+            ("unpacked", format!(".prune-123-{sha}")),
+            ("unpacked", ".tmpA1b2C3".to_string()),
+            ("meta", sha.clone()),
+            ("locks", format!("{sha}.lock")),
+            ("objects", "0f".to_string()),
+            ("objects", ".tmp".to_string()),
+        ] {
+            assert!(ours(part, &name), "{part}/{name}");
+        }
+        for (part, name) in [
+            ("archives", "README"),
+            ("archives", &sha.to_uppercase()),
+            ("unpacked", "notes.txt"),
+            ("unpacked", ".tmp-notes@1"),
+            ("meta", ".bashrc"),
+            ("objects", "0F"),
+            ("objects", "mine"),
+            ("locks", &sha),
+            ("elsewhere", &sha),
+        ] {
+            assert!(!ours(part, name), "{part}/{name}");
+        }
+    }
+
+    #[test]
+    fn a_new_or_empty_directory_or_one_with_only_gpuenvs_layout_becomes_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = Cache::new(dir.path().join("a/b"));
+        assert!(new.top(false).unwrap().is_none());
+        assert!(new.top(true).unwrap().is_some());
+        assert!(dir.path().join("a/b").join(TAG).is_file());
+
+        let old = Cache::new(dir.path().join("old"));
+        fs_err::create_dir_all(old.root.join("unpacked")).unwrap();
+        fs_err::create_dir_all(old.root.join("objects")).unwrap();
+        assert!(old.top(false).unwrap().is_some());
+        assert!(old.root.join(TAG).is_file());
+
+        let home = Cache::new(dir.path().join("home"));
+        fs_err::create_dir_all(home.root.join("unpacked")).unwrap();
+        fs_err::write(home.root.join(".bashrc"), "mine").unwrap();
+        let refused = home.top(true).unwrap_err();
+        assert!(
+            matches!(&refused, Refused::NotOurs { entry, .. } if entry == ".bashrc"),
+            "{refused}"
+        );
+        assert!(!home.root.join(TAG).exists());
+        // Another tool's tag is not gpuenv's.
+        fs_err::write(home.root.join(TAG), format!("{SIGNATURE}\n# cargo\n")).unwrap();
+        assert!(home.top(true).is_err());
+    }
 }

@@ -165,7 +165,7 @@ impl Fetcher {
         let key = a.sha256.as_str();
         let trees = self.cache.made("unpacked")?;
         let dir = trees.join(key);
-        let list = trees.join(format!("{key}.seal"));
+        let list = trees.join(format!("{key}{}", cache::SEAL));
         let objects = self.cache.objects();
         let is_tree = |st: &Option<Stat>| {
             st.as_ref()

@@ -194,7 +194,7 @@ fn lock_for(
 /// An unpacked tree (or its seal) that an installed toolchain links into: kept, so
 /// reinstalling it needs no download.
 fn in_use(unpacked: &Dir, name: &str, installed: &Installed) -> io::Result<bool> {
-    let tree = name.strip_suffix(".seal").unwrap_or(name);
+    let tree = name.strip_suffix(cache::SEAL).unwrap_or(name);
     if !cache::is_sha256(tree) {
         return Ok(false);
     }
