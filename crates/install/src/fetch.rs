@@ -12,8 +12,9 @@ use reqwest::blocking::Client;
 use reqwest::{StatusCode, Url};
 use rustix::fs::FileType;
 
+use super::cache::Refused;
 use super::cache::{self, Cache};
-use super::dir::{kind, trusted_owner, Stat};
+use super::dir::{kind, trusted_owner, Stat, Untrusted};
 use super::fault::Fault;
 use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
@@ -200,10 +201,20 @@ impl Fetcher {
         }
         // A tree that is not as it was unpacked, or a link planted at its name (removed
         // itself, never followed).
-        if found.is_some() {
-            trees
-                .remove_tree(key)
-                .with_context(|| format!("replacing {} in the download cache", dir.display()))?;
+        if let Some(st) = found {
+            if let Err(e) = trees.remove_tree(key) {
+                // Another user's, in a shared cache whose sticky bit keeps it theirs.
+                if !trusted_owner(st.st_uid) {
+                    let path = dir.clone();
+                    return Err(Refused::from(Untrusted::Owner {
+                        path,
+                        uid: st.st_uid,
+                    })
+                    .into());
+                }
+                return Err(e)
+                    .with_context(|| format!("replacing {} in the download cache", dir.display()));
+            }
         }
         let archives = self.cache.made("archives")?;
         let file = archives.join(key);
@@ -252,6 +263,10 @@ impl Fetcher {
             }
             return Err(e.into());
         }
+        // Readable by others like the archive's own directories (a temp dir is private), so
+        // a cache root fills can serve every user.
+        let readable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        fs_err::set_permissions(tmp.path(), readable)?;
         seal::seal(tmp.path(), &list, &objects)?;
         fs_err::rename(tmp.keep(), &dir)?;
         if !self.keep_archives {
