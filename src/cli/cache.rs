@@ -85,6 +85,13 @@ fn prune(cache: &Cache, installed: &Installed, all: bool) -> Result<()> {
             ui::printable(&first.display().to_string())
         ));
     }
+    if let Some(first) = pruned.others.first() {
+        ui::info(format!(
+            "left {} entries of other users alone (such as {}): theirs to prune",
+            pruned.others.len(),
+            ui::printable(&first.display().to_string())
+        ));
+    }
     let freed = pruned.freed;
     ui::info(format!(
         "removed {} files from {} ({} freed; files installed toolchains share stay on disk with them)",

@@ -94,4 +94,11 @@ fn a_sticky_group_cache_serves_roots_files_to_all_and_keeps_each_users_files_the
     assert_eq!(owner(nobodys), 0);
     let nvcc = sb.gpuenv_home().join("toolchains/cuda-12.6.3/bin/nvcc");
     assert_eq!(fs_err::metadata(&nvcc).unwrap().uid(), 0);
+
+    // A user's prune removes their own entries and leaves everyone else's.
+    let out = as_user(&sb, NOBODY, &[vars[0]], &["cache", "prune", "--all"]);
+    let t = succeeded(&out) + &text(&out);
+    assert!(t.contains("entries of other users alone"), "{t}");
+    assert_eq!(owner(shared.join("unpacked").join(&root_key)), 0);
+    assert!(view_nvcc_version(&sb, "cuda-12.6.3").contains("release 12.6"));
 }

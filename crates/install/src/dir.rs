@@ -30,6 +30,11 @@ pub fn trusted_owner(uid: u32) -> bool {
     uid == 0 || uid == rustix::process::geteuid().as_raw()
 }
 
+/// The user's own files: the only ones a prune removes (a shared cache's others are theirs).
+pub fn mine(uid: u32) -> bool {
+    uid == rustix::process::geteuid().as_raw()
+}
+
 pub fn kind(st: &Stat) -> FileType {
     FileType::from_raw_mode(st.st_mode)
 }
@@ -99,8 +104,18 @@ impl Dir {
                     path: self.path.clone(),
                 });
             }
+            gpuenv_core::ui::warn(format!(
+                "{} could be written by other users without the sticky bit, who could swap what gpuenv checked; it is writable only by you now",
+                self.path.display()
+            ));
         }
         Ok(())
+    }
+
+    /// The user who owns this directory.
+    pub fn owner(&self) -> io::Result<u32> {
+        let st = rfs::fstat(&self.fd).map_err(|e| err(e, "read", &self.path))?;
+        Ok(st.st_uid)
     }
 
     /// The entry `name` itself (a link is not followed); `None` when there is none.
@@ -343,6 +358,24 @@ mod tests {
         assert!(outside.join("mine").exists());
         let made = top.create("objects").unwrap();
         assert!(made.names().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_directory_of_yours_that_others_may_write_becomes_yours_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("made-with-umask-002");
+        fs_err::create_dir_all(&shared).unwrap();
+        let mode = |m| std::fs::Permissions::from_mode(m);
+        fs_err::set_permissions(&shared, mode(0o775)).unwrap();
+        Dir::open_path(&shared).unwrap().check().unwrap();
+        let now = fs_err::metadata(&shared).unwrap().permissions().mode();
+        assert_eq!(now & 0o7777, 0o755);
+        // Sticky, like /tmp: others may write, but not rename what is not theirs.
+        fs_err::set_permissions(&shared, mode(0o1777)).unwrap();
+        Dir::open_path(&shared).unwrap().check().unwrap();
+        let now = fs_err::metadata(&shared).unwrap().permissions().mode();
+        assert_eq!(now & 0o7777, 0o1777);
     }
 
     #[test]

@@ -176,6 +176,8 @@ impl Objects {
                 continue;
             }
             let shard = match store.open(&shard_name) {
+                // Another user's shard (root's too), in a shared cache: theirs to prune.
+                Ok(Some(shard)) if !shard.owner().is_ok_and(dir::mine) => continue,
                 Ok(Some(shard)) => shard,
                 // A link planted at a shard's name goes itself.
                 Err(_) if all => {

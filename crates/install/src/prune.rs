@@ -8,7 +8,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::cache::{self, Cache, FileLock, Refused};
-use super::dir::{Dir, Stat};
+use super::dir::{kind, mine, Dir, Stat};
+use rustix::fs::FileType;
 
 /// The parts of the cache, in the order their bytes are counted: a file shared by an
 /// unpacked tree and the objects counts as an object.
@@ -35,9 +36,10 @@ impl Installed {
     /// an install may be running).
     pub fn scan(toolchains: &Path) -> io::Result<Installed> {
         let mut set = HashSet::new();
-        if let (Some(parent), Some(name)) = (toolchains.parent(), toolchains.file_name()) {
-            if let Ok(parent) = Dir::open_path(parent) {
-                parent.for_each_file(name, &mut |st| {
+        // The user's own directory (a link to it is theirs to make); nothing below is followed.
+        if let Ok(dir) = Dir::open_path(toolchains) {
+            for name in dir.names()? {
+                dir.for_each_file(&name, &mut |st| {
                     set.insert((st.st_dev, st.st_ino));
                 })?;
             }
@@ -75,6 +77,8 @@ pub struct Pruned {
     pub freed: Usage,
     /// Entries gpuenv did not make, found in its parts and left alone.
     pub left: Vec<PathBuf>,
+    /// Entries of other users (a shared cache), left to them.
+    pub others: Vec<PathBuf>,
 }
 
 /// How much each of [`PARTS`] takes.
@@ -85,11 +89,16 @@ pub fn size(cache: &Cache, installed: &Installed) -> Result<Vec<Usage>, Refused>
         let mut u = Usage::default();
         if let Some(dir) = cache.part(part, false)? {
             for name in dir.names()? {
-                dir.for_each_file(&name, &mut |st| {
+                let counted = dir.for_each_file(&name, &mut |st| {
                     if seen.insert((st.st_dev, st.st_ino)) {
                         u.add(st, installed);
                     }
-                })?;
+                });
+                match counted {
+                    // Another user's private tree in a shared cache: not counted.
+                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
+                    other => other?,
+                }
             }
         }
         out.push(u);
@@ -132,33 +141,40 @@ pub fn prune(
                 pruned.left.push(dir.join(&name));
                 continue;
             }
+            let Some(st) = dir.stat(&name)? else {
+                continue;
+            };
+            // Another user's (root's too), in a shared cache: theirs to remove.
+            if !mine(st.st_uid) {
+                pruned.others.push(dir.join(&name));
+                continue;
+            }
             let name = name.to_string_lossy().into_owned();
             let _lock = lock_for(cache, part, &name, waiting)?;
             if part == "unpacked" && !all && in_use(&dir, &name, installed)? {
                 continue;
             }
-            match dir.stat(&name)? {
-                // A link (planted: gpuenv makes none here) goes itself; what it leads to is
-                // neither counted nor touched.
-                Some(st) if super::dir::kind(&st) != rustix::fs::FileType::Directory => {
-                    if st.st_nlink == 1 {
-                        pruned.freed.bytes += st.st_size as u64;
-                        pruned.freed.files += 1;
-                    }
-                }
-                Some(_) => dir.for_each_file(&name, &mut |st| {
+            let mut here = Usage::default();
+            if kind(&st) == FileType::Directory {
+                dir.for_each_file(&name, &mut |st| {
                     // Still linked from elsewhere (an object, another tree): not freed here.
                     if seen.insert((st.st_dev, st.st_ino))
                         && !installed.holds(st)
                         && st.st_nlink == 1
                     {
-                        pruned.freed.bytes += st.st_size as u64;
-                        pruned.freed.files += 1;
+                        here.bytes += st.st_size as u64;
+                        here.files += 1;
                     }
-                })?,
-                None => continue,
+                })?;
+            } else if st.st_nlink == 1 {
+                // A link (planted: gpuenv makes none here) goes itself; what it leads to is
+                // neither counted nor touched.
+                here.bytes += st.st_size as u64;
+                here.files += 1;
             }
             dir.remove_tree(&name)?;
+            pruned.freed.bytes += here.bytes;
+            pruned.freed.files += here.files;
         }
     }
     // Objects whose last tree went: their only link is the store's own.
