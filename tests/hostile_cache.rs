@@ -243,6 +243,21 @@ fn prune_never_follows_a_link_planted_at_a_shard_the_objects_temp_dir_or_a_part(
         untouched(v, &mine);
     }
     succeeded(&install(&sb, &mirror, "cuda-12.4.1", &[]));
+
+    // The whole store a link to files laid out like objects, each linked once.
+    let lookalike = sb.path("lookalike");
+    let object = format!("ab/{}-444", "ab".repeat(32));
+    precious(&lookalike, &[&object]);
+    fs_err::remove_dir_all(&objects).unwrap();
+    std::os::unix::fs::symlink(&lookalike, &objects).unwrap();
+    ok(&sb, &[], &["cache", "prune"]);
+    untouched(&lookalike, &[&object]);
+    ok(&sb, &[], &["cache", "prune", "--all"]);
+    untouched(&lookalike, &[&object]);
+    assert!(
+        objects.symlink_metadata().is_err(),
+        "the planted link stays"
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ use rustix::fs::FileType;
 
 use super::cache::Refused;
 use super::cache::{self, Cache};
-use super::dir::{kind, trusted_owner, Stat, Untrusted};
+use super::dir::{kind, trusted_owner, Dir, Stat, Untrusted};
 use super::fault::Fault;
 use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
@@ -216,32 +216,8 @@ impl Fetcher {
                     .with_context(|| format!("replacing {} in the download cache", dir.display()));
             }
         }
-        let archives = self.cache.made("archives")?;
+        let (archives, fresh) = self.archive(a, bar)?;
         let file = archives.join(key);
-        let mut have = false;
-        match archives.stat(key)? {
-            Some(st) if kind(&st) == FileType::RegularFile && trusted_owner(st.st_uid) => {
-                // Checked again before extracting: the cache may have been damaged since.
-                let got = cache::sha256_file(&file)?;
-                if a.sha256.as_str() == got {
-                    have = true;
-                } else {
-                    ui::warn(format!(
-                        "the cached {} is damaged (sha256 {got}); fetching it again",
-                        file.display()
-                    ));
-                    archives.remove_file(key)?;
-                }
-            }
-            // A link, or another user's file: never used.
-            Some(_) => archives.remove_file(key)?,
-            None => {}
-        }
-        let mut fresh = false;
-        if !have {
-            self.download(a, &file, bar)?;
-            fresh = true;
-        }
         for name in trees.names()? {
             let name = name.to_string_lossy();
             if [".tmp-", ".old-"]
@@ -264,7 +240,7 @@ impl Fetcher {
             return Err(e.into());
         }
         // Readable by others like the archive's own directories (a temp dir is private), so
-        // a cache root fills can serve every user.
+        // what root unpacks in a shared cache serves every user.
         let readable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
         fs_err::set_permissions(tmp.path(), readable)?;
         seal::seal(tmp.path(), &list, &objects)?;
@@ -274,6 +250,33 @@ impl Fetcher {
             let _ = archives.remove_file(key);
         }
         Ok(dir)
+    }
+
+    /// The archive in the cache's `archives/`, checked against its sha256 (downloaded when it
+    /// is missing, damaged, a link or another user's), and whether it was downloaded now.
+    fn archive(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<(Dir, bool)> {
+        let key = a.sha256.as_str();
+        let archives = self.cache.made("archives")?;
+        let file = archives.join(key);
+        match archives.stat(key)? {
+            Some(st) if kind(&st) == FileType::RegularFile && trusted_owner(st.st_uid) => {
+                // Checked again before extracting: the cache may have been damaged since.
+                let got = cache::sha256_file(&file)?;
+                if a.sha256.as_str() == got {
+                    return Ok((archives, false));
+                }
+                ui::warn(format!(
+                    "the cached {} is damaged (sha256 {got}); fetching it again",
+                    file.display()
+                ));
+                archives.remove_file(key)?;
+            }
+            // A link, or another user's file: never used.
+            Some(_) => archives.remove_file(key)?,
+            None => {}
+        }
+        self.download(a, &file, bar)?;
+        Ok((archives, true))
     }
 }
 

@@ -163,12 +163,13 @@ impl Objects {
     /// Only names the store gives are removed, and no link is followed.
     fn remove(&self, all: bool, left: &mut Vec<PathBuf>) -> io::Result<(u64, u64)> {
         let (mut bytes, mut files) = (0, 0);
-        let Some(store) = Dir::open_path(&self.root).ok() else {
+        // Never through a link at the store's own name.
+        let store = (self.root.parent())
+            .zip(self.root.file_name())
+            .and_then(|(parent, name)| Dir::open_path(parent).ok()?.open(name).ok()?);
+        let Some(store) = store.filter(|s| s.check().is_ok()) else {
             return Ok((0, 0));
         };
-        if store.check().is_err() {
-            return Ok((0, 0));
-        }
         for shard_name in store.names()? {
             let shard_name = shard_name.to_string_lossy().into_owned();
             if !(is_shard(&shard_name) || shard_name == TEMP) {
