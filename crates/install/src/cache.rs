@@ -163,8 +163,8 @@ impl Cache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        top.check()?;
-        if !marked(&top) {
+        let tagged = marked(&top);
+        if !tagged {
             let names = top.names()?;
             let foreign = names
                 .iter()
@@ -175,6 +175,10 @@ impl Cache {
                     entry: gpuenv_core::ui::printable(&entry.to_string_lossy()).into_owned(),
                 });
             }
+        }
+        // Only a directory known to be gpuenv's is made the user's alone (see Dir::check).
+        top.check()?;
+        if !tagged {
             // Empty, or a cache of a gpuenv from before the mark: gpuenv's from now on. A
             // cache the user cannot write (a site's, filled by root) stays unmarked.
             mark(&top);
@@ -390,6 +394,15 @@ mod tests {
             "{refused}"
         );
         assert!(!home.root.join(TAG).exists());
+        // Refused as it is: a directory that is not gpuenv's keeps its mode.
+        let group = std::os::unix::fs::PermissionsExt::from_mode(0o775);
+        fs_err::set_permissions(&home.root, group).unwrap();
+        assert!(home.top(true).is_err());
+        let mode = fs_err::metadata(&home.root).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o775
+        );
         // Another tool's tag is not gpuenv's.
         fs_err::write(home.root.join(TAG), format!("{SIGNATURE}\n# cargo\n")).unwrap();
         assert!(home.top(true).is_err());
