@@ -290,7 +290,7 @@ fn an_install_never_links_a_file_through_a_link_planted_at_a_shard_or_the_object
 }
 
 #[test]
-fn an_unpacked_tree_behind_a_link_is_never_used_even_with_a_seal_that_matches_it() {
+fn an_unpacked_tree_or_lock_behind_a_link_is_never_used_even_with_a_seal_that_matches_it() {
     let (_server, sb, mirror) = world();
     succeeded(&install(&sb, &mirror, "cuda-12.4.1", &[]));
     let original = installed_nvcc(&sb, "cuda-12.4.1");
@@ -315,8 +315,16 @@ fn an_unpacked_tree_behind_a_link_is_never_used_even_with_a_seal_that_matches_it
     assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(t.contains("--offline forbids fetching it"), "{t}");
     assert!(!sb.gpuenv_home().join("toolchains/cuda-12.4.1").exists());
+    // Its lock is a link too: taken at its own name, never through the link.
+    let victim = sb.home().join(".bashrc");
+    precious(&sb.home(), &[".bashrc"]);
+    let lock = cache(&sb).join("locks").join(format!("{key}.lock"));
+    fs_err::remove_file(&lock).unwrap();
+    std::os::unix::fs::symlink(&victim, &lock).unwrap();
     // Online the archive is fetched and unpacked again; the link went, what it led to stays.
     succeeded(&install(&sb, &mirror, "cuda-12.4.1", &[]));
+    untouched(&sb.home(), &[".bashrc"]);
+    assert!(lock.symlink_metadata().unwrap().is_file());
     assert_eq!(installed_nvcc(&sb, "cuda-12.4.1"), original);
     assert!(unpacked.join(&key).symlink_metadata().unwrap().is_dir());
     assert_eq!(fs_err::read(&moved).unwrap(), planted);

@@ -220,7 +220,14 @@ impl Cache {
     /// holds it.
     pub fn lock(&self, sha256: &Sha256, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
         let locks = self.made("locks")?;
-        lock(&locks.join(format!("{sha256}{LOCK}")), waiting)
+        let name = format!("{sha256}{LOCK}");
+        if let Some(st) = locks.stat(&name)? {
+            if dir::kind(&st) == rustix::fs::FileType::Symlink {
+                // Planted: the link goes itself, never followed.
+                locks.remove_file(&name)?;
+            }
+        }
+        lock(&locks.join(name), waiting)
     }
 
     /// The page last fetched from `url`: (content type, body). Only one the user or root
