@@ -76,8 +76,8 @@ fn two_toolkits_store_their_identical_files_once() {
     let together = disk(&[&old, &new]);
     let apart = disk(&[&old]) + disk(&[&new]);
     assert!(together < apart, "{together} bytes vs {apart} apart");
-    // The cache adds only its lists: its objects are the installed files, and no archive
-    // is kept.
+    // The cache adds only its lists (and its tag): its objects are the installed files, and
+    // no archive is kept.
     let cache = sb.gpuenv_home().join("downloads");
     let seals: u64 = fs_err::read_dir(cache.join("unpacked"))
         .unwrap()
@@ -86,7 +86,8 @@ fn two_toolkits_store_their_identical_files_once() {
         .map(|e| e.metadata().unwrap().len())
         .sum();
     let meta = disk(&[&cache.join("meta")]);
-    assert_eq!(disk(&[&old, &new, &cache]) - together, seals + meta);
+    let tag = fs_err::metadata(cache.join("CACHEDIR.TAG")).unwrap().len();
+    assert_eq!(disk(&[&old, &new, &cache]) - together, seals + meta + tag);
     assert_eq!(fs_err::read_dir(cache.join("archives")).unwrap().count(), 0);
 }
 

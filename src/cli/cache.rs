@@ -75,9 +75,24 @@ fn size(cache: &Cache, installed: &Installed) -> Result<()> {
 }
 
 fn prune(cache: &Cache, installed: &Installed, all: bool) -> Result<()> {
-    let freed = prune::prune(cache, installed, all, &|name| {
+    let pruned = prune::prune(cache, installed, all, &|name| {
         ui::info(format!("waiting for an install that uses {name}"))
     })?;
+    if let Some(first) = pruned.left.first() {
+        ui::warn(format!(
+            "left {} entries gpuenv did not make in its download cache alone (such as {}); remove them yourself if they are not wanted",
+            pruned.left.len(),
+            ui::printable(&first.display().to_string())
+        ));
+    }
+    if let Some(first) = pruned.others.first() {
+        ui::info(format!(
+            "left {} entries of other users alone (such as {}): theirs to prune",
+            pruned.others.len(),
+            ui::printable(&first.display().to_string())
+        ));
+    }
+    let freed = pruned.freed;
     ui::info(format!(
         "removed {} files from {} ({} freed; files installed toolchains share stay on disk with them)",
         freed.files,

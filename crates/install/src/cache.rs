@@ -5,22 +5,123 @@
 //! (for `--offline`), and locks.
 //!
 //! ```text
+//! CACHEDIR.TAG           gpuenv's mark: it made this directory (the standard cache tag)
 //! archives/<sha256>      verified archives, until unpacked
 //! unpacked/<sha256>/     their safe, unmapped contents, read-only (renamed into place when complete)
 //! unpacked/<sha256>.seal their files' modes, sizes and sha256, checked before reuse
 //! objects/<xx>/<sha256>-<mode>  each file once; unpacked trees are hard links to these
 //! partial/<sha256>       downloads in progress
 //! meta/<sha256 of url>   index pages and manifests
-//! locks/<key>.lock
+//! locks/<sha256>.lock
 //! ```
+//!
+//! The cache is gpuenv's alone. A directory is used as one only when gpuenv marked it, or
+//! when it holds nothing but the names above (an empty directory, or a cache of a gpuenv
+//! from before the mark, which is marked then): gpuenv deletes in its cache, so `$HOME` named
+//! as the cache is refused. Its directories are entered without following links
+//! ([`Dir`]), must belong to the user or root, and nothing in them that belongs to another
+//! user is reused. A prune removes only the names above ([`ours`]).
 
-use std::io::Read;
+use std::ffi::OsStr;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::Digest;
 
+use super::dir::{self, Dir, Untrusted};
 use super::objects::Objects;
 use super::pathpart::Sha256;
+use gpuenv_core::diagnostic::Diagnostic;
+
+/// The directories gpuenv makes at the top of its cache.
+pub const PARTS: [&str; 6] = [
+    "archives", "unpacked", "objects", "partial", "meta", "locks",
+];
+
+/// `unpacked/<sha256>.seal`: the list an unpacked tree is checked against before reuse.
+pub const SEAL: &str = ".seal";
+/// `locks/<sha256>.lock`.
+const LOCK: &str = ".lock";
+
+/// The standard cache directory tag (<https://bford.info/cachedir/>), which backup tools
+/// skip; its comment line says gpuenv made the directory.
+pub const TAG: &str = "CACHEDIR.TAG";
+const SIGNATURE: &str = "Signature: 8a477f597d28d172789f06886806bc55";
+const MADE_BY: &str =
+    "# This file is a cache directory tag created by gpuenv (its download cache).";
+
+/// Why a directory is not used as the download cache.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("{} is not a gpuenv download cache: it has no {TAG} from gpuenv, and it holds `{entry}`, which gpuenv did not make (gpuenv deletes files in its cache, so it uses no other directory as one)", root.display())]
+    NotOurs { root: PathBuf, entry: String },
+    #[error("the download cache cannot be used: {0} (gpuenv reuses nothing another user could have changed)")]
+    Untrusted(#[from] Untrusted),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl Diagnostic for Refused {
+    fn hints(&self) -> Vec<String> {
+        let own = "use a download cache of your own: unset GPUENV_DOWNLOAD_CACHE (the default is $GPUENV_HOME/downloads), or point it at a new or empty directory";
+        match self {
+            Refused::NotOurs { .. } => vec![format!(
+                "point GPUENV_DOWNLOAD_CACHE at a new or empty directory (gpuenv makes it and marks it with {TAG}), or unset it to use $GPUENV_HOME/downloads"
+            )],
+            Refused::Untrusted(Untrusted::Writable { path }) => vec![format!(
+                "`chmod +t {}` (as /tmp is), or {own}",
+                path.display()
+            )],
+            Refused::Untrusted(_) => vec![own.to_string()],
+            Refused::Io(_) => Vec::new(),
+        }
+    }
+}
+
+/// Whether gpuenv makes an entry named `name` in the part `part` of its cache: the only
+/// names a prune removes (a link with such a name is removed itself, never followed).
+pub fn ours(part: &str, name: &OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    match part {
+        "archives" | "partial" => is_sha256(name),
+        "meta" => is_sha256(name) || is_atomic_temp(name),
+        "locks" => name.strip_suffix(LOCK).is_some_and(is_sha256),
+        "unpacked" => {
+            is_sha256(name)
+                || name.strip_suffix(SEAL).is_some_and(is_sha256)
+                || is_atomic_temp(name)
+                || [".tmp-", ".old-"].iter().any(|p| {
+                    name.strip_prefix(p)
+                        .and_then(|rest| rest.split_once('@'))
+                        .is_some_and(|(key, _)| is_sha256(key))
+                })
+                // A prune of the last release that was killed.
+                || name
+                    .strip_prefix(".prune-")
+                    .and_then(|rest| rest.split_once('-'))
+                    .is_some_and(|(pid, key)| is_digits(pid) && is_sha256(key))
+        }
+        "objects" => super::objects::is_shard(name) || name == super::objects::TEMP,
+        _ => false,
+    }
+}
+
+/// 64 lowercase hex digits: the names gpuenv gives by sha256.
+pub fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+pub(crate) fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `fsutil::write_atomic`'s temp file (`.tmp` and six letters or digits), left by a kill.
+fn is_atomic_temp(s: &str) -> bool {
+    s.strip_prefix(".tmp")
+        .is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
 
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -31,19 +132,9 @@ impl Cache {
     pub fn new(root: impl Into<PathBuf>) -> Cache {
         Cache { root: root.into() }
     }
-    pub fn archive(&self, sha256: &Sha256) -> PathBuf {
-        self.root.join("archives").join(sha256.as_str())
-    }
-    pub fn unpacked(&self, sha256: &Sha256) -> PathBuf {
-        self.root.join("unpacked").join(sha256.as_str())
-    }
     /// The content-addressed store the unpacked trees link to.
     pub fn objects(&self) -> Objects {
         Objects::new(self.root.join("objects"))
-    }
-    /// The list of files an unpacked tree is checked against before it is reused.
-    pub fn seal(&self, sha256: &Sha256) -> PathBuf {
-        self.root.join("unpacked").join(format!("{sha256}.seal"))
     }
     pub fn partial(&self, sha256: &Sha256) -> PathBuf {
         self.root.join("partial").join(sha256.as_str())
@@ -53,13 +144,104 @@ impl Cache {
             .join("meta")
             .join(hex(&sha2::Sha256::digest(url.as_bytes())))
     }
-    pub fn lock_path(&self, sha256: &Sha256) -> PathBuf {
-        self.root.join("locks").join(format!("{sha256}.lock"))
+
+    /// The cache's own directory, checked to be gpuenv's. Made and marked when missing if
+    /// `create`; `None` when missing otherwise.
+    pub fn top(&self, create: bool) -> Result<Option<Dir>, Refused> {
+        let top = match Dir::open_path(&self.root) {
+            Ok(top) => top,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+                if let Some(parent) = self.root.parent() {
+                    fs_err::create_dir_all(parent)?;
+                }
+                match rustix::fs::mkdir(&self.root, rustix::fs::Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(std::io::Error::from(e).into()),
+                }
+                Dir::open_path(&self.root)?
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let tagged = marked(&top);
+        if !tagged {
+            let names = top.names()?;
+            let foreign = names
+                .iter()
+                .find(|n| !PARTS.iter().chain(&[TAG]).any(|p| OsStr::new(p) == *n));
+            if let Some(entry) = foreign {
+                return Err(Refused::NotOurs {
+                    root: self.root.clone(),
+                    entry: gpuenv_core::ui::printable(&entry.to_string_lossy()).into_owned(),
+                });
+            }
+        }
+        // Only a directory known to be gpuenv's is made the user's alone (see Dir::check).
+        top.check()?;
+        if !tagged {
+            // Empty, or a cache of a gpuenv from before the mark: gpuenv's from now on. A
+            // cache the user cannot write (a site's, filled by root) stays unmarked.
+            mark(&top);
+        }
+        Ok(Some(top))
     }
 
-    /// The page last fetched from `url`: (content type, body).
+    /// The part `part` (one of [`PARTS`]) of the cache, checked like the cache itself. Made
+    /// when missing if `create`; `None` when missing otherwise. A link at its name is
+    /// removed, never followed.
+    pub fn part(&self, part: &str, create: bool) -> Result<Option<Dir>, Refused> {
+        let Some(top) = self.top(create)? else {
+            return Ok(None);
+        };
+        let planted = top
+            .stat(part)?
+            .is_some_and(|st| dir::kind(&st) == rustix::fs::FileType::Symlink);
+        let dir = if create {
+            Some(top.create(part)?)
+        } else if planted {
+            // gpuenv makes no link here: the link goes itself, what it leads to stays.
+            top.remove_file(part)?;
+            None
+        } else {
+            top.open(part)?
+        };
+        if let Some(dir) = &dir {
+            dir.check()?;
+        }
+        Ok(dir)
+    }
+
+    /// The part `part`, made when missing.
+    pub fn made(&self, part: &str) -> Result<Dir, Refused> {
+        Ok(self.part(part, true)?.expect("made when missing"))
+    }
+
+    /// Takes the lock of the archive `sha256`, calling `waiting` first if another process
+    /// holds it.
+    pub fn lock(&self, sha256: &Sha256, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+        let locks = self.made("locks")?;
+        let name = format!("{sha256}{LOCK}");
+        if let Some(st) = locks.stat(&name)? {
+            if dir::kind(&st) == rustix::fs::FileType::Symlink {
+                // Planted: the link goes itself, never followed.
+                locks.remove_file(&name)?;
+            }
+        }
+        lock(&locks.join(name), waiting)
+    }
+
+    /// The page last fetched from `url`: (content type, body). Only one the user or root
+    /// wrote is believed: `--offline` installs what it names.
     pub fn read_meta(&self, url: &str) -> Option<(String, Vec<u8>)> {
-        let bytes = fs_err::read(self.meta(url)).ok()?;
+        let meta = self.part("meta", false).ok()??;
+        let name = self.meta(url);
+        let mut file = meta.open_file(name.file_name()?).ok()??;
+        let st = file.metadata().ok()?;
+        if !st.is_file() || !dir::trusted_owner(std::os::unix::fs::MetadataExt::uid(&st)) {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
         let nl = bytes.iter().position(|&b| b == b'\n')?;
         let content_type = String::from_utf8_lossy(&bytes[..nl]).into_owned();
         Some((content_type, bytes[nl + 1..].to_vec()))
@@ -70,7 +252,29 @@ impl Cache {
         bytes.extend_from_slice(content_type.replace('\n', " ").as_bytes());
         bytes.push(b'\n');
         bytes.extend_from_slice(body);
-        gpuenv_core::fsutil::write_atomic(&self.meta(url), &bytes)
+        let meta = self.made("meta").map_err(std::io::Error::other)?;
+        let name = self.meta(url);
+        gpuenv_core::fsutil::write_atomic(&meta.join(name.file_name().unwrap_or_default()), &bytes)
+    }
+}
+
+/// gpuenv's tag is in `top`.
+fn marked(top: &Dir) -> bool {
+    let Ok(Some(file)) = top.open_file(TAG) else {
+        return false;
+    };
+    let mut text = String::new();
+    let read = file.take(4096).read_to_string(&mut text);
+    read.is_ok() && text.starts_with(SIGNATURE) && text.lines().any(|l| l == MADE_BY)
+}
+
+/// Writes gpuenv's tag into `top`; a cache the user cannot write stays unmarked.
+fn mark(top: &Dir) {
+    if let Ok(Some(mut file)) = top.create_file(TAG) {
+        let _ = writeln!(
+            file,
+            "{SIGNATURE}\n{MADE_BY}\n# For information about cache directory tags see https://bford.info/cachedir/"
+        );
     }
 }
 
@@ -101,14 +305,25 @@ pub struct FileLock {
 /// Takes the lock at `path`, calling `waiting` first if another process holds it.
 pub fn lock(path: &Path, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
     use anyhow::Context;
+    use fs_err::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         fs_err::create_dir_all(dir)?;
     }
-    let file = fs_err::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)?;
+    // Never through a link planted at its name. Another user's lock file in a shared cache
+    // is locked through a read-only handle.
+    let open = |write: bool| {
+        fs_err::OpenOptions::new()
+            .create(write)
+            .truncate(false)
+            .write(write)
+            .read(!write)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+    };
+    let file = match open(true) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => open(false),
+        other => other,
+    }?;
     match file.file().try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -122,4 +337,81 @@ pub fn lock(path: &Path, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
         }
     }
     Ok(FileLock { _file: file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_names_gpuenv_gives_are_its_own() {
+        let sha = "ab".repeat(32);
+        let ours = |part, name: &str| super::ours(part, OsStr::new(name));
+        for (part, name) in [
+            ("archives", sha.clone()),
+            ("partial", sha.clone()),
+            ("unpacked", sha.clone()),
+            ("unpacked", format!("{sha}.seal")),
+            ("unpacked", format!(".tmp-{sha}@x1y2z3")),
+            ("unpacked", format!(".old-{sha}@123")),
+            ("unpacked", format!(".prune-123-{sha}")),
+            ("unpacked", ".tmpA1b2C3".to_string()),
+            ("meta", sha.clone()),
+            ("locks", format!("{sha}.lock")),
+            ("objects", "0f".to_string()),
+            ("objects", ".tmp".to_string()),
+        ] {
+            assert!(ours(part, &name), "{part}/{name}");
+        }
+        for (part, name) in [
+            ("archives", "README"),
+            ("archives", &sha.to_uppercase()),
+            ("unpacked", "notes.txt"),
+            ("unpacked", ".tmp-notes@1"),
+            ("meta", ".bashrc"),
+            ("objects", "0F"),
+            ("objects", "mine"),
+            ("locks", &sha),
+            ("elsewhere", &sha),
+        ] {
+            assert!(!ours(part, name), "{part}/{name}");
+        }
+    }
+
+    #[test]
+    fn a_new_or_empty_directory_or_one_with_only_gpuenvs_layout_becomes_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = Cache::new(dir.path().join("a/b"));
+        assert!(new.top(false).unwrap().is_none());
+        assert!(new.top(true).unwrap().is_some());
+        assert!(dir.path().join("a/b").join(TAG).is_file());
+
+        let old = Cache::new(dir.path().join("old"));
+        fs_err::create_dir_all(old.root.join("unpacked")).unwrap();
+        fs_err::create_dir_all(old.root.join("objects")).unwrap();
+        assert!(old.top(false).unwrap().is_some());
+        assert!(old.root.join(TAG).is_file());
+
+        let home = Cache::new(dir.path().join("home"));
+        fs_err::create_dir_all(home.root.join("unpacked")).unwrap();
+        fs_err::write(home.root.join(".bashrc"), "mine").unwrap();
+        let refused = home.top(true).unwrap_err();
+        assert!(
+            matches!(&refused, Refused::NotOurs { entry, .. } if entry == ".bashrc"),
+            "{refused}"
+        );
+        assert!(!home.root.join(TAG).exists());
+        // Refused as it is: a directory that is not gpuenv's keeps its mode.
+        let group = std::os::unix::fs::PermissionsExt::from_mode(0o775);
+        fs_err::set_permissions(&home.root, group).unwrap();
+        assert!(home.top(true).is_err());
+        let mode = fs_err::metadata(&home.root).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o775
+        );
+        // Another tool's tag is not gpuenv's.
+        fs_err::write(home.root.join(TAG), format!("{SIGNATURE}\n# cargo\n")).unwrap();
+        assert!(home.top(true).is_err());
+    }
 }

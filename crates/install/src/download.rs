@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use indicatif::ProgressBar;
 use reqwest::{StatusCode, Url};
+use rustix::fs::FileType;
 use sha2::{Digest, Sha256};
 
 use super::cache::hex;
+use super::dir::{kind, trusted_owner};
 use super::fault::Fault;
 use super::fetch::{
     chain, check_status, classify, first_line, no_such_file, Fetcher, ATTEMPTS, BUF,
@@ -27,9 +29,18 @@ impl Fetcher {
         dest: &Path,
         bar: &ProgressBar,
     ) -> Result<(), Fault> {
-        let part = self.cache.partial(&a.sha256);
-        if let Some(dir) = part.parent() {
-            fs_err::create_dir_all(dir).map_err(|e| Fault::io(dir, e))?;
+        let key = a.sha256.as_str();
+        let partials = self
+            .cache
+            .made("partial")
+            .map_err(|e| Fault::io(&self.cache.partial(&a.sha256), e))?;
+        let part = partials.join(key);
+        // Only a download of the user's (or root's) own is resumed: a link planted at its
+        // name, or another user's file, goes (itself, never what a link leads to).
+        match partials.stat(key).map_err(|e| Fault::io(&part, e))? {
+            Some(st) if kind(&st) == FileType::RegularFile && trusted_owner(st.st_uid) => {}
+            Some(_) => partials.remove_file(key).map_err(|e| Fault::io(&part, e))?,
+            None => {}
         }
         if a.url.scheme() == "file" {
             copy_local(a, &part, bar)?;
@@ -70,10 +81,12 @@ impl Fetcher {
 
     fn try_download(&self, a: &Archive, part: &Path, bar: &ProgressBar) -> Result<(), Fault> {
         let url = &a.url;
+        use fs_err::os::unix::fs::OpenOptionsExt;
         let mut file = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
             .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(part)
             .map_err(|e| Fault::io(part, e))?;
         let mut have = file.metadata().map_err(|e| Fault::io(part, e))?.len();
@@ -180,7 +193,16 @@ fn copy_local(a: &Archive, part: &Path, bar: &ProgressBar) -> Result<(), Fault> 
         std::io::ErrorKind::NotFound => no_such_file(&a.url),
         _ => Fault::io(&src, e),
     })?;
-    let mut out = fs_err::File::create(part).map_err(|e| Fault::io(part, e))?;
+    let mut out = {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        fs_err::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(part)
+            .map_err(|e| Fault::io(part, e))?
+    };
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; BUF];
     let mut len = 0u64;

@@ -6,11 +6,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use indicatif::ProgressBar;
 use reqwest::blocking::Client;
 use reqwest::{StatusCode, Url};
+use rustix::fs::FileType;
 
+use super::cache::Refused;
 use super::cache::{self, Cache};
+use super::dir::{kind, trusted_owner, Dir, Stat, Untrusted};
 use super::fault::Fault;
 use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
@@ -156,71 +160,123 @@ impl Fetcher {
     }
 
     /// The archive's contents unpacked in the cache, downloading and checking it first when
-    /// needed. Concurrent processes wanting the same archive take turns.
+    /// needed. Concurrent processes wanting the same archive take turns. Nothing in the
+    /// cache is followed through a link or reused from another user.
     pub fn unpacked(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
-        let dir = self.cache.unpacked(&a.sha256);
-        let list = self.cache.seal(&a.sha256);
+        let key = a.sha256.as_str();
+        let trees = self.cache.made("unpacked")?;
+        let dir = trees.join(key);
+        let list = trees.join(format!("{key}{}", cache::SEAL));
         let objects = self.cache.objects();
-        if dir.is_dir() && seal::verify(&dir, &list, &objects).is_ok() {
+        let is_tree = |st: &Option<Stat>| {
+            st.as_ref()
+                .is_some_and(|st| kind(st) == FileType::Directory)
+        };
+        if is_tree(&trees.stat(key)?) && seal::verify(&dir, &list, &objects).is_ok() {
             return Ok(dir);
         }
-        let _lock = cache::lock(&self.cache.lock_path(&a.sha256), || {
+        let _lock = self.cache.lock(&a.sha256, || {
             bar.set_message(format!("{} (waiting for another gpuenv)", a.component))
         })?;
-        let parent = dir.parent().expect("cache paths have a parent");
-        if dir.is_dir() {
+        let found = trees.stat(key)?;
+        if is_tree(&found) {
             match seal::verify(&dir, &list, &objects) {
                 Ok(()) => return Ok(dir),
                 // Unpacked by a gpuenv that kept no list: unpacked again quietly.
                 Err(seal::Changed::NoList) => {}
-                Err(changed) => bar.suspend(|| {
-                    ui::warn(format!(
-                        "the unpacked {} in the download cache ({}) was changed after it was unpacked: {changed}; unpacking it again",
-                        a.file_name(),
-                        dir.display()
-                    ))
-                }),
-            }
-            fsutil::remove_tree(&dir)?;
-        }
-        let file = self.cache.archive(&a.sha256);
-        let mut fresh = false;
-        if file.is_file() {
-            // Checked again before extracting: the cache may have been damaged since.
-            let got = cache::sha256_file(&file)?;
-            if a.sha256.as_str() != got {
-                ui::warn(format!(
-                    "the cached {} is damaged (sha256 {got}); fetching it again",
-                    file.display()
-                ));
-                fs_err::remove_file(&file)?;
+                Err(changed) => {
+                    let why = match changed {
+                        seal::Changed::Foreign(..) => "is not reused",
+                        _ => "was changed after it was unpacked",
+                    };
+                    bar.suspend(|| {
+                        ui::warn(format!(
+                            "the unpacked {} in the download cache ({}) {why}: {changed}; unpacking it again",
+                            a.file_name(),
+                            dir.display()
+                        ))
+                    })
+                }
             }
         }
-        if !file.is_file() {
-            fs_err::create_dir_all(file.parent().expect("cache paths have a parent"))?;
-            self.download(a, &file, bar)?;
-            fresh = true;
+        // A tree that is not as it was unpacked, or a link planted at its name (removed
+        // itself, never followed).
+        if let Some(st) = found {
+            if let Err(e) = trees.remove_tree(key) {
+                // Another user's, in a shared cache whose sticky bit keeps it theirs.
+                if !trusted_owner(st.st_uid) {
+                    let path = dir.clone();
+                    return Err(Refused::from(Untrusted::Owner {
+                        path,
+                        uid: st.st_uid,
+                    })
+                    .into());
+                }
+                return Err(e)
+                    .with_context(|| format!("replacing {} in the download cache", dir.display()));
+            }
         }
-        fs_err::create_dir_all(parent)?;
-        fsutil::remove_leftovers(parent, a.sha256.as_str());
-        let tmp = fsutil::temp_dir(parent, a.sha256.as_str())?;
+        let (archives, fresh) = self.archive(a, bar)?;
+        let file = archives.join(key);
+        for name in trees.names()? {
+            let name = name.to_string_lossy();
+            if [".tmp-", ".old-"]
+                .iter()
+                .any(|p| name.starts_with(&format!("{p}{key}@")))
+            {
+                // Left by a killed process: we hold the archive's lock.
+                let _ = trees.remove_tree(name.as_ref());
+            }
+        }
+        let tmp = fsutil::temp_dir(trees.path(), key)?;
         bar.set_message(format!("{} (unpacking)", a.component));
         let (label, url) = (a.file_name(), a.url.to_string());
         let result = unpack::unpack(&file, a.format, tmp.path(), &label, &url, &self.hooks);
         if let Err(e) = result {
             // A corrupt archive is dropped so the next attempt fetches it again.
             if fresh || matches!(e, Fault::CorruptArchive { .. }) {
-                let _ = fs_err::remove_file(&file);
+                let _ = archives.remove_file(key);
             }
             return Err(e.into());
         }
+        // Readable by others like the archive's own directories (a temp dir is private), so
+        // what root unpacks in a shared cache serves every user.
+        let readable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        fs_err::set_permissions(tmp.path(), readable)?;
         seal::seal(tmp.path(), &list, &objects)?;
         fs_err::rename(tmp.keep(), &dir)?;
         if !self.keep_archives {
             // The sealed tree is what a reinstall uses; failing to remove only costs disk.
-            let _ = fs_err::remove_file(&file);
+            let _ = archives.remove_file(key);
         }
         Ok(dir)
+    }
+
+    /// The archive in the cache's `archives/`, checked against its sha256 (downloaded when it
+    /// is missing, damaged, a link or another user's), and whether it was downloaded now.
+    fn archive(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<(Dir, bool)> {
+        let key = a.sha256.as_str();
+        let archives = self.cache.made("archives")?;
+        let file = archives.join(key);
+        match archives.stat(key)? {
+            Some(st) if kind(&st) == FileType::RegularFile && trusted_owner(st.st_uid) => {
+                // Checked again before extracting: the cache may have been damaged since.
+                let got = cache::sha256_file(&file)?;
+                if a.sha256.as_str() == got {
+                    return Ok((archives, false));
+                }
+                ui::warn(format!(
+                    "the cached {} is damaged (sha256 {got}); fetching it again",
+                    file.display()
+                ));
+                archives.remove_file(key)?;
+            }
+            // A link, or another user's file: never used.
+            Some(_) => archives.remove_file(key)?,
+            None => {}
+        }
+        self.download(a, &file, bar)?;
+        Ok((archives, true))
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod assemble;
 pub mod cache;
 pub mod confine;
+pub mod dir;
 pub mod download;
 pub mod fault;
 pub mod fetch;
@@ -249,7 +250,7 @@ pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
 pub fn find_diagnostic<'a>(
     err: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a (dyn Diagnostic + 'static)> {
-    gpuenv_core::find_diagnostic!(err, fault::Fault, ReadOnlyHome)
+    gpuenv_core::find_diagnostic!(err, fault::Fault, ReadOnlyHome, cache::Refused)
 }
 
 /// The finders for every error an install can return: its own and gpuenv-core's.

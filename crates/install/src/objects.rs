@@ -6,17 +6,43 @@
 //!
 //! The mode is in the name because hard links share it. Objects are read-only like the
 //! trees, and one is reused only after its bytes are hashed again: an object someone made
-//! writable and changed is replaced, never linked into a new tree. Sharing is an
+//! writable and changed is replaced, never linked into a new tree, and one that belongs to
+//! another user is never reused (they could change it after it was checked). Sharing is an
 //! optimisation: a file that cannot be shared (another filesystem, too many links) stays as
 //! it was unpacked.
 
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cache::sha256_file;
+use sha2::Digest;
+
+use super::cache::{hex, is_digits, is_sha256};
+use super::dir::{self, Dir};
 use super::pathpart::Sha256;
+
+/// The store's own temp dir (`objects/.tmp`).
+pub const TEMP: &str = ".tmp";
+
+/// `<xx>`: the first two hex digits of the objects in it.
+pub fn is_shard(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// `<sha256>-<mode>` in the shard of its first two digits, or `<pid>-<n>` in the temp dir.
+fn is_entry(shard: &str, name: &str) -> bool {
+    let Some((head, tail)) = name.split_once('-') else {
+        return false;
+    };
+    if shard == TEMP {
+        return is_digits(head) && is_digits(tail);
+    }
+    is_sha256(head)
+        && head.starts_with(shard)
+        && !tail.is_empty()
+        && tail.bytes().all(|b| matches!(b, b'0'..=b'7'))
+}
 
 /// The store below `root` (`<cache>/objects`).
 #[derive(Debug, Clone)]
@@ -31,7 +57,7 @@ pub enum Shared {
     Stored,
     /// The file was replaced by a link to the object stored before.
     Reused,
-    /// The file stays as it was: the store could not take it.
+    /// The file stays as it was: the store could not take it, or holds another user's copy.
     Kept,
 }
 
@@ -47,118 +73,197 @@ impl Objects {
     /// Where the object with these bytes and this mode (permission bits) is kept.
     pub fn path(&self, sha256: &Sha256, mode: u32) -> PathBuf {
         let hex = sha256.as_str();
-        self.root
-            .join(&hex[..2])
-            .join(format!("{hex}-{:o}", mode & 0o7777))
+        self.root.join(&hex[..2]).join(name(sha256, mode))
+    }
+
+    /// The store's directory, or one in it: made when missing, never through a link, and
+    /// only when it is the user's or root's and nobody else can rename what is in it.
+    fn open(&self, sub: Option<&str>) -> Option<Dir> {
+        let parent = Dir::open_path(self.root.parent()?).ok()?;
+        let store = parent.create(self.root.file_name()?).ok()?;
+        store.check().ok()?;
+        let Some(sub) = sub else {
+            return Some(store);
+        };
+        let dir = store.create(sub).ok()?;
+        dir.check().ok()?;
+        Some(dir)
     }
 
     /// Makes `file` (a read-only regular file whose bytes hash to `sha256`) the same inode as
-    /// the stored object for its bytes and mode, storing it first when there is none.
+    /// the stored object for its bytes and mode, storing it first when there is none. An
+    /// object of another user is never reused: the file is kept as it is.
     pub fn share(&self, file: &Path, sha256: &Sha256) -> io::Result<Shared> {
         let meta = fs_err::symlink_metadata(file)?;
         let mode = meta.mode() & 0o7777;
-        let object = self.path(sha256, mode);
+        let Some(shard) = self.open(Some(&sha256.as_str()[..2])) else {
+            return Ok(Shared::Kept);
+        };
+        let object = name(sha256, mode);
         // A second try after removing a damaged object or losing a race with another process.
         for _ in 0..3 {
-            match std::fs::symlink_metadata(&object) {
-                Ok(o) if o.dev() == meta.dev() && o.ino() == meta.ino() => {
+            match shard.stat(&object)? {
+                Some(o) if o.st_dev == meta.dev() && o.st_ino == meta.ino() => {
                     return Ok(Shared::Reused)
                 }
-                Ok(o) if is_intact(&object, &o, mode, meta.len(), sha256)? => {
-                    let tmp = self.temp_name()?;
-                    match std::fs::hard_link(&object, &tmp) {
-                        Ok(()) => {}
-                        // Removed meanwhile (a prune): stored anew on the next turn.
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                        Err(_) => return Ok(Shared::Kept),
+                Some(o) if !dir::trusted_owner(o.st_uid) => return Ok(Shared::Kept),
+                Some(_) => match intact(&shard, &object, mode, meta.len(), sha256)? {
+                    Some(inode) => {
+                        let Some(temp) = self.open(Some(TEMP)) else {
+                            return Ok(Shared::Kept);
+                        };
+                        let tmp = temp_name();
+                        match shard.hard_link(&object, &temp, &tmp) {
+                            Ok(()) => {}
+                            // Removed meanwhile (a prune): stored anew on the next turn.
+                            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                            Err(_) => return Ok(Shared::Kept),
+                        }
+                        // The name now links the inode that was checked, not one swapped in.
+                        let linked = temp.stat(&tmp)?.map(|t| (t.st_dev, t.st_ino));
+                        if linked != Some(inode) {
+                            let _ = temp.remove_file(&tmp);
+                            continue;
+                        }
+                        if let Err(e) = temp.rename_out(&tmp, file) {
+                            let _ = temp.remove_file(&tmp);
+                            return Err(e);
+                        }
+                        return Ok(Shared::Reused);
                     }
-                    if let Err(e) = fs_err::rename(&tmp, file) {
-                        let _ = fs_err::remove_file(&tmp);
-                        return Err(e);
+                    // Changed since it was stored (its mode, size or bytes), or a link or
+                    // something else planted at its name: replaced.
+                    None => {
+                        let _ = shard.remove_file(&object);
                     }
-                    return Ok(Shared::Reused);
-                }
-                Ok(_) => {
-                    // Changed since it was stored (its mode, size or bytes): replaced.
-                    let _ = fs_err::remove_file(&object);
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    fs_err::create_dir_all(object.parent().expect("objects have a parent"))?;
-                    match std::fs::hard_link(file, &object) {
-                        Ok(()) => return Ok(Shared::Stored),
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                        // Another filesystem, too many links: the file stays unshared.
-                        Err(_) => return Ok(Shared::Kept),
-                    }
-                }
-                Err(e) => return Err(e),
+                },
+                None => match shard.link_in(file, &object) {
+                    Ok(()) => return Ok(Shared::Stored),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    // Another filesystem, too many links: the file stays unshared.
+                    Err(_) => return Ok(Shared::Kept),
+                },
             }
         }
         Ok(Shared::Kept)
     }
 
-    /// A fresh name in the store's own temp dir, on the same filesystem as the objects, so a
-    /// link made there can be renamed over a tree's file (a name inside the tree could be
-    /// one the archive ships).
-    fn temp_name(&self) -> io::Result<PathBuf> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let dir = self.root.join(".tmp");
-        fs_err::create_dir_all(&dir)?;
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        Ok(dir.join(format!("{}-{n}", std::process::id())))
-    }
-
     /// Removes the objects no tree links to any more (a link count of one: the store's own),
     /// and leftovers of interrupted runs. Returns the bytes and files freed.
     pub fn remove_unused(&self) -> io::Result<(u64, u64)> {
+        self.remove(false, &mut Vec::new())
+    }
+
+    /// Removes every object (each file's bytes stay with the trees that still link it), and
+    /// the shards left empty; what the store did not make is listed in `left`.
+    pub fn remove_all(&self, left: &mut Vec<PathBuf>) -> io::Result<(u64, u64)> {
+        self.remove(true, left)
+    }
+
+    /// Only names the store gives are removed, and no link is followed.
+    fn remove(&self, all: bool, left: &mut Vec<PathBuf>) -> io::Result<(u64, u64)> {
         let (mut bytes, mut files) = (0, 0);
-        let Ok(dirs) = fs_err::read_dir(&self.root) else {
+        // Never through a link at the store's own name.
+        let store = (self.root.parent())
+            .zip(self.root.file_name())
+            .and_then(|(parent, name)| Dir::open_path(parent).ok()?.open(name).ok()?);
+        let Some(store) = store.filter(|s| s.check().is_ok()) else {
             return Ok((0, 0));
         };
-        for dir in dirs.flatten() {
-            let leftovers = dir.file_name() == ".tmp";
-            let Ok(entries) = fs_err::read_dir(dir.path()) else {
+        for shard_name in store.names()? {
+            let shard_name = shard_name.to_string_lossy().into_owned();
+            if !(is_shard(&shard_name) || shard_name == TEMP) {
+                left.push(store.join(&shard_name));
                 continue;
+            }
+            let shard = match store.open(&shard_name) {
+                // Another user's shard (root's too), in a shared cache: theirs to prune.
+                Ok(Some(shard)) if !shard.owner().is_ok_and(dir::mine) => continue,
+                Ok(Some(shard)) => shard,
+                // A link planted at a shard's name goes itself.
+                Err(_) if all => {
+                    store.remove_file(&shard_name)?;
+                    continue;
+                }
+                _ => continue,
             };
-            for entry in entries.flatten() {
-                let Ok(meta) = entry.path().symlink_metadata() else {
+            for entry in shard.names()? {
+                if !entry.to_str().is_some_and(|e| is_entry(&shard_name, e)) {
+                    left.push(shard.join(&entry));
+                    continue;
+                }
+                let Some(st) = shard.stat(&entry)? else {
                     continue;
                 };
                 // A temp link of a running install is younger than a minute.
-                let stale = leftovers
-                    && meta
-                        .modified()
-                        .ok()
-                        .and_then(|m| m.elapsed().ok())
-                        .is_some_and(|age| age.as_secs() > 60);
-                if meta.nlink() == 1 && (!leftovers || stale) {
-                    fs_err::remove_file(entry.path())?;
-                    bytes += meta.len();
-                    files += 1;
+                let age = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |now| now.as_secs() as i64 - st.st_mtime);
+                let stale = shard_name != TEMP || age > 60;
+                let unused =
+                    dir::kind(&st) == rustix::fs::FileType::RegularFile && st.st_nlink == 1;
+                if all || (unused && stale) {
+                    shard.remove_file(&entry)?;
+                    if unused {
+                        bytes += st.st_size as u64;
+                        files += 1;
+                    }
                 }
+            }
+            if all {
+                // Only when empty: what the store did not make stays.
+                let _ = store.remove_empty(&shard_name);
             }
         }
         Ok((bytes, files))
     }
 }
 
-/// The object is still what it was stored as: its mode, size and bytes.
-fn is_intact(
-    object: &Path,
-    meta: &std::fs::Metadata,
+fn name(sha256: &Sha256, mode: u32) -> String {
+    format!("{}-{:o}", sha256.as_str(), mode & 0o7777)
+}
+
+/// A fresh name in the store's own temp dir, on the same filesystem as the objects, so a
+/// link made there can be renamed over a tree's file (a name inside the tree could be one
+/// the archive ships).
+fn temp_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
+/// The object is still what it was stored as (a regular file with its mode, size and
+/// bytes, read through one handle opened without following a link): its device and inode.
+fn intact(
+    shard: &Dir,
+    object: &str,
     mode: u32,
     len: u64,
     sha256: &Sha256,
-) -> io::Result<bool> {
-    Ok(meta.is_file()
-        && meta.mode() & 0o7777 == mode
-        && meta.len() == len
-        && sha256_file(object)? == sha256.as_str())
+) -> io::Result<Option<(u64, u64)>> {
+    let Some(mut file) = shard.open_file(object).ok().flatten() else {
+        return Ok(None);
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.mode() & 0o7777 != mode || meta.len() != len {
+        return Ok(None);
+    }
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok((hex(&hasher.finalize()) == sha256.as_str()).then_some((meta.dev(), meta.ino())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::sha256_file;
     use std::os::unix::fs::PermissionsExt;
 
     fn file(dir: &Path, name: &str, bytes: &str, mode: u32) -> (PathBuf, Sha256) {

@@ -3,12 +3,13 @@
 //! (by inode) and those an installed toolchain links stay on disk whatever the cache drops.
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::io;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::cache::{self, Cache, FileLock};
-use super::pathpart::Sha256;
+use super::cache::{self, Cache, FileLock, Refused};
+use super::dir::{kind, mine, Dir, Stat};
+use rustix::fs::FileType;
 
 /// The parts of the cache, in the order their bytes are counted: a file shared by an
 /// unpacked tree and the objects counts as an object.
@@ -35,16 +36,19 @@ impl Installed {
     /// an install may be running).
     pub fn scan(toolchains: &Path) -> io::Result<Installed> {
         let mut set = HashSet::new();
-        if toolchains.is_dir() {
-            for_each_file(toolchains, &mut |meta| {
-                set.insert((meta.dev(), meta.ino()));
-            })?;
+        // The user's own directory (a link to it is theirs to make); nothing below is followed.
+        if let Ok(dir) = Dir::open_path(toolchains) {
+            for name in dir.names()? {
+                dir.for_each_file(&name, &mut |st| {
+                    set.insert((st.st_dev, st.st_ino));
+                })?;
+            }
         }
         Ok(Installed(set))
     }
 
-    fn holds(&self, meta: &std::fs::Metadata) -> bool {
-        self.0.contains(&(meta.dev(), meta.ino()))
+    fn holds(&self, st: &Stat) -> bool {
+        self.0.contains(&(st.st_dev, st.st_ino))
     }
 }
 
@@ -58,100 +62,126 @@ pub struct Usage {
 }
 
 impl Usage {
-    fn add(&mut self, meta: &std::fs::Metadata, installed: &Installed) {
-        self.bytes += meta.len();
+    fn add(&mut self, st: &Stat, installed: &Installed) {
+        self.bytes += st.st_size as u64;
         self.files += 1;
-        if installed.holds(meta) {
-            self.installed += meta.len();
+        if installed.holds(st) {
+            self.installed += st.st_size as u64;
         }
     }
 }
 
+/// What a prune did.
+#[derive(Debug, Default)]
+pub struct Pruned {
+    pub freed: Usage,
+    /// Entries gpuenv did not make, found in its parts and left alone.
+    pub left: Vec<PathBuf>,
+    /// Entries of other users (a shared cache), left to them.
+    pub others: Vec<PathBuf>,
+}
+
 /// How much each of [`PARTS`] takes.
-pub fn size(cache: &Cache, installed: &Installed) -> io::Result<Vec<Usage>> {
+pub fn size(cache: &Cache, installed: &Installed) -> Result<Vec<Usage>, Refused> {
     let mut seen = HashSet::new();
-    PARTS
-        .iter()
-        .map(|(part, _)| {
-            let mut u = Usage::default();
-            let dir = cache.root.join(part);
-            if dir.is_dir() {
-                for_each_file(&dir, &mut |meta| {
-                    if seen.insert((meta.dev(), meta.ino())) {
-                        u.add(meta, installed);
+    let mut out = Vec::new();
+    for (part, _) in PARTS {
+        let mut u = Usage::default();
+        if let Some(dir) = cache.part(part, false)? {
+            for name in dir.names()? {
+                let counted = dir.for_each_file(&name, &mut |st| {
+                    if seen.insert((st.st_dev, st.st_ino)) {
+                        u.add(st, installed);
                     }
-                })?;
+                });
+                match counted {
+                    // Another user's private tree in a shared cache: not counted.
+                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
+                    other => other?,
+                }
             }
-            Ok(u)
-        })
-        .collect()
+        }
+        out.push(u);
+    }
+    Ok(out)
 }
 
 /// Removes what no installed toolchain needs: partial downloads, archives, unpacked trees
 /// no installed file links into, then the objects nothing links any more. With `all`,
-/// everything: every unpacked tree, object and index page. Returns what was freed (bytes installed
-/// toolchains keep are not counted). `waiting(name)` is called when an install holds a lock.
+/// everything: every unpacked tree, object and index page. Only names gpuenv makes are
+/// removed ([`cache::ours`]), and no link is followed. Returns what was freed (bytes
+/// installed toolchains keep are not counted). `waiting(name)` is called when an install
+/// holds a lock.
 pub fn prune(
     cache: &Cache,
     installed: &Installed,
     all: bool,
     waiting: &dyn Fn(&str),
-) -> anyhow::Result<Usage> {
-    let mut freed = Usage::default();
+) -> anyhow::Result<Pruned> {
+    let mut pruned = Pruned::default();
+    if cache.top(false)?.is_none() {
+        return Ok(pruned);
+    }
     let mut seen = HashSet::new();
-    let mut count = |path: &Path, freed: &mut Usage| -> io::Result<()> {
-        if is_real_dir(path) {
-            for_each_file(path, &mut |meta| {
-                // Still linked from elsewhere (an object, another tree): not freed here.
-                if seen.insert((meta.dev(), meta.ino()))
-                    && !installed.holds(meta)
-                    && meta.nlink() == 1
-                {
-                    freed.bytes += meta.len();
-                    freed.files += 1;
-                }
-            })
-        } else if let Ok(meta) = path.symlink_metadata() {
-            if meta.nlink() == 1 {
-                freed.bytes += meta.len();
-                freed.files += 1;
-            }
-            Ok(())
-        } else {
-            Ok(())
-        }
-    };
     for part in ["partial", "archives", "unpacked", "objects", "meta"] {
         if matches!(part, "objects" | "meta") && !all {
             continue;
         }
-        let dir = cache.root.join(part);
-        let Ok(entries) = fs_err::read_dir(&dir) else {
+        let Some(dir) = cache.part(part, false)? else {
             continue;
         };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let _lock = lock_for(cache, part, &name, waiting)?;
-            if part == "unpacked" && !all && in_use(cache, &name, installed)? {
+        if part == "objects" {
+            let (bytes, files) = cache.objects().remove_all(&mut pruned.left)?;
+            pruned.freed.bytes += bytes;
+            pruned.freed.files += files;
+            continue;
+        }
+        for name in dir.names()? {
+            if !cache::ours(part, &name) {
+                pruned.left.push(dir.join(&name));
                 continue;
             }
-            count(&path, &mut freed)?;
-            if is_real_dir(&path) {
-                // Renamed first so a half-removed tree is never taken for a whole one.
-                let doomed = dir.join(format!(".prune-{}-{name}", std::process::id()));
-                fs_err::rename(&path, &doomed)?;
-                gpuenv_core::fsutil::remove_tree(&doomed)?;
-            } else if path.symlink_metadata().is_ok() {
-                fs_err::remove_file(&path)?;
+            let Some(st) = dir.stat(&name)? else {
+                continue;
+            };
+            // Another user's (root's too), in a shared cache: theirs to remove.
+            if !mine(st.st_uid) {
+                pruned.others.push(dir.join(&name));
+                continue;
             }
+            let name = name.to_string_lossy().into_owned();
+            let _lock = lock_for(cache, part, &name, waiting)?;
+            if part == "unpacked" && !all && in_use(&dir, &name, installed)? {
+                continue;
+            }
+            let mut here = Usage::default();
+            if kind(&st) == FileType::Directory {
+                dir.for_each_file(&name, &mut |st| {
+                    // Still linked from elsewhere (an object, another tree): not freed here.
+                    if seen.insert((st.st_dev, st.st_ino))
+                        && !installed.holds(st)
+                        && st.st_nlink == 1
+                    {
+                        here.bytes += st.st_size as u64;
+                        here.files += 1;
+                    }
+                })?;
+            } else if st.st_nlink == 1 {
+                // A link (planted: gpuenv makes none here) goes itself; what it leads to is
+                // neither counted nor touched.
+                here.bytes += st.st_size as u64;
+                here.files += 1;
+            }
+            dir.remove_tree(&name)?;
+            pruned.freed.bytes += here.bytes;
+            pruned.freed.files += here.files;
         }
     }
     // Objects whose last tree went: their only link is the store's own.
     let (bytes, files) = cache.objects().remove_unused()?;
-    freed.bytes += bytes;
-    freed.files += files;
-    Ok(freed)
+    pruned.freed.bytes += bytes;
+    pruned.freed.files += files;
+    Ok(pruned)
 }
 
 /// `<sha256>`, `<sha256>.seal`, `.tmp-<sha256>@…`: an install working on that archive holds
@@ -167,43 +197,24 @@ fn lock_for(
     }
     let key = name
         .trim_start_matches(".tmp-")
+        .trim_start_matches(".old-")
         .split(['@', '.', '-'])
         .next()
-        .and_then(|k| Sha256::parse(k).ok());
+        .and_then(|k| super::pathpart::Sha256::parse(k).ok());
     match key {
         None => Ok(None),
-        Some(key) => Ok(Some(cache::lock(&cache.lock_path(&key), || waiting(name))?)),
+        Some(key) => Ok(Some(cache.lock(&key, || waiting(name))?)),
     }
 }
 
 /// An unpacked tree (or its seal) that an installed toolchain links into: kept, so
 /// reinstalling it needs no download.
-fn in_use(cache: &Cache, name: &str, installed: &Installed) -> io::Result<bool> {
-    let tree = name.strip_suffix(".seal").unwrap_or(name);
-    let Ok(key) = Sha256::parse(tree) else {
+fn in_use(unpacked: &Dir, name: &str, installed: &Installed) -> io::Result<bool> {
+    let tree = name.strip_suffix(cache::SEAL).unwrap_or(name);
+    if !cache::is_sha256(tree) {
         return Ok(false);
-    };
-    let dir = cache.unpacked(&key);
-    let mut used = false;
-    if is_real_dir(&dir) {
-        for_each_file(&dir, &mut |meta| used |= installed.holds(meta))?;
     }
+    let mut used = false;
+    unpacked.for_each_file(OsStr::new(tree), &mut |st| used |= installed.holds(st))?;
     Ok(used)
-}
-
-/// A directory itself, not a link to one: what is planted in the cache is never followed.
-fn is_real_dir(path: &Path) -> bool {
-    path.symlink_metadata().is_ok_and(|m| m.is_dir())
-}
-
-/// Calls `f` with the metadata of every regular file below `dir`, never following links.
-fn for_each_file(dir: &Path, f: &mut dyn FnMut(&std::fs::Metadata)) -> io::Result<()> {
-    crate::seal::walk(dir, &mut |_, path, kind| {
-        if kind.is_file() {
-            if let Ok(meta) = path.symlink_metadata() {
-                f(&meta);
-            }
-        }
-        Ok(())
-    })
 }

@@ -19,10 +19,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::cache::sha256_file;
+use super::dir::trusted_owner;
 use super::objects::Objects;
 use super::pathpart::Sha256;
 
@@ -39,6 +40,8 @@ pub enum Changed {
     Added(String),
     #[error("`{0}` is missing")]
     Missing(String),
+    #[error("`{0}` belongs to user {1}, not to you or root")]
+    Foreign(String, u32),
 }
 
 /// Removes the write bits of every file under `root` (links and directories stay as
@@ -59,25 +62,63 @@ pub fn read_only(root: &Path) -> io::Result<()> {
 /// other trees become the same inode) and writes their list to `list`.
 pub fn seal(tree: &Path, list: &Path, objects: &Objects) -> io::Result<()> {
     read_only(tree)?;
-    let text = describe(tree, &mut |path, sha256| {
-        let sha256 = Sha256::parse(sha256).expect("sha256_file gives 64 hex digits");
-        objects.share(path, &sha256).map(drop)
-    })?;
-    gpuenv_core::fsutil::write_atomic(list, text.as_bytes())
+    let text = describe(
+        tree,
+        &mut |path, sha256| {
+            let sha256 = Sha256::parse(sha256).expect("sha256_file gives 64 hex digits");
+            objects.share(path, &sha256).map(drop)
+        },
+        &mut |_, _| {},
+    )?;
+    gpuenv_core::fsutil::write_atomic(list, text.as_bytes())?;
+    // Readable by every user the tree is (a temp file is private).
+    fs_err::set_permissions(list, std::fs::Permissions::from_mode(0o644))
 }
 
 /// Checks `tree` against the list written by [`seal`]. When it matches, each of its files
 /// is stored once in `objects`, so a tree unpacked before gpuenv had a store joins it.
 pub fn verify(tree: &Path, list: &Path, objects: &Objects) -> Result<(), Changed> {
+    // Only a list and a tree that the user or root made are believed: anyone else could
+    // have written both to match.
+    let foreign = |path: &Path, meta: &std::fs::Metadata| {
+        (!trusted_owner(meta.uid()))
+            .then(|| Changed::Foreign(path.display().to_string(), meta.uid()))
+    };
+    match fs_err::symlink_metadata(list) {
+        Ok(meta) if meta.is_file() => {
+            if let Some(changed) = foreign(list, &meta) {
+                return Err(changed);
+            }
+        }
+        _ => return Err(Changed::NoList),
+    }
+    if let Some(changed) = fs_err::symlink_metadata(tree)
+        .ok()
+        .and_then(|m| foreign(tree, &m))
+    {
+        return Err(changed);
+    }
     let Ok(want) = fs_err::read_to_string(list) else {
         return Err(Changed::NoList);
     };
     let mut files = Vec::new();
-    let got = describe(tree, &mut |path, sha256| {
-        files.push((path.to_path_buf(), sha256.to_string()));
-        Ok(())
-    })
+    let mut stranger = None;
+    let got = describe(
+        tree,
+        &mut |path, sha256| {
+            files.push((path.to_path_buf(), sha256.to_string()));
+            Ok(())
+        },
+        &mut |rel, meta| {
+            if stranger.is_none() && !trusted_owner(meta.uid()) {
+                stranger = Some(Changed::Foreign(escape(rel), meta.uid()));
+            }
+        },
+    )
     .map_err(|_| Changed::Entry(".".into()))?;
+    if let Some(changed) = stranger {
+        return Err(changed);
+    }
     if got == want {
         for (path, sha256) in files {
             let sha256 = Sha256::parse(&sha256).expect("sha256_file gives 64 hex digits");
@@ -114,13 +155,15 @@ pub fn verify(tree: &Path, list: &Path, objects: &Objects) -> Result<(), Changed
 }
 
 /// The list of `tree`'s entries, hashing every file; `hashed(path, sha256)` is called for
-/// each file once its bytes are hashed.
+/// each file once its bytes are hashed, `seen(relative path, metadata)` for every entry.
 fn describe(
     tree: &Path,
     hashed: &mut dyn FnMut(&Path, &str) -> io::Result<()>,
+    seen: &mut dyn FnMut(&Path, &std::fs::Metadata),
 ) -> io::Result<String> {
     let mut lines: BTreeMap<PathBuf, String> = BTreeMap::new();
     walk(tree, &mut |rel, path, kind| {
+        seen(rel, &fs_err::symlink_metadata(path)?);
         let line = if kind.is_dir() {
             format!("d {}", escape(rel))
         } else if kind.is_symlink() {
