@@ -4,6 +4,7 @@
 /// The project's home; messages link into its `docs/` from here (the one place naming it).
 pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";
 
+pub mod ask;
 pub mod auto_install;
 pub mod build_cache;
 pub mod context;
@@ -18,6 +19,7 @@ pub mod host_compiler;
 pub mod module;
 pub mod named;
 pub mod passwd;
+pub mod pathpart;
 pub mod project;
 pub mod proxy;
 pub mod resolve;

@@ -75,6 +75,30 @@ pub enum NameError {
     Kind(String),
     #[error("`{0}` is not a toolchain name or spec: expected <kind>-<version>[-<label>], like cuda-12.4, cuda-11.3-conda or rocm-6.2.4")]
     Shape(String),
+    #[error(transparent)]
+    Path(#[from] crate::pathpart::UnsafePart),
+    #[error("`{name}` names a {named} toolchain, but its entry is a {kind} one")]
+    WrongKind {
+        name: String,
+        named: Kind,
+        kind: Kind,
+    },
+}
+
+/// A toolchain name read from a file gpuenv did not write just now (a store's settings, an
+/// upstream's): one path component (it names a view and a module file) of the name's shape,
+/// whose kind is its entry's.
+pub fn check_name(name: &str, kind: Kind) -> Result<Spec, NameError> {
+    crate::pathpart::part("toolchain name", name)?;
+    let spec: Spec = name.parse()?;
+    if spec.kind != kind {
+        return Err(NameError::WrongKind {
+            name: name.to_string(),
+            named: spec.kind,
+            kind,
+        });
+    }
+    Ok(spec)
 }
 
 /// `<kind>-<version>[-<label>]`: `cuda-12.4.1`, `cuda-11.3-conda`, `rocm-6.2.4`.
@@ -186,6 +210,18 @@ mod tests {
         assert!(!spec("cuda-12").matches(&spec("rocm-12.0")));
         assert!(spec("cuda-11.3").matches(&spec("cuda-11.3-conda")));
         assert!(!spec("cuda-11.3-conda").matches(&spec("cuda-11.3")));
+    }
+
+    #[test]
+    fn a_name_from_a_store_is_one_path_component_of_its_entrys_kind() {
+        assert!(check_name("cuda-11.3-conda", Kind::Cuda).is_ok());
+        for bad in ["../../x", "cuda-12.4-..", "cuda-12/..", "x", ""] {
+            assert!(check_name(bad, Kind::Cuda).is_err(), "{bad}");
+        }
+        assert!(matches!(
+            check_name("rocm-6.2", Kind::Cuda),
+            Err(NameError::WrongKind { .. })
+        ));
     }
 
     #[test]
