@@ -72,22 +72,24 @@ impl Entry {
         let in_bin = self.root.join("bin").join(name);
         match &self.system {
             Some(_) if name == self.kind.compiler() && in_bin.is_file() => Some(in_bin),
+            _ if !super::system::is_toolkit_program(self.kind, name) => None,
             Some(system) => system.tool(name).map(Path::to_path_buf),
-            None => (super::system::is_toolkit_program(self.kind, name) && in_bin.is_file())
-                .then_some(in_bin),
+            None => in_bin.is_file().then_some(in_bin),
         }
     }
 
     /// The names of the toolkit programs of this toolchain, for the shims: a system
-    /// toolchain's own, else the programs in `<root>/bin` that belong to a toolkit of its
-    /// kind (`system::is_toolkit_program`): a conda environment's python, pip or curl
-    /// never get a shim.
+    /// toolchain's own, else the programs in `<root>/bin`, each only if it belongs to a
+    /// toolkit of its kind (`system::is_toolkit_program`): a conda environment's python,
+    /// pip or curl never get a shim.
     pub fn tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = match &self.system {
+            // The list is in the settings, which may be an upstream's: filtered as well.
             Some(system) => system
                 .tools
                 .iter()
                 .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+                .filter(|n| super::system::is_toolkit_program(self.kind, n))
                 .collect(),
             None => fs_err::read_dir(self.root.join("bin"))
                 .map(|rd| {
