@@ -187,18 +187,18 @@ pub fn render(check: Option<&Check>, shell: Shell) -> String {
             }
             let mut body = format!("    [[ {} ]] || return 1\n", terms.join(" &&\n       "));
             // The shell's `read` reads the file without a process; `-f` first, so a FIFO
-            // put in its place is never opened.
+            // put in its place is never opened, and a file gone meanwhile says nothing.
             for (file, text) in &c.same_text {
                 let f = q(&path(file));
                 body += &format!(
-                    "    [[ -f {f} ]] || return 1\n    IFS= read -r -d '' __gpuenv_text < {f}\n    [[ $__gpuenv_text == {} ]]\n",
+                    "    [[ -f {f} ]] || return 1\n    IFS= read -r -d '' __gpuenv_text 2>/dev/null < {f}\n    [[ $__gpuenv_text == {} ]]\n",
                     q(text)
                 );
             }
             if c.same_text.is_empty() {
                 body += "    return 0\n";
             }
-            format!("{name}() {{\n    local __gpuenv_text\n{body}}}\n")
+            format!("{name}() {{\n    local __gpuenv_text=\n{body}}}\n")
         }
         Shell::Fish => {
             let q = |s: &str| text(quote::fish(s.as_bytes()));
@@ -223,7 +223,7 @@ pub fn render(check: Option<&Check>, shell: Shell) -> String {
             for (file, text) in &c.same_text {
                 let f = q(&path(file));
                 body += &format!(
-                    "    test -f {f}; or return 1\n    set -l text (string collect -N < {f})\n    test \"x$text\" = x{}\n",
+                    "    test -f {f}; or return 1\n    set -l text (string collect -N 2>/dev/null < {f})\n    test \"x$text\" = x{}\n",
                     q(text)
                 );
             }
