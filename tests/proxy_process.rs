@@ -168,14 +168,15 @@ fn exit_status_and_signals_are_the_tools_own() {
 #[test]
 fn the_proxy_sets_the_toolchains_environment() {
     let w = World::new("12.1");
-    let script = w.sb.path("opt/cuda-12.1/bin/envdump");
+    // A program of the toolkit (only those get shims) that shows its environment.
+    let script = w.sb.path("opt/cuda-12.1/bin/cuobjdump");
     write_exe(
         &script,
         "#!/bin/sh\necho \"$CUDA_HOME|$GPUENV_ACTIVE|$PATH\"\n",
     );
     w.sb.ok(&["reshim"]);
     let out = w.run(
-        Path::new("envdump"),
+        Path::new("cuobjdump"),
         &[],
         &[(
             "PATH",

@@ -140,7 +140,8 @@ fn from_modules(ctx: &Context) -> Vec<Found> {
     scan.roots
         .into_iter()
         .map(|r| {
-            let result = detect::detect(&r.root);
+            // Read, never run: the module file, not the user, named this tree.
+            let result = detect::detect_with(&r.root, detect::Run::Never);
             if let Err(why) = &result {
                 ui::warn(format!(
                     "{}:{} names {}, which is not a toolchain: {why}",

@@ -118,6 +118,7 @@ pub fn main() -> ExitCode {
         .map_err(anyhow::Error::from)
         .and_then(|ctx| {
             ui::set_level(log_level(&cli, &ctx));
+            gpuenv_core::ask::configure(&ctx);
             dispatch(cli.command, &ctx)
         });
     match result {

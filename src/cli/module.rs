@@ -79,7 +79,7 @@ impl ExportArgs {
         for name in names {
             let text = module_text(&home, &registry, name, self.format);
             let entry = &registry.toolchains[name];
-            let path = export::file_path(&dir, name, entry.kind, self.format);
+            let path = export::file_path(&dir, name, entry.kind, self.format)?;
             written.push(path.clone());
             match write_ours(&path, &text)? {
                 Wrote::New => ui::info(format!("wrote {}", path.display())),

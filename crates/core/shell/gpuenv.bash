@@ -11,13 +11,16 @@ esac
 _gpuenv_fresh() { return 1; }
 
 _gpuenv_hook() {
-    local previous_exit_status=$? user_trap
+    local previous_exit_status=$? code user_trap
     # Nothing changed: no process at all (builtins only until here).
     _gpuenv_fresh && return $previous_exit_status
-    # Not interruptible half-way; the user's own INT trap is put back afterwards.
+    # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
+    # finish changes nothing.
+    code="$(@GPUENV@ hook-env --shell bash)" || return $previous_exit_status
+    # Applying it is not interruptible half-way; the user's own INT trap is put back.
     user_trap=$(trap -p SIGINT)
     trap -- '' SIGINT
-    eval "$(@GPUENV@ hook-env --shell bash)"
+    eval "$code"
     if [[ -n "$user_trap" ]]; then eval "$user_trap"; else trap - SIGINT; fi
     return $previous_exit_status
 }

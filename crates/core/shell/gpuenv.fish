@@ -14,7 +14,11 @@ end
 function __gpuenv_hook --on-event fish_prompt --on-variable PWD
     # Nothing changed: no process at all (builtins only until here).
     __gpuenv_fresh; and return
-    @GPUENV@ hook-env --shell fish | source
+    # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
+    # finish changes nothing.
+    set -l code (@GPUENV@ hook-env --shell fish | string collect)
+    test $pipestatus[1] -eq 0; or return
+    printf '%s\n' $code | source
 end
 
 # `gpuenv use` changes this shell; everything else is the binary.

@@ -13,10 +13,15 @@ _gpuenv_fresh() { return 1; }
 _gpuenv_hook() {
     # Nothing changed: no process at all (builtins only until here).
     _gpuenv_fresh && return 0
-    # Not interruptible half-way; localtraps puts the user's INT trap (or TRAPINT) back.
+    # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
+    # finish changes nothing.
+    local code
+    code="$(@GPUENV@ hook-env --shell zsh)" || return 0
+    # Applying it is not interruptible half-way; localtraps puts the user's INT trap (or
+    # TRAPINT) back.
     setopt localoptions localtraps
     trap -- '' SIGINT
-    eval "$(@GPUENV@ hook-env --shell zsh)"
+    eval "$code"
 }
 
 # `gpuenv use` changes this shell; everything else is the binary.

@@ -74,6 +74,9 @@ pub mod vars {
     pub const GPUENV_KEEP_ARCHIVES: &str = "GPUENV_KEEP_ARCHIVES";
     /// Seconds to wait for data before a download counts as timed out (default 60).
     pub const GPUENV_HTTP_TIMEOUT: &str = "GPUENV_HTTP_TIMEOUT";
+    /// Seconds a program gpuenv asks something (`g++ --version`, `nvidia-smi`) may take
+    /// before it is stopped (default 10).
+    pub const GPUENV_PROBE_TIMEOUT: &str = "GPUENV_PROBE_TIMEOUT";
     pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
     pub const HTTP_PROXY: &str = "HTTP_PROXY";
     pub const ALL_PROXY: &str = "ALL_PROXY";

@@ -3,12 +3,13 @@
 //!
 //! Layers, bottom to top; a module imports only its own layer and those below
 //! (tests/core_layers.rs checks it): the base utilities at the root (`diagnostic`, `ui`,
-//! `fsutil`, `named`, `passwd`, `path_list`), then `facts`, `context` (the process handle),
+//! `fsutil`, `named`, `passwd`, `path_list`, `pathpart`, `ask`), then `facts`, `context` (the process handle),
 //! `store`, `project`, `plan`, `edges`.
 
 /// The project's home; messages link into its `docs/` from here (the one place naming it).
 pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";
 
+pub mod ask;
 pub mod context;
 pub mod diagnostic;
 pub mod edges;
@@ -17,6 +18,7 @@ pub mod fsutil;
 pub mod named;
 pub mod passwd;
 pub mod path_list;
+pub mod pathpart;
 pub mod plan;
 pub mod project;
 pub mod store;

@@ -2,11 +2,10 @@
 //! tests) under which `/proc`, `/dev` and `/etc` are read, and the environment, whose PATH
 //! is where tools such as `nvidia-smi` or `gcc` are found and run.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
+use gpuenv_core::ask::{self, AskError};
 use gpuenv_core::context::Context;
 use gpuenv_core::guard;
 
@@ -21,18 +20,9 @@ pub struct Machine {
 /// Why a tool gave no output to read.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("cannot run `{command}`: {source}")]
-    Spawn {
-        command: String,
-        source: std::io::Error,
-    },
-    #[error("`{command}` did not finish within {secs} s")]
-    Timeout { command: String, secs: u64 },
-    #[error("waiting for `{command}`: {source}")]
-    Wait {
-        command: String,
-        source: std::io::Error,
-    },
+    /// It could not be started, or did not answer in time (`gpuenv_core::ask`).
+    #[error(transparent)]
+    Ask(#[from] AskError),
     #[error("`{command}` exited with {status}: {output}")]
     Failed {
         command: String,
@@ -40,9 +30,6 @@ pub enum RunError {
         output: String,
     },
 }
-
-/// A tool that hangs (nvidia-smi on a wedged driver does) must not hang the doctor.
-const TOOL_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl Machine {
     /// `abs` (an absolute system path such as `/proc/mounts`) under the root.
@@ -82,66 +69,24 @@ impl Machine {
     }
 
     /// Runs `program` with the machine's environment (and nothing else), returning stdout
-    /// and stderr together. A non-zero exit is an error carrying the output.
+    /// and stderr together. A non-zero exit is an error carrying the output; a tool that
+    /// hangs (nvidia-smi on a wedged driver does) is stopped at `ask`'s deadline.
     pub fn run(&self, program: &Path, args: &[&str]) -> Result<String, RunError> {
-        let shown = format!("{} {}", program.display(), args.join(" "));
-        let command = || shown.trim().to_string();
-        let mut child = Command::new(program)
-            .args(args)
-            .env_clear()
-            .envs(&self.ctx.vars)
-            .current_dir(&self.ctx.cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| RunError::Spawn {
-                command: command(),
-                source,
-            })?;
-        // Read both pipes on threads so a chatty tool (ldconfig -p) never blocks on a full pipe.
-        let drain = |pipe: Option<Box<dyn Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                if let Some(mut p) = pipe {
-                    let _ = p.read_to_end(&mut buf);
-                }
-                buf
-            })
-        };
-        let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
-        let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-        let deadline = Instant::now() + TOOL_TIMEOUT;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10))
-                }
-                Ok(None) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(RunError::Timeout {
-                        command: command(),
-                        secs: TOOL_TIMEOUT.as_secs(),
-                    });
-                }
-                Err(source) => {
-                    return Err(RunError::Wait {
-                        command: command(),
-                        source,
-                    })
-                }
-            }
-        };
-        let mut text = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
-        text.push_str(&String::from_utf8_lossy(&err.join().unwrap_or_default()));
-        if status.success() {
+        let answer = ask::output(
+            Command::new(program)
+                .args(args)
+                .env_clear()
+                .envs(&self.ctx.vars)
+                .current_dir(&self.ctx.cwd),
+        )?;
+        let text = answer.text();
+        if answer.status.success() {
             Ok(text)
         } else {
+            let shown = format!("{} {}", program.display(), args.join(" "));
             Err(RunError::Failed {
-                command: command(),
-                status,
+                command: shown.trim().to_string(),
+                status: answer.status,
                 output: text.trim().to_string(),
             })
         }

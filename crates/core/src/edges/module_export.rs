@@ -37,14 +37,22 @@ impl Named for Format {
 }
 
 /// `DIR/<kind>/<name without the kind- prefix>` (`.lua` for Lmod): `cuda/12.4.1.lua`.
-pub fn file_path(dir: &Path, name: &str, kind: Kind, format: Format) -> PathBuf {
+/// The file is always directly in `DIR/<kind>/`: a name that would put it elsewhere is
+/// refused (names are checked where they are read; this is the last line).
+pub fn file_path(
+    dir: &Path,
+    name: &str,
+    kind: Kind,
+    format: Format,
+) -> Result<PathBuf, crate::pathpart::UnsafePart> {
     let prefix = format!("{kind}-");
     let version = name.strip_prefix(&prefix).unwrap_or(name);
+    let version = crate::pathpart::part("toolchain name", version)?;
     let file = match format {
         Format::Lmod => format!("{version}.lua"),
         Format::Tcl => version.to_string(),
     };
-    dir.join(kind.as_str()).join(file)
+    Ok(dir.join(kind.as_str()).join(file))
 }
 
 /// True for a file gpuenv wrote (the mark in its first lines).
@@ -237,9 +245,10 @@ mod tests {
 
     #[test]
     fn files_are_named_by_kind_and_version() {
-        let p = file_path(Path::new("/m"), "cuda-11.3-conda", Kind::Cuda, Format::Lmod);
+        let p = file_path(Path::new("/m"), "cuda-11.3-conda", Kind::Cuda, Format::Lmod).unwrap();
         assert_eq!(p, Path::new("/m/cuda/11.3-conda.lua"));
-        let p = file_path(Path::new("/m"), "rocm-6.2.4", Kind::Rocm, Format::Tcl);
+        let p = file_path(Path::new("/m"), "rocm-6.2.4", Kind::Rocm, Format::Tcl).unwrap();
+        assert!(file_path(Path::new("/m"), "cuda-../../x", Kind::Cuda, Format::Lmod).is_err());
         assert_eq!(p, Path::new("/m/rocm/6.2.4"));
     }
 }

@@ -170,7 +170,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 .flat_map(|(name, e)| {
                     let mut dirs = vec![home.view(name)];
                     // A system toolchain's prefix (`/usr`) is shared the same way.
-                    if e.system.is_none() && !is_shared_prefix(&e.root) {
+                    if e.system.is_none() && !crate::store::toolchain::is_shared_prefix(&e.root) {
                         dirs.push(e.root.clone());
                     }
                     dirs
@@ -281,12 +281,6 @@ fn torch_extensions(ops: &mut Vec<Op>, home: &Home, name: &str) {
         path_str(&home.torch_extensions().join(name)),
         home.torch_extensions(),
     ));
-}
-
-/// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
-/// user's Python and system tools, never removed on a toolchain's behalf.
-pub fn is_shared_prefix(root: &Path) -> bool {
-    root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }
 
 /// CMake's spelling of an arch pin: `8.6` -> `86-real` (machine code only, as

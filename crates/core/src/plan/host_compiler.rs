@@ -244,12 +244,18 @@ impl Probe for PathProbe<'_> {
     }
 }
 
-/// What `compiler --version` printed on stdout, and whether it exited successfully.
+/// What `compiler --version` printed on stdout, and whether it exited successfully. One
+/// that does not answer in time is said once (as a warning) and counts as unreadable.
 fn version_output(compiler: &Path) -> Option<(String, bool)> {
-    let out = std::process::Command::new(compiler)
-        .arg("--version")
-        .output()
-        .ok()?;
+    let out = match crate::ask::output(std::process::Command::new(compiler).arg("--version")) {
+        Ok(out) => out,
+        Err(e @ crate::ask::AskError::TimedOut { .. }) => {
+            let hints = crate::diagnostic::Diagnostic::hints(&e);
+            crate::ui::warn_with_hints(&e, hints);
+            return None;
+        }
+        Err(_) => return None,
+    };
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     Some((text, out.status.success()))
 }

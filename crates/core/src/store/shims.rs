@@ -133,18 +133,22 @@ impl crate::diagnostic::Diagnostic for TooManyTools {
     }
 }
 
-/// The tool names of a toolchain, or why it gets none.
+/// The tool names of a toolchain (its toolkit's programs only), or why it gets none: a
+/// root whose `bin/` holds more programs than any toolkit is a shared prefix.
 pub fn tools_of(name: &str, entry: &Entry) -> Result<Vec<String>, TooManyTools> {
-    let tools = entry.tool_names();
-    if tools.len() > MAX_SHIMS_PER_TOOLCHAIN {
+    let count = match entry.system {
+        Some(_) => 0,
+        None => fs_err::read_dir(entry.root.join("bin")).map_or(0, |rd| rd.count()),
+    };
+    if count > MAX_SHIMS_PER_TOOLCHAIN {
         return Err(TooManyTools {
             name: name.to_string(),
             root: entry.root.clone(),
-            count: tools.len(),
+            count,
             max: MAX_SHIMS_PER_TOOLCHAIN,
         });
     }
-    Ok(tools)
+    Ok(entry.tool_names())
 }
 
 /// Makes `$GPUENV_HOME/shims/` hold exactly one link to `proxy` per program of any

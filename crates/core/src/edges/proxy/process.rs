@@ -21,6 +21,7 @@ pub fn main(argv: Vec<OsString>, find: &[Find]) -> u8 {
             {
                 ui::set_level(level);
             }
+            crate::ask::configure(&ctx);
             ctx
         }
         Err(e) => {

@@ -5,7 +5,10 @@
 //! What it compares is the run's [`Fingerprint`]: `$PWD` and the variables, each watched
 //! file's modification time (against a stamp file given exactly that time, since shells can
 //! compare two files' times with `-nt`/`-ot` but cannot read one), and the toolchain files
-//! that must still be absent between `$PWD` and the nearest one.
+//! that must still be absent between `$PWD` and the nearest one. The toolchain file is also
+//! compared by its text (read with the shell's own `read`, no process): a file replaced by
+//! one of the same size and modification time (`cp -p`, `touch -r`, a checkout that keeps
+//! times) is seen, which no time a shell can compare would show.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -19,6 +22,10 @@ use crate::store::home::Home;
 /// coarse clock file times come from, keeping its time: the shell is not told to trust it.
 const RACY: Duration = Duration::from_secs(1);
 
+/// A toolchain file larger than this is not compared by its text: the shell then asks
+/// gpuenv at every prompt (toolchain files are a few lines).
+const MAX_TEXT: u64 = 16 * 1024;
+
 /// Stamps beyond this many are cleared out when a new one is made; a shell whose stamp is
 /// gone just runs gpuenv once more.
 const MAX_STAMPS: usize = 256;
@@ -31,20 +38,22 @@ pub struct Check {
     pub vars: Vec<(String, Option<String>)>,
     /// Files that must exist with exactly the modification time of their stamp file.
     pub same_time: Vec<(PathBuf, PathBuf)>,
+    /// Files that must be regular files holding exactly this text.
+    pub same_text: Vec<(PathBuf, String)>,
     pub absent: Vec<PathBuf>,
 }
 
 /// The check for the run that produced `fp`, making the stamp files it needs. `None` (the
 /// shell then always runs gpuenv) when `$PWD` is unknown or is not the directory `fp` was
-/// taken in, when a file changed too recently to trust its time, or when no stamp can be
-/// written.
+/// taken in, when a file changed too recently to trust its time, when no stamp can be
+/// written, or when the toolchain file cannot be read as text as it was stamped.
 pub fn arm(home: &Home, fp: &Fingerprint, pwd: Option<&str>) -> Option<Check> {
     let pwd = pwd?;
     let recent = SystemTime::now().checked_sub(RACY)?;
     let recent_ns = recent.duration_since(UNIX_EPOCH).ok()?.as_nanos();
     let racy = fp
         .files()
-        .any(|(_, s)| s.is_some_and(|s| s.mtime_ns > recent_ns));
+        .any(|(_, s)| s.is_some_and(|s| s.mtime_ns > recent_ns || s.ctime_ns > recent_ns as i128));
     if racy || !same_dir(Path::new(pwd), &fp.cwd) {
         return None;
     }
@@ -56,12 +65,27 @@ pub fn arm(home: &Home, fp: &Fingerprint, pwd: Option<&str>) -> Option<Check> {
             None => absent.push(path.to_path_buf()),
         }
     }
+    let same_text = match &fp.file {
+        Some((path, stamp)) => vec![(path.clone(), text_as_stamped(path, *stamp)?)],
+        None => Vec::new(),
+    };
     Some(Check {
         pwd: pwd.to_string(),
         vars: fp.vars.clone(),
         same_time,
+        same_text,
         absent,
     })
+}
+
+/// The text of the toolchain file, if it is still the file `stamp` describes (read, then
+/// checked again, so the text is the one the run saw) and is text a shell variable holds.
+fn text_as_stamped(path: &Path, stamp: Stamp) -> Option<String> {
+    let bytes = crate::fsutil::read_regular(path, MAX_TEXT).ok()?;
+    let text = String::from_utf8(bytes)
+        .ok()
+        .filter(|t| !t.contains('\0'))?;
+    (super::hook_env::stamp(path) == Some(stamp)).then_some(text)
 }
 
 fn same_dir(pwd: &Path, cwd: &Path) -> bool {
@@ -161,10 +185,20 @@ pub fn render(check: Option<&Check>, shell: Shell) -> String {
             for file in &c.absent {
                 terms.push(format!("! -e {}", q(&path(file))));
             }
-            format!(
-                "{name}() {{\n    [[ {} ]]\n}}\n",
-                terms.join(" &&\n       ")
-            )
+            let mut body = format!("    [[ {} ]] || return 1\n", terms.join(" &&\n       "));
+            // The shell's `read` reads the file without a process; `-f` first, so a FIFO
+            // put in its place is never opened, and a file gone meanwhile says nothing.
+            for (file, text) in &c.same_text {
+                let f = q(&path(file));
+                body += &format!(
+                    "    [[ -f {f} ]] || return 1\n    IFS= read -r -d '' __gpuenv_text 2>/dev/null < {f}\n    [[ $__gpuenv_text == {} ]]\n",
+                    q(text)
+                );
+            }
+            if c.same_text.is_empty() {
+                body += "    return 0\n";
+            }
+            format!("{name}() {{\n    local __gpuenv_text=\n{body}}}\n")
         }
         Shell::Fish => {
             let q = |s: &str| text(quote::fish(s.as_bytes()));
@@ -185,7 +219,15 @@ pub fn render(check: Option<&Check>, shell: Shell) -> String {
             for file in &c.absent {
                 terms.push(format!("not test -e {}", q(&path(file))));
             }
-            format!("function {name}\n    {}\nend\n", terms.join("\n    and "))
+            let mut body = format!("    {}\n    or return 1\n", terms.join("\n    and "));
+            for (file, text) in &c.same_text {
+                let f = q(&path(file));
+                body += &format!(
+                    "    test -f {f}; or return 1\n    set -l text (string collect -N 2>/dev/null < {f})\n    test \"x$text\" = x{}\n",
+                    q(text)
+                );
+            }
+            format!("function {name}\n{body}end\n")
         }
     }
 }
@@ -204,6 +246,7 @@ mod tests {
                     Stamp {
                         mtime_ns: 5,
                         size: 1,
+                        ..Stamp::default()
                     },
                 )
             }),
@@ -243,6 +286,7 @@ mod tests {
             Stamp {
                 mtime_ns: just_now,
                 size: 1,
+                ..Stamp::default()
             },
         ));
         assert!(arm(&home, &f, Some("/p")).is_none());
@@ -254,6 +298,7 @@ mod tests {
             pwd: "/it's $x".into(),
             vars: vec![("VIRTUAL_ENV".into(), Some("-n".into()))],
             same_time: vec![],
+            same_text: vec![("/p/gpuenv.toml".into(), "cuda = \"12.4\"\n".into())],
             absent: vec!["/a b/gpuenv.toml".into()],
         };
         let bash = render(Some(&c), Shell::Bash);
@@ -262,5 +307,13 @@ mod tests {
         let fish = render(Some(&c), Shell::Fish);
         assert!(fish.contains(r#"test "x$PWD" = x'/it\'s $x'"#), "{fish}");
         assert!(fish.contains("not test -e '/a b/gpuenv.toml'"), "{fish}");
+        assert!(
+            bash.contains("[[ $__gpuenv_text == 'cuda = \"12.4\"\n' ]]"),
+            "{bash}"
+        );
+        assert!(
+            fish.contains("test \"x$text\" = x'cuda = \"12.4\"\n'"),
+            "{fish}"
+        );
     }
 }

@@ -39,14 +39,24 @@ pub struct Fingerprint {
     pub extra: Vec<(PathBuf, Option<Stamp>)>,
 }
 
-/// A file's modification time and size.
+/// A file as the fast path compares it: its modification time and size, and which file it
+/// is (device and inode) and when it last changed (its change time, which no one can set
+/// back): a file replaced by one of the same size and time is a different file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     pub mtime_ns: u128,
     pub size: u64,
+    /// Absent in states written before they were recorded: such a state then differs once.
+    #[serde(default)]
+    pub dev: u64,
+    #[serde(default)]
+    pub ino: u64,
+    #[serde(default)]
+    pub ctime_ns: i128,
 }
 
 fn stamp_of(meta: &std::fs::Metadata) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
     let mtime_ns = meta
         .modified()
         .ok()?
@@ -56,6 +66,9 @@ fn stamp_of(meta: &std::fs::Metadata) -> Option<Stamp> {
     Some(Stamp {
         mtime_ns,
         size: meta.len(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+        ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
     })
 }
 

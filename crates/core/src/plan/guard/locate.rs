@@ -15,14 +15,16 @@ pub fn python_sys_path(
     python: &Path,
     envs: &[(String, OsString)],
 ) -> std::io::Result<Vec<PathBuf>> {
-    let out = std::process::Command::new(python)
-        .args([
-            "-c",
-            "import sys; print('\\n'.join(p for p in sys.path if p))",
-        ])
-        .env_clear()
-        .envs(envs.iter().map(|(k, v)| (k, v)))
-        .output()?;
+    let out = crate::ask::output(
+        std::process::Command::new(python)
+            .args([
+                "-c",
+                "import sys; print('\\n'.join(p for p in sys.path if p))",
+            ])
+            .env_clear()
+            .envs(envs.iter().map(|(k, v)| (k, v))),
+    )
+    .map_err(std::io::Error::other)?;
     if !out.status.success() {
         return Err(std::io::Error::other(format!(
             "{} exited with {}: {}",

@@ -8,7 +8,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use crate::path_list;
-use crate::plan::env::{self, Change, Op};
+use crate::plan::env::{Change, Op};
 use crate::store::toolchain::Kind;
 
 /// Module files larger than this are not module files a site writes by hand.
@@ -100,7 +100,7 @@ pub fn displaced(
 
 /// Never a shared prefix (`/usr`, a conda environment) or a top-level directory.
 fn is_toolkit_root(root: &Path) -> bool {
-    !env::is_shared_prefix(root) && root.components().count() > 2
+    !crate::store::toolchain::is_shared_prefix(root) && root.components().count() > 2
 }
 
 /// Counts the toolkits that loaded modules name (`_LMFILES_`) as other toolkits in `change`:

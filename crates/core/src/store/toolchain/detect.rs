@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::system::{self, System};
 use super::{Kind, Version};
+use crate::ask::{self, AskError};
 
 /// A toolchain tree as found on disk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,8 +48,24 @@ pub enum NotAToolchain {
     RocmVersion { root: PathBuf, why: String },
 }
 
+/// Whether detection may run the tree's own programs (`nvcc --version`, `hipconfig
+/// --version`) when no file says the version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// A tree the user named (`link`, the standard places of `discover`).
+    Allowed,
+    /// A tree a file gpuenv did not write named (a site's module file): its version comes
+    /// from files only (`version.json`, `version.txt`, `cuda.h`, `hip_version.h`).
+    Never,
+}
+
 /// Reads a tree. `root` should be absolute.
 pub fn detect(root: &Path) -> Result<Detected, NotAToolchain> {
+    detect_with(root, Run::Allowed)
+}
+
+/// Reads a tree, running nothing in it when `run` is [`Run::Never`].
+pub fn detect_with(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
     if !root.exists() {
         return Err(NotAToolchain::Missing(root.to_path_buf()));
     }
@@ -59,9 +76,9 @@ pub fn detect(root: &Path) -> Result<Detected, NotAToolchain> {
     if system::is_rocm_prefix(root) {
         detect_rocm_system(root)
     } else if root.join("bin/nvcc").is_file() {
-        detect_cuda(root)
+        detect_cuda(root, run)
     } else if root.join("bin/hipcc").is_file() {
-        detect_rocm(root)
+        detect_rocm(root, run)
     } else {
         Err(NotAToolchain::NoCompiler {
             root: root.to_path_buf(),
@@ -71,13 +88,6 @@ pub fn detect(root: &Path) -> Result<Detected, NotAToolchain> {
 
 fn read(path: &Path) -> Option<String> {
     fs_err::read_to_string(path).ok()
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("running {} --version failed: {source}", tool.display())]
-struct RunFailed {
-    tool: PathBuf,
-    source: std::io::Error,
 }
 
 /// What is wrong with a `version.json`.
@@ -91,27 +101,23 @@ pub enum VersionJsonError {
 
 /// `<tool> --version` in a fixed, minimal environment: what the tree prints must not depend
 /// on the caller's variables (a gpuenv proxy's depth, another toolkit's CUDA_HOME, the locale).
-fn run_version(tool: &Path) -> Result<String, RunFailed> {
-    let out = Command::new(tool)
-        .arg("--version")
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("LC_ALL", "C")
-        .output()
-        .map_err(|source| RunFailed {
-            tool: tool.to_path_buf(),
-            source,
-        })?;
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    Ok(text)
+fn run_version(tool: &Path) -> Result<String, AskError> {
+    let out = ask::output(
+        Command::new(tool)
+            .arg("--version")
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("LC_ALL", "C"),
+    )?;
+    Ok(out.text())
 }
 
-fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
+fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
     let err = |why: String| NotAToolchain::CudaVersion {
         root: root.to_path_buf(),
         why,
     };
+    let (include_dir, lib_dir) = cuda_dirs(root);
     let (version, version_from) = if let Some(text) = read(&root.join("version.json")) {
         let v = parse_cuda_version_json(&text).map_err(|e| err(format!("version.json: {e}")))?;
         (v, "version.json".to_string())
@@ -119,6 +125,14 @@ fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
         let v = parse_cuda_version_txt(&text)
             .ok_or_else(|| err("version.txt has no `CUDA Version X.Y.Z` line".into()))?;
         (v, "version.txt".to_string())
+    } else if run == Run::Never {
+        let header = include_dir.join("cuda.h");
+        let v = read(&header)
+            .and_then(|t| parse_cuda_h(&t))
+            .ok_or_else(|| {
+                err("no version.json, version.txt or `#define CUDA_VERSION` in include/cuda.h (bin/nvcc is not run for a tree a module file names)".into())
+            })?;
+        (v, "include/cuda.h".to_string())
     } else {
         let text = run_version(&root.join("bin/nvcc")).map_err(|e| err(e.to_string()))?;
         let v = parse_nvcc_version(&text).ok_or_else(|| {
@@ -126,7 +140,6 @@ fn detect_cuda(root: &Path) -> Result<Detected, NotAToolchain> {
         })?;
         (v, "bin/nvcc --version".to_string())
     };
-    let (include_dir, lib_dir) = cuda_dirs(root);
     let collectives = find_nccl(root, &lib_dir);
     Ok(Detected {
         kind: Kind::Cuda,
@@ -202,7 +215,7 @@ fn has_lib(dir: &Path, stem: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn detect_rocm(root: &Path) -> Result<Detected, NotAToolchain> {
+fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
     let err = |why: String| NotAToolchain::RocmVersion {
         root: root.to_path_buf(),
         why,
@@ -211,7 +224,7 @@ fn detect_rocm(root: &Path) -> Result<Detected, NotAToolchain> {
         let v = parse_rocm_info_version(&text)
             .ok_or_else(|| err(format!(".info/version holds `{}`", text.trim())))?;
         (v, ".info/version".to_string())
-    } else if root.join("bin/hipconfig").is_file() {
+    } else if run == Run::Allowed && root.join("bin/hipconfig").is_file() {
         let text = run_hipconfig(&root.join("bin/hipconfig")).map_err(|e| err(e.to_string()))?;
         let v = parse_hip_version(&text)
             .ok_or_else(|| err(format!("`hipconfig --version` printed `{}`", text.trim())))?;
@@ -300,7 +313,7 @@ pub fn parse_hip_version_file(text: &str) -> Option<Version> {
     ]))
 }
 
-fn run_hipconfig(tool: &Path) -> Result<String, RunFailed> {
+fn run_hipconfig(tool: &Path) -> Result<String, AskError> {
     run_version(tool)
 }
 
@@ -319,6 +332,16 @@ pub fn parse_cuda_version_json(text: &str) -> Result<Version, VersionJsonError> 
         Some(v) => Ok(field("cuda_nvcc").unwrap_or_else(|| v.truncated(2))),
         None => field("cuda_nvcc").ok_or(VersionJsonError::NoVersion),
     }
+}
+
+/// `#define CUDA_VERSION 12040` in `cuda.h`: major * 1000 + minor * 10 (no patch).
+pub fn parse_cuda_h(text: &str) -> Option<Version> {
+    let n: u64 = text.lines().find_map(|l| {
+        let mut words = l.split_whitespace();
+        (words.next()? == "#define" && words.next()? == "CUDA_VERSION")
+            .then(|| words.next()?.parse().ok())?
+    })?;
+    (n >= 1000).then(|| Version::new(&[n / 1000, (n % 1000) / 10]))
 }
 
 /// `CUDA Version 10.2.89` (10.2 and older).
@@ -411,6 +434,15 @@ mod tests {
             Some(v("10.2.89"))
         );
         assert_eq!(parse_cuda_version_txt("garbage"), None);
+    }
+
+    #[test]
+    fn cuda_h_gives_major_and_minor() {
+        let text = "#ifndef __cuda_cuda_h__\n#define CUDA_VERSION 12040\n";
+        assert_eq!(parse_cuda_h(text), Some(v("12.4")));
+        assert_eq!(parse_cuda_h("#define CUDA_VERSION 11080"), Some(v("11.8")));
+        assert_eq!(parse_cuda_h("#define CUDA_VERSION_X 1"), None);
+        assert_eq!(parse_cuda_h("#define CUDA_VERSION 12"), None);
     }
 
     #[test]

@@ -66,24 +66,30 @@ impl Entry {
     }
 
     /// The real program `name` of this toolchain: its compiler driver and, for a system
-    /// toolchain, its own programs only (never another program of `/usr/bin`); else
-    /// anything in `<root>/bin`.
+    /// toolchain, its own programs only (never another program of `/usr/bin`); else a
+    /// toolkit program in `<root>/bin` (never the python of a conda environment).
     pub fn tool(&self, name: &str) -> Option<PathBuf> {
         let in_bin = self.root.join("bin").join(name);
         match &self.system {
             Some(_) if name == self.kind.compiler() && in_bin.is_file() => Some(in_bin),
+            _ if !super::system::is_toolkit_program(self.kind, name) => None,
             Some(system) => system.tool(name).map(Path::to_path_buf),
             None => in_bin.is_file().then_some(in_bin),
         }
     }
 
-    /// The names of every program of this toolchain, for the shims.
+    /// The names of the toolkit programs of this toolchain, for the shims: a system
+    /// toolchain's own, else the programs in `<root>/bin`, each only if it belongs to a
+    /// toolkit of its kind (`system::is_toolkit_program`): a conda environment's python,
+    /// pip or curl never get a shim.
     pub fn tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = match &self.system {
+            // The list is in the settings, which may be an upstream's: filtered as well.
             Some(system) => system
                 .tools
                 .iter()
                 .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+                .filter(|n| super::system::is_toolkit_program(self.kind, n))
                 .collect(),
             None => fs_err::read_dir(self.root.join("bin"))
                 .map(|rd| {
@@ -91,6 +97,7 @@ impl Entry {
                         // Files only: the wheels' bin/ also holds a `crt/` directory.
                         .filter(|t| t.path().is_file())
                         .map(|t| t.file_name().to_string_lossy().into_owned())
+                        .filter(|n| super::system::is_toolkit_program(self.kind, n))
                         .collect()
                 })
                 .unwrap_or_default(),

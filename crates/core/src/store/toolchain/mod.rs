@@ -9,6 +9,7 @@ pub mod upstream;
 pub mod view;
 
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -73,6 +74,30 @@ pub enum NameError {
     Kind(String),
     #[error("`{0}` is not a toolchain name or spec: expected <kind>-<version>[-<label>], like cuda-12.4, cuda-11.3-conda or rocm-6.2.4")]
     Shape(String),
+    #[error(transparent)]
+    Path(#[from] crate::pathpart::UnsafePart),
+    #[error("`{name}` names a {named} toolchain, but its entry is a {kind} one")]
+    WrongKind {
+        name: String,
+        named: Kind,
+        kind: Kind,
+    },
+}
+
+/// A toolchain name read from a file gpuenv did not write just now (a store's settings, an
+/// upstream's): one path component (it names a view and a module file) of the name's shape,
+/// whose kind is its entry's.
+pub fn check_name(name: &str, kind: Kind) -> Result<Spec, NameError> {
+    crate::pathpart::part("toolchain name", name)?;
+    let spec: Spec = name.parse()?;
+    if spec.kind != kind {
+        return Err(NameError::WrongKind {
+            name: name.to_string(),
+            named: spec.kind,
+            kind,
+        });
+    }
+    Ok(spec)
 }
 
 /// `<kind>-<version>[-<label>]`: `cuda-12.4.1`, `cuda-11.3-conda`, `rocm-6.2.4`.
@@ -187,6 +212,18 @@ mod tests {
     }
 
     #[test]
+    fn a_name_from_a_store_is_one_path_component_of_its_entrys_kind() {
+        assert!(check_name("cuda-11.3-conda", Kind::Cuda).is_ok());
+        for bad in ["../../x", "cuda-12.4-..", "cuda-12/..", "x", ""] {
+            assert!(check_name(bad, Kind::Cuda).is_err(), "{bad}");
+        }
+        assert!(matches!(
+            check_name("rocm-6.2", Kind::Cuda),
+            Err(NameError::WrongKind { .. })
+        ));
+    }
+
+    #[test]
     fn file_values_may_omit_the_kind() {
         assert_eq!(
             Spec::parse_for_kind(Kind::Cuda, "12.1").unwrap(),
@@ -198,4 +235,10 @@ mod tests {
         );
         assert!(Spec::parse_for_kind(Kind::Cuda, "rocm-6.2").is_err());
     }
+}
+
+/// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
+/// user's Python and system tools, never removed on a toolchain's behalf.
+pub fn is_shared_prefix(root: &Path) -> bool {
+    root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }

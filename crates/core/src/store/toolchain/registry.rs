@@ -193,6 +193,17 @@ impl Registry {
             path: path.clone(),
             toolchains: home.toolchains(),
         })?;
+        // The names become directories and files (views, module files): a settings file
+        // someone else wrote (an upstream's) must not name `../../x`.
+        for (name, entry) in &registry.toolchains {
+            if let Err(e) = super::check_name(name, entry.kind) {
+                return Err(StateError::Corrupt {
+                    message: format!("[toolchains] names a toolchain that cannot be used: {e}"),
+                    path,
+                    toolchains: home.toolchains(),
+                });
+            }
+        }
         if text.trim().is_empty() {
             let backup = home.settings_backup();
             let has_backup = fs_err::metadata(&backup).is_ok_and(|m| m.len() > 0);

@@ -34,13 +34,18 @@ impl System {
 }
 
 /// The Debian/Ubuntu packages whose programs belong to a toolchain of `kind`, and the
-/// programs gpuenv assumes when dpkg's file lists are not there. The compilers' LLVM
-/// (`clang-15`, `lld`) is deliberately absent: it is the distribution's LLVM, shared with
-/// everything else, and a shim would tie every `clang` to a pin.
+/// programs of a toolkit of that kind: the only ones any toolchain gets shims for (a conda
+/// environment's `bin/` also holds python, pip and curl, and a shim would put each of them
+/// behind a pin), and the ones gpuenv assumes when dpkg's file lists are not there. The
+/// compilers' LLVM (`clang-15`, `lld`) is deliberately absent: it is the distribution's
+/// LLVM, shared with everything else, and a shim would tie every `clang` to a pin.
 pub struct Packages {
     pub kind: Kind,
     pub packages: &'static [&'static str],
+    /// Programs by name.
     pub known_tools: &'static [&'static str],
+    /// Families of programs by the start of their name (`cuda-gdb`, `hipify-perl`).
+    pub tool_prefixes: &'static [&'static str],
 }
 
 pub const PACKAGES: [Packages; 2] = [
@@ -59,29 +64,45 @@ pub const PACKAGES: [Packages; 2] = [
             "bin2c",
             "nvprune",
             "compute-sanitizer",
-            "cuda-memcheck",
+            "computeprof",
+            "ncu",
+            "ncu-ui",
+            "nsys",
+            "nsys-ui",
+            "nvprof",
+            "nvvp",
+            "__nvcc_device_query",
         ],
+        tool_prefixes: &["cuda-", "nsight"],
     },
     Packages {
         kind: Kind::Rocm,
         packages: &["hipcc", "rocminfo", "rocm-smi"],
         known_tools: &[
-            "hipcc",
-            "hipconfig",
-            "hipcc.pl",
-            "hipconfig.pl",
-            "hipcc_cmake_linker_helper",
-            "hip_embed_pch.sh",
-            "hipdemangleatp",
             "roc-obj",
-            "roc-obj-ls",
-            "roc-obj-extract",
-            "rocminfo",
-            "rocm_agent_enumerator",
-            "rocm-smi",
+            "amdclang",
+            "amdclang++",
+            "amdclang-cl",
+            "amdclang-cpp",
+            "amdflang",
+            "amdlld",
+            "amd-smi",
         ],
+        tool_prefixes: &["hip", "roc"],
     },
 ];
+
+impl Packages {
+    /// `name` is a program of this kind's toolkits.
+    pub fn is_tool(&self, name: &str) -> bool {
+        self.known_tools.contains(&name) || self.tool_prefixes.iter().any(|p| name.starts_with(p))
+    }
+}
+
+/// `name` is a program of a `kind` toolkit: what a toolchain gets a shim for.
+pub fn is_toolkit_program(kind: Kind, name: &str) -> bool {
+    packages(kind).is_tool(name)
+}
 
 fn packages(kind: Kind) -> &'static Packages {
     PACKAGES
@@ -175,12 +196,15 @@ pub fn describe(kind: Kind, prefix: &Path) -> System {
         tools.extend(programs_in_list(&text, prefix));
     }
     let tools_from = if read_from.is_empty() {
-        tools = row
-            .known_tools
-            .iter()
-            .map(|t| prefix.join("bin").join(t))
-            .filter(|p| p.is_file())
-            .collect();
+        tools = fs_err::read_dir(prefix.join("bin"))
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.file_name().to_str().is_some_and(|n| row.is_tool(n)))
+                    .map(|e| e.path())
+                    .filter(|p| p.is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
         format!("gpuenv's list of {kind} programs")
     } else {
         format!("dpkg's file lists of {}", read_from.join(", "))
@@ -244,6 +268,20 @@ mod tests {
             "/usr/local/cuda/include",
         ] {
             assert!(!is_default_dir(Path::new(d)), "{d}");
+        }
+    }
+
+    #[test]
+    fn toolkit_programs_are_the_kinds_own_and_nothing_else() {
+        for t in ["nvcc", "ptxas", "cuda-gdb", "nsight-sys", "ncu"] {
+            assert!(is_toolkit_program(Kind::Cuda, t), "{t}");
+        }
+        for t in ["hipcc", "hipify-perl", "rocminfo", "rocprof", "amdclang++"] {
+            assert!(is_toolkit_program(Kind::Rocm, t), "{t}");
+        }
+        for t in ["python3", "pip", "curl", "clang", "gcc", "conda", "cudnn"] {
+            assert!(!is_toolkit_program(Kind::Cuda, t), "{t}");
+            assert!(!is_toolkit_program(Kind::Rocm, t), "{t}");
         }
     }
 

@@ -153,6 +153,9 @@ fn populate_system(view: &Path, entry: &Entry, proxy: &Path) -> std::io::Result<
 }
 
 fn populate_mirror(view: &Path, entry: &Entry, proxy: &Path) -> std::io::Result<()> {
+    // A conda environment's bin/ also holds its python, pip and curl: its view's bin/ (first
+    // on PATH where the toolchain is active) has the toolkit's programs only.
+    let toolkit_only = super::is_shared_prefix(&entry.root);
     for item in fs_err::read_dir(&entry.root)? {
         let item = item?;
         let file_name = item.file_name();
@@ -161,6 +164,13 @@ fn populate_mirror(view: &Path, entry: &Entry, proxy: &Path) -> std::io::Result<
             fs_err::create_dir(&bin)?;
             for tool in fs_err::read_dir(item.path())? {
                 let tool = tool?;
+                let name = tool.file_name();
+                let ours = name
+                    .to_str()
+                    .is_some_and(|n| super::system::is_toolkit_program(entry.kind, n));
+                if toolkit_only && !ours {
+                    continue;
+                }
                 // The compiler driver is the proxy, so `$CUDA_HOME/bin/nvcc` is guarded.
                 let target = if tool.file_name() == entry.kind.compiler() {
                     proxy.to_path_buf()

@@ -1,0 +1,229 @@
+//! Running a program to ask it something (`g++ --version`, `nvidia-smi`, `rocminfo`, a
+//! Python for its `sys.path`): never for longer than a deadline. A wedged driver or a
+//! hanging wrapper script must not hang `show`, `env`, the prompt or a compile, so every
+//! such program gpuenv starts goes through [`output`], which stops it when time is up and
+//! says which program it was and how long it was given.
+//!
+//! The deadline is `GPUENV_PROBE_TIMEOUT` seconds (default [`DEFAULT_LIMIT`]), read once
+//! at each entry point by [`configure`].
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::context::{vars, Context};
+
+/// Long enough for `nvidia-smi` on a driver without persistence mode (a few seconds), short
+/// enough that a prompt behind a wedged tool comes back.
+pub const DEFAULT_LIMIT: Duration = Duration::from_secs(10);
+
+static LIMIT: OnceLock<Duration> = OnceLock::new();
+
+/// Reads the deadline from `GPUENV_PROBE_TIMEOUT` (seconds; fractions allowed); a value
+/// that is not a positive number leaves the default.
+pub fn configure(ctx: &Context) {
+    let limit = ctx
+        .var_nonempty(vars::GPUENV_PROBE_TIMEOUT)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64);
+    if let Some(limit) = limit {
+        let _ = LIMIT.set(limit);
+    }
+}
+
+/// The deadline every asked program gets.
+pub fn limit() -> Duration {
+    LIMIT.get().copied().unwrap_or(DEFAULT_LIMIT)
+}
+
+/// What a program answered.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Answer {
+    /// Stdout then stderr, as text.
+    pub fn text(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&self.stderr));
+        text
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("cannot run `{command}`: {source}")]
+    Start {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("`{command}` did not answer within {}, so gpuenv stopped it", seconds(*.limit))]
+    TimedOut { command: String, limit: Duration },
+    #[error("waiting for `{command}`: {source}")]
+    Wait {
+        command: String,
+        source: std::io::Error,
+    },
+}
+
+impl crate::diagnostic::Diagnostic for AskError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            AskError::TimedOut { .. } => vec![format!(
+                "find out why it hangs (a wedged driver, a network file system); {} sets how many seconds gpuenv waits",
+                vars::GPUENV_PROBE_TIMEOUT
+            )],
+            AskError::Start { .. } | AskError::Wait { .. } => Vec::new(),
+        }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// The command as a person would type it, for messages.
+fn shown(cmd: &Command) -> String {
+    let mut words: Vec<OsString> = vec![cmd.get_program().to_os_string()];
+    words.extend(cmd.get_args().map(|a| a.to_os_string()));
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    words.join(" ")
+}
+
+enum Event {
+    Out(Vec<u8>),
+    Err(Vec<u8>),
+    Exited(std::io::Result<ExitStatus>),
+}
+
+/// Runs `cmd` with stdin closed, collecting stdout and stderr, for at most [`limit`]. A
+/// program still running then is killed (`SIGKILL`) and the answer is
+/// [`AskError::TimedOut`]. Output held open by a child it left behind is not waited for.
+pub fn output(cmd: &mut Command) -> Result<Answer, AskError> {
+    output_within(cmd, limit())
+}
+
+/// [`output`] with an explicit deadline.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskError> {
+    let command = shown(cmd);
+    let deadline = Instant::now() + limit;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| AskError::Start {
+            command: command.clone(),
+            source,
+        })?;
+    let (tx, rx) = mpsc::channel();
+    let drain = |pipe: Option<Box<dyn Read + Send>>, wrap: fn(Vec<u8>) -> Event| {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            let _ = tx.send(wrap(buf));
+        });
+    };
+    // Both pipes are read on threads so a chatty program never blocks on a full pipe.
+    drain(child.stdout.take().map(|p| Box::new(p) as _), Event::Out);
+    drain(child.stderr.take().map(|p| Box::new(p) as _), Event::Err);
+    let pid = child.id();
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(Event::Exited(child.wait()));
+        });
+    }
+    drop(tx);
+    let (mut stdout, mut stderr, mut status) = (None, None, None);
+    while status.is_none() || stdout.is_none() || stderr.is_none() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Event::Out(b)) => stdout = Some(b),
+            Ok(Event::Err(b)) => stderr = Some(b),
+            Ok(Event::Exited(Ok(s))) => status = Some(s),
+            Ok(Event::Exited(Err(source))) => return Err(AskError::Wait { command, source }),
+            Err(_) if status.is_some() => break,
+            Err(_) => {
+                // The waiter thread has not reaped it, so the pid is still this child's.
+                // SAFETY: kill(2) with a pid we own and a valid signal number.
+                unsafe {
+                    libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                }
+                return Err(AskError::TimedOut { command, limit });
+            }
+        }
+    }
+    Ok(Answer {
+        status: status.expect("the loop ends with a status"),
+        stdout: stdout.unwrap_or_default(),
+        stderr: stderr.unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_that_answers_is_read_whole() {
+        let a = output_within(
+            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(a.stdout, b"out\n");
+        assert_eq!(a.stderr, b"err\n");
+        assert_eq!(a.status.code(), Some(3));
+    }
+
+    #[test]
+    fn a_program_that_hangs_is_stopped_and_named() {
+        let e = output_within(
+            Command::new("sh").args(["-c", "sleep 600"]),
+            Duration::from_millis(200),
+        )
+        .unwrap_err();
+        assert!(matches!(e, AskError::TimedOut { .. }), "{e}");
+        let text = e.to_string();
+        assert!(text.contains("`sh -c sleep 600`"), "{text}");
+        assert!(text.contains("0.2 s"), "{text}");
+    }
+
+    #[test]
+    fn output_kept_open_by_a_leftover_child_is_not_waited_for() {
+        let a = output_within(
+            Command::new("sh").args(["-c", "echo hi; sleep 600 & exit 0"]),
+            Duration::from_millis(500),
+        );
+        // Either way it returned: the status is there, the pipes may still be open.
+        match a {
+            Ok(a) => assert!(a.status.success()),
+            Err(e) => assert!(matches!(e, AskError::TimedOut { .. }), "{e}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_an_error_naming_it() {
+        let e = output_within(&mut Command::new("/nonexistent/g++"), DEFAULT_LIMIT).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/g++"), "{e}");
+    }
+}
