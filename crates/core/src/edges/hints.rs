@@ -25,6 +25,7 @@ pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 
         shell::SlurmError,
         shims::ShimError,
         store::StoreError,
+        store::NotOnThisNode,
         upstream::SystemConfigError,
         guard::Refusal,
         project::ProjectError,
