@@ -17,7 +17,7 @@ pub fn resolve_installing(
     let mut installs = 0;
     loop {
         let registry = load()?;
-        let err = match super::resolve_here(ctx, &registry, &[]) {
+        let err = match super::resolve_active(ctx, &registry, &[]) {
             Ok(active) => return Ok((registry, active)),
             Err(e) => e,
         };
@@ -26,7 +26,11 @@ pub fn resolve_installing(
             .and_then(auto_install::missing)
             .filter(|_| auto_install::enabled(ctx) && installs < auto_install::MAX_INSTALLS);
         let Some((spec, origin)) = missing else {
-            return Err(err);
+            let refused = err
+                .downcast_ref::<ResolveError>()
+                .and_then(auto_install::not_allowed)
+                .filter(|_| auto_install::enabled(ctx));
+            return Err(refused.map_or(err, Into::into));
         };
         let gpuenv = std::env::current_exe()?;
         auto_install::install(ctx, &gpuenv, spec, origin)?;

@@ -156,8 +156,7 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     // Besides the user's settings: the system config and every upstream's settings.
     let mut read: Vec<PathBuf> = vec![upstream::system_config_path(ctx)];
     read.extend(home.upstreams.iter().map(|u| Home::new(u).settings()));
-    let trusted = trust::env_allowed(&registry, active.project.as_ref());
-    if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
+    for notice in trust::notices(active.project.as_ref(), &active.passed_over) {
         ui::hook_note(notice);
     }
     // As `env` and `run` do: a toolchain whose view is missing (an upstream's the upstream
@@ -168,7 +167,7 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
         &registry,
         active.toolchains.iter().map(|t| t.name.as_str()),
     )?;
-    let mut change = env::plan(&active, &registry, home, trusted);
+    let mut change = env::plan(&active, &registry, home, true);
     gpuenv_core::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
     if !change.ops.is_empty() {
@@ -176,6 +175,11 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
             "PATH".into(),
             vec![home.shims().into_os_string()],
         ));
+    }
+    // The fingerprint stamps the nearest file; when that one was passed over as someone
+    // else's, the one applied is farther up.
+    if !active.passed_over.is_empty() {
+        read.extend(active.project.as_ref().map(|p| p.path.clone()));
     }
     read.extend(active.toolchains.iter().filter_map(|t| match &t.reason {
         Reason::Torch(_, _, torch) => Some(torch.join("version.py")),

@@ -287,8 +287,18 @@ fn store(ctx: &Context) -> Result<Store> {
 }
 
 /// The active set for the current directory, with `overrides` on top, and the host
-/// compiler its CUDA toolchain gets on this PATH.
+/// compiler its CUDA toolchain gets on this PATH; what the toolchain file may not do yet,
+/// and nearer files passed over as someone else's, are said once on stderr.
 fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
+    let active = resolve_active(ctx, registry, overrides)?;
+    for notice in trust::notices(active.project.as_ref(), &active.passed_over) {
+        ui::warn(notice);
+    }
+    Ok(active)
+}
+
+/// [`resolve_here`] without the notices (the shell hook says them its own way).
+fn resolve_active(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Result<ActiveSet> {
     let torch = || guard::locate_torch(ctx, None);
     let req = Request::new(ctx, overrides, &torch);
     let mut active = resolve::resolve(&req, registry)?;
@@ -313,23 +323,19 @@ fn resolve_here(ctx: &Context, registry: &Registry, overrides: &[Spec]) -> Resul
 }
 
 /// The environment of `active`, applied to the process's current values. A toolchain
-/// file's `[env]` counts only when the file is trusted.
+/// file's `[env]` counts only when the file is trusted (`ProjectFile::env`).
 fn environment(
     ctx: &Context,
     home: &Home,
     registry: &Registry,
     active: &ActiveSet,
 ) -> Result<env::Applied> {
-    let trusted = trust::env_allowed(registry, active.project.as_ref());
-    if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
-        ui::warn(notice);
-    }
     upstream_views_for(
         home,
         registry,
         active.toolchains.iter().map(|t| t.name.as_str()),
     )?;
-    let mut change = env::plan(active, registry, home, trusted);
+    let mut change = env::plan(active, registry, home, true);
     gpuenv_core::module::count_loaded_as_foreign(
         &mut change,
         ctx.var(gpuenv_core::context::vars::LMFILES),

@@ -1,5 +1,7 @@
 //! `GPUENV_AUTO_INSTALL=1`: a shim or the shell hook that meets a pinned toolkit nobody
-//! installed yet installs it (saying so) instead of failing. The installer is not linked
+//! installed yet installs it (saying so) instead of failing. Only what the user chose: a
+//! trusted toolchain file's pins, the default, `GPUENV_TOOLCHAIN`, `+spec`; a cloned
+//! project's untrusted file downloads nothing. The installer is not linked
 //! into the proxy: it runs `gpuenv install <spec>`, the gpuenv found beside the proxy
 //! (`$GPUENV_HOME/bin/gpuenv`) or on PATH.
 
@@ -39,6 +41,26 @@ impl Diagnostic for InstallFailed {
     }
 }
 
+/// `GPUENV_AUTO_INSTALL` met a pin of a toolchain file nobody trusted: it installs nothing
+/// and says what it would install.
+#[derive(Debug, thiserror::Error)]
+#[error("{spec} is not installed ({origin} asks for it); GPUENV_AUTO_INSTALL would install it, but {} is not trusted", crate::ui::printable(&file.to_string_lossy()))]
+pub struct NotAllowed {
+    pub spec: Spec,
+    pub origin: String,
+    pub file: PathBuf,
+}
+
+impl Diagnostic for NotAllowed {
+    fn hints(&self) -> Vec<String> {
+        vec![format!(
+            "`gpuenv trust {}` lets it install what the file pins (read the file first), or `gpuenv install {}` installs it now",
+            crate::ui::shell_word(&self.file),
+            self.spec
+        )]
+    }
+}
+
 /// At most this many installs for one command (one per kind), so a pin that an install
 /// cannot satisfy never loops.
 pub const MAX_INSTALLS: usize = 2;
@@ -47,12 +69,31 @@ pub fn enabled(ctx: &Context) -> bool {
     ctx.flag(vars::GPUENV_AUTO_INSTALL)
 }
 
-/// The spec to install when resolution failed only because it is not installed.
+/// The spec to install when resolution failed only because it is not installed, and the
+/// user chose it (not an untrusted file).
 pub fn missing(err: &ResolveError) -> Option<(&Spec, &str)> {
     match err {
-        ResolveError::NotRegistered { spec, origin } if spec.label.is_none() => {
-            Some((spec, origin.as_str()))
-        }
+        ResolveError::NotRegistered {
+            spec,
+            origin,
+            untrusted_file: None,
+        } if spec.label.is_none() => Some((spec, origin.as_str())),
+        _ => None,
+    }
+}
+
+/// What an automatic install would have installed, had the file pinning it been trusted.
+pub fn not_allowed(err: &ResolveError) -> Option<NotAllowed> {
+    match err {
+        ResolveError::NotRegistered {
+            spec,
+            origin,
+            untrusted_file: Some(file),
+        } if spec.label.is_none() => Some(NotAllowed {
+            spec: spec.clone(),
+            origin: origin.clone(),
+            file: file.clone(),
+        }),
         _ => None,
     }
 }

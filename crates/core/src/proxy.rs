@@ -20,7 +20,7 @@ use crate::toolchain::registry::Registry;
 use crate::toolchain::registry::StateError;
 use crate::toolchain::NameError;
 use crate::toolchain::{upstream, Kind, Spec};
-use crate::{auto_install, build_cache, env, guard, host_compiler, project, trust, ui};
+use crate::{auto_install, build_cache, env, guard, host_compiler, trust, ui};
 
 pub mod args;
 mod check;
@@ -88,6 +88,9 @@ pub enum ProxyError {
     /// The `gpuenv install` it ran did not install.
     #[error(transparent)]
     Installing(#[from] auto_install::InstallFailed),
+    /// `GPUENV_AUTO_INSTALL` does not act on an untrusted file's pin.
+    #[error(transparent)]
+    AutoInstallNotAllowed(#[from] auto_install::NotAllowed),
     /// `looked` says what resolution found: no file, or a file without such a pin.
     #[error("no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)")]
     NoToolchain { tool: String, looked: String },
@@ -107,6 +110,7 @@ impl Diagnostic for ProxyError {
             ProxyError::HostCompiler(e) => return e.hints(),
             ProxyError::BuildCache(e) => return e.hints(),
             ProxyError::Installing(e) => return e.hints(),
+            ProxyError::AutoInstallNotAllowed(e) => return e.hints(),
             // Already printed in full by the guard.
             ProxyError::Refused(_) => return Vec::new(),
             ProxyError::NoInstaller { spec, beside, .. } => {
@@ -198,19 +202,33 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         Some(invoked) => view_of(invoked, ctx)?,
         None => None,
     };
+    // The user's own registry when the view is an upstream's: trust is the user's to give.
+    let mut own: Option<Registry> = None;
     let (home, registry, active) = match from_view {
         Some((home, registry, name)) => {
             // <home>/views/<name>/bin/<tool>: this view's toolchain, without resolving.
             let entry = registry.toolchains[&name].clone();
-            let active = ActiveSet {
+            let mut active = ActiveSet {
                 toolchains: vec![Active {
                     name,
                     entry,
                     reason: Reason::View(invoked.clone().unwrap_or_default()),
                 }],
-                project: None,
-                host_compiler: None,
+                ..ActiveSet::default()
             };
+            // The project's pins and settings still apply to a compile through a view.
+            if compiler_of.is_some() {
+                own = own_registry(ctx, &home);
+                let mine = own.as_ref().unwrap_or(&registry);
+                match trust::in_effect(&ctx.cwd, mine) {
+                    Ok(here) => {
+                        active.project = here.file;
+                        active.passed_over = here.passed_over;
+                    }
+                    Err(_) if args::is_query(&args) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
             (home, registry, active)
         }
         None => {
@@ -240,7 +258,10 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
                             .filter(|_| auto_install::enabled(ctx))
                             .filter(|_| installs < auto_install::MAX_INSTALLS)
                         else {
-                            return Err(e.into());
+                            return Err(match auto_install::not_allowed(&e) {
+                                Some(refused) if auto_install::enabled(ctx) => refused.into(),
+                                _ => e.into(),
+                            });
                         };
                         let Some(gpuenv) = auto_install::find_gpuenv(ctx, self_exe) else {
                             return Err(ProxyError::NoInstaller {
@@ -282,13 +303,19 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
     let mut active = active.clone();
     let kind = toolchain.entry.kind;
     let toolchain = toolchain.clone();
+    let mine = own.as_ref().unwrap_or(&registry);
     if tool == kind.compiler() {
+        if !args::is_query(&args) {
+            for notice in trust::notices(active.project.as_ref(), &active.passed_over) {
+                ui::warn(notice);
+            }
+        }
         check::guard(ctx, &registry, &toolchain, &active, &args)?;
         args = compiler_args(ctx, &home, kind, &mut active, args)?;
     }
 
-    let trusted = trust::env_allowed(&registry, active.project.as_ref());
-    let mut change = env::plan(&active, &registry, &home, trusted);
+    // The file's `[env]` applies once it is trusted (`ProjectFile::env`).
+    let mut change = env::plan(&active, &registry, &home, true);
     crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
     let applied = change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned));
     let mut env: Vec<(String, Option<OsString>)> = applied.after.into_iter().collect();
@@ -299,35 +326,36 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         env,
     };
     if tool == kind.compiler() {
-        return through_cache(exec, ctx, &registry, &active);
+        return through_cache(exec, ctx, mine, &active);
     }
     Ok(exec)
 }
 
-/// The compile, run through the build cache in effect if there is one. A cache that is on
-/// but not installed is a warning, and the compile runs uncached.
+/// The user's own registry, when `home` (a view's) is not the user's home: an upstream's
+/// settings never trust a file or accept a directory for the user. `None` when `home` is
+/// the user's own; an empty registry (nothing trusted) when the user's cannot be read.
+fn own_registry(ctx: &Context, home: &Home) -> Option<Registry> {
+    let own = ctx.gpuenv_home().ok();
+    if own.as_ref().is_some_and(|own| own.root == home.root) {
+        return None;
+    }
+    Some(
+        own.and_then(|own| Registry::load(&own).ok())
+            .unwrap_or_default(),
+    )
+}
+
+/// The compile, run through the build cache in effect if there is one (`mine`: the user's
+/// own settings' default). A cache that is on but not installed is a warning, and the
+/// compile runs uncached.
 fn through_cache(
     exec: Exec,
     ctx: &Context,
-    registry: &Registry,
+    mine: &Registry,
     active: &ActiveSet,
 ) -> Result<Exec, ProxyError> {
-    // A view's proxy does not resolve, but the project's setting still applies (unless
-    // the variable, which wins over it, is set).
     let var = ctx.var(vars::GPUENV_BUILD_CACHE).filter(|v| !v.is_empty());
-    let found;
-    let file = match &active.project {
-        Some(p) => Some(p),
-        None if var.is_some() => None,
-        None => {
-            found = project::find(&ctx.cwd)
-                .ok()
-                .flatten()
-                .and_then(|p| project::load(&p).ok());
-            found.as_ref()
-        }
-    };
-    let choice = build_cache::choose(var, file, registry)?;
+    let choice = build_cache::choose(var, active.project.as_ref(), mine)?;
     match build_cache::locate(&choice, ctx.var_os("PATH")) {
         Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
         Ok(None) => Ok(exec),
@@ -339,8 +367,7 @@ fn through_cache(
 }
 
 /// The compiler's command line with what the project and machine add (`args::add`): the
-/// host compiler for nvcc, the project's arch pins. A view's proxy did not resolve, but the
-/// project's pins still apply to it.
+/// host compiler for nvcc, the project's arch pins.
 fn compiler_args(
     ctx: &Context,
     home: &Home,
@@ -350,11 +377,6 @@ fn compiler_args(
 ) -> Result<Vec<OsString>, ProxyError> {
     if args::is_query(&args) {
         return Ok(args);
-    }
-    if active.project.is_none() {
-        active.project = project::find(&ctx.cwd)?
-            .map(|p| project::load(&p))
-            .transpose()?;
     }
     if kind == Kind::Cuda {
         // g++'s version, asked once per compiler file (host_compiler::cache).
@@ -445,9 +467,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 fn no_tool(tool: &str, active: &ActiveSet, ctx: &Context) -> ProxyError {
     if active.toolchains.is_empty() {
-        let file = project::find(&ctx.cwd).ok().flatten();
-        let looked = match file {
-            Some(f) => format!("{} pins no toolchain of this kind", f.display()),
+        let looked = match &active.project {
+            Some(f) => format!("{} pins no toolchain of this kind", f.path.display()),
             None => format!("no gpuenv.toml from {} up", ctx.cwd.display()),
         };
         return ProxyError::NoToolchain {
