@@ -115,7 +115,9 @@ fn an_untrusted_host_compiler_never_runs_on_a_real_nvcc_compile_nor_in_doctor_sh
         assert_eq!(times_run(&marker), 0, "{} ran it", nvcc.display());
     }
     let _ = gpuenv_in(&sb, &proj, &["doctor"]);
-    succeeded(&gpuenv_in(&sb, &proj, &["show"]));
+    let show: serde_json::Value =
+        serde_json::from_str(&succeeded(&gpuenv_in(&sb, &proj, &["show", "--json"]))).unwrap();
+    assert_eq!(show["held_back"], serde_json::json!(["host-compiler"]));
     let env = succeeded(&gpuenv_in(&sb, &proj, &["env", "--shell", "json"]));
     assert!(!env.contains("CUDAHOSTCXX"), "{env}");
     assert_eq!(times_run(&marker), 0, "doctor, show or env ran it");
@@ -236,6 +238,9 @@ fn another_users_toolchain_file_is_passed_over_until_its_directory_is_accepted()
         "{err}"
     );
     assert!(err.contains("no toolchain is active here"), "{err}");
+    let show: serde_json::Value =
+        serde_json::from_slice(&gpuenv_in(&sb, &shared, &["show", "--json"]).stdout).unwrap();
+    assert_eq!(show["passed_over"][0], file.to_str().unwrap());
     let _ = gpuenv_in(&sb, &shared, &["doctor"]);
     assert_eq!(times_run(&marker), 0, "doctor ran another user's program");
 

@@ -216,8 +216,12 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
                 }],
                 ..ActiveSet::default()
             };
-            // The project's pins and settings still apply to a compile through a view.
-            if compiler_of.is_some() {
+            // The project's pins and settings still apply to a compile through a view; a
+            // query needs the file only for its build cache, which the variable may decide.
+            let cache_var = ctx
+                .var(vars::GPUENV_BUILD_CACHE)
+                .is_some_and(|v| !v.is_empty());
+            if compiler_of.is_some() && !(args::is_query(&args) && cache_var) {
                 own = own_registry(ctx, &home);
                 let mine = own.as_ref().unwrap_or(&registry);
                 match trust::in_effect(&ctx.cwd, mine) {
