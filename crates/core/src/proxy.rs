@@ -340,7 +340,10 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
 /// the user's own; an empty registry (nothing trusted) when the user's cannot be read.
 fn own_registry(ctx: &Context, home: &Home) -> Option<Registry> {
     let own = ctx.gpuenv_home().ok();
-    if own.as_ref().is_some_and(|own| own.root == home.root) {
+    // A view's home is canonical (`view_of`); the user's may be reached through a link.
+    let same =
+        |own: &Home| own.root == home.root || own.root.canonicalize().is_ok_and(|r| r == home.root);
+    if own.as_ref().is_some_and(same) {
         return None;
     }
     Some(
