@@ -24,6 +24,9 @@ fn world(project: &str) -> World {
     sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
     let proj = sb.path("proj");
     write(&proj.join("gpuenv.toml"), project);
+    // The user read the file and trusted it: its cache runs a program. (An invalid file
+    // cannot be trusted; its tests see the error.)
+    let _ = sb.gpuenv().current_dir(&proj).arg("trust").output();
     let cache_bin = sb.path("cache-bin");
     let log = sb.path("ccache.log");
     write_exe(

@@ -18,6 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "passwd",
             "path_list",
             "pathpart",
+            "quote",
             "test_support",
             "find_diagnostic",
         ],

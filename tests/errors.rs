@@ -184,6 +184,7 @@ fn a_broken_system_config_and_a_missing_build_cache_warn_with_their_fixes() {
     write(&config, "upstreams = 3\n");
     let proj = sb.path("proj");
     write(&proj.join("gpuenv.toml"), "[build]\ncache = \"sccache\"\n");
+    sb.ok(&["trust", proj.join("gpuenv.toml").to_str().unwrap()]);
     let out = sb
         .gpuenv()
         .current_dir(&proj)

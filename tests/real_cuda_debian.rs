@@ -192,6 +192,7 @@ fn a_pinned_host_compiler_that_is_missing_names_the_package() {
         &r.proj.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"11.8\"\nhost-compiler = \"g++-9\"\n",
     );
+    r.sb.ok(&["trust", r.proj.join("gpuenv.toml").to_str().unwrap()]);
     let out = r.run("nvcc", &["-c", "k.cu", "-o", "k.o"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

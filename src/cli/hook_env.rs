@@ -153,6 +153,11 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     // has none for) gets one in the user's own home, or its nvcc would not be on PATH. Only
     // here, past the fast path: a prompt where nothing changed still runs nothing.
     let change = session.environment(&active, Purpose::Hook)?;
+    // The fingerprint stamps the nearest file; when that one was passed over as someone
+    // else's, the one applied is farther up.
+    if !active.passed_over.is_empty() {
+        read.extend(active.project.as_ref().map(|p| p.path.clone()));
+    }
     read.extend(active.toolchains.iter().filter_map(|t| match &t.reason {
         Reason::Torch(_, _, torch) => Some(torch.join("version.py")),
         _ => None,

@@ -311,6 +311,7 @@ fn fm10_names_the_g_plus_plus_n_gpuenv_passes_and_a_pinned_one_that_is_missing()
     assert!(g11.exists());
 
     w.pin("[toolchain]\ncuda = \"11.8\"\nhost-compiler = \"g++-10\"\n");
+    w.trust();
     let f = w.check("FM-10");
     assert_eq!(f.status, "error");
     assert!(

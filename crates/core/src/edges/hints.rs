@@ -19,6 +19,7 @@ pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 
         err,
         Hinted,
         auto_install::InstallFailed,
+        auto_install::NotAllowed,
         build_cache::BadVar,
         locate::NoHome,
         driver::DriverTooOld,

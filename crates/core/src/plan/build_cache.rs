@@ -77,9 +77,9 @@ fn choose_cache(
             shared: None,
         });
     }
-    if let Some((cache, at)) = file.and_then(|f| f.build_cache.as_ref()) {
+    if let Some((cache, at)) = file.and_then(|f| f.build_cache()) {
         return Ok(Choice {
-            cache: *cache,
+            cache,
             from: at.to_string(),
             shared: None,
         });
@@ -163,10 +163,18 @@ mod tests {
     fn the_variable_beats_the_file_which_beats_the_settings() {
         let mut registry = Registry::default();
         registry.build.cache = Some(BuildCache::Sccache);
-        let file =
+        let mut file =
             crate::project::parse(Path::new("/p/gpuenv.toml"), "[build]\ncache = \"ccache\"\n")
                 .unwrap();
         let site = BuildSettings::default();
+        // An untrusted file's cache program is not run: the settings' default is.
+        assert_eq!(
+            choose(None, Some(&file), &registry, &site).unwrap().cache,
+            BuildCache::Sccache
+        );
+        let mut trusting = registry.clone();
+        crate::project::trust::trust(&mut trusting, &file);
+        crate::project::trust::settle(&trusting, &mut file);
         let pick = |var, file| choose(var, file, &registry, &site).unwrap();
         assert_eq!(pick(Some("off"), Some(&file)).cache, BuildCache::Off);
         let from_file = pick(None, Some(&file));

@@ -143,7 +143,7 @@ fn path_str(p: &Path) -> OsString {
 }
 
 /// The change that makes `active` the environment: the one function every other part uses.
-pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: bool) -> Change {
+pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool) -> Change {
     let mut ops = Vec::new();
     let set = |ops: &mut Vec<Op>, k: &str, v: OsString| ops.push(Op::Set(k.to_string(), v));
     let prepend = |ops: &mut Vec<Op>, k: &str, v: &Path| {
@@ -259,8 +259,9 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 file.rocm_arch.join(",").into(),
             );
         }
-        if trusted_env {
-            for (k, v) in &file.env {
+        // `env()` is empty until the file is trusted.
+        if with_env {
+            for (k, v) in file.env().into_iter().flatten() {
                 set(&mut ops, k, v.into());
             }
         }

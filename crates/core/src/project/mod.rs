@@ -4,7 +4,9 @@
 
 mod arch;
 mod edit;
+mod gated;
 mod locate;
+pub mod owner;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -23,7 +25,8 @@ use crate::ui::printable;
 
 pub use arch::{validate_cuda_arch, validate_rocm_arch, ArchError};
 pub use edit::{edit, PinEdit};
-pub use locate::{find, locate, Found};
+pub use locate::{find, locate, Found, Here};
+pub use owner::Foreign;
 
 pub const FILE_NAMES: [&str; 2] = ["gpuenv.toml", ".gpuenv.toml"];
 
@@ -64,22 +67,25 @@ pub enum TorchCheck {
     Off,
 }
 
-/// A parsed toolchain file.
+/// A parsed toolchain file. What it selects (pins, arch lists) is open to all; what would
+/// run a program it names, relax the guard or set variables is read through accessors
+/// that give it only once `gpuenv trust` recorded these very bytes ([`crate::project::trust`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectFile {
     pub path: PathBuf,
     pub pins: Vec<Pin>,
     pub cuda_arch: Vec<String>,
     pub rocm_arch: Vec<String>,
-    pub torch_check: Option<TorchCheck>,
+    torch_check: Option<TorchCheck>,
     /// `[build] cache`, and where it is written.
-    pub build_cache: Option<(BuildCache, Location)>,
+    build_cache: Option<(BuildCache, Location)>,
     /// `host-compiler = "g++-11"`: the command or path nvcc gets as its host compiler.
-    pub host_compiler: Option<(String, Location)>,
-    /// Applied only when the file is trusted.
-    pub env: BTreeMap<String, String>,
+    host_compiler: Option<(String, Location)>,
+    env: BTreeMap<String, String>,
     /// The bytes this was parsed from: trust is checked against exactly these.
     text: String,
+    /// Whether `gpuenv trust` recorded exactly these bytes (set by `trust::settle`).
+    trusted: bool,
 }
 
 impl ProjectFile {
@@ -258,6 +264,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         host_compiler: None,
         env: BTreeMap::new(),
         text: text.to_string(),
+        trusted: false,
     };
     if let Some(cache) = raw.build.and_then(|b| b.cache) {
         let start = cache.span().start;
