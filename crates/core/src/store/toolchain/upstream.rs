@@ -251,4 +251,22 @@ mod tests {
             SystemConfig::default()
         );
     }
+
+    #[test]
+    fn the_system_config_sets_the_sites_build_cache_and_shared_store() {
+        use crate::facts::build_cache::BuildCache;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let text = "[build]\ncache = \"ccache\"\nshared = \"file:///shared/ccache\"\n";
+        fs_err::write(&path, text).unwrap();
+        let build = read_system_config(&path).unwrap().build;
+        assert_eq!(build.cache, Some(BuildCache::Ccache));
+        assert_eq!(build.shared.unwrap().to_string(), "file:///shared/ccache");
+        fs_err::write(&path, "[build]\nshared = \"/shared/ccache\"\n").unwrap();
+        let err = read_system_config(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("line 2") && err.contains("file:///absolute/dir"),
+            "{err}"
+        );
+    }
 }
