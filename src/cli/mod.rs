@@ -332,7 +332,7 @@ fn environment(
     let mut change = env::plan(active, registry, home, trusted);
     gpuenv_core::module::count_loaded_as_foreign(
         &mut change,
-        ctx.var(gpuenv_core::context::vars::LMFILES),
+        ctx.var(gpuenv_core::context::vars::_LMFILES_),
     );
     Ok(change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned)))
 }

@@ -289,7 +289,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
 
     let trusted = trust::env_allowed(&registry, active.project.as_ref());
     let mut change = env::plan(&active, &registry, &home, trusted);
-    crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::LMFILES));
+    crate::module::count_loaded_as_foreign(&mut change, ctx.var(vars::_LMFILES_));
     let applied = change.apply(&|k| ctx.var_os(k).map(ToOwned::to_owned));
     let mut env: Vec<(String, Option<OsString>)> = applied.after.into_iter().collect();
     env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string().into())));
@@ -328,7 +328,7 @@ fn through_cache(
         }
     };
     let choice = build_cache::choose(var, file, registry)?;
-    match build_cache::locate(&choice, ctx.var_os("PATH")) {
+    match build_cache::locate(&choice, ctx.var_os(vars::PATH)) {
         Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
         Ok(None) => Ok(exec),
         Err(warning) => {
@@ -401,7 +401,7 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     if argv0.as_os_str().to_string_lossy().contains('/') {
         Some(ctx.cwd.join(argv0))
     } else {
-        guard::find_on_path(ctx.var_os("PATH"), tool)
+        guard::find_on_path(ctx.var_os(vars::PATH), tool)
     }
 }
 

@@ -2,6 +2,7 @@
 //! gpuenv itself, the shell running the hook, or what every program loads. One list, here.
 
 use super::PATH_LISTS;
+use crate::facts::vars;
 
 /// Shell variables by exact name: prompts and hooks (a value here runs code at every
 /// prompt or removes gpuenv's hook), startup files, and what word splitting depends on.
@@ -26,7 +27,7 @@ const SHELL: [&str; 22] = [
     "ZDOTDIR",
     "IFS",
     "SHELL",
-    "HOME",
+    vars::HOME,
     "CDPATH",
 ];
 

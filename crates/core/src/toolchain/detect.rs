@@ -1,6 +1,7 @@
 //! What a tree is: kind, version (read from the tree, never from its name) and where its
 //! headers and libraries live. The parsers are pure; `detect` reads the tree.
 
+use crate::facts::vars;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -95,8 +96,8 @@ fn run_version(tool: &Path) -> Result<String, RunFailed> {
     let out = Command::new(tool)
         .arg("--version")
         .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("LC_ALL", "C")
+        .env(vars::PATH, "/usr/bin:/bin")
+        .env(vars::LC_ALL, "C")
         .output()
         .map_err(|source| RunFailed {
             tool: tool.to_path_buf(),

@@ -10,6 +10,7 @@ pub mod upstream;
 pub mod version;
 pub mod view;
 
+use crate::facts::vars;
 use std::fmt;
 use std::str::FromStr;
 
@@ -38,8 +39,8 @@ impl Kind {
     /// site's module files set to the toolkits they load.
     pub fn home_vars(self) -> &'static [&'static str] {
         match self {
-            Kind::Cuda => &["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"],
-            Kind::Rocm => &["ROCM_PATH", "ROCM_HOME", "HIP_PATH"],
+            Kind::Cuda => &[vars::CUDA_HOME, vars::CUDA_PATH, vars::CUDAToolkit_ROOT],
+            Kind::Rocm => &[vars::ROCM_PATH, vars::ROCM_HOME, vars::HIP_PATH],
         }
     }
 
