@@ -48,7 +48,7 @@ fn a_mismatched_extension_build_is_refused_before_compiling() {
 }
 
 #[test]
-fn a_matching_build_runs_the_real_nvcc_with_the_same_arguments() {
+fn a_matching_build_runs_the_toolkits_nvcc_stub_with_the_same_arguments() {
     let w = World::new("12.1");
     let out = w.run(&w.view_nvcc("cuda-12.1"), &w.ext_args(), &[]);
     succeeded(&out);

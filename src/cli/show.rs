@@ -26,7 +26,7 @@ impl Args {
             active.project.as_ref(),
             registry,
         )?;
-        let cache_program = build_cache::locate(&cache, ctx.var_os("PATH"));
+        let cache_program = build_cache::locate(&cache, ctx.var_os(vars::PATH));
         // What is missing for the toolchains active here, and the shims they run through.
         let problems: Vec<Problem> = store::health(home, registry)
             .into_iter()

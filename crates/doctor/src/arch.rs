@@ -73,7 +73,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     let m = &inputs.machine;
     let mut notes = Notes::default();
     let (list, from) = match m.var(vars::TORCH_CUDA_ARCH_LIST) {
-        Some(v) => (split_list(v), "TORCH_CUDA_ARCH_LIST".to_string()),
+        Some(v) => (split_list(v), vars::TORCH_CUDA_ARCH_LIST.to_string()),
         None => match &inputs.active.project {
             Some(p) if !p.cuda_arch.is_empty() => (
                 p.cuda_arch.clone(),

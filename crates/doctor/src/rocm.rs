@@ -57,8 +57,8 @@ pub fn run(inputs: &Inputs) -> Finding {
             t.entry.root.display()
         ));
     } else {
-        let mut places: Vec<String> = m.path_list("CPATH");
-        for var in ["HIP_PATH", "ROCM_PATH"] {
+        let mut places: Vec<String> = m.path_list(vars::CPATH);
+        for var in [vars::HIP_PATH, vars::ROCM_PATH] {
             if let Some(v) = m.var(var) {
                 places.push(format!("{v}/include"));
             }
@@ -86,7 +86,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 .filter(|a| !a.is_empty())
                 .map(str::to_string)
                 .collect(),
-            "PYTORCH_ROCM_ARCH".into(),
+            vars::PYTORCH_ROCM_ARCH.into(),
         ),
         None => match &inputs.active.project {
             Some(p) if !p.rocm_arch.is_empty() => (

@@ -314,7 +314,7 @@ fn through_cache(
 ) -> Result<Exec, ProxyError> {
     let var = ctx.var(vars::GPUENV_BUILD_CACHE).filter(|v| !v.is_empty());
     let choice = build_cache::choose(var, active.project.as_ref(), mine)?;
-    match build_cache::locate(&choice, ctx.var_os("PATH")) {
+    match build_cache::locate(&choice, ctx.var_os(vars::PATH)) {
         Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
         Ok(None) => Ok(exec),
         Err(warning) => {
@@ -381,7 +381,7 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     if argv0.as_os_str().to_string_lossy().contains('/') {
         Some(ctx.cwd.join(argv0))
     } else {
-        guard::find_on_path(ctx.var_os("PATH"), tool)
+        guard::find_on_path(ctx.var_os(vars::PATH), tool)
     }
 }
 

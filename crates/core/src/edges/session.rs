@@ -201,13 +201,13 @@ impl<'c> Session<'c> {
             let names = active.toolchains.iter().map(|t| t.name.as_str());
             ensure_views(&self.home, registry, names)?;
         }
-        let lmfiles = self.ctx.var(vars::LMFILES);
+        let lmfiles = self.ctx.var(vars::_LMFILES_);
         // The file's `[env]` is empty until it is trusted (`ProjectFile::env`).
         let mut change = change_for(active, registry, &self.home, true, lmfiles);
         // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
         if purpose == Purpose::Hook && !change.ops.is_empty() {
             change.ops.push(Op::Prepend(
-                "PATH".into(),
+                vars::PATH.into(),
                 vec![self.home.shims().into_os_string()],
             ));
         }

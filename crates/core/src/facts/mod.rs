@@ -8,4 +8,5 @@ pub mod driver;
 pub mod nvidia_target;
 pub mod python;
 pub mod reserved;
+pub mod vars;
 pub mod version;

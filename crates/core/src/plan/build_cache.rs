@@ -5,6 +5,7 @@
 //! and file (ccache's `compiler_check` is its size and modification time), never the
 //! proxy's, so another toolkit's nvcc misses and switching back hits.
 
+use crate::facts::vars;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
@@ -50,7 +51,7 @@ pub fn choose(
         })?;
         return Ok(Choice {
             cache,
-            from: "GPUENV_BUILD_CACHE".into(),
+            from: vars::GPUENV_BUILD_CACHE.into(),
         });
     }
     if let Some((cache, at)) = file.and_then(|f| f.build_cache()) {
