@@ -214,8 +214,8 @@ fn check_archs(archs: &[CudaArch], cuda: Option<&Spec>, registry: &Registry) -> 
                 targets[targets.len() - 1]
             ),
             Problem::SuffixTooNew { from } => format!(
-                "`{}` targets need CUDA {} or newer",
-                a.suffix.letter(),
+                "{} targets need CUDA {} or newer",
+                a.suffix.kind(),
                 release_name(from)
             ),
         };

@@ -133,8 +133,8 @@ pub fn run(inputs: &Inputs) -> Finding {
                 row.value[row.value.len() - 1]
             ),
             Some(Problem::SuffixTooNew { from: first }) => format!(
-                "`{}` targets need CUDA {} or newer",
-                a.suffix.letter(),
+                "{} targets need CUDA {} or newer",
+                a.suffix.kind(),
                 release_name(first)
             ),
         };

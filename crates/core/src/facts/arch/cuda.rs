@@ -22,6 +22,15 @@ impl Suffix {
         }
     }
 
+    /// What the suffix makes of a target, for messages.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Suffix::A => "arch-specific (`a`)",
+            Suffix::F => "family-specific (`f`)",
+            Suffix::None => "portable",
+        }
+    }
+
     /// The oldest compute capability with this kind of target: `sm_90a` is the first
     /// arch-specific one, `sm_100f` the first family-specific one.
     pub fn first_arch(self) -> (u8, u8) {
@@ -63,16 +72,8 @@ pub enum CudaArchError {
     TwoSuffixes,
     #[error("a compute capability is a major from 1 to 99 and a one-digit minor")]
     Range,
-    #[error("{} targets start at {}.{}", suffix_kind(*.0), .0.first_arch().0, .0.first_arch().1)]
+    #[error("{} targets start at {}.{}", .0.kind(), .0.first_arch().0, .0.first_arch().1)]
     NoSuchSuffix(Suffix),
-}
-
-fn suffix_kind(s: Suffix) -> &'static str {
-    match s {
-        Suffix::A => "arch-specific (`a`)",
-        Suffix::F => "family-specific (`f`)",
-        Suffix::None => "portable",
-    }
 }
 
 impl CudaArch {
