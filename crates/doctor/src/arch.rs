@@ -99,6 +99,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         Status::Warn
     };
     let mut kept: Vec<String> = Vec::new();
+    let mut cannot = 0;
     for entry in &list {
         let a = match &entry.arch {
             Ok(a) => a,
@@ -114,6 +115,18 @@ pub fn run(inputs: &Inputs) -> Finding {
                 continue;
             }
         };
+        if !arch::torch_takes(a) {
+            notes.problem(
+                Status::Warn,
+                format!(
+                    "{from} has {a}, which torch.utils.cpp_extension does not take (no family-specific `f` target is in its supported archs): an extension build stops with \"Unknown CUDA arch ({a}) or GPU not supported\""
+                ),
+            );
+            notes.hint(format!(
+                "for PyTorch extensions pin the portable or arch-specific target instead: {}.{} or {}.{}a",
+                a.major, a.minor, a.major, a.minor
+            ));
+        }
         let problem = match arch::can_build(&t.entry.version, a) {
             Verdict::Row { problem, .. } => problem,
             Verdict::Unknown => None,
@@ -138,6 +151,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 release_name(first)
             ),
         };
+        cannot += 1;
         notes.problem(
             status,
             format!("{} cannot target {shown}, named in {from}: {why}", t.name),
@@ -150,7 +164,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             ));
         }
     }
-    if notes.problem_count() > 0 {
+    if cannot > 0 {
         arch::dedup(&mut kept);
         let keep = if kept.is_empty() {
             "8.0".to_string()

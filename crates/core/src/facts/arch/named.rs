@@ -2,10 +2,11 @@
 //! `_get_cuda_arch_flags`): spaces become `;`, named archs are expanded, then each entry
 //! must be an arch. Commas are not separators there.
 
-use super::cuda::{CudaArch, CudaArchError};
+use super::cuda::{CudaArch, CudaArchError, Suffix};
 
 /// PyTorch's `named_arches` as torch 2.15 has them (combined names first, as there). Older
-/// torch stops earlier (Turing, Ampere, Hopper); Blackwell was `10.0;10.3;12.0+PTX` in 2.7.
+/// torch stops earlier (Turing, Ampere, Hopper, Blackwell); Blackwell was
+/// `10.0;10.3;12.0+PTX` in 2.7.
 pub const NAMED_ARCHES: &[(&str, &str)] = &[
     ("Kepler+Tesla", "3.7"),
     ("Kepler", "3.5+PTX"),
@@ -21,7 +22,15 @@ pub const NAMED_ARCHES: &[(&str, &str)] = &[
     ("Hopper", "9.0+PTX"),
     ("Blackwell+Tegra", "11.0"),
     ("Blackwell", "10.0;10.3;12.0;12.1+PTX"),
+    ("Rubin", "10.7+PTX"),
 ];
+
+/// Whether `torch.utils.cpp_extension` takes the arch: its `supported_arches` (torch 2.15)
+/// has `a` targets but no family-specific (`f`) ones, so `10.0f` stops it with "Unknown CUDA
+/// arch".
+pub fn torch_takes(arch: &CudaArch) -> bool {
+    arch.suffix != Suffix::F
+}
 
 /// One entry of an arch list, as written and as understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +95,10 @@ mod tests {
         assert_eq!(shown("Blackwell"), "10.0;10.3;12.0;12.1+PTX");
         assert_eq!(shown("Blackwell+Tegra"), "11.0");
         assert_eq!(shown("Hopper"), "9.0+PTX");
-        assert_eq!(named("Rubin"), None);
+        assert_eq!(shown("Rubin"), "10.7+PTX");
+        assert_eq!(named("Feynman"), None);
+        assert!(torch_takes(&CudaArch::parse("10.0a").unwrap()));
+        assert!(!torch_takes(&CudaArch::parse("10.0f").unwrap()));
     }
 
     #[test]
