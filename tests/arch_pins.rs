@@ -205,3 +205,59 @@ fn pin_arch_native_says_clearly_when_the_machine_has_no_gpu() {
     assert!(err.contains("hint: name the targets instead"), "{err}");
     assert!(!proj.join("gpuenv.toml").exists());
 }
+
+/// The suffix rules gpuenv enforces are the ones a real nvcc (CUDA 13.0, from NVIDIA's
+/// wheels) enforces: `9.0a` and `10.0f` build through the proxy, `8.6a` and `9.0f` exist
+/// for neither.
+#[test]
+fn suffixed_pins_build_with_a_real_nvcc_and_what_it_refuses_gpuenv_refuses() {
+    let Some(root) = common::real::real_cuda13() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("k.cu"),
+        "__global__ void k(float* x) { x[0] = 1.0f; }\n",
+    );
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"9.0a\", \"10.0f\"]\n",
+    );
+    let out = run_shim(&sb, &proj, "nvcc", &["-c", "k.cu", "-o", "k.o"]);
+    succeeded(&out);
+    assert!(proj.join("k.o").is_file());
+    // What ptxas was asked to build, as nvcc's dry run shows it.
+    let out = run_shim(&sb, &proj, "nvcc", &["--dryrun", "-c", "k.cu", "-o", "k.o"]);
+    let steps = String::from_utf8_lossy(&out.stderr);
+    for arch in ["ptxas -arch=sm_90a ", "ptxas -arch=sm_100f "] {
+        assert!(steps.contains(arch), "{arch}: {steps}");
+    }
+
+    for bad in ["sm_86a", "sm_90f"] {
+        let out = Command::new(root.join("bin/nvcc"))
+            .args([&format!("-arch={bad}"), "-c", "k.cu", "-o", "bad.o"])
+            .current_dir(&proj)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("Unsupported gpu architecture '{bad}'")),
+            "{err}"
+        );
+    }
+    for (pin, why) in [
+        ("8.6a", "arch-specific (`a`) targets start at 9.0"),
+        ("9.0f", "family-specific (`f`) targets start at 10.0"),
+    ] {
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .args(["pin", "--arch", pin])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(why), "{pin}: {err}");
+    }
+}
