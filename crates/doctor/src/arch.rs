@@ -7,6 +7,7 @@ use gpuenv_core::context::vars;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::facts::arch::{self, CudaArch, ListEntry, Problem, Verdict};
 use gpuenv_core::toolchain::Kind;
+use gpuenv_core::ui::printable;
 
 pub const CHECK: Check = Check {
     id: "FM-12",
@@ -104,11 +105,12 @@ pub fn run(inputs: &Inputs) -> Finding {
         let a = match &entry.arch {
             Ok(a) => a,
             Err(why) => {
+                let text = printable(&entry.text);
                 notes.problem(
                     Status::Warn,
                     format!(
                         "{from} has `{}`, which is not an arch PyTorch takes ({why}): torch.utils.cpp_extension stops with \"Unknown CUDA arch ({}) or GPU not supported\"",
-                        entry.text, entry.text
+                        text, text
                     ),
                 );
                 notes.hint("separate entries with `;` or spaces, each like 8.6, 9.0a or 9.0+PTX, or a name such as Hopper or Blackwell");
