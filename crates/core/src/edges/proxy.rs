@@ -355,12 +355,11 @@ fn compiler_args(
     {
         return Err(ProxyError::HostCompiler(problem));
     }
-    let no_arch = Vec::new();
     let file = active.project.as_ref();
     let additions = args::Additions {
         ccbin: choice.and_then(|c| c.compiler()),
-        cuda_arch: file.map_or(&no_arch, |f| &f.cuda_arch),
-        rocm_arch: file.map_or(&no_arch, |f| &f.rocm_arch),
+        cuda_arch: file.map_or(&[], |f| &f.cuda_arch),
+        rocm_arch: file.map_or(&[], |f| &f.rocm_arch),
     };
     Ok(args::add(kind, &args, &additions))
 }

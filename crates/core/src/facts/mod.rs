@@ -2,6 +2,7 @@
 //! the release tables, layout rules, reserved names). Below everything but the base
 //! utilities.
 
+pub mod arch;
 pub mod build_cache;
 pub mod cuda_tables;
 pub mod driver;

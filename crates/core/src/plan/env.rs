@@ -7,6 +7,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::facts::arch::{self, CudaArch};
 use crate::facts::vars;
 use crate::path_list;
 use crate::plan::resolve::ActiveSet;
@@ -240,25 +241,22 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
             set(
                 &mut ops,
                 vars::TORCH_CUDA_ARCH_LIST,
-                file.cuda_arch.join(";").into(),
+                arch::torch_list(&file.cuda_arch).into(),
             );
             // CMake >= 3.20 initialises CMAKE_CUDA_ARCHITECTURES from this variable (it never
             // reads CMAKE_CUDA_ARCHITECTURES from the environment).
-            let cmake: Vec<String> = file.cuda_arch.iter().map(|a| cmake_cuda_arch(a)).collect();
+            let cmake: Vec<String> = file.cuda_arch.iter().map(CudaArch::cmake).collect();
             set(&mut ops, vars::CUDAARCHS, cmake.join(";").into());
         }
         if !file.rocm_arch.is_empty() {
-            set(
-                &mut ops,
-                vars::PYTORCH_ROCM_ARCH,
-                file.rocm_arch.join(";").into(),
-            );
-            set(&mut ops, vars::GPU_TARGETS, file.rocm_arch.join(";").into());
+            let semicolons = arch::rocm_list(&file.rocm_arch, ";");
+            set(&mut ops, vars::PYTORCH_ROCM_ARCH, semicolons.clone().into());
+            set(&mut ops, vars::GPU_TARGETS, semicolons.into());
             // What the Perl hipcc of ROCm <= 5.x targets when the command line names none.
             set(
                 &mut ops,
                 vars::HCC_AMDGPU_TARGET,
-                file.rocm_arch.join(",").into(),
+                arch::rocm_list(&file.rocm_arch, ",").into(),
             );
         }
         // `env()` is empty until the file is trusted.
@@ -284,15 +282,6 @@ fn torch_extensions(ops: &mut Vec<Op>, home: &Home, name: &str) {
         path_str(&home.torch_extensions().join(name)),
         home.torch_extensions(),
     ));
-}
-
-/// CMake's spelling of an arch pin: `8.6` -> `86-real` (machine code only, as
-/// TORCH_CUDA_ARCH_LIST builds it), `9.0+PTX` -> `90` (machine code and PTX), `9.0a` -> `90a-real`.
-pub fn cmake_cuda_arch(arch: &str) -> String {
-    match arch.strip_suffix("+PTX") {
-        Some(base) => base.replace('.', ""),
-        None => format!("{}-real", arch.replace('.', "")),
-    }
 }
 
 #[cfg(test)]
@@ -380,14 +369,5 @@ mod tests {
         assert_eq!(after(Some("")), some("/h/te/b"));
         assert_eq!(after(Some("/h/te/a")), some("/h/te/b"));
         assert_eq!(after(Some("/mine")), some("/mine"));
-    }
-
-    #[test]
-    fn cmake_spelling_of_arch_pins() {
-        let got: Vec<String> = ["8.0", "8.6", "9.0+PTX", "9.0a"]
-            .iter()
-            .map(|a| cmake_cuda_arch(a))
-            .collect();
-        assert_eq!(got, ["80-real", "86-real", "90", "90a-real"]);
     }
 }

@@ -2,7 +2,6 @@
 //! with every error at file:line:column. Finding it walking up is [`locate`], `gpuenv pin`'s
 //! change to it [`edit`].
 
-mod arch;
 mod edit;
 mod gated;
 mod locate;
@@ -17,13 +16,13 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::diagnostic::Diagnostic;
+use crate::facts::arch::{self, CudaArch, RocmTarget};
 use crate::facts::build_cache::{BuildCache, UnknownBuildCache};
 use crate::facts::reserved;
 use crate::fsutil::{self, line_col};
 use crate::store::toolchain::{Kind, Spec};
 use crate::ui::printable;
 
-pub use arch::{validate_cuda_arch, validate_rocm_arch, ArchError};
 pub use edit::{edit, PinEdit};
 pub use locate::{find, locate, Found, Here};
 pub use owner::Foreign;
@@ -74,8 +73,10 @@ pub enum TorchCheck {
 pub struct ProjectFile {
     pub path: PathBuf,
     pub pins: Vec<Pin>,
-    pub cuda_arch: Vec<String>,
-    pub rocm_arch: Vec<String>,
+    /// `cuda-arch`, each once, in the order written.
+    pub cuda_arch: Vec<CudaArch>,
+    /// `rocm-arch`, each once, in the order written.
+    pub rocm_arch: Vec<RocmTarget>,
     torch_check: Option<TorchCheck>,
     /// `[build] cache`, and where it is written.
     build_cache: Option<(BuildCache, Location)>,
@@ -297,11 +298,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
                 at: at(start),
             });
         }
-        for arch in tc.cuda_arch.unwrap_or_default() {
-            validate_cuda_arch(arch.get_ref())
-                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
-            file.cuda_arch.push(arch.into_inner());
+        for a in tc.cuda_arch.unwrap_or_default() {
+            let parsed = arch::cuda_pin(a.get_ref())
+                .map_err(|e| invalid(a.span().start, printable(&e.to_string()).into_owned()))?;
+            file.cuda_arch.push(parsed);
         }
+        arch::dedup(&mut file.cuda_arch);
         if let Some(cc) = tc.host_compiler {
             let start = cc.span().start;
             if cc.get_ref().trim().is_empty() {
@@ -312,11 +314,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
             }
             file.host_compiler = Some((cc.into_inner(), at(start)));
         }
-        for arch in tc.rocm_arch.unwrap_or_default() {
-            validate_rocm_arch(arch.get_ref())
-                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
-            file.rocm_arch.push(arch.into_inner());
+        for a in tc.rocm_arch.unwrap_or_default() {
+            let parsed = arch::rocm_pin(a.get_ref())
+                .map_err(|e| invalid(a.span().start, printable(&e.to_string()).into_owned()))?;
+            file.rocm_arch.push(parsed);
         }
+        arch::dedup(&mut file.rocm_arch);
     }
     for (key, value) in raw.env.unwrap_or_default() {
         let start = value.span().start;
