@@ -42,7 +42,7 @@ use gpuenv_core::resolve::{self, ActiveSet, Request};
 use gpuenv_core::store::{Problem, Store};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{upstream, view, Spec};
-use gpuenv_core::{env, guard, host_compiler, shims, trust, ui};
+use gpuenv_core::{env, facts, guard, host_compiler, shims, trust, ui};
 
 /// `0.1.0 (207a5b9 2026-12-03)`: the commit and its date when built from git (build.rs).
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("GPUENV_BUILD_INFO"));
@@ -117,7 +117,12 @@ pub fn main() -> ExitCode {
         .map_err(anyhow::Error::from)
         .and_then(|ctx| {
             ui::set_level(log_level(&cli, &ctx));
-            dispatch(cli.command, &ctx)
+            if let Ok(home) = ctx.gpuenv_home() {
+                facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams));
+            }
+            let result = dispatch(cli.command, &ctx);
+            warn_refused_facts();
+            result
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -135,6 +140,13 @@ pub fn main() -> ExitCode {
 /// head -0`) is an error that `print!` turns into a panic. Every command's output goes to a
 /// reader that may stop early: like any Unix tool, gpuenv then ends quietly by the signal.
 /// Sockets are unaffected (the standard library sends with MSG_NOSIGNAL).
+/// A copy of the data that was refused is said once, after the command's own output.
+fn warn_refused_facts() {
+    for refused in facts::copies::loaded_if_asked().map_or(&[][..], |l| &l.refused[..]) {
+        ui::warn_with_hints(refused, refused.hints());
+    }
+}
+
 fn reset_sigpipe() {
     // SAFETY: called first in main, before any thread exists; SIG_DFL is always valid.
     unsafe {

@@ -11,6 +11,7 @@ pub mod cuda_tables;
 pub mod diagnostic;
 pub mod driver;
 pub mod env;
+pub mod facts;
 pub mod fsutil;
 pub mod guard;
 pub mod home;

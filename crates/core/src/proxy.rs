@@ -258,6 +258,8 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
             (home, registry, active)
         }
     };
+    // A newer copy of the data is looked for (one lstat per home) only if a fact is asked.
+    crate::facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams.clone()));
 
     let Some((toolchain, real)) = active
         .toolchains

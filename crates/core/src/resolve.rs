@@ -84,7 +84,13 @@ impl ActiveSet {
             .as_ref()
             .and_then(|p| p.host_compiler.as_ref())
             .map(|(cmd, at)| (cmd.as_str(), at));
-        let choice = crate::host_compiler::choose(&cuda.name, &cuda.entry.version, pin, probe);
+        let choice = crate::host_compiler::choose_in(
+            &cuda.name,
+            &cuda.entry.version,
+            Some(&cuda.entry.include_dir),
+            pin,
+            probe,
+        );
         self.host_compiler = Some(choice);
     }
 }

@@ -20,20 +20,25 @@ pub fn is_trusted(registry: &Registry, path: &Path, sha256: &str) -> bool {
         .any(|t| t.path == path && t.sha256 == sha256)
 }
 
-/// Whether the `[env]` of the toolchain file in effect may be applied: it has one, and the
-/// file was trusted with exactly the content it was parsed from.
+/// Whether the `[env]` (and `[torch] index`) of the toolchain file in effect may be
+/// applied: it has one, and the file was trusted with exactly the content it was parsed from.
 pub fn env_allowed(registry: &Registry, project: Option<&ProjectFile>) -> bool {
     project
-        .filter(|p| !p.env.is_empty())
+        .filter(|p| !p.env.is_empty() || p.torch_index.is_some())
         .is_some_and(|p| is_trusted(registry, &p.path, &p.sha256()))
 }
 
 /// What to tell the user when the file in effect has an `[env]` that is not applied
 /// because it is not trusted (as it is now); `None` otherwise.
 pub fn skipped_env_notice(project: Option<&ProjectFile>, trusted: bool) -> Option<String> {
-    let p = project.filter(|p| !p.env.is_empty() && !trusted)?;
+    let p = project.filter(|p| (!p.env.is_empty() || p.torch_index.is_some()) && !trusted)?;
+    let what = if p.env.is_empty() {
+        "[torch] index"
+    } else {
+        "[env]"
+    };
     Some(format!(
-        "{} sets [env], which is not applied until you trust the file: gpuenv trust {}",
+        "{} sets {what}, which is not applied until you trust the file: gpuenv trust {}",
         p.path.display(),
         p.path.display()
     ))

@@ -5,6 +5,7 @@
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
 use gpuenv_core::context::vars;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
+use gpuenv_core::facts::{self, lookup, Coverage};
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -108,23 +109,44 @@ pub fn run(inputs: &Inputs) -> Finding {
         return notes.finish(CHECK, "");
     }
 
-    let Some(row) = tables::sm_archs(&t.entry.version) else {
-        return Finding::skip(
-            CHECK,
-            format!(
-                "gpuenv's arch table does not cover CUDA {}",
-                t.entry.version
-            ),
-        );
+    // The toolkit's own answer wins over the data; `targets` lives as long as the run.
+    let from_tree = t
+        .entry
+        .tool("nvcc")
+        .and_then(|nvcc| facts::tree::gpu_archs(&nvcc, &inputs.home.tree_facts()));
+    let (targets, exact, rel): (&[u32], bool, String) = match (
+        &from_tree,
+        tables::sm_archs(&t.entry.version),
+    ) {
+        (Some(archs), _) => {
+            notes.seen(format!(
+                "{} targets the archs its nvcc --list-gpu-arch lists",
+                t.name
+            ));
+            (archs, true, t.entry.version.truncated(2).to_string())
+        }
+        (None, Some(row)) => {
+            let rel = release_name(row.release);
+            if !row.exact {
+                notes.seen(format!(
+                    "CUDA {} has no row of its own in gpuenv's data: compared with CUDA {rel}'s archs",
+                    t.entry.version
+                ));
+            }
+            (row.value, row.exact, rel)
+        }
+        (None, None) => {
+            let release = (
+                t.entry.version.major(),
+                t.entry.version.minor().unwrap_or(0),
+            );
+            let why = match lookup::archs(facts::current(), release) {
+                Coverage::Newer(u) => format!("{u}; run `{}`", facts::REFRESH),
+                _ => format!("gpuenv's data does not cover CUDA {}", t.entry.version),
+            };
+            return Finding::skip(CHECK, why);
+        }
     };
-    let rel = release_name(row.release);
-    if !row.exact {
-        notes.seen(format!(
-            "CUDA {} is newer than gpuenv's arch table: compared with CUDA {rel}'s archs",
-            t.entry.version
-        ));
-    }
-    let targets = row.value;
     let (lo, hi) = (targets[0], targets[targets.len() - 1]);
     let mut kept: Vec<String> = Vec::new();
     for arch in &list {
@@ -136,11 +158,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             kept.push(arch.clone());
             continue;
         }
-        let status = if row.exact {
-            Status::Error
-        } else {
-            Status::Warn
-        };
+        let status = if exact { Status::Error } else { Status::Warn };
         notes.problem(
             status,
             format!(

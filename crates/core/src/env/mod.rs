@@ -272,6 +272,11 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
             for (k, v) in &file.env {
                 set(&mut ops, k, v.into());
             }
+            if let Some(index) = file.torch_index.as_ref().and(torch_index(active)) {
+                // pip looks in both indexes; uv's own switch picks PyTorch's index itself.
+                set(&mut ops, "PIP_EXTRA_INDEX_URL", index.url().into());
+                set(&mut ops, "UV_TORCH_BACKEND", index.name.into());
+            }
         }
     }
 
@@ -280,6 +285,15 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
         set(&mut ops, "GPUENV_ACTIVE", names.join(",").into());
     }
     Change { ops }
+}
+
+/// PyTorch's wheel index for the active CUDA toolkit's release, if PyTorch has one.
+fn torch_index(active: &ActiveSet) -> Option<&'static crate::facts::TorchIndex> {
+    let v = &active.get(Kind::Cuda)?.entry.version;
+    crate::facts::torch_index::for_release(
+        crate::facts::current(),
+        (v.major(), v.minor().unwrap_or(0)),
+    )
 }
 
 /// `TORCH_EXTENSIONS_DIR`, unless the user set one: JIT extensions (`load()`) built by one
