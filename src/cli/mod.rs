@@ -22,7 +22,9 @@ mod pin;
 mod prefix;
 mod reshim;
 mod run;
+mod self_cmd;
 mod show;
+mod torch_cmd;
 mod trust_cmd;
 mod uninstall;
 mod unlink;
@@ -91,6 +93,9 @@ enum Command {
     Completions(completions::Args),
     Cache(cache::Args),
     Module(module::Args),
+    Torch(torch_cmd::Args),
+    #[command(name = "self")]
+    SelfCmd(self_cmd::Args),
 }
 
 /// An exit status chosen by a command (1: the thing asked is not so), with its message
@@ -223,6 +228,8 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::HookEnv(a) => a.run(ctx),
         Command::Completions(a) => a.run(ctx),
         Command::Module(a) => a.run(ctx),
+        Command::Torch(a) => a.run(ctx),
+        Command::SelfCmd(a) => a.run(ctx),
     }
 }
 

@@ -200,7 +200,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let bad = newer("2099-01-01").replacen("gcc-max = 16", "gcc-max = 1600", 1);
         let path = write(tmp.path(), &bad);
-        let got = choose(std::slice::from_ref(&path), Facts::embedded(), current_uid());
+        let got = choose(
+            std::slice::from_ref(&path),
+            Facts::embedded(),
+            current_uid(),
+        );
         assert_eq!(got.origin, None);
         let refused = &got.refused[0];
         let value_line = bad.lines().position(|l| l.contains("1600")).unwrap() + 1;
@@ -220,7 +224,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = write(tmp.path(), &newer("2099-01-01"));
         fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let got = choose(std::slice::from_ref(&path), Facts::embedded(), current_uid());
+        let got = choose(
+            std::slice::from_ref(&path),
+            Facts::embedded(),
+            current_uid(),
+        );
         assert!(got.refused[0].message.contains("other users"), "{got:?}");
         fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         // Another user's file: made by chown as root, else by asking as another uid.

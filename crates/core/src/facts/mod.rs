@@ -10,6 +10,7 @@ pub mod lookup;
 pub mod schema;
 pub mod torch_index;
 pub mod tree;
+pub mod update;
 
 use std::fmt;
 

@@ -132,16 +132,19 @@ pub fn choose(facts: &Facts, machine: &Machine) -> Result<Pick, NoIndex> {
                 _ => false,
             };
             if !runs {
-                excluded.push(match floor {
-                    Some(f) => format!(
-                        "{} needs driver {f} or newer, this machine has {driver}",
-                        i.name
-                    ),
-                    None => format!(
+                excluded.push((
+                    i.cuda,
+                    match floor {
+                        Some(f) => format!(
+                            "{} needs driver {f} or newer, this machine has {driver}",
+                            i.name
+                        ),
+                        None => format!(
                         "{}: the driver CUDA {} needs is not known to this gpuenv (data from {})",
                         i.name, i.cuda.0, facts.date
                     ),
-                });
+                    },
+                ));
             }
             runs
         });
@@ -160,18 +163,24 @@ pub fn choose(facts: &Facts, machine: &Machine) -> Result<Pick, NoIndex> {
                     .map(|c| shown_cc(*c))
                     .collect();
                 if !missing.is_empty() {
-                    excluded.push(format!(
-                        "{} wheels carry no kernels for compute capability {}",
-                        i.name,
-                        missing.join(", ")
+                    excluded.push((
+                        i.cuda,
+                        format!(
+                            "{} wheels carry no kernels for compute capability {}",
+                            i.name,
+                            missing.join(", ")
+                        ),
                     ));
                 }
                 missing.is_empty()
             }
             None => {
-                excluded.push(format!(
-                    "{}: the archs its wheels carry are not known to this gpuenv (data from {})",
-                    i.name, facts.date
+                excluded.push((
+                    i.cuda,
+                    format!(
+                        "{}: the archs its wheels carry are not known to this gpuenv (data from {})",
+                        i.name, facts.date
+                    ),
                 ));
                 false
             }
@@ -184,12 +193,20 @@ pub fn choose(facts: &Facts, machine: &Machine) -> Result<Pick, NoIndex> {
         }
     }
     let Some(index) = candidates.into_iter().max_by_key(|i| i.cuda) else {
-        return Err(NoIndex::Excluded { lines: excluded });
+        return Err(NoIndex::Excluded {
+            lines: excluded.into_iter().map(|(_, line)| line).collect(),
+        });
     };
     if machine.toolkit.is_none() {
         why.push("the newest index that fits (no CUDA toolkit is active here)".into());
     }
-    why.extend(excluded.into_iter().map(|e| format!("set aside: {e}")));
+    // Only what would have been chosen instead is worth saying.
+    why.extend(
+        excluded
+            .into_iter()
+            .filter(|(cuda, _)| *cuda > index.cuda)
+            .map(|(_, e)| format!("newer, set aside: {e}")),
+    );
     Ok(Pick { index, why })
 }
 
