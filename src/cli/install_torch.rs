@@ -29,7 +29,18 @@ pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress)
         profile: Profile::Minimal,
         components: Vec::new(),
     };
-    let plan = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
+    let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
+    for m in &mismatches {
+        ui::warn(format!(
+            "{} has nvidia-{} {}, not {} of CUDA {}: nvcc of one release with another's pieces fails at ptxas (\"Unsupported .version\"), so the toolkit gets {} downloaded",
+            cuda.site.display(),
+            m.component.replace('_', "-"),
+            m.venv,
+            m.release,
+            cuda.release,
+            m.release
+        ));
+    }
     let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
     let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
     say(format!(
