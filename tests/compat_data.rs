@@ -8,7 +8,7 @@ mod common;
 #[path = "common/server.rs"]
 mod server;
 
-use common::real::real_cuda13;
+use common::real::{real_cuda13, real_gpuenv, torch_venv};
 use common::*;
 use serde_json::Value;
 use server::Server;
@@ -81,6 +81,48 @@ fn the_real_toolkits_headers_and_nvcc_agree_with_the_data() {
             .unwrap()
             .count()
             >= 2
+    );
+}
+
+#[test]
+fn the_toolkit_of_a_real_torch_agrees_with_the_data_and_its_index_is_torchs_own() {
+    let Some(venv) = torch_venv() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let out = real_gpuenv(&sb)
+        .env("VIRTUAL_ENV", &venv)
+        .args(["install", "torch"])
+        .output()
+        .unwrap();
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    // torch 2.15.0's venv has nvidia-cuda-cccl 13.3.5.0.6 beside cuda-toolkit 13.2.2:
+    // the toolkit gets the release's own cccl, not the venv's.
+    eprintln!("{said}");
+
+    let data = json(&sb.ok(&["self", "data", "--json"]));
+    let t = &data["toolkits"][0];
+    assert_eq!(
+        (&t["name"], &t["release"]),
+        (&"cuda-13.2.2-torch".into(), &"13.2".into())
+    );
+    assert_eq!(t["tree_gcc_max"], t["data_gcc_max"], "{t}");
+    assert_eq!(t["tree_archs"], t["data_archs"], "{t}");
+
+    // Pinned to the torch, the index is the one that torch came from (2.15.0+cu132).
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"torch\"\n");
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("VIRTUAL_ENV", &venv)
+        .args(["torch", "index"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        succeeded(&out).trim(),
+        "https://download.pytorch.org/whl/cu132"
     );
 }
 
