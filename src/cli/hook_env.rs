@@ -146,6 +146,7 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     let mut load = || -> Result<Registry> {
         let own = Registry::load(&home)?;
         let layered = upstream::layered(&mut home, own);
+        super::use_facts_of(&home);
         for w in &layered.warnings {
             ui::hook_note(w);
         }

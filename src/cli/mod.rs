@@ -122,9 +122,6 @@ pub fn main() -> ExitCode {
         .map_err(anyhow::Error::from)
         .and_then(|ctx| {
             ui::set_level(log_level(&cli, &ctx));
-            if let Ok(home) = ctx.gpuenv_home() {
-                facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams));
-            }
             let result = dispatch(cli.command, &ctx);
             warn_refused_facts();
             result
@@ -145,6 +142,12 @@ pub fn main() -> ExitCode {
 /// head -0`) is an error that `print!` turns into a panic. Every command's output goes to a
 /// reader that may stop early: like any Unix tool, gpuenv then ends quietly by the signal.
 /// Sockets are unaffected (the standard library sends with MSG_NOSIGNAL).
+/// Where a newer copy of the compatibility data may be: this home, then its upstreams
+/// (read only if a fact is asked).
+fn use_facts_of(home: &Home) {
+    facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams.clone()));
+}
+
 /// A copy of the data that was refused is said once, after the command's own output.
 fn warn_refused_facts() {
     for refused in facts::copies::loaded_if_asked().map_or(&[][..], |l| &l.refused[..]) {
@@ -263,6 +266,7 @@ fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
     let own = Registry::load(&home)?;
     notice(&own);
     let layered = upstream::layered(&mut home, own);
+    use_facts_of(&home);
     if let Some(e) = upstream::from_context(ctx).1 {
         ui::warn_with_hints(&e, e.hints());
     }

@@ -51,10 +51,12 @@ struct IndexArgs {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let Sub::Index(a) = self.command;
+        // The registry's home also names the copies of the data to look at.
+        let (_home, registry) = super::registry(ctx)?;
         if a.list {
             return list(a.json);
         }
-        let machine = machine(ctx, &a)?;
+        let machine = machine(ctx, &a, &registry)?;
         match torch_index::choose(facts::current(), &machine) {
             Ok(pick) => {
                 let url = pick.index.url();
@@ -123,12 +125,15 @@ fn list(json: bool) -> Result<()> {
 }
 
 /// What the choice looks at: the active CUDA toolkit, the driver, the GPUs (flags first).
-fn machine(ctx: &Context, a: &IndexArgs) -> Result<torch_index::Machine> {
+fn machine(
+    ctx: &Context,
+    a: &IndexArgs,
+    registry: &gpuenv_core::toolchain::registry::Registry,
+) -> Result<torch_index::Machine> {
     let toolkit = if a.any_toolkit {
         None
     } else {
-        let (_home, registry) = super::registry(ctx)?;
-        let active = super::resolve_here(ctx, &registry, &[])?;
+        let active = super::resolve_here(ctx, registry, &[])?;
         active.get(Kind::Cuda).map(|t| {
             (
                 t.entry.version.major(),
