@@ -21,7 +21,9 @@ mod pin;
 mod prefix;
 mod reshim;
 mod run;
+mod self_cmd;
 mod show;
+mod torch_cmd;
 mod trust_cmd;
 mod uninstall;
 mod unlink;
@@ -37,6 +39,7 @@ use clap::{Parser, Subcommand};
 use gpuenv_core::auto_install::Installer;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
+use gpuenv_core::facts;
 use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{self, ActiveSet};
 use gpuenv_core::session::{Door, Session};
@@ -92,6 +95,9 @@ enum Command {
     Completions(completions::Args),
     Cache(cache::Args),
     Module(module::Args),
+    Torch(torch_cmd::Args),
+    #[command(name = "self")]
+    SelfCmd(self_cmd::Args),
 }
 
 /// An exit status chosen by a command (1: the thing asked is not so), with its message
@@ -119,7 +125,9 @@ pub fn main() -> ExitCode {
         .and_then(|ctx| {
             ui::set_level(log_level(&cli, &ctx));
             gpuenv_core::ask::configure(&ctx);
-            dispatch(cli.command, &ctx)
+            let result = dispatch(cli.command, &ctx);
+            warn_refused_facts();
+            result
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -130,6 +138,13 @@ pub fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// A copy of the data that was refused is said once, after the command's own output.
+fn warn_refused_facts() {
+    for refused in facts::copies::loaded_if_asked().map_or(&[][..], |l| &l.refused[..]) {
+        ui::warn_with_hints(refused, refused.hints());
     }
 }
 
@@ -213,6 +228,8 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::HookEnv(a) => a.run(ctx),
         Command::Completions(a) => a.run(ctx),
         Command::Module(a) => a.run(ctx),
+        Command::Torch(a) => a.run(ctx),
+        Command::SelfCmd(a) => a.run(ctx),
     }
 }
 

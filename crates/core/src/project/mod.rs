@@ -78,6 +78,9 @@ pub struct ProjectFile {
     /// `rocm-arch`, each once, in the order written.
     pub rocm_arch: Vec<RocmTarget>,
     torch_check: Option<TorchCheck>,
+    /// `[torch] index = "auto"`, where it is written: export the PyTorch wheel index of the
+    /// active toolkit for pip and uv (applied only when the file is trusted).
+    torch_index: Option<Location>,
     /// `[build] cache`, and where it is written.
     build_cache: Option<(BuildCache, Location)>,
     /// `host-compiler = "g++-11"`: the command or path nvcc gets as its host compiler.
@@ -144,7 +147,7 @@ impl Diagnostic for ProjectError {
             ProjectError::NotRegular { .. } => {
                 vec!["a toolchain file must be a file: rename or remove it".into()]
             }
-            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache, an optional [torch] check and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
+            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache, an optional [torch] check and index, and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
             ProjectError::Invalid { .. } | ProjectError::Unreadable { .. } => Vec::new(),
         }
     }
@@ -192,10 +195,11 @@ struct RawToolchain {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a [torch] table, such as `[torch]` then `check = \"minor\"`"
+    expecting = "a [torch] table, such as `[torch]` then `check = \"minor\"` or `index = \"auto\"`"
 )]
 struct RawTorch {
     check: Option<TorchCheck>,
+    index: Option<Spanned<String>>,
 }
 
 /// Reads and parses a toolchain file. The bytes are read once: what is parsed is what is
@@ -255,12 +259,28 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         }
     })?;
 
+    let (torch_check, torch_index) = match raw.torch {
+        Some(t) => (t.check, t.index),
+        None => (None, None),
+    };
+    let torch_index = match torch_index {
+        None => None,
+        Some(v) if v.get_ref() == "auto" => Some(at(v.span().start)),
+        Some(v) => {
+            let shown = printable(&format!("{:?}", v.get_ref())).into_owned();
+            return Err(invalid(
+                v.span().start,
+                format!("[torch] index = {shown}: the one value is \"auto\" (the index of the active toolkit, from gpuenv's data)"),
+            ));
+        }
+    };
     let mut file = ProjectFile {
         path: path.to_path_buf(),
         pins: Vec::new(),
         cuda_arch: Vec::new(),
         rocm_arch: Vec::new(),
-        torch_check: raw.torch.and_then(|t| t.check),
+        torch_check,
+        torch_index,
         build_cache: None,
         host_compiler: None,
         env: BTreeMap::new(),
@@ -438,6 +458,14 @@ NCCL_DEBUG = "INFO"
         let e = parse_err("[toolchain]\ncuda-arch = [\"8.0\", \"sm_86\"]\n");
         assert!(e.starts_with("/p/gpuenv.toml:2:21: "), "{e}");
         assert!(e.contains("sm_86"), "{e}");
+
+        let e = parse_err("[torch]\nindex = \"cu999\"\n");
+        assert!(
+            e.starts_with("/p/gpuenv.toml:2:9: ") && e.contains("auto"),
+            "{e}"
+        );
+        let f = parse_ok("[torch]\nindex = \"auto\"\n");
+        assert_eq!(f.torch_index.map(|at| at.line), Some(2));
 
         let e = parse_err("[torch]\ncheck = \"sometimes\"\n");
         assert!(e.starts_with("/p/gpuenv.toml:2:"), "{e}");
