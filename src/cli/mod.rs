@@ -1,5 +1,6 @@
 //! The command line: one file per subcommand, each with its clap `Args` and `run()`.
 
+mod audit;
 mod auto_install;
 mod cache;
 mod check;
@@ -77,6 +78,7 @@ enum Command {
     Check(check::Args),
     Discover(discover::Args),
     Doctor(doctor::Args),
+    Audit(audit::Args),
     Pin(pin::Args),
     Reshim(reshim::Args),
     Show(show::Args),
@@ -199,6 +201,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Check(a) => a.run(ctx),
         Command::Discover(a) => a.run(ctx),
         Command::Doctor(a) => a.run(ctx),
+        Command::Audit(a) => a.run(ctx),
         Command::Pin(a) => a.run(ctx),
         Command::Reshim(a) => a.run(ctx),
         Command::Show(a) => a.run(ctx),

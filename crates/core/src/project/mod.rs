@@ -70,6 +70,10 @@ pub struct ProjectFile {
     pub pins: Vec<Pin>,
     pub cuda_arch: Vec<String>,
     pub rocm_arch: Vec<String>,
+    /// Where each entry of `cuda_arch` and `rocm_arch` is written (same order), for
+    /// messages such as `gpuenv audit`'s.
+    pub cuda_arch_at: Vec<Location>,
+    pub rocm_arch_at: Vec<Location>,
     pub torch_check: Option<TorchCheck>,
     /// `[build] cache`, and where it is written.
     pub build_cache: Option<(BuildCache, Location)>,
@@ -252,6 +256,8 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         pins: Vec::new(),
         cuda_arch: Vec::new(),
         rocm_arch: Vec::new(),
+        cuda_arch_at: Vec::new(),
+        rocm_arch_at: Vec::new(),
         torch_check: raw.torch.and_then(|t| t.check),
         build_cache: None,
         host_compiler: None,
@@ -292,6 +298,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         for arch in tc.cuda_arch.unwrap_or_default() {
             validate_cuda_arch(arch.get_ref())
                 .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
+            file.cuda_arch_at.push(at(arch.span().start));
             file.cuda_arch.push(arch.into_inner());
         }
         if let Some(cc) = tc.host_compiler {
@@ -307,6 +314,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         for arch in tc.rocm_arch.unwrap_or_default() {
             validate_rocm_arch(arch.get_ref())
                 .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
+            file.rocm_arch_at.push(at(arch.span().start));
             file.rocm_arch.push(arch.into_inner());
         }
     }
@@ -403,6 +411,9 @@ NCCL_DEBUG = "INFO"
         );
         assert_eq!(f.cuda_arch, ["8.0", "8.6", "9.0+PTX"]);
         assert_eq!(f.rocm_arch, ["gfx90a", "gfx942"]);
+        let lines = |at: &[Location]| at.iter().map(|a| (a.line, a.column)).collect::<Vec<_>>();
+        assert_eq!(lines(&f.cuda_arch_at), [(5, 14), (5, 21), (5, 28)]);
+        assert_eq!(lines(&f.rocm_arch_at), [(6, 14), (6, 24)]);
         assert_eq!(f.torch_check, Some(TorchCheck::Minor));
         let (cc, at) = f.host_compiler.unwrap();
         assert_eq!((cc.as_str(), at.line), ("g++-11", 7));
