@@ -4,7 +4,10 @@
 //! `hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-`. A linked object holds one bundle per
 //! translation unit, each padded to its section alignment.
 
+use object::ReadRef;
+
 use crate::arch::GfxTarget;
+use crate::window::Window;
 
 pub const MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
 /// A compressed bundle (clang 19+, `--offload-compress`): its entries are not readable
@@ -25,61 +28,63 @@ pub struct Bundles {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BundleError {
     #[error("byte {at} should start an offload bundle (`__CLANG_OFFLOAD_BUNDLE__`) but does not")]
-    BadMagic { at: usize },
+    BadMagic { at: u64 },
     #[error(
         "the {what} of the bundle at byte {at} claims {claimed} bytes, but only {left} remain"
     )]
     Overrun {
         what: &'static str,
-        at: usize,
+        at: u64,
         claimed: u64,
-        left: usize,
+        left: u64,
     },
     #[error("the bundle at byte {at} names the target `{triple}`, which is not an AMD target ID")]
-    BadTarget { at: usize, triple: String },
+    BadTarget { at: u64, triple: String },
 }
 
-pub fn parse(data: &[u8]) -> Result<Bundles, BundleError> {
+/// The bundles of a section, headers only.
+pub fn parse<'d, R: ReadRef<'d>>(data: Window<R>) -> Result<Bundles, BundleError> {
     let mut found = Bundles::default();
-    let mut pos = 0usize;
-    loop {
-        // Padding between bundles.
-        match data[pos..].iter().position(|b| *b != 0) {
-            Some(skip) => pos += skip,
-            None => return Ok(found),
-        }
-        let rest = &data[pos..];
-        if rest.starts_with(COMPRESSED_MAGIC) {
+    let mut pos = 0u64;
+    // Bundles are padded to their section's alignment.
+    while let Some(at) = data.skip_zeros(pos) {
+        pos = at;
+        let magic = data.get(pos, MAGIC.len() as u64);
+        if data.get(pos, COMPRESSED_MAGIC.len() as u64) == Some(COMPRESSED_MAGIC) {
             // Its size field differs between format versions: stop at the first one.
             found.compressed += 1;
             return Ok(found);
         }
-        if !rest.starts_with(MAGIC) {
+        if magic != Some(MAGIC) {
             return Err(BundleError::BadMagic { at: pos });
         }
-        let end = bundle(rest, pos, &mut found.targets)?;
-        pos += end;
+        let bundle = data.from(pos);
+        pos += read_bundle(&bundle, pos, &mut found.targets)?;
     }
+    Ok(found)
 }
 
 /// Reads the bundle at the start of `b` (at byte `at` of the section); returns its length.
-fn bundle(b: &[u8], at: usize, targets: &mut Vec<GfxTarget>) -> Result<usize, BundleError> {
-    let overrun = |what, claimed: u64, left: usize| BundleError::Overrun {
+fn read_bundle<'d, R: ReadRef<'d>>(
+    b: &Window<R>,
+    at: u64,
+    targets: &mut Vec<GfxTarget>,
+) -> Result<u64, BundleError> {
+    let overrun = |what, claimed: u64, left: u64| BundleError::Overrun {
         what,
         at,
         claimed,
         left,
     };
-    let mut cur = MAGIC.len();
-    let count =
-        read_u64(b, &mut cur).ok_or(overrun("entry count", 8, b.len().saturating_sub(cur)))?;
+    let mut cur = MAGIC.len() as u64;
+    let count = read_u64(b, &mut cur).ok_or(overrun("entry count", 8, b.left(cur)))?;
     // Each entry takes at least 24 bytes of header.
-    if count > (b.len() / 24) as u64 {
+    if count > b.len() / 24 {
         return Err(overrun("entry count", count.saturating_mul(24), b.len()));
     }
     let mut end = cur;
     for _ in 0..count {
-        let left = b.len().saturating_sub(cur);
+        let left = b.left(cur);
         let (Some(offset), Some(size), Some(len)) = (
             read_u64(b, &mut cur),
             read_u64(b, &mut cur),
@@ -87,21 +92,18 @@ fn bundle(b: &[u8], at: usize, targets: &mut Vec<GfxTarget>) -> Result<usize, Bu
         ) else {
             return Err(overrun("entry header", 24, left));
         };
-        let left = b.len().saturating_sub(cur);
-        if len > MAX_TRIPLE || len as usize > left {
-            return Err(overrun("target triple", len, left));
-        }
-        let triple = String::from_utf8_lossy(&b[cur..cur + len as usize]).into_owned();
-        cur += len as usize;
+        let left = b.left(cur);
+        let bytes = b
+            .get(cur, len)
+            .filter(|_| len <= MAX_TRIPLE)
+            .ok_or(overrun("target triple", len, left))?;
+        let triple = String::from_utf8_lossy(bytes).into_owned();
+        cur += len;
         let payload_end = offset
             .checked_add(size)
-            .filter(|e| *e <= b.len() as u64)
-            .ok_or(overrun(
-                "code object",
-                size,
-                b.len().saturating_sub(offset.min(b.len() as u64) as usize),
-            ))?;
-        end = end.max(payload_end as usize);
+            .filter(|e| *e <= b.len())
+            .ok_or(overrun("code object", size, b.left(offset)))?;
+        end = end.max(payload_end);
         if let Some(target) = amd_target(&triple, at)? {
             targets.push(target);
         }
@@ -111,7 +113,7 @@ fn bundle(b: &[u8], at: usize, targets: &mut Vec<GfxTarget>) -> Result<usize, Bu
 
 /// `hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-` (or `hip-amdgcn-amd-amdhsa-gfx906`) -> its target
 /// ID; the host's entry and other offload kinds -> None.
-fn amd_target(triple: &str, at: usize) -> Result<Option<GfxTarget>, BundleError> {
+fn amd_target(triple: &str, at: u64) -> Result<Option<GfxTarget>, BundleError> {
     let Some((_, id)) = triple.split_once("amdgcn-amd-amdhsa") else {
         return Ok(None);
     };
@@ -123,8 +125,8 @@ fn amd_target(triple: &str, at: usize) -> Result<Option<GfxTarget>, BundleError>
         })
 }
 
-fn read_u64(b: &[u8], cur: &mut usize) -> Option<u64> {
-    let bytes = b.get(*cur..*cur + 8)?;
+fn read_u64<'d, R: ReadRef<'d>>(b: &Window<R>, cur: &mut u64) -> Option<u64> {
+    let bytes = b.get(*cur, 8)?;
     *cur += 8;
     Some(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
 }
@@ -157,6 +159,7 @@ pub mod build {
 mod tests {
     use super::build::bundle;
     use super::*;
+    use crate::window::of;
 
     #[test]
     fn targets_of_every_bundle_host_left_out() {
@@ -167,7 +170,7 @@ mod tests {
         ]);
         data.resize(4096, 0);
         data.extend(bundle(&[("hip-amdgcn-amd-amdhsa-gfx906", b"code")]));
-        let found = parse(&data).unwrap();
+        let found = parse(of(&data)).unwrap();
         let names: Vec<String> = found.targets.iter().map(|t| t.to_string()).collect();
         assert_eq!(names, ["gfx90a:xnack-", "gfx940", "gfx906"]);
         assert_eq!(found.compressed, 0);
@@ -178,7 +181,7 @@ mod tests {
         let good = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx90a", b"code object")]);
         let cut = &good[..good.len() - 4];
         assert!(matches!(
-            parse(cut),
+            parse(of(cut)),
             Err(BundleError::Overrun {
                 what: "code object",
                 ..
@@ -187,7 +190,7 @@ mod tests {
         let mut huge_count = good.clone();
         huge_count[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(matches!(
-            parse(&huge_count),
+            parse(of(&huge_count)),
             Err(BundleError::Overrun {
                 what: "entry count",
                 ..
@@ -196,7 +199,7 @@ mod tests {
         let mut huge_triple = good.clone();
         huge_triple[48..56].copy_from_slice(&(1u64 << 62).to_le_bytes());
         assert!(matches!(
-            parse(&huge_triple),
+            parse(of(&huge_triple)),
             Err(BundleError::Overrun {
                 what: "target triple",
                 ..
@@ -204,9 +207,15 @@ mod tests {
         ));
         let mut wrap = good.clone();
         wrap[32..40].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(parse(&wrap).is_err());
-        assert_eq!(parse(b"junk").unwrap_err(), BundleError::BadMagic { at: 0 });
+        assert!(parse(of(&wrap)).is_err());
+        assert_eq!(
+            parse(of(b"junk")).unwrap_err(),
+            BundleError::BadMagic { at: 0 }
+        );
         let odd = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx90a;rm -rf", b"")]);
-        assert!(matches!(parse(&odd), Err(BundleError::BadTarget { .. })));
+        assert!(matches!(
+            parse(of(&odd)),
+            Err(BundleError::BadTarget { .. })
+        ));
     }
 }

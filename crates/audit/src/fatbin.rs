@@ -6,7 +6,10 @@
 
 use serde::Serialize;
 
+use object::ReadRef;
+
 use crate::arch::{CudaArch, Variant};
+use crate::window::Window;
 
 pub const MAGIC: u32 = 0xBA55_ED50;
 const HEADER: usize = 16;
@@ -44,29 +47,27 @@ pub enum FatbinError {
     #[error(
         "byte {at} should start a fatbinary header (magic 0xba55ed50) but holds {found:#010x}"
     )]
-    BadMagic { at: usize, found: u32 },
+    BadMagic { at: u64, found: u32 },
     #[error("the {what} at byte {at} claims {claimed} bytes, but only {left} remain")]
     Overrun {
         what: &'static str,
-        at: usize,
+        at: u64,
         claimed: u64,
-        left: usize,
+        left: u64,
     },
     #[error("the entry at byte {at} has a header of {size} bytes, fewer than the {ENTRY_HEADER} every entry has")]
-    ShortEntry { at: usize, size: u32 },
+    ShortEntry { at: u64, size: u32 },
 }
 
-/// The entries of every container in `data` (a fatbin section's bytes), other kinds than
-/// SASS and PTX (LTO IR) left out.
-pub fn parse(data: &[u8]) -> Result<Vec<Image>, FatbinError> {
+/// The entries of every container in a fatbin section, other kinds than SASS and PTX (LTO
+/// IR) left out. Only headers are read.
+pub fn parse<'d, R: ReadRef<'d>>(data: Window<R>) -> Result<Vec<Image>, FatbinError> {
     let mut images = Vec::new();
-    let mut pos = 0usize;
-    while pos < data.len() {
-        // Containers are 8-byte aligned; what follows the last is padding.
-        if data[pos..].iter().all(|b| *b == 0) {
-            break;
-        }
-        let head = take(data, pos, HEADER, "fatbinary header")?;
+    let mut pos = 0u64;
+    // Containers are 8-byte aligned; what follows the last is padding.
+    while let Some(at) = data.skip_zeros(pos) {
+        pos = at;
+        let head = take(&data, pos, HEADER as u64, "fatbinary header")?;
         let magic = u32_at(head, 0);
         if magic != MAGIC {
             return Err(FatbinError::BadMagic {
@@ -74,13 +75,12 @@ pub fn parse(data: &[u8]) -> Result<Vec<Image>, FatbinError> {
                 found: magic,
             });
         }
-        let header_size = usize::from(u16_at(head, 6)).max(HEADER);
-        let size = u64_at(head, 8);
+        let header_size = u64::from(u16_at(head, 6)).max(HEADER as u64);
         let start = pos.saturating_add(header_size);
-        let end = span_end(data, pos, start, size, "fatbinary header")?;
+        let end = span_end(&data, pos, start, u64_at(head, 8), "fatbinary header")?;
         let mut at = start;
         while at < end {
-            let (image, next) = entry(&data[..end], at)?;
+            let (image, next) = entry(&data, at, end)?;
             images.extend(image);
             at = next;
         }
@@ -89,8 +89,14 @@ pub fn parse(data: &[u8]) -> Result<Vec<Image>, FatbinError> {
     Ok(images)
 }
 
-fn entry(data: &[u8], at: usize) -> Result<(Option<Image>, usize), FatbinError> {
-    let head = take(data, at, ENTRY_HEADER, "fatbinary entry")?;
+/// The entry at `at`, which must end by `end` (its container's end).
+fn entry<'d, R: ReadRef<'d>>(
+    data: &Window<R>,
+    at: u64,
+    end: u64,
+) -> Result<(Option<Image>, u64), FatbinError> {
+    let container = data.until(end);
+    let head = take(&container, at, ENTRY_HEADER as u64, "fatbinary entry")?;
     let kind = u16_at(head, 0);
     let header_size = u32_at(head, 4);
     if (header_size as usize) < ENTRY_HEADER {
@@ -99,9 +105,8 @@ fn entry(data: &[u8], at: usize) -> Result<(Option<Image>, usize), FatbinError> 
             size: header_size,
         });
     }
-    let payload = u64_at(head, 8);
-    let start = at.saturating_add(header_size as usize);
-    let next = span_end(data, at, start, payload, "fatbinary entry")?;
+    let start = at.saturating_add(u64::from(header_size));
+    let next = span_end(&container, at, start, u64_at(head, 8), "fatbinary entry")?;
     let flags = u64_at(head, 40);
     let variant = if flags & FLAG_ARCH_SPECIFIC != 0 {
         Variant::Specific
@@ -126,39 +131,39 @@ fn entry(data: &[u8], at: usize) -> Result<(Option<Image>, usize), FatbinError> 
     Ok((image, next))
 }
 
-/// The end of `size` bytes from `start`, if the data holds them.
-fn span_end(
-    data: &[u8],
-    at: usize,
-    start: usize,
+/// The end of `size` bytes from `start`, if the window holds them.
+fn span_end<'d, R: ReadRef<'d>>(
+    data: &Window<R>,
+    at: u64,
+    start: u64,
     size: u64,
     what: &'static str,
-) -> Result<usize, FatbinError> {
-    let left = data.len().saturating_sub(start);
-    match usize::try_from(size) {
-        Ok(n) if n <= left => Ok(start + n),
-        _ => Err(FatbinError::Overrun {
+) -> Result<u64, FatbinError> {
+    let left = data.left(start);
+    if size <= left {
+        Ok(start + size)
+    } else {
+        Err(FatbinError::Overrun {
             what,
             at,
             claimed: size,
             left,
-        }),
+        })
     }
 }
 
-fn take<'a>(
-    data: &'a [u8],
-    at: usize,
-    len: usize,
+fn take<'d, R: ReadRef<'d>>(
+    data: &Window<R>,
+    at: u64,
+    len: u64,
     what: &'static str,
-) -> Result<&'a [u8], FatbinError> {
-    data.get(at..at.saturating_add(len))
-        .ok_or(FatbinError::Overrun {
-            what,
-            at,
-            claimed: len as u64,
-            left: data.len().saturating_sub(at),
-        })
+) -> Result<&'d [u8], FatbinError> {
+    data.get(at, len).ok_or(FatbinError::Overrun {
+        what,
+        at,
+        claimed: len,
+        left: data.left(at),
+    })
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -218,6 +223,7 @@ pub mod build {
 mod tests {
     use super::build::{container, Entry};
     use super::*;
+    use crate::window::of;
 
     const CUBIN: &[u8] = b"\x7fELF cubin";
 
@@ -252,7 +258,7 @@ mod tests {
             },
         ]));
         data.extend([0; 16]);
-        let images = parse(&data).unwrap();
+        let images = parse(of(&data)).unwrap();
         let shown: Vec<(ImageKind, String, bool)> = images
             .iter()
             .map(|i| (i.kind, i.arch.to_string(), i.compressed))
@@ -279,37 +285,37 @@ mod tests {
         // Cut inside the entry's payload.
         let cut = &good[..good.len() - 12];
         assert!(matches!(
-            parse(cut),
+            parse(of(cut)),
             Err(FatbinError::Overrun { at: 0, .. })
         ));
         // A header claiming more than a 64-bit size can hold.
         let mut huge = good.clone();
         huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
-        let err = parse(&huge).unwrap_err().to_string();
+        let err = parse(of(&huge)).unwrap_err().to_string();
         assert!(err.contains("claims 18446744073709551615 bytes"), "{err}");
         // An entry claiming more than its container.
         let mut entry = good.clone();
         entry[HEADER + 8..HEADER + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
         assert!(matches!(
-            parse(&entry),
+            parse(of(&entry)),
             Err(FatbinError::Overrun {
                 what: "fatbinary entry",
-                at: HEADER,
+                at: 16,
                 ..
             })
         ));
         let mut short = good.clone();
         short[HEADER + 4..HEADER + 8].copy_from_slice(&0u32.to_le_bytes());
         assert!(matches!(
-            parse(&short),
+            parse(of(&short)),
             Err(FatbinError::ShortEntry { size: 0, .. })
         ));
         assert!(matches!(
-            parse(b"not a fatbin at all"),
+            parse(of(b"not a fatbin at all")),
             Err(FatbinError::BadMagic { at: 0, .. })
         ));
         assert_eq!(
-            parse(&good[..3]).unwrap_err().to_string(),
+            parse(of(&good[..3])).unwrap_err().to_string(),
             "the fatbinary header at byte 0 claims 16 bytes, but only 3 remain"
         );
     }

@@ -10,12 +10,14 @@ pub mod compare;
 pub mod fatbin;
 pub mod report;
 pub mod runtime;
+pub mod window;
 
 use object::read::elf::{ElfFile, FileHeader};
 use object::{elf, Endianness, Object as _, ObjectSection as _, ObjectSymbol as _, ReadRef};
 
 use arch::GfxTarget;
 use fatbin::Image;
+use window::Window;
 
 /// Sections holding a CUDA fatbinary: linked objects, relocatable (`-rdc`) objects.
 pub const FATBIN_SECTIONS: &[&str] = &[".nv_fatbin", "__nv_relfatbin"];
@@ -65,10 +67,13 @@ pub enum AuditError {
     NotElf { start: String },
     #[error("its ELF headers are damaged: {0}")]
     Elf(object::Error),
-    #[error("its section {section} cannot be read: {source}")]
-    Section {
+    #[error(
+        "its section {section} claims {size} bytes at byte {offset}, past the end of the file"
+    )]
+    Beyond {
         section: String,
-        source: object::Error,
+        offset: u64,
+        size: u64,
     },
     #[error("its dynamic section is damaged: a DT_NEEDED entry points outside its string table")]
     Needed,
@@ -129,10 +134,17 @@ where
         if fat.is_none() && bundled.is_none() {
             continue;
         }
-        let bytes = section.data().map_err(|source| AuditError::Section {
-            section: name.to_string(),
-            source,
-        })?;
+        let Some((offset, size)) = section.file_range() else {
+            continue;
+        };
+        let bytes = Window::new(data, offset, size);
+        if !bytes.in_file() {
+            return Err(AuditError::Beyond {
+                section: name.to_string(),
+                offset,
+                size,
+            });
+        }
         if let Some(section) = fat {
             cuda.extend(
                 fatbin::parse(bytes).map_err(|source| AuditError::Fatbin { section, source })?,
