@@ -86,7 +86,7 @@ fn read(path: &Path) -> Result<Object> {
             AuditError::NotElf { .. } => {
                 "gpuenv audit reads ELF objects: an extension's .so, a .o or a program"
             }
-            _ => "rebuild it: a file cut short (a full disk, an interrupted copy) looks like this",
+            _ => "rebuild it: a file cut short (a full disk, an interrupted copy) or changed since the build reads like this",
         };
         Hinted::new(format!("cannot audit {shown}: {e}"))
             .hint(hint)
