@@ -449,3 +449,23 @@ fn an_object_with_no_gpu_code_says_so() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_pin_that_does_not_resolve_leaves_the_arch_check_standing() {
+    let Some(b) = nvcc_objects() else { return };
+    let sb = project(Some(
+        "[toolchain]\ncuda = \"12.8\"\ncuda-arch = [\"9.0\"]\n",
+    ));
+    let out = audit(&sb, &[&object(b, "k.so")], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("sm_90 (pinned in gpuenv.toml:3): runs SASS sm_90"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("the runtime it needs is not compared with a toolchain")
+            && stderr.contains("12.8"),
+        "{stderr}"
+    );
+}

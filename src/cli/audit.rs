@@ -36,7 +36,11 @@ impl Args {
         let (wants, no_gpu, gpus_found) = wants(ctx, &object)?;
         let inputs = Inputs {
             wants: wants.clone(),
-            active: active_toolchains(ctx),
+            active: if needs_runtime(&object) {
+                active_toolchains(ctx)
+            } else {
+                Vec::new()
+            },
             no_gpu,
             gpus_found,
             torch_cuda: needs_torch(&object)
@@ -197,6 +201,17 @@ fn active_toolchains(ctx: &Context) -> Vec<ActiveToolchain> {
             major: u32::try_from(t.entry.version.major()).unwrap_or(u32::MAX),
         })
         .collect()
+}
+
+/// A CUDA or HIP runtime library among what it needs (the one thing compared with the
+/// active toolchains).
+fn needs_runtime(object: &Object) -> bool {
+    object.needed.iter().any(|n| {
+        matches!(
+            classify(n),
+            Some(Runtime::Cudart { .. } | Runtime::Hip { .. })
+        )
+    })
 }
 
 fn needs_torch(object: &Object) -> bool {

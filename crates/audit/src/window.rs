@@ -83,3 +83,24 @@ impl<'d, R: ReadRef<'d>> Window<R> {
 pub fn of(bytes: &[u8]) -> Window<&[u8]> {
     Window::new(bytes, 0, bytes.len() as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_stay_inside_the_window_and_padding_is_skipped() {
+        let bytes = [0u8, 0, 0, 7, 8, 9, 0, 0];
+        let w = Window::new(&bytes[..], 2, 5);
+        assert_eq!(w.get(1, 2), Some(&[7u8, 8][..]));
+        assert_eq!(w.get(4, 2), None, "past the window's end");
+        assert_eq!(w.get(u64::MAX, 2), None);
+        assert_eq!(w.skip_zeros(0), Some(1));
+        assert_eq!(w.skip_zeros(4), None);
+        assert_eq!(w.from(2).get(0, 1), Some(&[8u8][..]));
+        assert_eq!(w.until(2).get(1, 2), None);
+        assert!(w.in_file());
+        assert!(!Window::new(&bytes[..], 4, 5).in_file());
+        assert!(!Window::new(&bytes[..], u64::MAX, 1).in_file());
+    }
+}
