@@ -8,8 +8,10 @@ pub mod arch;
 pub mod bundle;
 pub mod compare;
 pub mod fatbin;
+pub mod finding;
 pub mod report;
 pub mod runtime;
+pub mod want;
 pub mod window;
 
 use object::read::elf::{ElfFile, FileHeader};
