@@ -1,5 +1,6 @@
 //! The command line: one file per subcommand, each with its clap `Args` and `run()`.
 
+mod audit;
 mod cache;
 mod check;
 mod completions;
@@ -81,6 +82,7 @@ enum Command {
     Check(check::Args),
     Discover(discover::Args),
     Doctor(doctor::Args),
+    Audit(audit::Args),
     Pin(pin::Args),
     Reshim(reshim::Args),
     Show(show::Args),
@@ -216,6 +218,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Check(a) => a.run(ctx),
         Command::Discover(a) => a.run(ctx),
         Command::Doctor(a) => a.run(ctx),
+        Command::Audit(a) => a.run(ctx),
         Command::Pin(a) => a.run(ctx),
         Command::Reshim(a) => a.run(ctx),
         Command::Show(a) => a.run(ctx),

@@ -77,6 +77,10 @@ pub struct ProjectFile {
     pub cuda_arch: Vec<CudaArch>,
     /// `rocm-arch`, each once, in the order written.
     pub rocm_arch: Vec<RocmTarget>,
+    /// Where each entry of `cuda_arch` and `rocm_arch` is written (same order), for
+    /// messages such as `gpuenv audit`'s.
+    pub cuda_arch_at: Vec<Location>,
+    pub rocm_arch_at: Vec<Location>,
     torch_check: Option<TorchCheck>,
     /// `[torch] index = "auto"`, where it is written: export the PyTorch wheel index of the
     /// active toolkit for pip and uv (applied only when the file is trusted).
@@ -279,6 +283,8 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         pins: Vec::new(),
         cuda_arch: Vec::new(),
         rocm_arch: Vec::new(),
+        cuda_arch_at: Vec::new(),
+        rocm_arch_at: Vec::new(),
         torch_check,
         torch_index,
         build_cache: None,
@@ -321,9 +327,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         for a in tc.cuda_arch.unwrap_or_default() {
             let parsed = arch::cuda_pin(a.get_ref())
                 .map_err(|e| invalid(a.span().start, printable(&e.to_string()).into_owned()))?;
-            file.cuda_arch.push(parsed);
+            // An entry named twice counts once, where it is first written.
+            if !file.cuda_arch.contains(&parsed) {
+                file.cuda_arch_at.push(at(a.span().start));
+                file.cuda_arch.push(parsed);
+            }
         }
-        arch::dedup(&mut file.cuda_arch);
         if let Some(cc) = tc.host_compiler {
             let start = cc.span().start;
             if cc.get_ref().trim().is_empty() {
@@ -337,9 +346,11 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         for a in tc.rocm_arch.unwrap_or_default() {
             let parsed = arch::rocm_pin(a.get_ref())
                 .map_err(|e| invalid(a.span().start, printable(&e.to_string()).into_owned()))?;
-            file.rocm_arch.push(parsed);
+            if !file.rocm_arch.contains(&parsed) {
+                file.rocm_arch_at.push(at(a.span().start));
+                file.rocm_arch.push(parsed);
+            }
         }
-        arch::dedup(&mut file.rocm_arch);
     }
     for (key, value) in raw.env.unwrap_or_default() {
         let start = value.span().start;
@@ -434,6 +445,9 @@ NCCL_DEBUG = "INFO"
         );
         assert_eq!(f.cuda_arch, ["8.0", "8.6", "9.0+PTX"]);
         assert_eq!(f.rocm_arch, ["gfx90a", "gfx942"]);
+        let lines = |at: &[Location]| at.iter().map(|a| (a.line, a.column)).collect::<Vec<_>>();
+        assert_eq!(lines(&f.cuda_arch_at), [(5, 14), (5, 21), (5, 28)]);
+        assert_eq!(lines(&f.rocm_arch_at), [(6, 14), (6, 24)]);
         assert_eq!(f.torch_check, Some(TorchCheck::Minor));
         let (cc, at) = f.host_compiler.unwrap();
         assert_eq!((cc.as_str(), at.line), ("g++-11", 7));
