@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "quote",
             "test_support",
             "find_diagnostic",
+            "diagnostics",
         ],
     ),
     ("facts", &["facts"]),

@@ -81,7 +81,7 @@ const WATCHED_VARS: [&str; 8] = [
     vars::XDG_DATA_HOME,
     vars::GPUENV_UPSTREAMS,
     vars::GPUENV_SYSTEM_CONFIG,
-    vars::LMFILES,
+    vars::_LMFILES_,
 ];
 
 /// One prompt's step (skipped when nothing it depends on changed since the last one,
@@ -106,7 +106,7 @@ pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
         .flat_map(|s| s.fp.extra.iter().map(|(p, _)| p.clone()))
         .collect();
     let mut fp = Fingerprint::take(&ctx.cwd, watched, &home.settings(), &extra);
-    let pwd = ctx.var("PWD");
+    let pwd = ctx.var(vars::PWD);
     if !force && old.as_ref().is_some_and(|s| s.fp == fp) {
         let check = fast_path::arm(home, &fp, pwd);
         return Prompt { step: None, check };

@@ -27,7 +27,7 @@ impl Args {
             registry,
             &upstream::site_build(ctx),
         )?;
-        let cache_program = build_cache::locate(&cache, ctx.var_os("PATH"));
+        let cache_program = build_cache::locate(&cache, ctx.var_os(vars::PATH));
         // What is missing for the toolchains active here, and the shims they run through.
         let problems: Vec<Problem> = store::health(home, registry)
             .into_iter()

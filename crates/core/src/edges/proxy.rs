@@ -320,7 +320,7 @@ fn through_cache(
         mine,
         &upstream::site_build(ctx),
     )?;
-    match build_cache::locate(&choice, ctx.var_os("PATH")) {
+    match build_cache::locate(&choice, ctx.var_os(vars::PATH)) {
         Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache, &choice, |v| {
             ctx.var_os(v).is_some()
         })),
@@ -363,12 +363,11 @@ fn compiler_args(
     {
         return Err(ProxyError::HostCompiler(problem));
     }
-    let no_arch = Vec::new();
     let file = active.project.as_ref();
     let additions = args::Additions {
         ccbin: choice.and_then(|c| c.compiler()),
-        cuda_arch: file.map_or(&no_arch, |f| &f.cuda_arch),
-        rocm_arch: file.map_or(&no_arch, |f| &f.rocm_arch),
+        cuda_arch: file.map_or(&[], |f| &f.cuda_arch),
+        rocm_arch: file.map_or(&[], |f| &f.rocm_arch),
     };
     Ok(args::add(kind, &args, &additions))
 }
@@ -389,7 +388,7 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     if argv0.as_os_str().to_string_lossy().contains('/') {
         Some(ctx.cwd.join(argv0))
     } else {
-        guard::find_on_path(ctx.var_os("PATH"), tool)
+        guard::find_on_path(ctx.var_os(vars::PATH), tool)
     }
 }
 

@@ -154,7 +154,7 @@ pub fn find_gpuenv(ctx: &Context, exe: &Path) -> Option<PathBuf> {
     exe.parent()
         .map(|dir| dir.join("gpuenv"))
         .filter(|p| p.is_file())
-        .or_else(|| crate::plan::guard::find_on_path(ctx.var_os("PATH"), "gpuenv"))
+        .or_else(|| crate::plan::guard::find_on_path(ctx.var_os(vars::PATH), "gpuenv"))
 }
 
 /// Runs `gpuenv install <spec>` with its output on stderr (a proxy's stdout belongs to the

@@ -5,6 +5,7 @@
 //! and file (ccache's `compiler_check` is its size and modification time), never the
 //! proxy's, so another toolkit's nvcc misses and switching back hits.
 
+use crate::facts::vars;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
@@ -73,7 +74,7 @@ fn choose_cache(
         })?;
         return Ok(Choice {
             cache,
-            from: "GPUENV_BUILD_CACHE".into(),
+            from: vars::GPUENV_BUILD_CACHE.into(),
             shared: None,
         });
     }
