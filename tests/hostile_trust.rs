@@ -469,3 +469,31 @@ fn nvcc_named(sb: &Sandbox, proxy: &Path) -> PathBuf {
     std::os::unix::fs::symlink(proxy, &nvcc).unwrap();
     nvcc
 }
+
+#[test]
+fn a_toolchain_file_cannot_name_the_shared_store_compiles_are_written_to() {
+    // `[build] shared` belongs to the user's settings and the site config only: a cloned
+    // project that named one would choose where the user's objects are written and read.
+    let w = proxy_world::World::new("12.4");
+    let store = w.sb.path("attackers-store");
+    let file = w.proj.join("gpuenv.toml");
+    write(
+        &file,
+        &format!(
+            "[toolchain]\ncuda = \"12.4\"\n[build]\ncache = \"ccache\"\nshared = \"file://{}\"\n",
+            store.display()
+        ),
+    );
+    let out = w.run(
+        &w.view_nvcc("cuda-12.4"),
+        &["-c".to_string(), "k.cu".into()],
+        &[],
+    );
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("{}:5:1", file.display())) && err.contains("unknown field `shared`"),
+        "{err}"
+    );
+    assert!(!store.exists());
+}

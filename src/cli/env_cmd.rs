@@ -7,6 +7,7 @@ use gpuenv_core::context::{vars, Context};
 use gpuenv_core::module;
 use gpuenv_core::session::Purpose;
 use gpuenv_core::shell::{self, Format};
+use gpuenv_core::store;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui;
 
@@ -48,6 +49,23 @@ impl Args {
         if self.shell == Format::Slurm && (active.project.is_none() || active.toolchains.is_empty())
         {
             return Ok(());
+        }
+        if self.shell == Format::Slurm {
+            // The registry is shared, the trees may not be: a node without the pinned tree
+            // fails the task instead of running it against a toolkit that is not there.
+            let node = ctx
+                .var_nonempty(vars::SLURMD_NODENAME)
+                .unwrap_or("this node");
+            for t in &active.toolchains {
+                if let Some(problem) = store::tree_problem(&t.name, &t.entry) {
+                    return Err(store::NotOnThisNode {
+                        name: t.name.clone(),
+                        node: node.to_string(),
+                        problem,
+                    }
+                    .into());
+                }
+            }
         }
         if active.toolchains.is_empty() {
             ui::info_with_hints(

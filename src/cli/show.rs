@@ -5,7 +5,7 @@ use gpuenv_core::build_cache;
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::store::{self, Problem};
-use gpuenv_core::toolchain::view;
+use gpuenv_core::toolchain::{upstream, view};
 use gpuenv_core::ui;
 
 /// Show the active toolchains here, and why each is active
@@ -25,6 +25,7 @@ impl Args {
             ctx.var(vars::GPUENV_BUILD_CACHE),
             active.project.as_ref(),
             registry,
+            &upstream::site_build(ctx),
         )?;
         let cache_program = build_cache::locate(&cache, ctx.var_os(vars::PATH));
         // What is missing for the toolchains active here, and the shims they run through.
@@ -67,6 +68,7 @@ impl Args {
                     "cache": cache.cache.to_string(),
                     "from": cache.from,
                     "program": cache_program.as_ref().ok().cloned().flatten(),
+                    "shared": cache.shared.as_ref().map(|(s, _)| s.to_string()),
                 },
                 "host_compiler": active.host_compiler.as_ref().map(|c| json!({
                     "compiler": c.compiler(),
@@ -107,6 +109,9 @@ impl Args {
             ),
             Ok(None) => {}
             Err(warning) => ui::warn_with_hints(&warning, warning.hints()),
+        }
+        if let (Some((store, from)), true) = (&cache.shared, cache.cache.program().is_some()) {
+            println!("shared build cache: {store} ({from})");
         }
         if let Some(choice) = &active.host_compiler {
             println!("host compiler: {choice}");

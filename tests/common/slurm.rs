@@ -91,7 +91,7 @@ impl Cluster {
     }
 
     /// Running, not a zombie, and still the program we started (pids get reused).
-    fn alive(pid: u32, name: &str) -> bool {
+    pub fn alive(pid: u32, name: &str) -> bool {
         let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
             return false;
         };
@@ -249,7 +249,7 @@ impl Cluster {
 }
 
 /// The real uid, from /proc (no libc call needed in tests).
-fn real_uid() -> u32 {
+pub fn real_uid() -> u32 {
     fs::read_to_string("/proc/self/status")
         .unwrap()
         .lines()
@@ -258,12 +258,12 @@ fn real_uid() -> u32 {
         .unwrap_or(0)
 }
 
-fn chmod(path: &Path, mode: u32) {
+pub fn chmod(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-fn run_ok(cmd: &mut Command) -> Output {
+pub fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -274,7 +274,7 @@ fn run_ok(cmd: &mut Command) -> Output {
 }
 
 /// A TCP port in LISTEN state on any address (from /proc/net/tcp and tcp6).
-fn port_listening(port: u16) -> bool {
+pub fn port_listening(port: u16) -> bool {
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
         fs::read_to_string(f).is_ok_and(|text| {
             text.lines().skip(1).any(|l| {

@@ -41,7 +41,14 @@ pub fn report(node: &str, inputs: &Inputs, findings: &[Finding]) -> NodeReport {
         (None, []) => "none".to_string(),
         (None, active) => active
             .iter()
-            .map(|t| format!("{} ({})", t.name, t.entry.version))
+            .map(|t| {
+                // The registry may be shared while the trees are per node: a tree that is
+                // not here is part of the fact, so the nodes differ on it.
+                match gpuenv_core::store::tree_problem(&t.name, &t.entry) {
+                    None => format!("{} ({})", t.name, t.entry.version),
+                    Some(p) => format!("{} ({}), {}", t.name, t.entry.version, p.short()),
+                }
+            })
             .collect::<Vec<_>>()
             .join(", "),
     };

@@ -30,6 +30,7 @@ crate::diagnostics!(
     shims::ShimError,
     shims::TooManyTools,
     store::StoreError,
+    store::NotOnThisNode,
     upstream::SystemConfigError,
     guard::Refusal,
     project::ProjectError,

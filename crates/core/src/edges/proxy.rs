@@ -22,6 +22,7 @@ use crate::store::home::Home;
 use crate::store::locate::NoHome;
 use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::registry::StateError;
+use crate::store::toolchain::upstream;
 use crate::store::toolchain::NameError;
 use crate::store::toolchain::{Kind, Spec};
 use crate::store::StoreError;
@@ -313,9 +314,16 @@ fn through_cache(
     active: &ActiveSet,
 ) -> Result<Exec, ProxyError> {
     let var = ctx.var(vars::GPUENV_BUILD_CACHE).filter(|v| !v.is_empty());
-    let choice = build_cache::choose(var, active.project.as_ref(), mine)?;
+    let choice = build_cache::choose(
+        var,
+        active.project.as_ref(),
+        mine,
+        &upstream::site_build(ctx),
+    )?;
     match build_cache::locate(&choice, ctx.var_os(vars::PATH)) {
-        Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
+        Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache, &choice, |v| {
+            ctx.var_os(v).is_some()
+        })),
         Ok(None) => Ok(exec),
         Err(warning) => {
             ui::warn_with_hints(&warning, warning.hints());

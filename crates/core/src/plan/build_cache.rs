@@ -9,19 +9,21 @@ use crate::facts::vars;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-use crate::facts::build_cache::{BuildCache, UnknownBuildCache};
+use crate::facts::build_cache::{BuildCache, SharedStore, UnknownBuildCache};
 
 use crate::diagnostic::Diagnostic;
 use crate::plan::exec::Exec;
 use crate::plan::guard::find_on_path;
 use crate::project::ProjectFile;
-use crate::store::toolchain::registry::Registry;
+use crate::store::toolchain::registry::{BuildSettings, Registry};
 
 /// The cache in effect and what chose it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
     pub cache: BuildCache,
     pub from: String,
+    /// The store shared with other machines, and what named it.
+    pub shared: Option<(SharedStore, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -38,11 +40,32 @@ impl Diagnostic for BadVar {
 }
 
 /// `GPUENV_BUILD_CACHE`, else the toolchain file's `[build] cache`, else the settings'
-/// default, else off.
+/// default, else the site config's, else off. The shared store comes from the settings, else
+/// the site config: never from a toolchain file, whose author would choose where the
+/// user's compiles are written.
 pub fn choose(
     var: Option<&str>,
     file: Option<&ProjectFile>,
     registry: &Registry,
+    site: &BuildSettings,
+) -> Result<Choice, BadVar> {
+    let mut choice = choose_cache(var, file, registry, site)?;
+    choice.shared = match (&registry.build.shared, &site.shared) {
+        (Some(s), _) => Some((s.clone(), SETTINGS.into())),
+        (None, Some(s)) => Some((s.clone(), SITE.into())),
+        (None, None) => None,
+    };
+    Ok(choice)
+}
+
+const SETTINGS: &str = "[build] in gpuenv's settings.toml";
+const SITE: &str = "[build] in the site config";
+
+fn choose_cache(
+    var: Option<&str>,
+    file: Option<&ProjectFile>,
+    registry: &Registry,
+    site: &BuildSettings,
 ) -> Result<Choice, BadVar> {
     if let Some(v) = var.filter(|v| !v.is_empty()) {
         let cache = v.parse().map_err(|e: UnknownBuildCache| BadVar {
@@ -52,23 +75,25 @@ pub fn choose(
         return Ok(Choice {
             cache,
             from: vars::GPUENV_BUILD_CACHE.into(),
+            shared: None,
         });
     }
     if let Some((cache, at)) = file.and_then(|f| f.build_cache()) {
         return Ok(Choice {
             cache,
             from: at.to_string(),
+            shared: None,
         });
     }
-    if let Some(cache) = registry.build.cache {
-        return Ok(Choice {
-            cache,
-            from: "[build] in gpuenv's settings.toml".into(),
-        });
-    }
+    let (cache, from) = match (registry.build.cache, site.cache) {
+        (Some(cache), _) => (cache, SETTINGS),
+        (None, Some(cache)) => (cache, SITE),
+        (None, None) => (BuildCache::Off, "the default"),
+    };
     Ok(Choice {
-        cache: BuildCache::Off,
-        from: "the default".into(),
+        cache,
+        from: from.into(),
+        shared: None,
     })
 }
 
@@ -109,15 +134,25 @@ pub fn locate(choice: &Choice, path: Option<&OsStr>) -> Result<Option<PathBuf>, 
 }
 
 /// `exec` run through the cache program at `cache`: the real compiler becomes its first
-/// argument.
-pub fn wrap(exec: Exec, cache: &Path) -> Exec {
+/// argument. A shared store is passed in the cache's own variable, unless the user's
+/// environment already sets that variable (`user_set`).
+pub fn wrap(exec: Exec, cache: &Path, choice: &Choice, user_set: impl Fn(&str) -> bool) -> Exec {
     let mut args: Vec<OsString> = Vec::with_capacity(exec.args.len() + 1);
     args.push(exec.program.into_os_string());
     args.extend(exec.args);
+    let mut env = exec.env;
+    if let Some((var, value)) = choice
+        .shared
+        .as_ref()
+        .and_then(|(s, _)| s.variable(choice.cache))
+        .filter(|(var, _)| !user_set(var))
+    {
+        env.push((var.to_string(), Some(value.into())));
+    }
     Exec {
         program: cache.to_path_buf(),
         args,
-        env: exec.env,
+        env,
     }
 }
 
@@ -132,25 +167,28 @@ mod tests {
         let mut file =
             crate::project::parse(Path::new("/p/gpuenv.toml"), "[build]\ncache = \"ccache\"\n")
                 .unwrap();
+        let site = BuildSettings::default();
         // An untrusted file's cache program is not run: the settings' default is.
         assert_eq!(
-            choose(None, Some(&file), &registry).unwrap().cache,
+            choose(None, Some(&file), &registry, &site).unwrap().cache,
             BuildCache::Sccache
         );
         let mut trusting = registry.clone();
         crate::project::trust::trust(&mut trusting, &file);
         crate::project::trust::settle(&trusting, &mut file);
-        let pick = |var, file| choose(var, file, &registry).unwrap();
+        let pick = |var, file| choose(var, file, &registry, &site).unwrap();
         assert_eq!(pick(Some("off"), Some(&file)).cache, BuildCache::Off);
         let from_file = pick(None, Some(&file));
         assert_eq!(from_file.cache, BuildCache::Ccache);
         assert_eq!(from_file.from, "/p/gpuenv.toml:2:9");
         assert_eq!(pick(None, None).cache, BuildCache::Sccache);
         assert_eq!(
-            choose(None, None, &Registry::default()).unwrap().cache,
+            choose(None, None, &Registry::default(), &site)
+                .unwrap()
+                .cache,
             BuildCache::Off
         );
-        let err = choose(Some("distcc"), None, &registry).unwrap_err();
+        let err = choose(Some("distcc"), None, &registry, &site).unwrap_err();
         assert!(!err.hints().is_empty(), "{err}");
     }
 
@@ -161,9 +199,50 @@ mod tests {
             args: vec!["-c".into(), "k.cu".into()],
             env: vec![("CUDA_HOME".into(), Some("/v".into()))],
         };
-        let wrapped = wrap(exec, Path::new("/usr/bin/ccache"));
+        let choice = Choice {
+            cache: BuildCache::Ccache,
+            from: "x".into(),
+            shared: None,
+        };
+        let wrapped = wrap(exec, Path::new("/usr/bin/ccache"), &choice, |_| false);
         assert_eq!(wrapped.program, Path::new("/usr/bin/ccache"));
         assert_eq!(wrapped.args, ["/t/cuda-13.0/bin/nvcc", "-c", "k.cu"]);
         assert_eq!(wrapped.env.len(), 1);
+    }
+
+    #[test]
+    fn the_site_config_is_below_the_users_settings_and_names_the_shared_store() {
+        let site = BuildSettings {
+            cache: Some(BuildCache::Ccache),
+            shared: Some("file:///shared/ccache".to_string().try_into().unwrap()),
+        };
+        let mut registry = Registry::default();
+        let choice = choose(None, None, &registry, &site).unwrap();
+        assert_eq!(choice.cache, BuildCache::Ccache);
+        assert_eq!(choice.from, SITE);
+        assert_eq!(choice.shared.as_ref().unwrap().1, SITE);
+        let exec = || Exec {
+            program: "/t/bin/nvcc".into(),
+            args: Vec::new(),
+            env: Vec::new(),
+        };
+        let wrapped = wrap(exec(), Path::new("/usr/bin/ccache"), &choice, |_| false);
+        assert_eq!(
+            wrapped.env,
+            [(
+                "CCACHE_REMOTE_STORAGE".to_string(),
+                Some("file:/shared/ccache".into())
+            )]
+        );
+        // The user's own variable wins.
+        let wrapped = wrap(exec(), Path::new("/usr/bin/ccache"), &choice, |v| {
+            v == "CCACHE_REMOTE_STORAGE"
+        });
+        assert!(wrapped.env.is_empty());
+        // The user's settings win over the site's.
+        registry.build.cache = Some(BuildCache::Off);
+        let choice = choose(None, None, &registry, &site).unwrap();
+        assert_eq!(choice.cache, BuildCache::Off);
+        assert_eq!(choice.from, SETTINGS);
     }
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::store::home::Home;
-use crate::store::toolchain::registry::{Broken, Registry, Source};
+use crate::store::toolchain::registry::{Broken, Entry, Registry, Source};
 use crate::store::toolchain::view;
 
 /// Something in the store that is not as the registry says, with the command that fixes it.
@@ -104,25 +104,53 @@ impl std::fmt::Display for Problem {
     }
 }
 
+/// What is wrong with a toolchain's own tree, as this machine sees it: its root is gone, or
+/// a file it needs is.
+pub fn tree_problem(name: &str, entry: &Entry) -> Option<Problem> {
+    if !entry.root.is_dir() {
+        return Some(Problem::RootMissing {
+            name: name.to_string(),
+            root: entry.root.clone(),
+            source: entry.source,
+        });
+    }
+    entry.broken().map(|broken| Problem::TreeBroken {
+        name: name.to_string(),
+        broken,
+        source: entry.source,
+    })
+}
+
+/// An active toolchain whose tree is not usable on this node: a TaskProlog refuses the
+/// task's environment rather than point it at a toolkit that is not there.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{name} cannot be used on node {node}: {problem}")]
+pub struct NotOnThisNode {
+    pub name: String,
+    pub node: String,
+    pub problem: Problem,
+}
+
+impl crate::diagnostic::Diagnostic for NotOnThisNode {
+    fn hints(&self) -> Vec<String> {
+        vec![
+            "a toolkit must be at the same path on every node a job runs on (a shared file system, or the same install on each node); `gpuenv doctor --all-nodes` in an allocation compares the nodes".into(),
+            self.problem.hint(),
+        ]
+    }
+}
+
 /// What is missing in the store: roots, needed files and views of registered toolchains,
 /// the shims dir.
 pub fn health(home: &Home, registry: &Registry) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (name, entry) in &registry.toolchains {
-        if !entry.root.is_dir() {
-            problems.push(Problem::RootMissing {
-                name: name.clone(),
-                root: entry.root.clone(),
-                source: entry.source,
-            });
-            continue;
-        }
-        if let Some(broken) = entry.broken() {
-            problems.push(Problem::TreeBroken {
-                name: name.clone(),
-                broken,
-                source: entry.source,
-            });
+        if let Some(p) = tree_problem(name, entry) {
+            let gone = matches!(p, Problem::RootMissing { .. });
+            problems.push(p);
+            if gone {
+                continue;
+            }
         }
         if !view::exists(home, name) {
             problems.push(Problem::ViewMissing {

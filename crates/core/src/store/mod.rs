@@ -19,7 +19,7 @@ pub mod home;
 pub mod locate;
 pub mod shims;
 pub mod toolchain;
-pub use health::{health, Problem};
+pub use health::{health, tree_problem, NotOnThisNode, Problem};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub use super::entry::{Broken, Entry, Source};
 use super::Spec;
 use crate::diagnostic::Diagnostic;
-use crate::facts::build_cache::BuildCache;
+use crate::facts::build_cache::{BuildCache, SharedStore};
 use crate::fsutil;
 use crate::store::home::Home;
 
@@ -301,17 +301,21 @@ impl Registry {
     }
 }
 
-/// The `[build]` table of settings.toml: the user's default for every project.
+/// The `[build]` table of settings.toml (the user's default for every project) and of the
+/// site config (everyone's, below the user's).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BuildSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<BuildCache>,
+    /// A store the cache shares with other machines (see [`SharedStore`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<SharedStore>,
 }
 
 impl BuildSettings {
     pub fn is_empty(&self) -> bool {
-        self.cache.is_none()
+        self.cache.is_none() && self.shared.is_none()
     }
 }
 

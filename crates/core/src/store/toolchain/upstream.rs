@@ -23,6 +23,9 @@ pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/gpuenv/config.toml";
 pub struct SystemConfig {
     #[serde(default)]
     pub upstreams: Vec<PathBuf>,
+    /// `[build]`: the site's compiler cache and shared store, below the user's settings.
+    #[serde(default)]
+    pub build: super::registry::BuildSettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +37,7 @@ pub struct SystemConfigError {
 
 impl crate::diagnostic::Diagnostic for SystemConfigError {
     fn hints(&self) -> Vec<String> {
-        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`; fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
+        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]` and a `[build]` table (`cache`, `shared`); fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
     }
 }
 
@@ -68,6 +71,14 @@ pub fn read_system_config(path: &Path) -> Result<SystemConfig, SystemConfigError
             },
         }
     })
+}
+
+/// The site config's `[build]`: empty when there is none. A broken file is reported by the
+/// commands that read it for upstreams, and here means no site default.
+pub fn site_build(ctx: &Context) -> super::registry::BuildSettings {
+    read_system_config(&system_config_path(ctx))
+        .map(|c| c.build)
+        .unwrap_or_default()
 }
 
 /// The upstreams the environment and the system config name, in search order, and why
@@ -238,6 +249,24 @@ mod tests {
         assert_eq!(
             read_system_config(&dir.path().join("none")).unwrap(),
             SystemConfig::default()
+        );
+    }
+
+    #[test]
+    fn the_system_config_sets_the_sites_build_cache_and_shared_store() {
+        use crate::facts::build_cache::BuildCache;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let text = "[build]\ncache = \"ccache\"\nshared = \"file:///shared/ccache\"\n";
+        fs_err::write(&path, text).unwrap();
+        let build = read_system_config(&path).unwrap().build;
+        assert_eq!(build.cache, Some(BuildCache::Ccache));
+        assert_eq!(build.shared.unwrap().to_string(), "file:///shared/ccache");
+        fs_err::write(&path, "[build]\nshared = \"/shared/ccache\"\n").unwrap();
+        let err = read_system_config(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("line 2") && err.contains("file:///absolute/dir"),
+            "{err}"
         );
     }
 }

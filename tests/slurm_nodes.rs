@@ -1,0 +1,312 @@
+//! Two real SLURM nodes on one machine (common/slurm_nodes.rs): `n1` and `n2` share the
+//! user's home and gpuenv's registry, but each has its own node-local directory, as a
+//! cluster's nodes share a file system and keep their own disks. A toolkit installed on one
+//! node's disk only, and another driver on each: `gpuenv doctor --all-nodes` names the node
+//! and the difference, and the TaskProlog refuses the task on the node without the tree. A
+//! toolkit on the shared file system gives the same `nvcc --version` on both. A site config's
+//! `[build]` makes nvcc compile through ccache with a shared store: what node 1 compiled,
+//! node 2 gets from the store; another nvcc never does.
+
+mod common;
+#[path = "common/slurm.rs"]
+mod slurm;
+#[path = "common/slurm_nodes.rs"]
+mod slurm_nodes;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::real::real_cuda13;
+use common::*;
+use slurm_nodes::Nodes;
+
+fn gpuenv_bin() -> PathBuf {
+    proxy_bin().with_file_name("gpuenv")
+}
+
+/// A user whose files (home, projects) are on the shared file system, and whose node-local
+/// files are `<node dir>/<id>` (`id` is unique to the test).
+struct User {
+    sb: Sandbox,
+    id: String,
+}
+
+impl User {
+    fn new() -> User {
+        let sb = Sandbox::new();
+        let id = sb
+            .dir
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        User { sb, id }
+    }
+
+    /// This test's directory on `node`'s own disk, as the host sees it.
+    fn on_node(&self, nodes: &Nodes, node: &str) -> PathBuf {
+        nodes.node_dir(node).join(&self.id)
+    }
+
+    /// The same directory as every node sees it (its own).
+    fn node_local(&self, nodes: &Nodes) -> PathBuf {
+        nodes.local().join(&self.id)
+    }
+
+    /// `srun`/`salloc` from `dir` with this user's environment: HOME, and PATH with gpuenv
+    /// and the node-local `bin`.
+    fn client(&self, nodes: &Nodes, program: &str, dir: &Path) -> Command {
+        let mut cmd = nodes.client(program);
+        cmd.env_clear()
+            .env("SLURM_CONF", &nodes.conf)
+            .env("HOME", self.sb.home())
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}/bin:/usr/bin:/bin",
+                    gpuenv_bin().parent().unwrap().display(),
+                    self.node_local(nodes).display()
+                ),
+            )
+            .env("LANG", "C.UTF-8")
+            .current_dir(dir);
+        cmd
+    }
+
+    fn project(&self, name: &str, text: &str) -> PathBuf {
+        let dir = self.sb.path(name);
+        write(&dir.join("gpuenv.toml"), text);
+        dir
+    }
+}
+
+/// Lines of `srun -l` output by task: `(task, text)`, sorted.
+fn by_task(out: &Output) -> Vec<(String, String)> {
+    let mut lines: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(t, s)| (t.trim().to_string(), s.to_string()))
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn nvidia_smi(dir: &Path, driver: &str, cuda: &str) {
+    write_exe(
+        &dir.join("bin/nvidia-smi"),
+        &format!("#!/bin/sh\necho '| NVIDIA-SMI {driver}   Driver Version: {driver}   CUDA Version: {cuda}     |'\n"),
+    );
+}
+
+#[test]
+fn a_toolkit_on_one_nodes_disk_only_is_named_by_doctor_and_refused_by_the_task_prolog() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    let u = User::new();
+    // The admin installed 12.4 on n1's disk only; each node has its own driver.
+    cuda_runfile(&u.on_node(nodes, "n1").join("cuda-12.4"), "12.4.131");
+    nvidia_smi(&u.on_node(nodes, "n1"), "550.54.15", "12.4");
+    nvidia_smi(&u.on_node(nodes, "n2"), "535.104.05", "12.2");
+    let root = u.node_local(nodes).join("cuda-12.4");
+    let proj = u.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
+    // Linked on n1, where the tree is; the registry is in the shared home.
+    let link = u
+        .client(nodes, "srun", &proj)
+        .args(["-Q", "-w", "n1", "gpuenv", "link", "cuda-12.4"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    succeeded(&link);
+
+    let out = u
+        .client(nodes, "salloc", &proj)
+        .args(["-Q", "-N2", "gpuenv", "doctor", "--all-nodes"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "nodes differ: exit 1\n{text}");
+    assert!(text.contains("differs: toolchain"), "{text}");
+    assert!(text.contains("cuda-12.4 (12.4.131)  on n1"), "{text}");
+    assert!(
+        text.contains("cuda-12.4 (12.4.131), root missing  on n2"),
+        "{text}"
+    );
+    assert!(text.contains("differs: driver"), "{text}");
+    assert!(text.contains("550.54.15  on n1"), "{text}");
+    assert!(text.contains("535.104.05  on n2"), "{text}");
+
+    // The TaskProlog sets up the task on n1 and fails it on n2, saying why.
+    let out = u
+        .client(nodes, "srun", &proj)
+        .env("GPUENV_TEST_BIN", gpuenv_bin())
+        .args(["-Q", "-N2", "--ntasks-per-node=1", "-l", "sh", "-c"])
+        .arg("echo \"ran on $SLURMD_NODENAME with $CUDA_HOME\"")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    let view = u.sb.gpuenv_home().join("views/cuda-12.4");
+    assert!(
+        stdout.contains(&format!("ran on n1 with {}", view.display())),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("ran on n2"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "gpuenv: cuda-12.4 cannot be used on node n2: the root of cuda-12.4, {}, is gone",
+            root.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("gpuenv: a toolkit must be at the same path on every node"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TaskProlog failed"));
+}
+
+#[test]
+fn a_toolkit_on_the_shared_file_system_is_the_same_nvcc_on_both_nodes() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    let Some(cuda13) = real_cuda13() else {
+        return;
+    };
+    let u = User::new();
+    u.sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
+    let proj = u.project("proj", "[toolchain]\ncuda = \"13.0\"\n");
+    let out = u
+        .client(nodes, "srun", &proj)
+        .args(["-Q", "-N2", "--ntasks-per-node=1", "-l"])
+        .args(["gpuenv", "run", "--", "nvcc", "--version"])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let lines = by_task(&out);
+    let release = |task: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .filter(|(t, l)| t == task && l.starts_with("Cuda compilation tools"))
+            .map(|(_, l)| l.as_str())
+            .collect()
+    };
+    assert_eq!(release("0").len(), 1, "{lines:?}");
+    assert!(release("0")[0].contains("release 13.0"), "{lines:?}");
+    assert_eq!(release("0"), release("1"), "{lines:?}");
+}
+
+const KERNEL: &str = r#"#include <cuda_runtime.h>
+__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
+"#;
+
+/// ccache's counters for the cache in `dir`, by `--print-stats` name.
+fn ccache_stat(dir: &Path, key: &str) -> u64 {
+    let out = Command::new("ccache")
+        .arg("--print-stats")
+        .env("CCACHE_DIR", dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_site_shared_build_cache_serves_node_2_what_node_1_compiled_and_never_another_nvcc() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    if !have_tool("ccache") || !have_tool("g++") {
+        return;
+    }
+    let Some(cuda13) = real_cuda13() else {
+        return;
+    };
+    let u = User::new();
+    u.sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
+    // Another nvcc of the same release: the tree hard-linked, nvcc itself a new file.
+    let other = u.sb.path("cuda-13.0-other");
+    let cp = Command::new("cp")
+        .arg("-al")
+        .arg(&cuda13)
+        .arg(&other)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    fs_err::remove_file(other.join("bin/nvcc")).unwrap();
+    fs_err::copy(cuda13.join("bin/nvcc"), other.join("bin/nvcc")).unwrap();
+    u.sb.ok(&["link", "cuda-13.0-other", other.to_str().unwrap()]);
+
+    // The admin's site config: ccache for everyone, with a store all nodes mount.
+    let store = u.sb.path("shared-ccache");
+    let site = u.sb.path("etc/gpuenv/config.toml");
+    write(
+        &site,
+        &format!(
+            "[build]\ncache = \"ccache\"\nshared = \"file://{}\"\n",
+            store.display()
+        ),
+    );
+    let proj = u.project("proj", "[toolchain]\ncuda = \"13.0\"\n");
+    write(&proj.join("k.cu"), KERNEL);
+    let show =
+        u.sb.gpuenv()
+            .current_dir(&proj)
+            .env("GPUENV_SYSTEM_CONFIG", &site)
+            .arg("show")
+            .output()
+            .unwrap();
+    let show = succeeded(&show);
+    assert!(
+        show.contains(&format!(
+            "shared build cache: file://{} ([build] in the site config)",
+            store.display()
+        )),
+        "{show}"
+    );
+
+    // Each node's own ccache directory is on its own disk.
+    let compile = |node: &str, spec: &str| {
+        let out = u
+            .client(nodes, "srun", &proj)
+            .env("GPUENV_SYSTEM_CONFIG", &site)
+            .env("CCACHE_DIR", u.node_local(nodes).join("ccache"))
+            .args(["-Q", "-w", node, "gpuenv", "run", spec, "--"])
+            .args(["nvcc", "-c", "k.cu", "-o"])
+            .arg(format!("k-{node}.o"))
+            .output()
+            .unwrap();
+        succeeded(&out);
+        assert!(proj.join(format!("k-{node}.o")).is_file());
+    };
+    let stat = |node: &str, key: &str| ccache_stat(&u.on_node(nodes, node).join("ccache"), key);
+
+    compile("n1", "cuda-13.0");
+    assert_eq!(stat("n1", "cache_miss"), 1, "node 1 compiles");
+    // Its result and (direct mode) its manifest.
+    assert!(
+        stat("n1", "remote_storage_write") > 0,
+        "and fills the shared store"
+    );
+    assert!(store.is_dir());
+
+    compile("n2", "cuda-13.0");
+    assert_eq!(stat("n2", "cache_miss"), 0, "node 2 compiles nothing");
+    assert_eq!(
+        stat("n2", "remote_storage_hit"),
+        1,
+        "it is served from the store"
+    );
+
+    compile("n2", "cuda-13.0-other");
+    assert_eq!(stat("n2", "cache_miss"), 1, "another nvcc misses");
+    assert_eq!(
+        stat("n2", "remote_storage_hit"),
+        1,
+        "the store has nothing for it"
+    );
+}
