@@ -14,7 +14,9 @@ pub mod fetch;
 pub mod hooks;
 pub mod objects;
 pub mod pathpart;
+pub mod lock;
 pub mod prune;
+pub mod record;
 pub mod seal;
 pub mod source;
 pub mod torch;
@@ -250,7 +252,13 @@ pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
 pub fn find_diagnostic<'a>(
     err: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a (dyn Diagnostic + 'static)> {
-    gpuenv_core::find_diagnostic!(err, fault::Fault, ReadOnlyHome, cache::Refused)
+    gpuenv_core::find_diagnostic!(
+        err,
+        fault::Fault,
+        ReadOnlyHome,
+        cache::Refused,
+        lock::LockError
+    )
 }
 
 /// The finders for every error an install can return: its own and gpuenv-core's.
@@ -261,6 +269,17 @@ pub fn install(
     store: &Store,
     fetcher: &Fetcher,
     plan: &Plan,
+    progress: &Progress,
+) -> Result<Installed> {
+    install_recorded(store, fetcher, plan, None, progress)
+}
+
+/// [`install`], and with `sel` the tree gets its [`record`] (what `gpuenv lock` reads).
+pub fn install_recorded(
+    store: &Store,
+    fetcher: &Fetcher,
+    plan: &Plan,
+    sel: Option<&Selection>,
     progress: &Progress,
 ) -> Result<Installed> {
     let home = store.home();
@@ -316,6 +335,11 @@ pub fn install(
             .with_context(|| format!("linking {name} to {}", tree.display()))?;
     }
     finish_tree(plan, tmp.path())?;
+    // A tree linked into a venv is not made of archives alone: nothing to record.
+    if let Some(sel) = sel.filter(|_| plan.linked.is_empty()) {
+        record::write(tmp.path(), &record::Record::of(plan, sel))
+            .with_context(|| format!("recording how {name} was made"))?;
+    }
     // Its files share inodes with the download cache: a write to one would change both.
     seal::read_only(tmp.path())?;
     fetcher.hooks.checkpoint("assemble");

@@ -1,0 +1,218 @@
+//! `gpuenv lock`: write gpuenv.lock beside gpuenv.toml; and `gpuenv check --locked`, which
+//! compares the active toolchains with it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _, Result};
+
+use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::fsutil;
+use gpuenv_core::project;
+use gpuenv_core::resolve::{ActiveSet, Reason};
+use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
+use gpuenv_core::ui;
+use gpuenv_install::lock::{self, Found, Locked};
+use gpuenv_install::record::{self, Record};
+
+use super::Exit;
+
+/// Write gpuenv.lock beside gpuenv.toml: the exact toolchains its pins resolve to here
+/// (version, source, file-list digest, and each installed one's archives and sha256)
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpuenv lock                  # write gpuenv.lock\n  gpuenv check --locked        # does the active set still match it?\n  gpuenv install --locked      # on another machine: install exactly that"
+)]
+pub struct Args {}
+
+/// gpuenv.lock in the directory of the toolchain file `project`.
+pub fn lock_path(project: &Path) -> PathBuf {
+    project
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(lock::FILE)
+}
+
+/// The digest of a registered tree's file list, and how it was installed if it says.
+pub fn inspect(entry: &Entry) -> Result<(String, Option<Record>)> {
+    let files = record::files_digest(&entry.root)
+        .with_context(|| format!("listing the files of {}", entry.root.display()))?;
+    let rec = (entry.source == Origin::Installed)
+        .then(|| record::read(&entry.root))
+        .flatten();
+    Ok((files, rec))
+}
+
+fn pinned(reason: &Reason) -> bool {
+    matches!(reason, Reason::File(..) | Reason::Torch(..))
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let mut session = super::session(ctx)?;
+        let active = super::resolve_here(&mut session, &[], None)?;
+        let Some(file) = &active.project else {
+            bail!(Hinted::new(format!(
+                "nothing to lock: no gpuenv.toml from {} up",
+                ctx.cwd.display()
+            ))
+            .hint("`gpuenv pin cuda-13.0` pins a toolchain here first"));
+        };
+        let path = lock_path(&file.path);
+        let mut locked = Vec::new();
+        for pin in &file.pins {
+            let Some(t) = active.get(pin.kind).filter(|t| pinned(&t.reason)) else {
+                bail!(Hinted::new(format!(
+                    "{}: the {} pin is not what is active here ({})",
+                    pin.at,
+                    pin.kind,
+                    active
+                        .get(pin.kind)
+                        .map_or("nothing".to_string(), |t| t.reason.to_string())
+                ))
+                .hint("`gpuenv use none` lets the project's pins decide, then `gpuenv lock`"));
+            };
+            let (files, rec) = inspect(&t.entry)?;
+            let found = Found {
+                name: &t.name,
+                entry: &t.entry,
+                files: &files,
+                record: rec.as_ref(),
+            };
+            if t.entry.source == Origin::Installed && rec.is_none() {
+                ui::warn(format!(
+                    "{} was installed by a gpuenv that kept no record of its archives: the lock has its version and file list only (`gpuenv uninstall {n}` and `gpuenv install {n}` record them)",
+                    t.name,
+                    n = t.name
+                ));
+            }
+            locked.push(Locked::of(&found, pin.at.clone())?);
+        }
+        if locked.is_empty() {
+            bail!(Hinted::new(format!(
+                "nothing to lock: {} pins no toolchain",
+                file.path.display()
+            ))
+            .hint("`gpuenv pin cuda-13.0` adds a pin"));
+        }
+        let text = lock::render(&locked)?;
+        // What is written must read back: a root that is not UTF-8 would not.
+        lock::parse(&path, &text).context("the lock gpuenv made does not read back")?;
+        write_lock(&path, &text)?;
+        ui::info(format!(
+            "wrote {} ({})",
+            path.display(),
+            locked
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        Ok(())
+    }
+}
+
+/// Replaces the lock atomically; a link, directory or other non-file at its name is
+/// refused, never followed or replaced.
+fn write_lock(path: &Path, text: &str) -> Result<()> {
+    match fs_err::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => bail!(Hinted::new(format!(
+            "{} is {}, not a file: gpuenv writes no lock through it",
+            path.display(),
+            if meta.file_type().is_symlink() {
+                "a symbolic link"
+            } else {
+                "not a regular file"
+            }
+        ))
+        .hint(format!("remove it, then `gpuenv lock` again"))),
+        _ => {}
+    }
+    fsutil::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `gpuenv check --locked`: exit 1 naming each way the active set differs from the lock.
+pub fn check(ctx: &Context) -> Result<()> {
+    let mut session = super::session(ctx)?;
+    let active = super::resolve_here(&mut session, &[], None)?;
+    let lock = load_here(ctx, &active)?;
+    let mut problems = Vec::new();
+    for l in &lock.toolchains {
+        match active.get(l.kind) {
+            None => problems.push(format!(
+                "{}: {} is locked, but no {} toolchain is active here",
+                l.at, l.name, l.kind
+            )),
+            Some(t) => {
+                let (files, rec) = inspect(&t.entry)?;
+                let found = Found {
+                    name: &t.name,
+                    entry: &t.entry,
+                    files: &files,
+                    record: rec.as_ref(),
+                };
+                for d in l.differences(&found) {
+                    problems.push(format!("{}: {}: {d}", l.at, l.name));
+                }
+            }
+        }
+    }
+    for t in &active.toolchains {
+        if pinned(&t.reason) && !lock.toolchains.iter().any(|l| l.kind == t.entry.kind) {
+            problems.push(format!(
+                "{}: {} is pinned but not locked",
+                lock.path.display(),
+                t.name
+            ));
+        }
+    }
+    if problems.is_empty() {
+        ui::info(format!(
+            "the active toolchains match {} ({})",
+            lock.path.display(),
+            lock.toolchains
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return Ok(());
+    }
+    let err = Hinted::new(format!(
+        "the active toolchains differ from {}:\n  {}",
+        lock.path.display(),
+        problems.join("\n  ")
+    ))
+    .hint("`gpuenv install --locked` installs what the lock names; `gpuenv lock` records what is active now instead");
+    super::print_error(&err.into());
+    Err(Exit(1).into())
+}
+
+/// The lock of the project here.
+pub fn load_here(ctx: &Context, active: &ActiveSet) -> Result<lock::Lock> {
+    let project = match &active.project {
+        Some(p) => p.path.clone(),
+        None => project::find(&ctx.cwd)?.ok_or_else(|| {
+            Hinted::new(format!("no gpuenv.toml from {} up", ctx.cwd.display()))
+                .hint("`gpuenv pin <spec>` then `gpuenv lock`")
+        })?,
+    };
+    load_beside(&project)
+}
+
+pub fn load_beside(project: &Path) -> Result<lock::Lock> {
+    let path = lock_path(project);
+    match fs_err::symlink_metadata(&path) {
+        Err(_) => bail!(Hinted::new(format!("{} does not exist", path.display()))
+            .hint("`gpuenv lock` writes it from the toolchains pinned here")),
+        // A link in a clone could name any file of this user's.
+        Ok(m) if m.file_type().is_symlink() => bail!(Hinted::new(format!(
+            "{} is a symbolic link: gpuenv reads no lock through one",
+            path.display()
+        ))
+        .hint("replace it with the file itself, or `gpuenv lock` after removing it")),
+        Ok(_) => {}
+    }
+    Ok(lock::load(&path)?)
+}
