@@ -46,7 +46,11 @@ pub fn run(ctx: &Context, choice: Choice, manifest: Option<&str>, offline: bool)
             if diffs.is_empty() {
                 ui::info(format!("{} is registered as locked", l.name));
             }
-            problems.extend(diffs.into_iter().map(|d| format!("{}: {}: {d}", l.at, l.name)));
+            problems.extend(
+                diffs
+                    .into_iter()
+                    .map(|d| format!("{}: {}: {d}", l.at, l.name)),
+            );
             continue;
         }
         let diffs = match (&l.source, &l.record) {
@@ -61,7 +65,11 @@ pub fn run(ctx: &Context, choice: Choice, manifest: Option<&str>, offline: bool)
             ],
             (Origin::Installed, Some(rec)) => install_one(ctx, &home, l, rec, choice, manifest, offline)?,
         };
-        problems.extend(diffs.into_iter().map(|d| format!("{}: {}: {d}", l.at, l.name)));
+        problems.extend(
+            diffs
+                .into_iter()
+                .map(|d| format!("{}: {}: {d}", l.at, l.name)),
+        );
     }
     if problems.is_empty() {
         return Ok(());

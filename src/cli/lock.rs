@@ -27,10 +27,7 @@ pub struct Args {}
 
 /// gpuenv.lock in the directory of the toolchain file `project`.
 pub fn lock_path(project: &Path) -> PathBuf {
-    project
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(lock::FILE)
+    project.parent().unwrap_or(Path::new(".")).join(lock::FILE)
 }
 
 /// The digest of a registered tree's file list, and how it was installed if it says.

@@ -143,8 +143,11 @@ mod tests {
         fs_err::write(root.join("bin/nvcc"), "xy").unwrap();
         let bigger = files_digest(root).unwrap();
         assert_ne!(bigger, first);
-        fs_err::set_permissions(root.join("bin/nvcc"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        fs_err::set_permissions(
+            root.join("bin/nvcc"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         assert_ne!(files_digest(root).unwrap(), bigger);
         std::os::unix::fs::symlink("nvcc", root.join("bin/cc")).unwrap();
         assert_eq!(files_digest(root).unwrap().len(), 64);

@@ -73,7 +73,10 @@ impl Locked {
         let mut out = Vec::new();
         let e = found.entry;
         if found.name != self.name {
-            out.push(format!("the lock has {}, this is {}", self.name, found.name));
+            out.push(format!(
+                "the lock has {}, this is {}",
+                self.name, found.name
+            ));
         }
         if e.version != self.version {
             out.push(format!(
@@ -177,7 +180,8 @@ struct OutToolchain<'a> {
     archive: Option<&'a [ArchiveRecord]>,
 }
 
-const HEADER: &str = "# gpuenv.lock: the exact toolchains of this project, written by `gpuenv lock`.\n\
+const HEADER: &str =
+    "# gpuenv.lock: the exact toolchains of this project, written by `gpuenv lock`.\n\
 # `gpuenv check --locked` compares the active toolchains with it; `gpuenv install --locked`\n\
 # installs them (from the configured sources, each archive checked against its sha256).\n";
 

@@ -86,7 +86,11 @@ pub fn load(path: &Path) -> Result<Lock, LockError> {
     let text = std::str::from_utf8(&bytes).map_err(|e| LockError::Invalid {
         at: Location {
             path: path.to_path_buf(),
-            line: bytes[..e.valid_up_to()].iter().filter(|b| **b == b'\n').count() + 1,
+            line: bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+                + 1,
             column: 1,
         },
         message: "the file is not UTF-8 text".into(),
@@ -139,30 +143,56 @@ pub fn parse(path: &Path, text: &str) -> Result<Lock, LockError> {
     for spanned in raw.toolchain {
         let start = spanned.span().start;
         let t = spanned.into_inner();
-        let kind: Kind = t.kind.get_ref().parse().map_err(|e| bad(&t.kind, format!("kind: {e}")))?;
+        let kind: Kind = t
+            .kind
+            .get_ref()
+            .parse()
+            .map_err(|e| bad(&t.kind, format!("kind: {e}")))?;
         let name = t.name.get_ref();
         let spec = check_name(name, kind).map_err(|e| bad(&t.name, format!("name: {e}")))?;
         let version: Version = t.version.get_ref().parse().map_err(|_| {
-            bad(&t.version, format!("version `{}` is not a version", t.version.get_ref().escape_debug()))
+            bad(
+                &t.version,
+                format!(
+                    "version `{}` is not a version",
+                    t.version.get_ref().escape_debug()
+                ),
+            )
         })?;
         if !spec.version.is_prefix_of(&version) {
-            return Err(bad(&t.version, format!("version {version} is not a version of {name}")));
+            return Err(bad(
+                &t.version,
+                format!("version {version} is not a version of {name}"),
+            ));
         }
         if toolchains.iter().any(|o| o.kind == kind) {
-            return Err(bad(&t.kind, format!("a second {kind} toolchain: a project locks one of each kind")));
+            return Err(bad(
+                &t.kind,
+                format!("a second {kind} toolchain: a project locks one of each kind"),
+            ));
         }
         let source = match t.source.get_ref().as_str() {
             "installed" => Origin::Installed,
             "linked" => Origin::Linked,
             "discovered" => Origin::Discovered,
             other => {
-                return Err(bad(&t.source, format!("source `{}` is not installed, linked or discovered", other.escape_debug())))
+                return Err(bad(
+                    &t.source,
+                    format!(
+                        "source `{}` is not installed, linked or discovered",
+                        other.escape_debug()
+                    ),
+                ))
             }
         };
-        let files = Sha256::parse(t.files.get_ref()).map_err(|e| bad(&t.files, format!("files: {e}")))?;
+        let files =
+            Sha256::parse(t.files.get_ref()).map_err(|e| bad(&t.files, format!("files: {e}")))?;
         let root = match (&t.root, source) {
             (Some(r), Origin::Installed) => {
-                return Err(bad(r, "root: an installed toolchain's root is the store's, not the lock's".into()))
+                return Err(bad(
+                    r,
+                    "root: an installed toolchain's root is the store's, not the lock's".into(),
+                ))
             }
             (None, Origin::Linked | Origin::Discovered) => {
                 return Err(LockError::Invalid {
@@ -172,7 +202,10 @@ pub fn parse(path: &Path, text: &str) -> Result<Lock, LockError> {
             }
             (Some(r), _) => {
                 let p = PathBuf::from(r.get_ref());
-                if !p.is_absolute() || r.get_ref().contains('\0') || r.get_ref().chars().any(char::is_control) {
+                if !p.is_absolute()
+                    || r.get_ref().contains('\0')
+                    || r.get_ref().chars().any(char::is_control)
+                {
                     return Err(bad(r, "root: not an absolute path".into()));
                 }
                 Some(p)
@@ -181,13 +214,23 @@ pub fn parse(path: &Path, text: &str) -> Result<Lock, LockError> {
         };
         let record = match &t.from {
             None => {
-                if let Some(s) = t.profile.as_ref().or(t.archive.as_ref().and_then(|a| a.first().map(|a| &a.url))) {
-                    return Err(bad(s, "profile and archives belong to a toolchain with `from`".into()));
+                if let Some(s) = t
+                    .profile
+                    .as_ref()
+                    .or(t.archive.as_ref().and_then(|a| a.first().map(|a| &a.url)))
+                {
+                    return Err(bad(
+                        s,
+                        "profile and archives belong to a toolchain with `from`".into(),
+                    ));
                 }
                 None
             }
             Some(_) if source != Origin::Installed => {
-                return Err(bad(t.from.as_ref().expect("matched"), "from: only an installed toolchain has a source".into()))
+                return Err(bad(
+                    t.from.as_ref().expect("matched"),
+                    "from: only an installed toolchain has a source".into(),
+                ))
             }
             Some(from) => Some(record(&t, from, &bad)?),
         };
@@ -215,13 +258,31 @@ fn record(
 ) -> Result<Record, LockError> {
     let from_ok = ["nvidia", "pypi", "manifest"];
     if !from_ok.contains(&from.get_ref().as_str()) {
-        return Err(bad(from, format!("from `{}` is not nvidia, pypi or manifest", from.get_ref().escape_debug())));
+        return Err(bad(
+            from,
+            format!(
+                "from `{}` is not nvidia, pypi or manifest",
+                from.get_ref().escape_debug()
+            ),
+        ));
     }
     let Some(profile) = &t.profile else {
-        return Err(bad(from, "a toolchain with `from` has a profile too".into()));
+        return Err(bad(
+            from,
+            "a toolchain with `from` has a profile too".into(),
+        ));
     };
-    if !crate::Profile::ALL.iter().any(|p| p.name() == profile.get_ref()) {
-        return Err(bad(profile, format!("profile `{}` is not minimal or default", profile.get_ref().escape_debug())));
+    if !crate::Profile::ALL
+        .iter()
+        .any(|p| p.name() == profile.get_ref())
+    {
+        return Err(bad(
+            profile,
+            format!(
+                "profile `{}` is not minimal or default",
+                profile.get_ref().escape_debug()
+            ),
+        ));
     }
     let mut components = Vec::new();
     for c in t.components.iter().flatten() {
@@ -234,7 +295,13 @@ fn record(
         plain("version", a.version.get_ref()).map_err(|m| bad(&a.version, m))?;
         let url = Url::parse(a.url.get_ref()).map_err(|e| bad(&a.url, format!("url: {e}")))?;
         if !matches!(url.scheme(), "http" | "https" | "file") {
-            return Err(bad(&a.url, format!("url: the scheme {} is not http, https or file", url.scheme())));
+            return Err(bad(
+                &a.url,
+                format!(
+                    "url: the scheme {} is not http, https or file",
+                    url.scheme()
+                ),
+            ));
         }
         let sha = Sha256::parse(a.sha256.get_ref()).map_err(|e| bad(&a.sha256, e.to_string()))?;
         archives.push(ArchiveRecord {
