@@ -5,12 +5,11 @@
 
 use std::io::IsTerminal;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::home::Home;
-use gpuenv_core::project;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::Source as Origin;
 use gpuenv_core::toolchain::Spec;
@@ -20,18 +19,11 @@ use gpuenv_install::record::{self, Record};
 use gpuenv_install::source::Choice;
 use gpuenv_install::Progress;
 
-use super::lock::{inspect, load_beside};
+use super::lock::{inspect, load_here};
 use super::Exit;
 
 pub fn run(ctx: &Context, choice: Choice, manifest: Option<&str>, offline: bool) -> Result<()> {
-    let Some(project) = project::find(&ctx.cwd)? else {
-        bail!(Hinted::new(format!(
-            "no gpuenv.toml from {} up, so no gpuenv.lock",
-            ctx.cwd.display()
-        ))
-        .hint("run it in the project that has gpuenv.lock"));
-    };
-    let lock = load_beside(&project)?;
+    let lock = load_here(ctx)?;
     let (home, registry) = super::registry(ctx)?;
     let mut problems = Vec::new();
     for l in &lock.toolchains {

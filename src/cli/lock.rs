@@ -9,7 +9,7 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::fsutil;
 use gpuenv_core::project;
-use gpuenv_core::resolve::{ActiveSet, Reason};
+use gpuenv_core::resolve::Reason;
 use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
 use gpuenv_core::ui;
 use gpuenv_install::lock::{self, Found, Locked};
@@ -122,7 +122,7 @@ fn write_lock(path: &Path, text: &str) -> Result<()> {
                 "not a regular file"
             }
         ))
-        .hint(format!("remove it, then `gpuenv lock` again"))),
+        .hint("remove it, then `gpuenv lock` again")),
         _ => {}
     }
     fsutil::write_atomic(path, text.as_bytes())
@@ -131,9 +131,10 @@ fn write_lock(path: &Path, text: &str) -> Result<()> {
 
 /// `gpuenv check --locked`: exit 1 naming each way the active set differs from the lock.
 pub fn check(ctx: &Context) -> Result<()> {
+    // The lock is read first: a bad one is the error, whatever is installed.
+    let lock = load_here(ctx)?;
     let mut session = super::session(ctx)?;
     let active = super::resolve_here(&mut session, &[], None)?;
-    let lock = load_here(ctx, &active)?;
     let mut problems = Vec::new();
     for l in &lock.toolchains {
         match active.get(l.kind) {
@@ -187,14 +188,11 @@ pub fn check(ctx: &Context) -> Result<()> {
 }
 
 /// The lock of the project here.
-pub fn load_here(ctx: &Context, active: &ActiveSet) -> Result<lock::Lock> {
-    let project = match &active.project {
-        Some(p) => p.path.clone(),
-        None => project::find(&ctx.cwd)?.ok_or_else(|| {
-            Hinted::new(format!("no gpuenv.toml from {} up", ctx.cwd.display()))
-                .hint("`gpuenv pin <spec>` then `gpuenv lock`")
-        })?,
-    };
+pub fn load_here(ctx: &Context) -> Result<lock::Lock> {
+    let project = project::find(&ctx.cwd)?.ok_or_else(|| {
+        Hinted::new(format!("no gpuenv.toml from {} up", ctx.cwd.display()))
+            .hint("`gpuenv pin <spec>` then `gpuenv lock`")
+    })?;
     load_beside(&project)
 }
 

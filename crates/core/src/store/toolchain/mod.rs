@@ -174,6 +174,12 @@ impl fmt::Display for Spec {
     }
 }
 
+/// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
+/// user's Python and system tools, never removed on a toolchain's behalf.
+pub fn is_shared_prefix(root: &Path) -> bool {
+    root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,10 +241,4 @@ mod tests {
         );
         assert!(Spec::parse_for_kind(Kind::Cuda, "rocm-6.2").is_err());
     }
-}
-
-/// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
-/// user's Python and system tools, never removed on a toolchain's behalf.
-pub fn is_shared_prefix(root: &Path) -> bool {
-    root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }
