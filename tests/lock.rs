@@ -64,20 +64,25 @@ fn lock_then_check_passes_and_another_build_of_the_same_version_is_named() {
     let out = ok(&sb, &[], &["check", "--locked"]);
     assert!(out.contains("match"), "{out}");
 
-    // The same version, another build: the minimal profile has no cuBLAS.
+    // The same version, another build (the minimal profile has no cuBLAS), installed
+    // outside the project: an install inside it would update its lock.
     ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
-    ok(
-        &sb,
-        &vars,
-        &[
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(elsewhere.path())
+        .env("GPUENV_CUDA_MIRROR", &mirror)
+        .args([
             "install",
             "cuda-12.4.1",
             "--source",
             "nvidia",
             "--profile",
             "minimal",
-        ],
-    );
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
     let out = gpuenv(&sb, &[], &["check", "--locked"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let t = text(&out);
@@ -220,4 +225,31 @@ fn install_locked_fails_naming_the_archive_a_source_now_serves_differently() {
             .all(|h| !h.path.starts_with("/changed/")),
         "nothing was downloaded"
     );
+}
+
+#[test]
+fn pin_rewrites_an_existing_lock_and_leaves_a_project_without_one_alone() {
+    let sb = Sandbox::new();
+    let new = cuda_runfile(&sb.path("trees/cuda-12.4"), "12.4.1");
+    let old = cuda_runfile(&sb.path("trees/cuda-11.8"), "11.8.89");
+    ok(&sb, &[], &["link", "cuda-12.4.1", new.to_str().unwrap()]);
+    ok(&sb, &[], &["link", "cuda-11.8", old.to_str().unwrap()]);
+
+    ok(&sb, &[], &["pin", "cuda-12.4"]);
+    assert!(
+        !sb.path("gpuenv.lock").exists(),
+        "no lock until `gpuenv lock`"
+    );
+    ok(&sb, &[], &["lock"]);
+    assert!(lock_text(&sb).contains("name = \"cuda-12.4.1\""));
+
+    let out = ok(&sb, &[], &["pin", "cuda-11.8"]);
+    assert!(out.contains("wrote"), "{out}");
+    let lock = lock_text(&sb);
+    assert!(lock.contains("name = \"cuda-11.8\""), "{lock}");
+    assert!(
+        lock.contains(&format!("root = \"{}\"", old.display())),
+        "{lock}"
+    );
+    ok(&sb, &[], &["check", "--locked"]);
 }

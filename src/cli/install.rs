@@ -229,6 +229,9 @@ impl Args {
                 n = done.name
             ));
         }
+        if installed_any {
+            super::lock::refresh(ctx);
+        }
         if installed_any && cache_was_new {
             ui::info(format!(
                 "the download cache {} keeps each archive and its unpacked tree, so reinstalls need no network; `gpuenv cache size` shows how much that is, `gpuenv cache prune` frees it",

@@ -46,67 +46,89 @@ fn pinned(reason: &Reason) -> bool {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let mut session = super::session(ctx)?;
-        let active = super::resolve_here(&mut session, &[], None)?;
-        let Some(file) = &active.project else {
-            bail!(Hinted::new(format!(
-                "nothing to lock: no gpuenv.toml from {} up",
-                ctx.cwd.display()
-            ))
-            .hint("`gpuenv pin cuda-13.0` pins a toolchain here first"));
-        };
-        let path = lock_path(&file.path);
-        let mut locked = Vec::new();
-        for pin in &file.pins {
-            let Some(t) = active.get(pin.kind).filter(|t| pinned(&t.reason)) else {
-                bail!(Hinted::new(format!(
-                    "{}: the {} pin is not what is active here ({})",
-                    pin.at,
-                    pin.kind,
-                    active
-                        .get(pin.kind)
-                        .map_or("nothing".to_string(), |t| t.reason.to_string())
-                ))
-                .hint("`gpuenv use none` lets the project's pins decide, then `gpuenv lock`"));
-            };
-            let (files, rec) = inspect(&t.entry)?;
-            let found = Found {
-                name: &t.name,
-                entry: &t.entry,
-                files: &files,
-                record: rec.as_ref(),
-            };
-            if t.entry.source == Origin::Installed && rec.is_none() {
-                ui::warn(format!(
-                    "{} was installed by a gpuenv that kept no record of its archives: the lock has its version and file list only (`gpuenv uninstall {n}` and `gpuenv install {n}` record them)",
-                    t.name,
-                    n = t.name
-                ));
-            }
-            locked.push(Locked::of(&found, pin.at.clone())?);
-        }
-        if locked.is_empty() {
-            bail!(Hinted::new(format!(
-                "nothing to lock: {} pins no toolchain",
-                file.path.display()
-            ))
-            .hint("`gpuenv pin cuda-13.0` adds a pin"));
-        }
-        let text = lock::render(&locked)?;
-        // What is written must read back: a root that is not UTF-8 would not.
-        lock::parse(&path, &text).context("the lock gpuenv made does not read back")?;
-        write_lock(&path, &text)?;
-        ui::info(format!(
-            "wrote {} ({})",
-            path.display(),
-            locked
-                .iter()
-                .map(|l| l.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        Ok(())
+        write(ctx)
     }
+}
+
+/// After `pin` or `install`: rewrites gpuenv.lock if the project here has one; a lock that
+/// cannot be rewritten now (a pin not installed yet) is left as it was, and said so.
+pub fn refresh(ctx: &Context) {
+    let Ok(Some(project)) = project::find(&ctx.cwd) else {
+        return;
+    };
+    if fs_err::symlink_metadata(lock_path(&project)).is_err() {
+        return;
+    }
+    if let Err(e) = write(ctx) {
+        ui::warn(format!(
+            "{} was left as it was: {}",
+            lock_path(&project).display(),
+            ui::error_one_line(e.as_ref(), super::FIND)
+        ));
+    }
+}
+
+fn write(ctx: &Context) -> Result<()> {
+    let mut session = super::session(ctx)?;
+    let active = super::resolve_here(&mut session, &[], None)?;
+    let Some(file) = &active.project else {
+        bail!(Hinted::new(format!(
+            "nothing to lock: no gpuenv.toml from {} up",
+            ctx.cwd.display()
+        ))
+        .hint("`gpuenv pin cuda-13.0` pins a toolchain here first"));
+    };
+    let path = lock_path(&file.path);
+    let mut locked = Vec::new();
+    for pin in &file.pins {
+        let Some(t) = active.get(pin.kind).filter(|t| pinned(&t.reason)) else {
+            bail!(Hinted::new(format!(
+                "{}: the {} pin is not what is active here ({})",
+                pin.at,
+                pin.kind,
+                active
+                    .get(pin.kind)
+                    .map_or("nothing".to_string(), |t| t.reason.to_string())
+            ))
+            .hint("`gpuenv use none` lets the project's pins decide, then `gpuenv lock`"));
+        };
+        let (files, rec) = inspect(&t.entry)?;
+        let found = Found {
+            name: &t.name,
+            entry: &t.entry,
+            files: &files,
+            record: rec.as_ref(),
+        };
+        if t.entry.source == Origin::Installed && rec.is_none() {
+            ui::warn(format!(
+                "{} was installed by a gpuenv that kept no record of its archives: the lock has its version and file list only (`gpuenv uninstall {n}` and `gpuenv install {n}` record them)",
+                t.name,
+                n = t.name
+            ));
+        }
+        locked.push(Locked::of(&found, pin.at.clone())?);
+    }
+    if locked.is_empty() {
+        bail!(Hinted::new(format!(
+            "nothing to lock: {} pins no toolchain",
+            file.path.display()
+        ))
+        .hint("`gpuenv pin cuda-13.0` adds a pin"));
+    }
+    let text = lock::render(&locked)?;
+    // What is written must read back: a root that is not UTF-8 would not.
+    lock::parse(&path, &text).context("the lock gpuenv made does not read back")?;
+    write_lock(&path, &text)?;
+    ui::info(format!(
+        "wrote {} ({})",
+        path.display(),
+        locked
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(())
 }
 
 /// Replaces the lock atomically; a link, directory or other non-file at its name is

@@ -119,6 +119,7 @@ impl Args {
                 ));
             }
         }
+        super::lock::refresh(ctx);
         Ok(())
     }
 }
