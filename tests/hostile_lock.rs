@@ -75,6 +75,12 @@ fn digests_versions_and_kinds_are_checked() {
         "1:16",
         "lock-version 7",
     );
+    // The command is compared, never run; still, no escape sequences reach the terminal.
+    refused(
+        "lock-version = 1\n[host-compiler]\ncommand = \"g++\\u001b[2J\"\nversion = \"11.4.0\"\n",
+        "3:11",
+        "control characters",
+    );
     refused(
         &lock("cuda-12.4.1", "surprise = 1\n"),
         "9:1",

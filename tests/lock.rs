@@ -253,3 +253,42 @@ fn pin_rewrites_an_existing_lock_and_leaves_a_project_without_one_alone() {
     );
     ok(&sb, &[], &["check", "--locked"]);
 }
+
+#[test]
+fn a_pinned_host_compiler_is_locked_with_its_version_and_checked() {
+    let sb = Sandbox::new();
+    let tree = cuda_runfile(&sb.path("trees/cuda-11.8"), "11.8.89");
+    ok(&sb, &[], &["link", "cuda-11.8", tree.to_str().unwrap()]);
+    let gxx = sb.path("bin/g++-11");
+    let fake = |version: &str| {
+        // A new file each time: what the compiler said is cached per file.
+        let _ = fs_err::remove_file(&gxx);
+        write_exe(
+            &gxx,
+            &format!("#!/bin/sh\necho 'g++ (Debian {version}-7) {version}'\n"),
+        );
+    };
+    fake("11.4.0");
+    write(
+        &sb.path("gpuenv.toml"),
+        "[toolchain]\ncuda = \"11.8\"\nhost-compiler = \"g++-11\"\n",
+    );
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", sb.path("bin").display());
+    let vars = [("PATH", path.as_str())];
+    ok(&sb, &vars, &["lock"]);
+    let lock = lock_text(&sb);
+    assert!(
+        lock.contains("[host-compiler]\ncommand = \"g++-11\"\nversion = \"11.4.0\""),
+        "{lock}"
+    );
+    ok(&sb, &vars, &["check", "--locked"]);
+
+    fake("11.5.0");
+    let out = gpuenv(&sb, &vars, &["check", "--locked"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("host compiler: the lock has g++-11 11.4.0, this is g++-11 11.5.0"),
+        "{}",
+        text(&out)
+    );
+}

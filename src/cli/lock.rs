@@ -8,11 +8,14 @@ use anyhow::{bail, Context as _, Result};
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::fsutil;
+use gpuenv_core::host_compiler::cache::CachedProbe;
+use gpuenv_core::host_compiler::Probe;
 use gpuenv_core::project;
-use gpuenv_core::resolve::Reason;
+use gpuenv_core::resolve::{ActiveSet, Reason};
+use gpuenv_core::session::Session;
 use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
 use gpuenv_core::ui;
-use gpuenv_install::lock::{self, Found, Locked};
+use gpuenv_install::lock::{self, Found, Locked, LockedCompiler};
 use gpuenv_install::record::{self, Record};
 
 use super::Exit;
@@ -115,7 +118,8 @@ fn write(ctx: &Context) -> Result<()> {
         ))
         .hint("`gpuenv pin cuda-13.0` adds a pin"));
     }
-    let text = lock::render(&locked)?;
+    let cc = locked_compiler(&session, &active);
+    let text = lock::render(&locked, cc.as_ref())?;
     // What is written must read back: a root that is not UTF-8 would not.
     lock::parse(&path, &text).context("the lock gpuenv made does not read back")?;
     write_lock(&path, &text)?;
@@ -129,6 +133,20 @@ fn write(ctx: &Context) -> Result<()> {
             .join(", ")
     ));
     Ok(())
+}
+
+/// The pinned host compiler gpuenv chose here, and its GCC version (none: nothing pinned,
+/// or a compiler whose version gpuenv cannot read, such as clang).
+fn locked_compiler(session: &Session, active: &ActiveSet) -> Option<LockedCompiler> {
+    let (command, at) = active.project.as_ref()?.host_compiler.clone()?;
+    let compiler = active.host_compiler.as_ref()?.compiler()?.to_path_buf();
+    let probe = CachedProbe::new(session.ctx(), session.home());
+    let version = probe.gcc_version(&compiler)?;
+    Some(LockedCompiler {
+        command,
+        version,
+        at,
+    })
 }
 
 /// Replaces the lock atomically; a link, directory or other non-file at its name is
@@ -176,6 +194,19 @@ pub fn check(ctx: &Context) -> Result<()> {
                     problems.push(format!("{}: {}: {d}", l.at, l.name));
                 }
             }
+        }
+    }
+    if let Some(want) = &lock.host_compiler {
+        match locked_compiler(&session, &active) {
+            Some(have) if have.command == want.command && have.version == want.version => {}
+            Some(have) => problems.push(format!(
+                "{}: host compiler: the lock has {} {}, this is {} {}",
+                want.at, want.command, want.version, have.command, have.version
+            )),
+            None => problems.push(format!(
+                "{}: host compiler: the lock has {} {}, and none is pinned and found here",
+                want.at, want.command, want.version
+            )),
         }
     }
     for t in &active.toolchains {

@@ -27,6 +27,16 @@ pub const FORMAT: u32 = 1;
 pub struct Lock {
     pub path: PathBuf,
     pub toolchains: Vec<Locked>,
+    pub host_compiler: Option<LockedCompiler>,
+}
+
+/// The pinned host compiler (`host-compiler` in gpuenv.toml) and the GCC version it had.
+/// Compared, never run: the command is the project file's, not the lock's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockedCompiler {
+    pub command: String,
+    pub version: Version,
+    pub at: Location,
 }
 
 /// One locked toolchain.
@@ -158,7 +168,15 @@ fn shown(path: &Path) -> String {
 #[serde(rename_all = "kebab-case")]
 struct OutLock<'a> {
     lock_version: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host_compiler: Option<OutCompiler<'a>>,
     toolchain: Vec<OutToolchain<'a>>,
+}
+
+#[derive(Serialize)]
+struct OutCompiler<'a> {
+    command: &'a str,
+    version: String,
 }
 
 #[derive(Serialize)]
@@ -187,9 +205,13 @@ const HEADER: &str =
 
 /// The lock's text. Root paths are written lossily; a root that is not UTF-8 is refused
 /// by the caller first (`Lock::render` re-parses what it wrote).
-pub fn render(toolchains: &[Locked]) -> anyhow::Result<String> {
+pub fn render(toolchains: &[Locked], cc: Option<&LockedCompiler>) -> anyhow::Result<String> {
     let out = OutLock {
         lock_version: FORMAT,
+        host_compiler: cc.map(|c| OutCompiler {
+            command: &c.command,
+            version: c.version.to_string(),
+        }),
         toolchain: toolchains
             .iter()
             .map(|t| OutToolchain {

@@ -7,7 +7,7 @@ use reqwest::Url;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{Lock, Locked, FORMAT};
+use super::{Lock, Locked, LockedCompiler, FORMAT};
 use crate::pathpart::Sha256;
 use crate::record::{ArchiveRecord, Record};
 use gpuenv_core::diagnostic::Diagnostic;
@@ -43,6 +43,7 @@ fn shown(path: &Path) -> String {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct RawLock {
     lock_version: Spanned<u32>,
+    host_compiler: Option<Spanned<RawCompiler>>,
     #[serde(default)]
     toolchain: Vec<Spanned<RawToolchain>>,
 }
@@ -62,6 +63,13 @@ struct RawToolchain {
     profile: Option<S>,
     components: Option<Vec<S>>,
     archive: Option<Vec<RawArchive>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCompiler {
+    command: S,
+    version: S,
 }
 
 #[derive(Deserialize)]
@@ -245,9 +253,38 @@ pub fn parse(path: &Path, text: &str) -> Result<Lock, LockError> {
             at: at(start),
         });
     }
+    let host_compiler = match raw.host_compiler {
+        None => None,
+        Some(c) => {
+            let start = c.span().start;
+            let c = c.into_inner();
+            let cmd = c.command.get_ref();
+            if cmd.trim().is_empty() || cmd.chars().any(char::is_control) {
+                return Err(bad(
+                    &c.command,
+                    "host-compiler command: empty or with control characters".into(),
+                ));
+            }
+            let version: Version = c.version.get_ref().parse().map_err(|_| {
+                bad(
+                    &c.version,
+                    format!(
+                        "host-compiler version `{}` is not a version",
+                        c.version.get_ref().escape_debug()
+                    ),
+                )
+            })?;
+            Some(LockedCompiler {
+                command: cmd.clone(),
+                version,
+                at: at(start),
+            })
+        }
+    };
     Ok(Lock {
         path: path.to_path_buf(),
         toolchains,
+        host_compiler,
     })
 }
 
