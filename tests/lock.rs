@@ -292,3 +292,26 @@ fn a_pinned_host_compiler_is_locked_with_its_version_and_checked() {
         text(&out)
     );
 }
+
+#[test]
+fn the_shell_hook_says_when_the_active_toolchain_is_not_the_locked_one() {
+    let sb = Sandbox::new();
+    let locked = cuda_runfile(&sb.path("trees/cuda-12.4.1"), "12.4.1");
+    ok(&sb, &[], &["link", "cuda-12.4.1", locked.to_str().unwrap()]);
+    project(&sb, "12.4");
+    ok(&sb, &[], &["lock"]);
+    let out = gpuenv(&sb, &[], &["hook-env", "--shell", "bash"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("the lock has"), "{}", text(&out));
+
+    // A newer 12.4 appears: the pin now picks it, and the prompt says so.
+    let newer = cuda_runfile(&sb.path("trees/cuda-12.4.2"), "12.4.2");
+    ok(&sb, &[], &["link", "cuda-12.4.2", newer.to_str().unwrap()]);
+    let out = gpuenv(&sb, &[], &["hook-env", "--shell", "bash"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("gpuenv.lock:6:1: the lock has cuda-12.4.1 (linked 12.4.1), but cuda-12.4.2 (linked 12.4.2) is active"),
+        "{err}"
+    );
+}

@@ -240,6 +240,57 @@ pub fn check(ctx: &Context) -> Result<()> {
     Err(Exit(1).into())
 }
 
+/// For the shell hook, past its fast path: each way the active set differs from the
+/// project's gpuenv.lock by name, version or source (file lists are `check --locked`'s:
+/// too slow for a prompt), and the lock's path for the hook to watch.
+pub fn hook_notes(active: &ActiveSet) -> (Vec<String>, Option<PathBuf>) {
+    let Some(project) = &active.project else {
+        return (Vec::new(), None);
+    };
+    let path = lock_path(&project.path);
+    if fs_err::symlink_metadata(&path).is_err() {
+        return (Vec::new(), Some(path));
+    }
+    let lock = match load_beside(&project.path) {
+        Ok(lock) => lock,
+        Err(e) => {
+            return (
+                vec![ui::error_one_line(e.as_ref(), super::FIND)],
+                Some(path),
+            )
+        }
+    };
+    let mut notes = Vec::new();
+    for l in &lock.toolchains {
+        let differs = match active.get(l.kind) {
+            None => Some(format!("no {} toolchain is active", l.kind)),
+            Some(t)
+                if t.name != l.name
+                    || t.entry.version != l.version
+                    || t.entry.source != l.source =>
+            {
+                Some(format!(
+                    "{} ({} {}) is active",
+                    t.name,
+                    t.entry.source.as_str(),
+                    t.entry.version
+                ))
+            }
+            Some(_) => None,
+        };
+        if let Some(d) = differs {
+            notes.push(format!(
+                "{}: the lock has {} ({} {}), but {d}; `gpuenv install --locked` or `gpuenv lock`",
+                l.at,
+                l.name,
+                l.source.as_str(),
+                l.version
+            ));
+        }
+    }
+    (notes, Some(path))
+}
+
 /// The lock of the project here.
 pub fn load_here(ctx: &Context) -> Result<lock::Lock> {
     let project = project::find(&ctx.cwd)?.ok_or_else(|| {
