@@ -275,6 +275,10 @@ fn a_pinned_host_compiler_is_locked_with_its_version_and_checked() {
     );
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", sb.path("bin").display());
     let vars = [("PATH", path.as_str())];
+    // Untrusted, the file's host compiler is not used, so not locked.
+    ok(&sb, &vars, &["lock"]);
+    assert!(!lock_text(&sb).contains("[host-compiler]"));
+    ok(&sb, &vars, &["trust"]);
     ok(&sb, &vars, &["lock"]);
     let lock = lock_text(&sb);
     assert!(

@@ -48,7 +48,7 @@ fn a_mismatched_extension_build_is_refused_before_compiling() {
 }
 
 #[test]
-fn a_matching_build_runs_the_real_nvcc_with_the_same_arguments() {
+fn a_matching_build_runs_the_toolkits_nvcc_stub_with_the_same_arguments() {
     let w = World::new("12.1");
     let out = w.run(&w.view_nvcc("cuda-12.1"), &w.ext_args(), &[]);
     succeeded(&out);
@@ -66,6 +66,9 @@ fn policy_major_lets_12_4_build_for_torch_12_1_and_off_lets_anything() {
         &w.proj.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"12.4\"\n[torch]\ncheck = \"major\"\n",
     );
+    // A relaxation applies only once the user trusted the file.
+    assert_eq!(w.run(&nvcc, &w.ext_args(), &[]).status.code(), Some(1));
+    w.sb.ok(&["trust", w.proj.join("gpuenv.toml").to_str().unwrap()]);
     assert!(w.run(&nvcc, &w.ext_args(), &[]).status.success());
     // The variable beats the file.
     assert_eq!(

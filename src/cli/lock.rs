@@ -56,7 +56,7 @@ impl Args {
 /// After `pin` or `install`: rewrites gpuenv.lock if the project here has one; a lock that
 /// cannot be rewritten now (a pin not installed yet) is left as it was, and said so.
 pub fn refresh(ctx: &Context) {
-    let Ok(Some(project)) = project::find(&ctx.cwd) else {
+    let Ok(Some(project)) = here(ctx) else {
         return;
     };
     if fs_err::symlink_metadata(lock_path(&project)).is_err() {
@@ -138,7 +138,12 @@ fn write(ctx: &Context) -> Result<()> {
 /// The pinned host compiler gpuenv chose here, and its GCC version (none: nothing pinned,
 /// or a compiler whose version gpuenv cannot read, such as clang).
 fn locked_compiler(session: &Session, active: &ActiveSet) -> Option<LockedCompiler> {
-    let (command, at) = active.project.as_ref()?.host_compiler.clone()?;
+    // Only a trusted file's host compiler is used, so only that one is locked.
+    let (command, at) = active
+        .project
+        .as_ref()?
+        .host_compiler()
+        .map(|(c, at)| (c, at.clone()))?;
     let compiler = active.host_compiler.as_ref()?.compiler()?.to_path_buf();
     let probe = CachedProbe::new(session.ctx(), session.home());
     let version = probe.gcc_version(&compiler)?;
@@ -291,9 +296,16 @@ pub fn hook_notes(active: &ActiveSet) -> (Vec<String>, Option<PathBuf>) {
     (notes, Some(path))
 }
 
+/// The toolchain file this user applies here (another user's is passed over, as
+/// resolution does).
+fn here(ctx: &Context) -> Result<Option<PathBuf>> {
+    let (_home, registry) = super::registry(ctx)?;
+    Ok(project::find(&ctx.cwd, &registry.safe_directories)?.path)
+}
+
 /// The lock of the project here.
 pub fn load_here(ctx: &Context) -> Result<lock::Lock> {
-    let project = project::find(&ctx.cwd)?.ok_or_else(|| {
+    let project = here(ctx)?.ok_or_else(|| {
         Hinted::new(format!("no gpuenv.toml from {} up", ctx.cwd.display()))
             .hint("`gpuenv pin <spec>` then `gpuenv lock`")
     })?;

@@ -248,18 +248,10 @@ pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
     })
 }
 
-/// gpuenv-install's error types that have hints (see `gpuenv_core::diagnostic`).
-pub fn find_diagnostic<'a>(
-    err: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a (dyn Diagnostic + 'static)> {
-    gpuenv_core::find_diagnostic!(
-        err,
-        fault::Fault,
-        ReadOnlyHome,
-        cache::Refused,
-        lock::LockError
-    )
-}
+gpuenv_core::diagnostics!(
+    /// gpuenv-install's error types that have hints (see `gpuenv_core::diagnostic`).
+    pub fn find_diagnostic: fault::Fault, ReadOnlyHome, cache::Refused, lock::LockError
+);
 
 /// The finders for every error an install can return: its own and gpuenv-core's.
 pub const FIND: &[Find] = &[find_diagnostic, gpuenv_core::hints::find];

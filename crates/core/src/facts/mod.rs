@@ -2,10 +2,12 @@
 //! the release tables, layout rules, reserved names). Below everything but the base
 //! utilities.
 
+pub mod arch;
 pub mod build_cache;
 pub mod cuda_tables;
 pub mod driver;
 pub mod nvidia_target;
 pub mod python;
 pub mod reserved;
+pub mod vars;
 pub mod version;

@@ -213,7 +213,7 @@ pub fn user_choice<'a>(var: impl Fn(&str) -> Option<&'a str>) -> Option<(String,
             let value = ccbin_in(var(name)?.split_whitespace())?;
             Some((value, format!("-ccbin in {name}")))
         })
-        .or_else(|| Some((var(vars::NVCC_CCBIN)?.to_string(), "NVCC_CCBIN".into())))
+        .or_else(|| Some((var(vars::NVCC_CCBIN)?.to_string(), vars::NVCC_CCBIN.into())))
 }
 
 /// `gcc (Debian 12.2.0-14) 12.2.0` -> 12.2.0; `None` for clang and the like.

@@ -2,9 +2,10 @@
 //! with every error at file:line:column. Finding it walking up is [`locate`], `gpuenv pin`'s
 //! change to it [`edit`].
 
-mod arch;
 mod edit;
+mod gated;
 mod locate;
+pub mod owner;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -15,15 +16,16 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::diagnostic::Diagnostic;
+use crate::facts::arch::{self, CudaArch, RocmTarget};
 use crate::facts::build_cache::{BuildCache, UnknownBuildCache};
 use crate::facts::reserved;
 use crate::fsutil::{self, line_col};
 use crate::store::toolchain::{Kind, Spec};
 use crate::ui::printable;
 
-pub use arch::{validate_cuda_arch, validate_rocm_arch, ArchError};
 pub use edit::{edit, PinEdit};
-pub use locate::{find, locate, Found};
+pub use locate::{find, locate, Found, Here};
+pub use owner::Foreign;
 
 pub const FILE_NAMES: [&str; 2] = ["gpuenv.toml", ".gpuenv.toml"];
 
@@ -64,22 +66,27 @@ pub enum TorchCheck {
     Off,
 }
 
-/// A parsed toolchain file.
+/// A parsed toolchain file. What it selects (pins, arch lists) is open to all; what would
+/// run a program it names, relax the guard or set variables is read through accessors
+/// that give it only once `gpuenv trust` recorded these very bytes ([`crate::project::trust`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectFile {
     pub path: PathBuf,
     pub pins: Vec<Pin>,
-    pub cuda_arch: Vec<String>,
-    pub rocm_arch: Vec<String>,
-    pub torch_check: Option<TorchCheck>,
+    /// `cuda-arch`, each once, in the order written.
+    pub cuda_arch: Vec<CudaArch>,
+    /// `rocm-arch`, each once, in the order written.
+    pub rocm_arch: Vec<RocmTarget>,
+    torch_check: Option<TorchCheck>,
     /// `[build] cache`, and where it is written.
-    pub build_cache: Option<(BuildCache, Location)>,
+    build_cache: Option<(BuildCache, Location)>,
     /// `host-compiler = "g++-11"`: the command or path nvcc gets as its host compiler.
-    pub host_compiler: Option<(String, Location)>,
-    /// Applied only when the file is trusted.
-    pub env: BTreeMap<String, String>,
+    host_compiler: Option<(String, Location)>,
+    env: BTreeMap<String, String>,
     /// The bytes this was parsed from: trust is checked against exactly these.
     text: String,
+    /// Whether `gpuenv trust` recorded exactly these bytes (set by `trust::settle`).
+    trusted: bool,
 }
 
 impl ProjectFile {
@@ -258,6 +265,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         host_compiler: None,
         env: BTreeMap::new(),
         text: text.to_string(),
+        trusted: false,
     };
     if let Some(cache) = raw.build.and_then(|b| b.cache) {
         let start = cache.span().start;
@@ -290,11 +298,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
                 at: at(start),
             });
         }
-        for arch in tc.cuda_arch.unwrap_or_default() {
-            validate_cuda_arch(arch.get_ref())
-                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
-            file.cuda_arch.push(arch.into_inner());
+        for a in tc.cuda_arch.unwrap_or_default() {
+            let parsed = arch::cuda_pin(a.get_ref())
+                .map_err(|e| invalid(a.span().start, printable(&e.to_string()).into_owned()))?;
+            file.cuda_arch.push(parsed);
         }
+        arch::dedup(&mut file.cuda_arch);
         if let Some(cc) = tc.host_compiler {
             let start = cc.span().start;
             if cc.get_ref().trim().is_empty() {
@@ -305,11 +314,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
             }
             file.host_compiler = Some((cc.into_inner(), at(start)));
         }
-        for arch in tc.rocm_arch.unwrap_or_default() {
-            validate_rocm_arch(arch.get_ref())
-                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
-            file.rocm_arch.push(arch.into_inner());
+        for a in tc.rocm_arch.unwrap_or_default() {
+            let parsed = arch::rocm_pin(a.get_ref())
+                .map_err(|e| invalid(a.span().start, printable(&e.to_string()).into_owned()))?;
+            file.rocm_arch.push(parsed);
         }
+        arch::dedup(&mut file.rocm_arch);
     }
     for (key, value) in raw.env.unwrap_or_default() {
         let start = value.span().start;

@@ -150,7 +150,7 @@ impl Policy {
     ) -> Result<Policy, PolicyError> {
         Policy::choose(
             env,
-            file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
+            file.and_then(|f| Some((f.torch_check()?, f.path.as_path()))),
         )
     }
 

@@ -8,6 +8,7 @@ pub mod system;
 pub mod upstream;
 pub mod view;
 
+use crate::facts::vars;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -37,8 +38,8 @@ impl Kind {
     /// site's module files set to the toolkits they load.
     pub fn home_vars(self) -> &'static [&'static str] {
         match self {
-            Kind::Cuda => &["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"],
-            Kind::Rocm => &["ROCM_PATH", "ROCM_HOME", "HIP_PATH"],
+            Kind::Cuda => &[vars::CUDA_HOME, vars::CUDA_PATH, vars::CUDAToolkit_ROOT],
+            Kind::Rocm => &[vars::ROCM_PATH, vars::ROCM_HOME, vars::HIP_PATH],
         }
     }
 
