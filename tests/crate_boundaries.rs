@@ -1,5 +1,6 @@
 //! The proxy runs for every nvcc/hipcc call: it links gpuenv-core only, and gpuenv-core has
-//! no CLI, network, archive or progress-bar dependency.
+//! no CLI, network, archive, progress-bar or ELF-parsing dependency (`gpuenv audit`'s
+//! parsing lives in gpuenv-audit).
 
 mod common;
 
@@ -33,7 +34,7 @@ fn normal_deps(package: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_core_that_the_proxy_links_has_no_cli_network_archive_or_progress_crates() {
+fn the_core_that_the_proxy_links_has_no_cli_network_archive_progress_or_elf_crates() {
     let deps = normal_deps("gpuenv-core");
     assert!(
         deps.iter().any(|d| d == "toml"),
@@ -48,10 +49,32 @@ fn the_core_that_the_proxy_links_has_no_cli_network_archive_or_progress_crates()
         "zip",
         "liblzma",
         "indicatif",
+        "object",
     ] {
         assert!(
             !deps.iter().any(|d| d == heavy),
             "gpuenv-core depends on {heavy}: {deps:?}"
+        );
+    }
+}
+
+/// `gpuenv audit`'s parsing takes bytes and returns a report: no CLI, network or archive
+/// crate, and no doctor (the CLI passes it the GPUs the doctor's code finds).
+#[test]
+fn the_audit_crate_parses_without_cli_network_or_doctor() {
+    let deps = normal_deps("gpuenv-audit");
+    assert!(deps.iter().any(|d| d == "object"), "{deps:?}");
+    for heavy in [
+        "clap",
+        "reqwest",
+        "tar",
+        "zip",
+        "gpuenv-doctor",
+        "gpuenv-install",
+    ] {
+        assert!(
+            !deps.iter().any(|d| d == heavy),
+            "gpuenv-audit depends on {heavy}: {deps:?}"
         );
     }
 }

@@ -194,7 +194,7 @@ fn pin_arch_refuses_a_suffix_older_than_the_pinned_toolkit() {
     let err = stderr(&out);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("CUDA 11.8.89 cannot target 9.0a (sm_90a): arch-specific (`a`) targets need CUDA 12.0 or newer; CUDA 12.0 to 13.0 can target sm_90a; gpuenv.toml was left unchanged"),
+        err.contains("CUDA 11.8.89 cannot target 9.0a (sm_90a): arch-specific (`a`) targets need CUDA 12.0 or newer; CUDA 12.0 to 13.5 can target sm_90a; gpuenv.toml was left unchanged"),
         "{err}"
     );
     assert_eq!(

@@ -41,7 +41,7 @@ fn a_mismatched_extension_build_is_refused_before_compiling() {
     );
     assert!(err.contains("cuda = \"torch\""), "{err}");
     assert!(
-        err.contains("hint: or install a torch built for cuda 11.8"),
+        err.contains("hint: or install the torch built for CUDA 11.8: `pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu118`"),
         "{err}"
     );
     assert_eq!(w.log("cuda-11.8"), None, "nvcc must not have run");
@@ -97,7 +97,10 @@ fn a_cpu_only_torch_is_refused() {
         err.contains("torch 2.4.1+cpu has no cuda build (cuda = None)"),
         "{err}"
     );
-    assert!(err.contains("download.pytorch.org/whl/cu121"), "{err}");
+    assert!(
+        err.contains("pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -159,7 +159,7 @@ fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
     if spec.kind != Kind::Cuda || registry.find(spec).is_some() {
         return Ok(());
     }
-    let majors = || tables::MIN_DRIVER.iter().map(|(rel, _)| rel.0);
+    let majors = || tables::releases().map(|rel| rel.0);
     let (lo, hi) = (majors().min().unwrap_or(0), majors().max().unwrap_or(0));
     if (lo..=hi).contains(&spec.version.major()) {
         return Ok(());

@@ -5,7 +5,8 @@
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
 use gpuenv_core::context::vars;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
-use gpuenv_core::facts::arch::{self, CudaArch, ListEntry, Problem, Verdict};
+use gpuenv_core::facts::arch::{self, CudaArch, ListEntry, Problem};
+use gpuenv_core::facts::{self, lookup, Coverage};
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui::printable;
 
@@ -78,27 +79,55 @@ pub fn run(inputs: &Inputs) -> Finding {
         return notes.finish(CHECK, "");
     }
 
-    let Some(row) = tables::sm_archs(&t.entry.version) else {
-        return Finding::skip(
-            CHECK,
-            format!(
-                "gpuenv's arch table does not cover CUDA {}",
-                t.entry.version
-            ),
-        );
+    // The toolkit's own answer wins over the data; `targets` lives as long as the run.
+    let from_tree = t
+        .entry
+        .tool("nvcc")
+        .and_then(|nvcc| facts::tree::gpu_archs(&nvcc, &inputs.home.tree_facts()));
+    let (targets, exact, rel, release): (&[u32], bool, String, (u64, u64)) = match (
+        &from_tree,
+        tables::sm_archs(&t.entry.version),
+    ) {
+        (Some(archs), _) => {
+            notes.seen(format!(
+                "{} targets the archs its nvcc --list-gpu-arch lists",
+                t.name
+            ));
+            let release = (
+                t.entry.version.major(),
+                t.entry.version.minor().unwrap_or(0),
+            );
+            (
+                archs,
+                true,
+                t.entry.version.truncated(2).to_string(),
+                release,
+            )
+        }
+        (None, Some(row)) => {
+            let rel = release_name(row.release);
+            if !row.exact {
+                notes.seen(format!(
+                    "CUDA {} has no row of its own in gpuenv's data: compared with CUDA {rel}'s archs",
+                    t.entry.version
+                ));
+            }
+            (row.value, row.exact, rel, row.release)
+        }
+        (None, None) => {
+            let release = (
+                t.entry.version.major(),
+                t.entry.version.minor().unwrap_or(0),
+            );
+            let why = match lookup::archs(facts::current(), release) {
+                Coverage::Newer(u) => format!("{u}; run `{}`", facts::REFRESH),
+                _ => format!("gpuenv's data does not cover CUDA {}", t.entry.version),
+            };
+            return Finding::skip(CHECK, why);
+        }
     };
-    let rel = release_name(row.release);
-    if !row.exact {
-        notes.seen(format!(
-            "CUDA {} is newer than gpuenv's arch table: compared with CUDA {rel}'s archs",
-            t.entry.version
-        ));
-    }
-    let status = if row.exact {
-        Status::Error
-    } else {
-        Status::Warn
-    };
+    let (lo, hi) = (targets[0], targets[targets.len() - 1]);
+    let status = if exact { Status::Error } else { Status::Warn };
     let mut kept: Vec<String> = Vec::new();
     let mut cannot = 0;
     for entry in &list {
@@ -129,10 +158,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 a.major, a.minor, a.major, a.minor
             ));
         }
-        let problem = match arch::can_build(&t.entry.version, a) {
-            Verdict::Row { problem, .. } => problem,
-            Verdict::Unknown => None,
-        };
+        let problem = arch::problem_with(release, targets, a);
         let shown = match entry.name {
             Some(name) => format!("{a} ({}, from {name})", a.sm_name()),
             None => format!("{a} ({})", a.sm_name()),
@@ -142,11 +168,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 kept.push(a.to_string());
                 continue;
             }
-            Some(Problem::NoSm) => format!(
-                "CUDA {rel} targets sm_{} to sm_{}",
-                row.value[0],
-                row.value[row.value.len() - 1]
-            ),
+            Some(Problem::NoSm) => format!("CUDA {rel} targets sm_{lo} to sm_{hi}"),
             Some(Problem::SuffixTooNew { from: first }) => format!(
                 "{} targets need CUDA {} or newer",
                 a.suffix.kind(),
@@ -158,7 +180,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             status,
             format!("{} cannot target {shown}, named in {from}: {why}", t.name),
         );
-        if let Some(other) = arch::release_to_suggest(a, row.release) {
+        if let Some(other) = arch::release_to_suggest(a, release) {
             let other = release_name(other);
             notes.hint(format!(
                 "use a toolkit that targets {}: `gpuenv install cuda-{other}` and `gpuenv pin cuda-{other}`",

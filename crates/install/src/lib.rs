@@ -28,7 +28,6 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context as _, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use reqwest::Url;
 
 pub use fault::Fault;
 use fetch::Fetcher;
@@ -39,6 +38,7 @@ use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{detect, Kind, Spec, Version};
 use gpuenv_core::ui::{self, Report};
+pub use reqwest::Url;
 pub use source::Source;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 
 use crate::diagnostic::{Find, Hinted};
 use crate::edges::{proxy, shell};
-use crate::facts::driver;
+use crate::facts::{copies, driver, torch_index, Unknown};
 use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve};
 use crate::store::toolchain::{registry, upstream};
 use crate::store::{locate, shims};
@@ -22,6 +22,9 @@ crate::diagnostics!(
     build_cache::NotInstalled,
     locate::NoHome,
     driver::DriverTooOld,
+    copies::Refused,
+    torch_index::NoIndex,
+    Unknown,
     host_compiler::HostCompilerProblem,
     shell::SlurmError,
     shims::ShimError,

@@ -103,6 +103,7 @@ impl<'c> Session<'c> {
         if !registry.toolchains.contains_key(&name) {
             return Ok(None);
         }
+        use_facts_of(&home);
         let layered = Layered {
             registry,
             ..Layered::default()
@@ -226,6 +227,12 @@ impl<'c> Session<'c> {
 }
 
 /// Reads the own registry and layers the upstreams' on it, saying what `door` says.
+/// Where a newer copy of the compatibility data may be: this home, then its upstreams
+/// (read only if a fact is asked: one lstat per home).
+fn use_facts_of(home: &Home) {
+    crate::facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams.clone()));
+}
+
 fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateError> {
     if door == Door::Command {
         ui::verbose(format!("reading {}", home.settings().display()));
@@ -237,6 +244,7 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
         }
     }
     let layered = upstream::layered(home, own);
+    use_facts_of(home);
     if door == Door::Command {
         if let Some(e) = upstream::from_context(ctx).1 {
             ui::warn_with_hints(&e, e.hints());

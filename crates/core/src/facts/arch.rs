@@ -14,7 +14,9 @@ pub use cuda::{Code, CudaArch, CudaArchError, Suffix};
 pub use flags::{hipcc_archs, nvcc_archs, HipArch, NvccArch};
 pub use named::{named, parse_torch_list, torch_list, torch_takes, ListEntry, NAMED_ARCHES};
 pub use rocm::{rocm_list, RocmTarget, RocmTargetError};
-pub use rules::{can_build, release_to_suggest, releases_for, suffix_from, Problem, Verdict};
+pub use rules::{
+    can_build, problem_with, release_to_suggest, releases_for, suffix_from, Problem, Verdict,
+};
 
 /// An arch pin (a `cuda-arch` / `rocm-arch` entry, `gpuenv pin --arch`) in a form the build
 /// tools do not take.

@@ -108,6 +108,8 @@ registry! {
         RCCL_HOME: Both, "the env plan; `doctor`", "RCCL in or beside the ROCm tree.";
         TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one.";
         GPUENV_ACTIVE: Set, "the env plan", "The active toolchains' names, comma-separated (for prompts).";
+        PIP_EXTRA_INDEX_URL: Set, "the env plan", "The PyTorch wheel index of the pinned toolkit, for pip (a trusted file's `[torch] index = \"auto\"`).";
+        UV_TORCH_BACKEND: Set, "the env plan", "The same index's name (`cu132`), for uv (a trusted file's `[torch] index = \"auto\"`).";
     }
     "Path lists gpuenv edits" {
         PATH: Both, "the env plan, the proxy, `doctor`", "The view's `bin` first; other toolkits' entries removed; the shims dir ahead of all.";

@@ -259,10 +259,15 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
                 arch::rocm_list(&file.rocm_arch, ",").into(),
             );
         }
-        // `env()` is empty until the file is trusted.
+        // `env()` and `torch_index()` are empty until the file is trusted.
         if with_env {
             for (k, v) in file.env().into_iter().flatten() {
                 set(&mut ops, k, v.into());
+            }
+            if let Some(index) = file.torch_index().and(torch_index(active)) {
+                // pip looks in both indexes; uv's own switch picks PyTorch's index itself.
+                set(&mut ops, vars::PIP_EXTRA_INDEX_URL, index.url().into());
+                set(&mut ops, vars::UV_TORCH_BACKEND, index.name.into());
             }
         }
     }
@@ -272,6 +277,15 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
         set(&mut ops, vars::GPUENV_ACTIVE, names.join(",").into());
     }
     Change { ops }
+}
+
+/// PyTorch's wheel index for the active CUDA toolkit's release, if PyTorch has one.
+fn torch_index(active: &ActiveSet) -> Option<&'static crate::facts::TorchIndex> {
+    let v = &active.get(Kind::Cuda)?.entry.version;
+    crate::facts::torch_index::for_release(
+        crate::facts::current(),
+        (v.major(), v.minor().unwrap_or(0)),
+    )
 }
 
 /// `TORCH_EXTENSIONS_DIR`, unless the user set one: JIT extensions (`load()`) built by one

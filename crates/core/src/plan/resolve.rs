@@ -85,8 +85,13 @@ impl ActiveSet {
         // Only a trusted file's: an untrusted one never names what nvcc runs.
         let pin = self.project.as_ref().and_then(|p| p.host_compiler());
         let pin = pin.as_ref().map(|(cmd, at)| (cmd.as_str(), *at));
-        let choice =
-            crate::plan::host_compiler::choose(&cuda.name, &cuda.entry.version, pin, probe);
+        let choice = crate::plan::host_compiler::choose_in(
+            &cuda.name,
+            &cuda.entry.version,
+            Some(&cuda.entry.include_dir),
+            pin,
+            probe,
+        );
         self.host_compiler = Some(choice);
     }
 }

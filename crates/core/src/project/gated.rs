@@ -42,6 +42,9 @@ impl ProjectFile {
         if !self.env.is_empty() {
             keys.push("[env]");
         }
+        if self.torch_index.is_some() {
+            keys.push("[torch] index");
+        }
         keys
     }
 
@@ -72,6 +75,12 @@ impl ProjectFile {
     pub fn build_cache(&self) -> Option<(BuildCache, &Location)> {
         let (cache, at) = self.build_cache.as_ref()?;
         (*cache == BuildCache::Off || self.trusted).then_some((*cache, at))
+    }
+
+    /// `[torch] index = "auto"`, when trusted: it makes pip and uv download from another
+    /// index.
+    pub fn torch_index(&self) -> Option<&Location> {
+        self.torch_index.as_ref().filter(|_| self.trusted)
     }
 
     /// `[torch] check`: `minor` (the strictest) always applies; a relaxation only when

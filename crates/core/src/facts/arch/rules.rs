@@ -52,19 +52,23 @@ pub fn can_build(cuda: &Version, arch: &CudaArch) -> Verdict {
         return Verdict::Unknown;
     };
     let targets: &'static [u32] = row.value;
-    let problem = if !targets.contains(&arch.sm()) {
-        Some(Problem::NoSm)
-    } else {
-        suffix_from(arch.suffix)
-            .filter(|from| row.release < *from)
-            .map(|from| Problem::SuffixTooNew { from })
-    };
     Verdict::Row {
         release: row.release,
         exact: row.exact,
         targets,
-        problem,
+        problem: problem_with(row.release, targets, arch),
     }
+}
+
+/// What is wrong with `arch` for a release whose nvcc targets `targets` (from the tables,
+/// or from the toolkit's own `nvcc --list-gpu-arch`).
+pub fn problem_with(release: (u64, u64), targets: &[u32], arch: &CudaArch) -> Option<Problem> {
+    if !targets.contains(&arch.sm()) {
+        return Some(Problem::NoSm);
+    }
+    suffix_from(arch.suffix)
+        .filter(|from| release < *from)
+        .map(|from| Problem::SuffixTooNew { from })
 }
 
 /// The oldest and the newest release in the tables that build `arch`, suffix included.
@@ -118,7 +122,8 @@ mod tests {
 
     #[test]
     fn which_release_to_suggest() {
-        assert_eq!(releases_for(&a("9.0a")), Some(((12, 0), (13, 0))));
+        // The newest release the data knows (13.5 in the embedded facts/cuda.toml).
+        assert_eq!(releases_for(&a("9.0a")), Some(((12, 0), (13, 5))));
         assert_eq!(release_to_suggest(&a("9.0a"), (11, 8)), Some((12, 0)));
         assert_eq!(release_to_suggest(&a("3.5"), (12, 4)), Some((11, 8)));
         assert_eq!(release_to_suggest(&a("10.0"), (12, 4)), Some((12, 8)));
