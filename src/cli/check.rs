@@ -22,10 +22,16 @@ pub struct Args {
     /// Machine-readable output on stdout
     #[arg(long)]
     json: bool,
+    /// Compare the active toolchains with gpuenv.lock instead (exit 1 naming each difference)
+    #[arg(long, conflicts_with_all = ["python", "json"])]
+    locked: bool,
 }
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
+        if self.locked {
+            return super::lock::check(ctx);
+        }
         let mut session = super::session(ctx)?;
         let active = super::resolve_here(&mut session, &[], None)?;
         let file = active.project.as_ref();

@@ -145,10 +145,16 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     let mut session = Session::open_at(ctx, home.clone(), Door::Hook)?;
     let installer = RunGpuenv::ThisProgram;
     let active = super::resolve_here(&mut session, &[], Some(&installer))?;
+    let (notes, lock) = super::lock::hook_notes(&active);
+    for n in notes {
+        ui::hook_note(n);
+    }
     let home = session.home();
     // Besides the user's settings: the system config and every upstream's settings.
     let mut read: Vec<PathBuf> = vec![upstream::system_config_path(ctx)];
     read.extend(home.upstreams.iter().map(|u| Home::new(u).settings()));
+    // A new or edited lock is said at the next prompt.
+    read.extend(lock);
     // As `env` and `run` do, a toolchain whose view is missing (an upstream's the upstream
     // has none for) gets one in the user's own home, or its nvcc would not be on PATH. Only
     // here, past the fast path: a prompt where nothing changed still runs nothing.

@@ -41,6 +41,10 @@ pub struct Args {
     /// Install from the download cache only, without the network
     #[arg(long)]
     offline: bool,
+    /// Exactly what gpuenv.lock names (each archive's sha256 checked), or fail naming the
+    /// difference
+    #[arg(long, conflicts_with_all = ["specs", "profile", "components"])]
+    locked: bool,
     /// Which components of a CUDA release
     #[arg(long, value_parser = named::<Profile>(), default_value = "default")]
     profile: Profile,
@@ -117,6 +121,14 @@ pub(super) fn sources<'a>(
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
+        if self.locked {
+            return super::install_locked::run(
+                ctx,
+                self.source,
+                self.manifest.as_deref(),
+                self.offline,
+            );
+        }
         let home = ctx.gpuenv_home()?;
         if self.specs == ["torch"] {
             let store = super::store(ctx)?;
@@ -189,7 +201,8 @@ impl Args {
                 }
             ));
             let started = std::time::Instant::now();
-            let done = gpuenv_install::install(&store, &fetcher, &plan, &progress)?;
+            let done =
+                gpuenv_install::install_recorded(&store, &fetcher, &plan, Some(&sel), &progress)?;
             if done.already {
                 self.already(&done.name, &done.root);
                 continue;
@@ -215,6 +228,9 @@ impl Args {
                 "use it in this project with `gpuenv pin {n}`, in this shell with `gpuenv use {n}`, or everywhere else with `gpuenv default {n}`",
                 n = done.name
             ));
+        }
+        if installed_any {
+            super::lock::refresh(ctx);
         }
         if installed_any && cache_was_new {
             ui::info(format!(

@@ -11,10 +11,12 @@ mod env_cmd;
 mod hook;
 mod hook_env;
 mod install;
+mod install_locked;
 mod install_pinned;
 mod install_torch;
 mod link;
 mod list;
+mod lock;
 mod module;
 mod named_arg;
 mod outdated;
@@ -78,6 +80,7 @@ enum Command {
     Link(link::Args),
     Unlink(unlink::Args),
     List(list::Args),
+    Lock(lock::Args),
     Default(default::Args),
     Check(check::Args),
     Discover(discover::Args),
@@ -214,6 +217,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Link(a) => a.run(ctx),
         Command::Unlink(a) => a.run(ctx),
         Command::List(a) => a.run(ctx),
+        Command::Lock(a) => a.run(ctx),
         Command::Default(a) => a.run(ctx),
         Command::Check(a) => a.run(ctx),
         Command::Discover(a) => a.run(ctx),

@@ -127,6 +127,7 @@ impl Args {
                 ));
             }
         }
+        super::lock::refresh(ctx);
         Ok(())
     }
 }

@@ -14,6 +14,7 @@ use gpuenv_core::home::Home;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 use gpuenv_core::ui;
+use gpuenv_install::record;
 use gpuenv_install::source::Choice;
 use gpuenv_install::{Profile, Progress, Selection};
 
@@ -160,8 +161,13 @@ impl Args {
                 label: None,
             };
             ui::info(format!("updating {} to {spec} (from {})", o.name, o.source));
-            let plan = gpuenv_install::plan(&sources, &spec, &selection_of(&o.entry))?;
-            let done = gpuenv_install::install(&store, &fetcher, &plan, &progress)?;
+            // The old tree's record says its selection; older trees, their version.json.
+            let sel = record::read(&o.entry.root)
+                .map(|r| r.selection())
+                .unwrap_or_else(|| selection_of(&o.entry));
+            let plan = gpuenv_install::plan(&sources, &spec, &sel)?;
+            let done =
+                gpuenv_install::install_recorded(&store, &fetcher, &plan, Some(&sel), &progress)?;
             let repointed = Registry::update(&home, |r| {
                 let mut n = 0;
                 for d in r.default.iter_mut().filter(|d| **d == o.name) {

@@ -12,9 +12,11 @@ pub mod download;
 pub mod fault;
 pub mod fetch;
 pub mod hooks;
+pub mod lock;
 pub mod objects;
 pub mod pathpart;
 pub mod prune;
+pub mod record;
 pub mod seal;
 pub mod source;
 pub mod torch;
@@ -248,7 +250,7 @@ pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
 
 gpuenv_core::diagnostics!(
     /// gpuenv-install's error types that have hints (see `gpuenv_core::diagnostic`).
-    pub fn find_diagnostic: fault::Fault, ReadOnlyHome, cache::Refused
+    pub fn find_diagnostic: fault::Fault, ReadOnlyHome, cache::Refused, lock::LockError
 );
 
 /// The finders for every error an install can return: its own and gpuenv-core's.
@@ -259,6 +261,17 @@ pub fn install(
     store: &Store,
     fetcher: &Fetcher,
     plan: &Plan,
+    progress: &Progress,
+) -> Result<Installed> {
+    install_recorded(store, fetcher, plan, None, progress)
+}
+
+/// [`install`], and with `sel` the tree gets its [`record`] (what `gpuenv lock` reads).
+pub fn install_recorded(
+    store: &Store,
+    fetcher: &Fetcher,
+    plan: &Plan,
+    sel: Option<&Selection>,
     progress: &Progress,
 ) -> Result<Installed> {
     let home = store.home();
@@ -314,6 +327,11 @@ pub fn install(
             .with_context(|| format!("linking {name} to {}", tree.display()))?;
     }
     finish_tree(plan, tmp.path())?;
+    // A tree linked into a venv is not made of archives alone: nothing to record.
+    if let Some(sel) = sel.filter(|_| plan.linked.is_empty()) {
+        record::write(tmp.path(), &record::Record::of(plan, sel))
+            .with_context(|| format!("recording how {name} was made"))?;
+    }
     // Its files share inodes with the download cache: a write to one would change both.
     seal::read_only(tmp.path())?;
     fetcher.hooks.checkpoint("assemble");

@@ -1,0 +1,155 @@
+//! What an installed toolchain was made of (`<root>/.gpuenv-install.toml`, written by the
+//! install into the tree it assembles, before the tree is sealed and renamed into place), and
+//! a digest of a tree's file list: what `gpuenv lock` records and `--locked` compares.
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{Plan, Profile, Selection};
+use gpuenv_core::fsutil;
+use gpuenv_core::named::Named;
+
+/// The record's file name inside an installed root.
+pub const RECORD: &str = ".gpuenv-install.toml";
+
+/// A record is a few archives long; reading stops well before a runaway file.
+const MAX_RECORD: u64 = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// The source that planned it: `nvidia`, `pypi` or `manifest`.
+    pub from: String,
+    pub profile: String,
+    /// The components asked for beyond the profile (`--component`).
+    #[serde(default)]
+    pub components: Vec<String>,
+    #[serde(default, rename = "archive")]
+    pub archives: Vec<ArchiveRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveRecord {
+    pub component: String,
+    pub version: String,
+    pub url: String,
+    pub sha256: String,
+}
+
+impl Record {
+    pub fn of(plan: &Plan, sel: &Selection) -> Record {
+        Record {
+            from: plan.source.to_string(),
+            profile: sel.profile.name().to_string(),
+            components: sel.components.clone(),
+            archives: plan
+                .archives
+                .iter()
+                .map(|a| ArchiveRecord {
+                    component: a.component.clone(),
+                    version: a.version.clone(),
+                    url: a.url.to_string(),
+                    sha256: a.sha256.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The selection to plan it again with.
+    pub fn selection(&self) -> Selection {
+        Selection {
+            profile: Profile::ALL
+                .iter()
+                .copied()
+                .find(|p| p.name() == self.profile)
+                .unwrap_or_default(),
+            components: self.components.clone(),
+        }
+    }
+}
+
+pub fn write(root: &Path, record: &Record) -> anyhow::Result<()> {
+    let text = toml::to_string(record)?;
+    fsutil::write_atomic(&root.join(RECORD), text.as_bytes())?;
+    Ok(())
+}
+
+/// The record of an installed root, if it has a readable one (toolchains installed before
+/// records existed have none). What it says is validated where it is used (the lock).
+pub fn read(root: &Path) -> Option<Record> {
+    let bytes = fsutil::read_regular(&root.join(RECORD), MAX_RECORD).ok()?;
+    toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
+}
+
+/// The sha256 of a tree's file list: every entry's path, type, and for a file its size and
+/// executable bit, for a link its target; links are not followed and the record is left out
+/// (the same archives from another mirror make the same tree). Contents are not read: an
+/// installed tree's come from archives checked by sha256, and a linked tree may be large.
+pub fn files_digest(root: &Path) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut stack = vec![root.to_path_buf()];
+    let mut entries = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for e in fs_err::read_dir(&dir)? {
+            let e = e?;
+            let path = e.path();
+            let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+            if rel.as_os_str() == RECORD {
+                continue;
+            }
+            let meta = fs_err::symlink_metadata(&path)?;
+            let line = if meta.is_dir() {
+                stack.push(path.clone());
+                b"d".to_vec()
+            } else if meta.file_type().is_symlink() {
+                let mut l = b"l ".to_vec();
+                l.extend_from_slice(fs_err::read_link(&path)?.as_os_str().as_bytes());
+                l
+            } else {
+                let exec = meta.permissions().mode() & 0o111 != 0;
+                format!("f {} {}", meta.len(), if exec { "x" } else { "-" }).into_bytes()
+            };
+            entries.push((rel, line));
+        }
+    }
+    entries.sort();
+    for (rel, line) in entries {
+        hasher.update(rel.as_os_str().as_bytes());
+        hasher.update([0]);
+        hasher.update(&line);
+        hasher.update([b'\n']);
+    }
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_sees_names_sizes_modes_and_links_but_not_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs_err::create_dir_all(root.join("bin")).unwrap();
+        fs_err::write(root.join("bin/nvcc"), "x").unwrap();
+        let first = files_digest(root).unwrap();
+        fs_err::write(root.join(RECORD), "from = \"nvidia\"\n").unwrap();
+        assert_eq!(files_digest(root).unwrap(), first);
+        fs_err::write(root.join("bin/nvcc"), "xy").unwrap();
+        let bigger = files_digest(root).unwrap();
+        assert_ne!(bigger, first);
+        fs_err::set_permissions(
+            root.join("bin/nvcc"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        assert_ne!(files_digest(root).unwrap(), bigger);
+        std::os::unix::fs::symlink("nvcc", root.join("bin/cc")).unwrap();
+        assert_eq!(files_digest(root).unwrap().len(), 64);
+    }
+}

@@ -1,0 +1,329 @@
+//! `gpuenv lock`: write gpuenv.lock beside gpuenv.toml; and `gpuenv check --locked`, which
+//! compares the active toolchains with it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _, Result};
+
+use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::fsutil;
+use gpuenv_core::host_compiler::cache::CachedProbe;
+use gpuenv_core::host_compiler::Probe;
+use gpuenv_core::project;
+use gpuenv_core::resolve::{ActiveSet, Reason};
+use gpuenv_core::session::Session;
+use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
+use gpuenv_core::ui;
+use gpuenv_install::lock::{self, Found, Locked, LockedCompiler};
+use gpuenv_install::record::{self, Record};
+
+use super::Exit;
+
+/// Write gpuenv.lock beside gpuenv.toml: the exact toolchains its pins resolve to here
+/// (version, source, file-list digest, and each installed one's archives and sha256)
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpuenv lock                  # write gpuenv.lock\n  gpuenv check --locked        # does the active set still match it?\n  gpuenv install --locked      # on another machine: install exactly that"
+)]
+pub struct Args {}
+
+/// gpuenv.lock in the directory of the toolchain file `project`.
+pub fn lock_path(project: &Path) -> PathBuf {
+    project.parent().unwrap_or(Path::new(".")).join(lock::FILE)
+}
+
+/// The digest of a registered tree's file list, and how it was installed if it says.
+pub fn inspect(entry: &Entry) -> Result<(String, Option<Record>)> {
+    let files = record::files_digest(&entry.root)
+        .with_context(|| format!("listing the files of {}", entry.root.display()))?;
+    let rec = (entry.source == Origin::Installed)
+        .then(|| record::read(&entry.root))
+        .flatten();
+    Ok((files, rec))
+}
+
+fn pinned(reason: &Reason) -> bool {
+    matches!(reason, Reason::File(..) | Reason::Torch(..))
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        write(ctx)
+    }
+}
+
+/// After `pin` or `install`: rewrites gpuenv.lock if the project here has one; a lock that
+/// cannot be rewritten now (a pin not installed yet) is left as it was, and said so.
+pub fn refresh(ctx: &Context) {
+    let Ok(Some(project)) = here(ctx) else {
+        return;
+    };
+    if fs_err::symlink_metadata(lock_path(&project)).is_err() {
+        return;
+    }
+    if let Err(e) = write(ctx) {
+        ui::warn(format!(
+            "{} was left as it was: {}",
+            lock_path(&project).display(),
+            ui::error_one_line(e.as_ref(), super::FIND)
+        ));
+    }
+}
+
+fn write(ctx: &Context) -> Result<()> {
+    let mut session = super::session(ctx)?;
+    let active = super::resolve_here(&mut session, &[], None)?;
+    let Some(file) = &active.project else {
+        bail!(Hinted::new(format!(
+            "nothing to lock: no gpuenv.toml from {} up",
+            ctx.cwd.display()
+        ))
+        .hint("`gpuenv pin cuda-13.0` pins a toolchain here first"));
+    };
+    let path = lock_path(&file.path);
+    let mut locked = Vec::new();
+    for pin in &file.pins {
+        let Some(t) = active.get(pin.kind).filter(|t| pinned(&t.reason)) else {
+            bail!(Hinted::new(format!(
+                "{}: the {} pin is not what is active here ({})",
+                pin.at,
+                pin.kind,
+                active
+                    .get(pin.kind)
+                    .map_or("nothing".to_string(), |t| t.reason.to_string())
+            ))
+            .hint("`gpuenv use none` lets the project's pins decide, then `gpuenv lock`"));
+        };
+        let (files, rec) = inspect(&t.entry)?;
+        let found = Found {
+            name: &t.name,
+            entry: &t.entry,
+            files: &files,
+            record: rec.as_ref(),
+        };
+        if t.entry.source == Origin::Installed && rec.is_none() {
+            ui::warn(format!(
+                "{} was installed by a gpuenv that kept no record of its archives: the lock has its version and file list only (`gpuenv uninstall {n}` and `gpuenv install {n}` record them)",
+                t.name,
+                n = t.name
+            ));
+        }
+        locked.push(Locked::of(&found, pin.at.clone())?);
+    }
+    if locked.is_empty() {
+        bail!(Hinted::new(format!(
+            "nothing to lock: {} pins no toolchain",
+            file.path.display()
+        ))
+        .hint("`gpuenv pin cuda-13.0` adds a pin"));
+    }
+    let cc = locked_compiler(&session, &active);
+    let text = lock::render(&locked, cc.as_ref())?;
+    // What is written must read back: a root that is not UTF-8 would not.
+    lock::parse(&path, &text).context("the lock gpuenv made does not read back")?;
+    write_lock(&path, &text)?;
+    ui::info(format!(
+        "wrote {} ({})",
+        path.display(),
+        locked
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(())
+}
+
+/// The pinned host compiler gpuenv chose here, and its GCC version (none: nothing pinned,
+/// or a compiler whose version gpuenv cannot read, such as clang).
+fn locked_compiler(session: &Session, active: &ActiveSet) -> Option<LockedCompiler> {
+    // Only a trusted file's host compiler is used, so only that one is locked.
+    let (command, at) = active
+        .project
+        .as_ref()?
+        .host_compiler()
+        .map(|(c, at)| (c, at.clone()))?;
+    let compiler = active.host_compiler.as_ref()?.compiler()?.to_path_buf();
+    let probe = CachedProbe::new(session.ctx(), session.home());
+    let version = probe.gcc_version(&compiler)?;
+    Some(LockedCompiler {
+        command,
+        version,
+        at,
+    })
+}
+
+/// Replaces the lock atomically; a link, directory or other non-file at its name is
+/// refused, never followed or replaced.
+fn write_lock(path: &Path, text: &str) -> Result<()> {
+    match fs_err::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => bail!(Hinted::new(format!(
+            "{} is {}, not a file: gpuenv writes no lock through it",
+            path.display(),
+            if meta.file_type().is_symlink() {
+                "a symbolic link"
+            } else {
+                "not a regular file"
+            }
+        ))
+        .hint("remove it, then `gpuenv lock` again")),
+        _ => {}
+    }
+    fsutil::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `gpuenv check --locked`: exit 1 naming each way the active set differs from the lock.
+pub fn check(ctx: &Context) -> Result<()> {
+    // The lock is read first: a bad one is the error, whatever is installed.
+    let lock = load_here(ctx)?;
+    let mut session = super::session(ctx)?;
+    let active = super::resolve_here(&mut session, &[], None)?;
+    let mut problems = Vec::new();
+    for l in &lock.toolchains {
+        match active.get(l.kind) {
+            None => problems.push(format!(
+                "{}: {} is locked, but no {} toolchain is active here",
+                l.at, l.name, l.kind
+            )),
+            Some(t) => {
+                let (files, rec) = inspect(&t.entry)?;
+                let found = Found {
+                    name: &t.name,
+                    entry: &t.entry,
+                    files: &files,
+                    record: rec.as_ref(),
+                };
+                for d in l.differences(&found) {
+                    problems.push(format!("{}: {}: {d}", l.at, l.name));
+                }
+            }
+        }
+    }
+    if let Some(want) = &lock.host_compiler {
+        match locked_compiler(&session, &active) {
+            Some(have) if have.command == want.command && have.version == want.version => {}
+            Some(have) => problems.push(format!(
+                "{}: host compiler: the lock has {} {}, this is {} {}",
+                want.at, want.command, want.version, have.command, have.version
+            )),
+            None => problems.push(format!(
+                "{}: host compiler: the lock has {} {}, and none is pinned and found here",
+                want.at, want.command, want.version
+            )),
+        }
+    }
+    for t in &active.toolchains {
+        if pinned(&t.reason) && !lock.toolchains.iter().any(|l| l.kind == t.entry.kind) {
+            problems.push(format!(
+                "{}: {} is pinned but not locked",
+                lock.path.display(),
+                t.name
+            ));
+        }
+    }
+    if problems.is_empty() {
+        ui::info(format!(
+            "the active toolchains match {} ({})",
+            lock.path.display(),
+            lock.toolchains
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return Ok(());
+    }
+    let err = Hinted::new(format!(
+        "the active toolchains differ from {}:\n  {}",
+        lock.path.display(),
+        problems.join("\n  ")
+    ))
+    .hint("`gpuenv install --locked` installs what the lock names; `gpuenv lock` records what is active now instead");
+    super::print_error(&err.into());
+    Err(Exit(1).into())
+}
+
+/// For the shell hook, past its fast path: each way the active set differs from the
+/// project's gpuenv.lock by name, version or source (file lists are `check --locked`'s:
+/// too slow for a prompt), and the lock's path for the hook to watch.
+pub fn hook_notes(active: &ActiveSet) -> (Vec<String>, Option<PathBuf>) {
+    let Some(project) = &active.project else {
+        return (Vec::new(), None);
+    };
+    let path = lock_path(&project.path);
+    if fs_err::symlink_metadata(&path).is_err() {
+        return (Vec::new(), Some(path));
+    }
+    let lock = match load_beside(&project.path) {
+        Ok(lock) => lock,
+        Err(e) => {
+            return (
+                vec![ui::error_one_line(e.as_ref(), super::FIND)],
+                Some(path),
+            )
+        }
+    };
+    let mut notes = Vec::new();
+    for l in &lock.toolchains {
+        let differs = match active.get(l.kind) {
+            None => Some(format!("no {} toolchain is active", l.kind)),
+            Some(t)
+                if t.name != l.name
+                    || t.entry.version != l.version
+                    || t.entry.source != l.source =>
+            {
+                Some(format!(
+                    "{} ({} {}) is active",
+                    t.name,
+                    t.entry.source.as_str(),
+                    t.entry.version
+                ))
+            }
+            Some(_) => None,
+        };
+        if let Some(d) = differs {
+            notes.push(format!(
+                "{}: the lock has {} ({} {}), but {d}; `gpuenv install --locked` or `gpuenv lock`",
+                l.at,
+                l.name,
+                l.source.as_str(),
+                l.version
+            ));
+        }
+    }
+    (notes, Some(path))
+}
+
+/// The toolchain file this user applies here (another user's is passed over, as
+/// resolution does).
+fn here(ctx: &Context) -> Result<Option<PathBuf>> {
+    let (_home, registry) = super::registry(ctx)?;
+    Ok(project::find(&ctx.cwd, &registry.safe_directories)?.path)
+}
+
+/// The lock of the project here.
+pub fn load_here(ctx: &Context) -> Result<lock::Lock> {
+    let project = here(ctx)?.ok_or_else(|| {
+        Hinted::new(format!("no gpuenv.toml from {} up", ctx.cwd.display()))
+            .hint("`gpuenv pin <spec>` then `gpuenv lock`")
+    })?;
+    load_beside(&project)
+}
+
+pub fn load_beside(project: &Path) -> Result<lock::Lock> {
+    let path = lock_path(project);
+    match fs_err::symlink_metadata(&path) {
+        Err(_) => bail!(Hinted::new(format!("{} does not exist", path.display()))
+            .hint("`gpuenv lock` writes it from the toolchains pinned here")),
+        // A link in a clone could name any file of this user's.
+        Ok(m) if m.file_type().is_symlink() => bail!(Hinted::new(format!(
+            "{} is a symbolic link: gpuenv reads no lock through one",
+            path.display()
+        ))
+        .hint("replace it with the file itself, or `gpuenv lock` after removing it")),
+        Ok(_) => {}
+    }
+    Ok(lock::load(&path)?)
+}

@@ -1,0 +1,321 @@
+//! gpuenv.lock: `gpuenv lock` records the exact toolchains a project's pins resolve to,
+//! `check --locked` names each way the active ones differ, `install --locked` reproduces
+//! them on a fresh home (from the download cache without the network, too). Releases come
+//! from a local redist mirror on 127.0.0.1.
+
+#[path = "common/archives.rs"]
+mod archives;
+mod common;
+#[path = "common/install_fixtures.rs"]
+mod fixtures;
+#[path = "common/server.rs"]
+mod server;
+
+use std::path::Path;
+
+use common::*;
+use fixtures::*;
+use server::Server;
+
+/// A project directory in `sb` that pins `cuda`.
+fn project(sb: &Sandbox, cuda: &str) {
+    write(
+        &sb.path("gpuenv.toml"),
+        &format!("[toolchain]\ncuda = \"{cuda}\"\n"),
+    );
+}
+
+fn lock_text(sb: &Sandbox) -> String {
+    fs_err::read_to_string(sb.path("gpuenv.lock")).unwrap()
+}
+
+#[test]
+fn lock_then_check_passes_and_another_build_of_the_same_version_is_named() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-12.4.1", "--source", "nvidia"],
+    );
+    project(&sb, "12.4");
+
+    let out = ok(&sb, &[], &["lock"]);
+    assert!(
+        out.contains("wrote") && out.contains("cuda-12.4.1"),
+        "{out}"
+    );
+    let lock = lock_text(&sb);
+    for want in [
+        "lock-version = 1",
+        "name = \"cuda-12.4.1\"",
+        "version = \"12.4.1\"",
+        "source = \"installed\"",
+        "from = \"nvidia\"",
+        "profile = \"default\"",
+        "component = \"libcublas\"",
+        "/cuda_nvcc/",
+    ] {
+        assert!(lock.contains(want), "no {want} in\n{lock}");
+    }
+    let out = ok(&sb, &[], &["check", "--locked"]);
+    assert!(out.contains("match"), "{out}");
+
+    // The same version, another build (the minimal profile has no cuBLAS), installed
+    // outside the project: an install inside it would update its lock.
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(elsewhere.path())
+        .env("GPUENV_CUDA_MIRROR", &mirror)
+        .args([
+            "install",
+            "cuda-12.4.1",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let out = gpuenv(&sb, &[], &["check", "--locked"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let t = text(&out);
+    for want in [
+        "gpuenv.lock:6:1: cuda-12.4.1: archive libcublas: locked, but not there",
+        "selection: the lock has profile default",
+        "files: the tree's file list differs",
+        "gpuenv install --locked",
+    ] {
+        assert!(t.contains(want), "no {want} in\n{t}");
+    }
+
+    // A tree linked under the locked name: its source and files differ.
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    let tree = cuda_runfile(&sb.path("elsewhere/cuda-12.4"), "12.4.1");
+    ok(&sb, &[], &["link", "cuda-12.4.1", tree.to_str().unwrap()]);
+    let out = gpuenv(&sb, &[], &["check", "--locked"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("source: the lock has a installed toolchain, this one is linked"),
+        "{t}"
+    );
+    assert!(t.contains("files: the tree's file list differs"), "{t}");
+}
+
+#[test]
+fn install_locked_reproduces_the_toolchain_on_a_fresh_home_and_offline_from_the_cache() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    let first = Sandbox::new();
+    ok(
+        &first,
+        &vars,
+        &[
+            "install",
+            "cuda-12.4.1",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ],
+    );
+    project(&first, "12.4");
+    ok(&first, &[], &["lock"]);
+    let lock = lock_text(&first);
+
+    // A clone of the project on a fresh home, with a download cache of its own.
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().join("downloads");
+    let with_cache = [
+        ("GPUENV_CUDA_MIRROR", mirror.as_str()),
+        ("GPUENV_DOWNLOAD_CACHE", cache_dir.to_str().unwrap()),
+    ];
+    let second = Sandbox::new();
+    project(&second, "12.4");
+    write(&second.path("gpuenv.lock"), &lock);
+    let out = ok(&second, &with_cache, &["install", "--locked"]);
+    assert!(out.contains("installed cuda-12.4.1 as locked"), "{out}");
+    assert!(
+        !second
+            .gpuenv_home()
+            .join("toolchains/cuda-12.4.1/include/cublas.h")
+            .exists(),
+        "the locked profile (minimal) is what was installed"
+    );
+    ok(&second, &[], &["check", "--locked"]);
+    // Installing again changes nothing.
+    let out = ok(&second, &with_cache, &["install", "--locked"]);
+    assert!(out.contains("cuda-12.4.1 is registered as locked"), "{out}");
+    // It locks to the same text.
+    ok(&second, &[], &["lock"]);
+    assert_eq!(lock_text(&second), lock);
+
+    // A third home sharing that cache: no request reaches the mirror.
+    let hits = server.log().len();
+    let third = Sandbox::new();
+    project(&third, "12.4");
+    write(&third.path("gpuenv.lock"), &lock);
+    let out = ok(&third, &with_cache, &["install", "--locked", "--offline"]);
+    assert!(out.contains("from the cache"), "{out}");
+    ok(&third, &[], &["check", "--locked"]);
+    assert_eq!(server.log().len(), hits, "offline means no request");
+}
+
+#[test]
+fn install_locked_fails_naming_the_archive_a_source_now_serves_differently() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let mirror = server.url("redist/");
+    let first = Sandbox::new();
+    ok(
+        &first,
+        &[("GPUENV_CUDA_MIRROR", mirror.as_str())],
+        &[
+            "install",
+            "cuda-12.4.1",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ],
+    );
+    project(&first, "12.4");
+    ok(&first, &[], &["lock"]);
+
+    // The mirror now has another cuda_nvcc archive under the same release.
+    let mut tree = redist_tree(&["12.4.1"]);
+    let json = tree
+        .iter_mut()
+        .find(|(p, _, _)| p == "redistrib_12.4.1.json")
+        .unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&json.1).unwrap();
+    manifest["cuda_nvcc"][platform()]["sha256"] = "ab".repeat(32).into();
+    json.1 = serde_json::to_vec(&manifest).unwrap();
+    serve(&server, "changed/", &tree);
+    let changed = server.url("changed/");
+
+    let second = Sandbox::new();
+    project(&second, "12.4");
+    fs_err::copy(first.path("gpuenv.lock"), second.path("gpuenv.lock")).unwrap();
+    let out = gpuenv(
+        &second,
+        &[("GPUENV_CUDA_MIRROR", changed.as_str())],
+        &["install", "--locked"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("cuda-12.4.1: the nvidia source: archive cuda_nvcc: sha256 abababababab is not the locked"),
+        "{t}"
+    );
+    assert!(!Path::new(&second.gpuenv_home().join("toolchains/cuda-12.4.1")).exists());
+    assert!(
+        server
+            .hits(".tar.xz")
+            .iter()
+            .all(|h| !h.path.starts_with("/changed/")),
+        "nothing was downloaded"
+    );
+}
+
+#[test]
+fn pin_rewrites_an_existing_lock_and_leaves_a_project_without_one_alone() {
+    let sb = Sandbox::new();
+    let new = cuda_runfile(&sb.path("trees/cuda-12.4"), "12.4.1");
+    let old = cuda_runfile(&sb.path("trees/cuda-11.8"), "11.8.89");
+    ok(&sb, &[], &["link", "cuda-12.4.1", new.to_str().unwrap()]);
+    ok(&sb, &[], &["link", "cuda-11.8", old.to_str().unwrap()]);
+
+    ok(&sb, &[], &["pin", "cuda-12.4"]);
+    assert!(
+        !sb.path("gpuenv.lock").exists(),
+        "no lock until `gpuenv lock`"
+    );
+    ok(&sb, &[], &["lock"]);
+    assert!(lock_text(&sb).contains("name = \"cuda-12.4.1\""));
+
+    let out = ok(&sb, &[], &["pin", "cuda-11.8"]);
+    assert!(out.contains("wrote"), "{out}");
+    let lock = lock_text(&sb);
+    assert!(lock.contains("name = \"cuda-11.8\""), "{lock}");
+    assert!(
+        lock.contains(&format!("root = \"{}\"", old.display())),
+        "{lock}"
+    );
+    ok(&sb, &[], &["check", "--locked"]);
+}
+
+#[test]
+fn a_pinned_host_compiler_is_locked_with_its_version_and_checked() {
+    let sb = Sandbox::new();
+    let tree = cuda_runfile(&sb.path("trees/cuda-11.8"), "11.8.89");
+    ok(&sb, &[], &["link", "cuda-11.8", tree.to_str().unwrap()]);
+    let gxx = sb.path("bin/g++-11");
+    let fake = |version: &str| {
+        // A new file each time: what the compiler said is cached per file.
+        let _ = fs_err::remove_file(&gxx);
+        write_exe(
+            &gxx,
+            &format!("#!/bin/sh\necho 'g++ (Debian {version}-7) {version}'\n"),
+        );
+    };
+    fake("11.4.0");
+    write(
+        &sb.path("gpuenv.toml"),
+        "[toolchain]\ncuda = \"11.8\"\nhost-compiler = \"g++-11\"\n",
+    );
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", sb.path("bin").display());
+    let vars = [("PATH", path.as_str())];
+    // Untrusted, the file's host compiler is not used, so not locked.
+    ok(&sb, &vars, &["lock"]);
+    assert!(!lock_text(&sb).contains("[host-compiler]"));
+    ok(&sb, &vars, &["trust"]);
+    ok(&sb, &vars, &["lock"]);
+    let lock = lock_text(&sb);
+    assert!(
+        lock.contains("[host-compiler]\ncommand = \"g++-11\"\nversion = \"11.4.0\""),
+        "{lock}"
+    );
+    ok(&sb, &vars, &["check", "--locked"]);
+
+    fake("11.5.0");
+    let out = gpuenv(&sb, &vars, &["check", "--locked"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("host compiler: the lock has g++-11 11.4.0, this is g++-11 11.5.0"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn the_shell_hook_says_when_the_active_toolchain_is_not_the_locked_one() {
+    let sb = Sandbox::new();
+    let locked = cuda_runfile(&sb.path("trees/cuda-12.4.1"), "12.4.1");
+    ok(&sb, &[], &["link", "cuda-12.4.1", locked.to_str().unwrap()]);
+    project(&sb, "12.4");
+    ok(&sb, &[], &["lock"]);
+    let out = gpuenv(&sb, &[], &["hook-env", "--shell", "bash"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("the lock has"), "{}", text(&out));
+
+    // A newer 12.4 appears: the pin now picks it, and the prompt says so.
+    let newer = cuda_runfile(&sb.path("trees/cuda-12.4.2"), "12.4.2");
+    ok(&sb, &[], &["link", "cuda-12.4.2", newer.to_str().unwrap()]);
+    let out = gpuenv(&sb, &[], &["hook-env", "--shell", "bash"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("gpuenv.lock:6:1: the lock has cuda-12.4.1 (linked 12.4.1), but cuda-12.4.2 (linked 12.4.2) is active"),
+        "{err}"
+    );
+}
