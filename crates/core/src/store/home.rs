@@ -77,6 +77,10 @@ impl Home {
     pub fn host_compilers(&self) -> PathBuf {
         self.root.join("cache/host-compilers")
     }
+    /// Compact copies of settings files, the own and the upstreams' (`registry_cache`).
+    pub fn registry_cache(&self) -> PathBuf {
+        self.root.join("cache/registry")
+    }
     /// `TORCH_EXTENSIONS_DIR` of each toolchain: `torch-extensions/<name>`.
     pub fn torch_extensions(&self) -> PathBuf {
         self.root.join("torch-extensions")
