@@ -72,8 +72,7 @@ impl Cache {
         let meta = file.metadata().ok()?;
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
-        if !meta.is_file() || meta.uid() != me || meta.mode() & 0o022 != 0 || meta.len() > LIMIT
-        {
+        if !meta.is_file() || meta.uid() != me || meta.mode() & 0o022 != 0 || meta.len() > LIMIT {
             return None;
         }
         let mut text = String::new();

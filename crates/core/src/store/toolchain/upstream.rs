@@ -130,11 +130,12 @@ pub fn layered(home: &mut Home, own: Registry) -> Layered {
 /// `layered`, with the upstreams' compact copies kept in `mine`, the reading user's own
 /// home (`home` may be an upstream's, for the proxy started as an upstream's view).
 pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
+    let roots = roots(home, &own);
     let mut layered = Layered {
-        registry: own.clone(),
+        registry: own,
         ..Layered::default()
     };
-    for root in roots(home, &own) {
+    for root in roots {
         let upstream = Home::new(&root);
         if !root.is_absolute() {
             layered.warnings.push(format!(
