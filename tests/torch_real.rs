@@ -89,6 +89,7 @@ fn a_toolkit_for_a_real_torch_builds_a_cuda_extension_and_ccache_makes_the_rebui
         &ext.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n\n[build]\ncache = \"ccache\"\n",
     );
+    sb.ok(&["trust", ext.join("gpuenv.toml").to_str().unwrap()]);
     let ccache = sb.path("ccache");
     let build = || {
         let _ = fs_err::remove_dir_all(ext.join("build"));
