@@ -39,47 +39,7 @@ cp "$root/bin/tiny" "$root/bin/nvcc"
 printf 'fn main() {}\n' >"$work/empty.rs"
 rustc -O -o "$work/rust-empty" "$work/empty.rs"
 # The runner: `bench RUNS name=command …`, prints `name median-ms` per command.
-cat >"$work/bench.c" <<'C'
-#include <fcntl.h>
-#include <spawn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-extern char **environ;
-static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
-int main(int argc, char **argv) {
-    int runs = atoi(argv[1]), n = argc - 2;
-    double *t = malloc(sizeof(double) * runs * n);
-    char *name[64], *av[64][32];
-    for (int j = 0; j < n; j++) {
-        char *eq = strchr(argv[2 + j], '='); *eq = 0; name[j] = argv[2 + j];
-        int k = 0;
-        for (char *w = strtok(eq + 1, " "); w && k < 31; w = strtok(NULL, " ")) av[j][k++] = w;
-        av[j][k] = NULL;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    for (int i = -20; i < runs; i++)  /* 20 warm-up rounds */
-        for (int j = 0; j < n; j++) {
-            struct timespec a, b; pid_t pid; int status;
-            clock_gettime(CLOCK_MONOTONIC, &a);
-            if (posix_spawn(&pid, av[j][0], &fa, NULL, av[j], environ) != 0) { perror(av[j][0]); return 1; }
-            waitpid(pid, &status, 0);
-            clock_gettime(CLOCK_MONOTONIC, &b);
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) { fprintf(stderr, "%s failed\n", name[j]); return 1; }
-            if (i >= 0) t[j * runs + i] = (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
-        }
-    for (int j = 0; j < n; j++) {
-        qsort(t + j * runs, runs, sizeof(double), cmp);
-        printf("%s %.4f\n", name[j], t[j * runs + runs / 2]);
-    }
-    return 0;
-}
-C
-cc -O2 -o "$work/bench" "$work/bench.c"
+cc -O2 -o "$work/bench" scripts/bench-runner.c
 # Trampolines that do nothing but exec the tool: the least any proxy can add.
 printf '#include <unistd.h>\nint main(int c, char **v) { (void)c; execv("%s", v); return 127; }\n' "$root/bin/tiny" >"$work/tramp.c"
 cc -O2 -static -o "$work/tramp-c-static" "$work/tramp.c"

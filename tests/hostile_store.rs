@@ -429,3 +429,6 @@ fn an_emptied_settings_file_warns_and_names_the_backup() {
 
 #[path = "hostile_store/full_disk.rs"]
 mod full_disk;
+
+#[path = "hostile_store/registry_copy.rs"]
+mod registry_copy;

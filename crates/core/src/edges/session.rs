@@ -95,10 +95,13 @@ impl<'c> Session<'c> {
         if !home.settings().is_file() {
             return Ok(None);
         }
-        let mut registry = Registry::load(&home)?;
+        // The copy of a settings file is kept in the user's own home, never in the view's
+        // when that is an upstream's.
+        let own = ctx.own_home().unwrap_or_else(|_| home.clone());
+        let mut registry = Registry::load_cached(&home, &own)?;
         if !registry.toolchains.contains_key(&name) {
             home.upstreams = upstream::from_context(ctx).0;
-            registry = upstream::layered(&mut home, registry).registry;
+            registry = upstream::layered_in(&mut home, registry, &own).registry;
         }
         if !registry.toolchains.contains_key(&name) {
             return Ok(None);
@@ -237,7 +240,7 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
     if door == Door::Command {
         ui::verbose(format!("reading {}", home.settings().display()));
     }
-    let own = Registry::load(home)?;
+    let own = Registry::load_cached(home, home)?;
     if door == Door::Command {
         if let Some(n) = &own.notice {
             ui::warn_with_hints(n, n.hints());

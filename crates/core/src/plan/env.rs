@@ -2,7 +2,7 @@
 //! unset, prepend to a path list, remove entries), which is then applied to the current
 //! values. Rendering it for a shell, or exec'ing with it, happens at the edges.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -35,13 +35,15 @@ pub enum Op {
 /// well-known install places.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Foreign {
-    pub dirs: Vec<PathBuf>,
+    /// A set, so an entry is looked up by its ancestors: a site store's hundreds of
+    /// toolchains cost each PATH entry a few lookups, not a comparison with each.
+    pub dirs: BTreeSet<PathBuf>,
     pub kinds: Vec<Kind>,
 }
 
 impl Foreign {
     pub fn matches(&self, entry: &OsStr) -> bool {
-        self.dirs.iter().any(|d| path_list::is_under(entry, d))
+        !entry.is_empty() && Path::new(entry).ancestors().any(|a| self.dirs.contains(a))
             || self.kinds.iter().any(|k| is_well_known(*k, entry))
     }
 }
@@ -337,7 +339,7 @@ mod tests {
                 Op::Remove(
                     "PATH".into(),
                     Foreign {
-                        dirs: vec![],
+                        dirs: BTreeSet::new(),
                         kinds: vec![Kind::Cuda],
                     },
                 ),

@@ -77,6 +77,10 @@ impl Home {
     pub fn host_compilers(&self) -> PathBuf {
         self.root.join("cache/host-compilers")
     }
+    /// Compact copies of settings files, the own and the upstreams' (`registry_cache`).
+    pub fn registry_cache(&self) -> PathBuf {
+        self.root.join("cache/registry")
+    }
     /// What each nvcc answered to `--list-gpu-arch` (`facts::tree`).
     pub fn tree_facts(&self) -> PathBuf {
         self.root.join("cache/tree-facts")

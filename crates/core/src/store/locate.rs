@@ -34,6 +34,13 @@ impl Context {
     /// upstreams the environment and the system config name. A home whose path has a `:`
     /// is refused: its shims dir could not be an entry of PATH.
     pub fn gpuenv_home(&self) -> Result<Home, NoHome> {
+        let mut home = self.own_home()?;
+        home.upstreams = upstream::from_context(self).0;
+        Ok(home)
+    }
+
+    /// The user's own home alone, its upstreams not looked up (the system config not read).
+    pub fn own_home(&self) -> Result<Home, NoHome> {
         let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
             (self.cwd.join(h), vars::GPUENV_HOME)
         } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
@@ -48,8 +55,6 @@ impl Context {
                 from,
             });
         }
-        let mut home = Home::new(dir);
-        home.upstreams = upstream::from_context(self).0;
-        Ok(home)
+        Ok(Home::new(dir))
     }
 }

@@ -115,11 +115,8 @@ pub fn count_loaded_as_foreign(change: &mut Change, lmfiles: Option<&str>) {
     for op in &mut change.ops {
         let Op::Remove(_, foreign) = op else { continue };
         for r in &loaded.roots {
-            if foreign.kinds.contains(&r.kind)
-                && is_toolkit_root(&r.root)
-                && !foreign.dirs.contains(&r.root)
-            {
-                foreign.dirs.push(r.root.clone());
+            if foreign.kinds.contains(&r.kind) && is_toolkit_root(&r.root) {
+                foreign.dirs.insert(r.root.clone());
             }
         }
     }

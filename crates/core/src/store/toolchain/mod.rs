@@ -4,6 +4,7 @@ pub mod detect;
 pub mod discover;
 pub mod entry;
 pub mod registry;
+pub mod registry_cache;
 pub mod system;
 pub mod upstream;
 pub mod view;

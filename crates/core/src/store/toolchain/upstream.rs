@@ -134,11 +134,19 @@ pub fn roots(home: &Home, own: &Registry) -> Vec<PathBuf> {
 
 /// Adds the upstreams' toolchains to `own` and records in `home` where their views are.
 pub fn layered(home: &mut Home, own: Registry) -> Layered {
+    let mine = Home::new(&home.root);
+    layered_in(home, own, &mine)
+}
+
+/// `layered`, with the upstreams' compact copies kept in `mine`, the reading user's own
+/// home (`home` may be an upstream's, for the proxy started as an upstream's view).
+pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
+    let roots = roots(home, &own);
     let mut layered = Layered {
-        registry: own.clone(),
+        registry: own,
         ..Layered::default()
     };
-    for root in roots(home, &own) {
+    for root in roots {
         let upstream = Home::new(&root);
         if !root.is_absolute() {
             layered.warnings.push(format!(
@@ -154,7 +162,8 @@ pub fn layered(home: &mut Home, own: Registry) -> Layered {
             ));
             continue;
         }
-        let registry = match Registry::load(&upstream) {
+        // Its compact copy is kept in the own home, keyed by the upstream's file.
+        let registry = match Registry::load_cached(&upstream, mine) {
             Ok(r) => r,
             Err(e @ (StateError::Corrupt { .. } | StateError::Unreadable { .. })) => {
                 let first = e.to_string();
