@@ -85,7 +85,10 @@ fn pytorch_nvcc_is_the_users_a_value_gpuenv_once_set_is_dropped() {
     // The user's own choice is kept, in the shell and in `gpuenv run`.
     let run = ["run", "--", "env"];
     let env = env_of(&sb, &proj, &[("PYTORCH_NVCC", "ccache nvcc")], &run);
-    assert_eq!(value_in(&env, "PYTORCH_NVCC").as_deref(), Some("ccache nvcc"));
+    assert_eq!(
+        value_in(&env, "PYTORCH_NVCC").as_deref(),
+        Some("ccache nvcc")
+    );
 
     // What an older gpuenv set (a view's nvcc) is dropped, and torch's own choice is back.
     let old = sb.gpuenv_home().join("views/cuda-12.4/bin/nvcc");
