@@ -8,4 +8,5 @@ pub mod driver;
 pub mod nvidia_target;
 pub mod python;
 pub mod reserved;
+pub mod torch_headers;
 pub mod version;
