@@ -68,6 +68,47 @@ fn arch_pins_export_what_pytorch_cmake_and_hipcc_read() {
 }
 
 #[test]
+fn suffixed_archs_and_target_ids_reach_every_build_system_once_each() {
+    let (sb, proj, cuda, rocm_root) = pinned("");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\nrocm = \"6.2\"\ncuda-arch = [\"8.6\", \"9.0a\", \"10.0f\", \"12.0a+PTX\", \"8.6\"]\nrocm-arch = [\"gfx90a:xnack+\", \"gfx942:sramecc+:xnack-\", \"gfx90a:xnack+\", \"gfx1100\"]\n",
+    );
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args(["env", "--shell", "json"])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(env["TORCH_CUDA_ARCH_LIST"], "8.6;9.0a;10.0f;12.0a+PTX");
+    assert_eq!(env["CUDAARCHS"], "86-real;90a-real;100f-real;120a");
+    assert_eq!(
+        env["PYTORCH_ROCM_ARCH"],
+        "gfx90a:xnack+;gfx942:sramecc+:xnack-;gfx1100"
+    );
+    assert_eq!(
+        env["HCC_AMDGPU_TARGET"],
+        "gfx90a:xnack+,gfx942:sramecc+:xnack-,gfx1100"
+    );
+
+    let out = run_shim(&sb, &proj, "nvcc", &["-c", "k.cu"]);
+    succeeded(&out);
+    let args = last_line(&cuda.join("nvcc.log"));
+    assert!(
+        args.ends_with("-gencode arch=compute_86,code=sm_86 -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_100f,code=sm_100f -gencode arch=compute_120a,code=sm_120a -gencode arch=compute_120a,code=compute_120a -c k.cu"),
+        "{args}"
+    );
+    let out = run_shim(&sb, &proj, "hipcc", &["-c", "k.hip"]);
+    succeeded(&out);
+    assert_eq!(
+        last_line(&rocm_root.join("hipcc.log")),
+        "--offload-arch=gfx90a:xnack+ --offload-arch=gfx942:sramecc+:xnack- --offload-arch=gfx1100 -c k.hip"
+    );
+}
+
+#[test]
 fn a_plain_nvcc_call_through_the_proxy_targets_the_pinned_archs() {
     let (sb, proj, cuda, _) = pinned("");
     let out = run_shim(&sb, &proj, "nvcc", &["-c", "k.cu", "-o", "k.o"]);
@@ -163,4 +204,60 @@ fn pin_arch_native_says_clearly_when_the_machine_has_no_gpu() {
     assert!(err.contains("rocminfo: not on PATH"), "{err}");
     assert!(err.contains("hint: name the targets instead"), "{err}");
     assert!(!proj.join("gpuenv.toml").exists());
+}
+
+/// The suffix rules gpuenv enforces are the ones a real nvcc (CUDA 13.0, from NVIDIA's
+/// wheels) enforces: `9.0a` and `10.0f` build through the proxy, `8.6a` and `9.0f` exist
+/// for neither.
+#[test]
+fn suffixed_pins_build_with_a_real_nvcc_and_what_it_refuses_gpuenv_refuses() {
+    let Some(root) = common::real::real_cuda13() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("k.cu"),
+        "__global__ void k(float* x) { x[0] = 1.0f; }\n",
+    );
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"9.0a\", \"10.0f\"]\n",
+    );
+    let out = run_shim(&sb, &proj, "nvcc", &["-c", "k.cu", "-o", "k.o"]);
+    succeeded(&out);
+    assert!(proj.join("k.o").is_file());
+    // What ptxas was asked to build, as nvcc's dry run shows it.
+    let out = run_shim(&sb, &proj, "nvcc", &["--dryrun", "-c", "k.cu", "-o", "k.o"]);
+    let steps = String::from_utf8_lossy(&out.stderr);
+    for arch in ["ptxas -arch=sm_90a ", "ptxas -arch=sm_100f "] {
+        assert!(steps.contains(arch), "{arch}: {steps}");
+    }
+
+    for bad in ["sm_86a", "sm_90f"] {
+        let out = Command::new(root.join("bin/nvcc"))
+            .args([&format!("-arch={bad}"), "-c", "k.cu", "-o", "bad.o"])
+            .current_dir(&proj)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("Unsupported gpu architecture '{bad}'")),
+            "{err}"
+        );
+    }
+    for (pin, why) in [
+        ("8.6a", "arch-specific (`a`) targets start at 9.0"),
+        ("9.0f", "family-specific (`f`) targets start at 10.0"),
+    ] {
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .args(["pin", "--arch", pin])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(why), "{pin}: {err}");
+    }
 }

@@ -1,7 +1,8 @@
-//! `[build] cache`: the nvcc proxy compiles through ccache (or sccache) with the real
-//! compiler as the cache's argument, from the shims and from a view's `bin/nvcc` alike; a
-//! cache that is not installed is a warning and the compile still runs. (The real thing,
-//! ccache over a real nvcc, is in tests/build_cache_real.rs.)
+//! `[build] cache`: the nvcc proxy compiles through ccache (or sccache) with the toolkit's
+//! own compiler (here a stub that logs its arguments) as the cache's argument, from the
+//! shims and from a view's `bin/nvcc` alike; a cache that is not installed is a warning and
+//! the compile still runs. (The real thing, ccache over a real nvcc, is in
+//! tests/build_cache_real.rs.)
 
 mod common;
 
@@ -24,6 +25,9 @@ fn world(project: &str) -> World {
     sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
     let proj = sb.path("proj");
     write(&proj.join("gpuenv.toml"), project);
+    // The user read the file and trusted it: its cache runs a program. (An invalid file
+    // cannot be trusted; its tests see the error.)
+    let _ = sb.gpuenv().current_dir(&proj).arg("trust").output();
     let cache_bin = sb.path("cache-bin");
     let log = sb.path("ccache.log");
     write_exe(
@@ -69,7 +73,7 @@ impl World {
         self.sb.gpuenv_home().join("shims/nvcc")
     }
 
-    fn real_nvcc(&self) -> String {
+    fn toolkit_nvcc(&self) -> String {
         self.sb.path("opt/cuda-12.4/bin/nvcc").display().to_string()
     }
 
@@ -93,9 +97,9 @@ fn stderr(o: &Output) -> String {
 }
 
 #[test]
-fn the_shim_and_the_view_compile_through_ccache_with_the_real_nvcc() {
+fn the_shim_and_the_view_compile_through_ccache_with_the_toolkits_own_nvcc_stub() {
     let w = world(CACHED);
-    let want = format!("{} -c k.cu -o k.o", w.real_nvcc());
+    let want = format!("{} -c k.cu -o k.o", w.toolkit_nvcc());
     for nvcc in [w.shim_nvcc(), w.view_nvcc()] {
         let out = w.nvcc(&nvcc, true, &[]);
         assert!(out.status.success(), "{}", stderr(&out));

@@ -57,6 +57,7 @@ fn ccache_hits_on_a_rebuild_and_misses_for_another_toolkit() {
         &work.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"13.0\"\n\n[build]\ncache = \"ccache\"\n",
     );
+    sb.ok(&["trust", work.join("gpuenv.toml").to_str().unwrap()]);
     let ccache_dir = sb.path("ccache");
     let view =
         |name: &str| -> PathBuf { sb.gpuenv_home().join("views").join(name).join("bin/nvcc") };

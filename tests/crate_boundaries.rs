@@ -1,5 +1,6 @@
 //! The proxy runs for every nvcc/hipcc call: it links gpuenv-core only, and gpuenv-core has
-//! no CLI, network, archive or progress-bar dependency.
+//! no CLI, network, archive, progress-bar or ELF-parsing dependency (`gpuenv audit`'s
+//! parsing lives in gpuenv-audit).
 
 mod common;
 
@@ -33,7 +34,7 @@ fn normal_deps(package: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_core_that_the_proxy_links_has_no_cli_network_archive_or_progress_crates() {
+fn the_core_that_the_proxy_links_has_no_cli_network_archive_progress_or_elf_crates() {
     let deps = normal_deps("gpuenv-core");
     assert!(
         deps.iter().any(|d| d == "toml"),
@@ -48,6 +49,7 @@ fn the_core_that_the_proxy_links_has_no_cli_network_archive_or_progress_crates()
         "zip",
         "liblzma",
         "indicatif",
+        "object",
     ] {
         assert!(
             !deps.iter().any(|d| d == heavy),
@@ -56,19 +58,43 @@ fn the_core_that_the_proxy_links_has_no_cli_network_archive_or_progress_crates()
     }
 }
 
+/// `gpuenv audit`'s parsing takes bytes and returns a report: no CLI, network or archive
+/// crate, and no doctor (the CLI passes it the GPUs the doctor's code finds).
+#[test]
+fn the_audit_crate_parses_without_cli_network_or_doctor() {
+    let deps = normal_deps("gpuenv-audit");
+    assert!(deps.iter().any(|d| d == "object"), "{deps:?}");
+    for heavy in [
+        "clap",
+        "reqwest",
+        "tar",
+        "zip",
+        "gpuenv-doctor",
+        "gpuenv-install",
+    ] {
+        assert!(
+            !deps.iter().any(|d| d == heavy),
+            "gpuenv-audit depends on {heavy}: {deps:?}"
+        );
+    }
+}
+
+/// What a built binary contains of each crate: their names appear in its symbols and
+/// panic locations only when their code is linked in.
+fn links(binary: &str, krate: &str) -> bool {
+    let bytes = fs_err::read(binary).unwrap();
+    bytes.windows(krate.len()).any(|w| w == krate.as_bytes())
+}
+
 #[test]
 fn the_proxy_binary_is_built_from_the_core_alone() {
-    let main = fs_err::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/src/bin/gpuenv-shim.rs"
-    ))
-    .unwrap();
-    let mut crates: Vec<&str> = main
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| w.starts_with("gpuenv_"))
-        .collect();
-    crates.dedup();
-    assert_eq!(crates, ["gpuenv_core"], "{main}");
+    let proxy = env!("CARGO_BIN_EXE_gpuenv-shim");
+    assert!(links(proxy, "gpuenv_core"), "{proxy}");
+    for other in ["gpuenv_install", "gpuenv_doctor", "clap_builder", "reqwest"] {
+        assert!(!links(proxy, other), "{proxy} links {other}");
+        // The CLI, built from the same package, does: the check can tell.
+        assert!(links(env!("CARGO_BIN_EXE_gpuenv"), other), "{other}");
+    }
 }
 
 /// Each shared library costs the loader time at every nvcc call: where the C compiler has
@@ -82,7 +108,7 @@ fn the_proxy_binary_loads_libc_and_no_libgcc_s() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     if !std::path::Path::new(&eh).is_absolute() {
-        eprintln!("SKIPPED: cc has no libgcc_eh.a here, so the proxy links libgcc_s");
+        common::cannot_run("cc has no libgcc_eh.a here, so the proxy links libgcc_s");
         return;
     }
     if !common::have_tool("readelf") {

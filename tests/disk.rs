@@ -105,12 +105,19 @@ fn uninstalling_one_toolkit_leaves_the_files_it_shared_with_another() {
     assert!(view_nvcc_version(&sb, "cuda-12.6.3").contains("release 12.6"));
     // The uninstalled toolkit's own files are gone from the cache, the shared ones stay.
     let objects = sb.gpuenv_home().join("downloads/objects");
+    let mut kept = 0;
     for entry in walkdir::WalkDir::new(&objects) {
         let meta = entry.unwrap().path().symlink_metadata().unwrap();
         if meta.is_file() {
             assert!(meta.nlink() > 1, "an object nothing uses is left");
+            kept += 1;
         }
     }
+    assert!(
+        kept > 0,
+        "the objects cuda-12.6.3 links are gone from {}",
+        objects.display()
+    );
 }
 
 #[test]

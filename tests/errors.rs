@@ -184,6 +184,7 @@ fn a_broken_system_config_and_a_missing_build_cache_warn_with_their_fixes() {
     write(&config, "upstreams = 3\n");
     let proj = sb.path("proj");
     write(&proj.join("gpuenv.toml"), "[build]\ncache = \"sccache\"\n");
+    sb.ok(&["trust", proj.join("gpuenv.toml").to_str().unwrap()]);
     let out = sb
         .gpuenv()
         .current_dir(&proj)
@@ -230,10 +231,8 @@ fn string_literals(code: &str) -> Vec<String> {
     out
 }
 
-#[test]
-fn no_message_gpuenv_writes_carries_its_hint_as_text() {
-    // Hints are data (`Diagnostic::hints`, `ui::warn_with_hints`) and one renderer lays them
-    // out; a `hint:` typed into a message would be printed inside it, before its causes.
+/// gpuenv's own code, file by file, without unit tests and comment lines.
+fn library_code() -> Vec<(std::path::PathBuf, String)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut dirs = vec![root.join("src")];
     for krate in fs::read_dir(root.join("crates")).unwrap() {
@@ -251,16 +250,29 @@ fn no_message_gpuenv_writes_carries_its_hint_as_text() {
         }
     }
     assert!(files.len() > 50, "found only {files:?}");
+    files
+        .into_iter()
+        .filter(|f| !f.ends_with("tests.rs"))
+        .map(|file| {
+            let text = fs::read_to_string(&file).unwrap();
+            // Unit tests may quote what they assert.
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            let code: String = code
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (file, code)
+        })
+        .collect()
+}
+
+#[test]
+fn no_message_gpuenv_writes_carries_its_hint_as_text() {
+    // Hints are data (`Diagnostic::hints`, `ui::warn_with_hints`) and one renderer lays them
+    // out; a `hint:` typed into a message would be printed inside it, before its causes.
     let mut offenders = Vec::new();
-    for file in &files {
-        let text = fs::read_to_string(file).unwrap();
-        // Unit tests may quote hints in what they assert.
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        let code: String = code
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
+    for (file, code) in library_code() {
         for literal in string_literals(&code) {
             // The renderers' own label is the one `hint:` allowed.
             if literal.contains("hint:") && literal != "hint:" {
@@ -273,6 +285,54 @@ fn no_message_gpuenv_writes_carries_its_hint_as_text() {
         "hints written as text:\n{}",
         offenders.join("\n")
     );
+}
+
+#[test]
+fn every_variable_name_in_gpuenvs_code_comes_from_the_one_list() {
+    // docs/variables.md is generated from crates/core/src/facts/vars.rs (a unit test keeps
+    // it current); a name spelled out elsewhere could drift from the list.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let listed: Vec<String> = fs::read_to_string(root.join("docs/variables.md"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next().map(String::from))
+        .collect();
+    assert!(
+        ["CUDA_HOME", "PATH", "GPUENV_HOME", "NCCL_ROOT"]
+            .iter()
+            .all(|v| listed.iter().any(|l| l == v)),
+        "{listed:?}"
+    );
+    let mut offenders = Vec::new();
+    for (file, code) in library_code() {
+        // The list itself; and CMake cache keys, which share a spelling with variables.
+        if file.ends_with("facts/vars.rs") || file.ends_with("cmake_cache.rs") {
+            continue;
+        }
+        for literal in string_literals(&code) {
+            if listed.contains(&literal) {
+                offenders.push(format!("{}: \"{literal}\"", file.display()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "use the constant in facts::vars instead:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn only_the_diagnostics_list_lets_a_type_be_a_diagnostic() {
+    // `diagnostics!` implements `Listed` and puts the type into its crate's `find`; a
+    // `Listed` written by hand would make a `Diagnostic` whose hints are never shown.
+    let mut offenders = Vec::new();
+    for (file, code) in library_code() {
+        if !file.ends_with("core/src/diagnostic.rs") && code.contains("Listed for") {
+            offenders.push(file.display().to_string());
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:?}");
 }
 
 #[test]

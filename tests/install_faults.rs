@@ -337,7 +337,7 @@ fn two_installs_at_once_share_one_download_and_one_tree() {
 #[test]
 fn an_install_killed_at_any_stage_leaves_nothing_registered_and_the_retry_succeeds() {
     if !cfg!(debug_assertions) {
-        eprintln!("SKIPPED: the crash checkpoints exist in debug builds only");
+        cannot_run("the crash checkpoints exist in debug builds only");
         return;
     }
     let server = Server::start();

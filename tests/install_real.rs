@@ -2,13 +2,13 @@
 //! GPUENV_PYPI_URL / PIP_INDEX_URL), then compiles and links a real kernel through the
 //! proxy. Downloads are kept in `$GPUENV_TEST_CACHE/downloads` (default
 //! `~/.cache/gpuenv-tests/downloads`), outside the checkout, so reruns fetch nothing.
-//! Without the network (or g++) the test is skipped and says so; under CI=true it fails.
+//! Without the network (or g++) the test is skipped and says so; under CI it fails.
 
 mod common;
 
 use std::time::Instant;
 
-use common::real::{index_reachable, real_gpuenv, test_cache, REAL_VARS};
+use common::real::{cuda_malloc_answers, index_reachable, real_gpuenv, test_cache, REAL_VARS};
 use common::*;
 
 fn gpuenv(sb: &Sandbox) -> assert_cmd::Command {
@@ -113,21 +113,27 @@ fn real_cuda_13_from_pypi_compiles_and_links_through_the_proxy() {
     let ptx = fs_err::read_to_string(src.join("k.ptx")).unwrap();
     assert!(ptx.contains(".entry") && ptx.contains("scale"), "{ptx}");
     // Dynamically linked against the toolkit's libcudart.so.13.
-    let out = std::process::Command::new("ldd")
-        .arg(src.join("k"))
-        .output();
-    if let Ok(out) = out {
-        assert!(String::from_utf8_lossy(&out.stdout).contains("libcudart.so.13"));
+    if have_tool("ldd") {
+        let out = std::process::Command::new("ldd")
+            .arg(src.join("k"))
+            .output()
+            .unwrap();
+        let text = succeeded(&out);
+        assert!(text.contains("libcudart.so.13"), "{text}");
     }
-    // No GPU here: the program runs and reports a CUDA error, which is the expected outcome.
+    // The program loads the toolkit's cudart and asks it: without a driver the answer is
+    // an error saying so (then it exits 1), with a GPU it runs the kernel.
     let out = through(&["./k"]);
     let text = String::from_utf8_lossy(&out.stdout);
+    let answers = cuda_malloc_answers();
     assert!(
-        text.contains("cudaMalloc: cuda"),
-        "{text}{}",
+        answers
+            .iter()
+            .any(|a| text.trim() == format!("cudaMalloc: {a}")),
+        "{text}{}, expected one of {answers:?}",
         String::from_utf8_lossy(&out.stderr)
     );
-    eprintln!("running the linked program without a GPU: {}", text.trim());
+    eprintln!("running the linked program here: {}", text.trim());
 
     // Uninstall, then reinstall from the cache alone.
     ok(&sb, &["uninstall", &name]);
@@ -203,8 +209,11 @@ fn the_demo_runs_with_cargo_target_dir_set_elsewhere() {
         "{log}"
     );
     assert!(stdout.contains("cargo install --path ."), "{log}");
+    let answers = cuda_malloc_answers();
     assert!(
-        stdout.contains("cudaMalloc: cudaErrorInsufficientDriver"),
-        "{log}"
+        answers
+            .iter()
+            .any(|a| stdout.contains(&format!("cudaMalloc: {a}\n"))),
+        "{log}\nexpected cudaMalloc: one of {answers:?}"
     );
 }

@@ -197,3 +197,45 @@ fn deleting_the_venv_makes_list_show_and_doctor_say_the_toolkit_is_broken_and_ho
         "{t}"
     );
 }
+
+#[test]
+fn wheels_of_another_release_in_the_venv_are_not_reused_but_fetched_in_the_release() {
+    // pip resolved nvidia-nvvm and nvidia-cuda-crt (required without versions by the nvcc
+    // wheel) to a newer release than torch's cuda-toolkit: reusing them would fail at
+    // ptxas with "Unsupported .version".
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    let site = venv.join("lib/python3.11/site-packages");
+    for dist in ["nvidia_nvvm-13.2.78", "nvidia_cuda_crt-13.2.78"] {
+        write(&site.join(format!("{dist}.dist-info/METADATA")), "");
+    }
+    let index = server.url("simple/");
+    let vars = [
+        ("GPUENV_PYPI_URL", index.as_str()),
+        ("VIRTUAL_ENV", venv.to_str().unwrap()),
+    ];
+    let out = gpuenv(&sb, &vars, &["install", "torch"]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("has nvidia-nvvm 13.2.78, not 13.0.88 of CUDA 13.0.2")
+            && t.contains("Unsupported .version"),
+        "{t}"
+    );
+    let fetched: Vec<String> = server
+        .log()
+        .iter()
+        .map(|h| h.path.clone())
+        .filter(|p| p.ends_with(".whl"))
+        .collect();
+    for wanted in ["nvidia_nvvm-13.0.88", "nvidia_cuda_crt-13.0.88"] {
+        assert!(fetched.iter().any(|p| p.contains(wanted)), "{fetched:?}");
+    }
+    // The runtime the venv has in the release's own version is still linked, not fetched.
+    assert!(
+        !fetched.iter().any(|p| p.contains("nvidia_cuda_runtime")),
+        "{fetched:?}"
+    );
+}

@@ -117,6 +117,11 @@ fn conda_forge_cuda_with_targets_layout_exports_its_target_headers_and_libraries
 }
 
 /// Ubuntu's ROCm packages under `<root>/usr`, with dpkg's file lists under `<root>/var`.
+/// Debian's multiarch directory name on this machine (`x86_64-linux-gnu`, `aarch64-linux-gnu`).
+fn multiarch() -> String {
+    format!("{}-linux-gnu", std::env::consts::ARCH)
+}
+
 fn ubuntu_rocm(root: &Path, major: u64, minor: u64, with_share_version: bool) {
     let usr = root.join("usr");
     for tool in ["hipcc", "hipconfig", "rocminfo", "rocm_agent_enumerator"] {
@@ -138,7 +143,10 @@ fn ubuntu_rocm(root: &Path, major: u64, minor: u64, with_share_version: bool) {
             ),
         );
     }
-    write(&usr.join("lib/x86_64-linux-gnu/libamdhip64.so.6"), "");
+    write(
+        &usr.join(format!("lib/{}/libamdhip64.so.6", multiarch())),
+        "",
+    );
     let dpkg = root.join("var/lib/dpkg/info");
     write(
         &dpkg.join("hipcc.list"),
@@ -152,9 +160,6 @@ fn ubuntu_rocm(root: &Path, major: u64, minor: u64, with_share_version: bool) {
 
 #[test]
 fn ubuntus_rocm_packages_are_system_toolchains_with_their_own_programs_only() {
-    if std::env::consts::ARCH != "x86_64" {
-        return;
-    }
     for (major, minor, share) in [(5, 7, true), (6, 1, false)] {
         let sb = Sandbox::new();
         ubuntu_rocm(&sb.root(), major, minor, share);
@@ -174,7 +179,7 @@ fn ubuntus_rocm_packages_are_system_toolchains_with_their_own_programs_only() {
         }
         assert_eq!(
             env["LD_LIBRARY_PATH"],
-            format!("{usr}/lib/x86_64-linux-gnu"),
+            format!("{usr}/lib/{}", multiarch()),
             "the multiarch dir"
         );
         let bin = sb.gpuenv_home().join(format!("views/{name}/bin"));

@@ -185,6 +185,12 @@ fn auto_install_puts_a_missing_pinned_toolkit_in_place_on_first_use() {
         &sb.path("proj/gpuenv.toml"),
         "[toolchain]\ncuda = \"13.0\"\n",
     );
+    // The user's own project: trusted, so an automatic install may act on its pins.
+    ok(
+        &sb,
+        &[],
+        &["trust", sb.path("proj/gpuenv.toml").to_str().unwrap()],
+    );
     let nvcc = sb.gpuenv_home().join("shims/nvcc");
 
     // Without it: the usual error.
@@ -228,6 +234,11 @@ fn auto_install_puts_a_missing_pinned_toolkit_in_place_on_first_use() {
         &sb.path("proj2/gpuenv.toml"),
         "[toolchain]\ncuda = \"12.4.0\"\n",
     );
+    ok(
+        &sb,
+        &[],
+        &["trust", sb.path("proj2/gpuenv.toml").to_str().unwrap()],
+    );
     let out = sb
         .gpuenv()
         .current_dir(sb.path("proj2"))
@@ -255,6 +266,11 @@ fn auto_install_puts_a_missing_pinned_toolkit_in_place_on_first_use() {
     write(
         &sb.path("proj3/gpuenv.toml"),
         "[toolchain]\ncuda = \"12.9\"\n",
+    );
+    ok(
+        &sb,
+        &[],
+        &["trust", sb.path("proj3/gpuenv.toml").to_str().unwrap()],
     );
     let out = exec(&sb, &nvcc, "proj3", &vars, &["--version"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -361,6 +377,7 @@ fn ctrl_c_stops_an_install_the_shell_hook_started() {
         &sb.path("proj/gpuenv.toml"),
         "[toolchain]\ncuda = \"12.4\"\n",
     );
+    sb.ok(&["trust", sb.path("proj/gpuenv.toml").to_str().unwrap()]);
     // The bash and zsh hooks run hook-env with SIGINT ignored (`trap -- '' SIGINT`), and a
     // terminal sends Ctrl-C to the whole foreground process group.
     let gpuenv = proxy_bin().with_file_name("gpuenv");
@@ -420,6 +437,7 @@ fn auto_install_with_no_gpuenv_to_install_with_says_how_to_provide_one() {
         &sb.path("proj/gpuenv.toml"),
         "[toolchain]\ncuda = \"13.0\"\n",
     );
+    sb.ok(&["trust", sb.path("proj/gpuenv.toml").to_str().unwrap()]);
     // A proxy left without its gpuenv (a home copied to another machine), and none on PATH.
     let bin = sb.gpuenv_home().join("bin");
     fs_err::remove_file(bin.join("gpuenv")).unwrap();

@@ -41,14 +41,14 @@ fn a_mismatched_extension_build_is_refused_before_compiling() {
     );
     assert!(err.contains("cuda = \"torch\""), "{err}");
     assert!(
-        err.contains("hint: or install a torch built for cuda 11.8"),
+        err.contains("hint: or install the torch built for CUDA 11.8: `pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu118`"),
         "{err}"
     );
     assert_eq!(w.log("cuda-11.8"), None, "nvcc must not have run");
 }
 
 #[test]
-fn a_matching_build_runs_the_real_nvcc_with_the_same_arguments() {
+fn a_matching_build_runs_the_toolkits_nvcc_stub_with_the_same_arguments() {
     let w = World::new("12.1");
     let out = w.run(&w.view_nvcc("cuda-12.1"), &w.ext_args(), &[]);
     succeeded(&out);
@@ -66,6 +66,9 @@ fn policy_major_lets_12_4_build_for_torch_12_1_and_off_lets_anything() {
         &w.proj.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"12.4\"\n[torch]\ncheck = \"major\"\n",
     );
+    // A relaxation applies only once the user trusted the file.
+    assert_eq!(w.run(&nvcc, &w.ext_args(), &[]).status.code(), Some(1));
+    w.sb.ok(&["trust", w.proj.join("gpuenv.toml").to_str().unwrap()]);
     assert!(w.run(&nvcc, &w.ext_args(), &[]).status.success());
     // The variable beats the file.
     assert_eq!(
@@ -94,7 +97,10 @@ fn a_cpu_only_torch_is_refused() {
         err.contains("torch 2.4.1+cpu has no cuda build (cuda = None)"),
         "{err}"
     );
-    assert!(err.contains("download.pytorch.org/whl/cu121"), "{err}");
+    assert!(
+        err.contains("pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::real::runs_and_finds_no_gpu;
+use common::real::runs_with_the_toolkits_runtime;
 use common::*;
 use fs_err as fs;
 
@@ -32,10 +32,7 @@ fn debian_cuda_root() -> Option<PathBuf> {
         .unwrap();
     if !out.status.success() {
         let why = String::from_utf8_lossy(&out.stderr);
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("Debian's CUDA 11.8 is required under CI=true: {why}");
-        }
-        eprintln!("SKIPPED: Debian's CUDA 11.8 could not be fetched: {why}");
+        cannot_run(format!("Debian's CUDA 11.8 could not be fetched: {why}"));
         return None;
     }
     let toolkit = PathBuf::from(String::from_utf8(out.stdout).unwrap().lines().last()?);
@@ -182,7 +179,7 @@ fn a_plain_nvcc_compile_gets_the_pinned_arch_and_a_host_compiler_nvcc_11_8_accep
 fn a_kernel_links_and_runs_with_the_toolkits_libraries() {
     let Some(r) = setup() else { return };
     succeeded(&r.run("nvcc", &["k.cu", "-o", "k", "-lcudart"]));
-    runs_and_finds_no_gpu(&r.sb, &r.proj);
+    runs_with_the_toolkits_runtime(&r.sb, &r.proj);
 }
 
 #[test]
@@ -192,6 +189,7 @@ fn a_pinned_host_compiler_that_is_missing_names_the_package() {
         &r.proj.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"11.8\"\nhost-compiler = \"g++-9\"\n",
     );
+    r.sb.ok(&["trust", r.proj.join("gpuenv.toml").to_str().unwrap()]);
     let out = r.run("nvcc", &["-c", "k.cu", "-o", "k.o"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

@@ -26,7 +26,11 @@ int main() {
 /// A sandbox where `gpuenv discover --register` has registered the machine's own ROCm, and
 /// `proj/` holds the kernel. None (skipped outside CI) when Debian's hipcc is not installed.
 fn registered() -> Option<(Sandbox, PathBuf)> {
-    if !have_tool("hipcc") || !Path::new("/usr/share/hip/version").is_file() {
+    if !have_tool("hipcc") {
+        return None;
+    }
+    if !Path::new("/usr/share/hip/version").is_file() {
+        cannot_run("the hipcc on PATH is not Debian's (no /usr/share/hip/version)");
         return None;
     }
     let sb = Sandbox::new();
@@ -172,7 +176,16 @@ fn a_hip_kernel_compiles_and_links_for_gfx90a_through_the_shim_and_rocm_path() {
         .output()
         .unwrap();
     let stdout = succeeded(&out);
-    assert_eq!(stdout.trim(), "hipErrorNoDevice");
+    // The HIP runtime loaded and answered: no device without AMD's kernel driver (`/dev/kfd`).
+    let answers: &[&str] = if Path::new("/dev/kfd").exists() {
+        &["hipSuccess", "hipErrorNoDevice"]
+    } else {
+        &["hipErrorNoDevice"]
+    };
+    assert!(
+        answers.contains(&stdout.trim()),
+        "{stdout:?}, expected one of {answers:?}"
+    );
     assert!(targets(&proj.join("k"), "gfx90a"));
 }
 

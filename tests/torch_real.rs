@@ -91,6 +91,7 @@ fn a_toolkit_for_a_real_torch_builds_a_cuda_extension_and_torchs_own_ccache_make
         &ext.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n",
     );
+    sb.ok(&["trust", ext.join("gpuenv.toml").to_str().unwrap()]);
     let ccache = sb.path("ccache");
     // A PYTORCH_NVCC in the caller's environment would turn torch's wrapper off.
     let build = || {

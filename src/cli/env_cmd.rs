@@ -69,8 +69,11 @@ impl Args {
         // A module that loaded another toolkit of an active kind is unloaded first, so the
         // module system agrees with what gpuenv set (a later `module unload` changes nothing).
         let kinds: Vec<Kind> = active.toolchains.iter().map(|t| t.entry.kind).collect();
-        let displaced =
-            module::displaced(ctx.var(vars::LMFILES), ctx.var(vars::LOADEDMODULES), &kinds);
+        let displaced = module::displaced(
+            ctx.var(vars::_LMFILES_),
+            ctx.var(vars::LOADEDMODULES),
+            &kinds,
+        );
         let names: Vec<String> = displaced.iter().map(|r| r.module.clone()).collect();
         let unload = shell::module_unload(&names, self.shell);
         if !unload.is_empty() {

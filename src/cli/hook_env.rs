@@ -81,7 +81,7 @@ const WATCHED_VARS: [&str; 8] = [
     vars::XDG_DATA_HOME,
     vars::GPUENV_UPSTREAMS,
     vars::GPUENV_SYSTEM_CONFIG,
-    vars::LMFILES,
+    vars::_LMFILES_,
 ];
 
 /// One prompt's step (skipped when nothing it depends on changed since the last one,
@@ -106,7 +106,7 @@ pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
         .flat_map(|s| s.fp.extra.iter().map(|(p, _)| p.clone()))
         .collect();
     let mut fp = Fingerprint::take(&ctx.cwd, watched, &home.settings(), &extra);
-    let pwd = ctx.var("PWD");
+    let pwd = ctx.var(vars::PWD);
     if !force && old.as_ref().is_some_and(|s| s.fp == fp) {
         let check = fast_path::arm(home, &fp, pwd);
         return Prompt { step: None, check };
@@ -153,6 +153,11 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     // has none for) gets one in the user's own home, or its nvcc would not be on PATH. Only
     // here, past the fast path: a prompt where nothing changed still runs nothing.
     let change = session.environment(&active, Purpose::Hook)?;
+    // The fingerprint stamps the nearest file; when that one was passed over as someone
+    // else's, the one applied is farther up.
+    if !active.passed_over.is_empty() {
+        read.extend(active.project.as_ref().map(|p| p.path.clone()));
+    }
     read.extend(active.toolchains.iter().filter_map(|t| match &t.reason {
         Reason::Torch(_, _, torch) => Some(torch.join("version.py")),
         _ => None,

@@ -13,7 +13,11 @@ use gpuenv_core::ui;
 
 /// The specs to install for the project here; empty when every pin is satisfied.
 pub fn missing_pins(ctx: &Context, registry: &Registry) -> Result<Vec<Spec>> {
-    let Some(path) = project::find(&ctx.cwd)? else {
+    let here = project::find(&ctx.cwd, &registry.safe_directories)?;
+    for foreign in &here.passed_over {
+        ui::warn(foreign);
+    }
+    let Some(path) = here.path else {
         bail!(Hinted::new(format!(
             "nothing to install: no SPEC given and no gpuenv.toml from {} up",
             ctx.cwd.display()

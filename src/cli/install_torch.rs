@@ -29,7 +29,26 @@ pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress)
         profile: Profile::Minimal,
         components: Vec::new(),
     };
-    let plan = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
+    let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
+    for m in &mismatches {
+        // The nvcc wheel requires these without versions; a mix stops ptxas.
+        let why = if ["cuda_nvcc", "nvvm", "cuda_crt", "cuda_runtime"]
+            .contains(&m.component.as_str())
+        {
+            "nvcc of one release with another's pieces fails at ptxas (\"Unsupported .version\")"
+        } else {
+            "its headers and libraries would be another release's than the toolkit's nvcc"
+        };
+        ui::warn(format!(
+            "{} has nvidia-{} {}, not {} of CUDA {}: {why}, so the toolkit gets {} downloaded",
+            cuda.site.display(),
+            m.component.replace('_', "-"),
+            m.venv,
+            m.release,
+            cuda.release,
+            m.release
+        ));
+    }
     let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
     let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
     say(format!(

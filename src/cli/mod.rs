@@ -1,5 +1,6 @@
 //! The command line: one file per subcommand, each with its clap `Args` and `run()`.
 
+mod audit;
 mod cache;
 mod check;
 mod completions;
@@ -21,7 +22,9 @@ mod pin;
 mod prefix;
 mod reshim;
 mod run;
+mod self_cmd;
 mod show;
+mod torch_cmd;
 mod trust_cmd;
 mod uninstall;
 mod unlink;
@@ -37,6 +40,7 @@ use clap::{Parser, Subcommand};
 use gpuenv_core::auto_install::Installer;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
+use gpuenv_core::facts;
 use gpuenv_core::home::Home;
 use gpuenv_core::resolve::{self, ActiveSet};
 use gpuenv_core::session::{Door, Session};
@@ -78,6 +82,7 @@ enum Command {
     Check(check::Args),
     Discover(discover::Args),
     Doctor(doctor::Args),
+    Audit(audit::Args),
     Pin(pin::Args),
     Reshim(reshim::Args),
     Show(show::Args),
@@ -92,6 +97,9 @@ enum Command {
     Completions(completions::Args),
     Cache(cache::Args),
     Module(module::Args),
+    Torch(torch_cmd::Args),
+    #[command(name = "self")]
+    SelfCmd(self_cmd::Args),
 }
 
 /// An exit status chosen by a command (1: the thing asked is not so), with its message
@@ -123,7 +131,9 @@ pub fn main() -> ExitCode {
             if !matches!(cli.command, Command::Doctor(_)) {
                 refresh_proxy(&ctx);
             }
-            dispatch(cli.command, &ctx)
+            let result = dispatch(cli.command, &ctx);
+            warn_refused_facts();
+            result
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -134,6 +144,13 @@ pub fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// A copy of the data that was refused is said once, after the command's own output.
+fn warn_refused_facts() {
+    for refused in facts::copies::loaded_if_asked().map_or(&[][..], |l| &l.refused[..]) {
+        ui::warn_with_hints(refused, refused.hints());
     }
 }
 
@@ -205,6 +222,7 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::Check(a) => a.run(ctx),
         Command::Discover(a) => a.run(ctx),
         Command::Doctor(a) => a.run(ctx),
+        Command::Audit(a) => a.run(ctx),
         Command::Pin(a) => a.run(ctx),
         Command::Reshim(a) => a.run(ctx),
         Command::Show(a) => a.run(ctx),
@@ -217,6 +235,8 @@ fn dispatch(command: Command, ctx: &Context) -> Result<()> {
         Command::HookEnv(a) => a.run(ctx),
         Command::Completions(a) => a.run(ctx),
         Command::Module(a) => a.run(ctx),
+        Command::Torch(a) => a.run(ctx),
+        Command::SelfCmd(a) => a.run(ctx),
     }
 }
 

@@ -125,8 +125,7 @@ fn module_text(home: &Home, registry: &Registry, name: &str, format: Format) -> 
             reason: Reason::Override(spec),
         }],
         // A module file is read on other nodes: no host compiler probed on this one.
-        project: None,
-        host_compiler: None,
+        ..ActiveSet::default()
     };
     // Read by other shells on other nodes: no `[env]`, nothing of this shell's modules.
     let change = session::change_for(&active, registry, home, false, None);

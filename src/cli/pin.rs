@@ -5,11 +5,11 @@ use anyhow::{bail, Context as _, Result};
 use gpuenv_core::context::Context;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::facts::arch::{self, CudaArch, Problem, Verdict};
 use gpuenv_core::project::{self, PinEdit, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 use gpuenv_core::{fsutil, ui};
-use gpuenv_doctor::arch::sm_of;
 use gpuenv_doctor::{native, Machine};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
@@ -44,21 +44,29 @@ impl Args {
                 );
             }
         }
+        let mut cuda_archs: Vec<CudaArch> = Vec::new();
         if let Some(mut arch) = self.arch {
             if arch.iter().any(|a| a == "native") {
                 arch.retain(|a| a != "native");
                 arch.extend(native_archs(ctx)?);
             }
-            let (rocm, cuda): (Vec<String>, Vec<String>) =
-                arch.into_iter().partition(|a| a.starts_with("gfx"));
-            for a in &cuda {
-                project::validate_cuda_arch(a)?;
-            }
-            for a in &rocm {
-                project::validate_rocm_arch(a)?;
-            }
-            edit.cuda_arch = (!cuda.is_empty()).then_some(cuda);
-            edit.rocm_arch = (!rocm.is_empty()).then_some(rocm);
+            let (rocm, cuda): (Vec<String>, Vec<String>) = arch
+                .into_iter()
+                .partition(|a| a.to_ascii_lowercase().starts_with("gfx"));
+            let mut cuda = cuda
+                .iter()
+                .map(|a| arch::cuda_pin(a))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut rocm = rocm
+                .iter()
+                .map(|a| arch::rocm_pin(a))
+                .collect::<Result<Vec<_>, _>>()?;
+            arch::dedup(&mut cuda);
+            arch::dedup(&mut rocm);
+            let shown = |v: Vec<String>| (!v.is_empty()).then_some(v);
+            edit.cuda_arch = shown(cuda.iter().map(CudaArch::to_string).collect());
+            edit.rocm_arch = shown(rocm.iter().map(|t| t.to_string()).collect());
+            cuda_archs = cuda;
         }
 
         // Edit the file in this directory, whichever of the two names it has.
@@ -77,7 +85,7 @@ impl Args {
         for spec in &specs {
             check_known(spec, &registry)?;
         }
-        if let Some(archs) = &edit.cuda_arch {
+        if !cuda_archs.is_empty() {
             // The toolkit the arch list will go with: the one pinned now, else the file's.
             let cuda = specs
                 .iter()
@@ -87,7 +95,7 @@ impl Args {
                     PinValue::Spec(s) => Some(s.clone()),
                     PinValue::Torch => None,
                 });
-            check_archs(archs, cuda.as_ref(), &registry)?;
+            check_archs(&cuda_archs, cuda.as_ref(), &registry)?;
         }
         let after = project::edit(&before, &edit)
             .with_context(|| format!("cannot edit {}", path.display()))?;
@@ -168,7 +176,7 @@ fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
     if spec.kind != Kind::Cuda || registry.find(spec).is_some() {
         return Ok(());
     }
-    let majors = || tables::MIN_DRIVER.iter().map(|(rel, _)| rel.0);
+    let majors = || tables::releases().map(|rel| rel.0);
     let (lo, hi) = (majors().min().unwrap_or(0), majors().max().unwrap_or(0));
     if (lo..=hi).contains(&spec.version.major()) {
         return Ok(());
@@ -181,7 +189,7 @@ fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
 
 /// Arch entries the pinned toolkit cannot target: refused when the toolkit is registered
 /// (its version is known), a warning when it is only a spec or newer than the table.
-fn check_archs(archs: &[String], cuda: Option<&Spec>, registry: &Registry) -> Result<()> {
+fn check_archs(archs: &[CudaArch], cuda: Option<&Spec>, registry: &Registry) -> Result<()> {
     let (version, known): (Option<Version>, bool) = match cuda {
         Some(spec) => match registry.find(spec) {
             Some((_, e)) => (Some(e.version.clone()), true),
@@ -189,40 +197,51 @@ fn check_archs(archs: &[String], cuda: Option<&Spec>, registry: &Registry) -> Re
         },
         None => (None, false),
     };
-    for arch in archs {
-        let Some(sm) = sm_of(arch) else { continue };
+    for a in archs {
+        let sm = a.sm_name();
         let Some(version) = &version else {
-            if tables::releases_for_sm(sm).is_none() {
+            if arch::releases_for(a).is_none() {
                 ui::warn(format!(
-                    "no CUDA release gpuenv knows of can target {arch} (sm_{sm})"
+                    "no CUDA release gpuenv knows of can target {a} ({sm})"
                 ));
             }
             continue;
         };
-        let Some(row) = tables::sm_archs(version) else {
+        let Verdict::Row {
+            release,
+            exact,
+            targets,
+            problem: Some(problem),
+        } = arch::can_build(version, a)
+        else {
             continue;
         };
-        if row.value.contains(&sm) {
-            continue;
-        }
-        let rel = release_name(row.release);
-        let which = match tables::releases_for_sm(sm) {
+        let rel = release_name(release);
+        let which = match arch::releases_for(a) {
             Some((first, last)) => format!(
-                "CUDA {} to {} can target sm_{sm}",
+                "CUDA {} to {} can target {sm}",
                 release_name(first),
                 release_name(last)
             ),
-            None => format!("no CUDA release gpuenv knows of targets sm_{sm}"),
+            None => format!("no CUDA release gpuenv knows of targets {sm}"),
         };
-        let problem = format!(
-            "CUDA {version} cannot target {arch} (sm_{sm}): its nvcc has sm_{} to sm_{}; {which}",
-            row.value[0],
-            row.value[row.value.len() - 1]
-        );
-        if known && row.exact {
+        let why = match problem {
+            Problem::NoSm => format!(
+                "its nvcc has sm_{} to sm_{}",
+                targets[0],
+                targets[targets.len() - 1]
+            ),
+            Problem::SuffixTooNew { from } => format!(
+                "{} targets need CUDA {} or newer",
+                a.suffix.kind(),
+                release_name(from)
+            ),
+        };
+        let problem = format!("CUDA {version} cannot target {a} ({sm}): {why}; {which}");
+        if known && exact {
             bail!(
                 Hinted::new(format!("{problem}; gpuenv.toml was left unchanged")).hint(format!(
-                    "pin archs CUDA {rel} supports, or a toolkit that targets sm_{sm}"
+                    "pin archs CUDA {rel} supports, or a toolkit that targets {sm}"
                 ))
             );
         }

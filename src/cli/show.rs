@@ -26,7 +26,7 @@ impl Args {
             active.project.as_ref(),
             registry,
         )?;
-        let cache_program = build_cache::locate(&cache, ctx.var_os("PATH"));
+        let cache_program = build_cache::locate(&cache, ctx.var_os(vars::PATH));
         // What is missing for the toolchains active here, and the shims they run through.
         let problems: Vec<Problem> = store::health(home, registry)
             .into_iter()
@@ -59,6 +59,10 @@ impl Args {
             let out = json!({
                 "toolchains": toolchains,
                 "toolchain_file": active.project.as_ref().map(|p| &p.path),
+                // What the file sets that waits for `gpuenv trust`, and the nearer files
+                // passed over as someone else's.
+                "held_back": active.project.as_ref().map(|p| p.held_back()).unwrap_or_default(),
+                "passed_over": active.passed_over.iter().map(|f| &f.path).collect::<Vec<_>>(),
                 "build_cache": {
                     "cache": cache.cache.to_string(),
                     "from": cache.from,
@@ -74,6 +78,11 @@ impl Args {
             return Ok(());
         }
         match &active.project {
+            Some(p) if !p.held_back().is_empty() => println!(
+                "toolchain file: {} (not trusted: {} not applied)",
+                p.path.display(),
+                p.held_back().join(", ")
+            ),
             Some(p) => println!("toolchain file: {}", p.path.display()),
             None => println!(
                 "toolchain file: none (looked from {} up)",

@@ -49,7 +49,7 @@ fn warn_about_pins(ctx: &Context, registry: &Registry, name: &str) {
     };
     let mut files: Vec<std::path::PathBuf> =
         registry.trusted.iter().map(|t| t.path.clone()).collect();
-    if let Ok(Some(here)) = project::find(&ctx.cwd) {
+    if let Ok(Some(here)) = project::find(&ctx.cwd, &registry.safe_directories).map(|h| h.path) {
         files.insert(0, here);
     }
     files.dedup();

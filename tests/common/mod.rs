@@ -179,16 +179,32 @@ pub fn rocm(root: &Path, info_version: &str) -> PathBuf {
     root.to_path_buf()
 }
 
-/// Fails under CI when a tool the test needs is missing; elsewhere the test is skipped and
-/// says so.
+/// Is this a CI run? `CI` set to anything but empty, `0`, `false`, `no` or `off` (CI
+/// services set `true` or `1`; .ci/run sets `true`).
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| {
+        let v = v.to_string_lossy().trim().to_ascii_lowercase();
+        !matches!(v.as_str(), "" | "0" | "false" | "no" | "off")
+    })
+}
+
+/// The test cannot run here, for `why`: under CI that fails it (CI has everything the
+/// tests need); elsewhere the test is skipped and says so. The caller then returns.
+pub fn cannot_run(why: impl std::fmt::Display) {
+    if in_ci() {
+        panic!("{why}; under CI this test must run (.ci/run installs what it needs)");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
+/// Whether a tool the test needs is on PATH (see `cannot_run` for when it is not).
 pub fn have_tool(tool: &str) -> bool {
     let found = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()));
     if !found {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{tool} is required under CI=true but is not installed (.ci/run installs it)");
-        }
-        eprintln!("SKIPPED: {tool} is not installed; install it to run this test");
+        cannot_run(format!(
+            "{tool} is not installed; install it to run this test"
+        ));
     }
     found
 }

@@ -33,7 +33,7 @@ fn fm01_torch_built_for_another_cuda_than_the_pinned_toolkit() {
         "{hint}"
     );
     assert!(
-        hint.contains("pip install torch --index-url https://download.pytorch.org/whl/cu118"),
+        hint.contains("pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu118"),
         "{hint}"
     );
 }

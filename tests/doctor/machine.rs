@@ -311,6 +311,7 @@ fn fm10_names_the_g_plus_plus_n_gpuenv_passes_and_a_pinned_one_that_is_missing()
     assert!(g11.exists());
 
     w.pin("[toolchain]\ncuda = \"11.8\"\nhost-compiler = \"g++-10\"\n");
+    w.trust();
     let f = w.check("FM-10");
     assert_eq!(f.status, "error");
     assert!(
@@ -349,4 +350,64 @@ fn fm12_an_arch_the_toolkit_dropped_and_no_arch_list_without_a_gpu() {
         .hint
         .unwrap()
         .contains("gpuenv pin --arch 8.0,8.6,9.0+PTX"));
+}
+
+#[test]
+fn fm12_suffixes_and_named_archs_are_checked_against_the_toolkit() {
+    // `9.0a` needs CUDA 12.0 although 11.8 has sm_90.
+    let mut w = World::new();
+    w.pin("[toolchain]\ncuda = \"11.8\"\n");
+    w.activate();
+    w.set("TORCH_CUDA_ARCH_LIST", "8.0;9.0a");
+    let f = w.check("FM-12");
+    assert_eq!(f.status, "error");
+    assert_eq!(f.summary, "cuda-11.8 cannot target 9.0a (sm_90a), named in TORCH_CUDA_ARCH_LIST: arch-specific (`a`) targets need CUDA 12.0 or newer");
+    assert_eq!(
+        f.hint.as_deref().unwrap().lines().collect::<Vec<_>>(),
+        [
+            "use a toolkit that targets sm_90a: `gpuenv install cuda-12.0` and `gpuenv pin cuda-12.0`",
+            "or drop what cuda-11.8 cannot build: `gpuenv pin --arch 8.0` (and unset TORCH_CUDA_ARCH_LIST if you set it by hand)",
+        ]
+    );
+
+    // PyTorch's Blackwell is sm_100, sm_103, sm_120 and sm_121, none of which 12.4 builds.
+    let mut w = healthy();
+    w.set("TORCH_CUDA_ARCH_LIST", "Hopper Blackwell");
+    let f = w.check("FM-12");
+    assert_eq!(f.status, "error");
+    assert_eq!(f.summary, "cuda-12.4 cannot target 10.0 (sm_100, from Blackwell), named in TORCH_CUDA_ARCH_LIST: CUDA 12.4 targets sm_50 to sm_90 (and 3 more problems)");
+    assert!(
+        f.details
+            .iter()
+            .any(|d| d.starts_with("cuda-12.4 cannot target 12.1+PTX (sm_121, from Blackwell)")),
+        "{:?}",
+        f.details
+    );
+    let hint = f.hint.unwrap();
+    assert!(hint.contains("`gpuenv install cuda-12.8`"), "{hint}");
+    assert!(hint.contains("`gpuenv pin --arch 9.0+PTX`"), "{hint}");
+
+    // A name that expands to what the toolkit builds passes, shown expanded.
+    w.set("TORCH_CUDA_ARCH_LIST", "Ampere;Hopper");
+    let f = w.check("FM-12");
+    assert_eq!(f.status, "ok", "{}", f.summary);
+    assert_eq!(
+        f.summary,
+        "TORCH_CUDA_ARCH_LIST = 8.0;8.6+PTX;9.0+PTX: cuda-12.4 targets all of them"
+    );
+
+    // PyTorch does not split on commas: "Unknown CUDA arch (8.0,8.6)".
+    w.set("TORCH_CUDA_ARCH_LIST", "8.0,8.6");
+    let f = w.check("FM-12");
+    assert_eq!(f.status, "warn");
+    assert!(
+        f.summary
+            .starts_with("TORCH_CUDA_ARCH_LIST has `8.0,8.6`, which is not an arch PyTorch takes"),
+        "{}",
+        f.summary
+    );
+    assert!(f
+        .hint
+        .unwrap()
+        .contains("separate entries with `;` or spaces"));
 }

@@ -175,6 +175,11 @@ impl World {
         write(&self.proj.join("gpuenv.toml"), toml);
     }
 
+    /// `gpuenv trust` of the project's file: what it names may run.
+    pub fn trust(&self) {
+        succeeded(&self.gpuenv().arg("trust").output().unwrap());
+    }
+
     /// No toolchain file: nothing is active here.
     pub fn unpin(&self) {
         fs::remove_file(self.proj.join("gpuenv.toml")).unwrap();

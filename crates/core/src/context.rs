@@ -7,85 +7,8 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-/// Every environment variable gpuenv reads (besides the path lists it edits).
-pub mod vars {
-    pub const GPUENV_HOME: &str = "GPUENV_HOME";
-    pub const GPUENV_TOOLCHAIN: &str = "GPUENV_TOOLCHAIN";
-    pub const GPUENV_DISCOVER_ROOTS: &str = "GPUENV_DISCOVER_ROOTS";
-    /// Other gpuenv homes (a site's shared store), colon-separated, read-only.
-    pub const GPUENV_UPSTREAMS: &str = "GPUENV_UPSTREAMS";
-    /// The system config (default `/etc/gpuenv/config.toml`).
-    pub const GPUENV_SYSTEM_CONFIG: &str = "GPUENV_SYSTEM_CONFIG";
-    /// Directories of module files (Lmod, Environment Modules).
-    pub const MODULEPATH: &str = "MODULEPATH";
-    /// The module files loaded now (set by Lmod and Environment Modules).
-    pub const LMFILES: &str = "_LMFILES_";
-    /// The names of the modules loaded now, in `_LMFILES_`'s order.
-    pub const LOADEDMODULES: &str = "LOADEDMODULES";
-    pub const XDG_DATA_HOME: &str = "XDG_DATA_HOME";
-    pub const HOME: &str = "HOME";
-    pub const CONDA_PREFIX: &str = "CONDA_PREFIX";
-    /// The active venv: where a `torch` pin and the guard look for torch first.
-    pub const VIRTUAL_ENV: &str = "VIRTUAL_ENV";
-    /// The torch guard's policy: `minor` (default), `major` or `off`.
-    pub const GPUENV_TORCH_CHECK: &str = "GPUENV_TORCH_CHECK";
-    /// The compiler cache the proxy compiles through: ccache, sccache or off.
-    pub const GPUENV_BUILD_CACHE: &str = "GPUENV_BUILD_CACHE";
-    /// Set by the hook scripts to the shell they run in (`gpuenv use` prints that shell's code).
-    pub const GPUENV_SHELL: &str = "GPUENV_SHELL";
-    /// How many gpuenv proxies are running in a chain; the proxy stops at 3.
-    pub const GPUENV_SHIM_DEPTH: &str = "GPUENV_SHIM_DEPTH";
-    // Read by `gpuenv doctor` to diagnose, never acted on.
-    pub const TORCH_CUDA_ARCH_LIST: &str = "TORCH_CUDA_ARCH_LIST";
-    pub const PYTORCH_ROCM_ARCH: &str = "PYTORCH_ROCM_ARCH";
-    /// A host compiler the user gives nvcc here (`-ccbin` in the flags, or NVCC_CCBIN): the
-    /// proxy then adds no `-ccbin` of its own.
-    pub const NVCC_CCBIN: &str = "NVCC_CCBIN";
-    pub const NVCC_PREPEND_FLAGS: &str = "NVCC_PREPEND_FLAGS";
-    pub const NVCC_APPEND_FLAGS: &str = "NVCC_APPEND_FLAGS";
-    pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
-    pub const NCCL_ROOT: &str = "NCCL_ROOT";
-    pub const NCCL_INCLUDE_DIR: &str = "NCCL_INCLUDE_DIR";
-    pub const NCCL_LIB_DIR: &str = "NCCL_LIB_DIR";
-    pub const RCCL_HOME: &str = "RCCL_HOME";
-    pub const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
-    pub const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
-    pub const SLURM_EXPORT_ENV: &str = "SLURM_EXPORT_ENV";
-    /// How many nodes the allocation has (`doctor --all-nodes` expects a report from each).
-    pub const SLURM_JOB_NUM_NODES: &str = "SLURM_JOB_NUM_NODES";
-    pub const NO_COLOR: &str = "NO_COLOR";
-    /// How much to say: quiet, info (default), verbose (`-q` / `-v` win over it).
-    pub const GPUENV_LOG: &str = "GPUENV_LOG";
-    /// `1`: a shim or the shell hook installs a pinned toolkit that is missing (through
-    /// `gpuenv install`) instead of failing.
-    pub const GPUENV_AUTO_INSTALL: &str = "GPUENV_AUTO_INSTALL";
-    /// `gpuenv doctor` reads `/proc`, `/dev` and `/.dockerenv` under this root (default `/`).
-    pub const GPUENV_DOCTOR_ROOT: &str = "GPUENV_DOCTOR_ROOT";
-    // Installing.
-    /// NVIDIA's redist root (a URL, `file://` URL or directory).
-    pub const GPUENV_CUDA_MIRROR: &str = "GPUENV_CUDA_MIRROR";
-    /// The package index for the pypi source; else pip's `PIP_INDEX_URL`; else PyPI.
-    pub const GPUENV_PYPI_URL: &str = "GPUENV_PYPI_URL";
-    pub const PIP_INDEX_URL: &str = "PIP_INDEX_URL";
-    /// The download cache (default `$GPUENV_HOME/downloads`).
-    pub const GPUENV_DOWNLOAD_CACHE: &str = "GPUENV_DOWNLOAD_CACHE";
-    /// `1`: keep each archive in the download cache after it is unpacked (a mirror of what
-    /// was fetched); by default only the unpacked files a reinstall links are kept.
-    pub const GPUENV_KEEP_ARCHIVES: &str = "GPUENV_KEEP_ARCHIVES";
-    /// Seconds to wait for data before a download counts as timed out (default 60).
-    pub const GPUENV_HTTP_TIMEOUT: &str = "GPUENV_HTTP_TIMEOUT";
-    /// Seconds a program gpuenv asks something (`g++ --version`, `nvidia-smi`) may take
-    /// before it is stopped (default 10).
-    pub const GPUENV_PROBE_TIMEOUT: &str = "GPUENV_PROBE_TIMEOUT";
-    pub const HTTPS_PROXY: &str = "HTTPS_PROXY";
-    pub const HTTP_PROXY: &str = "HTTP_PROXY";
-    pub const ALL_PROXY: &str = "ALL_PROXY";
-    pub const NO_PROXY: &str = "NO_PROXY";
-    /// Debug builds only: stop at an install stage for crash tests (`<stage>:<marker file>`).
-    pub const GPUENV_TEST_HANG_AT: &str = "GPUENV_TEST_HANG_AT";
-    /// Debug builds only: wait at an install stage until the marker file is deleted.
-    pub const GPUENV_TEST_PAUSE_AT: &str = "GPUENV_TEST_PAUSE_AT";
-}
+/// Every environment variable gpuenv reads or sets (the registry in `facts::vars`).
+pub use crate::facts::vars;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read the current directory")]

@@ -48,7 +48,8 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     if let Some(what) = not_regular(&meta) {
         return Err(ReadError::NotRegular(what));
     }
-    let mut bytes = Vec::new();
+    // Sized from the handle: one read for the file and one for its end.
+    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize + 1);
     file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(ReadError::Io)?;

@@ -28,11 +28,41 @@ pub fn account_home() -> Option<PathBuf> {
     }
 }
 
+/// `nobody (uid 65534)`, or `uid 65534` for an id the password database does not know.
+pub fn describe_uid(uid: u32) -> String {
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: as in `account_home`: `pwd` and `buf` outlive the call, and the name points
+    // into `buf`.
+    let name = unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(
+            uid,
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        );
+        (rc == 0 && !result.is_null() && !pwd.pw_name.is_null())
+            .then(|| CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned())
+    };
+    match name.filter(|n| !n.is_empty()) {
+        Some(n) => format!("{} (uid {uid})", crate::ui::printable(&n)),
+        None => format!("uid {uid}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_running_account_has_a_home() {
         let home = super::account_home().expect("this account is in the password database");
         assert!(home.is_absolute(), "{}", home.display());
+    }
+
+    #[test]
+    fn user_ids_are_named_when_the_database_knows_them() {
+        assert_eq!(super::describe_uid(0), "root (uid 0)");
+        assert_eq!(super::describe_uid(4_000_000_000), "uid 4000000000");
     }
 }

@@ -6,15 +6,6 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
-/// The path-list variables gpuenv edits.
-pub const PATH_LISTS: [&str; 5] = [
-    "PATH",
-    "LD_LIBRARY_PATH",
-    "LIBRARY_PATH",
-    "CPATH",
-    "CMAKE_PREFIX_PATH",
-];
-
 /// Entries in order; an unset or empty variable has none.
 pub fn split(value: Option<&OsStr>) -> Vec<OsString> {
     match value {

@@ -40,6 +40,21 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A path as one word of a command to copy: as it is when only safe characters make it,
+/// else single-quoted, then made printable.
+pub fn shell_word(path: &std::path::Path) -> String {
+    let text = path.to_string_lossy();
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,=:@%".contains(c));
+    if plain {
+        return text.into_owned();
+    }
+    let quoted = crate::quote::posix(text.as_bytes());
+    printable(&String::from_utf8_lossy(&quoted)).into_owned()
+}
+
 fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')

@@ -5,49 +5,15 @@
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
 use gpuenv_core::context::vars;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
+use gpuenv_core::facts::arch::{self, CudaArch, ListEntry, Problem};
+use gpuenv_core::facts::{self, lookup, Coverage};
 use gpuenv_core::toolchain::Kind;
+use gpuenv_core::ui::printable;
 
 pub const CHECK: Check = Check {
     id: "FM-12",
     name: "arch-list",
 };
-
-/// PyTorch's named archs (torch/utils/cpp_extension.py, `named_arches`).
-const NAMED: &[(&str, &str)] = &[
-    ("Kepler+Tesla", "3.7"),
-    ("Kepler", "3.5+PTX"),
-    ("Maxwell+Tegra", "5.3"),
-    ("Maxwell", "5.0;5.2+PTX"),
-    ("Pascal", "6.0;6.1+PTX"),
-    ("Volta+Tegra", "7.2"),
-    ("Volta", "7.0+PTX"),
-    ("Turing", "7.5+PTX"),
-    ("Ampere+Tegra", "8.7"),
-    ("Ampere", "8.0;8.6+PTX"),
-    ("Ada", "8.9+PTX"),
-    ("Hopper", "9.0+PTX"),
-];
-
-/// `8.6`, `9.0+PTX`, `9.0a`, `10.0f`, `sm_86` -> the SM number (86, 90, 90, 100, 86).
-pub fn sm_of(arch: &str) -> Option<u32> {
-    let a = arch.trim().trim_end_matches("+PTX");
-    let a = a
-        .strip_prefix("sm_")
-        .or_else(|| a.strip_prefix("compute_"))
-        .map_or_else(|| a.replace('.', ""), str::to_string);
-    a.trim_end_matches(['a', 'f']).parse().ok()
-}
-
-/// The entries of an arch list, named archs expanded: `"Ampere 9.0"` -> 8.0, 8.6+PTX, 9.0.
-pub fn split_list(list: &str) -> Vec<String> {
-    list.split([';', ' ', ','])
-        .filter(|a| !a.is_empty())
-        .flat_map(|a| match NAMED.iter().find(|(n, _)| *n == a) {
-            Some((_, expanded)) => expanded.split(';').map(str::to_string).collect(),
-            None => vec![a.to_string()],
-        })
-        .collect()
-}
 
 /// Whether CUDA can see a GPU here: not hidden by CUDA_VISIBLE_DEVICES, and a device node.
 pub fn gpu_visible(m: &Machine) -> bool {
@@ -73,10 +39,15 @@ pub fn run(inputs: &Inputs) -> Finding {
     let m = &inputs.machine;
     let mut notes = Notes::default();
     let (list, from) = match m.var(vars::TORCH_CUDA_ARCH_LIST) {
-        Some(v) => (split_list(v), "TORCH_CUDA_ARCH_LIST".to_string()),
+        // PyTorch asks the visible GPUs, as when the variable is unset.
+        Some(v) if v.trim() == "native" => (Vec::new(), String::new()),
+        Some(v) => (
+            arch::parse_torch_list(v),
+            vars::TORCH_CUDA_ARCH_LIST.to_string(),
+        ),
         None => match &inputs.active.project {
             Some(p) if !p.cuda_arch.is_empty() => (
-                p.cuda_arch.clone(),
+                p.cuda_arch.iter().map(pinned).collect(),
                 format!("cuda-arch in {}", p.path.display()),
             ),
             _ => (Vec::new(), String::new()),
@@ -108,54 +79,117 @@ pub fn run(inputs: &Inputs) -> Finding {
         return notes.finish(CHECK, "");
     }
 
-    let Some(row) = tables::sm_archs(&t.entry.version) else {
-        return Finding::skip(
-            CHECK,
-            format!(
-                "gpuenv's arch table does not cover CUDA {}",
-                t.entry.version
-            ),
-        );
-    };
-    let rel = release_name(row.release);
-    if !row.exact {
-        notes.seen(format!(
-            "CUDA {} is newer than gpuenv's arch table: compared with CUDA {rel}'s archs",
-            t.entry.version
-        ));
-    }
-    let targets = row.value;
-    let (lo, hi) = (targets[0], targets[targets.len() - 1]);
-    let mut kept: Vec<String> = Vec::new();
-    for arch in &list {
-        let Some(sm) = sm_of(arch) else {
-            notes.seen(format!("{arch} is not a compute capability; not checked"));
-            continue;
-        };
-        if targets.contains(&sm) {
-            kept.push(arch.clone());
-            continue;
+    // The toolkit's own answer wins over the data; `targets` lives as long as the run.
+    let from_tree = t
+        .entry
+        .tool("nvcc")
+        .and_then(|nvcc| facts::tree::gpu_archs(&nvcc, &inputs.home.tree_facts()));
+    let (targets, exact, rel, release): (&[u32], bool, String, (u64, u64)) = match (
+        &from_tree,
+        tables::sm_archs(&t.entry.version),
+    ) {
+        (Some(archs), _) => {
+            notes.seen(format!(
+                "{} targets the archs its nvcc --list-gpu-arch lists",
+                t.name
+            ));
+            let release = (
+                t.entry.version.major(),
+                t.entry.version.minor().unwrap_or(0),
+            );
+            (
+                archs,
+                true,
+                t.entry.version.truncated(2).to_string(),
+                release,
+            )
         }
-        let status = if row.exact {
-            Status::Error
-        } else {
-            Status::Warn
+        (None, Some(row)) => {
+            let rel = release_name(row.release);
+            if !row.exact {
+                notes.seen(format!(
+                    "CUDA {} has no row of its own in gpuenv's data: compared with CUDA {rel}'s archs",
+                    t.entry.version
+                ));
+            }
+            (row.value, row.exact, rel, row.release)
+        }
+        (None, None) => {
+            let release = (
+                t.entry.version.major(),
+                t.entry.version.minor().unwrap_or(0),
+            );
+            let why = match lookup::archs(facts::current(), release) {
+                Coverage::Newer(u) => format!("{u}; run `{}`", facts::REFRESH),
+                _ => format!("gpuenv's data does not cover CUDA {}", t.entry.version),
+            };
+            return Finding::skip(CHECK, why);
+        }
+    };
+    let (lo, hi) = (targets[0], targets[targets.len() - 1]);
+    let status = if exact { Status::Error } else { Status::Warn };
+    let mut kept: Vec<String> = Vec::new();
+    let mut cannot = 0;
+    for entry in &list {
+        let a = match &entry.arch {
+            Ok(a) => a,
+            Err(why) => {
+                let text = printable(&entry.text);
+                notes.problem(
+                    Status::Warn,
+                    format!(
+                        "{from} has `{}`, which is not an arch PyTorch takes ({why}): torch.utils.cpp_extension stops with \"Unknown CUDA arch ({}) or GPU not supported\"",
+                        text, text
+                    ),
+                );
+                notes.hint("separate entries with `;` or spaces, each like 8.6, 9.0a or 9.0+PTX, or a name such as Hopper or Blackwell");
+                continue;
+            }
         };
+        if !arch::torch_takes(a) {
+            notes.problem(
+                Status::Warn,
+                format!(
+                    "{from} has {a}, which torch.utils.cpp_extension does not take (no family-specific `f` target is in its supported archs): an extension build stops with \"Unknown CUDA arch ({a}) or GPU not supported\""
+                ),
+            );
+            notes.hint(format!(
+                "for PyTorch extensions pin the portable or arch-specific target instead: {}.{} or {}.{}a",
+                a.major, a.minor, a.major, a.minor
+            ));
+        }
+        let problem = arch::problem_with(release, targets, a);
+        let shown = match entry.name {
+            Some(name) => format!("{a} ({}, from {name})", a.sm_name()),
+            None => format!("{a} ({})", a.sm_name()),
+        };
+        let why = match problem {
+            None => {
+                kept.push(a.to_string());
+                continue;
+            }
+            Some(Problem::NoSm) => format!("CUDA {rel} targets sm_{lo} to sm_{hi}"),
+            Some(Problem::SuffixTooNew { from: first }) => format!(
+                "{} targets need CUDA {} or newer",
+                a.suffix.kind(),
+                release_name(first)
+            ),
+        };
+        cannot += 1;
         notes.problem(
             status,
-            format!(
-                "{} cannot target {arch} (sm_{sm}), named in {from}: CUDA {rel} targets sm_{lo} to sm_{hi}",
-                t.name
-            ),
+            format!("{} cannot target {shown}, named in {from}: {why}", t.name),
         );
-        if let Some((oldest, newest)) = tables::releases_for_sm(sm) {
-            let other = release_name(if sm > hi { oldest } else { newest });
+        if let Some(other) = arch::release_to_suggest(a, release) {
+            let other = release_name(other);
             notes.hint(format!(
-                "use a toolkit that targets sm_{sm}: `gpuenv install cuda-{other}` and `gpuenv pin cuda-{other}`"
+                "use a toolkit that targets {}: `gpuenv install cuda-{other}` and `gpuenv pin cuda-{other}`",
+                a.sm_name()
             ));
         }
     }
-    if notes.problem_count() > 0 {
+    if cannot > 0 {
+        arch::dedup(&mut kept);
         let keep = if kept.is_empty() {
             "8.0".to_string()
         } else {
@@ -166,40 +200,22 @@ pub fn run(inputs: &Inputs) -> Finding {
             t.name
         ));
     }
+    let shown: Vec<&str> = list.iter().map(|e| e.text.as_str()).collect();
     notes.finish(
         CHECK,
         format!(
             "{from} = {}: {} targets all of them",
-            list.join(";"),
+            shown.join(";"),
             t.name
         ),
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arch_spellings_to_sm_numbers() {
-        for (arch, sm) in [
-            ("8.6", 86),
-            ("9.0+PTX", 90),
-            ("9.0a", 90),
-            ("10.0f", 100),
-            ("sm_86", 86),
-            ("12.0", 120),
-        ] {
-            assert_eq!(sm_of(arch), Some(sm), "{arch}");
-        }
-        assert_eq!(sm_of("Ampere"), None);
-    }
-
-    #[test]
-    fn lists_split_on_semicolons_or_spaces_and_expand_names() {
-        assert_eq!(
-            split_list("7.5 8.0;Ampere"),
-            ["7.5", "8.0", "8.0", "8.6+PTX"]
-        );
+/// A `cuda-arch` pin as an entry of the list.
+fn pinned(a: &CudaArch) -> ListEntry {
+    ListEntry {
+        name: None,
+        text: a.to_string(),
+        arch: Ok(*a),
     }
 }

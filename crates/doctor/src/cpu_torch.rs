@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::facts::{self, torch_index};
 use gpuenv_core::guard::{self, TorchVersion};
 use gpuenv_core::resolve::Reason;
 use gpuenv_core::toolchain::{Kind, Version};
@@ -35,15 +36,15 @@ fn is_cpu_only(t: &TorchVersion) -> bool {
     (t.cuda.is_none() && t.hip.is_none()) || variant(t).as_deref() == Some("cpu")
 }
 
-/// The PyTorch wheel index for a toolkit version.
-pub fn wheel_index(kind: Kind, v: &Version) -> String {
+/// The PyTorch wheel index for a toolkit version, from gpuenv's data (`None`: PyTorch
+/// publishes none for that CUDA release, or the release is newer than the data).
+pub fn wheel_index(kind: Kind, v: &Version) -> Option<String> {
     match kind {
-        Kind::Cuda => format!(
-            "https://download.pytorch.org/whl/cu{}{}",
-            v.major(),
-            v.minor().unwrap_or(0)
-        ),
-        Kind::Rocm => format!("https://download.pytorch.org/whl/rocm{}", v.truncated(2)),
+        Kind::Cuda => {
+            torch_index::for_release(facts::current(), (v.major(), v.minor().unwrap_or(0)))
+                .map(|i| i.url())
+        }
+        Kind::Rocm => Some(format!("{}/rocm{}", facts::PYTORCH_WHEELS, v.truncated(2))),
     }
 }
 
@@ -85,10 +86,14 @@ pub fn run(inputs: &Inputs) -> Finding {
                 t.name, t.reason
             ),
         );
-        notes.hint(format!(
-            "pip install --force-reinstall torch torchvision torchaudio --index-url {}",
-            wheel_index(kind, &t.entry.version)
-        ));
+        notes.hint(match wheel_index(kind, &t.entry.version) {
+            Some(index) => format!(
+                "pip install --force-reinstall torch torchvision torchaudio --index-url {index}"
+            ),
+            None => gpuenv_core::guard::torch_for_toolkit(&t.entry.version)
+                .trim_start_matches("or ")
+                .to_string(),
+        });
     }
 
     let site = torch.dir.parent().unwrap_or(Path::new("/"));
@@ -108,10 +113,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                     Status::Error,
                     format!("{name} {pkg_label} is a {pv} build, but torch {label} is {tv}"),
                 );
-                let index = match tv.as_str() {
-                    "cpu" => "https://download.pytorch.org/whl/cpu".to_string(),
-                    v => format!("https://download.pytorch.org/whl/{v}"),
-                };
+                let index = format!("{}/{tv}", facts::PYTORCH_WHEELS);
                 notes.hint(format!(
                     "reinstall them together from one index: pip install --force-reinstall torch=={} torchvision torchaudio --index-url {index}",
                     label.split('+').next().unwrap_or(&label)

@@ -5,6 +5,7 @@
 use super::{Check, Finding, Inputs, Machine, Notes, RunError, Status};
 use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::driver::{parse_nvidia_smi, parse_proc_version, PROC_VERSION};
+use gpuenv_core::facts::{self, lookup};
 use gpuenv_core::toolchain::{Kind, Version};
 
 pub const CHECK: Check = Check {
@@ -88,9 +89,29 @@ pub fn run(inputs: &Inputs) -> Finding {
     let mut fine = Vec::new();
     for (what, cuda) in &needs {
         let Some(need) = tables::driver_need(cuda) else {
-            notes.seen(format!(
-                "{what} is CUDA {cuda}, which gpuenv's driver table does not cover"
-            ));
+            let data = facts::current();
+            let release = (cuda.major(), cuda.minor().unwrap_or(0));
+            let Err(unknown) = lookup::driver_need(data, release) else {
+                notes.seen(format!(
+                    "{what} is CUDA {cuda}, older than gpuenv's driver data"
+                ));
+                continue;
+            };
+            notes.seen(format!("{what}: {unknown}"));
+            notes.hint(format!("run `{}` to refresh gpuenv's data", facts::REFRESH));
+            // The major's floor is still known: below it nothing of the major runs.
+            if let Some(floor) = lookup::major_floor(data, cuda.major()) {
+                if lookup::driver_key(&driver.text) < lookup::driver_key(floor) {
+                    notes.problem(
+                        Status::Error,
+                        format!(
+                            "driver {} is too old for {what}: nothing built with CUDA {} runs below driver {floor}",
+                            driver.text,
+                            cuda.major()
+                        ),
+                    );
+                }
+            }
             continue;
         };
         let rel = release_name(need.release);

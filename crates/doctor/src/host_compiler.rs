@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
-use gpuenv_core::cuda_tables::{self as tables, release_name};
+use gpuenv_core::cuda_tables::{self as tables, release_name, GccRange};
 use gpuenv_core::diagnostic::Diagnostic;
+use gpuenv_core::facts;
 use gpuenv_core::host_compiler::{parse_gcc_version, user_choice, Choice, HostCompilerProblem};
 use gpuenv_core::toolchain::Kind;
 
@@ -147,19 +148,40 @@ pub fn run(inputs: &Inputs) -> Finding {
         );
     };
     let cuda = &t.entry.version;
-    let Some(row) = tables::host_gcc(cuda) else {
-        return Finding::skip(
-            CHECK,
-            format!("gpuenv's host compiler table does not cover CUDA {cuda}"),
-        );
+    let header = t.entry.include_dir.join(facts::tree::HOST_CONFIG);
+    let (range, exact, rel) = match (
+        facts::tree::gcc_max(&t.entry.include_dir),
+        tables::host_gcc(cuda),
+    ) {
+        (Some(max), row) => (
+            GccRange {
+                min: row.and_then(|r| r.value.min),
+                max,
+            },
+            true,
+            cuda.truncated(2).to_string(),
+        ),
+        (None, Some(row)) => (*row.value, row.exact, release_name(row.release)),
+        (None, None) => {
+            let why = match gpuenv_core::host_compiler::gcc_range(cuda, None) {
+                Err(why) => why,
+                Ok(_) => format!("gpuenv's data does not cover CUDA {cuda}"),
+            };
+            return Finding::skip(CHECK, why);
+        }
     };
-    let rel = release_name(row.release);
-    let range = row.value;
     let mut notes = Notes::default();
     notes.seen(format!("{} ({from}): gcc {version}", cc.display()));
-    if !row.exact {
+    if header.is_file() && exact {
         notes.seen(format!(
-            "CUDA {cuda} is newer than gpuenv's table: compared with CUDA {rel}'s range"
+            "{} accepts gcc <= {} ({})",
+            t.name,
+            range.max,
+            header.display()
+        ));
+    } else if !exact {
+        notes.seen(format!(
+            "CUDA {cuda} has no row of its own in gpuenv's data: compared with CUDA {rel}'s range"
         ));
     }
     let major = version.major();
@@ -167,11 +189,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         .file_name()
         .map_or("gcc".into(), |n| n.to_string_lossy().into_owned());
     if major > range.max {
-        let status = if row.exact {
-            Status::Error
-        } else {
-            Status::Warn
-        };
+        let status = if exact { Status::Error } else { Status::Warn };
         notes.problem(
             status,
             format!(

@@ -2,6 +2,7 @@
 //! tests) under which `/proc`, `/dev` and `/etc` are read, and the environment, whose PATH
 //! is where tools such as `nvidia-smi` or `gcc` are found and run.
 
+use gpuenv_core::context::vars;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -59,7 +60,7 @@ impl Machine {
 
     /// The first executable `tool` on PATH.
     pub fn which(&self, tool: &str) -> Option<PathBuf> {
-        guard::find_on_path(self.ctx.var_os("PATH"), tool)
+        guard::find_on_path(self.ctx.var_os(vars::PATH), tool)
     }
 
     /// Runs `tool` from PATH with the machine's environment; `None` if it is not on PATH.

@@ -4,6 +4,7 @@
 
 use super::machine::Machine;
 use super::rocm::parse_rocminfo;
+use gpuenv_core::facts::arch::{CudaArch, RocmTarget};
 
 /// The archs found, and what was asked (for the message when there are none).
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -18,13 +19,7 @@ pub struct Native {
 pub fn parse_compute_caps(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for cap in text.lines().map(str::trim) {
-        let ok = cap.split_once('.').is_some_and(|(a, b)| {
-            !a.is_empty()
-                && !b.is_empty()
-                && a.chars().all(|c| c.is_ascii_digit())
-                && b.chars().all(|c| c.is_ascii_digit())
-        });
-        if ok && !out.iter().any(|c| c == cap) {
+        if CudaArch::parse(cap).is_ok() && !out.iter().any(|c| c == cap) {
             out.push(cap.to_string());
         }
     }
@@ -35,7 +30,8 @@ pub fn parse_compute_caps(text: &str) -> Vec<String> {
 pub fn parse_agents(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for name in text.lines().map(str::trim) {
-        if name.starts_with("gfx") && name != "gfx000" && !out.iter().any(|n| n == name) {
+        // `gfx000` (the CPU agent) is no GPU target.
+        if RocmTarget::parse(name).is_ok() && !out.iter().any(|n| n == name) {
             out.push(name.to_string());
         }
     }

@@ -53,7 +53,7 @@ fn check_vars(inputs: &Inputs, notes: &mut Notes) {
     if let Some(r) = &root {
         if !r.join("include/nccl.h").is_file() {
             bad(
-                "NCCL_ROOT",
+                vars::NCCL_ROOT,
                 &r.display().to_string(),
                 "has no include/nccl.h",
             );
@@ -61,24 +61,24 @@ fn check_vars(inputs: &Inputs, notes: &mut Notes) {
     }
     if let Some(d) = m.var(vars::NCCL_INCLUDE_DIR) {
         if !Path::new(d).join("nccl.h").is_file() {
-            bad("NCCL_INCLUDE_DIR", d, "has no nccl.h");
+            bad(vars::NCCL_INCLUDE_DIR, d, "has no nccl.h");
         }
     }
     if let Some(d) = m.var(vars::NCCL_LIB_DIR) {
         if !has_file_starting(Path::new(d), "libnccl") {
-            bad("NCCL_LIB_DIR", d, "has no libnccl.so");
+            bad(vars::NCCL_LIB_DIR, d, "has no libnccl.so");
         }
     }
     if let Some(d) = m.var(vars::RCCL_HOME) {
         let p = Path::new(d);
         if !p.join("include/rccl/rccl.h").is_file() && !p.join("include/rccl.h").is_file() {
-            bad("RCCL_HOME", d, "has no include/rccl/rccl.h");
+            bad(vars::RCCL_HOME, d, "has no include/rccl/rccl.h");
         }
     }
     // Headers of one NCCL with the library of another build but crash at run time.
     if let Some(r) = &root {
         let canon = |p: &Path| fs_err::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        for var in ["NCCL_INCLUDE_DIR", "NCCL_LIB_DIR"] {
+        for var in [vars::NCCL_INCLUDE_DIR, vars::NCCL_LIB_DIR] {
             if let Some(d) = m.var(var) {
                 if !canon(Path::new(d)).starts_with(canon(r)) {
                     notes.problem(

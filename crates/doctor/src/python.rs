@@ -1,6 +1,7 @@
 //! FM-08: `pip` installing into another environment than `python3` runs from, and a
 //! PYTHONPATH entry whose torch shadows the environment's own.
 
+use gpuenv_core::context::vars;
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Notes, Status};
@@ -65,7 +66,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         }
     }
 
-    for entry in m.path_list("PYTHONPATH") {
+    for entry in m.path_list(vars::PYTHONPATH) {
         let dir = Path::new(&entry);
         let Ok(torch) = guard::read_torch(&dir.join("torch")) else {
             continue;

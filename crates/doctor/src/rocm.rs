@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
+use gpuenv_core::facts::arch::RocmTarget;
 use gpuenv_core::toolchain::{system, Kind};
 
 pub const CHECK: Check = Check {
@@ -24,7 +25,7 @@ pub fn parse_rocminfo(text: &str) -> Vec<String> {
             continue;
         };
         let name = name.trim();
-        if name.starts_with("gfx") && !out.iter().any(|n| n == name) {
+        if RocmTarget::parse(name).is_ok() && !out.iter().any(|n| n == name) {
             out.push(name.to_string());
         }
     }
@@ -32,8 +33,11 @@ pub fn parse_rocminfo(text: &str) -> Vec<String> {
 }
 
 /// `gfx90a:xnack-` and `gfx90a` target the same GPU.
-fn base(arch: &str) -> &str {
-    arch.split(':').next().unwrap_or(arch)
+fn base(arch: &str) -> String {
+    match RocmTarget::parse(arch) {
+        Ok(t) => t.processor,
+        Err(_) => arch.to_string(),
+    }
 }
 
 pub fn run(inputs: &Inputs) -> Finding {
@@ -57,8 +61,8 @@ pub fn run(inputs: &Inputs) -> Finding {
             t.entry.root.display()
         ));
     } else {
-        let mut places: Vec<String> = m.path_list("CPATH");
-        for var in ["HIP_PATH", "ROCM_PATH"] {
+        let mut places: Vec<String> = m.path_list(vars::CPATH);
+        for var in [vars::HIP_PATH, vars::ROCM_PATH] {
             if let Some(v) = m.var(var) {
                 places.push(format!("{v}/include"));
             }
@@ -86,11 +90,11 @@ pub fn run(inputs: &Inputs) -> Finding {
                 .filter(|a| !a.is_empty())
                 .map(str::to_string)
                 .collect(),
-            "PYTORCH_ROCM_ARCH".into(),
+            vars::PYTORCH_ROCM_ARCH.into(),
         ),
         None => match &inputs.active.project {
             Some(p) if !p.rocm_arch.is_empty() => (
-                p.rocm_arch.clone(),
+                p.rocm_arch.iter().map(RocmTarget::to_string).collect(),
                 format!("rocm-arch in {}", p.path.display()),
             ),
             _ => (Vec::new(), String::new()),

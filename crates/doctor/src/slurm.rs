@@ -37,7 +37,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             format!("SLURM job {job}: no toolchain is active here, so none can be missing"),
         );
     }
-    let path = m.path_list("PATH");
+    let path = m.path_list(vars::PATH);
     let shims = inputs.shims_dir();
     let on_path = |dir: &std::path::Path| path.iter().any(|e| std::path::Path::new(e) == dir);
     let names: Vec<&str> = inputs

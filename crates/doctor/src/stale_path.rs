@@ -28,11 +28,11 @@ struct Marks {
 fn marks(kind: Kind) -> Marks {
     match kind {
         Kind::Cuda => Marks {
-            home_vars: &["CUDA_HOME", "CUDA_PATH"],
+            home_vars: &[vars::CUDA_HOME, vars::CUDA_PATH],
             lib: "libcudart.so",
         },
         Kind::Rocm => Marks {
-            home_vars: &["ROCM_PATH", "HIP_PATH"],
+            home_vars: &[vars::ROCM_PATH, vars::HIP_PATH],
             lib: "libamdhip64.so",
         },
     }
@@ -50,7 +50,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     let mut flagged: Vec<String> = Vec::new();
 
     // Entries that switching removes, other than the active toolchains' own.
-    let lmfiles = m.var(vars::LMFILES);
+    let lmfiles = m.var(vars::_LMFILES_);
     let change = session::change_for(
         &inputs.active,
         &inputs.registry,
@@ -152,7 +152,7 @@ fn check_active(inputs: &Inputs, t: &Active, notes: &mut Notes, flagged: &[Strin
             fix(notes);
         }
     }
-    if let Some(dir) = first_with(inputs, "LD_LIBRARY_PATH", marks.lib) {
+    if let Some(dir) = first_with(inputs, vars::LD_LIBRARY_PATH, marks.lib) {
         if !owned(Path::new(&dir)) && !flagged.contains(&dir) {
             notes.problem(
                 Status::Error,
@@ -167,7 +167,7 @@ fn check_active(inputs: &Inputs, t: &Active, notes: &mut Notes, flagged: &[Strin
 
     // `<root>/lib` where the toolkit keeps `lib64` (or the reverse): conda uses lib.
     let view = inputs.view(t);
-    for list in ["LD_LIBRARY_PATH", "LIBRARY_PATH"] {
+    for list in [vars::LD_LIBRARY_PATH, vars::LIBRARY_PATH] {
         for e in m.path_list(list) {
             let p = Path::new(&e);
             let is_lib_dir = matches!(

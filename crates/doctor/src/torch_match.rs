@@ -118,8 +118,8 @@ pub fn run(inputs: &Inputs) -> Finding {
 fn compiler_torch_would_use(inputs: &Inputs, kind: Kind) -> Option<(PathBuf, String)> {
     let m = &inputs.machine;
     let homes: &[&str] = match kind {
-        Kind::Cuda => &["CUDA_HOME", "CUDA_PATH"],
-        Kind::Rocm => &["ROCM_HOME", "ROCM_PATH"],
+        Kind::Cuda => &[vars::CUDA_HOME, vars::CUDA_PATH],
+        Kind::Rocm => &[vars::ROCM_HOME, vars::ROCM_PATH],
     };
     let compiler = kind.compiler();
     homes

@@ -45,12 +45,17 @@ impl Net {
         Net {
             https_proxy: first(&[
                 vars::HTTPS_PROXY,
-                "https_proxy",
+                vars::https_proxy,
                 vars::ALL_PROXY,
-                "all_proxy",
+                vars::all_proxy,
             ]),
-            http_proxy: first(&[vars::HTTP_PROXY, "http_proxy", vars::ALL_PROXY, "all_proxy"]),
-            no_proxy: first(&[vars::NO_PROXY, "no_proxy"]),
+            http_proxy: first(&[
+                vars::HTTP_PROXY,
+                vars::http_proxy,
+                vars::ALL_PROXY,
+                vars::all_proxy,
+            ]),
+            no_proxy: first(&[vars::NO_PROXY, vars::no_proxy]),
             timeout: ctx
                 .var_nonempty(vars::GPUENV_HTTP_TIMEOUT)
                 .and_then(|s| s.parse::<f64>().ok())

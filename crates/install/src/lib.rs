@@ -26,7 +26,6 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context as _, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use reqwest::Url;
 
 pub use fault::Fault;
 use fetch::Fetcher;
@@ -37,6 +36,7 @@ use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{detect, Kind, Spec, Version};
 use gpuenv_core::ui::{self, Report};
+pub use reqwest::Url;
 pub use source::Source;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,12 +246,10 @@ pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
     })
 }
 
-/// gpuenv-install's error types that have hints (see `gpuenv_core::diagnostic`).
-pub fn find_diagnostic<'a>(
-    err: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a (dyn Diagnostic + 'static)> {
-    gpuenv_core::find_diagnostic!(err, fault::Fault, ReadOnlyHome, cache::Refused)
-}
+gpuenv_core::diagnostics!(
+    /// gpuenv-install's error types that have hints (see `gpuenv_core::diagnostic`).
+    pub fn find_diagnostic: fault::Fault, ReadOnlyHome, cache::Refused
+);
 
 /// The finders for every error an install can return: its own and gpuenv-core's.
 pub const FIND: &[Find] = &[find_diagnostic, gpuenv_core::hints::find];

@@ -77,14 +77,43 @@ pub fn installed_version(site: &Path, dist: &str) -> Option<String> {
     })
 }
 
-/// The release's plan, without the wheels the venv already has and with its tree linked in;
-/// named `cuda-<release>-torch`.
-pub fn for_venv(mut plan: Plan, cuda: &TorchCuda) -> Plan {
-    plan.archives
-        .retain(|a| installed_version(&cuda.site, &format!("nvidia_{}", a.component)).is_none());
+/// A wheel in the venv of another version than the release's: `nvidia-cuda-nvcc` 13.x
+/// requires `nvidia-nvvm`, `nvidia-cuda-crt` and `nvidia-cuda-runtime` without versions, so
+/// pip mixes releases, and nvcc then fails at ptxas (`Unsupported .version`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub component: String,
+    pub venv: String,
+    pub release: String,
+}
+
+/// The venv's version of an archive's wheel, when it is another than the archive's.
+fn mismatch(site: &Path, a: &crate::Archive) -> Option<Mismatch> {
+    let have = installed_version(site, &format!("nvidia_{}", a.component))?;
+    (!have.eq_ignore_ascii_case(&a.version)).then(|| Mismatch {
+        component: a.component.clone(),
+        venv: have,
+        release: a.version.clone(),
+    })
+}
+
+/// The release's plan, without the wheels the venv already has in the release's exact
+/// version and with its tree linked in (what is downloaded wins over what is linked);
+/// named `cuda-<release>-torch`. Also the venv's wheels of another version, which are
+/// downloaded again in the right one.
+pub fn for_venv(mut plan: Plan, cuda: &TorchCuda) -> (Plan, Vec<Mismatch>) {
+    let mismatches: Vec<Mismatch> = plan
+        .archives
+        .iter()
+        .filter_map(|a| mismatch(&cuda.site, a))
+        .collect();
+    plan.archives.retain(|a| {
+        installed_version(&cuda.site, &format!("nvidia_{}", a.component)).is_none()
+            || mismatches.iter().any(|m| m.component == a.component)
+    });
     plan.name = format!("cuda-{}-torch", plan.version);
     plan.linked = vec![cuda.tree.clone()];
-    plan
+    (plan, mismatches)
 }
 
 #[cfg(test)]

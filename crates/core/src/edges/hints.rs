@@ -1,38 +1,43 @@
 //! The hint registry: every error type of gpuenv-core that is a `Diagnostic`, so an edge
 //! can find the hints in an error chain (`diagnostic` explains why it is a list). It names
-//! types from every layer, so it sits at the top.
+//! types from every layer, so it sits at the top; a type missing here cannot implement
+//! `Diagnostic` at all.
 
-use std::error::Error;
+use crate::diagnostic::{Find, Hinted};
+use crate::edges::{proxy, shell};
+use crate::facts::{copies, driver, torch_index, Unknown};
+use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve};
+use crate::store::toolchain::{registry, upstream};
+use crate::store::{locate, shims};
+use crate::{ask, project, store};
 
-use crate::diagnostic::{Diagnostic, Find, Hinted};
-use crate::find_diagnostic;
-
-/// gpuenv-core's diagnostics.
-pub fn find<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a (dyn Diagnostic + 'static)> {
-    use crate::edges::{proxy, shell};
-    use crate::facts::driver;
-    use crate::plan::{auto_install, build_cache, guard, resolve};
-    use crate::store::toolchain::{registry, upstream};
-    use crate::store::{locate, shims};
-    use crate::{project, store};
-    find_diagnostic!(
-        err,
-        Hinted,
-        auto_install::InstallFailed,
-        build_cache::BadVar,
-        locate::NoHome,
-        driver::DriverTooOld,
-        shell::SlurmError,
-        shims::ShimError,
-        store::StoreError,
-        upstream::SystemConfigError,
-        guard::Refusal,
-        project::ProjectError,
-        proxy::ProxyError,
-        resolve::ResolveError,
-        registry::StateError,
-    )
-}
+crate::diagnostics!(
+    /// gpuenv-core's diagnostics.
+    pub fn find:
+    Hinted,
+    ask::AskError,
+    auto_install::InstallFailed,
+    auto_install::NotAllowed,
+    build_cache::BadVar,
+    build_cache::NotInstalled,
+    locate::NoHome,
+    driver::DriverTooOld,
+    copies::Refused,
+    torch_index::NoIndex,
+    Unknown,
+    host_compiler::HostCompilerProblem,
+    shell::SlurmError,
+    shims::ShimError,
+    shims::TooManyTools,
+    store::StoreError,
+    upstream::SystemConfigError,
+    guard::Refusal,
+    project::ProjectError,
+    proxy::ProxyError,
+    resolve::ResolveError,
+    registry::StateError,
+    registry::StateNotice,
+);
 
 /// The finder of gpuenv-core, for the edges that use core alone (the proxy).
 pub const FIND: &[Find] = &[find];

@@ -17,7 +17,7 @@ use crate::plan::guard::PolicyError;
 use crate::plan::resolve::ResolveError;
 use crate::plan::resolve::{Active, ActiveSet, Reason};
 use crate::plan::{build_cache, guard, host_compiler};
-use crate::project::{self, ProjectError};
+use crate::project::{trust, ProjectError};
 use crate::store::home::Home;
 use crate::store::locate::NoHome;
 use crate::store::toolchain::registry::Registry;
@@ -86,6 +86,9 @@ pub enum ProxyError {
     /// The `gpuenv install` it ran did not install, or it found no gpuenv to run.
     #[error(transparent)]
     Installing(#[from] auto_install::InstallFailed),
+    /// `GPUENV_AUTO_INSTALL` does not act on an untrusted file's pin.
+    #[error(transparent)]
+    AutoInstallNotAllowed(#[from] auto_install::NotAllowed),
     /// `looked` says what resolution found: no file, or a file without such a pin.
     #[error("no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)")]
     NoToolchain { tool: String, looked: String },
@@ -109,6 +112,7 @@ impl Diagnostic for ProxyError {
             ProxyError::BuildCache(e) => return e.hints(),
             ProxyError::Installing(e) => return e.hints(),
             ProxyError::Store(e) => return e.hints(),
+            ProxyError::AutoInstallNotAllowed(e) => return e.hints(),
             // Already printed in full by the guard.
             ProxyError::Refused(_) => return Vec::new(),
             ProxyError::BadOverride { tool, .. } => format!(
@@ -184,19 +188,37 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         },
         None => None,
     };
+    // The user's own registry when the view is an upstream's: trust is the user's to give.
+    let mut own: Option<Registry> = None;
     let (session, active) = match from_view {
         Some((session, name)) => {
             // <home>/views/<name>/bin/<tool>: this view's toolchain, without resolving.
             let entry = session.registry().toolchains[&name].clone();
-            let active = ActiveSet {
+            let mut active = ActiveSet {
                 toolchains: vec![Active {
                     name,
                     entry,
                     reason: Reason::View(invoked.clone().unwrap_or_default()),
                 }],
-                project: None,
-                host_compiler: None,
+                ..ActiveSet::default()
             };
+            // The project's pins and settings still apply to a compile through a view; a
+            // query needs the file only for its build cache, which the variable may decide.
+            let cache_var = ctx
+                .var(vars::GPUENV_BUILD_CACHE)
+                .is_some_and(|v| !v.is_empty());
+            if compiler_of.is_some() && !(args::is_query(&args) && cache_var) {
+                own = own_registry(ctx, session.home());
+                let mine = own.as_ref().unwrap_or(session.registry());
+                match trust::in_effect(&ctx.cwd, mine) {
+                    Ok(here) => {
+                        active.project = here.file;
+                        active.passed_over = here.passed_over;
+                    }
+                    Err(_) if args::is_query(&args) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
             (session, active)
         }
         None => {
@@ -239,7 +261,13 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
     let mut active = active.clone();
     let kind = toolchain.entry.kind;
     let toolchain = toolchain.clone();
+    let mine = own.as_ref().unwrap_or(registry);
     if tool == kind.compiler() {
+        if !args::is_query(&args) {
+            for notice in trust::notices(active.project.as_ref(), &active.passed_over) {
+                ui::warn(notice);
+            }
+        }
         check::guard(ctx, registry, &toolchain, &active, &args)?;
         args = compiler_args(ctx, home, kind, &mut active, args)?;
     }
@@ -253,36 +281,40 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         env,
     };
     if tool == kind.compiler() {
-        return through_cache(exec, ctx, registry, &active);
+        return through_cache(exec, ctx, mine, &active);
     }
     Ok(exec)
 }
 
-/// The compile, run through the build cache in effect if there is one. A cache that is on
-/// but not installed is a warning, and the compile runs uncached.
+/// The user's own registry, when `home` (a view's) is not the user's home: an upstream's
+/// settings never trust a file or accept a directory for the user. `None` when `home` is
+/// the user's own; an empty registry (nothing trusted) when the user's cannot be read.
+fn own_registry(ctx: &Context, home: &Home) -> Option<Registry> {
+    let own = ctx.gpuenv_home().ok();
+    // A view's home is canonical (`view_of`); the user's may be reached through a link.
+    let same =
+        |own: &Home| own.root == home.root || own.root.canonicalize().is_ok_and(|r| r == home.root);
+    if own.as_ref().is_some_and(same) {
+        return None;
+    }
+    Some(
+        own.and_then(|own| Registry::load(&own).ok())
+            .unwrap_or_default(),
+    )
+}
+
+/// The compile, run through the build cache in effect if there is one (`mine`: the user's
+/// own settings' default). A cache that is on but not installed is a warning, and the
+/// compile runs uncached.
 fn through_cache(
     exec: Exec,
     ctx: &Context,
-    registry: &Registry,
+    mine: &Registry,
     active: &ActiveSet,
 ) -> Result<Exec, ProxyError> {
-    // A view's proxy does not resolve, but the project's setting still applies (unless
-    // the variable, which wins over it, is set).
     let var = ctx.var(vars::GPUENV_BUILD_CACHE).filter(|v| !v.is_empty());
-    let found;
-    let file = match &active.project {
-        Some(p) => Some(p),
-        None if var.is_some() => None,
-        None => {
-            found = project::find(&ctx.cwd)
-                .ok()
-                .flatten()
-                .and_then(|p| project::load(&p).ok());
-            found.as_ref()
-        }
-    };
-    let choice = build_cache::choose(var, file, registry)?;
-    match build_cache::locate(&choice, ctx.var_os("PATH")) {
+    let choice = build_cache::choose(var, active.project.as_ref(), mine)?;
+    match build_cache::locate(&choice, ctx.var_os(vars::PATH)) {
         Ok(Some(cache)) => Ok(build_cache::wrap(exec, &cache)),
         Ok(None) => Ok(exec),
         Err(warning) => {
@@ -293,8 +325,7 @@ fn through_cache(
 }
 
 /// The compiler's command line with what the project and machine add (`args::add`): the
-/// host compiler for nvcc, the project's arch pins. A view's proxy did not resolve, but the
-/// project's pins still apply to it.
+/// host compiler for nvcc, the project's arch pins.
 fn compiler_args(
     ctx: &Context,
     home: &Home,
@@ -304,11 +335,6 @@ fn compiler_args(
 ) -> Result<Vec<OsString>, ProxyError> {
     if args::is_query(&args) {
         return Ok(args);
-    }
-    if active.project.is_none() {
-        active.project = project::find(&ctx.cwd)?
-            .map(|p| project::load(&p))
-            .transpose()?;
     }
     if kind == Kind::Cuda {
         // g++'s version, asked once per compiler file (host_compiler::cache).
@@ -329,12 +355,11 @@ fn compiler_args(
     {
         return Err(ProxyError::HostCompiler(problem));
     }
-    let no_arch = Vec::new();
     let file = active.project.as_ref();
     let additions = args::Additions {
         ccbin: choice.and_then(|c| c.compiler()),
-        cuda_arch: file.map_or(&no_arch, |f| &f.cuda_arch),
-        rocm_arch: file.map_or(&no_arch, |f| &f.rocm_arch),
+        cuda_arch: file.map_or(&[], |f| &f.cuda_arch),
+        rocm_arch: file.map_or(&[], |f| &f.rocm_arch),
     };
     Ok(args::add(kind, &args, &additions))
 }
@@ -355,7 +380,7 @@ fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
     if argv0.as_os_str().to_string_lossy().contains('/') {
         Some(ctx.cwd.join(argv0))
     } else {
-        guard::find_on_path(ctx.var_os("PATH"), tool)
+        guard::find_on_path(ctx.var_os(vars::PATH), tool)
     }
 }
 
@@ -380,9 +405,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 fn no_tool(tool: &str, active: &ActiveSet, ctx: &Context) -> ProxyError {
     if active.toolchains.is_empty() {
-        let file = project::find(&ctx.cwd).ok().flatten();
-        let looked = match file {
-            Some(f) => format!("{} pins no toolchain of this kind", f.display()),
+        let looked = match &active.project {
+            Some(f) => format!("{} pins no toolchain of this kind", f.path.display()),
             None => format!("no gpuenv.toml from {} up", ctx.cwd.display()),
         };
         return ProxyError::NoToolchain {

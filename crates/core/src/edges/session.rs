@@ -11,7 +11,7 @@ use std::process::Command;
 
 use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
-use crate::plan::auto_install::{self, InstallFailed, Installer};
+use crate::plan::auto_install::{self, InstallFailed, Installer, NotAllowed};
 use crate::plan::env::{self, Change, Op};
 use crate::plan::exec::Exec;
 use crate::plan::guard;
@@ -103,6 +103,7 @@ impl<'c> Session<'c> {
         if !registry.toolchains.contains_key(&name) {
             return Ok(None);
         }
+        use_facts_of(&home);
         let layered = Layered {
             registry,
             ..Layered::default()
@@ -153,7 +154,7 @@ impl<'c> Session<'c> {
         installer: Option<&dyn Installer>,
     ) -> Result<ActiveSet, E>
     where
-        E: From<StateError> + From<ResolveError> + From<InstallFailed>,
+        E: From<StateError> + From<ResolveError> + From<InstallFailed> + From<NotAllowed>,
     {
         let ctx = self.ctx;
         let torch = || guard::locate_torch(ctx, None);
@@ -161,14 +162,20 @@ impl<'c> Session<'c> {
         let mut installs = 0;
         loop {
             let err = match resolve::resolve_kinds(&req, self.registry(), kinds) {
-                Ok(active) => return Ok(active),
+                Ok(active) => {
+                    self.say_trust_notices(&active);
+                    return Ok(active);
+                }
                 Err(e) => e,
             };
             let missing = auto_install::missing(&err)
                 .filter(|_| auto_install::enabled(ctx))
                 .filter(|_| installs < auto_install::MAX_INSTALLS);
             let (Some((spec, origin)), Some(installer)) = (missing, installer) else {
-                return Err(err.into());
+                // An untrusted file's pin: say what would be installed and how to allow it.
+                let refused = auto_install::not_allowed(&err)
+                    .filter(|_| installer.is_some() && auto_install::enabled(ctx));
+                return Err(refused.map_or_else(|| err.into(), Into::into));
             };
             installer.install(ctx, spec, origin)?;
             installs += 1;
@@ -176,27 +183,32 @@ impl<'c> Session<'c> {
         }
     }
 
+    /// What the toolchain file in effect may not do yet, and nearer files passed over as
+    /// someone else's: once, in the door's voice (the proxy says them itself, for compiles).
+    fn say_trust_notices(&self, active: &ActiveSet) {
+        for notice in trust::notices(active.project.as_ref(), &active.passed_over) {
+            match self.door {
+                Door::Command => ui::warn(notice),
+                Door::Hook => ui::hook_note(notice),
+                Door::Proxy => {}
+            }
+        }
+    }
+
     /// The change that makes `active` the environment, for `purpose`.
     pub fn environment(&self, active: &ActiveSet, purpose: Purpose) -> Result<Change, StoreError> {
         let registry = self.registry();
-        let trusted = trust::env_allowed(registry, active.project.as_ref());
-        if let Some(notice) = trust::skipped_env_notice(active.project.as_ref(), trusted) {
-            match purpose {
-                Purpose::Hook => ui::hook_note(notice),
-                Purpose::Command => ui::warn(notice),
-                Purpose::Proxy => {}
-            }
-        }
         if matches!(purpose, Purpose::Command | Purpose::Hook) {
             let names = active.toolchains.iter().map(|t| t.name.as_str());
             ensure_views(&self.home, registry, names)?;
         }
-        let lmfiles = self.ctx.var(vars::LMFILES);
-        let mut change = change_for(active, registry, &self.home, trusted, lmfiles);
+        let lmfiles = self.ctx.var(vars::_LMFILES_);
+        // The file's `[env]` is empty until it is trusted (`ProjectFile::env`).
+        let mut change = change_for(active, registry, &self.home, true, lmfiles);
         // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
         if purpose == Purpose::Hook && !change.ops.is_empty() {
             change.ops.push(Op::Prepend(
-                "PATH".into(),
+                vars::PATH.into(),
                 vec![self.home.shims().into_os_string()],
             ));
         }
@@ -215,6 +227,12 @@ impl<'c> Session<'c> {
 }
 
 /// Reads the own registry and layers the upstreams' on it, saying what `door` says.
+/// Where a newer copy of the compatibility data may be: this home, then its upstreams
+/// (read only if a fact is asked: one lstat per home).
+fn use_facts_of(home: &Home) {
+    crate::facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams.clone()));
+}
+
 fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateError> {
     if door == Door::Command {
         ui::verbose(format!("reading {}", home.settings().display()));
@@ -226,6 +244,7 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
         }
     }
     let layered = upstream::layered(home, own);
+    use_facts_of(home);
     if door == Door::Command {
         if let Some(e) = upstream::from_context(ctx).1 {
             ui::warn_with_hints(&e, e.hints());
@@ -265,16 +284,16 @@ pub fn ensure_views<'a>(
 
 /// The environment plan of `active` with the module step: the toolkits loaded modules
 /// name (`lmfiles`, the value of `_LMFILES_`) count as other toolkits, so switching drops
-/// them too. `trusted`: whether the project's `[env]` applies. A module file, read by
+/// them too. `with_env`: whether the project's `[env]` may apply (once trusted). A module file, read by
 /// other shells on other nodes, gets `false` and `None` (`gpuenv module`).
 pub fn change_for(
     active: &ActiveSet,
     registry: &Registry,
     home: &Home,
-    trusted: bool,
+    with_env: bool,
     lmfiles: Option<&str>,
 ) -> Change {
-    let mut change = env::plan(active, registry, home, trusted);
+    let mut change = env::plan(active, registry, home, with_env);
     module::count_loaded_as_foreign(&mut change, lmfiles);
     change
 }

@@ -1,12 +1,212 @@
 //! Facts: what holds for CUDA, ROCm and the machine whatever gpuenv's state is (versions,
-//! the release tables, layout rules, reserved names). Below everything but the base
-//! utilities.
+//! arch forms, the release tables, layout rules, reserved names, the variables). Below
+//! everything but the base utilities.
+//!
+//! The facts that change with every CUDA and PyTorch release (minimum drivers, the newest
+//! GCC each nvcc accepts, the archs each nvcc can build, PyTorch's wheel indexes) are kept
+//! as data: `cuda.toml` beside this file, embedded at build time (build.rs makes statics of
+//! it), replaced by a newer checked copy in a gpuenv home ([`copies`]), and overruled for
+//! one toolkit by what its own tree says ([`tree`]). A release newer than the data is
+//! [`Unknown`], never guessed.
 
+pub mod arch;
 pub mod build_cache;
+pub mod copies;
 pub mod cuda_tables;
 pub mod driver;
+pub mod lookup;
 pub mod nvidia_target;
 pub mod python;
 pub mod reserved;
+pub mod schema;
 pub mod torch_headers;
+pub mod torch_index;
+pub mod tree;
+pub mod update;
+pub mod vars;
 pub mod version;
+
+use std::fmt;
+
+pub use copies::{current, loaded, set_candidates, Loaded};
+pub use lookup::{Coverage, DriverNeed};
+
+/// The host GCC majors a release accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GccRange {
+    pub min: Option<u64>,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinorCompat {
+    pub major: u64,
+    pub driver: &'static str,
+    pub source: &'static str,
+}
+
+/// One `[[release]]` row; a fact it does not give is `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReleaseFacts {
+    pub release: (u64, u64),
+    pub driver: Option<&'static str>,
+    pub gcc: Option<GccRange>,
+    pub archs: Option<&'static [u32]>,
+    pub source: &'static str,
+}
+
+/// One `[[torch-index]]` row: `https://download.pytorch.org/whl/<name>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TorchIndex {
+    pub name: &'static str,
+    pub cuda: (u64, u64),
+    /// `(compute capability × 10, carries PTX)`; `None` when not known.
+    pub archs: Option<&'static [(u32, bool)]>,
+    pub source: &'static str,
+}
+
+impl TorchIndex {
+    pub fn url(&self) -> String {
+        format!("{PYTORCH_WHEELS}/{}", self.name)
+    }
+}
+
+/// Where PyTorch's wheel indexes live.
+pub const PYTORCH_WHEELS: &str = "https://download.pytorch.org/whl";
+
+/// One copy of the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    /// When the data was last checked (`YYYY-MM-DD`).
+    pub date: &'static str,
+    pub minor_compat: &'static [MinorCompat],
+    pub releases: &'static [ReleaseFacts],
+    pub torch: &'static [TorchIndex],
+}
+
+mod embedded {
+    use super::*;
+    include!(concat!(env!("OUT_DIR"), "/facts.rs"));
+}
+
+impl Facts {
+    /// The data this gpuenv was built with.
+    pub fn embedded() -> &'static Facts {
+        &embedded::EMBEDDED
+    }
+
+    /// A checked copy made `'static`: read once per process, so leaking it costs nothing.
+    pub fn from_checked(c: schema::Checked) -> Facts {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let minor: Vec<MinorCompat> = c
+            .minor_compat
+            .into_iter()
+            .map(|(major, driver, source)| MinorCompat {
+                major,
+                driver: leak(driver),
+                source: leak(source),
+            })
+            .collect();
+        let releases: Vec<ReleaseFacts> = c
+            .releases
+            .into_iter()
+            .map(|r| ReleaseFacts {
+                release: r.release,
+                driver: r.driver.map(leak),
+                gcc: r.gcc.map(|(min, max)| GccRange { min, max }),
+                archs: r.archs.map(|a| &*Vec::leak(a)),
+                source: leak(r.source),
+            })
+            .collect();
+        let torch: Vec<TorchIndex> = c
+            .torch
+            .into_iter()
+            .map(|t| TorchIndex {
+                name: leak(t.name),
+                cuda: t.cuda,
+                archs: t.archs.map(|a| &*Vec::leak(a)),
+                source: leak(t.source),
+            })
+            .collect();
+        Facts {
+            date: leak(c.date),
+            minor_compat: Vec::leak(minor),
+            releases: Vec::leak(releases),
+            torch: Vec::leak(torch),
+        }
+    }
+}
+
+pub fn release_name(rel: (u64, u64)) -> String {
+    format!("{}.{}", rel.0, rel.1)
+}
+
+/// Which fact a question was about, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fact {
+    Driver,
+    Gcc,
+    Archs,
+    TorchIndex,
+}
+
+impl fmt::Display for Fact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Fact::Driver => "its minimum driver",
+            Fact::Gcc => "the host GCC it accepts",
+            Fact::Archs => "the GPU archs it can build",
+            Fact::TorchIndex => "PyTorch's wheel indexes for it",
+        })
+    }
+}
+
+/// A release newer than every row of a fact: said, not guessed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("CUDA {release} is newer than gpuenv's data on {fact} (rows up to {last}, data from {date}): not known to this gpuenv")]
+pub struct Unknown {
+    pub release: String,
+    pub fact: Fact,
+    pub last: String,
+    pub date: &'static str,
+}
+
+/// The command that refreshes the data.
+pub const REFRESH: &str = "gpuenv self update-data";
+
+impl crate::diagnostic::Diagnostic for Unknown {
+    fn hints(&self) -> Vec<String> {
+        vec![format!(
+            "run `{REFRESH}` to refresh it from NVIDIA's redist manifests and the toolkits installed here"
+        )]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_data_reaches_the_releases_the_package_index_carries() {
+        let f = Facts::embedded();
+        let last = |pick: fn(&ReleaseFacts) -> bool| {
+            f.releases
+                .iter()
+                .filter(|r| pick(r))
+                .map(|r| r.release)
+                .max()
+        };
+        assert_eq!(last(|r| r.gcc.is_some()), Some((13, 5)));
+        assert_eq!(last(|r| r.archs.is_some()), Some((13, 5)));
+        assert_eq!(last(|r| r.driver.is_some()), Some((13, 1)));
+        assert!(f.releases.iter().all(|r| !r.source.is_empty()));
+        assert!(f.torch.iter().any(|t| t.name == "cu130"));
+    }
+
+    #[test]
+    fn the_repository_file_passes_the_run_time_checks_too() {
+        let text = include_str!("cuda.toml");
+        let checked = schema::check(text).unwrap();
+        assert_eq!(Facts::from_checked(checked), *Facts::embedded());
+    }
+}

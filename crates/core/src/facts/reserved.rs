@@ -1,7 +1,7 @@
 //! Variables a toolchain file's `[env]` may not set, even when trusted: those that steer
 //! gpuenv itself, the shell running the hook, or what every program loads. One list, here.
 
-use crate::path_list::PATH_LISTS;
+use crate::facts::vars::{self, PATH_LISTS};
 
 /// Shell variables by exact name: prompts and hooks (a value here runs code at every
 /// prompt or removes gpuenv's hook), startup files, and what word splitting depends on.
@@ -26,7 +26,7 @@ const SHELL: [&str; 22] = [
     "ZDOTDIR",
     "IFS",
     "SHELL",
-    "HOME",
+    vars::HOME,
     "CDPATH",
 ];
 

@@ -1,9 +1,11 @@
 //! `GPUENV_AUTO_INSTALL=1`: a shim or the shell hook that meets a pinned toolkit nobody
-//! installed yet installs it (saying so) instead of failing. The core never downloads: it
-//! asks an [`Installer`], which the entry point hands in. Both run `gpuenv install <spec>`
-//! as a child process (the hooks ignore SIGINT, and only a child gets it back, so Ctrl-C
-//! still stops a download started at a prompt): the CLI its own binary, the proxy the
-//! gpuenv found beside it (`$GPUENV_HOME/bin/gpuenv`) or on PATH.
+//! installed yet installs it (saying so) instead of failing. Only what the user chose: a
+//! trusted toolchain file's pins, the default, `GPUENV_TOOLCHAIN`, `+spec`; a cloned
+//! project's untrusted file downloads nothing. The core never downloads: it asks an
+//! [`Installer`], which the entry point hands in. Both run `gpuenv install <spec>` as a
+//! child process (the hooks ignore SIGINT, and only a child gets it back, so Ctrl-C still
+//! stops a download started at a prompt): the CLI its own binary, the proxy the gpuenv
+//! found beside it (`$GPUENV_HOME/bin/gpuenv`) or on PATH.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -90,6 +92,26 @@ impl Installer for RunGpuenv<'_> {
     }
 }
 
+/// `GPUENV_AUTO_INSTALL` met a pin of a toolchain file nobody trusted: it installs nothing
+/// and says what it would install.
+#[derive(Debug, thiserror::Error)]
+#[error("{spec} is not installed ({origin} asks for it); GPUENV_AUTO_INSTALL would install it, but {} is not trusted", crate::ui::printable(&file.to_string_lossy()))]
+pub struct NotAllowed {
+    pub spec: Spec,
+    pub origin: String,
+    pub file: PathBuf,
+}
+
+impl Diagnostic for NotAllowed {
+    fn hints(&self) -> Vec<String> {
+        vec![format!(
+            "`gpuenv trust {}` lets it install what the file pins (read the file first), or `gpuenv install {}` installs it now",
+            crate::ui::shell_word(&self.file),
+            self.spec
+        )]
+    }
+}
+
 /// At most this many installs for one command (one per kind), so a pin that an install
 /// cannot satisfy never loops.
 pub const MAX_INSTALLS: usize = 2;
@@ -98,12 +120,31 @@ pub fn enabled(ctx: &Context) -> bool {
     ctx.flag(vars::GPUENV_AUTO_INSTALL)
 }
 
-/// The spec to install when resolution failed only because it is not installed.
+/// The spec to install when resolution failed only because it is not installed, and the
+/// user chose it (not an untrusted file).
 pub fn missing(err: &ResolveError) -> Option<(&Spec, &str)> {
     match err {
-        ResolveError::NotRegistered { spec, origin } if spec.label.is_none() => {
-            Some((spec, origin.as_str()))
-        }
+        ResolveError::NotRegistered {
+            spec,
+            origin,
+            untrusted_file: None,
+        } if spec.label.is_none() => Some((spec, origin.as_str())),
+        _ => None,
+    }
+}
+
+/// What an automatic install would have installed, had the file pinning it been trusted.
+pub fn not_allowed(err: &ResolveError) -> Option<NotAllowed> {
+    match err {
+        ResolveError::NotRegistered {
+            spec,
+            origin,
+            untrusted_file: Some(file),
+        } if spec.label.is_none() => Some(NotAllowed {
+            spec: spec.clone(),
+            origin: origin.clone(),
+            file: file.clone(),
+        }),
         _ => None,
     }
 }
@@ -113,7 +154,7 @@ pub fn find_gpuenv(ctx: &Context, exe: &Path) -> Option<PathBuf> {
     exe.parent()
         .map(|dir| dir.join("gpuenv"))
         .filter(|p| p.is_file())
-        .or_else(|| crate::plan::guard::find_on_path(ctx.var_os("PATH"), "gpuenv"))
+        .or_else(|| crate::plan::guard::find_on_path(ctx.var_os(vars::PATH), "gpuenv"))
 }
 
 /// Runs `gpuenv install <spec>` with its output on stderr (a proxy's stdout belongs to the

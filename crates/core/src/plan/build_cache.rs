@@ -5,6 +5,7 @@
 //! and file (ccache's `compiler_check` is its size and modification time), never the
 //! proxy's, so another toolkit's nvcc misses and switching back hits.
 
+use crate::facts::vars;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
@@ -50,12 +51,12 @@ pub fn choose(
         })?;
         return Ok(Choice {
             cache,
-            from: "GPUENV_BUILD_CACHE".into(),
+            from: vars::GPUENV_BUILD_CACHE.into(),
         });
     }
-    if let Some((cache, at)) = file.and_then(|f| f.build_cache.as_ref()) {
+    if let Some((cache, at)) = file.and_then(|f| f.build_cache()) {
         return Ok(Choice {
-            cache: *cache,
+            cache,
             from: at.to_string(),
         });
     }
@@ -128,9 +129,17 @@ mod tests {
     fn the_variable_beats_the_file_which_beats_the_settings() {
         let mut registry = Registry::default();
         registry.build.cache = Some(BuildCache::Sccache);
-        let file =
+        let mut file =
             crate::project::parse(Path::new("/p/gpuenv.toml"), "[build]\ncache = \"ccache\"\n")
                 .unwrap();
+        // An untrusted file's cache program is not run: the settings' default is.
+        assert_eq!(
+            choose(None, Some(&file), &registry).unwrap().cache,
+            BuildCache::Sccache
+        );
+        let mut trusting = registry.clone();
+        crate::project::trust::trust(&mut trusting, &file);
+        crate::project::trust::settle(&trusting, &mut file);
         let pick = |var, file| choose(var, file, &registry).unwrap();
         assert_eq!(pick(Some("off"), Some(&file)).cache, BuildCache::Off);
         let from_file = pick(None, Some(&file));

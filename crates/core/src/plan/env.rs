@@ -7,13 +7,16 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::facts::arch::{self, CudaArch};
+use crate::facts::vars;
 use crate::path_list;
 use crate::plan::resolve::ActiveSet;
 use crate::store::home::Home;
 use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::{system, view, Kind};
 
-pub use crate::path_list::PATH_LISTS;
+/// The path-list variables gpuenv edits.
+pub use crate::facts::vars::PATH_LISTS;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
@@ -159,7 +162,7 @@ fn path_str(p: &Path) -> OsString {
 }
 
 /// The change that makes `active` the environment: the one function every other part uses.
-pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: bool) -> Change {
+pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool) -> Change {
     let mut ops = Vec::new();
     let set = |ops: &mut Vec<Op>, k: &str, v: OsString| ops.push(Op::Set(k.to_string(), v));
     let prepend = |ops: &mut Vec<Op>, k: &str, v: &Path| {
@@ -208,42 +211,42 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
                 for k in Kind::Cuda.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
-                set(&mut ops, "CUDACXX", path_str(&v.bin.join("nvcc")));
+                set(&mut ops, vars::CUDACXX, path_str(&v.bin.join("nvcc")));
                 // torch's extension builds run `$CUDA_HOME/bin/nvcc` (the proxy), behind
                 // ccache or sccache when one is on PATH; PYTORCH_NVCC would turn that off, so
                 // it is the user's alone (an older gpuenv's value is dropped).
-                ops.push(Op::Clear("PYTORCH_NVCC".into(), home.views()));
+                ops.push(Op::Clear(vars::PYTORCH_NVCC.into(), home.views()));
                 torch_extensions(&mut ops, home, &t.name);
                 if let Some(cc) = active.host_compiler.as_ref().and_then(|c| c.compiler()) {
-                    set(&mut ops, "CUDAHOSTCXX", path_str(cc));
+                    set(&mut ops, vars::CUDAHOSTCXX, path_str(cc));
                 }
-                prepend(&mut ops, "PATH", &v.bin);
-                prepend_dir(&mut ops, "LD_LIBRARY_PATH", &v.lib, &e.lib_dir);
-                prepend_dir(&mut ops, "LIBRARY_PATH", &v.lib, &e.lib_dir);
-                prepend_dir(&mut ops, "CPATH", &v.include, &e.include_dir);
+                prepend(&mut ops, vars::PATH, &v.bin);
+                prepend_dir(&mut ops, vars::LD_LIBRARY_PATH, &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, vars::LIBRARY_PATH, &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, vars::CPATH, &v.include, &e.include_dir);
                 if let Some(nccl) = &t.entry.collectives {
                     let through = |p: &Path| path_str(&v.through(&t.entry, p));
-                    set(&mut ops, "NCCL_ROOT", through(&nccl.root));
-                    set(&mut ops, "NCCL_INCLUDE_DIR", through(&nccl.include_dir));
-                    set(&mut ops, "NCCL_LIB_DIR", through(&nccl.lib_dir));
+                    set(&mut ops, vars::NCCL_ROOT, through(&nccl.root));
+                    set(&mut ops, vars::NCCL_INCLUDE_DIR, through(&nccl.include_dir));
+                    set(&mut ops, vars::NCCL_LIB_DIR, through(&nccl.lib_dir));
                 }
             }
             Kind::Rocm => {
                 for k in Kind::Rocm.home_vars() {
                     set(&mut ops, k, root.clone());
                 }
-                set(&mut ops, "HIP_PLATFORM", "amd".into());
+                set(&mut ops, vars::HIP_PLATFORM, "amd".into());
                 if active.get(Kind::Cuda).is_none() {
                     torch_extensions(&mut ops, home, &t.name);
                 }
-                prepend(&mut ops, "PATH", &v.bin);
-                prepend_dir(&mut ops, "LD_LIBRARY_PATH", &v.lib, &e.lib_dir);
-                prepend_dir(&mut ops, "CPATH", &v.include, &e.include_dir);
-                prepend_dir(&mut ops, "CMAKE_PREFIX_PATH", &v.home, &e.root);
+                prepend(&mut ops, vars::PATH, &v.bin);
+                prepend_dir(&mut ops, vars::LD_LIBRARY_PATH, &v.lib, &e.lib_dir);
+                prepend_dir(&mut ops, vars::CPATH, &v.include, &e.include_dir);
+                prepend_dir(&mut ops, vars::CMAKE_PREFIX_PATH, &v.home, &e.root);
                 if let Some(rccl) = &t.entry.collectives {
                     set(
                         &mut ops,
-                        "RCCL_HOME",
+                        vars::RCCL_HOME,
                         path_str(&v.through(&t.entry, &rccl.root)),
                     );
                 }
@@ -255,59 +258,62 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, trusted_env: b
         if !file.cuda_arch.is_empty() {
             set(
                 &mut ops,
-                "TORCH_CUDA_ARCH_LIST",
-                file.cuda_arch.join(";").into(),
+                vars::TORCH_CUDA_ARCH_LIST,
+                arch::torch_list(&file.cuda_arch).into(),
             );
             // CMake >= 3.20 initialises CMAKE_CUDA_ARCHITECTURES from this variable (it never
             // reads CMAKE_CUDA_ARCHITECTURES from the environment).
-            let cmake: Vec<String> = file.cuda_arch.iter().map(|a| cmake_cuda_arch(a)).collect();
-            set(&mut ops, "CUDAARCHS", cmake.join(";").into());
+            let cmake: Vec<String> = file.cuda_arch.iter().map(CudaArch::cmake).collect();
+            set(&mut ops, vars::CUDAARCHS, cmake.join(";").into());
         }
         if !file.rocm_arch.is_empty() {
-            set(
-                &mut ops,
-                "PYTORCH_ROCM_ARCH",
-                file.rocm_arch.join(";").into(),
-            );
-            set(&mut ops, "GPU_TARGETS", file.rocm_arch.join(";").into());
+            let semicolons = arch::rocm_list(&file.rocm_arch, ";");
+            set(&mut ops, vars::PYTORCH_ROCM_ARCH, semicolons.clone().into());
+            set(&mut ops, vars::GPU_TARGETS, semicolons.into());
             // What the Perl hipcc of ROCm <= 5.x targets when the command line names none.
             set(
                 &mut ops,
-                "HCC_AMDGPU_TARGET",
-                file.rocm_arch.join(",").into(),
+                vars::HCC_AMDGPU_TARGET,
+                arch::rocm_list(&file.rocm_arch, ",").into(),
             );
         }
-        if trusted_env {
-            for (k, v) in &file.env {
+        // `env()` and `torch_index()` are empty until the file is trusted.
+        if with_env {
+            for (k, v) in file.env().into_iter().flatten() {
                 set(&mut ops, k, v.into());
+            }
+            if let Some(index) = file.torch_index().and(torch_index(active)) {
+                // pip looks in both indexes; uv's own switch picks PyTorch's index itself.
+                set(&mut ops, vars::PIP_EXTRA_INDEX_URL, index.url().into());
+                set(&mut ops, vars::UV_TORCH_BACKEND, index.name.into());
             }
         }
     }
 
     if !active.toolchains.is_empty() {
         let names: Vec<&str> = active.toolchains.iter().map(|t| t.name.as_str()).collect();
-        set(&mut ops, "GPUENV_ACTIVE", names.join(",").into());
+        set(&mut ops, vars::GPUENV_ACTIVE, names.join(",").into());
     }
     Change { ops }
+}
+
+/// PyTorch's wheel index for the active CUDA toolkit's release, if PyTorch has one.
+fn torch_index(active: &ActiveSet) -> Option<&'static crate::facts::TorchIndex> {
+    let v = &active.get(Kind::Cuda)?.entry.version;
+    crate::facts::torch_index::for_release(
+        crate::facts::current(),
+        (v.major(), v.minor().unwrap_or(0)),
+    )
 }
 
 /// `TORCH_EXTENSIONS_DIR`, unless the user set one: JIT extensions (`load()`) built by one
 /// toolchain's compiler are never loaded or rebuilt over by another's.
 fn torch_extensions(ops: &mut Vec<Op>, home: &Home, name: &str) {
     ops.push(Op::Default(
-        "TORCH_EXTENSIONS_DIR".into(),
+        vars::TORCH_EXTENSIONS_DIR.into(),
         path_str(&home.torch_extensions().join(name)),
         home.torch_extensions(),
     ));
-}
-
-/// CMake's spelling of an arch pin: `8.6` -> `86-real` (machine code only, as
-/// TORCH_CUDA_ARCH_LIST builds it), `9.0+PTX` -> `90` (machine code and PTX), `9.0a` -> `90a-real`.
-pub fn cmake_cuda_arch(arch: &str) -> String {
-    match arch.strip_suffix("+PTX") {
-        Some(base) => base.replace('.', ""),
-        None => format!("{}-real", arch.replace('.', "")),
-    }
 }
 
 #[cfg(test)]
@@ -417,14 +423,5 @@ mod tests {
         }
         let unset = |_: &str| None;
         assert_eq!(change.apply(&unset).after["PYTORCH_NVCC"], None);
-    }
-
-    #[test]
-    fn cmake_spelling_of_arch_pins() {
-        let got: Vec<String> = ["8.0", "8.6", "9.0+PTX", "9.0a"]
-            .iter()
-            .map(|a| cmake_cuda_arch(a))
-            .collect();
-        assert_eq!(got, ["80-real", "86-real", "90", "90a-real"]);
     }
 }

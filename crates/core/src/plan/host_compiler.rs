@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::context::vars;
-use crate::facts::cuda_tables;
+use crate::facts::{self, lookup, Coverage, GccRange};
 use crate::project::Location;
 use crate::store::toolchain::Version;
 
@@ -129,10 +129,36 @@ fn package_hint(command: &str) -> String {
 }
 
 /// The host compiler for CUDA toolchain `toolchain` (version `cuda`), given the project's
-/// `host-compiler` pin.
+/// `host-compiler` pin, from the data's GCC range for the release.
 pub fn choose(
     toolchain: &str,
     cuda: &Version,
+    pin: Option<(&str, &Location)>,
+    probe: &dyn Probe,
+) -> Choice {
+    choose_in(toolchain, cuda, None, pin, probe)
+}
+
+/// The newest GCC `cuda` accepts: its own `host_config.h` (under `include_dir`) when it
+/// says, else the data; `Err` with the words to show when neither knows.
+pub fn gcc_range(cuda: &Version, include_dir: Option<&Path>) -> Result<GccRange, String> {
+    let table = lookup::gcc(facts::current(), (cuda.major(), cuda.minor().unwrap_or(0)));
+    if let Some(max) = include_dir.and_then(facts::tree::gcc_max) {
+        let min = table.known().and_then(|f| f.value.min);
+        return Ok(GccRange { min, max });
+    }
+    match table {
+        Coverage::Known(f) => Ok(*f.value),
+        Coverage::Newer(u) => Err(format!("{u}; run `{}`", facts::REFRESH)),
+        Coverage::Older => Err(format!("gpuenv's data does not cover CUDA {cuda}")),
+    }
+}
+
+/// [`choose`], reading the toolkit's own limits from its headers in `include_dir` first.
+pub fn choose_in(
+    toolchain: &str,
+    cuda: &Version,
+    include_dir: Option<&Path>,
     pin: Option<(&str, &Location)>,
     probe: &dyn Probe,
 ) -> Choice {
@@ -148,12 +174,11 @@ pub fn choose(
             },
         };
     }
-    let Some(row) = cuda_tables::host_gcc(cuda) else {
-        return Choice::Default {
-            why: format!("gpuenv's table does not cover CUDA {cuda}"),
-        };
+    let range = match gcc_range(cuda, include_dir) {
+        Ok(range) => range,
+        Err(why) => return Choice::Default { why },
     };
-    let max = row.value.max;
+    let max = range.max;
     let Some(default) = probe.which("g++") else {
         return Choice::Default {
             why: "no g++ on PATH".into(),
@@ -169,7 +194,7 @@ pub fn choose(
             why: format!("g++ is gcc {version}, which {toolchain} accepts (gcc <= {max})"),
         };
     }
-    let min = row.value.min.unwrap_or(1);
+    let min = range.min.unwrap_or(1);
     for n in (min..=max).rev() {
         let command = format!("g++-{n}");
         if let Some(compiler) = probe.which(&command) {
@@ -213,7 +238,7 @@ pub fn user_choice<'a>(var: impl Fn(&str) -> Option<&'a str>) -> Option<(String,
             let value = ccbin_in(var(name)?.split_whitespace())?;
             Some((value, format!("-ccbin in {name}")))
         })
-        .or_else(|| Some((var(vars::NVCC_CCBIN)?.to_string(), "NVCC_CCBIN".into())))
+        .or_else(|| Some((var(vars::NVCC_CCBIN)?.to_string(), vars::NVCC_CCBIN.into())))
 }
 
 /// `gcc (Debian 12.2.0-14) 12.2.0` -> 12.2.0; `None` for clang and the like.

@@ -12,7 +12,7 @@ use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
 use crate::facts::torch_headers;
 use crate::plan::guard::{LocateError, TorchVersion};
-use crate::project::{self, Location, PinValue, ProjectError, ProjectFile};
+use crate::project::{Foreign, Location, PinValue, ProjectError, ProjectFile};
 use crate::store::toolchain::registry::{Entry, Registry};
 use crate::store::toolchain::{Kind, NameError, Spec};
 
@@ -63,8 +63,11 @@ pub struct Active {
 pub struct ActiveSet {
     /// At most one per kind, CUDA first.
     pub toolchains: Vec<Active>,
-    /// The toolchain file in effect, if any (its arch pins and `[env]` apply).
+    /// The toolchain file in effect, if any (its arch pins apply; what only a trusted file
+    /// may do, once trusted).
     pub project: Option<ProjectFile>,
+    /// Nearer toolchain files not applied because they may be someone else's.
+    pub passed_over: Vec<Foreign>,
     /// The host compiler for the active CUDA toolchain, once the edge has probed PATH
     /// (`attach_host_compiler`).
     pub host_compiler: Option<crate::plan::host_compiler::Choice>,
@@ -80,13 +83,16 @@ impl ActiveSet {
         let Some(cuda) = self.get(Kind::Cuda) else {
             return;
         };
-        let pin = self
-            .project
-            .as_ref()
-            .and_then(|p| p.host_compiler.as_ref())
-            .map(|(cmd, at)| (cmd.as_str(), at));
-        let choice =
-            crate::plan::host_compiler::choose(&cuda.name, &cuda.entry.version, pin, probe);
+        // Only a trusted file's: an untrusted one never names what nvcc runs.
+        let pin = self.project.as_ref().and_then(|p| p.host_compiler());
+        let pin = pin.as_ref().map(|(cmd, at)| (cmd.as_str(), *at));
+        let choice = crate::plan::host_compiler::choose_in(
+            &cuda.name,
+            &cuda.entry.version,
+            Some(&cuda.entry.include_dir),
+            pin,
+            probe,
+        );
         self.host_compiler = Some(choice);
     }
 }
@@ -133,7 +139,13 @@ pub enum ResolveError {
         second: Spec,
     },
     #[error("{spec} is not installed: {origin} asks for it, and no registered toolchain matches")]
-    NotRegistered { spec: Spec, origin: String },
+    NotRegistered {
+        spec: Spec,
+        origin: String,
+        /// The toolchain file that pins it, when nobody trusted that file: an automatic
+        /// install does not act on it.
+        untrusted_file: Option<PathBuf>,
+    },
     #[error("{at}: {kind} = \"torch\", but {source}")]
     TorchNotFound {
         at: Location,
@@ -247,15 +259,14 @@ pub fn resolve_kinds(
         Some(v) => parse_specs(&format!("GPUENV_TOOLCHAIN={v}"), v)?,
         None => Vec::new(),
     };
-    let project = match project::find(req.cwd)? {
-        Some(path) => Some(project::load(&path)?),
-        None => None,
-    };
+    let here = crate::project::trust::in_effect(req.cwd, registry)?;
+    let project = here.file;
     let defaults = parse_specs("the default in settings.toml", &registry.default.join(","))?;
 
     let mut set = ActiveSet::default();
     for &kind in kinds {
         let of_kind = |specs: &[Spec]| specs.iter().find(|s| s.kind == kind).cloned();
+        let mut from_file = None;
         let (spec, reason, origin) = if let Some(s) = of_kind(req.overrides) {
             (s.clone(), Reason::Override(s.clone()), format!("`+{s}`"))
         } else if let Some(s) = of_kind(&env_specs) {
@@ -265,6 +276,7 @@ pub fn resolve_kinds(
                 format!("GPUENV_TOOLCHAIN={}", req.env_toolchain.unwrap_or_default()),
             )
         } else if let Some(pin) = project.as_ref().and_then(|p| p.pin(kind)) {
+            from_file = project.as_ref();
             match &pin.value {
                 PinValue::Spec(s) => (
                     s.clone(),
@@ -316,6 +328,9 @@ pub fn resolve_kinds(
             .ok_or_else(|| ResolveError::NotRegistered {
                 spec: spec.clone(),
                 origin,
+                untrusted_file: from_file
+                    .filter(|f| !crate::project::trust::trusted_as_is(registry, f))
+                    .map(|f| f.path.clone()),
             })?;
         set.toolchains.push(Active {
             name: name.to_string(),
@@ -324,5 +339,6 @@ pub fn resolve_kinds(
         });
     }
     set.project = project;
+    set.passed_over = here.passed_over;
     Ok(set)
 }

@@ -2,9 +2,10 @@
 //! with every error at file:line:column. Finding it walking up is [`locate`], `gpuenv pin`'s
 //! change to it [`edit`].
 
-mod arch;
 mod edit;
+mod gated;
 mod locate;
+pub mod owner;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -15,15 +16,16 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::diagnostic::Diagnostic;
+use crate::facts::arch::{self, CudaArch, RocmTarget};
 use crate::facts::build_cache::{BuildCache, UnknownBuildCache};
 use crate::facts::reserved;
 use crate::fsutil::{self, line_col};
 use crate::store::toolchain::{Kind, Spec};
 use crate::ui::printable;
 
-pub use arch::{validate_cuda_arch, validate_rocm_arch, ArchError};
 pub use edit::{edit, PinEdit};
-pub use locate::{find, locate, Found};
+pub use locate::{find, locate, Found, Here};
+pub use owner::Foreign;
 
 pub const FILE_NAMES: [&str; 2] = ["gpuenv.toml", ".gpuenv.toml"];
 
@@ -64,22 +66,34 @@ pub enum TorchCheck {
     Off,
 }
 
-/// A parsed toolchain file.
+/// A parsed toolchain file. What it selects (pins, arch lists) is open to all; what would
+/// run a program it names, relax the guard or set variables is read through accessors
+/// that give it only once `gpuenv trust` recorded these very bytes ([`crate::project::trust`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectFile {
     pub path: PathBuf,
     pub pins: Vec<Pin>,
-    pub cuda_arch: Vec<String>,
-    pub rocm_arch: Vec<String>,
-    pub torch_check: Option<TorchCheck>,
+    /// `cuda-arch`, each once, in the order written.
+    pub cuda_arch: Vec<CudaArch>,
+    /// `rocm-arch`, each once, in the order written.
+    pub rocm_arch: Vec<RocmTarget>,
+    /// Where each entry of `cuda_arch` and `rocm_arch` is written (same order), for
+    /// messages such as `gpuenv audit`'s.
+    pub cuda_arch_at: Vec<Location>,
+    pub rocm_arch_at: Vec<Location>,
+    torch_check: Option<TorchCheck>,
+    /// `[torch] index = "auto"`, where it is written: export the PyTorch wheel index of the
+    /// active toolkit for pip and uv (applied only when the file is trusted).
+    torch_index: Option<Location>,
     /// `[build] cache`, and where it is written.
-    pub build_cache: Option<(BuildCache, Location)>,
+    build_cache: Option<(BuildCache, Location)>,
     /// `host-compiler = "g++-11"`: the command or path nvcc gets as its host compiler.
-    pub host_compiler: Option<(String, Location)>,
-    /// Applied only when the file is trusted.
-    pub env: BTreeMap<String, String>,
+    host_compiler: Option<(String, Location)>,
+    env: BTreeMap<String, String>,
     /// The bytes this was parsed from: trust is checked against exactly these.
     text: String,
+    /// Whether `gpuenv trust` recorded exactly these bytes (set by `trust::settle`).
+    trusted: bool,
 }
 
 impl ProjectFile {
@@ -137,7 +151,7 @@ impl Diagnostic for ProjectError {
             ProjectError::NotRegular { .. } => {
                 vec!["a toolchain file must be a file: rename or remove it".into()]
             }
-            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache, an optional [torch] check and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
+            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache, an optional [torch] check and index, and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
             ProjectError::Invalid { .. } | ProjectError::Unreadable { .. } => Vec::new(),
         }
     }
@@ -185,10 +199,11 @@ struct RawToolchain {
 #[derive(Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a [torch] table, such as `[torch]` then `check = \"minor\"`"
+    expecting = "a [torch] table, such as `[torch]` then `check = \"minor\"` or `index = \"auto\"`"
 )]
 struct RawTorch {
     check: Option<TorchCheck>,
+    index: Option<Spanned<String>>,
 }
 
 /// Reads and parses a toolchain file. The bytes are read once: what is parsed is what is
@@ -248,16 +263,35 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         }
     })?;
 
+    let (torch_check, torch_index) = match raw.torch {
+        Some(t) => (t.check, t.index),
+        None => (None, None),
+    };
+    let torch_index = match torch_index {
+        None => None,
+        Some(v) if v.get_ref() == "auto" => Some(at(v.span().start)),
+        Some(v) => {
+            let shown = printable(&format!("{:?}", v.get_ref())).into_owned();
+            return Err(invalid(
+                v.span().start,
+                format!("[torch] index = {shown}: the one value is \"auto\" (the index of the active toolkit, from gpuenv's data)"),
+            ));
+        }
+    };
     let mut file = ProjectFile {
         path: path.to_path_buf(),
         pins: Vec::new(),
         cuda_arch: Vec::new(),
         rocm_arch: Vec::new(),
-        torch_check: raw.torch.and_then(|t| t.check),
+        cuda_arch_at: Vec::new(),
+        rocm_arch_at: Vec::new(),
+        torch_check,
+        torch_index,
         build_cache: None,
         host_compiler: None,
         env: BTreeMap::new(),
         text: text.to_string(),
+        trusted: false,
     };
     if let Some(cache) = raw.build.and_then(|b| b.cache) {
         let start = cache.span().start;
@@ -290,10 +324,14 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
                 at: at(start),
             });
         }
-        for arch in tc.cuda_arch.unwrap_or_default() {
-            validate_cuda_arch(arch.get_ref())
-                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
-            file.cuda_arch.push(arch.into_inner());
+        for a in tc.cuda_arch.unwrap_or_default() {
+            let parsed = arch::cuda_pin(a.get_ref())
+                .map_err(|e| invalid(a.span().start, printable(&e.to_string()).into_owned()))?;
+            // An entry named twice counts once, where it is first written.
+            if !file.cuda_arch.contains(&parsed) {
+                file.cuda_arch_at.push(at(a.span().start));
+                file.cuda_arch.push(parsed);
+            }
         }
         if let Some(cc) = tc.host_compiler {
             let start = cc.span().start;
@@ -305,10 +343,13 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
             }
             file.host_compiler = Some((cc.into_inner(), at(start)));
         }
-        for arch in tc.rocm_arch.unwrap_or_default() {
-            validate_rocm_arch(arch.get_ref())
-                .map_err(|e| invalid(arch.span().start, printable(&e.to_string()).into_owned()))?;
-            file.rocm_arch.push(arch.into_inner());
+        for a in tc.rocm_arch.unwrap_or_default() {
+            let parsed = arch::rocm_pin(a.get_ref())
+                .map_err(|e| invalid(a.span().start, printable(&e.to_string()).into_owned()))?;
+            if !file.rocm_arch.contains(&parsed) {
+                file.rocm_arch_at.push(at(a.span().start));
+                file.rocm_arch.push(parsed);
+            }
         }
     }
     for (key, value) in raw.env.unwrap_or_default() {
@@ -404,6 +445,9 @@ NCCL_DEBUG = "INFO"
         );
         assert_eq!(f.cuda_arch, ["8.0", "8.6", "9.0+PTX"]);
         assert_eq!(f.rocm_arch, ["gfx90a", "gfx942"]);
+        let lines = |at: &[Location]| at.iter().map(|a| (a.line, a.column)).collect::<Vec<_>>();
+        assert_eq!(lines(&f.cuda_arch_at), [(5, 14), (5, 21), (5, 28)]);
+        assert_eq!(lines(&f.rocm_arch_at), [(6, 14), (6, 24)]);
         assert_eq!(f.torch_check, Some(TorchCheck::Minor));
         let (cc, at) = f.host_compiler.unwrap();
         assert_eq!((cc.as_str(), at.line), ("g++-11", 7));
@@ -428,6 +472,14 @@ NCCL_DEBUG = "INFO"
         let e = parse_err("[toolchain]\ncuda-arch = [\"8.0\", \"sm_86\"]\n");
         assert!(e.starts_with("/p/gpuenv.toml:2:21: "), "{e}");
         assert!(e.contains("sm_86"), "{e}");
+
+        let e = parse_err("[torch]\nindex = \"cu999\"\n");
+        assert!(
+            e.starts_with("/p/gpuenv.toml:2:9: ") && e.contains("auto"),
+            "{e}"
+        );
+        let f = parse_ok("[torch]\nindex = \"auto\"\n");
+        assert_eq!(f.torch_index.map(|at| at.line), Some(2));
 
         let e = parse_err("[torch]\ncheck = \"sometimes\"\n");
         assert!(e.starts_with("/p/gpuenv.toml:2:"), "{e}");

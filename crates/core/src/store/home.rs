@@ -77,6 +77,14 @@ impl Home {
     pub fn host_compilers(&self) -> PathBuf {
         self.root.join("cache/host-compilers")
     }
+    /// What each nvcc answered to `--list-gpu-arch` (`facts::tree`).
+    pub fn tree_facts(&self) -> PathBuf {
+        self.root.join("cache/tree-facts")
+    }
+    /// A newer copy of gpuenv's data (`facts::copies`).
+    pub fn facts_file(&self) -> PathBuf {
+        self.root.join(crate::facts::copies::FILE)
+    }
     /// `TORCH_EXTENSIONS_DIR` of each toolchain: `torch-extensions/<name>`.
     pub fn torch_extensions(&self) -> PathBuf {
         self.root.join("torch-extensions")

@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+use crate::facts::arch::{hipcc_archs, nvcc_archs, CudaArch, RocmTarget};
 use crate::store::toolchain::Kind;
 
 /// What the project and the machine ask for.
@@ -13,9 +14,9 @@ pub struct Additions<'a> {
     /// The host compiler nvcc gets, unless the command line or NVCC_* variables name one.
     pub ccbin: Option<&'a Path>,
     /// `cuda-arch` pins (`8.6`, `9.0+PTX`, `9.0a`).
-    pub cuda_arch: &'a [String],
+    pub cuda_arch: &'a [CudaArch],
     /// `rocm-arch` pins (`gfx90a`).
-    pub rocm_arch: &'a [String],
+    pub rocm_arch: &'a [RocmTarget],
 }
 
 /// Arguments that only ask the driver something; nothing is added to them.
@@ -29,17 +30,6 @@ const QUERIES: &[&str] = &[
     "--list-gpu-code",
     "-code-ls",
 ];
-
-const NVCC_ARCH_OPTIONS: &[&str] = &[
-    "-arch",
-    "--gpu-architecture",
-    "-gencode",
-    "--generate-code",
-    "-code",
-    "--gpu-code",
-];
-
-const HIPCC_ARCH_OPTIONS: &[&str] = &["--offload-arch", "--amdgpu-target", "--cuda-gpu-arch"];
 
 const CCBIN_OPTIONS: &[&str] = &["-ccbin", "--compiler-bindir"];
 
@@ -63,20 +53,6 @@ pub fn is_query(args: &[OsString]) -> bool {
             .any(|a| a.to_str().is_some_and(|a| QUERIES.contains(&a)))
 }
 
-/// `8.6` -> `arch=compute_86,code=sm_86`; `9.0+PTX` adds `arch=compute_90,code=compute_90`.
-pub fn gencode(arch: &str) -> Vec<String> {
-    let (base, ptx) = match arch.strip_suffix("+PTX") {
-        Some(base) => (base, true),
-        None => (arch, false),
-    };
-    let sm = base.replace('.', "");
-    let mut out = vec![format!("arch=compute_{sm},code=sm_{sm}")];
-    if ptx {
-        out.push(format!("arch=compute_{sm},code=compute_{sm}"));
-    }
-    out
-}
-
 /// The command line with the additions in front of the user's own arguments.
 pub fn add(kind: Kind, args: &[OsString], add: &Additions) -> Vec<OsString> {
     if is_query(args) {
@@ -89,15 +65,15 @@ pub fn add(kind: Kind, args: &[OsString], add: &Additions) -> Vec<OsString> {
                 front.push("-ccbin".into());
                 front.push(cc.into());
             }
-            if !has_option(args, NVCC_ARCH_OPTIONS) {
-                for code in add.cuda_arch.iter().flat_map(|a| gencode(a)) {
+            if nvcc_archs(args).is_none() {
+                for code in add.cuda_arch.iter().flat_map(CudaArch::gencode) {
                     front.push("-gencode".into());
                     front.push(code.into());
                 }
             }
         }
         Kind::Rocm => {
-            if !has_option(args, HIPCC_ARCH_OPTIONS) {
+            if hipcc_archs(args).is_none() {
                 for arch in add.rocm_arch {
                     front.push(format!("--offload-arch={arch}").into());
                 }
@@ -121,13 +97,17 @@ mod tests {
         words.join(" ")
     }
 
-    fn strings(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
+    fn cuda(v: &[&str]) -> Vec<CudaArch> {
+        v.iter().map(|s| CudaArch::parse(s).unwrap()).collect()
+    }
+
+    fn rocm(v: &[&str]) -> Vec<RocmTarget> {
+        v.iter().map(|s| RocmTarget::parse(s).unwrap()).collect()
     }
 
     #[test]
     fn a_plain_nvcc_compile_gets_the_pinned_archs_and_the_host_compiler() {
-        let archs = strings(&["8.0", "9.0+PTX"]);
+        let archs = cuda(&["8.0", "9.0+PTX"]);
         let add = Additions {
             ccbin: Some(Path::new("/usr/bin/g++-11")),
             cuda_arch: &archs,
@@ -141,7 +121,7 @@ mod tests {
 
     #[test]
     fn the_command_lines_own_choices_win() {
-        let archs = strings(&["8.0"]);
+        let archs = cuda(&["8.0"]);
         let add = Additions {
             ccbin: Some(Path::new("/usr/bin/g++-11")),
             cuda_arch: &archs,
@@ -164,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_plain_hipcc_compile_gets_one_offload_arch_per_pin() {
-        let archs = strings(&["gfx90a", "gfx940"]);
+        let archs = rocm(&["gfx90a", "gfx940"]);
         let add = Additions {
             rocm_arch: &archs,
             ..Default::default()
@@ -183,19 +163,6 @@ mod tests {
         assert_eq!(
             shown(&super::add(Kind::Rocm, &args("-c k.hip"), &cc)),
             "-c k.hip"
-        );
-    }
-
-    #[test]
-    fn gencode_spells_machine_code_and_ptx() {
-        assert_eq!(gencode("8.6"), ["arch=compute_86,code=sm_86"]);
-        assert_eq!(gencode("9.0a"), ["arch=compute_90a,code=sm_90a"]);
-        assert_eq!(
-            gencode("9.0+PTX"),
-            [
-                "arch=compute_90,code=sm_90",
-                "arch=compute_90,code=compute_90"
-            ]
         );
     }
 }

@@ -7,7 +7,7 @@ use crate::context::vars;
 use crate::context::Context;
 use crate::plan::guard::{self, Policy, Side};
 use crate::plan::resolve::{self, Active, ActiveSet, Reason, Request};
-use crate::project::{self, TorchCheck};
+use crate::project::TorchCheck;
 use crate::store::toolchain::registry::Registry;
 use crate::ui;
 
@@ -27,14 +27,8 @@ pub fn guard(
     let Some(include) = guard::torch_extension_build(&args) else {
         return Ok(());
     };
-    // A view's proxy does not resolve, but the project's policy still applies.
-    let file = match &active.project {
-        Some(p) => Some(p.clone()),
-        None => project::find(&ctx.cwd)?
-            .map(|p| project::load(&p))
-            .transpose()?,
-    };
-    let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file.as_ref())?;
+    // A relaxation (`off`, `major`) counts only from a trusted file (`ProjectFile::torch_check`).
+    let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), active.project.as_ref())?;
     if policy.check == TorchCheck::Off {
         return Ok(());
     }

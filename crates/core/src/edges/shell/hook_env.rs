@@ -2,6 +2,7 @@
 //! wanted for the current directory, recording what it changed (in one variable) so that
 //! the next move first puts back exactly what was there.
 
+use crate::facts::vars;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -15,7 +16,7 @@ use crate::plan::env::{Applied, Lookup, PATH_LISTS};
 use crate::project;
 
 /// The variable that holds the state between prompts.
-pub const STATE_VAR: &str = "__GPUENV_STATE";
+pub const STATE_VAR: &str = vars::__GPUENV_STATE;
 
 /// The layout of the state. A shell keeps its state across an upgrade of gpuenv: a state
 /// of an older layout is read (its saved values are what a revert needs), one of an unknown

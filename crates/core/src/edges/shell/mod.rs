@@ -4,7 +4,7 @@
 pub mod fast_path;
 pub mod hook;
 pub mod hook_env;
-pub mod quote;
+pub use crate::quote;
 
 use std::ffi::OsStr;
 use std::fmt;

@@ -90,7 +90,7 @@ pub fn locate_torch(ctx: &Context, python: Option<&Path>) -> Result<TorchVersion
         }
         match found {
             Some(f) => Some(f),
-            None => match find_on_path(ctx.var_os("PATH"), "python3") {
+            None => match find_on_path(ctx.var_os(vars::PATH), "python3") {
                 Some(python) => from_python(&python, &mut looked)?,
                 None => {
                     looked.push("python3 on PATH (none found)".into());

@@ -150,7 +150,7 @@ impl Policy {
     ) -> Result<Policy, PolicyError> {
         Policy::choose(
             env,
-            file.and_then(|f| Some((f.torch_check?, f.path.as_path()))),
+            file.and_then(|f| Some((f.torch_check()?, f.path.as_path()))),
         )
     }
 
@@ -318,21 +318,35 @@ pub fn refusal(
             "use the toolkit torch was built for: `gpuenv install {kind}-{built}`, and pin it with `{kind} = \"torch\"` under [toolchain] in gpuenv.toml"
         ));
     }
-    let wheel = match kind {
-        Kind::Cuda => format!(
-            " (e.g. pip install torch --index-url https://download.pytorch.org/whl/cu{}{})",
-            tc_short.major(),
-            tc_short.minor().unwrap_or(0)
-        ),
+    hints.push(match kind {
+        Kind::Cuda => torch_for_toolkit(&tc_short),
         Kind::Rocm => format!(
-            " (e.g. pip install torch --index-url https://download.pytorch.org/whl/rocm{tc_short})"
+            "or install a torch built for {kind} {tc_short} (e.g. pip install torch --index-url {}/rocm{tc_short})",
+            crate::facts::PYTORCH_WHEELS
         ),
-    };
-    hints.push(format!(
-        "or install a torch built for {kind} {tc_short}{wheel}"
-    ));
+    });
     hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());
     Some(Refusal { message, hints })
+}
+
+/// The torch that matches a CUDA toolkit: the exact `pip install` from PyTorch's index for
+/// its release, or why there is none (PyTorch skips releases; the data may be older).
+pub fn torch_for_toolkit(cuda: &Version) -> String {
+    use crate::facts::{self, torch_index};
+    let release = (cuda.major(), cuda.minor().unwrap_or(0));
+    let machine = torch_index::Machine {
+        toolkit: Some(release),
+        ..Default::default()
+    };
+    match torch_index::choose(facts::current(), &machine) {
+        Ok(pick) => format!(
+            "or install the torch built for CUDA {}: `pip install --force-reinstall torch --index-url {}` (uv: `uv pip install --torch-backend={} torch`)",
+            facts::release_name(release),
+            pick.index.url(),
+            pick.index.name
+        ),
+        Err(why) => format!("or install a torch built for CUDA {}: {why}", facts::release_name(release)),
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! compiler changed in the last two seconds is not remembered yet: file times tick coarsely,
 //! so an edit within the same tick could leave them as they were.
 
+use crate::facts::vars;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -34,7 +35,7 @@ impl<'a> CachedProbe<'a> {
     pub fn new(ctx: &'a Context, home: &Home) -> CachedProbe<'a> {
         CachedProbe {
             probe: PathProbe {
-                path: ctx.var_os("PATH"),
+                path: ctx.var_os(vars::PATH),
             },
             dir: home.host_compilers(),
             now: SystemTime::now(),

@@ -1,6 +1,7 @@
 //! What a tree is: kind, version (read from the tree, never from its name) and where its
 //! headers and libraries live. The parsers are pure; `detect` reads the tree.
 
+use crate::facts::vars;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -106,8 +107,8 @@ fn run_version(tool: &Path) -> Result<String, AskError> {
         Command::new(tool)
             .arg("--version")
             .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("LC_ALL", "C"),
+            .env(vars::PATH, "/usr/bin:/bin")
+            .env(vars::LC_ALL, "C"),
     )?;
     Ok(out.text())
 }

@@ -8,6 +8,7 @@ pub mod system;
 pub mod upstream;
 pub mod view;
 
+use crate::facts::vars;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -37,8 +38,8 @@ impl Kind {
     /// site's module files set to the toolkits they load.
     pub fn home_vars(self) -> &'static [&'static str] {
         match self {
-            Kind::Cuda => &["CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"],
-            Kind::Rocm => &["ROCM_PATH", "ROCM_HOME", "HIP_PATH"],
+            Kind::Cuda => &[vars::CUDA_HOME, vars::CUDA_PATH, vars::CUDAToolkit_ROOT],
+            Kind::Rocm => &[vars::ROCM_PATH, vars::ROCM_HOME, vars::HIP_PATH],
         }
     }
 
@@ -174,6 +175,12 @@ impl fmt::Display for Spec {
     }
 }
 
+/// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
+/// user's Python and system tools, never removed on a toolchain's behalf.
+pub fn is_shared_prefix(root: &Path) -> bool {
+    root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,10 +242,4 @@ mod tests {
         );
         assert!(Spec::parse_for_kind(Kind::Cuda, "rocm-6.2").is_err());
     }
-}
-
-/// Roots that are a shared prefix (a conda environment, `/usr`): their entries are the
-/// user's Python and system tools, never removed on a toolchain's behalf.
-pub fn is_shared_prefix(root: &Path) -> bool {
-    root.join("conda-meta").is_dir() || root.starts_with("/usr/lib") || root == Path::new("/usr")
 }

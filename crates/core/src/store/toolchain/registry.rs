@@ -31,6 +31,14 @@ pub struct Registry {
     pub default: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trusted: Vec<Trusted>,
+    /// Directories whose toolchain files apply though someone else could have written them
+    /// (`gpuenv trust --safe-directory`, as git's `safe.directory`).
+    #[serde(
+        default,
+        rename = "safe-directories",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub safe_directories: Vec<PathBuf>,
     /// `[build]`: the user's default compiler cache for every project.
     #[serde(default, skip_serializing_if = "BuildSettings::is_empty")]
     pub build: BuildSettings,

@@ -1,0 +1,461 @@
+//! An object's GPU code and runtime needs against what is asked of it: each arch that a pin,
+//! an arch-list variable or a GPU present names needs code that runs there (SASS of the same
+//! major and a minor no higher, exact for `a`; else PTX the driver can compile), and the
+//! runtime it needs should be the active toolchain's.
+
+use crate::arch::{CudaArch, GfxTarget, Variant};
+use crate::fatbin::{Image, ImageKind};
+use crate::runtime::{classify, Runtime};
+use crate::Object;
+
+pub use crate::finding::{Finding, Status};
+pub use crate::want::{ActiveToolchain, Arch, Inputs, Source, ToolKind, Want};
+
+/// The findings, in report order: device code, each arch asked for, the runtime.
+pub fn compare(object: &Object, inputs: &Inputs) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let has_cuda = !object.cuda.is_empty();
+    let has_hip = !object.hip.is_empty() || object.hip_compressed > 0;
+    if !has_cuda && !has_hip {
+        out.push(Finding::new(
+            "device-code",
+            Status::Warn,
+            "no GPU code in it: no CUDA fatbinary (.nv_fatbin, __nv_relfatbin) and no HIP offload bundle (.hip_fatbin)".into(),
+        ));
+    }
+    if object.hip_compressed > 0 {
+        out.push(Finding::new(
+            "code-object",
+            Status::Warn,
+            format!(
+                "{} compressed offload bundle(s) not read: their gfx targets are not checked",
+                object.hip_compressed
+            ),
+        ));
+    }
+    let wants = dedup(&inputs.wants);
+    let (mut cuda_wants, mut rocm_wants) = (0, 0);
+    for want in &wants {
+        match &want.arch {
+            Arch::Cuda { arch, ptx } if has_cuda => {
+                cuda_wants += 1;
+                out.extend(cuda_want(&object.cuda, *arch, *ptx, &want.source));
+            }
+            Arch::Rocm(target) if !object.hip.is_empty() => {
+                rocm_wants += 1;
+                out.push(rocm_want(&object.hip, target, &want.source));
+            }
+            _ => {}
+        }
+    }
+    if !inputs.gpus_found && (has_cuda || has_hip) {
+        out.push(Finding::new(
+            "gpus",
+            Status::Skip,
+            format!(
+                "no GPU found here ({}): compared with the pins and arch lists only",
+                inputs.no_gpu.join("; ")
+            ),
+        ));
+    }
+    let nothing = |kind: &str, flag: &str| {
+        Finding::new(
+            "kernel-image",
+            Status::Skip,
+            format!("nothing to compare its {kind} code with: no {flag} pin, no arch list, no GPU found"),
+        )
+        .hint(format!("pin the archs it must run on: `gpuenv pin --arch {}`", if kind == "CUDA" { "8.0,9.0" } else { "gfx90a" }))
+    };
+    if has_cuda && cuda_wants == 0 {
+        out.push(nothing("CUDA", "cuda-arch"));
+    }
+    if !object.hip.is_empty() && rocm_wants == 0 {
+        out.push(nothing("HIP", "rocm-arch"));
+    }
+    out.extend(runtime(object, inputs));
+    out
+}
+
+/// The first of each arch (GPUs come first), so a GPU's finding names the GPU.
+fn dedup(wants: &[Want]) -> Vec<&Want> {
+    let mut seen: Vec<&Want> = Vec::new();
+    for w in wants {
+        let same = |o: &Want| match (&o.arch, &w.arch) {
+            (Arch::Cuda { arch: a, .. }, Arch::Cuda { arch: b, .. }) => a.sm == b.sm,
+            (a, b) => a == b,
+        };
+        match seen.iter_mut().find(|o| same(o)) {
+            // A later `+PTX` for the same arch still asks for PTX.
+            Some(first) if matches!(w.arch, Arch::Cuda { ptx: true, .. }) => {
+                if let Arch::Cuda { ptx: false, .. } = first.arch {
+                    *first = w;
+                }
+            }
+            Some(_) => {}
+            None => seen.push(w),
+        }
+    }
+    seen
+}
+
+fn list(images: &[&Image]) -> String {
+    if images.is_empty() {
+        return "none".into();
+    }
+    let names: Vec<String> = images
+        .iter()
+        .map(|i| match i.kind {
+            ImageKind::Sass => i.arch.to_string(),
+            ImageKind::Ptx => i.arch.compute(),
+        })
+        .collect();
+    names.join(", ")
+}
+
+fn cuda_want(images: &[Image], want: CudaArch, ptx: bool, from: &Source) -> Vec<Finding> {
+    let gpu = CudaArch::new(want.sm, Variant::Plain);
+    let of = |kind| -> Vec<&Image> { images.iter().filter(|i| i.kind == kind).collect() };
+    let (sass, ptxs) = (of(ImageKind::Sass), of(ImageKind::Ptx));
+    let runs: Vec<&Image> = sass
+        .iter()
+        .copied()
+        .filter(|i| i.arch.sass_runs_on(gpu))
+        .collect();
+    let jits: Vec<&Image> = ptxs
+        .iter()
+        .copied()
+        .filter(|i| i.arch.ptx_jits_for(gpu))
+        .collect();
+    let mut out = Vec::new();
+    let cap = want.capability();
+    if !runs.is_empty() {
+        out.push(Finding::new(
+            "kernel-image",
+            Status::Ok,
+            format!("{want} ({from}): runs SASS {}", list(&runs)),
+        ));
+    } else if let Some(best) = jits.iter().max_by_key(|i| i.arch.sm) {
+        out.push(
+            Finding::new(
+                "kernel-image",
+                Status::Warn,
+                format!(
+                    "no SASS for {want} ({from}): the driver compiles {} PTX at every first load (slower start)",
+                    best.arch.compute()
+                ),
+            )
+            .hint(format!("add {cap} to the arch list it was built with (`-gencode arch=compute_{0},code=sm_{0}`)", want.sm)),
+        );
+    } else {
+        out.push(
+            Finding::new(
+                "kernel-image",
+                Status::Error,
+                format!(
+                    "no kernel image for {want} ({from}): it has SASS {} and PTX {}",
+                    list(&sass),
+                    list(&ptxs)
+                ),
+            )
+            .hint(format!(
+                "rebuild with {cap} in TORCH_CUDA_ARCH_LIST or CUDAARCHS (gpuenv exports a `cuda-arch` pin as both), or pass `-gencode arch=compute_{0},code=sm_{0}`",
+                want.sm
+            )),
+        );
+    }
+    let has_own_ptx = ptxs
+        .iter()
+        .any(|i| i.arch.sm == want.sm && i.arch.variant == Variant::Plain);
+    if ptx && !has_own_ptx {
+        let older = ptxs
+            .iter()
+            .filter(|i| i.arch.variant == Variant::Plain && i.arch.sm < want.sm)
+            .max_by_key(|i| i.arch.sm);
+        let newer = match older {
+            Some(i) => format!(
+                "GPUs newer than {cap} fall back to its {} PTX",
+                i.arch.compute()
+            ),
+            None => format!("GPUs newer than {cap} get no code they can run"),
+        };
+        out.push(
+            Finding::new(
+                "ptx",
+                Status::Warn,
+                format!(
+                    "{cap}+PTX ({from}) asks for {} PTX, which it lacks: {newer}",
+                    want.compute()
+                ),
+            )
+            .hint(format!(
+                "rebuild with `-gencode arch=compute_{0},code=[sm_{0},compute_{0}]`",
+                want.sm
+            )),
+        );
+    }
+    out
+}
+
+fn rocm_want(have: &[GfxTarget], want: &GfxTarget, from: &Source) -> Finding {
+    let names: Vec<String> = have.iter().map(ToString::to_string).collect();
+    let runs: Vec<String> = have
+        .iter()
+        .filter(|t| t.runs_on(want))
+        .map(ToString::to_string)
+        .collect();
+    if runs.is_empty() {
+        Finding::new(
+            "code-object",
+            Status::Error,
+            format!(
+                "no code object for {want} ({from}): it has {}",
+                names.join(", ")
+            ),
+        )
+        .hint(format!(
+            "rebuild with `--offload-arch={}` (gpuenv exports a `rocm-arch` pin as PYTORCH_ROCM_ARCH, GPU_TARGETS and HCC_AMDGPU_TARGET)",
+            want.processor
+        ))
+    } else {
+        Finding::new(
+            "code-object",
+            Status::Ok,
+            format!("{want} ({from}): has {}", runs.join(", ")),
+        )
+    }
+}
+
+/// The CUDA or HIP runtime it needs against the active toolchain, and (for an extension
+/// that needs PyTorch) against torch's CUDA release.
+fn runtime(object: &Object, inputs: &Inputs) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for soname in &object.needed {
+        let (kind, major) = match classify(soname) {
+            Some(Runtime::Cudart { major }) => (ToolKind::Cuda, major),
+            Some(Runtime::Hip { major }) => (ToolKind::Rocm, major),
+            _ => continue,
+        };
+        let needs = format!(
+            "needs {soname} ({})",
+            classify(soname).expect("classified").describe()
+        );
+        if let Some(t) = inputs.active.iter().find(|t| t.kind == kind) {
+            out.push(if t.major == major {
+                Finding::new(
+                    "runtime",
+                    Status::Ok,
+                    format!("{needs}: the active {} provides it", t.name),
+                )
+            } else {
+                let spec = match kind {
+                    ToolKind::Cuda => format!("cuda-{major}"),
+                    ToolKind::Rocm => format!("rocm-{major}"),
+                };
+                Finding::new(
+                    "runtime",
+                    Status::Warn,
+                    format!("{needs}, but the toolchain active here is {} (release {}): its libraries do not provide it", t.name, t.major),
+                )
+                .hint(format!("run it with a {major}.x toolchain: `gpuenv pin {spec}` (or rebuild it with {})", t.name))
+            });
+        }
+        if kind == ToolKind::Cuda && needs_torch(object) {
+            let torch_major = inputs
+                .torch_cuda
+                .as_deref()
+                .and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+            if let Some(tm) = torch_major.filter(|tm| *tm != major) {
+                out.push(
+                    Finding::new(
+                        "runtime",
+                        Status::Warn,
+                        format!(
+                            "{needs}, but the active Python's torch is a CUDA {} build (CUDA {tm})",
+                            inputs.torch_cuda.as_deref().unwrap_or_default()
+                        ),
+                    )
+                    .hint(format!("rebuild it with a CUDA {tm} toolchain: `cuda = \"torch\"` in gpuenv.toml pins the one matching torch")),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn needs_torch(object: &Object) -> bool {
+    object
+        .needed
+        .iter()
+        .any(|n| matches!(classify(n), Some(Runtime::Torch { .. })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ObjectKind;
+
+    fn image(kind: ImageKind, arch: &str) -> Image {
+        Image {
+            kind,
+            arch: CudaArch::parse(arch).unwrap().0,
+            compressed: false,
+            ptx_isa: None,
+        }
+    }
+
+    /// What `-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]` builds.
+    fn built() -> Object {
+        Object {
+            kind: ObjectKind::Shared,
+            cuda: vec![
+                image(ImageKind::Sass, "sm_80"),
+                image(ImageKind::Sass, "sm_90"),
+                image(ImageKind::Ptx, "sm_90"),
+            ],
+            hip: Vec::new(),
+            hip_compressed: 0,
+            needed: vec!["libcudart.so.13".into()],
+            static_cudart: false,
+        }
+    }
+
+    fn pin(arch: &str, line: usize) -> Want {
+        let (arch, ptx) = CudaArch::parse(arch).unwrap();
+        Want {
+            arch: Arch::Cuda { arch, ptx },
+            source: Source::Pin {
+                file: "/p/gpuenv.toml".into(),
+                line,
+            },
+        }
+    }
+
+    fn statuses(f: &[Finding]) -> Vec<(&'static str, Status)> {
+        f.iter().map(|f| (f.id, f.status)).collect()
+    }
+
+    #[test]
+    fn a_pinned_arch_without_sass_or_ptx_is_no_kernel_image() {
+        let inputs = Inputs {
+            wants: vec![pin("8.0", 3), pin("8.6", 3), pin("7.5", 3)],
+            ..Inputs::default()
+        };
+        let found = compare(&built(), &inputs);
+        assert_eq!(
+            statuses(&found),
+            [
+                ("kernel-image", Status::Ok),
+                ("kernel-image", Status::Ok),
+                ("kernel-image", Status::Error),
+                ("gpus", Status::Skip),
+            ]
+        );
+        assert_eq!(
+            found[1].message,
+            "sm_86 (pinned in gpuenv.toml:3): runs SASS sm_80"
+        );
+        assert_eq!(found[2].message, "no kernel image for sm_75 (pinned in gpuenv.toml:3): it has SASS sm_80, sm_90 and PTX compute_90");
+    }
+
+    #[test]
+    fn a_newer_gpu_runs_the_ptx_with_a_warning_and_plus_ptx_wants_its_own() {
+        let gpu = Want {
+            arch: Arch::Cuda {
+                arch: CudaArch::new(120, Variant::Plain),
+                ptx: false,
+            },
+            source: Source::Gpu {
+                tool: "nvidia-smi".into(),
+            },
+        };
+        let inputs = Inputs {
+            wants: vec![gpu, pin("8.0+PTX", 4)],
+            gpus_found: true,
+            ..Inputs::default()
+        };
+        let found = compare(&built(), &inputs);
+        assert_eq!(
+            statuses(&found),
+            [
+                ("kernel-image", Status::Warn),
+                ("kernel-image", Status::Ok),
+                ("ptx", Status::Warn)
+            ]
+        );
+        assert!(found[0].message.contains("compute_90 PTX"), "{found:?}");
+    }
+
+    #[test]
+    fn arch_specific_sass_runs_on_its_gpu_only() {
+        let mut o = built();
+        o.cuda = vec![image(ImageKind::Sass, "sm_90a")];
+        let inputs = Inputs {
+            wants: vec![pin("9.0", 2), pin("10.0", 2)],
+            ..Inputs::default()
+        };
+        let found = compare(&o, &inputs);
+        assert_eq!(found[0].status, Status::Ok);
+        assert_eq!(found[1].status, Status::Error);
+    }
+
+    #[test]
+    fn the_runtime_against_the_active_toolchain_and_torch() {
+        let mut o = built();
+        o.needed = vec!["libcudart.so.12".into(), "libc10_cuda.so".into()];
+        let inputs = Inputs {
+            active: vec![ActiveToolchain {
+                name: "cuda-13.0.2".into(),
+                kind: ToolKind::Cuda,
+                major: 13,
+            }],
+            torch_cuda: Some("13.2".into()),
+            gpus_found: true,
+            ..Inputs::default()
+        };
+        let found = compare(&o, &inputs);
+        assert_eq!(
+            statuses(&found),
+            [
+                ("kernel-image", Status::Skip),
+                ("runtime", Status::Warn),
+                ("runtime", Status::Warn)
+            ]
+        );
+        assert!(
+            found[1]
+                .message
+                .contains("libcudart.so.12 (the CUDA 12 runtime)"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn gfx_targets_against_rocm_pins() {
+        let mut o = built();
+        o.cuda.clear();
+        o.hip = vec![
+            GfxTarget::parse("gfx90a").unwrap(),
+            GfxTarget::parse("gfx940").unwrap(),
+        ];
+        let want = |t: &str| Want {
+            arch: Arch::Rocm(GfxTarget::parse(t).unwrap()),
+            source: Source::Var {
+                name: "PYTORCH_ROCM_ARCH".into(),
+            },
+        };
+        let inputs = Inputs {
+            wants: vec![want("gfx90a:xnack-"), want("gfx942"), pin("9.0", 1)],
+            gpus_found: true,
+            ..Inputs::default()
+        };
+        let found = compare(&o, &inputs);
+        assert_eq!(
+            statuses(&found),
+            [("code-object", Status::Ok), ("code-object", Status::Error)]
+        );
+        assert_eq!(
+            found[1].message,
+            "no code object for gfx942 (in PYTORCH_ROCM_ARCH): it has gfx90a, gfx940"
+        );
+    }
+}

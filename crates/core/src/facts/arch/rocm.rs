@@ -1,0 +1,165 @@
+//! An AMD GPU target as LLVM names it: a processor (`gfx90a`, `gfx942`, `gfx1100`) and
+//! target features after single colons (`gfx942:sramecc+:xnack-`).
+
+use std::fmt;
+
+/// The target features a target ID may set, each at most once, on (`+`) or off (`-`).
+const FEATURES: &[&str] = &["sramecc", "xnack"];
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RocmTarget {
+    /// `gfx90a`: what `rocminfo` names the GPU.
+    pub processor: String,
+    /// (`xnack`, true) for `:xnack+`, in the order written.
+    pub features: Vec<(&'static str, bool)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RocmTargetError {
+    #[error("expected forms like \"gfx90a\", \"gfx942\" or \"gfx90a:xnack+\"")]
+    Form,
+    #[error("a target feature is empty: features follow single colons, as in \"gfx90a:xnack+\"")]
+    EmptyFeature,
+    #[error("`{0}` is not a target feature: a target takes `:sramecc+`/`-` and `:xnack+`/`-`, each once, after single colons")]
+    Feature(String),
+}
+
+impl RocmTarget {
+    /// `gfx` and 3 or 4 lower-case hex digits, the first one or two a decimal major
+    /// (`gfx906`, `gfx90a`, `gfx1151`), then `:feature+` / `:feature-`.
+    pub fn parse(text: &str) -> Result<RocmTarget, RocmTargetError> {
+        let mut parts = text.split(':');
+        let processor = parts.next().unwrap_or_default();
+        if !is_processor(processor) {
+            return Err(RocmTargetError::Form);
+        }
+        let mut features: Vec<(&'static str, bool)> = Vec::new();
+        for part in parts {
+            if part.is_empty() {
+                return Err(RocmTargetError::EmptyFeature);
+            }
+            let bad = || RocmTargetError::Feature(part.to_string());
+            let (name, on) = match (part.strip_suffix('+'), part.strip_suffix('-')) {
+                (Some(n), _) => (n, true),
+                (_, Some(n)) => (n, false),
+                _ => return Err(bad()),
+            };
+            let name = FEATURES.iter().find(|f| **f == name).ok_or_else(bad)?;
+            if features.iter().any(|(f, _)| f == name) {
+                return Err(bad());
+            }
+            features.push((name, on));
+        }
+        Ok(RocmTarget {
+            processor: processor.to_string(),
+            features,
+        })
+    }
+}
+
+fn is_processor(p: &str) -> bool {
+    let Some(id) = p.strip_prefix("gfx") else {
+        return false;
+    };
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    let b = id.as_bytes();
+    let major_digits = b.len().saturating_sub(2);
+    matches!(b.len(), 3 | 4)
+        && b.iter().all(|c| hex(*c))
+        && b[..major_digits].iter().all(u8::is_ascii_digit)
+        && b[0] != b'0'
+}
+
+/// The spelling every consumer takes (`PYTORCH_ROCM_ARCH`, `GPU_TARGETS`,
+/// `--offload-arch=`): as written.
+impl fmt::Display for RocmTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.processor)?;
+        for (name, on) in &self.features {
+            write!(f, ":{name}{}", if *on { '+' } else { '-' })?;
+        }
+        Ok(())
+    }
+}
+
+impl PartialEq<&str> for RocmTarget {
+    fn eq(&self, other: &&str) -> bool {
+        RocmTarget::parse(other).is_ok_and(|o| o == *self)
+    }
+}
+
+/// `PYTORCH_ROCM_ARCH` / `GPU_TARGETS` (`;`) or `HCC_AMDGPU_TARGET` (`,`).
+pub fn rocm_list(targets: &[RocmTarget], separator: &str) -> String {
+    let shown: Vec<String> = targets.iter().map(RocmTarget::to_string).collect();
+    shown.join(separator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processors_and_target_ids() {
+        for ok in [
+            "gfx906",
+            "gfx90a",
+            "gfx90c",
+            "gfx942",
+            "gfx1100",
+            "gfx1151",
+            "gfx90a:xnack+",
+            "gfx90a:xnack-",
+            "gfx942:sramecc+:xnack-",
+        ] {
+            let t = RocmTarget::parse(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert_eq!(t.to_string(), ok);
+        }
+        let t = RocmTarget::parse("gfx942:sramecc+:xnack-").unwrap();
+        assert_eq!(t.processor, "gfx942");
+        assert_eq!(t.features, [("sramecc", true), ("xnack", false)]);
+    }
+
+    #[test]
+    fn what_is_not_a_target_and_why() {
+        for form in [
+            "",
+            "gfx",
+            "gfx9",
+            "gfx12345",
+            "GFX90A",
+            "gfx90A",
+            "gfx000",
+            "gfx0900",
+            "gfxa0a",
+            "gfx9a0a",
+            "sm_86",
+            "8.6",
+            "gfx90a;gfx942",
+            "gfx90a,gfx942",
+            "gfx90a gfx942",
+            " gfx90a",
+        ] {
+            assert_eq!(
+                RocmTarget::parse(form),
+                Err(RocmTargetError::Form),
+                "{form:?}"
+            );
+        }
+        for empty in ["gfx90a:", "gfx90a::xnack+", "gfx90a:xnack+:"] {
+            assert_eq!(RocmTarget::parse(empty), Err(RocmTargetError::EmptyFeature));
+        }
+        for (text, feature) in [
+            ("gfx90a:xnack", "xnack"),
+            ("gfx90a:xnack+:xnack-", "xnack-"),
+            ("gfx90a:tgsplit+", "tgsplit+"),
+            ("gfx90a:xnack+,gfx942", "xnack+,gfx942"),
+            ("gfx90a:XNACK+", "XNACK+"),
+        ] {
+            assert_eq!(
+                RocmTarget::parse(text),
+                Err(RocmTargetError::Feature(feature.into())),
+                "{text:?}"
+            );
+        }
+    }
+}

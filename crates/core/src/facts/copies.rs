@@ -1,0 +1,245 @@
+//! Which copy of the data is in effect: the embedded one, or a newer copy
+//! (`facts/cuda.toml`) in the user's gpuenv home or an upstream store. A copy is read only
+//! when a fact is first asked for, and only after one `lstat` says it exists, so a proxy
+//! call that needs no fact pays nothing. A copy that is bad (not TOML, absurd values, a
+//! link, owned by another user, writable by others) is refused with file and line, and the
+//! embedded data is used.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::{schema, Facts};
+use crate::fsutil;
+
+/// The file, relative to a gpuenv home.
+pub const FILE: &str = "facts/cuda.toml";
+
+/// What the first question found: the copy in effect and what was refused on the way.
+#[derive(Debug)]
+pub struct Loaded {
+    pub facts: Facts,
+    /// The file it came from; `None` for the embedded data.
+    pub origin: Option<PathBuf>,
+    pub refused: Vec<Refused>,
+    /// Good copies not used because the one in effect is as new or newer.
+    pub older: Vec<(PathBuf, &'static str)>,
+}
+
+/// A copy that was not used, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {message}; using gpuenv's embedded data (from {embedded})", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct Refused {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+    pub embedded: &'static str,
+}
+
+impl crate::diagnostic::Diagnostic for Refused {
+    fn hints(&self) -> Vec<String> {
+        vec![format!(
+            "remove or fix {}, or write a good copy with `{}`",
+            self.path.display(),
+            super::REFRESH
+        )]
+    }
+}
+
+static CANDIDATES: OnceLock<Vec<PathBuf>> = OnceLock::new();
+static LOADED: OnceLock<Loaded> = OnceLock::new();
+
+/// Where copies may be, the user's own home first (set once by the edge that knows the
+/// homes; later calls change nothing).
+pub fn set_candidates(homes: impl IntoIterator<Item = PathBuf>) {
+    let _ = CANDIDATES.set(homes.into_iter().map(|h| h.join(FILE)).collect());
+}
+
+/// The copy in effect, read at the first question.
+pub fn loaded() -> &'static Loaded {
+    LOADED.get_or_init(|| {
+        let paths = CANDIDATES.get().map(Vec::as_slice).unwrap_or_default();
+        choose(paths, Facts::embedded(), current_uid())
+    })
+}
+
+/// What was loaded, if a fact was asked for in this process.
+pub fn loaded_if_asked() -> Option<&'static Loaded> {
+    LOADED.get()
+}
+
+/// The data in effect.
+pub fn current() -> &'static Facts {
+    &loaded().facts
+}
+
+fn current_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The newest good copy among `paths` that is at least as new as `embedded`.
+pub fn choose(paths: &[PathBuf], embedded: &Facts, uid: u32) -> Loaded {
+    let mut out = Loaded {
+        facts: *embedded,
+        origin: None,
+        refused: Vec::new(),
+        older: Vec::new(),
+    };
+    for path in paths {
+        if fs_err::symlink_metadata(path).is_err() {
+            continue;
+        }
+        match read(path, uid) {
+            Ok(facts) if facts.date >= out.facts.date => {
+                if let Some(prev) = out.origin.take() {
+                    out.older.push((prev, out.facts.date));
+                }
+                out.facts = facts;
+                out.origin = Some(path.clone());
+            }
+            Ok(facts) => out.older.push((path.clone(), facts.date)),
+            Err((line, message)) => out.refused.push(Refused {
+                path: path.clone(),
+                line,
+                message,
+                embedded: embedded.date,
+            }),
+        }
+    }
+    out
+}
+
+/// Most a facts file can be; the embedded one is about 20 KiB.
+const MAX_SIZE: u64 = 1 << 20;
+
+/// Reads and checks one copy; on failure the line (if any) and why.
+pub fn read(path: &Path, uid: u32) -> Result<Facts, (Option<usize>, String)> {
+    trusted_place(path, uid).map_err(|m| (None, m))?;
+    let bytes = fsutil::read_regular(path, MAX_SIZE).map_err(|e| {
+        let m = match e {
+            fsutil::ReadError::NotRegular(what) => format!("it is {what}, not a regular file"),
+            fsutil::ReadError::TooLarge(limit) => format!("it is larger than {limit} bytes"),
+            fsutil::ReadError::Io(e) => fsutil::io_reason(&e),
+        };
+        (None, m)
+    })?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| (None, "it is not UTF-8 text".into()))?;
+    let checked = schema::check(text).map_err(|e| (Some(e.line), e.message))?;
+    Ok(Facts::from_checked(checked))
+}
+
+/// A copy changes what gpuenv tells about every toolkit: only the user's own file (or
+/// root's, for a site store), in a directory others cannot write, is read.
+fn trusted_place(path: &Path, uid: u32) -> Result<(), String> {
+    let meta = fs_err::symlink_metadata(path).map_err(|e| fsutil::io_reason(&e))?;
+    if meta.file_type().is_symlink() {
+        return Err("it is a symbolic link, which gpuenv does not follow for its data".into());
+    }
+    if meta.uid() != uid && meta.uid() != 0 {
+        return Err(format!(
+            "it is owned by uid {}, not by this user ({uid}) or root",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err("other users can write to it".into());
+    }
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let dmeta = fs_err::metadata(dir).map_err(|e| fsutil::io_reason(&e))?;
+    if dmeta.mode() & 0o002 != 0 {
+        return Err(format!(
+            "its directory {} is writable by every user",
+            dir.display()
+        ));
+    }
+    if dmeta.uid() != uid && dmeta.uid() != 0 {
+        return Err(format!(
+            "its directory {} is owned by uid {}, not by this user or root",
+            dir.display(),
+            dmeta.uid()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let path = dir.join(FILE);
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(&path, text).unwrap();
+        path
+    }
+
+    fn newer(date: &str) -> String {
+        include_str!("cuda.toml").replacen(
+            &format!("date = \"{}\"", Facts::embedded().date),
+            &format!("date = \"{date}\""),
+            1,
+        )
+    }
+
+    #[test]
+    fn a_newer_good_copy_wins_and_an_older_one_is_set_aside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = write(&tmp.path().join("a"), &newer("2099-01-01"));
+        let b = write(&tmp.path().join("b"), &newer("2000-01-01"));
+        let got = choose(&[b.clone(), a.clone()], Facts::embedded(), current_uid());
+        assert_eq!(got.origin.as_deref(), Some(a.as_path()));
+        assert_eq!(got.facts.date, "2099-01-01");
+        assert_eq!(got.older, [(b, "2000-01-01")]);
+        assert!(got.refused.is_empty());
+    }
+
+    #[test]
+    fn a_bad_copy_is_refused_with_its_line_and_the_embedded_data_stays() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bad = newer("2099-01-01").replacen("gcc-max = 16", "gcc-max = 1600", 1);
+        let path = write(tmp.path(), &bad);
+        let got = choose(
+            std::slice::from_ref(&path),
+            Facts::embedded(),
+            current_uid(),
+        );
+        assert_eq!(got.origin, None);
+        let refused = &got.refused[0];
+        let value_line = bad.lines().position(|l| l.contains("1600")).unwrap() + 1;
+        assert!(refused
+            .line
+            .is_some_and(|l| l <= value_line && l + 6 > value_line));
+        let e = refused.to_string();
+        assert!(e.starts_with(&format!("{}:", path.display())), "{e}");
+        assert!(
+            e.contains("cuda = \"13.4\"") && e.contains("embedded data"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_copy_others_can_write_or_own_is_not_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = write(tmp.path(), &newer("2099-01-01"));
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let got = choose(
+            std::slice::from_ref(&path),
+            Facts::embedded(),
+            current_uid(),
+        );
+        assert!(got.refused[0].message.contains("other users"), "{got:?}");
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // Another user's file: made by chown as root, else by asking as another uid.
+        let uid = current_uid();
+        let asking = if uid == 0 {
+            std::os::unix::fs::chown(&path, Some(4242), None).unwrap();
+            0
+        } else {
+            uid + 1
+        };
+        let got = choose(&[path], Facts::embedded(), asking);
+        assert!(got.refused[0].message.contains("owned by"), "{got:?}");
+    }
+}

@@ -1,0 +1,281 @@
+//! The shape of the facts file (`facts/cuda.toml`) and the checks every copy passes: the
+//! embedded one at build time (build.rs includes this file) and an override at run time.
+//! Only std, serde and toml here, so the build script can share it.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The one format this gpuenv reads; a newer gpuenv may write another.
+pub const FORMAT: u32 = 1;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawFile {
+    format: Spanned<u32>,
+    date: Spanned<String>,
+    #[serde(default)]
+    minor_compat: Vec<Spanned<RawMinor>>,
+    #[serde(default)]
+    release: Vec<Spanned<RawRelease>>,
+    #[serde(default)]
+    torch_index: Vec<Spanned<RawTorch>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawMinor {
+    major: u64,
+    driver: String,
+    source: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawRelease {
+    cuda: String,
+    driver: Option<String>,
+    gcc_min: Option<u64>,
+    gcc_max: Option<u64>,
+    archs: Option<Vec<u32>>,
+    source: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawTorch {
+    name: String,
+    cuda: String,
+    archs: Option<Vec<String>>,
+    source: String,
+}
+
+/// A checked copy, owned. `(major, minor)` releases; drivers as NVIDIA writes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub date: String,
+    pub minor_compat: Vec<(u64, String, String)>,
+    pub releases: Vec<CheckedRelease>,
+    pub torch: Vec<CheckedTorch>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedRelease {
+    pub release: (u64, u64),
+    pub driver: Option<String>,
+    pub gcc: Option<(Option<u64>, u64)>,
+    pub archs: Option<Vec<u32>>,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedTorch {
+    pub name: String,
+    pub cuda: (u64, u64),
+    /// `(compute capability × 10, with PTX)`.
+    pub archs: Option<Vec<(u32, bool)>>,
+    pub source: String,
+}
+
+/// What is wrong, and on which line (1-based).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    pub line: usize,
+    pub message: String,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|b| *b == b'\n')
+        .count()
+        + 1
+}
+
+/// `12.4` -> `(12, 4)`; majors 1..=99, minors 0..=99.
+pub fn parse_release(s: &str) -> Option<(u64, u64)> {
+    let (a, b) = s.split_once('.')?;
+    let num = |p: &str| -> Option<u64> {
+        (!p.is_empty() && p.len() <= 2 && p.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| p.parse().ok())
+            .flatten()
+    };
+    let (major, minor) = (num(a)?, num(b)?);
+    (major >= 1).then_some((major, minor))
+}
+
+/// `550.54.14`, `570.26`: two or three numbers, the first 100..=9999.
+pub fn valid_driver(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('.').collect();
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|c| c.is_ascii_digit()))
+        && parts[0]
+            .parse::<u32>()
+            .is_ok_and(|m| (100..=9999).contains(&m))
+}
+
+/// `8.6`, `9.0+PTX` (TORCH_CUDA_ARCH_LIST's form) -> `(86, false)`, `(90, true)`.
+pub fn parse_torch_arch(s: &str) -> Option<(u32, bool)> {
+    let (cc, ptx) = match s.strip_suffix("+PTX") {
+        Some(cc) => (cc, true),
+        None => (s, false),
+    };
+    let (major, minor) = parse_release(cc)?;
+    (minor <= 9).then_some(((major * 10 + minor) as u32, ptx))
+}
+
+fn valid_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+}
+
+fn valid_text(s: &str) -> bool {
+    !s.trim().is_empty() && s.len() <= 1000 && !s.chars().any(|c| c.is_control())
+}
+
+/// Parses and checks a facts file: every value in range, every row with a source, no
+/// release twice.
+pub fn check(text: &str) -> Result<Checked, SchemaError> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| SchemaError {
+        line: line_of(text, e.span().map_or(0, |s| s.start)),
+        message: e.message().trim().to_string(),
+    })?;
+    let err = |offset: usize, message: String| SchemaError {
+        line: line_of(text, offset),
+        message,
+    };
+    if *raw.format.get_ref() != FORMAT {
+        return Err(err(
+            raw.format.span().start,
+            format!(
+                "format = {}: this gpuenv reads format {FORMAT}",
+                raw.format.get_ref()
+            ),
+        ));
+    }
+    if !valid_date(raw.date.get_ref()) {
+        return Err(err(
+            raw.date.span().start,
+            format!("date = {:?} is not a YYYY-MM-DD date", raw.date.get_ref()),
+        ));
+    }
+    let mut out = Checked {
+        date: raw.date.into_inner(),
+        minor_compat: Vec::new(),
+        releases: Vec::new(),
+        torch: Vec::new(),
+    };
+    for row in raw.minor_compat {
+        let at = row.span().start;
+        let m = row.into_inner();
+        if !(1..=99).contains(&m.major) || !valid_driver(&m.driver) || !valid_text(&m.source) {
+            return Err(err(at, format!("[[minor-compat]] major = {}: needs a major 1..=99, a driver such as \"525.60.13\" and a source", m.major)));
+        }
+        out.minor_compat.push((m.major, m.driver, m.source));
+    }
+    for row in raw.release {
+        let at = row.span().start;
+        let r = row.into_inner();
+        let Some(release) = parse_release(&r.cuda) else {
+            return Err(err(
+                at,
+                format!(
+                    "[[release]] cuda = {:?} is not a release such as \"12.4\"",
+                    r.cuda
+                ),
+            ));
+        };
+        let bad = |what: String| err(at, format!("[[release]] cuda = \"{}\": {what}", r.cuda));
+        if out.releases.iter().any(|o| o.release == release) {
+            return Err(bad("listed twice".into()));
+        }
+        if !valid_text(&r.source) {
+            return Err(bad(
+                "needs a source: where its values come from, on one line".into(),
+            ));
+        }
+        if let Some(d) = &r.driver {
+            if !valid_driver(d) {
+                return Err(bad(format!(
+                    "driver = {d:?} is not a driver version such as \"550.54.14\""
+                )));
+            }
+        }
+        let gcc = match (r.gcc_min, r.gcc_max) {
+            (_, None) if r.gcc_min.is_some() => return Err(bad("gcc-min without gcc-max".into())),
+            (_, None) => None,
+            (min, Some(max)) => {
+                if !(1..=99).contains(&max) || min.is_some_and(|m| m == 0 || m > max) {
+                    return Err(bad(format!(
+                        "gcc-min/gcc-max = {min:?}/{max} is not a GCC major range within 1..=99"
+                    )));
+                }
+                Some((min, max))
+            }
+        };
+        if let Some(archs) = &r.archs {
+            if archs.is_empty()
+                || archs.iter().any(|a| !(10..=999).contains(a))
+                || archs.windows(2).any(|w| w[0] == w[1])
+            {
+                return Err(bad(
+                    "archs must be compute capabilities such as 86 (for sm_86), each once".into(),
+                ));
+            }
+        }
+        out.releases.push(CheckedRelease {
+            release,
+            driver: r.driver,
+            gcc,
+            archs: r.archs,
+            source: r.source,
+        });
+    }
+    for row in raw.torch_index {
+        let at = row.span().start;
+        let t = row.into_inner();
+        let name_ok = t.name.len() <= 16
+            && t.name.starts_with("cu")
+            && t.name[2..].bytes().all(|c| c.is_ascii_digit())
+            && t.name.len() > 2;
+        let cuda = parse_release(&t.cuda);
+        let bad = |what: String| err(at, format!("[[torch-index]] name = {:?}: {what}", t.name));
+        let Some(cuda) = cuda.filter(|_| name_ok) else {
+            return Err(bad(
+                "needs a name such as \"cu128\" and cuda such as \"12.8\"".into(),
+            ));
+        };
+        if !valid_text(&t.source) {
+            return Err(bad("needs a source".into()));
+        }
+        let archs = match &t.archs {
+            None => None,
+            Some(list) => Some(
+                list.iter()
+                    .map(|a| parse_torch_arch(a))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| {
+                        bad("archs are compute capabilities such as \"8.6\" or \"9.0+PTX\"".into())
+                    })?,
+            ),
+        };
+        if out.torch.iter().any(|o| o.name == t.name) {
+            return Err(bad("listed twice".into()));
+        }
+        out.torch.push(CheckedTorch {
+            name: t.name,
+            cuda,
+            archs,
+            source: t.source,
+        });
+    }
+    out.releases.sort_by_key(|r| r.release);
+    out.torch.sort_by_key(|t| t.cuda);
+    Ok(out)
+}

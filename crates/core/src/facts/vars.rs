@@ -1,0 +1,225 @@
+//! Every environment variable gpuenv reads or sets, with who does and one line on what it
+//! is: the one list the env plan, the proxy, the doctor and `docs/variables.md` (generated
+//! from it) use. Each name is a constant spelled as the variable, so a variable gpuenv
+//! handles cannot be left out of the list. Bottom layer: imports nothing from the crate.
+
+/// Whether gpuenv reads a variable, sets it, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    Read,
+    Set,
+    Both,
+}
+
+impl Use {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Use::Read => "read",
+            Use::Set => "set",
+            Use::Both => "read, set",
+        }
+    }
+}
+
+/// One variable: its name, whether gpuenv reads or sets it, which parts do, and what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Var {
+    pub name: &'static str,
+    pub uses: Use,
+    pub by: &'static str,
+    pub doc: &'static str,
+    /// The heading it is listed under in `docs/variables.md`.
+    pub section: &'static str,
+}
+
+/// `NAME: Use, "by", "doc";` under section headings: a constant per variable (its doc line
+/// is the constant's doc) and [`ALL`], in the order given.
+macro_rules! registry {
+    ($($section:literal { $($name:ident: $uses:ident, $by:literal, $doc:literal;)* })*) => {
+        $($(
+            #[doc = $doc]
+            #[allow(non_upper_case_globals)]
+            pub const $name: &str = stringify!($name);
+        )*)*
+        /// Every variable gpuenv reads or sets, by section.
+        pub const ALL: &[Var] = &[$($(Var {
+            name: stringify!($name),
+            uses: Use::$uses,
+            by: $by,
+            doc: $doc,
+            section: $section,
+        },)*)*];
+    };
+}
+
+registry! {
+    "gpuenv's own settings" {
+        GPUENV_HOME: Read, "every command, the proxy", "gpuenv's state directory (default `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`).";
+        XDG_DATA_HOME: Read, "every command, the proxy", "Where the default `GPUENV_HOME` is (`$XDG_DATA_HOME/gpuenv`).";
+        HOME: Read, "every command, the proxy", "The account's home (without it, the password database's: a SLURM step with `--export=NONE`).";
+        GPUENV_TOOLCHAIN: Both, "resolution; set by `gpuenv use`", "Comma-separated specs active in this shell: above the toolchain file, below `+spec` and `gpuenv run`.";
+        GPUENV_UPSTREAMS: Read, "the registry", "Other gpuenv homes (a site's shared store), colon-separated, used read-only.";
+        GPUENV_SYSTEM_CONFIG: Read, "the registry", "The system config naming upstreams (default `/etc/gpuenv/config.toml`).";
+        GPUENV_DISCOVER_ROOTS: Read, "`gpuenv discover`", "Roots to search instead of `/`, colon-separated.";
+        GPUENV_TORCH_CHECK: Read, "the proxy, `check`, `doctor`", "The torch guard's policy: `minor` (default), `major` or `off`; over `[torch] check`.";
+        GPUENV_BUILD_CACHE: Read, "the proxy, `show`", "The compiler cache the proxy compiles through: `ccache`, `sccache` or `off`; over `[build] cache`.";
+        GPUENV_AUTO_INSTALL: Read, "the proxy, the shell hook", "`1`: a shim or the shell hook installs a pinned toolkit that is missing instead of failing.";
+        GPUENV_PROBE_TIMEOUT: Read, "every command, the proxy, the shell hook", "Seconds a program gpuenv asks something (`g++ --version`, `nvidia-smi`) may take before it is stopped (default 10).";
+        GPUENV_LOG: Read, "every command, the proxy", "How much to say: `quiet`, `info` (default) or `verbose`; `-q` and `-v` win over it.";
+        NO_COLOR: Read, "every command (through anstream)", "Set and not empty: no colour, even on a terminal.";
+        GPUENV_DOCTOR_ROOT: Read, "`doctor`", "The root under which `doctor` reads `/proc`, `/dev` and `/.dockerenv` (default `/`).";
+        GPUENV_SHELL: Both, "the hook scripts; `gpuenv use`", "The shell the hook runs in: `gpuenv use` prints that shell's code.";
+        GPUENV_SHIM_DEPTH: Both, "the proxy", "How many gpuenv proxies are running in a chain; the proxy stops at 3.";
+        __GPUENV_STATE: Both, "the shell hook", "What the hook changed (each variable's value before and after) and what its result depended on.";
+        PWD: Read, "the shell hook", "The shell's directory: the prompt's fast path is armed only where it is the directory resolved.";
+    }
+    "Installing" {
+        GPUENV_CUDA_MIRROR: Read, "`install`", "NVIDIA's redist root: a URL, a `file://` URL or a directory.";
+        GPUENV_PYPI_URL: Read, "`install`", "The package index of the `pypi` source; else `PIP_INDEX_URL`; else PyPI.";
+        PIP_INDEX_URL: Read, "`install`", "pip's index, used when `GPUENV_PYPI_URL` is unset.";
+        GPUENV_DOWNLOAD_CACHE: Read, "`install`, `cache`", "The download cache (default `$GPUENV_HOME/downloads`).";
+        GPUENV_KEEP_ARCHIVES: Read, "`install`", "`1`: keep each archive after it is unpacked (a mirror of what was fetched).";
+        GPUENV_HTTP_TIMEOUT: Read, "`install`", "Seconds to wait for data before a download counts as timed out (default 60).";
+        HTTPS_PROXY: Read, "`install`", "The proxy for HTTPS downloads.";
+        https_proxy: Read, "`install`", "The same as `HTTPS_PROXY`, which wins.";
+        HTTP_PROXY: Read, "`install`", "The proxy for HTTP downloads.";
+        http_proxy: Read, "`install`", "The same as `HTTP_PROXY`, which wins.";
+        ALL_PROXY: Read, "`install`", "The proxy for downloads when no proxy of their scheme is set.";
+        all_proxy: Read, "`install`", "The same as `ALL_PROXY`, which wins.";
+        NO_PROXY: Read, "`install`", "Hosts reached without a proxy.";
+        no_proxy: Read, "`install`", "The same as `NO_PROXY`, which wins.";
+        GPUENV_TEST_HANG_AT: Read, "`install` (debug builds only)", "Stop at an install stage, for crash tests: `<stage>:<marker file>`.";
+        GPUENV_TEST_PAUSE_AT: Read, "`install` (debug builds only)", "Wait at an install stage until the marker file is deleted.";
+    }
+    "A toolchain's environment" {
+        CUDA_HOME: Both, "the env plan; `doctor`", "The active CUDA toolkit's view (its guarded mirror).";
+        CUDA_PATH: Both, "the env plan; `doctor`", "The same as `CUDA_HOME`.";
+        CUDAToolkit_ROOT: Set, "the env plan", "The same as `CUDA_HOME`, for CMake's `FindCUDAToolkit`.";
+        CUDACXX: Set, "the env plan", "The view's `bin/nvcc`, CMake's CUDA compiler.";
+        PYTORCH_NVCC: Both, "the env plan", "Never set, so torch runs `$CUDA_HOME/bin/nvcc` (the proxy) behind its own ccache; the user's value is kept, one an older gpuenv set (a view's nvcc) is removed.";
+        CUDAHOSTCXX: Set, "the env plan", "The host compiler chosen for nvcc, when one is.";
+        NCCL_ROOT: Both, "the env plan; `doctor`", "NCCL in or beside the CUDA toolkit.";
+        NCCL_INCLUDE_DIR: Both, "the env plan; `doctor`", "NCCL's headers.";
+        NCCL_LIB_DIR: Both, "the env plan; `doctor`", "NCCL's libraries.";
+        ROCM_PATH: Both, "the env plan; `doctor`", "The active ROCm tree's view.";
+        ROCM_HOME: Both, "the env plan; `doctor`", "The same as `ROCM_PATH`.";
+        HIP_PATH: Both, "the env plan; `doctor`", "The same as `ROCM_PATH`.";
+        HIP_PLATFORM: Set, "the env plan", "`amd` when a ROCm tree is active.";
+        RCCL_HOME: Both, "the env plan; `doctor`", "RCCL in or beside the ROCm tree.";
+        TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one.";
+        GPUENV_ACTIVE: Set, "the env plan", "The active toolchains' names, comma-separated (for prompts).";
+        PIP_EXTRA_INDEX_URL: Set, "the env plan", "The PyTorch wheel index of the pinned toolkit, for pip (a trusted file's `[torch] index = \"auto\"`).";
+        UV_TORCH_BACKEND: Set, "the env plan", "The same index's name (`cu132`), for uv (a trusted file's `[torch] index = \"auto\"`).";
+    }
+    "Path lists gpuenv edits" {
+        PATH: Both, "the env plan, the proxy, `doctor`", "The view's `bin` first; other toolkits' entries removed; the shims dir ahead of all.";
+        LD_LIBRARY_PATH: Both, "the env plan, `doctor`", "The toolkit's library dir first; other toolkits' entries removed.";
+        LIBRARY_PATH: Both, "the env plan, `doctor`", "The CUDA toolkit's library dir first, for the linker.";
+        CPATH: Both, "the env plan, `doctor`", "The toolkit's `include` first.";
+        CMAKE_PREFIX_PATH: Both, "the env plan", "The ROCm tree's view first.";
+    }
+    "Arch pins" {
+        TORCH_CUDA_ARCH_LIST: Both, "the env plan; `doctor`", "The `cuda-arch` pin, `;`-separated, as torch's builds read it.";
+        CUDAARCHS: Set, "the env plan", "The `cuda-arch` pin in CMake's spelling (`86-real;90`).";
+        PYTORCH_ROCM_ARCH: Both, "the env plan; `doctor`", "The `rocm-arch` pin, `;`-separated.";
+        GPU_TARGETS: Set, "the env plan", "The `rocm-arch` pin, for CMake's HIP builds.";
+        HCC_AMDGPU_TARGET: Set, "the env plan", "The `rocm-arch` pin, comma-separated, for the hipcc of ROCm 5.x and older.";
+    }
+    "Read to decide, never set" {
+        CONDA_PREFIX: Read, "`discover`, the torch guard", "The active conda environment: searched for toolkits and for torch.";
+        VIRTUAL_ENV: Read, "the torch guard, `torch` pins", "The active venv: where torch is looked for first.";
+        MODULEPATH: Read, "`discover --modules`", "Directories of module files (Lmod, Environment Modules).";
+        _LMFILES_: Read, "the env plan, `doctor`", "The module files loaded now: a loaded toolkit's entries count as another toolkit's.";
+        LOADEDMODULES: Read, "`env`, `doctor`", "The names of the modules loaded now, in `_LMFILES_`'s order.";
+        NVCC_CCBIN: Read, "the proxy", "A host compiler the user gives nvcc: the proxy then adds no `-ccbin`.";
+        NVCC_PREPEND_FLAGS: Read, "the proxy", "Flags nvcc adds in front: a `-ccbin` there is the user's choice.";
+        NVCC_APPEND_FLAGS: Read, "the proxy", "Flags nvcc adds at the end: a `-ccbin` there is the user's choice.";
+        CUDA_VISIBLE_DEVICES: Read, "`doctor`", "Which GPUs torch sees, for the arch check.";
+        PYTHONPATH: Read, "`doctor`", "Searched for a torch that shadows the venv's.";
+        SLURM_JOB_ID: Read, "`doctor`", "Set inside a SLURM allocation.";
+        SLURMD_NODENAME: Read, "`doctor`", "The node a SLURM task runs on.";
+        SLURM_EXPORT_ENV: Read, "`doctor`", "How a SLURM job passes the submitting shell's environment on.";
+        SLURM_JOB_NUM_NODES: Read, "`doctor --all-nodes`", "How many nodes the allocation has: one report is expected from each.";
+        LC_ALL: Set, "version detection", "`C` for the tools whose output gpuenv parses (`nvcc --version`).";
+    }
+}
+
+/// The path lists gpuenv edits.
+pub const PATH_LISTS: [&str; 5] = [
+    PATH,
+    LD_LIBRARY_PATH,
+    LIBRARY_PATH,
+    CPATH,
+    CMAKE_PREFIX_PATH,
+];
+
+/// The variable `name`, if gpuenv reads or sets it.
+pub fn find(name: &str) -> Option<&'static Var> {
+    ALL.iter().find(|v| v.name == name)
+}
+
+/// `docs/variables.md`: every variable, by section, as one table each.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Environment variables\n\n\
+         Every variable gpuenv reads or sets, and which part of it does. Generated from\n\
+         `crates/core/src/facts/vars.rs`; after changing that list run\n\
+         `UPDATE_DOCS=1 cargo test -p gpuenv-core --lib variables_md`.\n",
+    );
+    let mut section = "";
+    for v in ALL {
+        if v.section != section {
+            section = v.section;
+            out.push_str(&format!(
+                "\n## {section}\n\n| Variable | gpuenv | By | What |\n|---|---|---|---|\n"
+            ));
+        }
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            v.name,
+            v.uses.as_str(),
+            v.by,
+            v.doc
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_is_listed_once_with_a_doc_line() {
+        for (i, v) in ALL.iter().enumerate() {
+            assert!(
+                !ALL[..i].iter().any(|w| w.name == v.name),
+                "{} twice",
+                v.name
+            );
+            assert!(
+                v.doc.ends_with('.') && !v.doc.contains('\n') && !v.by.is_empty(),
+                "{v:?}"
+            );
+        }
+        assert_eq!(find("CUDA_HOME").map(|v| v.uses), Some(Use::Both));
+        assert_eq!(find("_LMFILES_").map(|v| v.uses), Some(Use::Read));
+        assert_eq!(find("NCCL_DEBUG"), None);
+    }
+
+    /// `docs/variables.md` is this list, rendered; `UPDATE_DOCS=1` writes it.
+    #[test]
+    fn docs_variables_md_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/variables.md");
+        let want = markdown();
+        if std::env::var_os("UPDATE_DOCS").is_some_and(|v| !v.is_empty()) {
+            fs_err::write(&path, &want).unwrap();
+        }
+        let have = fs_err::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/variables.md is not what crates/core/src/facts/vars.rs lists: run \
+             `UPDATE_DOCS=1 cargo test -p gpuenv-core --lib variables_md` and commit the file"
+        );
+    }
+}

@@ -1,0 +1,223 @@
+use fs_err::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+use gpuenv_audit::arch::{CudaArch, GfxTarget};
+use gpuenv_audit::compare::{self, ActiveToolchain, Arch, Inputs, Source, ToolKind, Want};
+use gpuenv_audit::report::{self, Report};
+use gpuenv_audit::runtime::{classify, Runtime};
+use gpuenv_audit::{AuditError, Object};
+use gpuenv_core::context::{vars, Context};
+use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::resolve::{self, Request};
+use gpuenv_core::toolchain::Kind;
+use gpuenv_core::{fsutil, guard, project, ui};
+use gpuenv_doctor::{native, Machine};
+
+use super::Exit;
+
+/// Check a built object (.so, .o, program) before a job runs it: the GPU archs its CUDA
+/// fatbinary or HIP bundle covers, the runtime it needs, against the arch pins,
+/// TORCH_CUDA_ARCH_LIST and the GPUs here (exit 1 on "no kernel image")
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The ELF object to audit
+    file: PathBuf,
+    /// Machine-readable report on stdout
+    #[arg(long)]
+    json: bool,
+}
+
+impl Args {
+    pub fn run(self, ctx: &Context) -> Result<()> {
+        let path = ctx.cwd.join(&self.file);
+        let object = read(&path)?;
+        let (wants, no_gpu, gpus_found) = wants(ctx, &object)?;
+        let inputs = Inputs {
+            wants: wants.clone(),
+            active: if needs_runtime(&object) {
+                active_toolchains(ctx)
+            } else {
+                Vec::new()
+            },
+            no_gpu,
+            gpus_found,
+            torch_cuda: needs_torch(&object)
+                .then(|| guard::locate_torch(ctx, None).ok()?.cuda)
+                .flatten(),
+        };
+        let report = Report {
+            file: self.file,
+            findings: compare::compare(&object, &inputs),
+            object,
+            compared: wants,
+        };
+        if self.json {
+            print!("{}", report::render_json(&report));
+        } else {
+            anstream::print!("{}", report::render_text(&report));
+        }
+        if report.has_errors() {
+            Err(Exit(1).into())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Reads the object: a regular file, opened without blocking (a FIFO does not hang), read
+/// through a cache so only its headers and GPU sections are loaded.
+fn read(path: &Path) -> Result<Object> {
+    let shown = path.display();
+    let file = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            Hinted::new(format!("cannot read {shown}: {}", fsutil::io_reason(&e)))
+                .hint("give the path of a built object: an extension's .so, a .o or a program")
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Hinted::new(format!("cannot read {shown}: {}", fsutil::io_reason(&e))))?;
+    if let Some(what) = fsutil::not_regular(&meta) {
+        bail!(Hinted::new(format!("{shown} is {what}, not an ELF object"))
+            .hint("give the path of a built object: an extension's .so, a .o or a program"));
+    }
+    gpuenv_audit::read_file(file.into_parts().0).map_err(|e| {
+        let hint = match e {
+            AuditError::NotElf { .. } => {
+                "gpuenv audit reads ELF objects: an extension's .so, a .o or a program"
+            }
+            _ => "rebuild it: a file cut short (a full disk, an interrupted copy) or changed since the build reads like this",
+        };
+        Hinted::new(format!("cannot audit {shown}: {e}"))
+            .hint(hint)
+            .into()
+    })
+}
+
+/// The archs the object must cover, GPUs first (their findings then name the GPU), then
+/// the toolchain file's pins, then the arch-list variables; and, when no GPU is found,
+/// what was asked.
+fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool)> {
+    let mut wants = Vec::new();
+    let cuda = |text: &str, source: Source| {
+        CudaArch::parse(text).map(|(arch, ptx)| Want {
+            arch: Arch::Cuda { arch, ptx },
+            source,
+        })
+    };
+    let rocm = |text: &str, source: Source| {
+        GfxTarget::parse(text).map(|t| Want {
+            arch: Arch::Rocm(t),
+            source,
+        })
+    };
+    let has_code = !object.cuda.is_empty() || !object.hip.is_empty();
+    let (mut no_gpu, mut gpus_found) = (Vec::new(), false);
+    if has_code {
+        let machine = Machine {
+            root: ctx.system_root(),
+            ctx: ctx.clone(),
+        };
+        let found = native::native_archs(&machine);
+        gpus_found = !found.cuda.is_empty() || !found.rocm.is_empty();
+        let gpu = |tool: &str| Source::Gpu { tool: tool.into() };
+        wants.extend(found.cuda.iter().filter_map(|a| cuda(a, gpu("nvidia-smi"))));
+        wants.extend(found.rocm.iter().filter_map(|a| rocm(a, gpu("rocminfo"))));
+        // Each tool's own words (a traceback, colour codes) stay out of the one-line finding.
+        no_gpu = found
+            .asked
+            .iter()
+            .map(|a| match a.split_once(": ") {
+                Some((tool, "not on PATH")) => format!("{tool}: not on PATH"),
+                Some((tool, _)) => format!("{tool}: no GPU listed"),
+                None => a.clone(),
+            })
+            .collect();
+    }
+    // The file this user applies here: another user's is passed over, as everywhere.
+    let (_, registry) = super::registry(ctx)?;
+    if let Some(file) = gpuenv_core::trust::in_effect(&ctx.cwd, &registry)?.file {
+        let pin = |at: &project::Location| Source::Pin {
+            file: at.path.clone(),
+            line: at.line,
+        };
+        for (a, at) in file.cuda_arch.iter().zip(&file.cuda_arch_at) {
+            wants.extend(cuda(&a.to_string(), pin(at)));
+        }
+        for (a, at) in file.rocm_arch.iter().zip(&file.rocm_arch_at) {
+            wants.extend(rocm(&a.to_string(), pin(at)));
+        }
+    }
+    let var = |name: &str| Source::Var { name: name.into() };
+    if let Some(list) = ctx.var_nonempty(vars::TORCH_CUDA_ARCH_LIST) {
+        let entries = gpuenv_core::facts::arch::parse_torch_list(list);
+        wants.extend(
+            entries
+                .iter()
+                .filter_map(|e| cuda(&e.text, var(vars::TORCH_CUDA_ARCH_LIST))),
+        );
+    }
+    if let Some(list) = ctx.var_nonempty(vars::PYTORCH_ROCM_ARCH) {
+        wants.extend(
+            list.split([';', ',', ' '])
+                .filter_map(|a| rocm(a, var(vars::PYTORCH_ROCM_ARCH))),
+        );
+    }
+    Ok((wants, no_gpu, gpus_found))
+}
+
+/// The toolchains active here, for the runtime check; a pin that does not resolve is said
+/// once and leaves that check out.
+fn active_toolchains(ctx: &Context) -> Vec<ActiveToolchain> {
+    let resolved = super::registry(ctx).and_then(|(_, registry)| {
+        let torch = || guard::locate_torch(ctx, None);
+        Ok(resolve::resolve(
+            &Request::new(ctx, &[], &torch),
+            &registry,
+        )?)
+    });
+    let active = match resolved {
+        Ok(a) => a,
+        Err(e) => {
+            ui::warn(format!(
+                "the runtime it needs is not compared with a toolchain: {}",
+                ui::Report::of(e.as_ref(), super::FIND).inline()
+            ));
+            return Vec::new();
+        }
+    };
+    active
+        .toolchains
+        .iter()
+        .map(|t| ActiveToolchain {
+            name: t.name.clone(),
+            kind: match t.entry.kind {
+                Kind::Cuda => ToolKind::Cuda,
+                Kind::Rocm => ToolKind::Rocm,
+            },
+            major: u32::try_from(t.entry.version.major()).unwrap_or(u32::MAX),
+        })
+        .collect()
+}
+
+/// A CUDA or HIP runtime library among what it needs (the one thing compared with the
+/// active toolchains).
+fn needs_runtime(object: &Object) -> bool {
+    object.needed.iter().any(|n| {
+        matches!(
+            classify(n),
+            Some(Runtime::Cudart { .. } | Runtime::Hip { .. })
+        )
+    })
+}
+
+fn needs_torch(object: &Object) -> bool {
+    object
+        .needed
+        .iter()
+        .any(|n| matches!(classify(n), Some(Runtime::Torch { .. })))
+}
