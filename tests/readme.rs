@@ -1,6 +1,6 @@
 //! A newcomer follows the README top to bottom: the lines of its "Install" and "First
 //! steps" blocks run verbatim in bash, in a fresh HOME. Two things stand in for the outside
-//! world: `cargo install --path .` copies the binaries this test run built into
+//! world: `cargo install --locked --path .` copies the binaries this test run built into
 //! ~/.cargo/bin (building them again in release mode would take minutes), and
 //! GPUENV_CUDA_MIRROR points `gpuenv install` at a local server with NVIDIA's redist layout.
 
@@ -32,9 +32,9 @@ fn blocks_under(readme: &str, heading: &str) -> Vec<String> {
         .collect()
 }
 
-/// Stands in for `cargo install --path .`: both binaries into ~/.cargo/bin, as cargo puts them.
+/// Stands in for `cargo install --locked --path .`: both binaries into ~/.cargo/bin, as cargo puts them.
 const FAKE_CARGO: &str = r#"cargo() {
-    if [ "$*" != "install --path ." ]; then echo "this test only knows cargo install --path ." >&2; return 2; fi
+    if [ "$*" != "install --locked --path ." ]; then echo "this test only knows cargo install --locked --path ." >&2; return 2; fi
     mkdir -p "$HOME/.cargo/bin"
     cp "$BUILT/gpuenv" "$BUILT/gpuenv-shim" "$HOME/.cargo/bin/"
 }
@@ -49,7 +49,7 @@ fn a_newcomer_follows_the_readme_from_install_to_the_guard_refusing_a_mismatch()
     let mut lines = blocks_under(&readme, "## Install");
     lines.extend(blocks_under(&readme, "## First steps"));
     let steps = lines.concat();
-    assert!(steps.contains("cargo install --path ."), "{steps}");
+    assert!(steps.contains("cargo install --locked --path ."), "{steps}");
     assert!(steps.contains("gpuenv install cuda-13.0"), "{steps}");
 
     let server = Server::start();

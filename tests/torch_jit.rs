@@ -1,6 +1,7 @@
 //! `torch.utils.cpp_extension.load()` builds into `TORCH_EXTENSIONS_DIR`: gpuenv gives each
 //! toolchain its own, so a JIT extension built by one nvcc is never loaded, or rebuilt over,
-//! under another; a directory the user chose is left alone.
+//! under another; a directory the user chose is left alone. `PYTORCH_NVCC` is never set, so
+//! torch runs `$CUDA_HOME/bin/nvcc` (the proxy) behind its own ccache; the user's stays.
 
 mod common;
 
@@ -64,4 +65,33 @@ fn each_toolchain_builds_jit_extensions_in_its_own_directory() {
         value_in(&env, "TORCH_EXTENSIONS_DIR").as_deref(),
         Some("/data/ext")
     );
+}
+
+#[test]
+fn pytorch_nvcc_is_the_users_a_value_gpuenv_once_set_is_dropped() {
+    let sb = Sandbox::new();
+    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
+    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let dotenv = ["env", "--shell", "dotenv"];
+
+    // Unset, so torch runs `$CUDA_HOME/bin/nvcc` (the proxy), behind ccache when it finds one.
+    let env = env_of(&sb, &proj, &[], &dotenv);
+    assert_eq!(value_in(&env, "PYTORCH_NVCC"), None, "{env}");
+    let home = value_in(&env, "CUDA_HOME").unwrap();
+    assert!(home.contains("views/cuda-12.4"), "{home}");
+
+    // The user's own choice is kept, in the shell and in `gpuenv run`.
+    let run = ["run", "--", "env"];
+    let env = env_of(&sb, &proj, &[("PYTORCH_NVCC", "ccache nvcc")], &run);
+    assert_eq!(
+        value_in(&env, "PYTORCH_NVCC").as_deref(),
+        Some("ccache nvcc")
+    );
+
+    // What an older gpuenv set (a view's nvcc) is dropped, and torch's own choice is back.
+    let old = sb.gpuenv_home().join("views/cuda-12.4/bin/nvcc");
+    let env = env_of(&sb, &proj, &[("PYTORCH_NVCC", old.to_str().unwrap())], &run);
+    assert_eq!(value_in(&env, "PYTORCH_NVCC"), None, "{env}");
 }

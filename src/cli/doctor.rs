@@ -6,6 +6,7 @@ use anyhow::{bail, Context as _, Result};
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::resolve::ActiveSet;
+use gpuenv_core::shims;
 use gpuenv_core::{guard, ui};
 use gpuenv_doctor::{nodes, Inputs, Machine, Report};
 
@@ -61,6 +62,11 @@ impl Args {
         let (home, layered) = session.into_parts();
         let registry = layered.registry;
         let torch = guard::locate_torch(&ctx, None);
+        let old_proxy = shims::proxy_source().ok().and_then(|source| {
+            let installed = home.proxy();
+            let current = shims::is_current(&installed, &source);
+            (installed.exists() && !current.unwrap_or(true)).then_some(installed)
+        });
         let root = ctx.system_root();
         let inputs = Inputs {
             machine: Machine { root, ctx },
@@ -69,6 +75,7 @@ impl Args {
             active,
             resolve_error,
             torch,
+            old_proxy,
         };
         if self.all_nodes {
             return all_nodes(&inputs.machine.ctx, &dir, self.json);

@@ -130,6 +130,10 @@ pub fn main() -> ExitCode {
         .and_then(|ctx| {
             ui::set_level(log_level(&cli, &ctx));
             gpuenv_core::ask::configure(&ctx);
+            // The doctor reports an old proxy rather than replacing it.
+            if !matches!(cli.command, Command::Doctor(_)) {
+                refresh_proxy(&ctx);
+            }
             let result = dispatch(cli.command, &ctx);
             warn_refused_facts();
             result
@@ -300,6 +304,25 @@ fn warn_dropped_defaults(dropped: &[String]) {
         ui::warn(format!(
             "the default {d} no longer matches a registered toolchain and was cleared; set another with `gpuenv default <spec>`"
         ));
+    }
+}
+
+/// After an upgrade the installed proxy (which every shim and view links to) is still the
+/// old build's: it is replaced by this gpuenv's at its first command. Never fails a command.
+fn refresh_proxy(ctx: &Context) {
+    let (Ok(home), Ok(source)) = (ctx.gpuenv_home(), shims::proxy_source()) else {
+        return;
+    };
+    match shims::refresh_proxy(&home, &source) {
+        Ok(Some(path)) => ui::info(format!(
+            "replaced the proxy {} (an older gpuenv's) with this gpuenv's",
+            path.display()
+        )),
+        Ok(None) => {}
+        Err(e) => ui::warn(format!(
+            "the proxy {} is an older gpuenv's and could not be replaced: {e}; compiles still run the old one until `gpuenv reshim` succeeds",
+            home.proxy().display()
+        )),
     }
 }
 

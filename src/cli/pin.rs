@@ -15,7 +15,8 @@ use gpuenv_doctor::{native, Machine};
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Specs such as cuda-12.4 or rocm-6.2 (at most one per kind)
+    /// Specs such as cuda-12.4 or rocm-6.2 (at most one per kind), or `torch`: the toolkit
+    /// made for the active Python's torch (`cuda = "torch"`, `rocm = "torch"` for a ROCm build)
     #[arg(required_unless_present = "arch")]
     specs: Vec<String>,
     /// Target architectures, comma-separated: 8.0,8.6,9.0+PTX (CUDA) or gfx90a,gfx942 (ROCm);
@@ -27,11 +28,22 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let (_home, registry) = super::registry(ctx)?;
-        let specs = super::parse_specs(&self.specs)?;
+        let (torch, specs): (Vec<String>, Vec<String>) =
+            self.specs.into_iter().partition(|s| s == "torch");
+        let specs = super::parse_specs(&specs)?;
         let mut edit = PinEdit {
             specs: specs.clone(),
             ..Default::default()
         };
+        if !torch.is_empty() {
+            edit.torch = vec![torch_kind(ctx)];
+            if specs.iter().any(|s| edit.torch.contains(&s.kind)) {
+                bail!(
+                    "pin either `torch` or a {} version, not both",
+                    edit.torch[0]
+                );
+            }
+        }
         let mut cuda_archs: Vec<CudaArch> = Vec::new();
         if let Some(mut arch) = self.arch {
             if arch.iter().any(|a| a == "native") {
@@ -99,6 +111,12 @@ impl Args {
         fsutil::write_atomic(&target, after.as_bytes())
             .with_context(|| format!("cannot write {}", target.display()))?;
 
+        for kind in &edit.torch {
+            ui::info(format!(
+                "pinned {kind} = \"torch\" in {}: the toolkit made for the active Python's torch (`gpuenv install torch`)",
+                path.display()
+            ));
+        }
         for spec in &specs {
             match registry.find(spec) {
                 Some((name, _)) => ui::info(format!(
@@ -231,4 +249,13 @@ fn check_archs(archs: &[CudaArch], cuda: Option<&Spec>, registry: &Registry) -> 
         ui::warn(problem);
     }
     Ok(())
+}
+
+/// The kind a `torch` pin is for: ROCm for a ROCm build of the active Python's torch, else
+/// CUDA (also when no torch is found yet: the pin resolves once one is).
+fn torch_kind(ctx: &Context) -> Kind {
+    match gpuenv_core::guard::locate_torch(ctx, None) {
+        Ok(t) if t.hip.is_some() => Kind::Rocm,
+        _ => Kind::Cuda,
+    }
 }

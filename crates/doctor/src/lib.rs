@@ -184,6 +184,9 @@ pub struct Inputs {
     pub resolve_error: Option<ui::Report>,
     /// The torch of the active Python, found without importing it.
     pub torch: Result<TorchVersion, LocateError>,
+    /// `$GPUENV_HOME/bin/gpuenv-shim` when it is not the proxy beside the running gpuenv
+    /// (an older build's, as after an upgrade).
+    pub old_proxy: Option<PathBuf>,
 }
 
 impl Inputs {
@@ -252,6 +255,16 @@ fn active_set(inputs: &Inputs) -> Finding {
             notes.problem(Status::Warn, p.to_string());
             notes.hint(p.hint());
         }
+    }
+    if let Some(proxy) = &inputs.old_proxy {
+        notes.problem(
+            Status::Warn,
+            format!(
+                "the proxy {} is an older gpuenv's, not this one's: every shim and view's compiler still runs it",
+                proxy.display()
+            ),
+        );
+        notes.hint("run `gpuenv reshim` (any gpuenv command but doctor replaces it too)");
     }
     if let Some(err) = &inputs.resolve_error {
         notes.problem(

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
+use gpuenv_core::facts::torch_headers;
 use gpuenv_core::guard::{self, Policy, Side, TorchVersion, Verdict};
 use gpuenv_core::project::TorchCheck;
 use gpuenv_core::toolchain::{detect, Kind};
@@ -84,6 +85,21 @@ pub fn run(inputs: &Inputs) -> Finding {
                 continue;
             }
             notes.hint(h);
+        }
+    }
+    if kind == Kind::Cuda {
+        let missing = torch_headers::missing(&tc.entry.include_dir);
+        if !missing.is_empty() {
+            notes.problem(
+                Status::Error,
+                format!(
+                    "{} has no {} in {}: torch's ATen/cuda/CUDAContext.h includes them, so a CUDA extension of torch's cannot build with it",
+                    tc.name,
+                    missing.join(", "),
+                    tc.entry.include_dir.display()
+                ),
+            );
+            notes.hint("`gpuenv install torch` makes a toolkit of this torch's own CUDA wheels, which `cuda = \"torch\"` picks; or install a toolkit with those components (the default profile)");
         }
     }
     notes.finish(

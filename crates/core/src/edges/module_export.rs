@@ -103,7 +103,7 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change) -> String {
                     out += &format!("prepend_path({}, {})\n", lua(k), lua(&text(e)));
                 }
             }
-            Op::Remove(..) => {}
+            Op::Remove(..) | Op::Clear(..) => {}
         }
     }
     out
@@ -130,7 +130,7 @@ fn render_tcl(name: &str, entry: &Entry, change: &Change) -> String {
                     out += &format!("prepend-path {} {}\n", tcl(k), tcl(&text(e)));
                 }
             }
-            Op::Remove(..) => {}
+            Op::Remove(..) | Op::Clear(..) => {}
         }
     }
     out

@@ -96,7 +96,7 @@ registry! {
         CUDA_PATH: Both, "the env plan; `doctor`", "The same as `CUDA_HOME`.";
         CUDAToolkit_ROOT: Set, "the env plan", "The same as `CUDA_HOME`, for CMake's `FindCUDAToolkit`.";
         CUDACXX: Set, "the env plan", "The view's `bin/nvcc`, CMake's CUDA compiler.";
-        PYTORCH_NVCC: Set, "the env plan", "The view's `bin/nvcc`: `torch.utils.cpp_extension.load()` compiles through the guard.";
+        PYTORCH_NVCC: Both, "the env plan", "Never set, so torch runs `$CUDA_HOME/bin/nvcc` (the proxy) behind its own ccache; the user's value is kept, one an older gpuenv set (a view's nvcc) is removed.";
         CUDAHOSTCXX: Set, "the env plan", "The host compiler chosen for nvcc, when one is.";
         NCCL_ROOT: Both, "the env plan; `doctor`", "NCCL in or beside the CUDA toolkit.";
         NCCL_INCLUDE_DIR: Both, "the env plan; `doctor`", "NCCL's headers.";

@@ -29,6 +29,9 @@ pub enum Op {
     /// Set, unless the variable holds a value of the user's: one that is not under the
     /// directory given (where gpuenv's own values for it live).
     Default(String, OsString, PathBuf),
+    /// Unset, if the variable holds a value gpuenv set (one under the directory given); a
+    /// value of the user's stays.
+    Clear(String, PathBuf),
 }
 
 /// Which path-list entries belong to other toolchains: registered roots and views, and the
@@ -111,7 +114,8 @@ impl Change {
                 | Op::Unset(k)
                 | Op::Prepend(k, _)
                 | Op::Remove(k, _)
-                | Op::Default(k, _, _) => k,
+                | Op::Default(k, _, _)
+                | Op::Clear(k, _) => k,
             };
             let before = applied
                 .before
@@ -136,11 +140,23 @@ impl Change {
                     }
                     _ => Some(v.clone()),
                 },
+                Op::Clear(_, ours) => value.filter(|v| !is_ours(v, ours)),
             };
             applied.after.insert(key.clone(), new);
         }
         applied
     }
+}
+
+/// A value gpuenv wrote: one naming a path under `ours` (as a whole, or after words such as
+/// `ccache `).
+fn is_ours(value: &OsStr, ours: &Path) -> bool {
+    let (value, ours) = (value.as_bytes(), ours.as_os_str().as_bytes());
+    (0..value.len()).any(|i| {
+        (i == 0 || value[i - 1] == b' ')
+            && value[i..].starts_with(ours)
+            && value.get(i + ours.len()).is_none_or(|b| *b == b'/')
+    })
 }
 
 fn path_str(p: &Path) -> OsString {
@@ -198,8 +214,10 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
                     set(&mut ops, k, root.clone());
                 }
                 set(&mut ops, vars::CUDACXX, path_str(&v.bin.join("nvcc")));
-                // torch.utils.cpp_extension.load() (JIT) calls this nvcc: through the guard.
-                set(&mut ops, vars::PYTORCH_NVCC, path_str(&v.bin.join("nvcc")));
+                // torch's extension builds run `$CUDA_HOME/bin/nvcc` (the proxy), behind
+                // ccache or sccache when one is on PATH; PYTORCH_NVCC would turn that off, so
+                // it is the user's alone (an older gpuenv's value is dropped).
+                ops.push(Op::Clear(vars::PYTORCH_NVCC.into(), home.views()));
                 torch_extensions(&mut ops, home, &t.name);
                 if let Some(cc) = active.host_compiler.as_ref().and_then(|c| c.compiler()) {
                     set(&mut ops, vars::CUDAHOSTCXX, path_str(cc));
@@ -385,5 +403,27 @@ mod tests {
         assert_eq!(after(Some("")), some("/h/te/b"));
         assert_eq!(after(Some("/h/te/a")), some("/h/te/b"));
         assert_eq!(after(Some("/mine")), some("/mine"));
+    }
+
+    #[test]
+    fn a_clear_drops_gpuenvs_own_value_and_keeps_the_users() {
+        let change = Change {
+            ops: vec![Op::Clear("PYTORCH_NVCC".into(), "/h me/views".into())],
+        };
+        let after = |v: &str| {
+            let current = |_: &str| Some(OsString::from(v));
+            change.apply(&current).after["PYTORCH_NVCC"].clone()
+        };
+        assert_eq!(after("/h me/views/cuda-12.4/bin/nvcc"), None);
+        assert_eq!(after("ccache /h me/views/cuda-12.4/bin/nvcc"), None);
+        for mine in [
+            "ccache nvcc",
+            "/h me/views2/nvcc",
+            "/usr/local/cuda/bin/nvcc",
+        ] {
+            assert_eq!(after(mine), Some(OsString::from(mine)), "{mine}");
+        }
+        let unset = |_: &str| None;
+        assert_eq!(change.apply(&unset).after["PYTORCH_NVCC"], None);
     }
 }

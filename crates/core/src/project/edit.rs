@@ -6,6 +6,8 @@ use crate::store::toolchain::Spec;
 #[derive(Debug, Clone, Default)]
 pub struct PinEdit {
     pub specs: Vec<Spec>,
+    /// Kinds pinned to the active Python's torch: `cuda = "torch"`.
+    pub torch: Vec<crate::store::toolchain::Kind>,
     pub cuda_arch: Option<Vec<String>>,
     pub rocm_arch: Option<Vec<String>>,
 }
@@ -26,6 +28,9 @@ pub fn edit(text: &str, edit: &PinEdit) -> Result<String, toml_edit::TomlError> 
             None => spec.version.to_string(),
         };
         set_keeping_decor(table, spec.kind.as_str(), toml_edit::value(value));
+    }
+    for kind in &edit.torch {
+        set_keeping_decor(table, kind.as_str(), toml_edit::value("torch"));
     }
     for (key, list) in [
         ("cuda-arch", &edit.cuda_arch),

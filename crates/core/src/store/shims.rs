@@ -25,7 +25,7 @@ pub enum ShimError {
 impl Diagnostic for ShimError {
     fn hints(&self) -> Vec<String> {
         match self {
-            ShimError::ProxyMissing { .. } => vec!["build it with `cargo build --release --workspace`, or install both with `cargo install --path .`".into()],
+            ShimError::ProxyMissing { .. } => vec!["build it with `cargo build --release --workspace`, or install both with `cargo install --locked --path .`".into()],
             ShimError::CurrentExe(_) | ShimError::Io(_) => Vec::new(),
         }
     }
@@ -47,16 +47,42 @@ pub fn proxy_source() -> Result<PathBuf, ShimError> {
 /// allows (no copy of a large debug build per link), else a copy; replaced atomically, so
 /// a running shim keeps its old inode. Returns its path there.
 pub fn install_proxy(home: &Home, source: &Path) -> Result<PathBuf, ShimError> {
-    use std::os::unix::fs::MetadataExt;
     let target = home.proxy();
     link_gpuenv(home, source)?;
-    let src_meta = fs_err::metadata(source)?;
-    if let Ok(meta) = fs_err::metadata(&target) {
-        let same_inode = meta.dev() == src_meta.dev() && meta.ino() == src_meta.ino();
-        if same_inode || fsutil::same_bytes(&target, source)? {
-            return Ok(target);
-        }
+    if fs_err::metadata(&target).is_ok()
+        && (is_current(&target, source)? || fsutil::same_bytes(&target, source)?)
+    {
+        return Ok(target);
     }
+    replace_proxy(home, source)
+}
+
+/// Whether the installed proxy `installed` is `source`: the same file (a hard link), or a
+/// copy with its size and modification time. Two `stat`s, no read: an upgraded or rebuilt
+/// gpuenv has a new file beside it, so an old proxy is told apart at every command.
+pub fn is_current(installed: &Path, source: &Path) -> Result<bool, ShimError> {
+    use std::os::unix::fs::MetadataExt;
+    let (a, b) = (fs_err::metadata(installed)?, fs_err::metadata(source)?);
+    Ok((a.dev() == b.dev() && a.ino() == b.ino())
+        || (a.len() == b.len() && a.modified()? == b.modified()?))
+}
+
+/// After gpuenv was upgraded or rebuilt: the installed proxy, when it is not the one beside
+/// the running gpuenv, is replaced by it (atomically). `Some(path)` when it was replaced;
+/// `None` when it is current or none is installed yet (a home that has no toolchain).
+pub fn refresh_proxy(home: &Home, source: &Path) -> Result<Option<PathBuf>, ShimError> {
+    let target = home.proxy();
+    if fs_err::symlink_metadata(&target).is_err() || is_current(&target, source)? {
+        return Ok(None);
+    }
+    link_gpuenv(home, source)?;
+    replace_proxy(home, source).map(Some)
+}
+
+/// Puts `source` at `$GPUENV_HOME/bin/gpuenv-shim` by a rename: a hard link, else a copy
+/// with the source's modification time (which `is_current` compares).
+fn replace_proxy(home: &Home, source: &Path) -> Result<PathBuf, ShimError> {
+    let target = home.proxy();
     let dir = target.parent().expect("the proxy lives in a directory");
     fs_err::create_dir_all(dir)?;
     let tmp = dir.join(format!(".{PROXY_NAME}.tmp-{}", std::process::id()));
@@ -64,7 +90,13 @@ pub fn install_proxy(home: &Home, source: &Path) -> Result<PathBuf, ShimError> {
     if fs_err::hard_link(source, &tmp).is_err() {
         let copied = fs_err::copy(source, &tmp).and_then(|_| {
             use std::os::unix::fs::PermissionsExt;
-            fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+            fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+            let modified = fs_err::metadata(source)?.modified()?;
+            fs_err::OpenOptions::new()
+                .write(true)
+                .open(&tmp)?
+                .file()
+                .set_modified(modified)
         });
         if let Err(e) = copied {
             let _ = fs_err::remove_file(&tmp);
