@@ -72,7 +72,7 @@ impl Cluster {
             return cluster;
         }
         cluster.stop();
-        cluster.wait_ports_free();
+        wait_ports_free(&PORTS, &cluster.dir);
         cluster.start();
         assert!(
             cluster.wait_idle(Duration::from_secs(30)),
@@ -111,31 +111,11 @@ impl Cluster {
 
     /// Stops the daemons this harness started (by their pid files), and only those.
     pub fn stop(&self) {
-        for (name, file) in DAEMONS.iter().rev() {
-            if let Some(pid) = self.pid(file).filter(|p| Self::alive(*p, name)) {
-                let _ = Command::new("kill").arg(pid.to_string()).status();
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while Self::alive(pid, name) && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        }
-    }
-
-    fn wait_ports_free(&self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let busy: Vec<u16> = PORTS.into_iter().filter(|p| port_listening(*p)).collect();
-            if busy.is_empty() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "ports {busy:?} are held by a SLURM this harness did not start (its pid files are in {}); stop that daemon first",
-                self.dir.display()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let daemons: Vec<(&str, PathBuf)> = DAEMONS
+            .iter()
+            .map(|(name, file)| (*name, self.dir.join(file)))
+            .collect();
+        stop_daemons(&daemons);
     }
 
     fn start(&self) {
@@ -148,37 +128,8 @@ impl Cluster {
         fs::create_dir_all(&munge).unwrap();
         chmod(d, 0o755);
         chmod(&munge, 0o755);
-        let key = munge.join("munge.key");
-        if !key.is_file() {
-            run_ok(
-                Command::new("/usr/sbin/mungekey")
-                    .arg("--create")
-                    .arg(format!("--keyfile={}", key.display())),
-            );
-        }
-        chmod(&key, 0o400);
-        run_ok(
-            Command::new("/usr/sbin/munged")
-                .arg("--force")
-                .arg(format!(
-                    "--socket={}",
-                    munge.join("munge.socket.2").display()
-                ))
-                .arg(format!("--key-file={}", key.display()))
-                .arg(format!("--pid-file={}", munge.join("munged.pid").display()))
-                .arg(format!("--log-file={}", munge.join("munged.log").display()))
-                .arg(format!(
-                    "--seed-file={}",
-                    munge.join("munged.seed").display()
-                )),
-        );
-        let prolog = d.join("taskprolog");
-        fs::write(
-            &prolog,
-            "#!/bin/sh\n# What a site's TaskProlog runs, with the binary under test.\n[ -n \"$GPUENV_TEST_BIN\" ] || exit 0\nexec \"$GPUENV_TEST_BIN\" env --shell slurm\n",
-        )
-        .unwrap();
-        chmod(&prolog, 0o755);
+        start_munge(&munge);
+        let prolog = write_task_prolog(d);
         let mem_mb = fs::read_to_string("/proc/meminfo")
             .unwrap()
             .lines()
@@ -223,29 +174,120 @@ impl Cluster {
     }
 
     fn wait_idle(&self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            let out = Command::new("timeout")
-                .args(["3", "/usr/bin/sinfo", "-h", "-o", "%T"])
-                .env("SLURM_CONF", &self.conf)
-                .output();
-            if let Ok(o) = out {
-                let state = String::from_utf8_lossy(&o.stdout);
-                if ["idle", "mixed", "allocated"].contains(&state.trim()) {
-                    return true;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        false
+        wait_idle(&self.conf, 1, limit)
     }
 
     /// A SLURM client command (`srun`, `salloc`) with this cluster's config and a time limit.
     pub fn client(&self, program: &str) -> Command {
-        let mut cmd = Command::new("timeout");
-        cmd.args(["60", program]).env("SLURM_CONF", &self.conf);
-        cmd
+        client(&self.conf, program)
     }
+}
+
+// What both harnesses (this one and `slurm_nodes`) do the same way.
+
+/// Stops each daemon of `daemons` (name, pid file) that is still the program started,
+/// last first, and waits until it is gone.
+pub fn stop_daemons(daemons: &[(&str, PathBuf)]) {
+    for (name, file) in daemons.iter().rev() {
+        let pid = fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        if let Some(pid) = pid.filter(|p| Cluster::alive(*p, name)) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Cluster::alive(pid, name) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// Waits until nothing listens on `ports`; a daemon this harness did not start (its pid
+/// files are in `dir`) is a failure that says so.
+pub fn wait_ports_free(ports: &[u16], dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let busy: Vec<u16> = ports
+            .iter()
+            .copied()
+            .filter(|p| port_listening(*p))
+            .collect();
+        if busy.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ports {busy:?} are held by a SLURM this harness did not start (its pid files are in {}); stop that daemon first",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Starts munged with its key, socket, pid, log and seed files in `munge`.
+pub fn start_munge(munge: &Path) {
+    let key = munge.join("munge.key");
+    if !key.is_file() {
+        run_ok(
+            Command::new("/usr/sbin/mungekey")
+                .arg("--create")
+                .arg(format!("--keyfile={}", key.display())),
+        );
+    }
+    chmod(&key, 0o400);
+    let file = |name: &str| munge.join(name).display().to_string();
+    run_ok(
+        Command::new("/usr/sbin/munged")
+            .arg("--force")
+            .arg(format!("--socket={}", file("munge.socket.2")))
+            .arg(format!("--key-file={}", key.display()))
+            .arg(format!("--pid-file={}", file("munged.pid")))
+            .arg(format!("--log-file={}", file("munged.log")))
+            .arg(format!("--seed-file={}", file("munged.seed"))),
+    );
+}
+
+/// The TaskProlog a site runs, with the binary under test: `dir/taskprolog`.
+pub fn write_task_prolog(dir: &Path) -> PathBuf {
+    let prolog = dir.join("taskprolog");
+    fs::write(
+        &prolog,
+        "#!/bin/sh\n# What a site's TaskProlog runs, with the binary under test.\n[ -n \"$GPUENV_TEST_BIN\" ] || exit 0\nexec \"$GPUENV_TEST_BIN\" env --shell slurm\n",
+    )
+    .unwrap();
+    chmod(&prolog, 0o755);
+    prolog
+}
+
+/// Whether all `nodes` of the cluster at `conf` are up (idle, mixed or allocated) within
+/// `limit`.
+pub fn wait_idle(conf: &Path, nodes: usize, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let out = Command::new("timeout")
+            .args(["3", "/usr/bin/sinfo", "-h", "-N", "-o", "%T"])
+            .env("SLURM_CONF", conf)
+            .output();
+        if let Ok(o) = out {
+            let states = String::from_utf8_lossy(&o.stdout);
+            let ready = states
+                .lines()
+                .filter(|s| ["idle", "mixed", "allocated"].contains(&s.trim()))
+                .count();
+            if ready == nodes {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// A SLURM client command (`srun`, `salloc`) with the config `conf` and a time limit.
+pub fn client(conf: &Path, program: &str) -> Command {
+    let mut cmd = Command::new("timeout");
+    cmd.args(["60", program]).env("SLURM_CONF", conf);
+    cmd
 }
 
 /// The real uid, from /proc (no libc call needed in tests).

@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 
 use fs_err as fs;
 
-use crate::slurm::{chmod, port_listening, real_uid, run_ok, Cluster};
+use crate::slurm::{
+    chmod, client, real_uid, run_ok, start_munge, stop_daemons, wait_idle, wait_ports_free,
+    write_task_prolog, Cluster,
+};
 
 pub const NODES: [(&str, u16); 2] = [("n1", 6918), ("n2", 6919)];
 const CTLD_PORT: u16 = 6917;
@@ -86,7 +89,10 @@ impl Nodes {
         }
         let started = Instant::now();
         nodes.stop();
-        nodes.wait_ports_free();
+        let ports: Vec<u16> = std::iter::once(CTLD_PORT)
+            .chain(NODES.iter().map(|(_, p)| *p))
+            .collect();
+        wait_ports_free(&ports, &nodes.dir);
         nodes.start();
         assert!(
             nodes.wait_idle(Duration::from_secs(30)),
@@ -113,38 +119,7 @@ impl Nodes {
 
     /// Stops the daemons this harness started (by their pid files), and only those.
     pub fn stop(&self) {
-        for (name, file) in self.daemons().iter().rev() {
-            if let Some(pid) = Self::pid(file).filter(|p| Cluster::alive(*p, name)) {
-                let _ = Command::new("kill").arg(pid.to_string()).status();
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while Cluster::alive(pid, name) && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        }
-    }
-
-    fn wait_ports_free(&self) {
-        let ports: Vec<u16> = std::iter::once(CTLD_PORT)
-            .chain(NODES.iter().map(|(_, p)| *p))
-            .collect();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let busy: Vec<u16> = ports
-                .iter()
-                .copied()
-                .filter(|p| port_listening(*p))
-                .collect();
-            if busy.is_empty() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "ports {busy:?} are held by a SLURM this harness did not start (its pid files are in {}); stop that daemon first",
-                self.dir.display()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        stop_daemons(&self.daemons());
     }
 
     /// The host's path of a node's own files, seen on that node (only) at [`Nodes::local`].
@@ -171,35 +146,9 @@ impl Nodes {
         }
         chmod(d, 0o755);
         chmod(&munge, 0o755);
-        let key = munge.join("munge.key");
-        if !key.is_file() {
-            run_ok(
-                Command::new("/usr/sbin/mungekey")
-                    .arg("--create")
-                    .arg(format!("--keyfile={}", key.display())),
-            );
-        }
-        chmod(&key, 0o400);
+        start_munge(&munge);
         let socket = munge.join("munge.socket.2");
-        run_ok(
-            Command::new("/usr/sbin/munged")
-                .arg("--force")
-                .arg(format!("--socket={}", socket.display()))
-                .arg(format!("--key-file={}", key.display()))
-                .arg(format!("--pid-file={}", munge.join("munged.pid").display()))
-                .arg(format!("--log-file={}", munge.join("munged.log").display()))
-                .arg(format!(
-                    "--seed-file={}",
-                    munge.join("munged.seed").display()
-                )),
-        );
-        let prolog = d.join("taskprolog");
-        fs::write(
-            &prolog,
-            "#!/bin/sh\n# What a site's TaskProlog runs, with the binary under test.\n[ -n \"$GPUENV_TEST_BIN\" ] || exit 0\nexec \"$GPUENV_TEST_BIN\" env --shell slurm\n",
-        )
-        .unwrap();
-        chmod(&prolog, 0o755);
+        let prolog = write_task_prolog(d);
         let p = |f: &str| d.join(f).display().to_string();
         let mut conf = format!(
             "ClusterName=gpuenvnodes\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={CTLD_PORT}\n\
@@ -248,31 +197,11 @@ impl Nodes {
     }
 
     fn wait_idle(&self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            let out = Command::new("timeout")
-                .args(["3", "/usr/bin/sinfo", "-h", "-N", "-o", "%T"])
-                .env("SLURM_CONF", &self.conf)
-                .output();
-            if let Ok(o) = out {
-                let states = String::from_utf8_lossy(&o.stdout);
-                let ready = states
-                    .lines()
-                    .filter(|s| ["idle", "mixed", "allocated"].contains(&s.trim()))
-                    .count();
-                if ready == NODES.len() {
-                    return true;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        false
+        wait_idle(&self.conf, NODES.len(), limit)
     }
 
     /// A SLURM client command (`srun`, `salloc`) with this cluster's config and a time limit.
     pub fn client(&self, program: &str) -> Command {
-        let mut cmd = Command::new("timeout");
-        cmd.args(["60", program]).env("SLURM_CONF", &self.conf);
-        cmd
+        client(&self.conf, program)
     }
 }
