@@ -37,6 +37,18 @@ pub struct Location {
     pub column: usize,
 }
 
+impl Location {
+    /// Where text that is not UTF-8 first goes wrong: the line of its first bad byte.
+    pub fn of_bad_utf8(path: &Path, bytes: &[u8], e: &std::str::Utf8Error) -> Location {
+        let before = &bytes[..e.valid_up_to()];
+        Location {
+            path: path.to_path_buf(),
+            line: before.iter().filter(|b| **b == b'\n').count() + 1,
+            column: 1,
+        }
+    }
+}
+
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = self.path.to_string_lossy();
@@ -224,15 +236,7 @@ pub fn load(path: &Path) -> Result<ProjectFile, ProjectError> {
         },
     })?;
     let text = std::str::from_utf8(&bytes).map_err(|e| ProjectError::Invalid {
-        at: Location {
-            path: path.to_path_buf(),
-            line: bytes[..e.valid_up_to()]
-                .iter()
-                .filter(|b| **b == b'\n')
-                .count()
-                + 1,
-            column: 1,
-        },
+        at: Location::of_bad_utf8(path, &bytes, &e),
         message: "the file is not UTF-8 text".to_string(),
     })?;
     parse(path, text)

@@ -92,15 +92,7 @@ pub fn load(path: &Path) -> Result<Lock, LockError> {
         fsutil::ReadError::Io(e) => unreadable(fsutil::io_reason(&e)),
     })?;
     let text = std::str::from_utf8(&bytes).map_err(|e| LockError::Invalid {
-        at: Location {
-            path: path.to_path_buf(),
-            line: bytes[..e.valid_up_to()]
-                .iter()
-                .filter(|b| **b == b'\n')
-                .count()
-                + 1,
-            column: 1,
-        },
+        at: Location::of_bad_utf8(path, &bytes, &e),
         message: "the file is not UTF-8 text".into(),
     })?;
     parse(path, text)
