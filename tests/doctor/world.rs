@@ -65,6 +65,10 @@ impl World {
                 &root.join("bin/nvcc"),
                 &printing(&nvcc_version_text(version)),
             );
+            // A toolkit of the default profile: the headers torch's CUDA headers include.
+            for header in gpuenv_core::facts::torch_headers::NEEDED {
+                write(&root.join("include").join(header), "");
+            }
         }
         let rocm_root = rocm(&sb.path("opt/rocm-6.2.4"), "6.2.4");
         sb.ok(&["link", "rocm-6.2.4", rocm_root.to_str().unwrap()]);

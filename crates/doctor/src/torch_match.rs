@@ -89,9 +89,10 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
     if kind == Kind::Cuda {
         let missing = torch_headers::missing(&tc.entry.include_dir);
+        // A warning: only a CUDA extension build needs them, not every user of torch.
         if !missing.is_empty() {
             notes.problem(
-                Status::Error,
+                Status::Warn,
                 format!(
                     "{} has no {} in {}: torch's ATen/cuda/CUDAContext.h includes them, so a CUDA extension of torch's cannot build with it",
                     tc.name,
