@@ -66,7 +66,7 @@ impl Cluster {
         let lock = File::create(cluster.dir.join("lock")).unwrap();
         lock.lock().unwrap();
         if cluster.conf.is_file()
-            && cluster.daemons_alive()
+            && daemons_alive(&cluster.daemons())
             && cluster.wait_idle(Duration::from_secs(5))
         {
             return cluster;
@@ -82,14 +82,6 @@ impl Cluster {
         cluster
     }
 
-    fn pid(&self, file: &str) -> Option<u32> {
-        fs::read_to_string(self.dir.join(file))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    }
-
     /// Running, not a zombie, and still the program we started (pids get reused).
     pub fn alive(pid: u32, name: &str) -> bool {
         let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -103,19 +95,17 @@ impl Cluster {
         comm == name && state != Some("Z")
     }
 
-    fn daemons_alive(&self) -> bool {
+    /// The daemons this harness starts, with their pid files.
+    fn daemons(&self) -> Vec<(&'static str, PathBuf)> {
         DAEMONS
             .iter()
-            .all(|(name, file)| self.pid(file).is_some_and(|p| Self::alive(p, name)))
+            .map(|(name, file)| (*name, self.dir.join(file)))
+            .collect()
     }
 
     /// Stops the daemons this harness started (by their pid files), and only those.
     pub fn stop(&self) {
-        let daemons: Vec<(&str, PathBuf)> = DAEMONS
-            .iter()
-            .map(|(name, file)| (*name, self.dir.join(file)))
-            .collect();
-        stop_daemons(&daemons);
+        stop_daemons(&self.daemons());
     }
 
     fn start(&self) {
@@ -189,10 +179,7 @@ impl Cluster {
 /// last first, and waits until it is gone.
 pub fn stop_daemons(daemons: &[(&str, PathBuf)]) {
     for (name, file) in daemons.iter().rev() {
-        let pid = fs::read_to_string(file)
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok());
-        if let Some(pid) = pid.filter(|p| Cluster::alive(*p, name)) {
+        if let Some(pid) = pid_in(file).filter(|p| Cluster::alive(*p, name)) {
             let _ = Command::new("kill").arg(pid.to_string()).status();
             let deadline = Instant::now() + Duration::from_secs(10);
             while Cluster::alive(pid, name) && Instant::now() < deadline {
@@ -200,6 +187,18 @@ pub fn stop_daemons(daemons: &[(&str, PathBuf)]) {
             }
         }
     }
+}
+
+/// The pid a daemon wrote to `file`.
+fn pid_in(file: &Path) -> Option<u32> {
+    fs::read_to_string(file).ok()?.trim().parse().ok()
+}
+
+/// Whether every daemon of `daemons` (name, pid file) is running.
+pub fn daemons_alive(daemons: &[(&str, PathBuf)]) -> bool {
+    daemons
+        .iter()
+        .all(|(name, file)| pid_in(file).is_some_and(|p| Cluster::alive(p, name)))
 }
 
 /// Waits until nothing listens on `ports`; a daemon this harness did not start (its pid

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use fs_err as fs;
 
 use crate::slurm::{
-    chmod, client, real_uid, run_ok, start_munge, stop_daemons, wait_idle, wait_ports_free,
-    write_task_prolog, Cluster,
+    chmod, client, daemons_alive, real_uid, run_ok, start_munge, stop_daemons, wait_idle,
+    wait_ports_free, write_task_prolog,
 };
 
 pub const NODES: [(&str, u16); 2] = [("n1", 6918), ("n2", 6919)];
@@ -84,7 +84,10 @@ impl Nodes {
         };
         let lock = File::create(nodes.dir.join("lock")).unwrap();
         lock.lock().unwrap();
-        if nodes.conf.is_file() && nodes.alive() && nodes.wait_idle(Duration::from_secs(5)) {
+        if nodes.conf.is_file()
+            && daemons_alive(&nodes.daemons())
+            && nodes.wait_idle(Duration::from_secs(5))
+        {
             return nodes;
         }
         let started = Instant::now();
@@ -105,16 +108,6 @@ impl Nodes {
             nodes.started_in.as_secs_f64()
         );
         nodes
-    }
-
-    fn pid(file: &Path) -> Option<u32> {
-        fs::read_to_string(file).ok()?.trim().parse().ok()
-    }
-
-    fn alive(&self) -> bool {
-        self.daemons()
-            .iter()
-            .all(|(name, file)| Self::pid(file).is_some_and(|p| Cluster::alive(p, name)))
     }
 
     /// Stops the daemons this harness started (by their pid files), and only those.
