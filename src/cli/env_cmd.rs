@@ -41,6 +41,11 @@ impl Args {
     }
 
     fn print(self, ctx: &Context) -> Result<()> {
+        if self.shell == Format::Slurm {
+            // Only when the admin (or user) opted in; before resolving, which a missing
+            // locked toolchain would fail.
+            super::prolog::install_missing(ctx)?;
+        }
         let mut session = super::session(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(&mut session, &overrides, None)?;
@@ -53,9 +58,7 @@ impl Args {
         if self.shell == Format::Slurm {
             // The registry is shared, the trees may not be: a node without the pinned tree
             // fails the task instead of running it against a toolkit that is not there.
-            let node = ctx
-                .var_nonempty(vars::SLURMD_NODENAME)
-                .unwrap_or("this node");
+            let node = super::prolog::node(ctx);
             for t in &active.toolchains {
                 if let Some(problem) = store::tree_problem(&t.name, &t.entry) {
                     return Err(store::NotOnThisNode {
@@ -66,6 +69,8 @@ impl Args {
                     .into());
                 }
             }
+            // The trees are there; with a gpuenv.lock, they must also be the locked ones.
+            super::prolog::refuse_unlocked(&session, &active)?;
         }
         if active.toolchains.is_empty() {
             ui::info_with_hints(
