@@ -402,7 +402,10 @@ fn a_node_whose_tree_is_not_the_locked_one_is_named_by_doctor_and_refused_by_the
                 lock.display()
             ),
             differs.clone(),
-            "gpuenv: on n2, `gpuenv install --locked` in".to_string(),
+            format!(
+                "gpuenv: cuda-12.4 is a linked tree: the admin puts the locked one at {} on n2, as on the other nodes",
+                root.display()
+            ),
         ] {
             assert!(stdout.contains(&want), "{opt_in:?}: no {want} in\n{stdout}");
         }

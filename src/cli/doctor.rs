@@ -116,8 +116,8 @@ fn lock_fact(session: &Session, active: &ActiveSet, resolve_error: &Option<ui::R
     }
     match super::lock::differences_here(session, active) {
         Ok(None) => "no gpuenv.lock".to_string(),
-        Ok(Some((_, problems))) if problems.is_empty() => "matches gpuenv.lock".to_string(),
-        Ok(Some((_, problems))) => format!("differs: {}", problems.join("; ")),
+        Ok(Some(c)) if c.problems.is_empty() => "matches gpuenv.lock".to_string(),
+        Ok(Some(c)) => format!("differs: {}", c.problems.join("; ")),
         Err(e) => format!("error: {}", ui::error_one_line(e.as_ref(), super::FIND)),
     }
 }

@@ -166,7 +166,7 @@ pub fn check(ctx: &Context) -> Result<()> {
     let lock = load_here(ctx)?;
     let mut session = super::session(ctx)?;
     let active = super::resolve_here(&mut session, &[], None)?;
-    let problems = differences(&session, &lock, &active)?;
+    let Compared { lock, problems, .. } = differences(&session, lock, &active)?;
     if problems.is_empty() {
         ui::info(format!(
             "the active toolchains match {} ({})",
@@ -189,25 +189,32 @@ pub fn check(ctx: &Context) -> Result<()> {
     Err(Exit(1).into())
 }
 
-/// Each way `active` differs from `lock`, everything it records compared, in `check
-/// --locked`'s words.
-pub fn differences(
-    session: &Session,
-    lock: &lock::Lock,
-    active: &ActiveSet,
-) -> Result<Vec<String>> {
-    let found = compare::compare(lock, active, Depth::Full, || {
+/// `active` compared in full with a lock.
+pub struct Compared {
+    pub lock: lock::Lock,
+    /// Each difference, in `check --locked`'s words.
+    pub problems: Vec<String>,
+    /// The locked toolchains that are not active as locked.
+    pub differing: Vec<Locked>,
+}
+
+/// Each way `active` differs from `lock`, everything it records compared.
+pub fn differences(session: &Session, lock: lock::Lock, active: &ActiveSet) -> Result<Compared> {
+    let found = compare::compare(&lock, active, Depth::Full, || {
         locked_compiler(session, active)
     })?;
-    Ok(found.iter().flat_map(Mismatch::lines).collect())
+    let problems = found.iter().flat_map(Mismatch::lines).collect();
+    let differing = found.iter().filter_map(Mismatch::locked).cloned().collect();
+    Ok(Compared {
+        lock,
+        problems,
+        differing,
+    })
 }
 
 /// The gpuenv.lock beside the toolchain file of `active`, compared in full: `None` when
 /// there is no toolchain file or no lock beside it.
-pub fn differences_here(
-    session: &Session,
-    active: &ActiveSet,
-) -> Result<Option<(lock::Lock, Vec<String>)>> {
+pub fn differences_here(session: &Session, active: &ActiveSet) -> Result<Option<Compared>> {
     let Some(project) = &active.project else {
         return Ok(None);
     };
@@ -215,8 +222,7 @@ pub fn differences_here(
         return Ok(None);
     }
     let lock = load_beside(&project.path)?;
-    let problems = differences(session, &lock, active)?;
-    Ok(Some((lock, problems)))
+    Ok(Some(differences(session, lock, active)?))
 }
 
 /// For the shell hook, past its fast path: each way the active set differs from the

@@ -9,11 +9,12 @@ use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::resolve::ActiveSet;
 use gpuenv_core::session::Session;
+use gpuenv_core::toolchain::registry::Source as Origin;
 use gpuenv_core::{trust, ui};
 use gpuenv_install::lock::Locked;
 use gpuenv_install::source::Choice;
 
-use super::lock::{differences_here, load_beside, lock_path};
+use super::lock::{differences_here, load_beside, lock_path, Compared};
 
 /// The node the prolog runs on, as SLURM names it.
 pub fn node(ctx: &Context) -> &str {
@@ -114,7 +115,12 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
 /// After resolving: fails the task when the active toolchains are not what the project's
 /// gpuenv.lock names, with each difference and the fix.
 pub fn refuse_unlocked(session: &Session, active: &ActiveSet) -> Result<()> {
-    let Some((lock, problems)) = differences_here(session, active)? else {
+    let Some(Compared {
+        lock,
+        problems,
+        differing,
+    }) = differences_here(session, active)?
+    else {
         return Ok(());
     };
     if problems.is_empty() {
@@ -122,14 +128,35 @@ pub fn refuse_unlocked(session: &Session, active: &ActiveSet) -> Result<()> {
     }
     let node = node(session.ctx());
     let dir = lock.path.parent().unwrap_or(&lock.path);
-    bail!(Hinted::new(format!(
+    let mut err = Hinted::new(format!(
         "node {node} does not have the toolchains {} names:\n  {}",
         lock.path.display(),
         problems.join("\n  ")
-    ))
-    .hint(format!(
-        "on {node}, `gpuenv install --locked` in {} installs what the lock names (a toolchain of the same name that differs is `gpuenv uninstall`ed there first), or the admin puts the locked one in the site store",
-        ui::shell_word(dir)
-    ))
-    .hint("`GPUENV_PROLOG_INSTALL=locked` in the TaskProlog lets it install a missing one itself; `gpuenv lock` records what is active instead"))
+    ));
+    // An installed toolchain can be installed again; a linked tree is where the admin put it.
+    let (installed, placed): (Vec<&Locked>, Vec<&Locked>) = differing
+        .iter()
+        .partition(|l| l.source == Origin::Installed);
+    if !installed.is_empty() {
+        err = err
+            .hint(format!(
+                "on {node}, `gpuenv install --locked` in {} installs what the lock names (a toolchain of the same name that differs is `gpuenv uninstall`ed there first), or the admin puts the locked one in the site store",
+                ui::shell_word(dir)
+            ))
+            .hint("`GPUENV_PROLOG_INSTALL=locked` in the TaskProlog lets it install a missing one itself");
+    }
+    for l in placed {
+        err = err.hint(match &l.root {
+            Some(root) => format!(
+                "{} is a {} tree: the admin puts the locked one at {} on {node}, as on the other nodes",
+                l.name,
+                l.source.as_str(),
+                ui::printable(&root.to_string_lossy())
+            ),
+            None => format!("{} is a {} tree: the admin puts the locked one on {node}", l.name, l.source.as_str()),
+        });
+    }
+    bail!(
+        err.hint("`gpuenv lock` records what is active instead, if that is what the project wants")
+    )
 }
