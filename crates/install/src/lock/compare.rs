@@ -160,3 +160,127 @@ pub fn compare<'a>(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pathpart::Sha256;
+    use gpuenv_core::project::Location;
+    use gpuenv_core::toolchain::Kind;
+
+    fn at(line: usize) -> Location {
+        Location {
+            path: PathBuf::from("/p/gpuenv.lock"),
+            line,
+            column: 1,
+        }
+    }
+
+    /// A linked CUDA 12.4.1 tree in `dir`, active through the project's pin.
+    fn active_tree(dir: &Path) -> ActiveSet {
+        fs_err::create_dir_all(dir.join("bin")).unwrap();
+        fs_err::write(dir.join("bin/nvcc"), "nvcc").unwrap();
+        let entry = Entry {
+            kind: Kind::Cuda,
+            version: "12.4.1".parse().unwrap(),
+            root: dir.to_path_buf(),
+            source: Origin::Linked,
+            version_from: "version.json".into(),
+            include_dir: dir.join("include"),
+            lib_dir: dir.join("lib64"),
+            collectives: None,
+            system: None,
+        };
+        ActiveSet {
+            toolchains: vec![Active {
+                name: "cuda-12.4.1".into(),
+                entry,
+                reason: Reason::File(at(2), "cuda-12.4".parse().unwrap()),
+            }],
+            ..ActiveSet::default()
+        }
+    }
+
+    fn locking(active: &ActiveSet) -> Lock {
+        let t = &active.toolchains[0];
+        let (files, _) = inspect(&t.entry).unwrap();
+        Lock {
+            path: PathBuf::from("/p/gpuenv.lock"),
+            toolchains: vec![Locked {
+                name: t.name.clone(),
+                kind: Kind::Cuda,
+                version: t.entry.version.clone(),
+                source: Origin::Linked,
+                root: Some(t.entry.root.clone()),
+                files: Sha256::parse(&files).unwrap(),
+                record: None,
+                at: at(6),
+            }],
+            host_compiler: None,
+        }
+    }
+
+    fn lines(found: &[Mismatch]) -> Vec<String> {
+        found.iter().flat_map(Mismatch::lines).collect()
+    }
+
+    #[test]
+    fn the_locked_tree_matches_and_another_file_list_differs_only_in_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let active = active_tree(dir.path());
+        let lock = locking(&active);
+        assert!(compare(&lock, &active, Depth::Full, || None)
+            .unwrap()
+            .is_empty());
+
+        fs_err::write(dir.path().join("bin/nvcc"), "another nvcc").unwrap();
+        let full = compare(&lock, &active, Depth::Full, || None).unwrap();
+        let text = lines(&full);
+        assert_eq!(text.len(), 1, "{text:?}");
+        assert!(
+            text[0].starts_with(
+                "/p/gpuenv.lock:6:1: cuda-12.4.1: files: the tree's file list differs"
+            ),
+            "{text:?}"
+        );
+        assert_eq!(
+            full[0].locked().map(|l| l.name.as_str()),
+            Some("cuda-12.4.1")
+        );
+        // The prompt's comparison reads no tree.
+        assert!(compare(&lock, &active, Depth::Identity, || None)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn a_locked_kind_with_nothing_active_and_a_locked_compiler_not_found_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let active = active_tree(dir.path());
+        let mut lock = locking(&active);
+        lock.host_compiler = Some(LockedCompiler {
+            command: "g++-11".into(),
+            version: "11.4.0".parse().unwrap(),
+            at: at(3),
+        });
+        let nothing = ActiveSet::default();
+        let found = compare(&lock, &nothing, Depth::Full, || None).unwrap();
+        assert_eq!(
+            lines(&found),
+            [
+                "/p/gpuenv.lock:6:1: cuda-12.4.1 is locked, but no cuda toolchain is active here",
+                "/p/gpuenv.lock:3:1: host compiler: the lock has g++-11 11.4.0, and none is pinned and found here",
+            ]
+        );
+        let asked = std::cell::Cell::new(false);
+        let found = compare(&lock, &active, Depth::Identity, || {
+            asked.set(true);
+            None
+        })
+        .unwrap();
+        assert!(
+            found.is_empty() && !asked.get(),
+            "a prompt runs no compiler"
+        );
+    }
+}
