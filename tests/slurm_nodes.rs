@@ -471,6 +471,10 @@ fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_sit
         "{stdout}"
     );
     assert!(!stdout.contains("ran on n2"), "{stdout}");
+    assert!(
+        stdout.contains("gpuenv: the task's toolchains cannot be set up on node n2"),
+        "{stdout}"
+    );
     assert!(!installed_on_n2.exists());
 
     // Told, but the project is a clone nobody trusted on n2: nothing is installed.

@@ -48,7 +48,17 @@ impl Args {
         }
         let mut session = super::session(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
-        let active = super::resolve_here(&mut session, &overrides, None)?;
+        let active = super::resolve_here(&mut session, &overrides, None);
+        // The task's output is read far from the node: say which one could not resolve.
+        let active = match (self.shell, active) {
+            (Format::Slurm, Err(e)) => {
+                return Err(e.context(format!(
+                    "the task's toolchains cannot be set up on node {}",
+                    super::prolog::node(ctx)
+                )))
+            }
+            (_, active) => active?,
+        };
         // A TaskProlog runs for every task of every job: only a pinned project gets a
         // toolchain there, and anywhere else the task's environment is left as it is.
         if self.shell == Format::Slurm && (active.project.is_none() || active.toolchains.is_empty())
