@@ -203,3 +203,72 @@ fn a_link_at_gpuenv_lock_is_neither_written_through_nor_read() {
     );
     ok(&sb, &[], &["check", "--locked"]);
 }
+
+#[test]
+fn a_lock_in_an_untrusted_project_makes_the_task_prolog_install_nothing_even_when_told() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let mirror = server.url("redist/");
+    let first = Sandbox::new();
+    ok(
+        &first,
+        &[("GPUENV_CUDA_MIRROR", mirror.as_str())],
+        &[
+            "install",
+            "cuda-12.4.1",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ],
+    );
+    project(&first);
+    ok(&first, &[], &["lock"]);
+    let requests = server.log().len();
+
+    // A clone on a node that has nothing; the admin's TaskProlog may install.
+    let clone = Sandbox::new();
+    project(&clone);
+    fs_err::copy(first.path("gpuenv.lock"), clone.path("gpuenv.lock")).unwrap();
+    let out = gpuenv(
+        &clone,
+        &[
+            ("GPUENV_CUDA_MIRROR", mirror.as_str()),
+            ("GPUENV_PROLOG_INSTALL", "locked"),
+            ("SLURMD_NODENAME", "n2"),
+        ],
+        &["env", "--shell", "slurm"],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("export "), "{stdout}");
+    assert!(
+        stdout.contains("print gpuenv: cuda-12.4.1 is not installed on node n2; GPUENV_PROLOG_INSTALL=locked would install it"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("is not trusted"), "{stdout}");
+    assert!(stdout.contains("print gpuenv: `gpuenv trust "), "{stdout}");
+    assert!(!clone.gpuenv_home().join("toolchains/cuda-12.4.1").exists());
+    assert_eq!(server.log().len(), requests, "no request was made");
+}
+
+#[test]
+fn a_task_prolog_setting_gpuenv_does_not_know_is_refused_not_ignored() {
+    let sb = Sandbox::new();
+    let tree = cuda_runfile(&sb.path("cuda-12.4"), "12.4.1");
+    ok(&sb, &[], &["link", "cuda-12.4.1", tree.to_str().unwrap()]);
+    project(&sb);
+    ok(&sb, &[], &["lock"]);
+    let out = gpuenv(
+        &sb,
+        &[("GPUENV_PROLOG_INSTALL", "yes\u{1b}[2J")],
+        &["env", "--shell", "slurm"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("is not a setting gpuenv knows"), "{stdout}");
+    assert!(
+        !stdout.contains('\u{1b}'),
+        "no escape reaches the task's output"
+    );
+}

@@ -319,3 +319,91 @@ fn the_shell_hook_says_when_the_active_toolchain_is_not_the_locked_one() {
         "{err}"
     );
 }
+
+/// `gpuenv env --shell slurm` as a SLURM TaskProlog runs it, on node `n2`.
+fn task_prolog(sb: &Sandbox, vars: &[(&str, &str)]) -> std::process::Output {
+    let mut all = vec![("SLURMD_NODENAME", "n2")];
+    all.extend_from_slice(vars);
+    gpuenv(sb, &all, &["env", "--shell", "slurm"])
+}
+
+#[test]
+fn the_task_prolog_refuses_a_build_that_is_not_the_locked_one_and_installs_a_missing_one_only_when_told(
+) {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    let told = [vars[0], ("GPUENV_PROLOG_INSTALL", "locked")];
+    let sb = Sandbox::new();
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-12.4.1", "--source", "nvidia"],
+    );
+    project(&sb, "12.4");
+    ok(&sb, &[], &["lock"]);
+    let out = task_prolog(&sb, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("export CUDA_HOME="),
+        "{}",
+        text(&out)
+    );
+
+    // The node has another build of the same version (the minimal profile).
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(elsewhere.path())
+        .env("GPUENV_CUDA_MIRROR", &mirror)
+        .args([
+            "install",
+            "cuda-12.4.1",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let cublas = sb
+        .gpuenv_home()
+        .join("toolchains/cuda-12.4.1/include/cublas.h");
+    for vars in [&vars[..], &told[..]] {
+        let out = task_prolog(&sb, vars);
+        assert!(!out.status.success(), "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("export "), "{stdout}");
+        for want in [
+            "print gpuenv: node n2 does not have the toolchains",
+            "gpuenv.lock:6:1: cuda-12.4.1: archive libcublas: locked, but not there",
+            "print gpuenv: on n2, `gpuenv install --locked` in",
+        ] {
+            assert!(stdout.contains(want), "{vars:?}: no {want} in\n{stdout}");
+        }
+        assert!(!cublas.exists(), "a tree that is there is never replaced");
+    }
+
+    // Gone from the node: told to, and with the project trusted, the prolog installs the
+    // locked build and sets the task up.
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    let out = task_prolog(&sb, &vars);
+    assert!(!out.status.success(), "not told: {}", text(&out));
+    assert!(!cublas.exists(), "not told: nothing installed");
+    ok(&sb, &[], &["trust"]);
+    let out = task_prolog(&sb, &told);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("export CUDA_HOME="),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        cublas.is_file(),
+        "the locked (default) profile was installed"
+    );
+    ok(&sb, &[], &["check", "--locked"]);
+}

@@ -5,9 +5,18 @@
 //! and the difference, and the TaskProlog refuses the task on the node without the tree. A
 //! toolkit on the shared file system gives the same `nvcc --version` on both. A site config's
 //! `[build]` makes nvcc compile through ccache with a shared store: what node 1 compiled,
-//! node 2 gets from the store; another nvcc never does.
+//! node 2 gets from the store; another nvcc never does. A project's gpuenv.lock holds on
+//! every node: doctor names the node whose tree is not the locked one and the TaskProlog
+//! refuses its tasks; told to (`GPUENV_PROLOG_INSTALL=locked`), the prolog installs a locked
+//! toolkit a node lacks from the site's download cache, for a trusted project only.
 
+#[path = "common/archives.rs"]
+mod archives;
 mod common;
+#[path = "common/install_fixtures.rs"]
+mod fixtures;
+#[path = "common/server.rs"]
+mod server;
 #[path = "common/slurm.rs"]
 mod slurm;
 #[path = "common/slurm_nodes.rs"]
@@ -18,6 +27,8 @@ use std::process::{Command, Output};
 
 use common::real::real_cuda13;
 use common::*;
+use fixtures::{redist_tree, serve};
+use server::Server;
 use slurm_nodes::Nodes;
 
 fn gpuenv_bin() -> PathBuf {
@@ -90,6 +101,20 @@ fn by_task(out: &Output) -> Vec<(String, String)> {
         .collect();
     lines.sort();
     lines
+}
+
+/// `srun -N2`, one task per node, with the TaskProlog and `vars`: each task says where it
+/// ran and its `CUDA_HOME`.
+fn task_on_both(u: &User, nodes: &Nodes, proj: &Path, vars: &[(&str, &Path)]) -> Output {
+    let mut cmd = u.client(nodes, "srun", proj);
+    cmd.env("GPUENV_TEST_BIN", gpuenv_bin());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.args(["-Q", "-N2", "--ntasks-per-node=1", "-l", "sh", "-c"])
+        .arg("echo \"ran on $SLURMD_NODENAME with $CUDA_HOME\"")
+        .output()
+        .unwrap()
 }
 
 fn nvidia_smi(dir: &Path, driver: &str, cuda: &str) {
@@ -309,4 +334,184 @@ fn a_site_shared_build_cache_serves_node_2_what_node_1_compiled_and_never_anothe
         1,
         "the store has nothing for it"
     );
+}
+
+#[test]
+fn a_node_whose_tree_is_not_the_locked_one_is_named_by_doctor_and_refused_by_the_task_prolog() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    let u = User::new();
+    // The same path on each node's disk, another build on n2.
+    cuda_runfile(&u.on_node(nodes, "n1").join("cuda-12.4"), "12.4.131");
+    cuda_runfile(&u.on_node(nodes, "n2").join("cuda-12.4"), "12.4.99");
+    let root = u.node_local(nodes).join("cuda-12.4");
+    let proj = u.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
+    for args in [
+        vec!["gpuenv", "link", "cuda-12.4", root.to_str().unwrap()],
+        vec!["gpuenv", "lock"],
+    ] {
+        let out = u
+            .client(nodes, "srun", &proj)
+            .args(["-Q", "-w", "n1"])
+            .args(&args)
+            .output()
+            .unwrap();
+        succeeded(&out);
+    }
+    let lock = proj.join("gpuenv.lock");
+    let differs = format!(
+        "{}:6:1: cuda-12.4: files: the tree's file list differs from the locked one",
+        lock.display()
+    );
+
+    let out = u
+        .client(nodes, "salloc", &proj)
+        .args(["-Q", "-N2", "gpuenv", "doctor", "--all-nodes"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "nodes differ: exit 1\n{text}");
+    assert!(text.contains("differs: lock\n"), "{text}");
+    assert!(text.contains("matches gpuenv.lock  on n1"), "{text}");
+    let n2 = text
+        .lines()
+        .find(|l| l.ends_with("  on n2") && l.contains(&differs))
+        .unwrap_or_else(|| panic!("no lock difference on n2 in\n{text}"));
+    assert!(n2.trim_start().starts_with("differs: "), "{n2}");
+
+    // The prolog sets up the task on n1 and fails it on n2, naming what differs and the fix;
+    // told to install, it still never replaces a tree that is there.
+    let view = u.sb.gpuenv_home().join("views/cuda-12.4");
+    for opt_in in [None, Some("locked")] {
+        let vars: Vec<(&str, &Path)> = opt_in
+            .map(|v| ("GPUENV_PROLOG_INSTALL", Path::new(v)))
+            .into_iter()
+            .collect();
+        let out = task_on_both(&u, nodes, &proj, &vars);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success(), "{stdout}");
+        assert!(
+            stdout.contains(&format!("ran on n1 with {}", view.display())),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("ran on n2"), "{stdout}");
+        for want in [
+            format!(
+                "gpuenv: node n2 does not have the toolchains {} names:",
+                lock.display()
+            ),
+            differs.clone(),
+            format!(
+                "gpuenv: cuda-12.4 is a linked tree: the admin puts the locked one at {} on n2, as on the other nodes",
+                root.display()
+            ),
+        ] {
+            assert!(stdout.contains(&want), "{opt_in:?}: no {want} in\n{stdout}");
+        }
+        assert!(String::from_utf8_lossy(&out.stderr).contains("TaskProlog failed"));
+    }
+}
+
+#[test]
+fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_site_cache_for_a_trusted_project(
+) {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let u = User::new();
+    // Each node keeps its toolchains on its own disk; the site's download cache is shared.
+    let home = u.node_local(nodes).join("gpuenv");
+    let cache = u.sb.path("site-cache");
+    let mirror = server.url("redist/");
+    let proj = u.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
+    let on = |node: &str, dir: &Path, args: &[&str]| {
+        let out = u
+            .client(nodes, "srun", dir)
+            .env("GPUENV_HOME", &home)
+            .env("GPUENV_CUDA_MIRROR", &mirror)
+            .env("GPUENV_DOWNLOAD_CACHE", &cache)
+            .args(["-Q", "-w", node, "gpuenv"])
+            .args(args)
+            .output()
+            .unwrap();
+        succeeded(&out)
+    };
+    on(
+        "n1",
+        u.sb.dir.path(),
+        &[
+            "install",
+            "cuda-12.4.1",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ],
+    );
+    on("n1", &proj, &["lock"]);
+    let downloads = server.hits(".tar.xz").len();
+    let installed_on_n2 = u.on_node(nodes, "n2").join("gpuenv/toolchains/cuda-12.4.1");
+    let view = home.join("views/cuda-12.4.1");
+    let vars = [
+        ("GPUENV_HOME", home.as_path()),
+        ("GPUENV_CUDA_MIRROR", Path::new(&mirror)),
+        ("GPUENV_DOWNLOAD_CACHE", cache.as_path()),
+    ];
+    let told = [&vars[..], &[("GPUENV_PROLOG_INSTALL", Path::new("locked"))]].concat();
+
+    // Not told: n2 has no cuda-12.4.1, and the task there fails.
+    let out = task_on_both(&u, nodes, &proj, &vars);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!("ran on n1 with {}", view.display())),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("ran on n2"), "{stdout}");
+    assert!(
+        stdout.contains("gpuenv: the task's toolchains cannot be set up on node n2"),
+        "{stdout}"
+    );
+    assert!(!installed_on_n2.exists());
+
+    // Told, but the project is a clone nobody trusted on n2: nothing is installed.
+    let out = task_on_both(&u, nodes, &proj, &told);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(!stdout.contains("ran on n2"), "{stdout}");
+    assert!(
+        stdout.contains("gpuenv: cuda-12.4.1 is not installed on node n2; GPUENV_PROLOG_INSTALL=locked would install it"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("is not trusted"), "{stdout}");
+    assert!(
+        !installed_on_n2.exists(),
+        "an untrusted lock installs nothing"
+    );
+
+    // Trusted on n2: its prolog installs what the lock names, from the cache n1 filled.
+    on("n2", &proj, &["trust"]);
+    let out = task_on_both(&u, nodes, &proj, &told);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for node in ["n1", "n2"] {
+        assert!(
+            stdout.contains(&format!("ran on {node} with {}", view.display())),
+            "{stdout}"
+        );
+    }
+    assert!(installed_on_n2.join("bin/nvcc").is_file());
+    assert_eq!(
+        server.hits(".tar.xz").len(),
+        downloads,
+        "n2 downloaded nothing: the archives came from the site cache"
+    );
+    on("n2", &proj, &["check", "--locked"]);
 }

@@ -6,6 +6,7 @@ use anyhow::{bail, Context as _, Result};
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::resolve::ActiveSet;
+use gpuenv_core::session::Session;
 use gpuenv_core::shims;
 use gpuenv_core::{guard, ui};
 use gpuenv_doctor::{nodes, Inputs, Machine, Report};
@@ -59,6 +60,10 @@ impl Args {
                 Some(ui::Report::of(e.as_ref(), super::FIND)),
             ),
         };
+        // Only a node's report has the lock fact: listing every locked tree costs a walk.
+        let lock = self
+            .node_report
+            .then(|| lock_fact(&session, &active, &resolve_error));
         let (home, layered) = session.into_parts();
         let registry = layered.registry;
         let torch = guard::locate_torch(&ctx, None);
@@ -86,7 +91,7 @@ impl Args {
         };
         if self.node_report {
             let node = node_name(&inputs.machine.ctx);
-            let r = nodes::report(&node, &inputs, &report.findings);
+            let r = nodes::report(&node, &inputs, &report.findings, lock.unwrap_or_default());
             println!("{}", serde_json::to_string(&r)?);
             return Ok(());
         }
@@ -100,6 +105,20 @@ impl Args {
         } else {
             Ok(())
         }
+    }
+}
+
+/// The `lock` fact: whether the active toolchains are what the project's gpuenv.lock names
+/// (`check --locked`'s comparison), or how they differ.
+fn lock_fact(session: &Session, active: &ActiveSet, resolve_error: &Option<ui::Report>) -> String {
+    if resolve_error.is_some() {
+        return "not compared: the toolchains did not resolve".to_string();
+    }
+    match super::lock::differences_here(session, active) {
+        Ok(None) => "no gpuenv.lock".to_string(),
+        Ok(Some(c)) if c.problems.is_empty() => "matches gpuenv.lock".to_string(),
+        Ok(Some(c)) => format!("differs: {}", c.problems.join("; ")),
+        Err(e) => format!("error: {}", ui::error_one_line(e.as_ref(), super::FIND)),
     }
 }
 

@@ -41,9 +41,24 @@ impl Args {
     }
 
     fn print(self, ctx: &Context) -> Result<()> {
+        if self.shell == Format::Slurm {
+            // Only when the admin (or user) opted in; before resolving, which a missing
+            // locked toolchain would fail.
+            super::prolog::install_missing(ctx)?;
+        }
         let mut session = super::session(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
-        let active = super::resolve_here(&mut session, &overrides, None)?;
+        let active = super::resolve_here(&mut session, &overrides, None);
+        // The task's output is read far from the node: say which one could not resolve.
+        let active = match (self.shell, active) {
+            (Format::Slurm, Err(e)) => {
+                return Err(e.context(format!(
+                    "the task's toolchains cannot be set up on node {}",
+                    super::prolog::node(ctx)
+                )))
+            }
+            (_, active) => active?,
+        };
         // A TaskProlog runs for every task of every job: only a pinned project gets a
         // toolchain there, and anywhere else the task's environment is left as it is.
         if self.shell == Format::Slurm && (active.project.is_none() || active.toolchains.is_empty())
@@ -53,9 +68,7 @@ impl Args {
         if self.shell == Format::Slurm {
             // The registry is shared, the trees may not be: a node without the pinned tree
             // fails the task instead of running it against a toolkit that is not there.
-            let node = ctx
-                .var_nonempty(vars::SLURMD_NODENAME)
-                .unwrap_or("this node");
+            let node = super::prolog::node(ctx);
             for t in &active.toolchains {
                 if let Some(problem) = store::tree_problem(&t.name, &t.entry) {
                     return Err(store::NotOnThisNode {
@@ -66,6 +79,8 @@ impl Args {
                     .into());
                 }
             }
+            // The trees are there; with a gpuenv.lock, they must also be the locked ones.
+            super::prolog::refuse_unlocked(&session, &active)?;
         }
         if active.toolchains.is_empty() {
             ui::info_with_hints(

@@ -11,15 +11,16 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::home::Home;
 use gpuenv_core::store::Store;
-use gpuenv_core::toolchain::registry::Source as Origin;
+use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
+use gpuenv_install::lock::compare::inspect;
 use gpuenv_install::lock::{archive_differences, Found, Locked};
 use gpuenv_install::record::{self, Record};
 use gpuenv_install::source::Choice;
 use gpuenv_install::Progress;
 
-use super::lock::{inspect, load_here};
+use super::lock::load_here;
 use super::Exit;
 
 pub fn run(ctx: &Context, choice: Choice, manifest: Option<&str>, offline: bool) -> Result<()> {
@@ -27,41 +28,7 @@ pub fn run(ctx: &Context, choice: Choice, manifest: Option<&str>, offline: bool)
     let (home, registry) = super::registry(ctx)?;
     let mut problems = Vec::new();
     for l in &lock.toolchains {
-        if let Some(entry) = registry.toolchains.get(&l.name) {
-            let (files, rec) = inspect(entry)?;
-            let diffs = l.differences(&Found {
-                name: &l.name,
-                entry,
-                files: &files,
-                record: rec.as_ref(),
-            });
-            if diffs.is_empty() {
-                ui::info(format!("{} is registered as locked", l.name));
-            }
-            problems.extend(
-                diffs
-                    .into_iter()
-                    .map(|d| format!("{}: {}: {d}", l.at, l.name)),
-            );
-            continue;
-        }
-        let diffs = match (&l.source, &l.record) {
-            (Origin::Linked | Origin::Discovered, _) => vec![format!(
-                "{} at {} in the lock, not registered here (`gpuenv link {} <root>` registers a tree you have checked)",
-                l.source.as_str(),
-                l.root.as_deref().map(|r| ui::printable(&r.to_string_lossy()).into_owned()).unwrap_or_default(),
-                l.name
-            )],
-            (Origin::Installed, None) => vec![
-                "the lock does not say which archives made it (no `from`): `gpuenv install` it, then `gpuenv lock` again".to_string(),
-            ],
-            (Origin::Installed, Some(rec)) => install_one(ctx, &home, l, rec, choice, manifest, offline)?,
-        };
-        problems.extend(
-            diffs
-                .into_iter()
-                .map(|d| format!("{}: {}: {d}", l.at, l.name)),
-        );
+        problems.extend(one(ctx, &home, &registry, l, choice, manifest, offline)?);
     }
     if problems.is_empty() {
         return Ok(());
@@ -74,6 +41,50 @@ pub fn run(ctx: &Context, choice: Choice, manifest: Option<&str>, offline: bool)
     .hint("`gpuenv uninstall <name>` a toolchain that differs and run this again, or `gpuenv lock` to record what is here now");
     super::print_error(&err.into());
     Err(Exit(1).into())
+}
+
+/// `install --locked` for one locked toolchain: nothing when it is registered as locked,
+/// an install when it is not registered. Each way it is not what the lock says, after
+/// where the lock says it.
+pub fn one(
+    ctx: &Context,
+    home: &Home,
+    registry: &Registry,
+    l: &Locked,
+    choice: Choice,
+    manifest: Option<&str>,
+    offline: bool,
+) -> Result<Vec<String>> {
+    let diffs = if let Some(entry) = registry.toolchains.get(&l.name) {
+        let (files, rec) = inspect(entry)?;
+        let diffs = l.differences(&Found {
+            name: &l.name,
+            entry,
+            files: &files,
+            record: rec.as_ref(),
+        });
+        if diffs.is_empty() {
+            ui::info(format!("{} is registered as locked", l.name));
+        }
+        diffs
+    } else {
+        match (&l.source, &l.record) {
+            (Origin::Linked | Origin::Discovered, _) => vec![format!(
+                "{} at {} in the lock, not registered here (`gpuenv link {} <root>` registers a tree you have checked)",
+                l.source.as_str(),
+                l.root.as_deref().map(|r| ui::printable(&r.to_string_lossy()).into_owned()).unwrap_or_default(),
+                l.name
+            )],
+            (Origin::Installed, None) => vec![
+                "the lock does not say which archives made it (no `from`): `gpuenv install` it, then `gpuenv lock` again".to_string(),
+            ],
+            (Origin::Installed, Some(rec)) => install_one(ctx, home, l, rec, choice, manifest, offline)?,
+        }
+    };
+    Ok(diffs
+        .into_iter()
+        .map(|d| format!("{}: {}: {d}", l.at, l.name))
+        .collect())
 }
 
 /// Plans the locked release again from its source; installs it when every archive is the

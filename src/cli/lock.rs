@@ -11,12 +11,12 @@ use gpuenv_core::fsutil;
 use gpuenv_core::host_compiler::cache::CachedProbe;
 use gpuenv_core::host_compiler::Probe;
 use gpuenv_core::project;
-use gpuenv_core::resolve::{ActiveSet, Reason};
+use gpuenv_core::resolve::ActiveSet;
 use gpuenv_core::session::Session;
-use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
+use gpuenv_core::toolchain::registry::Source as Origin;
 use gpuenv_core::ui;
+use gpuenv_install::lock::compare::{self, Depth, Mismatch};
 use gpuenv_install::lock::{self, Found, Locked, LockedCompiler};
-use gpuenv_install::record::{self, Record};
 
 use super::Exit;
 
@@ -31,20 +31,6 @@ pub struct Args {}
 /// gpuenv.lock in the directory of the toolchain file `project`.
 pub fn lock_path(project: &Path) -> PathBuf {
     project.parent().unwrap_or(Path::new(".")).join(lock::FILE)
-}
-
-/// The digest of a registered tree's file list, and how it was installed if it says.
-pub fn inspect(entry: &Entry) -> Result<(String, Option<Record>)> {
-    let files = record::files_digest(&entry.root)
-        .with_context(|| format!("listing the files of {}", entry.root.display()))?;
-    let rec = (entry.source == Origin::Installed)
-        .then(|| record::read(&entry.root))
-        .flatten();
-    Ok((files, rec))
-}
-
-fn pinned(reason: &Reason) -> bool {
-    matches!(reason, Reason::File(..) | Reason::Torch(..))
 }
 
 impl Args {
@@ -84,7 +70,7 @@ fn write(ctx: &Context) -> Result<()> {
     let path = lock_path(&file.path);
     let mut locked = Vec::new();
     for pin in &file.pins {
-        let Some(t) = active.get(pin.kind).filter(|t| pinned(&t.reason)) else {
+        let Some(t) = active.get(pin.kind).filter(|t| compare::pinned(&t.reason)) else {
             bail!(Hinted::new(format!(
                 "{}: the {} pin is not what is active here ({})",
                 pin.at,
@@ -95,7 +81,7 @@ fn write(ctx: &Context) -> Result<()> {
             ))
             .hint("`gpuenv use none` lets the project's pins decide, then `gpuenv lock`"));
         };
-        let (files, rec) = inspect(&t.entry)?;
+        let (files, rec) = compare::inspect(&t.entry)?;
         let found = Found {
             name: &t.name,
             entry: &t.entry,
@@ -180,49 +166,7 @@ pub fn check(ctx: &Context) -> Result<()> {
     let lock = load_here(ctx)?;
     let mut session = super::session(ctx)?;
     let active = super::resolve_here(&mut session, &[], None)?;
-    let mut problems = Vec::new();
-    for l in &lock.toolchains {
-        match active.get(l.kind) {
-            None => problems.push(format!(
-                "{}: {} is locked, but no {} toolchain is active here",
-                l.at, l.name, l.kind
-            )),
-            Some(t) => {
-                let (files, rec) = inspect(&t.entry)?;
-                let found = Found {
-                    name: &t.name,
-                    entry: &t.entry,
-                    files: &files,
-                    record: rec.as_ref(),
-                };
-                for d in l.differences(&found) {
-                    problems.push(format!("{}: {}: {d}", l.at, l.name));
-                }
-            }
-        }
-    }
-    if let Some(want) = &lock.host_compiler {
-        match locked_compiler(&session, &active) {
-            Some(have) if have.command == want.command && have.version == want.version => {}
-            Some(have) => problems.push(format!(
-                "{}: host compiler: the lock has {} {}, this is {} {}",
-                want.at, want.command, want.version, have.command, have.version
-            )),
-            None => problems.push(format!(
-                "{}: host compiler: the lock has {} {}, and none is pinned and found here",
-                want.at, want.command, want.version
-            )),
-        }
-    }
-    for t in &active.toolchains {
-        if pinned(&t.reason) && !lock.toolchains.iter().any(|l| l.kind == t.entry.kind) {
-            problems.push(format!(
-                "{}: {} is pinned but not locked",
-                lock.path.display(),
-                t.name
-            ));
-        }
-    }
+    let Compared { lock, problems, .. } = differences(&session, lock, &active)?;
     if problems.is_empty() {
         ui::info(format!(
             "the active toolchains match {} ({})",
@@ -245,6 +189,42 @@ pub fn check(ctx: &Context) -> Result<()> {
     Err(Exit(1).into())
 }
 
+/// `active` compared in full with a lock.
+pub struct Compared {
+    pub lock: lock::Lock,
+    /// Each difference, in `check --locked`'s words.
+    pub problems: Vec<String>,
+    /// The locked toolchains that are not active as locked.
+    pub differing: Vec<Locked>,
+}
+
+/// Each way `active` differs from `lock`, everything it records compared.
+pub fn differences(session: &Session, lock: lock::Lock, active: &ActiveSet) -> Result<Compared> {
+    let found = compare::compare(&lock, active, Depth::Full, || {
+        locked_compiler(session, active)
+    })?;
+    let problems = found.iter().flat_map(Mismatch::lines).collect();
+    let differing = found.iter().filter_map(Mismatch::locked).cloned().collect();
+    Ok(Compared {
+        lock,
+        problems,
+        differing,
+    })
+}
+
+/// The gpuenv.lock beside the toolchain file of `active`, compared in full: `None` when
+/// there is no toolchain file or no lock beside it.
+pub fn differences_here(session: &Session, active: &ActiveSet) -> Result<Option<Compared>> {
+    let Some(project) = &active.project else {
+        return Ok(None);
+    };
+    if fs_err::symlink_metadata(lock_path(&project.path)).is_err() {
+        return Ok(None);
+    }
+    let lock = load_beside(&project.path)?;
+    Ok(Some(differences(session, lock, active)?))
+}
+
 /// For the shell hook, past its fast path: each way the active set differs from the
 /// project's gpuenv.lock by name, version or source (file lists are `check --locked`'s:
 /// too slow for a prompt), and the lock's path for the hook to watch.
@@ -265,34 +245,31 @@ pub fn hook_notes(active: &ActiveSet) -> (Vec<String>, Option<PathBuf>) {
             )
         }
     };
-    let mut notes = Vec::new();
-    for l in &lock.toolchains {
-        let differs = match active.get(l.kind) {
-            None => Some(format!("no {} toolchain is active", l.kind)),
-            Some(t)
-                if t.name != l.name
-                    || t.entry.version != l.version
-                    || t.entry.source != l.source =>
-            {
-                Some(format!(
+    // Identity reads nothing from the trees, so it cannot fail.
+    let found = compare::compare(&lock, active, Depth::Identity, || None).unwrap_or_default();
+    let notes = found
+        .iter()
+        .filter_map(|m| {
+            let differs = match m {
+                Mismatch::NotActive(l) => format!("no {} toolchain is active", l.kind),
+                Mismatch::Differs { active: t, .. } => format!(
                     "{} ({} {}) is active",
                     t.name,
                     t.entry.source.as_str(),
                     t.entry.version
-                ))
-            }
-            Some(_) => None,
-        };
-        if let Some(d) = differs {
-            notes.push(format!(
-                "{}: the lock has {} ({} {}), but {d}; `gpuenv install --locked` or `gpuenv lock`",
+                ),
+                _ => return None,
+            };
+            let l = m.locked()?;
+            Some(format!(
+                "{}: the lock has {} ({} {}), but {differs}; `gpuenv install --locked` or `gpuenv lock`",
                 l.at,
                 l.name,
                 l.source.as_str(),
                 l.version
-            ));
-        }
-    }
+            ))
+        })
+        .collect();
     (notes, Some(path))
 }
 

@@ -22,6 +22,7 @@ mod named_arg;
 mod outdated;
 mod pin;
 mod prefix;
+mod prolog;
 mod reshim;
 mod run;
 mod self_cmd;

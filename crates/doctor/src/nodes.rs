@@ -1,6 +1,6 @@
 //! `gpuenv doctor --all-nodes`: every node of a SLURM allocation runs the doctor once and
 //! reports a few facts (the toolchain that resolves, the driver, torch's CUDA, NCCL,
-//! `/dev/shm`) with its findings; the facts are compared across nodes, and every
+//! `/dev/shm`, whether the toolchains are what gpuenv.lock names) with its findings; the facts are compared across nodes, and every
 //! difference is named (FM-11: works on one node, fails on another).
 
 use std::fmt::Write as _;
@@ -11,7 +11,7 @@ use super::{driver, nccl, shm, Finding, Inputs, Status};
 use gpuenv_core::toolchain::Kind;
 
 /// The facts compared across nodes, in report order.
-pub const FACTS: [&str; 5] = ["toolchain", "driver", "torch", "nccl", "/dev/shm"];
+pub const FACTS: [&str; 6] = ["toolchain", "driver", "torch", "nccl", "/dev/shm", "lock"];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeReport {
@@ -34,8 +34,9 @@ impl NodeReport {
     }
 }
 
-/// This node's report, from the inputs and findings the doctor already has.
-pub fn report(node: &str, inputs: &Inputs, findings: &[Finding]) -> NodeReport {
+/// This node's report, from the inputs and findings the doctor already has, and `lock`:
+/// the lock comparison in words (the CLI's, which owns gpuenv.lock).
+pub fn report(node: &str, inputs: &Inputs, findings: &[Finding], lock: String) -> NodeReport {
     let toolchain = match (&inputs.resolve_error, inputs.active.toolchains.as_slice()) {
         (Some(e), _) => format!("error: {}", e.message.lines().next().unwrap_or_default()),
         (None, []) => "none".to_string(),
@@ -87,7 +88,14 @@ pub fn report(node: &str, inputs: &Inputs, findings: &[Finding]) -> NodeReport {
     };
     NodeReport {
         node: node.to_string(),
-        facts: vec![toolchain, driver, torch, summary_of(nccl::CHECK.id), shm],
+        facts: vec![
+            toolchain,
+            driver,
+            torch,
+            summary_of(nccl::CHECK.id),
+            shm,
+            lock,
+        ],
         errors: findings
             .iter()
             .filter(|f| f.status == Status::Error)
@@ -183,7 +191,7 @@ pub fn render_text(
 mod tests {
     use super::*;
 
-    fn node(name: &str, facts: [&str; 5]) -> NodeReport {
+    fn node(name: &str, facts: [&str; 6]) -> NodeReport {
         NodeReport {
             node: name.into(),
             facts: facts.iter().map(|f| f.to_string()).collect(),
@@ -193,12 +201,13 @@ mod tests {
         }
     }
 
-    const SAME: [&str; 5] = [
+    const SAME: [&str; 6] = [
         "cuda-12.4.1 (12.4.1)",
         "550.54.15",
         "2.4.1+cu124 (CUDA 12.4) at /v/torch",
         "ok: NCCL 2.21.5",
         "16384 MiB",
+        "matches gpuenv.lock",
     ];
 
     #[test]
@@ -212,6 +221,7 @@ mod tests {
     fn every_differing_fact_names_its_values_and_nodes() {
         let mut old_driver = SAME;
         old_driver[1] = "535.104.05";
+        old_driver[5] = "differs: /p/gpuenv.lock:4:1: cuda-12.4.1: version: the lock has 12.4.1, this is 12.4.0";
         let mut cpu_torch = SAME;
         cpu_torch[2] = "2.4.1+cpu (CPU only) at /v/torch";
         cpu_torch[4] = "64 MiB";
@@ -223,7 +233,7 @@ mod tests {
         ];
         let d = differences(&r);
         let facts: Vec<&str> = d.iter().map(|d| d.fact.as_str()).collect();
-        assert_eq!(facts, ["driver", "torch", "/dev/shm"]);
+        assert_eq!(facts, ["driver", "torch", "/dev/shm", "lock"]);
         assert_eq!(
             d[0].values,
             [
@@ -237,6 +247,7 @@ mod tests {
         let text = render_text(&r, &d, Some(5));
         assert!(text.contains("4 of 5 nodes reported"), "{text}");
         assert!(text.contains("64 MiB  on n3"), "{text}");
+        assert!(text.contains("differs: lock\n    matches gpuenv.lock  on n1, n3, n4\n    differs: /p/gpuenv.lock:4:1: cuda-12.4.1: version: the lock has 12.4.1, this is 12.4.0  on n2"), "{text}");
     }
 
     #[test]

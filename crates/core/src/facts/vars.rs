@@ -64,6 +64,7 @@ registry! {
         GPUENV_TORCH_CHECK: Read, "the proxy, `check`, `doctor`", "The torch guard's policy: `minor` (default), `major` or `off`; over `[torch] check`.";
         GPUENV_BUILD_CACHE: Read, "the proxy, `show`", "The compiler cache the proxy compiles through: `ccache`, `sccache` or `off`; over `[build] cache`.";
         GPUENV_AUTO_INSTALL: Read, "the proxy, the shell hook", "`1`: a shim or the shell hook installs a pinned toolkit that is missing instead of failing.";
+        GPUENV_PROLOG_INSTALL: Read, "`env --shell slurm` (the TaskProlog)", "`locked`: in a project with a gpuenv.lock, the SLURM TaskProlog installs a locked toolchain the node does not have (as `install --locked`: the download cache first, then its source) when the user trusted its gpuenv.toml; unset, it only compares and refuses.";
         GPUENV_PROBE_TIMEOUT: Read, "every command, the proxy, the shell hook", "Seconds a program gpuenv asks something (`g++ --version`, `nvidia-smi`) may take before it is stopped (default 10).";
         GPUENV_LOG: Read, "every command, the proxy", "How much to say: `quiet`, `info` (default) or `verbose`; `-q` and `-v` win over it.";
         NO_COLOR: Read, "every command (through anstream)", "Set and not empty: no colour, even on a terminal.";

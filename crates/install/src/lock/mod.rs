@@ -1,9 +1,11 @@
 //! `gpuenv.lock` beside `gpuenv.toml`: the exact toolchains a project's pins resolved to
 //! (version, source, file-list digest; for an installed one how it was made: source,
 //! profile, components, each archive's URL and sha256). Written by `gpuenv lock`; read by
-//! `check --locked` and `install --locked`. A lock from a clone is a file gpuenv did not
-//! write: [`parse`] validates every field, with file:line:column.
+//! `check --locked`, `install --locked`, the shell hook, the SLURM TaskProlog and `doctor
+//! --all-nodes` ([`compare`]). A lock from a clone is a file gpuenv did not write: [`parse`]
+//! validates every field, with file:line:column.
 
+pub mod compare;
 mod parse;
 
 use std::path::{Path, PathBuf};
@@ -78,15 +80,12 @@ impl Locked {
         })
     }
 
-    /// Each way `found` is not what this lock entry says, in words; empty when it is.
-    pub fn differences(&self, found: &Found) -> Vec<String> {
+    /// Each way the registered `name` and `e` differ from this entry by name, version or
+    /// source (the registry's words alone, nothing read from the tree); empty when none.
+    pub fn identity_differences(&self, name: &str, e: &Entry) -> Vec<String> {
         let mut out = Vec::new();
-        let e = found.entry;
-        if found.name != self.name {
-            out.push(format!(
-                "the lock has {}, this is {}",
-                self.name, found.name
-            ));
+        if name != self.name {
+            out.push(format!("the lock has {}, this is {name}", self.name));
         }
         if e.version != self.version {
             out.push(format!(
@@ -101,6 +100,13 @@ impl Locked {
                 e.source.as_str()
             ));
         }
+        out
+    }
+
+    /// Each way `found` is not what this lock entry says, in words; empty when it is.
+    pub fn differences(&self, found: &Found) -> Vec<String> {
+        let e = found.entry;
+        let mut out = self.identity_differences(found.name, e);
         if let Some(root) = &self.root {
             if e.source != Origin::Installed && &e.root != root {
                 out.push(format!(
