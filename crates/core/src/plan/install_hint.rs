@@ -14,6 +14,14 @@ pub fn install_command(spec: &Spec) -> Option<String> {
     installable.then(|| format!("gpuenv install {spec}"))
 }
 
+/// "`gpuenv install <spec>` installs it" when it can, else the ways to get `spec`.
+pub fn installs_it(spec: &Spec) -> String {
+    match install_command(spec) {
+        Some(install) => format!("`{install}` installs it"),
+        None => install_or_link(spec),
+    }
+}
+
 /// The ways to get `spec`, as one hint.
 pub fn install_or_link(spec: &Spec) -> String {
     let link = format!("`gpuenv link {spec} <path>`");
