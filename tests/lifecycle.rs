@@ -350,7 +350,7 @@ fn auto_says_why_it_falls_back_from_nvidia_to_pypi() {
         &["install", "cuda-13.0", "--profile", "minimal"],
     );
     let warned = t
-        .find("warning: the nvidia source cannot install cuda-13.0 (")
+        .find("info: the nvidia source cannot install cuda-13.0 (")
         .unwrap_or_else(|| panic!("{t}"));
     let installing = t
         .find("installing cuda-13.0.2 from pypi")
@@ -360,6 +360,19 @@ fn auto_says_why_it_falls_back_from_nvidia_to_pypi() {
         t.contains("127.0.0.1:9") && t.contains("; trying pypi"),
         "{t}"
     );
+    // One line about the unreachable host, not one per retry; none with -q.
+    assert_eq!(
+        t.lines().filter(|l| l.contains("127.0.0.1:9")).count(),
+        1,
+        "{t}"
+    );
+    let sb = Sandbox::new();
+    let t = ok(
+        &sb,
+        &vars,
+        &["-q", "install", "cuda-13.0", "--profile", "minimal"],
+    );
+    assert!(!t.contains("127.0.0.1:9"), "{t}");
 }
 
 #[test]
