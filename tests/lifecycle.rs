@@ -283,6 +283,28 @@ fn auto_install_puts_a_missing_pinned_toolkit_in_place_on_first_use() {
         stderr.ends_with("\nhint: run it yourself to see why, or unset GPUENV_AUTO_INSTALL\n"),
         "{stderr}"
     );
+
+    // A pin no source of `gpuenv install` has (CUDA 10.2) is not attempted: the error
+    // says what can get it.
+    write(
+        &sb.path("proj4/gpuenv.toml"),
+        "[toolchain]\ncuda = \"10.2\"\n",
+    );
+    ok(
+        &sb,
+        &[],
+        &["trust", sb.path("proj4/gpuenv.toml").to_str().unwrap()],
+    );
+    let out = exec(&sb, &nvcc, "proj4", &vars, &["--version"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("installing it now"), "{stderr}");
+    assert!(
+        stderr.contains("error: cuda-10.2 is not installed")
+            && stderr.contains("hint: no source of `gpuenv install` has CUDA 10.2")
+            && stderr.contains("`gpuenv link cuda-10.2 <path>`"),
+        "{stderr}"
+    );
 }
 
 #[test]
