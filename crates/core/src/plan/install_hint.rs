@@ -22,6 +22,27 @@ pub fn installs_it(spec: &Spec) -> String {
     }
 }
 
+/// The one command that gets `spec`, quoted, for a hint that goes on to pin it:
+/// `gpuenv install` when a source has it, else a manifest (ROCm) or `gpuenv link`.
+pub fn get_command(spec: &Spec) -> String {
+    match (install_command(spec), spec.kind) {
+        (Some(install), _) => format!("`{install}`"),
+        (None, Kind::Rocm) => format!("`gpuenv install {spec} --manifest <path|url>`"),
+        (None, Kind::Cuda) => format!(
+            "`gpuenv link {spec} <path>` (no source of `gpuenv install` has CUDA {})",
+            spec.version
+        ),
+    }
+}
+
+/// [`get_command`] for a CUDA release as the tables name it (`12.4`).
+pub fn get_cuda(release: &str) -> String {
+    match format!("cuda-{release}").parse::<Spec>() {
+        Ok(spec) => get_command(&spec),
+        Err(_) => format!("`gpuenv install cuda-{release}`"),
+    }
+}
+
 /// The ways to get `spec`, as one hint.
 pub fn install_or_link(spec: &Spec) -> String {
     let link = format!("`gpuenv link {spec} <path>`");
@@ -85,6 +106,14 @@ mod tests {
             "{old}"
         );
         assert!(old.contains("`gpuenv link cuda-10.2 <path>`"), "{old}");
+        assert_eq!(
+            get_command(&spec("cuda-11.8")),
+            "`gpuenv install cuda-11.8`"
+        );
+        assert_eq!(
+            get_command(&spec("cuda-10.2")),
+            "`gpuenv link cuda-10.2 <path>` (no source of `gpuenv install` has CUDA 10.2)"
+        );
         let rocm = install_or_link(&spec("rocm-6.2"));
         assert!(
             rocm.contains("`gpuenv install rocm-6.2 --manifest <path|url>`"),
