@@ -1,12 +1,14 @@
 //! The registered toolkit a torch matches: what `cuda = "torch"` picks, and what the
-//! guard's refusal names (instead of an install) when there is one.
+//! guard's refusal names (instead of an install) when there is one; else the install, when
+//! a source has that release.
 
 use std::path::Path;
 
 use crate::facts::torch_headers;
+use crate::plan::install_hint;
 use crate::project::TorchCheck;
 use crate::store::toolchain::registry::{Entry, Registry};
-use crate::store::toolchain::{Kind, Spec};
+use crate::store::toolchain::{Kind, Spec, Version};
 
 use super::TorchVersion;
 
@@ -98,4 +100,43 @@ pub fn registered<'r>(
         name,
         pinned_by_torch: false,
     })
+}
+
+/// The way to the toolkit torch was built for: a registered one that matches, else an
+/// install when a source has that release, else what can get it.
+pub(super) fn hint(
+    registry: &Registry,
+    kind: Kind,
+    built: &Version,
+    torch: &TorchVersion,
+    policy: TorchCheck,
+) -> String {
+    let pin_torch = format!("`{kind} = \"torch\"` under [toolchain] in gpuenv.toml");
+    match registered(registry, kind, torch, policy) {
+        Some(m) if m.pinned_by_torch => format!(
+            "use {n}, the registered toolkit torch was built for: `gpuenv use {n}` in this shell, `gpuenv pin {n}` for this project (or {pin_torch}, which follows torch)",
+            n = m.name
+        ),
+        Some(m) => format!(
+            "use {n}, a registered toolkit of {kind} {} (the policy is major): `gpuenv use {n}` in this shell, `gpuenv pin {n}` for this project",
+            built.major(),
+            n = m.name
+        ),
+        None => {
+            let wanted = Spec {
+                kind,
+                version: built.clone(),
+                label: None,
+            };
+            match install_hint::install_command(&wanted) {
+                Some(install) => format!(
+                    "use the toolkit torch was built for: `{install}`, and pin it with {pin_torch}"
+                ),
+                None => format!(
+                    "no registered toolkit is of {kind} {built}, the one torch was built for; {}",
+                    install_hint::install_or_link(&wanted)
+                ),
+            }
+        }
+    }
 }

@@ -11,9 +11,8 @@ use crate::project::{ProjectFile, TorchCheck};
 mod locate;
 pub mod matching;
 
-use crate::plan::install_hint;
 use crate::store::toolchain::registry::Registry;
-use crate::store::toolchain::{Kind, Spec, Version};
+use crate::store::toolchain::{Kind, Version};
 pub use locate::{find_on_path, find_torch_in, locate_torch, python_sys_path, LocateError};
 
 /// What `torch/version.py` says.
@@ -319,13 +318,7 @@ pub fn refusal(
     );
     let mut hints = Vec::new();
     if let Verdict::Mismatch { torch: built } = verdict {
-        hints.push(toolkit_for_torch(
-            registry,
-            kind,
-            built,
-            torch,
-            policy.check,
-        ));
+        hints.push(matching::hint(registry, kind, built, torch, policy.check));
     }
     hints.push(match kind {
         Kind::Cuda => torch_for_toolkit(&tc_short),
@@ -336,45 +329,6 @@ pub fn refusal(
     });
     hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());
     Some(Refusal { message, hints })
-}
-
-/// The way to the toolkit torch was built for: a registered one that matches, else an
-/// install when a source has that release, else what can get it.
-fn toolkit_for_torch(
-    registry: &Registry,
-    kind: Kind,
-    built: &Version,
-    torch: &TorchVersion,
-    policy: TorchCheck,
-) -> String {
-    let pin_torch = format!("`{kind} = \"torch\"` under [toolchain] in gpuenv.toml");
-    match matching::registered(registry, kind, torch, policy) {
-        Some(m) if m.pinned_by_torch => format!(
-            "use {n}, the registered toolkit torch was built for: `gpuenv use {n}` in this shell, `gpuenv pin {n}` for this project (or {pin_torch}, which follows torch)",
-            n = m.name
-        ),
-        Some(m) => format!(
-            "use {n}, a registered toolkit of {kind} {} (the policy is major): `gpuenv use {n}` in this shell, `gpuenv pin {n}` for this project",
-            built.major(),
-            n = m.name
-        ),
-        None => {
-            let wanted = Spec {
-                kind,
-                version: built.clone(),
-                label: None,
-            };
-            match install_hint::install_command(&wanted) {
-                Some(install) => format!(
-                    "use the toolkit torch was built for: `{install}`, and pin it with {pin_torch}"
-                ),
-                None => format!(
-                    "no registered toolkit is of {kind} {built}, the one torch was built for; {}",
-                    install_hint::install_or_link(&wanted)
-                ),
-            }
-        }
-    }
 }
 
 /// The torch that matches a CUDA toolkit: the exact `pip install` from PyTorch's index for
