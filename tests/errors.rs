@@ -70,6 +70,35 @@ fn a_project_pinning_an_unregistered_toolchain_ends_with_how_to_get_it() {
     );
 }
 
+#[test]
+fn a_pin_no_install_source_has_is_not_told_to_run_gpuenv_install() {
+    let sb = Sandbox::new();
+    let proj = sb.path("proj");
+    let cases = [
+        (
+            "cuda = \"10.2\"",
+            "no source of `gpuenv install` has CUDA 10.2 (nvidia from 11.0, pypi from 13.0): register a toolkit already on disk with `gpuenv link cuda-10.2 <path>`, or install it from a gpuenv manifest with `gpuenv install cuda-10.2 --manifest <path|url>` (`gpuenv list` shows what is registered)",
+        ),
+        (
+            "rocm = \"6.2\"",
+            "ROCm comes from a gpuenv manifest: `gpuenv install rocm-6.2 --manifest <path|url>`; or register a toolkit already on disk with `gpuenv link rocm-6.2 <path>` (`gpuenv list` shows what is registered)",
+        ),
+    ];
+    for (pin, hint) in cases {
+        write(&proj.join("gpuenv.toml"), &format!("[toolchain]\n{pin}\n"));
+        let err = stderr_in(&sb, &proj, &["show"]);
+        assert_eq!(hints_after(&err, "error: "), [hint], "{pin}");
+        // The same holds where a command names the spec.
+        let spec = if pin.starts_with("cuda") {
+            "cuda-10.2"
+        } else {
+            "rocm-6.2"
+        };
+        let err = stderr_in(&sb, &proj, &["prefix", spec]);
+        assert!(!err.contains(&format!("`gpuenv install {spec}`")), "{err}");
+    }
+}
+
 /// Each message in `stderr` (`error:`, `warning:`, `info:`) and its hints, checking the
 /// layout on the way: every `hint:` is a line of its own after the message (and causes) it
 /// belongs to, and no message line holds one.

@@ -283,6 +283,51 @@ fn auto_falls_back_to_pypi_and_names_every_reason_when_all_fail() {
 }
 
 #[test]
+fn a_failed_nvidia_source_is_one_note_before_pypi_installs_and_quiet_leaves_it_out() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let (mirror, index) = (server.url("no-redist-here/"), server.url("simple/"));
+    let vars = [
+        ("GPUENV_CUDA_MIRROR", mirror.as_str()),
+        ("GPUENV_PYPI_URL", index.as_str()),
+    ];
+    let install = ["install", "cuda-13.0", "--profile", "minimal"];
+    let about_nvidia = |o: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .filter(|l| l.contains("nvidia") || l.contains("no-redist-here"))
+            .map(str::to_string)
+            .collect()
+    };
+
+    let sb = Sandbox::new();
+    let out = gpuenv(&sb, &vars, &install);
+    assert!(out.status.success(), "{}", text(&out));
+    let lines = about_nvidia(&out);
+    assert_eq!(lines.len(), 1, "{}", text(&out));
+    assert!(
+        lines[0].starts_with("info: the nvidia source cannot install cuda-13.0 (")
+            && lines[0].contains("(HTTP 404)")
+            && lines[0].ends_with("; trying pypi"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        text(&out).contains("installed cuda-13.0.2"),
+        "{}",
+        text(&out)
+    );
+
+    let sb = Sandbox::new();
+    let mut quiet = vec!["-q"];
+    quiet.extend(install);
+    let out = gpuenv(&sb, &vars, &quiet);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(about_nvidia(&out), Vec::<String>::new());
+    assert!(sb.gpuenv_home().join("toolchains/cuda-13.0.2/bin").is_dir());
+}
+
+#[test]
 fn manifest_source_installs_rocm_from_a_path_or_a_url() {
     let sb = Sandbox::new();
     let manifest = write_manifest(&sb.path("m"), "6.2.4");

@@ -283,6 +283,28 @@ fn auto_install_puts_a_missing_pinned_toolkit_in_place_on_first_use() {
         stderr.ends_with("\nhint: run it yourself to see why, or unset GPUENV_AUTO_INSTALL\n"),
         "{stderr}"
     );
+
+    // A pin no source of `gpuenv install` has (CUDA 10.2) is not attempted: the error
+    // says what can get it.
+    write(
+        &sb.path("proj4/gpuenv.toml"),
+        "[toolchain]\ncuda = \"10.2\"\n",
+    );
+    ok(
+        &sb,
+        &[],
+        &["trust", sb.path("proj4/gpuenv.toml").to_str().unwrap()],
+    );
+    let out = exec(&sb, &nvcc, "proj4", &vars, &["--version"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("installing it now"), "{stderr}");
+    assert!(
+        stderr.contains("error: cuda-10.2 is not installed")
+            && stderr.contains("hint: no source of `gpuenv install` has CUDA 10.2")
+            && stderr.contains("`gpuenv link cuda-10.2 <path>`"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -350,7 +372,7 @@ fn auto_says_why_it_falls_back_from_nvidia_to_pypi() {
         &["install", "cuda-13.0", "--profile", "minimal"],
     );
     let warned = t
-        .find("warning: the nvidia source cannot install cuda-13.0 (")
+        .find("info: the nvidia source cannot install cuda-13.0 (")
         .unwrap_or_else(|| panic!("{t}"));
     let installing = t
         .find("installing cuda-13.0.2 from pypi")
@@ -360,6 +382,19 @@ fn auto_says_why_it_falls_back_from_nvidia_to_pypi() {
         t.contains("127.0.0.1:9") && t.contains("; trying pypi"),
         "{t}"
     );
+    // One line about the unreachable host, not one per retry; none with -q.
+    assert_eq!(
+        t.lines().filter(|l| l.contains("127.0.0.1:9")).count(),
+        1,
+        "{t}"
+    );
+    let sb = Sandbox::new();
+    let t = ok(
+        &sb,
+        &vars,
+        &["-q", "install", "cuda-13.0", "--profile", "minimal"],
+    );
+    assert!(!t.contains("127.0.0.1:9"), "{t}");
 }
 
 #[test]

@@ -35,16 +35,101 @@ fn a_mismatched_extension_build_is_refused_before_compiling() {
         )),
         "{err}"
     );
+    // cuda-12.1 is registered: the way out is to use it, not to install it again.
     assert!(
-        err.contains("hint: use the toolkit torch was built for: `gpuenv install cuda-12.1`"),
+        err.contains("hint: use cuda-12.1, the registered toolkit torch was built for: `gpuenv use cuda-12.1` in this shell, `gpuenv pin cuda-12.1` for this project (or `cuda = \"torch\"` under [toolchain] in gpuenv.toml, which follows torch)"),
         "{err}"
     );
-    assert!(err.contains("cuda = \"torch\""), "{err}");
+    assert!(!err.contains("gpuenv install"), "{err}");
     assert!(
         err.contains("hint: or install the torch built for CUDA 11.8: `pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu118`"),
         "{err}"
     );
     assert_eq!(w.log("cuda-11.8"), None, "nvcc must not have run");
+}
+
+#[test]
+fn the_refusals_hint_can_be_followed_pin_the_registered_toolkit_and_the_build_runs() {
+    let w = World::new("11.8");
+    let shim = w.sb.gpuenv_home().join("shims/nvcc");
+    let out = w.run(&shim, &w.ext_args(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("`gpuenv pin cuda-12.1` for this project"));
+
+    let pinned =
+        w.sb.gpuenv()
+            .current_dir(&w.proj)
+            .args(["pin", "cuda-12.1"])
+            .output()
+            .unwrap();
+    succeeded(&pinned);
+    succeeded(&w.run(&shim, &w.ext_args(), &[]));
+    assert_eq!(w.log("cuda-12.1").unwrap().trim(), w.ext_args().join(" "));
+    // `gpuenv use` does the same for one shell, through GPUENV_TOOLCHAIN.
+    write(
+        &w.proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"11.8\"\n",
+    );
+    succeeded(&w.run(&shim, &w.ext_args(), &[("GPUENV_TOOLCHAIN", "cuda-12.1")]));
+}
+
+#[test]
+fn the_refusal_suggests_an_install_only_when_nothing_registered_matches_and_a_source_has_it() {
+    let w = World::new("11.8");
+    let nvcc = w.view_nvcc("cuda-11.8");
+    let hints = |vars: &[(&str, &str)]| -> Vec<String> {
+        let out = w.run(&nvcc, &w.ext_args(), vars);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        stderr(&out)
+            .lines()
+            .filter_map(|l| l.strip_prefix("hint: "))
+            .map(str::to_string)
+            .collect()
+    };
+
+    // Nothing registered is of 12.8, and NVIDIA's redist has it.
+    torch_package(&w.site, "2.8.0+cu128", Some("12.8"), None);
+    assert_eq!(
+        hints(&[])[0],
+        "use the toolkit torch was built for: `gpuenv install cuda-12.8`, and pin it with `cuda = \"torch\"` under [toolchain] in gpuenv.toml"
+    );
+    // Under the major policy any registered 12.x matches: the highest is named.
+    assert_eq!(
+        hints(&[("GPUENV_TORCH_CHECK", "major")])[0],
+        "use cuda-12.4, a registered toolkit of cuda 12 (the policy is major): `gpuenv use cuda-12.4` in this shell, `gpuenv pin cuda-12.4` for this project"
+    );
+
+    // No source of `gpuenv install` has CUDA 10.2: no install is suggested without a manifest.
+    torch_package(&w.site, "1.12.1+cu102", Some("10.2"), None);
+    let first = &hints(&[])[0];
+    assert!(
+        first.starts_with("no registered toolkit is of cuda 10.2, the one torch was built for; no source of `gpuenv install` has CUDA 10.2 (nvidia from 11.0, pypi from 13.0)"),
+        "{first}"
+    );
+    assert!(first.contains("`gpuenv link cuda-10.2 <path>`"), "{first}");
+    assert!(!first.contains("`gpuenv install cuda-10.2`"), "{first}");
+}
+
+#[test]
+fn check_names_the_toolkit_gpuenv_install_torch_made_instead_of_an_install() {
+    let w = World::new("12.4");
+    torch_package(&w.site, "2.15.0+cu132", Some("13.2"), None);
+    let made = cuda_runfile(&w.sb.path("opt/cuda-13.2.2-torch"), "13.2.2");
+    w.sb.ok(&["link", "cuda-13.2.2-torch", made.to_str().unwrap()]);
+    let out =
+        w.sb.gpuenv()
+            .current_dir(&w.proj)
+            .env("VIRTUAL_ENV", w.sb.path("venv"))
+            .args(["check"])
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("hint: use cuda-13.2.2-torch, the registered toolkit torch was built for: `gpuenv use cuda-13.2.2-torch` in this shell, `gpuenv pin cuda-13.2.2-torch` for this project"),
+        "{err}"
+    );
+    assert!(!err.contains("gpuenv install"), "{err}");
 }
 
 #[test]
@@ -251,6 +336,25 @@ fn rocm_hipcc_is_compared_with_torch_version_hip() {
         "{}",
         stderr(&out)
     );
+    // ROCm comes from a manifest only: a plain `gpuenv install rocm-6.0` would fail.
+    assert!(
+        stderr(&out).contains("hint: no registered toolkit is of rocm 6.0, the one torch was built for; ROCm comes from a gpuenv manifest: `gpuenv install rocm-6.0 --manifest <path|url>`; or register a toolkit already on disk with `gpuenv link rocm-6.0 <path>`"),
+        "{}",
+        stderr(&out)
+    );
+    let pinned =
+        w.sb.gpuenv()
+            .current_dir(&w.proj)
+            .args(["show"])
+            .env("GPUENV_TOOLCHAIN", "rocm-6.0")
+            .output()
+            .unwrap();
+    assert_eq!(pinned.status.code(), Some(2));
+    assert!(
+        stderr(&pinned).contains("hint: ROCm comes from a gpuenv manifest: `gpuenv install rocm-6.0 --manifest <path|url>`"),
+        "{}",
+        stderr(&pinned)
+    );
 }
 
 #[test]
@@ -284,7 +388,7 @@ fn check_compares_without_building() {
     assert!(json["hints"][0]
         .as_str()
         .unwrap()
-        .contains("gpuenv install cuda-12.1"));
+        .contains("`gpuenv pin cuda-12.1` for this project"));
 
     write(
         &w.proj.join("gpuenv.toml"),

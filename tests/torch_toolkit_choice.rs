@@ -108,3 +108,45 @@ fn a_torch_pin_picks_the_toolkit_made_for_that_torch_and_doctor_flags_one_withou
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(!said.contains("cusparse.h"), "{said}");
 }
+
+/// REAL: the case. The real torch 2.15 (CUDA 13.2) and a project pinned to the
+/// real CUDA 13.0: `gpuenv check` names the `cuda-13.2.2-torch` that `gpuenv install torch`
+/// made, not an install of 13.2; following the hint (`gpuenv pin`) makes the check pass.
+#[test]
+fn check_names_the_toolkit_made_for_the_real_torch_and_its_hint_can_be_followed() {
+    let Some(venv) = torch_venv() else {
+        return;
+    };
+    let Some(cuda13) = common::real::real_cuda13() else {
+        return;
+    };
+    if !index_reachable() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let home = sb.home();
+    succeeded(&in_venv(
+        &sb,
+        &venv,
+        &home,
+        &["link", "cuda-13.0", cuda13.to_str().unwrap()],
+    ));
+    succeeded(&in_venv(&sb, &venv, &home, &["install", "torch"]));
+
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+    let out = in_venv(&sb, &venv, &proj, &["check"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("hint: use cuda-13.2.2-torch, the registered toolkit torch was built for: `gpuenv use cuda-13.2.2-torch` in this shell, `gpuenv pin cuda-13.2.2-torch` for this project"),
+        "{err}"
+    );
+    assert!(!err.contains("gpuenv install cuda-13.2"), "{err}");
+
+    succeeded(&in_venv(&sb, &venv, &proj, &["pin", "cuda-13.2.2-torch"]));
+    let out = in_venv(&sb, &venv, &proj, &["check"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("matches cuda-13.2.2-torch"), "{err}");
+}

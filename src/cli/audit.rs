@@ -103,11 +103,9 @@ fn read(path: &Path) -> Result<Object> {
 /// what was asked.
 fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool)> {
     let mut wants = Vec::new();
-    let cuda = |text: &str, source: Source| {
-        CudaArch::parse(text).map(|(arch, ptx)| Want {
-            arch: Arch::Cuda { arch, ptx },
-            source,
-        })
+    let cuda = |arch: CudaArch, source: Source| Want {
+        arch: Arch::Cuda(arch),
+        source,
     };
     let rocm = |text: &str, source: Source| {
         GfxTarget::parse(text).map(|t| Want {
@@ -125,7 +123,13 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
         let found = native::native_archs(&machine);
         gpus_found = !found.cuda.is_empty() || !found.rocm.is_empty();
         let gpu = |tool: &str| Source::Gpu { tool: tool.into() };
-        wants.extend(found.cuda.iter().filter_map(|a| cuda(a, gpu("nvidia-smi"))));
+        wants.extend(
+            found
+                .cuda
+                .iter()
+                .filter_map(|a| CudaArch::parse_any(a).ok())
+                .map(|a| cuda(a, gpu("nvidia-smi"))),
+        );
         wants.extend(found.rocm.iter().filter_map(|a| rocm(a, gpu("rocminfo"))));
         // Each tool's own words (a traceback, colour codes) stay out of the one-line finding.
         no_gpu = found
@@ -146,7 +150,7 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
             line: at.line,
         };
         for (a, at) in file.cuda_arch.iter().zip(&file.cuda_arch_at) {
-            wants.extend(cuda(&a.to_string(), pin(at)));
+            wants.push(cuda(*a, pin(at)));
         }
         for (a, at) in file.rocm_arch.iter().zip(&file.rocm_arch_at) {
             wants.extend(rocm(&a.to_string(), pin(at)));
@@ -158,7 +162,8 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
         wants.extend(
             entries
                 .iter()
-                .filter_map(|e| cuda(&e.text, var(vars::TORCH_CUDA_ARCH_LIST))),
+                .filter_map(|e| e.arch.clone().ok())
+                .map(|a| cuda(a, var(vars::TORCH_CUDA_ARCH_LIST))),
         );
     }
     if let Some(list) = ctx.var_nonempty(vars::PYTORCH_ROCM_ARCH) {

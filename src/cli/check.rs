@@ -63,7 +63,14 @@ impl Args {
                 };
                 Ok((
                     verdict.clone(),
-                    guard::refusal(&side, t, &verdict, &policy, guard::Occasion::Checking),
+                    guard::refusal(
+                        session.registry(),
+                        &side,
+                        t,
+                        &verdict,
+                        &policy,
+                        guard::Occasion::Checking,
+                    ),
                 ))
             }
         };

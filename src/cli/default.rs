@@ -2,6 +2,7 @@ use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::ui;
 
@@ -40,9 +41,10 @@ impl Args {
         Registry::update(&home, |registry| {
             for spec in &specs {
                 if registry.find(spec).is_none() && layered.registry.find(spec).is_none() {
-                    bail!(Hinted::new(format!("{spec} matches no registered toolchain")).hint(
-                        format!("install it with `gpuenv install {spec}` or register one with `gpuenv link {spec} <path>`")
-                    ));
+                    bail!(
+                        Hinted::new(format!("{spec} matches no registered toolchain"))
+                            .hint(install_hint::install_or_link(spec))
+                    );
                 }
             }
             for spec in &specs {

@@ -7,6 +7,7 @@ use indicatif::HumanBytes;
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::{Diagnostic, Hinted};
 use gpuenv_core::driver;
+use gpuenv_core::facts::sources;
 use gpuenv_core::home::Home;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
@@ -109,7 +110,13 @@ pub(super) fn sources<'a>(
         }))
     };
     Ok(match choice {
-        Choice::Auto => vec![nvidia()?, pypi()?],
+        Choice::Auto => sources::AUTO
+            .iter()
+            .map(|s| match s {
+                sources::Source::Nvidia => nvidia(),
+                sources::Source::Pypi => pypi(),
+            })
+            .collect::<Result<_>>()?,
         Choice::Nvidia => vec![nvidia()?],
         Choice::Pypi => vec![pypi()?],
         Choice::Manifest => {

@@ -6,6 +6,7 @@ use gpuenv_core::context::Context;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::arch::{self, CudaArch, Problem, Verdict};
+use gpuenv_core::install_hint;
 use gpuenv_core::project::{self, PinEdit, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
@@ -131,7 +132,8 @@ impl Args {
                             "pinned {spec} in {}, but no registered toolchain matches it yet",
                             path.display()
                         ),
-                        [format!("gpuenv install {spec}")],
+                        [install_hint::install_command(spec)
+                            .unwrap_or_else(|| install_hint::install_or_link(spec))],
                     );
                 }
             }

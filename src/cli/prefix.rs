@@ -2,6 +2,7 @@ use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::Spec;
 
 /// Print the root directory of a toolchain (or of those active here)
@@ -40,7 +41,8 @@ impl Args {
             }
             None => bail!(
                 Hinted::new(format!("no registered toolchain matches {spec}")).hint(format!(
-                    "`gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
+                    "`gpuenv list` shows what is registered; {}",
+                    install_hint::installs_it(&spec)
                 ))
             ),
         }

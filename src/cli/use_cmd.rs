@@ -5,6 +5,7 @@ use anyhow::{bail, Result};
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::install_hint;
 use gpuenv_core::shell::{self, Shell};
 use gpuenv_core::ui;
 
@@ -43,7 +44,8 @@ impl Args {
                         "{spec} matches no registered toolchain; nothing was changed"
                     ))
                     .hint(format!(
-                        "`gpuenv list` shows what is registered; `gpuenv install {spec}` installs it"
+                        "`gpuenv list` shows what is registered; {}",
+                        install_hint::installs_it(spec)
                     )));
                 }
             }

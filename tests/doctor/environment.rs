@@ -28,10 +28,12 @@ fn fm01_torch_built_for_another_cuda_than_the_pinned_toolkit() {
         f.details
     );
     let hint = f.hint.as_deref().unwrap();
+    // cuda-12.4 is registered here: the doctor names it rather than an install.
     assert!(
-        hint.contains("`gpuenv install cuda-12.4`, and pin it with `cuda = \"torch\"`"),
+        hint.contains("use cuda-12.4, the registered toolkit torch was built for: `gpuenv use cuda-12.4` in this shell, `gpuenv pin cuda-12.4` for this project"),
         "{hint}"
     );
+    assert!(!hint.contains("gpuenv install"), "{hint}");
     assert!(
         hint.contains("pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu118"),
         "{hint}"

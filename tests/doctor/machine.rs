@@ -338,6 +338,15 @@ fn fm12_an_arch_the_toolkit_dropped_and_no_arch_list_without_a_gpu() {
             "or drop what cuda-12.4 cannot build: `gpuenv pin --arch 8.6` (and unset TORCH_CUDA_ARCH_LIST if you set it by hand)",
         ]
     );
+    // sm_30 needs CUDA 10.2, which no source of `gpuenv install` has: the hint links one.
+    w.pin("[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"3.0\", \"8.6\"]\n");
+    w.activate();
+    let f = w.check("FM-12");
+    let hint = f.hint.as_deref().unwrap();
+    assert!(
+        hint.starts_with("use a toolkit that targets sm_30: `gpuenv link cuda-10.2 <path>` (no source of `gpuenv install` has CUDA 10.2) and `gpuenv pin cuda-10.2`"),
+        "{hint}"
+    );
 
     let mut w = World::new();
     w.pin("[toolchain]\ncuda = \"12.4\"\n");

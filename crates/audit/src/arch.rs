@@ -1,118 +1,64 @@
-//! The two arch forms an audit compares, kept minimal and in this one file so that a shared
-//! arch-forms type can replace it: CUDA's `sm_XY` with its `a` (this GPU only) and `f`
-//! (this family) variants, and AMD's target IDs (`gfx90a:xnack-`).
+//! The arch forms an audit compares. A CUDA arch asked for (a pin, an arch list, a GPU) is
+//! gpuenv-core's [`CudaArch`], read by its one parser; what an image of a fatbinary was
+//! built for is an [`ImageArch`], taken from the entry's header as it is (the numbers of a
+//! hostile file need not be a real capability). AMD's target IDs (`gfx90a:xnack-`) as code
+//! object bundles name them.
 
 use std::fmt;
 
-use serde::Serialize;
+pub use gpuenv_core::facts::arch::{CudaArch, Suffix};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Variant {
-    Plain,
-    /// `sm_90a`: runs on compute capability 9.0 only.
-    Specific,
-    /// `sm_100f`: runs on the family (same major, minor at least this one).
-    Family,
-}
-
-/// A compute capability as nvcc spells it: `sm_80`, `sm_90a`, `sm_100f`.
+/// The arch an image was built for: `sm_80`, `sm_90a` (that GPU only), `sm_100f` (its
+/// family).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CudaArch {
+pub struct ImageArch {
     /// 10 × major + minor: 80, 90, 100, 120.
     pub sm: u32,
-    pub variant: Variant,
+    pub suffix: Suffix,
 }
 
-impl CudaArch {
-    pub fn new(sm: u32, variant: Variant) -> CudaArch {
-        CudaArch { sm, variant }
+impl ImageArch {
+    pub fn new(sm: u32, suffix: Suffix) -> ImageArch {
+        ImageArch { sm, suffix }
     }
 
-    pub fn major(self) -> u32 {
+    fn major(self) -> u32 {
         self.sm / 10
     }
 
-    pub fn minor(self) -> u32 {
+    fn minor(self) -> u32 {
         self.sm % 10
     }
 
-    /// A pin or list entry: `8.6`, `9.0+PTX`, `9.0a`, `10.0f`, `sm_86`, `compute_90`, `86`.
-    /// The bool says whether PTX was asked for too (`+PTX`).
-    pub fn parse(text: &str) -> Option<(CudaArch, bool)> {
-        let t = text.trim();
-        let (t, ptx) = match t.strip_suffix("+PTX") {
-            Some(rest) => (rest, true),
-            None => (t, false),
-        };
-        let (t, variant) = match t.as_bytes().last()? {
-            b'a' => (&t[..t.len() - 1], Variant::Specific),
-            b'f' => (&t[..t.len() - 1], Variant::Family),
-            _ => (t, Variant::Plain),
-        };
-        let sm = if let Some((major, minor)) = t.split_once('.') {
-            let (major, minor): (u32, u32) = (digits(major)?, digits(minor)?);
-            (minor < 10).then_some(major.checked_mul(10)?.checked_add(minor)?)?
-        } else {
-            let n = t
-                .strip_prefix("sm_")
-                .or_else(|| t.strip_prefix("compute_"))
-                .unwrap_or(t);
-            digits(n)?
-        };
-        (10..10_000)
-            .contains(&sm)
-            .then_some((CudaArch::new(sm, variant), ptx))
-    }
-
-    /// Whether machine code (SASS) built for `self` runs on a GPU of compute capability `gpu`.
-    pub fn sass_runs_on(self, gpu: CudaArch) -> bool {
-        match self.variant {
-            Variant::Specific => self.sm == gpu.sm,
-            Variant::Plain | Variant::Family => {
-                self.major() == gpu.major() && self.minor() <= gpu.minor()
+    /// Whether machine code (SASS) built for it runs on a GPU of compute capability `gpu`:
+    /// the same major and a minor no higher; exactly that GPU for `a`.
+    pub fn sass_runs_on(self, gpu: &CudaArch) -> bool {
+        match self.suffix {
+            Suffix::A => self.sm == gpu.sm(),
+            Suffix::None | Suffix::F => {
+                self.major() == u32::from(gpu.major) && self.minor() <= u32::from(gpu.minor)
             }
         }
     }
 
-    /// Whether the driver can compile PTX built for `self` for a GPU of capability `gpu`.
-    pub fn ptx_jits_for(self, gpu: CudaArch) -> bool {
-        match self.variant {
-            Variant::Plain => self.sm <= gpu.sm,
-            Variant::Specific | Variant::Family => self.sass_runs_on(gpu),
-        }
-    }
-
-    /// `9.0`, as nvidia-smi and TORCH_CUDA_ARCH_LIST spell a capability.
-    pub fn capability(self) -> String {
-        format!("{}.{}", self.major(), self.minor())
-    }
-
-    fn suffix(self) -> &'static str {
-        match self.variant {
-            Variant::Plain => "",
-            Variant::Specific => "a",
-            Variant::Family => "f",
+    /// Whether the driver can compile PTX built for it for a GPU of capability `gpu`.
+    pub fn ptx_jits_for(self, gpu: &CudaArch) -> bool {
+        match self.suffix {
+            Suffix::None => self.sm <= gpu.sm(),
+            Suffix::A | Suffix::F => self.sass_runs_on(gpu),
         }
     }
 
     /// `compute_90a`: how nvcc names PTX for this arch.
     pub fn compute(self) -> String {
-        format!("compute_{}{}", self.sm, self.suffix())
+        format!("compute_{}{}", self.sm, self.suffix.letter())
     }
 }
 
-impl fmt::Display for CudaArch {
+impl fmt::Display for ImageArch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}{}", self.sm, self.suffix())
+        write!(f, "sm_{}{}", self.sm, self.suffix.letter())
     }
-}
-
-fn digits(s: &str) -> Option<u32> {
-    if s.is_empty() || s.len() > 4 || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
 }
 
 /// An AMD target ID: a processor and the features it was built with or without.
@@ -180,34 +126,27 @@ impl fmt::Display for GfxTarget {
 mod tests {
     use super::*;
 
-    fn sm(text: &str) -> CudaArch {
-        CudaArch::parse(text).unwrap().0
+    fn image(sm: u32, suffix: Suffix) -> ImageArch {
+        ImageArch::new(sm, suffix)
     }
 
-    #[test]
-    fn every_spelling_of_a_capability() {
-        assert_eq!(sm("8.6"), CudaArch::new(86, Variant::Plain));
-        assert_eq!(CudaArch::parse("9.0+PTX"), Some((sm("sm_90"), true)));
-        assert_eq!(sm("9.0a"), CudaArch::new(90, Variant::Specific));
-        assert_eq!(sm("10.0f"), CudaArch::new(100, Variant::Family));
-        assert_eq!(sm("compute_120"), CudaArch::new(120, Variant::Plain));
-        assert_eq!(sm("sm_100a").to_string(), "sm_100a");
-        for bad in ["", "Ampere", "8.10", "sm_", "9.0b", "+PTX", "99999", "8.x"] {
-            assert_eq!(CudaArch::parse(bad), None, "{bad}");
-        }
+    fn gpu(text: &str) -> CudaArch {
+        CudaArch::parse(text).unwrap()
     }
 
     #[test]
     fn sass_runs_within_its_major_ptx_on_anything_newer() {
-        assert!(sm("sm_80").sass_runs_on(sm("8.6")));
-        assert!(!sm("sm_86").sass_runs_on(sm("8.0")));
-        assert!(!sm("sm_80").sass_runs_on(sm("9.0")));
-        assert!(sm("sm_90a").sass_runs_on(sm("9.0")));
-        assert!(!sm("sm_100a").sass_runs_on(sm("10.3")));
-        assert!(sm("sm_100f").sass_runs_on(sm("10.3")));
-        assert!(sm("sm_80").ptx_jits_for(sm("12.0")));
-        assert!(!sm("sm_90").ptx_jits_for(sm("8.6")));
-        assert!(!sm("sm_90a").ptx_jits_for(sm("10.0")));
+        assert!(image(80, Suffix::None).sass_runs_on(&gpu("8.6")));
+        assert!(!image(86, Suffix::None).sass_runs_on(&gpu("8.0")));
+        assert!(!image(80, Suffix::None).sass_runs_on(&gpu("9.0")));
+        assert!(image(90, Suffix::A).sass_runs_on(&gpu("9.0")));
+        assert!(!image(100, Suffix::A).sass_runs_on(&gpu("10.3")));
+        assert!(image(100, Suffix::F).sass_runs_on(&gpu("10.3")));
+        assert!(image(80, Suffix::None).ptx_jits_for(&gpu("12.0")));
+        assert!(!image(90, Suffix::None).ptx_jits_for(&gpu("8.6")));
+        assert!(!image(90, Suffix::A).ptx_jits_for(&gpu("10.0")));
+        assert_eq!(image(100, Suffix::F).to_string(), "sm_100f");
+        assert_eq!(image(90, Suffix::A).compute(), "compute_90a");
     }
 
     #[test]

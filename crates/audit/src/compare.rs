@@ -3,7 +3,7 @@
 //! major and a minor no higher, exact for `a`; else PTX the driver can compile), and the
 //! runtime it needs should be the active toolchain's.
 
-use crate::arch::{CudaArch, GfxTarget, Variant};
+use crate::arch::{CudaArch, GfxTarget, ImageArch, Suffix};
 use crate::fatbin::{Image, ImageKind};
 use crate::runtime::{classify, Runtime};
 use crate::Object;
@@ -37,9 +37,9 @@ pub fn compare(object: &Object, inputs: &Inputs) -> Vec<Finding> {
     let (mut cuda_wants, mut rocm_wants) = (0, 0);
     for want in &wants {
         match &want.arch {
-            Arch::Cuda { arch, ptx } if has_cuda => {
+            Arch::Cuda(arch) if has_cuda => {
                 cuda_wants += 1;
-                out.extend(cuda_want(&object.cuda, *arch, *ptx, &want.source));
+                out.extend(cuda_want(&object.cuda, arch, &want.source));
             }
             Arch::Rocm(target) if !object.hip.is_empty() => {
                 rocm_wants += 1;
@@ -81,13 +81,13 @@ fn dedup(wants: &[Want]) -> Vec<&Want> {
     let mut seen: Vec<&Want> = Vec::new();
     for w in wants {
         let same = |o: &Want| match (&o.arch, &w.arch) {
-            (Arch::Cuda { arch: a, .. }, Arch::Cuda { arch: b, .. }) => a.sm == b.sm,
+            (Arch::Cuda(a), Arch::Cuda(b)) => a.sm() == b.sm(),
             (a, b) => a == b,
         };
         match seen.iter_mut().find(|o| same(o)) {
             // A later `+PTX` for the same arch still asks for PTX.
-            Some(first) if matches!(w.arch, Arch::Cuda { ptx: true, .. }) => {
-                if let Arch::Cuda { ptx: false, .. } = first.arch {
+            Some(first) if matches!(&w.arch, Arch::Cuda(a) if a.has_ptx()) => {
+                if matches!(&first.arch, Arch::Cuda(a) if !a.has_ptx()) {
                     *first = w;
                 }
             }
@@ -112,27 +112,31 @@ fn list(images: &[&Image]) -> String {
     names.join(", ")
 }
 
-fn cuda_want(images: &[Image], want: CudaArch, ptx: bool, from: &Source) -> Vec<Finding> {
-    let gpu = CudaArch::new(want.sm, Variant::Plain);
+fn cuda_want(images: &[Image], want: &CudaArch, from: &Source) -> Vec<Finding> {
+    // The GPU the arch stands for: what runs there does not depend on the suffix asked.
+    let gpu = CudaArch::new(want.major, want.minor);
+    let sm = want.sm();
+    let cap = format!("{}.{}", want.major, want.minor);
+    let compute = format!("compute_{sm}{}", want.suffix.letter());
+    let name = want.sm_name();
     let of = |kind| -> Vec<&Image> { images.iter().filter(|i| i.kind == kind).collect() };
     let (sass, ptxs) = (of(ImageKind::Sass), of(ImageKind::Ptx));
     let runs: Vec<&Image> = sass
         .iter()
         .copied()
-        .filter(|i| i.arch.sass_runs_on(gpu))
+        .filter(|i| i.arch.sass_runs_on(&gpu))
         .collect();
     let jits: Vec<&Image> = ptxs
         .iter()
         .copied()
-        .filter(|i| i.arch.ptx_jits_for(gpu))
+        .filter(|i| i.arch.ptx_jits_for(&gpu))
         .collect();
     let mut out = Vec::new();
-    let cap = want.capability();
     if !runs.is_empty() {
         out.push(Finding::new(
             "kernel-image",
             Status::Ok,
-            format!("{want} ({from}): runs SASS {}", list(&runs)),
+            format!("{name} ({from}): runs SASS {}", list(&runs)),
         ));
     } else if let Some(best) = jits.iter().max_by_key(|i| i.arch.sm) {
         out.push(
@@ -140,11 +144,11 @@ fn cuda_want(images: &[Image], want: CudaArch, ptx: bool, from: &Source) -> Vec<
                 "kernel-image",
                 Status::Warn,
                 format!(
-                    "no SASS for {want} ({from}): the driver compiles {} PTX at every first load (slower start)",
+                    "no SASS for {name} ({from}): the driver compiles {} PTX at every first load (slower start)",
                     best.arch.compute()
                 ),
             )
-            .hint(format!("add {cap} to the arch list it was built with (`-gencode arch=compute_{0},code=sm_{0}`)", want.sm)),
+            .hint(format!("add {cap} to the arch list it was built with (`-gencode arch=compute_{sm},code=sm_{sm}`)")),
         );
     } else {
         out.push(
@@ -152,24 +156,23 @@ fn cuda_want(images: &[Image], want: CudaArch, ptx: bool, from: &Source) -> Vec<
                 "kernel-image",
                 Status::Error,
                 format!(
-                    "no kernel image for {want} ({from}): it has SASS {} and PTX {}",
+                    "no kernel image for {name} ({from}): it has SASS {} and PTX {}",
                     list(&sass),
                     list(&ptxs)
                 ),
             )
             .hint(format!(
-                "rebuild with {cap} in TORCH_CUDA_ARCH_LIST or CUDAARCHS (gpuenv exports a `cuda-arch` pin as both), or pass `-gencode arch=compute_{0},code=sm_{0}`",
-                want.sm
+                "rebuild with {cap} in TORCH_CUDA_ARCH_LIST or CUDAARCHS (gpuenv exports a `cuda-arch` pin as both), or pass `-gencode arch=compute_{sm},code=sm_{sm}`"
             )),
         );
     }
     let has_own_ptx = ptxs
         .iter()
-        .any(|i| i.arch.sm == want.sm && i.arch.variant == Variant::Plain);
-    if ptx && !has_own_ptx {
+        .any(|i| i.arch == ImageArch::new(sm, Suffix::None));
+    if want.has_ptx() && !has_own_ptx {
         let older = ptxs
             .iter()
-            .filter(|i| i.arch.variant == Variant::Plain && i.arch.sm < want.sm)
+            .filter(|i| i.arch.suffix == Suffix::None && i.arch.sm < sm)
             .max_by_key(|i| i.arch.sm);
         let newer = match older {
             Some(i) => format!(
@@ -182,14 +185,10 @@ fn cuda_want(images: &[Image], want: CudaArch, ptx: bool, from: &Source) -> Vec<
             Finding::new(
                 "ptx",
                 Status::Warn,
-                format!(
-                    "{cap}+PTX ({from}) asks for {} PTX, which it lacks: {newer}",
-                    want.compute()
-                ),
+                format!("{cap}+PTX ({from}) asks for {compute} PTX, which it lacks: {newer}"),
             )
             .hint(format!(
-                "rebuild with `-gencode arch=compute_{0},code=[sm_{0},compute_{0}]`",
-                want.sm
+                "rebuild with `-gencode arch=compute_{sm},code=[sm_{sm},compute_{sm}]`"
             )),
         );
     }
@@ -295,9 +294,10 @@ mod tests {
     use crate::ObjectKind;
 
     fn image(kind: ImageKind, arch: &str) -> Image {
+        let a = CudaArch::parse_any(arch).unwrap();
         Image {
             kind,
-            arch: CudaArch::parse(arch).unwrap().0,
+            arch: ImageArch::new(a.sm(), a.suffix),
             compressed: false,
             ptx_isa: None,
         }
@@ -320,9 +320,8 @@ mod tests {
     }
 
     fn pin(arch: &str, line: usize) -> Want {
-        let (arch, ptx) = CudaArch::parse(arch).unwrap();
         Want {
-            arch: Arch::Cuda { arch, ptx },
+            arch: Arch::Cuda(CudaArch::parse(arch).unwrap()),
             source: Source::Pin {
                 file: "/p/gpuenv.toml".into(),
                 line,
@@ -360,10 +359,7 @@ mod tests {
     #[test]
     fn a_newer_gpu_runs_the_ptx_with_a_warning_and_plus_ptx_wants_its_own() {
         let gpu = Want {
-            arch: Arch::Cuda {
-                arch: CudaArch::new(120, Variant::Plain),
-                ptx: false,
-            },
+            arch: Arch::Cuda(CudaArch::new(12, 0)),
             source: Source::Gpu {
                 tool: "nvidia-smi".into(),
             },

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use object::ReadRef;
 
-use crate::arch::{CudaArch, Variant};
+use crate::arch::{ImageArch, Suffix};
 use crate::window::Window;
 
 pub const MAGIC: u32 = 0xBA55_ED50;
@@ -35,7 +35,7 @@ pub enum ImageKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Image {
     pub kind: ImageKind,
-    pub arch: CudaArch,
+    pub arch: ImageArch,
     pub compressed: bool,
     /// A PTX entry's ISA version (9.0 from CUDA 13.0): a driver older than the ISA cannot
     /// compile it.
@@ -109,13 +109,13 @@ fn entry<'d, R: ReadRef<'d>>(
     let next = span_end(&container, at, start, u64_at(head, 8), "fatbinary entry")?;
     let flags = u64_at(head, 40);
     let variant = if flags & FLAG_ARCH_SPECIFIC != 0 {
-        Variant::Specific
+        Suffix::A
     } else if flags & FLAG_FAMILY != 0 {
-        Variant::Family
+        Suffix::F
     } else {
-        Variant::Plain
+        Suffix::None
     };
-    let arch = CudaArch::new(u32_at(head, 28), variant);
+    let arch = ImageArch::new(u32_at(head, 28), variant);
     let version = (u16_at(head, 26), u16_at(head, 24));
     let image = match kind {
         KIND_ELF => Some(ImageKind::Sass),

@@ -35,19 +35,16 @@ impl fmt::Display for Source {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Arch {
-    /// A compute capability; `ptx` when PTX was asked for too (`9.0+PTX`).
-    Cuda {
-        arch: CudaArch,
-        ptx: bool,
-    },
+    /// A compute capability, with PTX when that was asked for too (`9.0+PTX`).
+    Cuda(CudaArch),
     Rocm(GfxTarget),
 }
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Arch::Cuda { arch, ptx: false } => write!(f, "{arch}"),
-            Arch::Cuda { arch, ptx: true } => write!(f, "{arch}+PTX"),
+            Arch::Cuda(arch) if arch.has_ptx() => write!(f, "{}+PTX", arch.sm_name()),
+            Arch::Cuda(arch) => f.write_str(&arch.sm_name()),
             Arch::Rocm(t) => write!(f, "{t}"),
         }
     }

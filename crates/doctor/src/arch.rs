@@ -7,6 +7,7 @@ use gpuenv_core::context::vars;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::facts::arch::{self, CudaArch, ListEntry, Problem};
 use gpuenv_core::facts::{self, lookup, Coverage};
+use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui::printable;
 
@@ -183,8 +184,9 @@ pub fn run(inputs: &Inputs) -> Finding {
         if let Some(other) = arch::release_to_suggest(a, release) {
             let other = release_name(other);
             notes.hint(format!(
-                "use a toolkit that targets {}: `gpuenv install cuda-{other}` and `gpuenv pin cuda-{other}`",
-                a.sm_name()
+                "use a toolkit that targets {}: {} and `gpuenv pin cuda-{other}`",
+                a.sm_name(),
+                install_hint::get_cuda(&other)
             ));
         }
     }

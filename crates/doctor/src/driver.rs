@@ -6,6 +6,7 @@ use super::{Check, Finding, Inputs, Machine, Notes, RunError, Status};
 use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::driver::{parse_nvidia_smi, parse_proc_version, PROC_VERSION};
 use gpuenv_core::facts::{self, lookup};
+use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::{Kind, Version};
 
 pub const CHECK: Check = Check {
@@ -153,7 +154,8 @@ pub fn run(inputs: &Inputs) -> Finding {
                 ));
             } else {
                 notes.hint(format!(
-                    "or use a toolkit this driver runs: `gpuenv install cuda-{r}` and `gpuenv pin cuda-{r}`"
+                    "or use a toolkit this driver runs: {} and `gpuenv pin cuda-{r}`",
+                    install_hint::get_cuda(&r)
                 ));
             }
         }

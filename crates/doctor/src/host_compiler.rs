@@ -11,6 +11,7 @@ use gpuenv_core::cuda_tables::{self as tables, release_name, GccRange};
 use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::facts;
 use gpuenv_core::host_compiler::{parse_gcc_version, user_choice, Choice, HostCompilerProblem};
+use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -204,7 +205,8 @@ pub fn run(inputs: &Inputs) -> Finding {
         if let Some(newer) = tables::first_cuda_for_gcc(major) {
             let newer = release_name(newer);
             notes.hint(format!(
-                "or use a toolkit that supports gcc {major}: `gpuenv install cuda-{newer}` and `gpuenv pin cuda-{newer}`"
+                "or use a toolkit that supports gcc {major}: {} and `gpuenv pin cuda-{newer}`",
+                install_hint::get_cuda(&newer)
             ));
         }
     } else if let Some(min) = range.min.filter(|min| major < *min) {

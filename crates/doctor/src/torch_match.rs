@@ -78,8 +78,15 @@ pub fn run(inputs: &Inputs) -> Finding {
             root: &tc.entry.root,
             reason: tc.reason.to_string(),
         };
-        let refusal = guard::refusal(&side, torch, &verdict, &policy, guard::Occasion::Checking)
-            .unwrap_or_default();
+        let refusal = guard::refusal(
+            &inputs.registry,
+            &side,
+            torch,
+            &verdict,
+            &policy,
+            guard::Occasion::Checking,
+        )
+        .unwrap_or_default();
         for h in refusal.hints {
             if policy.check == TorchCheck::Off && h.contains("GPUENV_TORCH_CHECK=off") {
                 continue;

@@ -381,8 +381,10 @@ fn retry<T>(mut f: impl FnMut() -> Result<T, Fault>) -> Result<T, Fault> {
     let mut attempt = 1;
     loop {
         match f() {
+            // Said only with -v: the failure, if it stays, is said once (an error, or
+            // the one note before the next source is tried).
             Err(fault) if fault.is_transient() && attempt < ATTEMPTS => {
-                ui::warn(format!(
+                ui::verbose(format!(
                     "{}; retrying ({}/{ATTEMPTS})",
                     first_line(&fault),
                     attempt + 1

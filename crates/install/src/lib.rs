@@ -455,11 +455,12 @@ pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> R
             Err(e) if sources.len() == 1 => return Err(e),
             Err(e) => {
                 // Say why before falling back, so a source that was never reached
-                // (an unreachable host, a proxy) does not go unnoticed.
+                // (an unreachable host, a proxy) does not go unnoticed: one note, which
+                // `-q` leaves out (should every source fail, the error gives each reason).
                 if let Some(next) = sources.get(i + 1) {
                     let text = format!("{e:#}");
                     let why = text.lines().next().unwrap_or_default();
-                    ui::warn(format!(
+                    ui::info(format!(
                         "the {} source cannot install {spec} ({why}); trying {}",
                         s.name(),
                         next.name()

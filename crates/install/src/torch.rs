@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::facts::sources;
+use gpuenv_core::install_hint;
 
 use crate::Plan;
 use gpuenv_core::guard::TorchVersion;
-use gpuenv_core::toolchain::Version;
+use gpuenv_core::toolchain::{Kind, Spec, Version};
 
 /// Where a torch's CUDA wheels are and which release they belong to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,14 +37,27 @@ pub fn cuda_of(torch: &TorchVersion) -> Result<TorchCuda> {
     };
     let site = torch.dir.parent().unwrap_or(Path::new("/")).to_path_buf();
     let major = cuda.split('.').next().unwrap_or_default();
-    if !major.parse::<u32>().is_ok_and(|m| m >= 13) {
+    let version = cuda.parse::<Version>().ok();
+    if !version
+        .as_ref()
+        .is_some_and(|v| sources::Source::Pypi.has_cuda(v))
+    {
+        let full = match &version {
+            Some(v) if sources::Source::Nvidia.has_cuda(v) => format!(
+                "`gpuenv install cuda-{cuda} --source nvidia` installs a full toolkit for it"
+            ),
+            Some(v) => install_hint::install_or_link(&Spec {
+                kind: Kind::Cuda,
+                version: v.clone(),
+                label: None,
+            }),
+            None => "register a toolkit of its CUDA with `gpuenv link`".into(),
+        };
         bail!(Hinted::new(format!(
             "the torch at {} is a CUDA {cuda} build: NVIDIA's CUDA {major} wheels carry no nvcc driver, so gpuenv cannot complete them into a toolkit",
             torch.dir.display()
         ))
-        .hint(format!(
-            "`gpuenv install cuda-{cuda} --source nvidia` installs a full toolkit for it"
-        )));
+        .hint(full));
     }
     let tree = site.join("nvidia").join(format!("cu{major}"));
     if !tree.join("include").is_dir() || !tree.join("lib").is_dir() {

@@ -19,6 +19,7 @@ pub mod nvidia_target;
 pub mod python;
 pub mod reserved;
 pub mod schema;
+pub mod sources;
 pub mod torch_headers;
 pub mod torch_index;
 pub mod tree;

@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 
 use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
+use crate::plan::install_hint;
 use crate::plan::resolve::ResolveError;
 use crate::store::toolchain::Spec;
 use crate::ui;
@@ -120,15 +121,16 @@ pub fn enabled(ctx: &Context) -> bool {
     ctx.flag(vars::GPUENV_AUTO_INSTALL)
 }
 
-/// The spec to install when resolution failed only because it is not installed, and the
-/// user chose it (not an untrusted file).
+/// The spec to install when resolution failed only because it is not installed, the user
+/// chose it (not an untrusted file), and `gpuenv install` can install it (else the error
+/// stands, with its hint of what can).
 pub fn missing(err: &ResolveError) -> Option<(&Spec, &str)> {
     match err {
         ResolveError::NotRegistered {
             spec,
             origin,
             untrusted_file: None,
-        } if spec.label.is_none() => Some((spec, origin.as_str())),
+        } if install_hint::install_command(spec).is_some() => Some((spec, origin.as_str())),
         _ => None,
     }
 }
@@ -140,7 +142,7 @@ pub fn not_allowed(err: &ResolveError) -> Option<NotAllowed> {
             spec,
             origin,
             untrusted_file: Some(file),
-        } if spec.label.is_none() => Some(NotAllowed {
+        } if install_hint::install_command(spec).is_some() => Some(NotAllowed {
             spec: spec.clone(),
             origin: origin.clone(),
             file: file.clone(),

@@ -8,5 +8,6 @@ pub mod env;
 pub mod exec;
 pub mod guard;
 pub mod host_compiler;
+pub mod install_hint;
 pub mod module;
 pub mod resolve;

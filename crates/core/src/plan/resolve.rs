@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
-use crate::facts::torch_headers;
-use crate::plan::guard::{LocateError, TorchVersion};
+use crate::plan::guard::{matching, LocateError, TorchVersion};
+use crate::plan::install_hint;
 use crate::project::{Foreign, Location, PinValue, ProjectError, ProjectFile};
 use crate::store::toolchain::registry::{Entry, Registry};
 use crate::store::toolchain::{Kind, NameError, Spec};
@@ -166,7 +166,8 @@ impl Diagnostic for ResolveError {
             ResolveError::Project(e) => e.hints(),
             ResolveError::BadSpec { .. } | ResolveError::TwoOfAKind { .. } => Vec::new(),
             ResolveError::NotRegistered { spec, .. } => vec![format!(
-                "install it with `gpuenv install {spec}`, or register a toolkit already on disk with `gpuenv link {spec} <path>` (`gpuenv list` shows what is registered)"
+                "{} (`gpuenv list` shows what is registered)",
+                install_hint::install_or_link(spec)
             )],
             ResolveError::TorchNotFound { .. } => vec![
                 "activate the Python environment that has torch (or set VIRTUAL_ENV / CONDA_PREFIX), or pin a version instead".into(),
@@ -203,50 +204,6 @@ pub fn parse_specs(origin: &str, text: &str) -> Result<Vec<Spec>, ResolveError> 
 /// Resolves every kind for `req`.
 pub fn resolve(req: &Request, registry: &Registry) -> Result<ActiveSet, ResolveError> {
     resolve_kinds(req, registry, &Kind::ALL)
-}
-
-/// For a `"torch"` pin, among the toolkits `spec` matches: the one made for this torch's
-/// venv (`gpuenv install torch`: its headers are the venv's), else the newest with every
-/// header torch's own CUDA headers include; `None` leaves the choice to `Registry::find`.
-fn for_torch<'r>(
-    registry: &'r Registry,
-    spec: &Spec,
-    torch_dir: &Path,
-) -> Option<(&'r str, &'r Entry)> {
-    let site = torch_dir.parent()?;
-    let site = site.canonicalize().unwrap_or_else(|_| site.to_path_buf());
-    let matching: Vec<(&str, &Entry, Spec)> = registry
-        .toolchains
-        .iter()
-        .filter(|(_, e)| e.kind == spec.kind)
-        .filter_map(|(name, e)| {
-            let n: Spec = name.parse().ok()?;
-            spec.matches(&n).then_some((name.as_str(), e, n))
-        })
-        .collect();
-    let of_venv = |e: &Entry| {
-        torch_headers::NEEDED.iter().any(|h| {
-            e.include_dir
-                .join(h)
-                .canonicalize()
-                .is_ok_and(|p| p.starts_with(&site))
-        })
-    };
-    let newest = |list: Vec<&(&'r str, &'r Entry, Spec)>| {
-        list.into_iter()
-            .max_by(|a, b| {
-                (&a.2.version, std::cmp::Reverse(a.0)).cmp(&(&b.2.version, std::cmp::Reverse(b.0)))
-            })
-            .map(|(name, e, _)| (*name, *e))
-    };
-    newest(matching.iter().filter(|(_, e, _)| of_venv(e)).collect()).or_else(|| {
-        newest(
-            matching
-                .iter()
-                .filter(|(_, e, _)| torch_headers::missing(&e.include_dir).is_empty())
-                .collect(),
-        )
-    })
 }
 
 /// Resolves only `kinds` (a proxy for nvcc need not resolve ROCm, nor fail on its pin).
@@ -290,20 +247,15 @@ pub fn resolve_kinds(
                         kind,
                         source,
                     })?;
-                    let Some(version) = torch.built_for(kind) else {
+                    let Some(spec) = matching::torch_spec(kind, &torch) else {
                         return Err(ResolveError::TorchNotBuiltFor { at, kind, torch });
-                    };
-                    let spec = Spec {
-                        kind,
-                        version,
-                        label: None,
                     };
                     let origin = format!(
                         "the pin {kind} = \"torch\" at {at} (torch {} in {})",
                         torch.label(),
                         torch.dir.display()
                     );
-                    if let Some((name, entry)) = for_torch(registry, &spec, &torch.dir) {
+                    if let Some((name, entry)) = matching::for_torch(registry, &spec, &torch.dir) {
                         set.toolchains.push(Active {
                             name: name.to_string(),
                             entry: entry.clone(),

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context as _, Result};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::facts::sources;
+use gpuenv_core::install_hint;
 use indicatif::ProgressBar;
 use reqwest::Url;
 
@@ -157,7 +159,7 @@ impl Source for Pypi<'_> {
             .releases()?
             .into_iter()
             .map(|(v, _)| v)
-            .filter(|v| v.major() >= 13)
+            .filter(|v| sources::Source::Pypi.has_cuda(v))
             .collect();
         v.dedup();
         Ok(v)
@@ -172,12 +174,17 @@ impl Source for Pypi<'_> {
             ))
             );
         }
-        if spec.version.major() < 13 {
+        if !sources::Source::Pypi.has_cuda(&spec.version) {
+            let elsewhere = if sources::Source::Nvidia.has_cuda(&spec.version) {
+                format!("`gpuenv install {spec} --source nvidia` installs it from NVIDIA's redist archives; `gpuenv link {spec} <path>` registers a toolkit you already have")
+            } else {
+                install_hint::install_or_link(spec)
+            };
             bail!(Hinted::new(format!(
                 "NVIDIA's wheels of CUDA {} cannot make a toolkit: the -cu11/-cu12 nvcc wheels ship ptxas but no nvcc driver on Linux (only the 13.x wheels have one)",
                 spec.version
             ))
-            .hint(format!("`gpuenv install {spec} --source nvidia` installs it from NVIDIA's redist archives; `gpuenv link {spec} <path>` registers a toolkit you already have")));
+            .hint(elsewhere));
         }
         let releases = self.releases()?;
         let Some((release, meta_file)) =
@@ -185,7 +192,7 @@ impl Source for Pypi<'_> {
         else {
             let have: Vec<String> = releases
                 .iter()
-                .filter(|(v, _)| v.major() >= 13)
+                .filter(|(v, _)| sources::Source::Pypi.has_cuda(v))
                 .map(|(v, _)| v.to_string())
                 .collect();
             bail!(Hinted::new(format!(

@@ -55,7 +55,14 @@ pub fn guard(
         root: Path::new(&entry.root),
         reason: why_active(ctx, registry, toolchain),
     };
-    match guard::refusal(&side, &torch, &verdict, &policy, guard::Occasion::Building) {
+    match guard::refusal(
+        registry,
+        &side,
+        &torch,
+        &verdict,
+        &policy,
+        guard::Occasion::Building,
+    ) {
         Some(refusal) => Err(Refused(Box::new(refusal)).into()),
         None => Ok(()),
     }

@@ -9,7 +9,9 @@ use crate::diagnostic::Diagnostic;
 use crate::project::{ProjectFile, TorchCheck};
 
 mod locate;
+pub mod matching;
 
+use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::{Kind, Version};
 pub use locate::{find_on_path, find_torch_in, locate_torch, python_sys_path, LocateError};
 
@@ -262,8 +264,10 @@ pub enum Occasion {
     Checking,
 }
 
-/// The refusal for a verdict that refuses a build; `None` when the build may go on.
+/// The refusal for a verdict that refuses a build; `None` when the build may go on. The
+/// registry is asked for a toolkit that matches torch, which the hint then names.
 pub fn refusal(
+    registry: &Registry,
     side: &Side,
     torch: &TorchVersion,
     verdict: &Verdict,
@@ -314,9 +318,7 @@ pub fn refusal(
     );
     let mut hints = Vec::new();
     if let Verdict::Mismatch { torch: built } = verdict {
-        hints.push(format!(
-            "use the toolkit torch was built for: `gpuenv install {kind}-{built}`, and pin it with `{kind} = \"torch\"` under [toolchain] in gpuenv.toml"
-        ));
+        hints.push(matching::hint(registry, kind, built, torch, policy.check));
     }
     hints.push(match kind {
         Kind::Cuda => torch_for_toolkit(&tc_short),

@@ -1,0 +1,73 @@
+//! Which CUDA releases each of `gpuenv install`'s sources can make a toolkit of, whatever
+//! its mirror lists today, and the order `--source auto` tries them in. The installer keeps
+//! to these and the hints that suggest an install ask them, so no hint names an install
+//! that cannot work. ROCm comes only from a gpuenv manifest.
+
+use super::version::Version;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// NVIDIA's redistributable archives (`redistrib_<release>.json`).
+    Nvidia,
+    /// NVIDIA's CUDA wheels on a Python package index.
+    Pypi,
+}
+
+/// What `gpuenv install` tries when no `--source` is given, first to last.
+pub const AUTO: &[Source] = &[Source::Nvidia, Source::Pypi];
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Nvidia => "nvidia",
+            Source::Pypi => "pypi",
+        }
+    }
+
+    /// The first CUDA release (major, minor) it can make a toolkit of: NVIDIA's redist
+    /// starts at 11.0 (`redistrib_11.0.3.json`); before 13.0 the `nvidia-cuda-nvcc` wheels
+    /// ship ptxas but no nvcc driver on Linux.
+    pub fn first_cuda(self) -> (u64, u64) {
+        match self {
+            Source::Nvidia => (11, 0),
+            Source::Pypi => (13, 0),
+        }
+    }
+
+    /// Whether it can make a toolkit of CUDA `version` (a prefix such as `12` asks for
+    /// any release it starts).
+    pub fn has_cuda(self, version: &Version) -> bool {
+        let (major, minor) = self.first_cuda();
+        match version.minor() {
+            Some(m) => (version.major(), m) >= (major, minor),
+            None => version.major() >= major,
+        }
+    }
+}
+
+/// The sources `--source auto` would try for CUDA `version`, in order; empty when none can.
+pub fn auto_for_cuda(version: &Version) -> Vec<Source> {
+    AUTO.iter()
+        .copied()
+        .filter(|s| s.has_cuda(version))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Version {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_wheels_make_toolkits_from_13_and_the_redist_from_11() {
+        assert_eq!(auto_for_cuda(&v("13.2")), [Source::Nvidia, Source::Pypi]);
+        assert_eq!(auto_for_cuda(&v("13")), [Source::Nvidia, Source::Pypi]);
+        assert_eq!(auto_for_cuda(&v("12.8.1")), [Source::Nvidia]);
+        assert_eq!(auto_for_cuda(&v("11")), [Source::Nvidia]);
+        assert_eq!(auto_for_cuda(&v("10.2")), []);
+        assert!(!Source::Pypi.has_cuda(&v("12.9")));
+    }
+}

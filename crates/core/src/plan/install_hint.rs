@@ -1,0 +1,123 @@
+//! How to get a toolkit nothing registered matches, as the hints say it: `gpuenv install`
+//! only when one of the sources it tries by default has that release
+//! ([`facts::sources`](crate::facts::sources)), else a manifest or `gpuenv link`.
+
+use crate::facts::sources;
+use crate::store::toolchain::{Kind, Spec};
+
+/// `gpuenv install <spec>` when that command, with no `--source`, can install it.
+pub fn install_command(spec: &Spec) -> Option<String> {
+    // Installed toolkits are named by their version alone; a label is a linked one's.
+    let installable = spec.label.is_none()
+        && spec.kind == Kind::Cuda
+        && !sources::auto_for_cuda(&spec.version).is_empty();
+    installable.then(|| format!("gpuenv install {spec}"))
+}
+
+/// "`gpuenv install <spec>` installs it" when it can, else the ways to get `spec`.
+pub fn installs_it(spec: &Spec) -> String {
+    match install_command(spec) {
+        Some(install) => format!("`{install}` installs it"),
+        None => install_or_link(spec),
+    }
+}
+
+/// The one command that gets `spec`, quoted, for a hint that goes on to pin it:
+/// `gpuenv install` when a source has it, else a manifest (ROCm) or `gpuenv link`.
+pub fn get_command(spec: &Spec) -> String {
+    match (install_command(spec), spec.kind) {
+        (Some(install), _) => format!("`{install}`"),
+        (None, Kind::Rocm) => format!("`gpuenv install {spec} --manifest <path|url>`"),
+        (None, Kind::Cuda) => format!(
+            "`gpuenv link {spec} <path>` (no source of `gpuenv install` has CUDA {})",
+            spec.version
+        ),
+    }
+}
+
+/// [`get_command`] for a CUDA release as the tables name it (`12.4`).
+pub fn get_cuda(release: &str) -> String {
+    match format!("cuda-{release}").parse::<Spec>() {
+        Ok(spec) => get_command(&spec),
+        Err(_) => format!("`gpuenv install cuda-{release}`"),
+    }
+}
+
+/// The ways to get `spec`, as one hint.
+pub fn install_or_link(spec: &Spec) -> String {
+    let link = format!("`gpuenv link {spec} <path>`");
+    let manifest = format!("`gpuenv install {spec} --manifest <path|url>`");
+    if let Some(install) = install_command(spec) {
+        return format!(
+            "install it with `{install}`, or register a toolkit already on disk with {link}"
+        );
+    }
+    match spec.kind {
+        Kind::Rocm => format!(
+            "ROCm comes from a gpuenv manifest: {manifest}; or register a toolkit already on disk with {link}"
+        ),
+        Kind::Cuda if spec.label.is_some() => format!(
+            "register a toolkit already on disk with {link} (installed toolkits are named by their version alone)"
+        ),
+        Kind::Cuda => {
+            let first = sources::AUTO
+                .iter()
+                .map(|s| {
+                    let (major, minor) = s.first_cuda();
+                    format!("{} from {major}.{minor}", s.name())
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!(
+                "no source of `gpuenv install` has CUDA {} ({first}): register a toolkit already on disk with {link}, or install it from a gpuenv manifest with {manifest}",
+                spec.version
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(s: &str) -> Spec {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn an_install_is_suggested_only_where_a_source_has_the_release() {
+        assert_eq!(
+            install_command(&spec("cuda-12.4")).as_deref(),
+            Some("gpuenv install cuda-12.4")
+        );
+        assert_eq!(
+            install_command(&spec("cuda-13.2")).as_deref(),
+            Some("gpuenv install cuda-13.2")
+        );
+        assert_eq!(install_command(&spec("cuda-10.2")), None);
+        assert_eq!(install_command(&spec("rocm-6.2")), None);
+        assert_eq!(install_command(&spec("cuda-13.0-mine")), None);
+
+        let old = install_or_link(&spec("cuda-10.2"));
+        assert!(
+            old.starts_with(
+                "no source of `gpuenv install` has CUDA 10.2 (nvidia from 11.0, pypi from 13.0)"
+            ),
+            "{old}"
+        );
+        assert!(old.contains("`gpuenv link cuda-10.2 <path>`"), "{old}");
+        assert_eq!(
+            get_command(&spec("cuda-11.8")),
+            "`gpuenv install cuda-11.8`"
+        );
+        assert_eq!(
+            get_command(&spec("cuda-10.2")),
+            "`gpuenv link cuda-10.2 <path>` (no source of `gpuenv install` has CUDA 10.2)"
+        );
+        let rocm = install_or_link(&spec("rocm-6.2"));
+        assert!(
+            rocm.contains("`gpuenv install rocm-6.2 --manifest <path|url>`"),
+            "{rocm}"
+        );
+    }
+}
