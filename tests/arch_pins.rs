@@ -261,3 +261,163 @@ fn suffixed_pins_build_with_a_real_nvcc_and_what_it_refuses_gpuenv_refuses() {
         assert!(!out.status.success() && err.contains(why), "{pin}: {err}");
     }
 }
+
+/// Each marker of "said once per build" made as if the last such compile were an hour ago.
+fn a_build_later(sb: &Sandbox) {
+    let dir = sb.gpuenv_home().join("cache/arch-notices");
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for e in fs::read_dir(&dir).unwrap().flatten() {
+        fs::File::options()
+            .write(true)
+            .open(e.path())
+            .unwrap()
+            .file()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// What a setup.py that passes its own -gencode flags runs: torch then drops
+/// TORCH_CUDA_ARCH_LIST.
+const OWN_GENCODE: &[&str] = &[
+    "-gencode",
+    "arch=compute_75,code=sm_75",
+    "-gencode=arch=compute_80,code=sm_80",
+    "-c",
+    "k.cu",
+    "-o",
+    "k.o",
+];
+
+#[test]
+fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() {
+    let (sb, proj, cuda, _) = pinned("");
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("this build's own arch flags leave out sm_90, compute_90, pinned at"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}:4:", proj.join("gpuenv.toml").display())),
+        "the pin's file and line: {err}"
+    );
+    assert!(err.contains("[build] archs = \"add\""), "{err}");
+    // Warned, not changed: the compile runs as the build wrote it.
+    assert_eq!(last_line(&cuda.join("nvcc.log")), OWN_GENCODE.join(" "));
+
+    // The next compile of the same build says nothing.
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    assert!(
+        !stderr_of(&out).contains("leave out"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // A build after a long pause is told again; steps that make no device code never are.
+    a_build_later(&sb);
+    for quiet in [
+        &["-E", "-gencode", "arch=compute_75,code=sm_75", "k.cu"][..],
+        &[
+            "-dlink",
+            "-gencode",
+            "arch=compute_75,code=sm_75",
+            "k.o",
+            "-o",
+            "d.o",
+        ],
+        &["-gencode", "arch=compute_75,code=sm_75", "k.o", "-o", "k"],
+        &["-c", "k.cu", "-o", "k.o"],
+    ] {
+        let out = run_shim(&sb, &proj, "nvcc", quiet);
+        succeeded(&out);
+        assert!(
+            !stderr_of(&out).contains("leave out"),
+            "{quiet:?}: {}",
+            stderr_of(&out)
+        );
+    }
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    assert!(
+        stderr_of(&out).contains("leave out sm_90"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // `off` keeps quiet, untrusted: it only keeps quiet.
+    a_build_later(&sb);
+    let toml = fs::read_to_string(proj.join("gpuenv.toml")).unwrap();
+    write(
+        &proj.join("gpuenv.toml"),
+        &format!("{toml}[build]\narchs = \"off\"\n"),
+    );
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+}
+
+#[test]
+fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
+    let (sb, proj, cuda, rocm_root) = pinned("[build]\narchs = \"add\"\n");
+    let file = proj.join("gpuenv.toml");
+    // Untrusted, `add` is held back: said, and the compile left as written.
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("sets [build] archs, which is not applied until you trust"),
+        "{err}"
+    );
+    assert!(err.contains("leave out sm_90, compute_90"), "{err}");
+    assert_eq!(last_line(&cuda.join("nvcc.log")), OWN_GENCODE.join(" "));
+
+    sb.ok(&["trust", file.to_str().unwrap()]);
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("gpuenv adds -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 to its compiles"),
+        "{err}"
+    );
+    assert_eq!(
+        last_line(&cuda.join("nvcc.log")),
+        format!(
+            "{} -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90",
+            OWN_GENCODE.join(" ")
+        )
+    );
+    // Every compile of the build gets them; the message was said once.
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    assert!(last_line(&cuda.join("nvcc.log")).ends_with("code=compute_90"));
+    // The device link only links what the objects hold: nothing is added there.
+    let dlink = [
+        "-dlink",
+        "-gencode",
+        "arch=compute_80,code=sm_80",
+        "k.o",
+        "-o",
+        "d.o",
+    ];
+    succeeded(&run_shim(&sb, &proj, "nvcc", &dlink));
+    assert_eq!(last_line(&cuda.join("nvcc.log")), dlink.join(" "));
+
+    // hipcc: the missing --offload-arch.
+    let out = run_shim(
+        &sb,
+        &proj,
+        "hipcc",
+        &["--offload-arch=gfx90a", "-c", "k.hip"],
+    );
+    succeeded(&out);
+    assert_eq!(
+        last_line(&rocm_root.join("hipcc.log")),
+        "--offload-arch=gfx90a -c k.hip --offload-arch=gfx942"
+    );
+}
