@@ -421,3 +421,85 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
         "--offload-arch=gfx90a -c k.hip --offload-arch=gfx942"
     );
 }
+
+/// The SASS targets `gpuenv audit` finds in an object's fatbinary.
+fn sass_in(sb: &Sandbox, dir: &Path, object: &str) -> Vec<String> {
+    let out = sb
+        .gpuenv()
+        .current_dir(dir)
+        .args(["audit", object, "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr_of(&out)));
+    v["cuda"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "sass")
+        .map(|i| i["arch"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The case with a real nvcc (CUDA 13.0): pinned 8.0 and 9.0, a build's own flags
+/// for sm_75/80/89 made no sm_90, silently. Now it is said; with `archs = "add"` the object
+/// holds sm_90.
+#[test]
+fn a_real_nvcc_compile_that_leaves_out_a_pin_is_told_and_with_add_gets_it() {
+    let Some(root) = common::real::real_cuda13() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("k.cu"),
+        "__global__ void k(float* x) { x[0] = 1.0f; }\n",
+    );
+    let file = proj.join("gpuenv.toml");
+    let pins = "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", \"9.0\"]\n";
+    write(&file, pins);
+    let own = [
+        "-gencode",
+        "arch=compute_75,code=sm_75",
+        "-gencode",
+        "arch=compute_80,code=sm_80",
+        "-gencode=arch=compute_89,code=sm_89",
+        "-c",
+        "k.cu",
+        "-o",
+        "k.o",
+    ];
+    let nvcc = sb.gpuenv_home().join("views/cuda-13.0/bin/nvcc");
+    let compile = || {
+        let out = Command::new(&nvcc)
+            .args(own)
+            .env_clear()
+            .env("HOME", sb.home())
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&proj)
+            .output()
+            .unwrap();
+        succeeded(&out);
+        stderr_of(&out)
+    };
+    let err = compile();
+    assert!(
+        err.contains("leave out sm_90, pinned at")
+            && err.contains(&format!("{}:3:", file.display())),
+        "{err}"
+    );
+    assert_eq!(sass_in(&sb, &proj, "k.o"), ["sm_75", "sm_80", "sm_89"]);
+
+    write(&file, &format!("{pins}[build]\narchs = \"add\"\n"));
+    sb.ok(&["trust", file.to_str().unwrap()]);
+    let err = compile();
+    assert!(
+        err.contains("gpuenv adds -gencode arch=compute_90,code=sm_90"),
+        "{err}"
+    );
+    assert_eq!(
+        sass_in(&sb, &proj, "k.o"),
+        ["sm_75", "sm_80", "sm_89", "sm_90"]
+    );
+}
