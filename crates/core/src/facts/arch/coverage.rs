@@ -17,10 +17,13 @@ struct Embeds {
     ptx: bool,
 }
 
+/// A target as a GPU needs it (compute capability and suffix), whatever code is embedded.
+type Target = (u8, u8, super::Suffix);
+
 /// The targets an nvcc command line builds, with what it embeds for each; `None` when it
 /// has no arch option (nvcc's default, which the exported variables do not reach either),
 /// or names one whose targets cannot be listed (`native`, `all`, `all-major`).
-fn nvcc_builds(args: &[OsString]) -> Option<Vec<((u8, u8, super::Suffix), Embeds)>> {
+fn nvcc_builds(args: &[OsString]) -> Option<Vec<(Target, Embeds)>> {
     let gencode = option_values(args, &["-gencode", "--generate-code"]);
     let code = option_values(args, &["-code", "--gpu-code"]);
     let arch = option_values(args, &["-arch", "--gpu-architecture"]);
@@ -50,7 +53,7 @@ fn nvcc_builds(args: &[OsString]) -> Option<Vec<((u8, u8, super::Suffix), Embeds
             words.extend(value.split(',').map(|w| (w.to_string(), true)));
         }
     }
-    let mut built: Vec<((u8, u8, super::Suffix), Embeds)> = Vec::new();
+    let mut built: Vec<(Target, Embeds)> = Vec::new();
     for (word, both) in words {
         let word = word.trim().trim_matches(['"', '\'', '[', ']']);
         if matches!(word, "native" | "all" | "all-major") {
