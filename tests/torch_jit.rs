@@ -2,6 +2,7 @@
 //! toolchain its own, so a JIT extension built by one nvcc is never loaded, or rebuilt over,
 //! under another; a directory the user chose is left alone. `PYTORCH_NVCC` is never set, so
 //! torch runs `$CUDA_HOME/bin/nvcc` (the proxy) behind its own ccache; the user's stays.
+//! The project's settings reach `load()`'s compiles there (`GPUENV_PROJECT_DIR`).
 
 mod common;
 
