@@ -503,3 +503,66 @@ fn a_real_nvcc_compile_that_leaves_out_a_pin_is_told_and_with_add_gets_it() {
         ["sm_75", "sm_80", "sm_89", "sm_90"]
     );
 }
+
+/// A CMake target that sets its own `CUDA_ARCHITECTURES` overrides `CUDAARCHS`; CMake (3.25
+/// here, with Ninja) then passes `--generate-code=arch=compute_80,code=[compute_80,sm_80]` to
+/// the view's nvcc (a real CUDA 13.0). The pin it leaves out is told while building; with
+/// `archs = "add"` the object holds it.
+#[test]
+fn a_cmake_target_with_its_own_cuda_architectures_is_told_what_it_leaves_out() {
+    if !have_tool("cmake") || !have_tool("ninja") || !have_tool("g++") {
+        return;
+    }
+    let Some(root) = common::real::real_cuda13() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("k.cu"),
+        "__global__ void k(float* x) { x[0] = 1.0f; }\nvoid launch(float* x) { k<<<1, 1>>>(x); }\n",
+    );
+    write(
+        &proj.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.20)\nproject(k LANGUAGES CXX CUDA)\nadd_library(k STATIC k.cu)\nset_target_properties(k PROPERTIES CUDA_ARCHITECTURES \"75;80\")\n",
+    );
+    let file = proj.join("gpuenv.toml");
+    let pins = "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", \"9.0\"]\n";
+    write(&file, pins);
+    let build = || {
+        let _ = fs::remove_dir_all(proj.join("build"));
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "run",
+                "--",
+                "sh",
+                "-c",
+                "cmake -S . -B build -G Ninja >/dev/null && cmake --build build",
+            ])
+            .output()
+            .unwrap();
+        succeeded(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned() + &stderr_of(&out)
+    };
+    let said = build();
+    assert!(
+        said.contains("leave out sm_90, pinned at")
+            && said.contains(&format!("{}:3:", file.display())),
+        "{said}"
+    );
+    let object = "build/CMakeFiles/k.dir/k.cu.o";
+    assert_eq!(sass_in(&sb, &proj, object), ["sm_75", "sm_80"]);
+
+    write(&file, &format!("{pins}[build]\narchs = \"add\"\n"));
+    sb.ok(&["trust", file.to_str().unwrap()]);
+    let said = build();
+    assert!(
+        said.contains("gpuenv adds -gencode arch=compute_90,code=sm_90"),
+        "{said}"
+    );
+    assert_eq!(sass_in(&sb, &proj, object), ["sm_75", "sm_80", "sm_90"]);
+}
