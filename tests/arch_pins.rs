@@ -1,6 +1,7 @@
-//! Arch pins reach every build system: the variables PyTorch, CMake and hipcc read, the
-//! arguments a plain nvcc/hipcc call gets through the proxy, and `gpuenv pin --arch native`
-//! reading this machine's GPUs.
+//! Arch pins reach the builds: the variables PyTorch, CMake and hipcc read, the arguments a
+//! plain nvcc/hipcc call gets through the proxy, what a build that passes its own arch flags
+//! is told (or, with `[build] archs = "add"`, given), and `gpuenv pin --arch native` reading
+//! this machine's GPUs.
 
 mod common;
 
