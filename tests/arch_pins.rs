@@ -1,6 +1,7 @@
-//! Arch pins reach every build system: the variables PyTorch, CMake and hipcc read, the
-//! arguments a plain nvcc/hipcc call gets through the proxy, and `gpuenv pin --arch native`
-//! reading this machine's GPUs.
+//! Arch pins reach the builds: the variables PyTorch, CMake and hipcc read, the arguments a
+//! plain nvcc/hipcc call gets through the proxy, what a build that passes its own arch flags
+//! is told (or, with `[build] archs = "add"`, given), and `gpuenv pin --arch native` reading
+//! this machine's GPUs.
 
 mod common;
 
@@ -260,4 +261,309 @@ fn suffixed_pins_build_with_a_real_nvcc_and_what_it_refuses_gpuenv_refuses() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains(why), "{pin}: {err}");
     }
+}
+
+/// Each marker of "said once per build" made as if the last such compile were an hour ago.
+fn a_build_later(sb: &Sandbox) {
+    let dir = sb.gpuenv_home().join("cache/arch-notices");
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for e in fs::read_dir(&dir).unwrap().flatten() {
+        fs::File::options()
+            .write(true)
+            .open(e.path())
+            .unwrap()
+            .file()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// What a setup.py that passes its own -gencode flags runs: torch then drops
+/// TORCH_CUDA_ARCH_LIST.
+const OWN_GENCODE: &[&str] = &[
+    "-gencode",
+    "arch=compute_75,code=sm_75",
+    "-gencode=arch=compute_80,code=sm_80",
+    "-c",
+    "k.cu",
+    "-o",
+    "k.o",
+];
+
+#[test]
+fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() {
+    let (sb, proj, cuda, _) = pinned("");
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("this build's own arch flags leave out sm_90, compute_90, pinned at"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}:4:", proj.join("gpuenv.toml").display())),
+        "the pin's file and line: {err}"
+    );
+    assert!(err.contains("[build] archs = \"add\""), "{err}");
+    // Warned, not changed: the compile runs as the build wrote it.
+    assert_eq!(last_line(&cuda.join("nvcc.log")), OWN_GENCODE.join(" "));
+
+    // The next compile of the same build says nothing.
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    assert!(
+        !stderr_of(&out).contains("leave out"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // A build after a long pause is told again; steps that make no device code never are.
+    a_build_later(&sb);
+    for quiet in [
+        &["-E", "-gencode", "arch=compute_75,code=sm_75", "k.cu"][..],
+        &[
+            "-dlink",
+            "-gencode",
+            "arch=compute_75,code=sm_75",
+            "k.o",
+            "-o",
+            "d.o",
+        ],
+        &["-gencode", "arch=compute_75,code=sm_75", "k.o", "-o", "k"],
+        &["-c", "k.cu", "-o", "k.o"],
+    ] {
+        let out = run_shim(&sb, &proj, "nvcc", quiet);
+        succeeded(&out);
+        assert!(
+            !stderr_of(&out).contains("leave out"),
+            "{quiet:?}: {}",
+            stderr_of(&out)
+        );
+    }
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    assert!(
+        stderr_of(&out).contains("leave out sm_90"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // `off` keeps quiet, untrusted: it only keeps quiet.
+    a_build_later(&sb);
+    let toml = fs::read_to_string(proj.join("gpuenv.toml")).unwrap();
+    write(
+        &proj.join("gpuenv.toml"),
+        &format!("{toml}[build]\narchs = \"off\"\n"),
+    );
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+}
+
+#[test]
+fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
+    let (sb, proj, cuda, rocm_root) = pinned("[build]\narchs = \"add\"\n");
+    let file = proj.join("gpuenv.toml");
+    // Untrusted, `add` is held back: said, and the compile left as written.
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("sets [build] archs, which is not applied until you trust"),
+        "{err}"
+    );
+    assert!(err.contains("leave out sm_90, compute_90"), "{err}");
+    assert_eq!(last_line(&cuda.join("nvcc.log")), OWN_GENCODE.join(" "));
+
+    sb.ok(&["trust", file.to_str().unwrap()]);
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("gpuenv adds -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 to its compiles"),
+        "{err}"
+    );
+    assert_eq!(
+        last_line(&cuda.join("nvcc.log")),
+        format!(
+            "{} -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90",
+            OWN_GENCODE.join(" ")
+        )
+    );
+    // Every compile of the build gets them; the message was said once.
+    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    assert!(last_line(&cuda.join("nvcc.log")).ends_with("code=compute_90"));
+    // The device link only links what the objects hold: nothing is added there.
+    let dlink = [
+        "-dlink",
+        "-gencode",
+        "arch=compute_80,code=sm_80",
+        "k.o",
+        "-o",
+        "d.o",
+    ];
+    succeeded(&run_shim(&sb, &proj, "nvcc", &dlink));
+    assert_eq!(last_line(&cuda.join("nvcc.log")), dlink.join(" "));
+
+    // hipcc: the missing --offload-arch.
+    let out = run_shim(
+        &sb,
+        &proj,
+        "hipcc",
+        &["--offload-arch=gfx90a", "-c", "k.hip"],
+    );
+    succeeded(&out);
+    assert_eq!(
+        last_line(&rocm_root.join("hipcc.log")),
+        "--offload-arch=gfx90a -c k.hip --offload-arch=gfx942"
+    );
+}
+
+/// The SASS targets `gpuenv audit` finds in an object's fatbinary.
+fn sass_in(sb: &Sandbox, dir: &Path, object: &str) -> Vec<String> {
+    let out = sb
+        .gpuenv()
+        .current_dir(dir)
+        .args(["audit", object, "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr_of(&out)));
+    v["cuda"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "sass")
+        .map(|i| i["arch"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The case with a real nvcc (CUDA 13.0): pinned 8.0 and 9.0, a build's own flags
+/// for sm_75/80/89 made no sm_90, silently. Now it is said; with `archs = "add"` the object
+/// holds sm_90.
+#[test]
+fn a_real_nvcc_compile_that_leaves_out_a_pin_is_told_and_with_add_gets_it() {
+    let Some(root) = common::real::real_cuda13() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("k.cu"),
+        "__global__ void k(float* x) { x[0] = 1.0f; }\n",
+    );
+    let file = proj.join("gpuenv.toml");
+    let pins = "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", \"9.0\"]\n";
+    write(&file, pins);
+    let own = [
+        "-gencode",
+        "arch=compute_75,code=sm_75",
+        "-gencode",
+        "arch=compute_80,code=sm_80",
+        "-gencode=arch=compute_89,code=sm_89",
+        "-c",
+        "k.cu",
+        "-o",
+        "k.o",
+    ];
+    let nvcc = sb.gpuenv_home().join("views/cuda-13.0/bin/nvcc");
+    let compile = || {
+        let out = Command::new(&nvcc)
+            .args(own)
+            .env_clear()
+            .env("HOME", sb.home())
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&proj)
+            .output()
+            .unwrap();
+        succeeded(&out);
+        stderr_of(&out)
+    };
+    let err = compile();
+    assert!(
+        err.contains("leave out sm_90, pinned at")
+            && err.contains(&format!("{}:3:", file.display())),
+        "{err}"
+    );
+    assert_eq!(sass_in(&sb, &proj, "k.o"), ["sm_75", "sm_80", "sm_89"]);
+
+    write(&file, &format!("{pins}[build]\narchs = \"add\"\n"));
+    sb.ok(&["trust", file.to_str().unwrap()]);
+    let err = compile();
+    assert!(
+        err.contains("gpuenv adds -gencode arch=compute_90,code=sm_90"),
+        "{err}"
+    );
+    assert_eq!(
+        sass_in(&sb, &proj, "k.o"),
+        ["sm_75", "sm_80", "sm_89", "sm_90"]
+    );
+}
+
+/// A CMake target that sets its own `CUDA_ARCHITECTURES` overrides `CUDAARCHS`; CMake (3.25
+/// here, with Ninja) then passes `--generate-code=arch=compute_80,code=[compute_80,sm_80]` to
+/// the view's nvcc (a real CUDA 13.0). The pin it leaves out is told while building; with
+/// `archs = "add"` the object holds it.
+#[test]
+fn a_cmake_target_with_its_own_cuda_architectures_is_told_what_it_leaves_out() {
+    if !have_tool("cmake") || !have_tool("ninja") || !have_tool("g++") {
+        return;
+    }
+    let Some(root) = common::real::real_cuda13() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("k.cu"),
+        "__global__ void k(float* x) { x[0] = 1.0f; }\nvoid launch(float* x) { k<<<1, 1>>>(x); }\n",
+    );
+    write(
+        &proj.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.20)\nproject(k LANGUAGES CXX CUDA)\nadd_library(k STATIC k.cu)\nset_target_properties(k PROPERTIES CUDA_ARCHITECTURES \"75;80\")\n",
+    );
+    let file = proj.join("gpuenv.toml");
+    let pins = "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", \"9.0\"]\n";
+    write(&file, pins);
+    let build = || {
+        let _ = fs::remove_dir_all(proj.join("build"));
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "run",
+                "--",
+                "sh",
+                "-c",
+                "cmake -S . -B build -G Ninja >/dev/null && cmake --build build",
+            ])
+            .output()
+            .unwrap();
+        succeeded(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned() + &stderr_of(&out)
+    };
+    let said = build();
+    assert!(
+        said.contains("leave out sm_90, pinned at")
+            && said.contains(&format!("{}:3:", file.display())),
+        "{said}"
+    );
+    let object = "build/CMakeFiles/k.dir/k.cu.o";
+    assert_eq!(sass_in(&sb, &proj, object), ["sm_75", "sm_80"]);
+
+    write(&file, &format!("{pins}[build]\narchs = \"add\"\n"));
+    sb.ok(&["trust", file.to_str().unwrap()]);
+    let said = build();
+    assert!(
+        said.contains("gpuenv adds -gencode arch=compute_90,code=sm_90"),
+        "{said}"
+    );
+    assert_eq!(sass_in(&sb, &proj, object), ["sm_75", "sm_80", "sm_90"]);
 }

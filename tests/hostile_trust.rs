@@ -497,3 +497,110 @@ fn a_toolchain_file_cannot_name_the_shared_store_compiles_are_written_to() {
     );
     assert!(!store.exists());
 }
+
+#[test]
+fn an_untrusted_archs_add_changes_no_compile_until_trusted() {
+    let w = proxy_world::World::new("12.4");
+    let file = w.proj.join("gpuenv.toml");
+    write(
+        &file,
+        "[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\", \"9.0\"]\n[build]\narchs = \"add\"\n",
+    );
+    let nvcc = w.view_nvcc("cuda-12.4");
+    let own: Vec<String> = ["-gencode", "arch=compute_80,code=sm_80", "-c", "k.cu"]
+        .map(String::from)
+        .to_vec();
+    let out = w.run(&nvcc, &own, &[]);
+    succeeded(&out);
+    let err = stderr(&out);
+    assert!(
+        err.contains("sets [build] archs, which is not applied until you trust the file"),
+        "{err}"
+    );
+    // Told, not changed.
+    assert!(err.contains("leave out sm_90"), "{err}");
+    let log = w.log("cuda-12.4").unwrap();
+    assert_eq!(log.lines().last(), Some(own.join(" ").as_str()));
+
+    w.sb.ok(&["trust", file.to_str().unwrap()]);
+    succeeded(&w.run(&nvcc, &own, &[]));
+    let log = w.log("cuda-12.4").unwrap();
+    assert!(
+        log.lines()
+            .last()
+            .unwrap()
+            .ends_with("-gencode arch=compute_90,code=sm_90"),
+        "{log}"
+    );
+}
+
+/// `GPUENV_PROJECT_DIR` lets torch's `load()`, which compiles in gpuenv's own
+/// torch-extensions directory, find its project. Anywhere else it is not read, so a value
+/// planted in an environment cannot give an ordinary build another project's settings; and
+/// the file it names is trusted or not as any file found walking up.
+#[test]
+fn gpuenv_project_dir_is_read_only_inside_gpuenvs_own_torch_extensions_directory() {
+    let w = proxy_world::World::new("12.4");
+    let marker = w.sb.path("marker");
+    let cache_bin = w.sb.path("cache-bin");
+    write_exe(
+        &cache_bin.join("ccache"),
+        &format!(
+            "#!/bin/sh\necho ran >> '{}'\nexec \"$@\"\n",
+            marker.display()
+        ),
+    );
+    let file = w.proj.join("gpuenv.toml");
+    write(
+        &file,
+        "[toolchain]\ncuda = \"12.4\"\n[build]\ncache = \"ccache\"\n",
+    );
+    w.sb.ok(&["trust", file.to_str().unwrap()]);
+    let nvcc = w.view_nvcc("cuda-12.4");
+    let compile = |dir: &Path, project: &Path| {
+        let path = format!("{}:/usr/bin:/bin", cache_bin.display());
+        let project = project.to_str().unwrap();
+        let out = w
+            .command(&nvcc, &["-c".into(), "k.cu".into()], &[("PATH", &path)])
+            .env("GPUENV_PROJECT_DIR", project)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        succeeded(&out);
+        stderr(&out)
+    };
+
+    // An ordinary build directory: the variable is not read.
+    let elsewhere = w.sb.path("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    compile(&elsewhere, &w.proj);
+    assert_eq!(
+        times_run(&marker),
+        0,
+        "a planted variable redirected a build"
+    );
+    // Nor in a directory merely named like gpuenv's.
+    let lookalike = w.sb.path("torch-extensions/cuda-12.4/ext");
+    fs::create_dir_all(&lookalike).unwrap();
+    compile(&lookalike, &w.proj);
+    assert_eq!(times_run(&marker), 0);
+
+    // Where torch's load() compiles: the project's trusted cache applies.
+    let jit = w.sb.gpuenv_home().join("torch-extensions/cuda-12.4/ext");
+    fs::create_dir_all(&jit).unwrap();
+    compile(&jit, &w.proj);
+    assert_eq!(times_run(&marker), 1);
+
+    // A directory whose file is not trusted selects only, there as anywhere.
+    let evil = w.sb.path("evil");
+    write(
+        &evil.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n[build]\ncache = \"ccache\"\n",
+    );
+    let err = compile(&jit, &evil);
+    assert!(
+        err.contains("not applied until you trust the file"),
+        "{err}"
+    );
+    assert_eq!(times_run(&marker), 1);
+}

@@ -299,3 +299,35 @@ fn doctor_finds_debians_hip_headers_where_the_compilers_look_anyway() {
         .unwrap();
     assert_eq!(fm07["status"], "ok", "{fm07}");
 }
+
+/// A build's own `--offload-arch` that leaves out a pinned target: Debian's hipcc compiles as
+/// told and gpuenv says what is missing; with `archs = "add"` (trusted) the object holds it.
+#[test]
+fn own_offload_archs_that_leave_out_a_pinned_target_are_told_and_with_add_built() {
+    let Some((sb, proj)) = registered() else {
+        return;
+    };
+    let file = proj.join("gpuenv.toml");
+    let pins = "[toolchain]\nrocm = \"5.2\"\nrocm-arch = [\"gfx90a\", \"gfx940\"]\n";
+    write(&file, pins);
+    let hipcc = shims(&sb).join("hipcc");
+    let own = ["--offload-arch=gfx90a", "-c", "k.hip", "-o", "own.o"];
+    let out = run_in(&sb, &proj, hipcc.to_str().unwrap(), &own);
+    succeeded(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("leave out gfx940, pinned at")
+            && err.contains(&format!("{}:3:", file.display())),
+        "{err}"
+    );
+    assert!(targets(&proj.join("own.o"), "gfx90a"));
+    assert!(!targets(&proj.join("own.o"), "gfx940"));
+
+    write(&file, &format!("{pins}[build]\narchs = \"add\"\n"));
+    sb.ok(&["trust", file.to_str().unwrap()]);
+    let out = run_in(&sb, &proj, hipcc.to_str().unwrap(), &own);
+    succeeded(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gpuenv adds --offload-arch=gfx940"), "{err}");
+    assert!(targets(&proj.join("own.o"), "gfx940"));
+}

@@ -2,6 +2,7 @@
 //! toolchain its own, so a JIT extension built by one nvcc is never loaded, or rebuilt over,
 //! under another; a directory the user chose is left alone. `PYTORCH_NVCC` is never set, so
 //! torch runs `$CUDA_HOME/bin/nvcc` (the proxy) behind its own ccache; the user's stays.
+//! The project's settings reach `load()`'s compiles there (`GPUENV_PROJECT_DIR`).
 
 mod common;
 
@@ -94,4 +95,90 @@ fn pytorch_nvcc_is_the_users_a_value_gpuenv_once_set_is_dropped() {
     let old = sb.gpuenv_home().join("views/cuda-12.4/bin/nvcc");
     let env = env_of(&sb, &proj, &[("PYTORCH_NVCC", old.to_str().unwrap())], &run);
     assert_eq!(value_in(&env, "PYTORCH_NVCC"), None, "{env}");
+}
+
+/// A kernel and its launcher, without torch's headers: nvcc's part of the build.
+const JIT_KERNEL: &str = r#"__global__ void twice_kernel(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= 2.0f;
+}
+void twice_launch(float* x, int n) { twice_kernel<<<(n + 255) / 256, 256>>>(x, n); }
+"#;
+
+const JIT_BINDING: &str = r#"#include <torch/extension.h>
+void twice_launch(float* x, int n);
+torch::Tensor twice(torch::Tensor x) {
+    twice_launch(x.data_ptr<float>(), x.numel());
+    return x;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice); }
+"#;
+
+const JIT_LOAD: &str = r#"import torch.utils.cpp_extension as ext
+m = ext.load(name="twice_jit", sources=["twice.cpp", "twice_kernel.cu"])
+print(m.__file__)
+"#;
+
+/// REAL: torch's `load()` (torch from the index, CUDA 13.0 from NVIDIA's wheels, real ccache)
+/// under `gpuenv run`, in a project whose trusted file says `[build] cache = "ccache"`.
+/// load() compiles in gpuenv's torch-extensions directory, outside the project; the project's
+/// cache still applies there, through the proxy (torch's own ccache wrapper is turned off,
+/// so only gpuenv can have put ccache in front of nvcc).
+#[test]
+fn a_jit_extension_compiles_through_the_projects_build_cache() {
+    if !have_tool("g++") || !have_tool("ccache") || !have_tool("ninja") {
+        return;
+    }
+    let Some(cuda) = common::real::real_cuda13() else {
+        return;
+    };
+    let Some(venv) = common::real::torch_venv() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", cuda.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(&proj.join("twice_kernel.cu"), JIT_KERNEL);
+    write(&proj.join("twice.cpp"), JIT_BINDING);
+    write(&proj.join("jit.py"), JIT_LOAD);
+    // torch 2.15 is a CUDA 13.2 build: the same major is close enough for this kernel.
+    let file = proj.join("gpuenv.toml");
+    write(
+        &file,
+        "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"9.0\"]\n\n[build]\ncache = \"ccache\"\n\n[torch]\ncheck = \"major\"\n",
+    );
+    sb.ok(&["trust", file.to_str().unwrap()]);
+
+    let env = env_of(&sb, &proj, &[], &["env", "--shell", "dotenv"]);
+    assert_eq!(
+        value_in(&env, "GPUENV_PROJECT_DIR"),
+        Some(format!("\"{}\"", proj.display()))
+    );
+
+    let ccache = sb.path("ccache");
+    let out = sb
+        .gpuenv()
+        .env_remove("PYTORCH_NVCC")
+        .current_dir(&proj)
+        .env("VIRTUAL_ENV", &venv)
+        .env("PATH", format!("{}/bin:/usr/bin:/bin", venv.display()))
+        .env("CCACHE_DIR", &ccache)
+        .env("TORCH_NO_COMPILER_WRAPPER", "1")
+        .args(["run", "--", "python", "jit.py"])
+        .output()
+        .unwrap();
+    let built = succeeded(&out);
+    let ours = sb
+        .gpuenv_home()
+        .join("torch-extensions/cuda-13.0/twice_jit");
+    assert!(
+        built.trim().starts_with(ours.to_str().unwrap()),
+        "{built}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        common::real::ccache_hits_and_misses(&ccache),
+        (0, 1),
+        "the nvcc compile of twice_kernel.cu went through ccache"
+    );
 }

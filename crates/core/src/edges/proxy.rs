@@ -28,8 +28,10 @@ use crate::store::toolchain::{Kind, Spec};
 use crate::store::StoreError;
 use crate::ui;
 
+mod archs;
 pub mod args;
 mod check;
+mod jit;
 mod process;
 
 pub use crate::plan::exec::Exec;
@@ -182,6 +184,9 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
     }
 
     let invoked = invoked_path(&argv0, &tool, ctx);
+    // torch's `load()` compiles in gpuenv's torch-extensions dir: the project is named there.
+    let moved = jit::from_project(ctx);
+    let project_ctx = moved.as_ref().unwrap_or(ctx);
     let from_view = match invoked.as_deref().filter(|_| overrides.is_empty()) {
         Some(invoked) => match view_dir(invoked) {
             Some(dir) => Session::of_view(ctx, &dir, Door::Proxy)?,
@@ -211,7 +216,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
             if compiler_of.is_some() && !(args::is_query(&args) && cache_var) {
                 own = own_registry(ctx, session.home());
                 let mine = own.as_ref().unwrap_or(session.registry());
-                match trust::in_effect(&ctx.cwd, mine) {
+                match trust::in_effect(&project_ctx.cwd, mine) {
                     Ok(here) => {
                         active.project = here.file;
                         active.passed_over = here.passed_over;
@@ -224,7 +229,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         }
         None => {
             // An upstream's toolchains resolve too; an unusable upstream is only a warning.
-            let mut session = Session::open::<ProxyError>(ctx, Door::Proxy)?;
+            let mut session = Session::open::<ProxyError>(project_ctx, Door::Proxy)?;
             // `+spec` names the one toolchain the tool may come from.
             let kinds: Vec<Kind> = match (overrides.first(), compiler_of) {
                 (Some(spec), _) => vec![spec.kind],
@@ -271,6 +276,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         }
         check::guard(ctx, registry, &toolchain, &active, &args)?;
         args = compiler_args(ctx, home, kind, &mut active, args)?;
+        args = archs::reach(ctx, &tool, kind, active.project.as_ref(), args);
     }
 
     let applied = session.applied(&active, Purpose::Proxy)?;

@@ -4,12 +4,14 @@
 //! spelling for each consumer (TORCH_CUDA_ARCH_LIST, CUDAARCHS, `-gencode`,
 //! PYTORCH_ROCM_ARCH, `--offload-arch`), and which CUDA release builds which.
 
+mod coverage;
 mod cuda;
 mod flags;
 mod named;
 mod rocm;
 mod rules;
 
+pub use coverage::{compiles_device_code, hipcc_missing, missing_name, nvcc_missing};
 pub use cuda::{Code, CudaArch, CudaArchError, Suffix};
 pub use flags::{hipcc_archs, nvcc_archs, HipArch, NvccArch};
 pub use named::{named, parse_torch_list, torch_list, torch_takes, ListEntry, NAMED_ARCHES};

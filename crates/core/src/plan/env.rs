@@ -292,6 +292,16 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
         }
     }
 
+    if let Some(dir) = active
+        .project
+        .as_ref()
+        .and_then(|f| f.path.parent())
+        .filter(|_| !active.toolchains.is_empty())
+    {
+        // torch's `load()` compiles in TORCH_EXTENSIONS_DIR, outside the project: the proxy
+        // finds the project's file from here (`proxy::jit`).
+        set(&mut ops, vars::GPUENV_PROJECT_DIR, path_str(dir));
+    }
     if !active.toolchains.is_empty() {
         let names: Vec<&str> = active.toolchains.iter().map(|t| t.name.as_str()).collect();
         set(&mut ops, vars::GPUENV_ACTIVE, names.join(",").into());

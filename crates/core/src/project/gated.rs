@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Location, ProjectFile, TorchCheck};
+use super::{ArchPolicy, Location, ProjectFile, TorchCheck};
 use crate::facts::build_cache::BuildCache;
 
 impl ProjectFile {
@@ -35,6 +35,13 @@ impl ProjectFile {
             .is_some_and(|(c, _)| *c != BuildCache::Off)
         {
             keys.push("[build] cache");
+        }
+        if self
+            .build_archs
+            .as_ref()
+            .is_some_and(|(a, _)| *a == ArchPolicy::Add)
+        {
+            keys.push("[build] archs");
         }
         if self.torch_check.is_some_and(|c| c != TorchCheck::Minor) {
             keys.push("[torch] check");
@@ -77,6 +84,16 @@ impl ProjectFile {
         (*cache == BuildCache::Off || self.trusted).then_some((*cache, at))
     }
 
+    /// `[build] archs`: `warn` and `off` always apply (they only speak or keep quiet; an
+    /// untrusted file's arch pins are its own anyway); `add` only when trusted, else `warn`.
+    pub fn archs_policy(&self) -> (ArchPolicy, Option<&Location>) {
+        match &self.build_archs {
+            Some((ArchPolicy::Add, _)) if !self.trusted => (ArchPolicy::Warn, None),
+            Some((policy, at)) => (*policy, Some(at)),
+            None => (ArchPolicy::Warn, None),
+        }
+    }
+
     /// `[torch] index = "auto"`, when trusted: it makes pip and uv download from another
     /// index.
     pub fn torch_index(&self) -> Option<&Location> {
@@ -109,14 +126,21 @@ mod tests {
     fn until_trusted_it_selects_and_never_runs_relaxes_or_sets() {
         let text =
             "[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\"]\nhost-compiler = \"./cc.sh\"\n\
-                    [build]\ncache = \"ccache\"\n[torch]\ncheck = \"off\"\n[env]\nA = \"1\"\n";
+                    [build]\ncache = \"ccache\"\narchs = \"add\"\n[torch]\ncheck = \"off\"\n[env]\nA = \"1\"\n";
         let mut f = parse_ok(text);
         assert!(f.pin(Kind::Cuda).is_some());
         assert_eq!(f.cuda_arch, ["8.0"]);
         assert_eq!(
             f.held_back(),
-            ["host-compiler", "[build] cache", "[torch] check", "[env]"]
+            [
+                "host-compiler",
+                "[build] cache",
+                "[build] archs",
+                "[torch] check",
+                "[env]"
+            ]
         );
+        assert_eq!(f.archs_policy(), (ArchPolicy::Warn, None));
         assert_eq!(f.host_compiler(), None);
         assert_eq!(f.build_cache(), None);
         assert_eq!(f.torch_check(), None);
@@ -127,14 +151,17 @@ mod tests {
         // A relative compiler is the file's, given absolute.
         assert_eq!(f.host_compiler().unwrap().0, "/p/cc.sh");
         assert_eq!(f.build_cache().unwrap().0, BuildCache::Ccache);
+        assert_eq!(f.archs_policy().0, ArchPolicy::Add);
+        assert_eq!(f.archs_policy().1.map(|at| at.line), Some(7));
         assert_eq!(f.torch_check(), Some(TorchCheck::Off));
         assert_eq!(f.env().unwrap()["A"], "1");
     }
 
     #[test]
     fn what_runs_nothing_and_relaxes_nothing_applies_untrusted() {
-        let f = parse_ok("[build]\ncache = \"off\"\n[torch]\ncheck = \"minor\"\n");
+        let f = parse_ok("[build]\ncache = \"off\"\narchs = \"off\"\n[torch]\ncheck = \"minor\"\n");
         assert!(!f.needs_trust());
+        assert_eq!(f.archs_policy().0, ArchPolicy::Off);
         assert_eq!(f.build_cache().unwrap().0, BuildCache::Off);
         assert_eq!(f.torch_check(), Some(TorchCheck::Minor));
     }

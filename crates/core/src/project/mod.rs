@@ -78,6 +78,16 @@ pub enum TorchCheck {
     Off,
 }
 
+/// `[build] archs`: what the proxy does when a compile's own arch flags leave out a pinned
+/// arch. `warn` (the default) says so once per build, `add` appends the missing targets
+/// (only from a trusted file: it changes a command line the build wrote), `off` says nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchPolicy {
+    Warn,
+    Add,
+    Off,
+}
+
 /// A parsed toolchain file. What it selects (pins, arch lists) is open to all; what would
 /// run a program it names, relax the guard or set variables is read through accessors
 /// that give it only once `gpuenv trust` recorded these very bytes ([`crate::project::trust`]).
@@ -99,6 +109,8 @@ pub struct ProjectFile {
     torch_index: Option<Location>,
     /// `[build] cache`, and where it is written.
     build_cache: Option<(BuildCache, Location)>,
+    /// `[build] archs`, and where it is written.
+    build_archs: Option<(ArchPolicy, Location)>,
     /// `host-compiler = "g++-11"`: the command or path nvcc gets as its host compiler.
     host_compiler: Option<(String, Location)>,
     env: BTreeMap<String, String>,
@@ -163,7 +175,7 @@ impl Diagnostic for ProjectError {
             ProjectError::NotRegular { .. } => {
                 vec!["a toolchain file must be a file: rename or remove it".into()]
             }
-            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache, an optional [torch] check and index, and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
+            ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache and archs, an optional [torch] check and index, and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
             ProjectError::Invalid { .. } | ProjectError::Unreadable { .. } => Vec::new(),
         }
     }
@@ -192,6 +204,7 @@ struct RawFile {
 )]
 struct RawBuild {
     cache: Option<Spanned<String>>,
+    archs: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -292,12 +305,33 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         torch_check,
         torch_index,
         build_cache: None,
+        build_archs: None,
         host_compiler: None,
         env: BTreeMap::new(),
         text: text.to_string(),
         trusted: false,
     };
-    if let Some(cache) = raw.build.and_then(|b| b.cache) {
+    let (cache, archs) = match raw.build {
+        Some(b) => (b.cache, b.archs),
+        None => (None, None),
+    };
+    if let Some(archs) = archs {
+        let start = archs.span().start;
+        let value = match archs.get_ref().as_str() {
+            "warn" => ArchPolicy::Warn,
+            "add" => ArchPolicy::Add,
+            "off" => ArchPolicy::Off,
+            other => {
+                let shown = printable(&format!("{other:?}")).into_owned();
+                return Err(invalid(
+                    start,
+                    format!("[build] archs = {shown}: one of \"warn\" (the default), \"add\" or \"off\""),
+                ));
+            }
+        };
+        file.build_archs = Some((value, at(start)));
+    }
+    if let Some(cache) = cache {
         let start = cache.span().start;
         let value = cache
             .get_ref()
@@ -484,6 +518,12 @@ NCCL_DEBUG = "INFO"
         );
         let f = parse_ok("[torch]\nindex = \"auto\"\n");
         assert_eq!(f.torch_index.map(|at| at.line), Some(2));
+
+        let e = parse_err("[build]\narchs = \"sometimes\"\n");
+        assert!(
+            e.starts_with("/p/gpuenv.toml:2:9: ") && e.contains("\"add\""),
+            "{e}"
+        );
 
         let e = parse_err("[torch]\ncheck = \"sometimes\"\n");
         assert!(e.starts_with("/p/gpuenv.toml:2:"), "{e}");

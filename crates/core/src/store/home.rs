@@ -89,6 +89,10 @@ impl Home {
     pub fn facts_file(&self) -> PathBuf {
         self.root.join(crate::facts::copies::FILE)
     }
+    /// The proxy's markers of what it said about a build's archs (`proxy::archs`).
+    pub fn arch_notices(&self) -> PathBuf {
+        self.root.join("cache/arch-notices")
+    }
     /// `TORCH_EXTENSIONS_DIR` of each toolchain: `torch-extensions/<name>`.
     pub fn torch_extensions(&self) -> PathBuf {
         self.root.join("torch-extensions")
