@@ -31,6 +31,6 @@ pub mod ui;
 // names the layer (`crate::plan::resolve`).
 pub use edges::{hints, module_export, proxy, session, shell};
 pub use facts::{cuda_tables, driver};
-pub use plan::{auto_install, build_cache, env, guard, host_compiler, module, resolve};
+pub use plan::{auto_install, build_cache, env, guard, host_compiler, module, resolve, stale};
 pub use project::trust;
 pub use store::{home, shims, toolchain};

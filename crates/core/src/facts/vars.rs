@@ -62,6 +62,7 @@ registry! {
         GPUENV_SYSTEM_CONFIG: Read, "the registry", "The system config naming upstreams (default `/etc/gpuenv/config.toml`).";
         GPUENV_DISCOVER_ROOTS: Read, "`gpuenv discover`", "Roots to search instead of `/`, colon-separated.";
         GPUENV_TORCH_CHECK: Read, "the proxy, `check`, `doctor`", "The torch guard's policy: `minor` (default), `major` or `off`; over `[torch] check`.";
+        GPUENV_STALE_CHECK: Read, "the proxy", "`off`: compile in a build directory (CMake tree, PyTorch extension build) configured for another CUDA toolkit than the active one, instead of refusing (default `on`).";
         GPUENV_BUILD_CACHE: Read, "the proxy, `show`", "The compiler cache the proxy compiles through: `ccache`, `sccache` or `off`; over `[build] cache`.";
         GPUENV_AUTO_INSTALL: Read, "the proxy, the shell hook", "`1`: a shim or the shell hook installs a pinned toolkit that is missing instead of failing.";
         GPUENV_PROBE_TIMEOUT: Read, "every command, the proxy, the shell hook", "Seconds a program gpuenv asks something (`g++ --version`, `nvidia-smi`) may take before it is stopped (default 10).";
