@@ -127,17 +127,22 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
     // Ninja, CUDA 13: configured and built.
     p.configure("Ninja", false);
     succeeded(&p.build());
-    assert!(p.compiler_file().contains("CMAKE_CUDA_COMPILER_VERSION \"13.0"));
+    assert!(p
+        .compiler_file()
+        .contains("CMAKE_CUDA_COMPILER_VERSION \"13.0"));
 
     // The pin moves to Debian's 11.8; the next build compiles an edited source.
     pin(&p.proj, "11.8");
     edit(&p.proj.join("k.cu"));
     let out = p.build();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned()
-        + &String::from_utf8_lossy(&out.stdout);
+    let err =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{err}");
     for said in [
-        format!("the build directory {} was configured with cuda-13.0 (CUDA 13.0", build.display()),
+        format!(
+            "the build directory {} was configured with cuda-13.0 (CUDA 13.0",
+            build.display()
+        ),
         "CMakeCUDACompiler.cmake:".to_string(),
         "but cuda-11.8.89-debian (11.8.89) is active here: pinned to 11.8 in".to_string(),
         format!("`rm -rf {}`", build.display()),
@@ -152,14 +157,16 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
     fs::remove_dir_all(&build).unwrap();
     p.configure("Unix Makefiles", true);
     succeeded(&p.build());
-    assert!(p.compiler_file().contains("CMAKE_CUDA_COMPILER_VERSION \"11.8.89\""));
+    assert!(p
+        .compiler_file()
+        .contains("CMAKE_CUDA_COMPILER_VERSION \"11.8.89\""));
 
     // Back to 13: the library's object compiles in build/lib, found by walking up.
     pin(&p.proj, "13.0");
     edit(&p.proj.join("lib/half.cu"));
     let out = p.build();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned()
-        + &String::from_utf8_lossy(&out.stdout);
+    let err =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{err}");
     assert!(
         err.contains(&format!(
@@ -171,14 +178,13 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
 
     // Whoever knows better turns the check off for one build: the tree's own nvcc (11.8,
     // through its view) compiles.
-    let out = p
-        .sb
-        .gpuenv()
-        .current_dir(&p.proj)
-        .env("GPUENV_STALE_CHECK", "off")
-        .args(["run", "--", "cmake", "--build", "build"])
-        .output()
-        .unwrap();
+    let out =
+        p.sb.gpuenv()
+            .current_dir(&p.proj)
+            .env("GPUENV_STALE_CHECK", "off")
+            .args(["run", "--", "cmake", "--build", "build"])
+            .output()
+            .unwrap();
     succeeded(&out);
 }
 
@@ -208,7 +214,10 @@ fn a_cmake_tree_configured_without_cuda_refuses_nvcc_until_cmake_enables_it() {
             .output()
             .unwrap()
     };
-    succeeded(&run(&proj, &["cmake", "-S", ".", "-B", "build", "-DUSE_CUDA=OFF"]));
+    succeeded(&run(
+        &proj,
+        &["cmake", "-S", ".", "-B", "build", "-DUSE_CUDA=OFF"],
+    ));
 
     // nvcc in the CPU-only tree: its objects would join a build configured without CUDA.
     let build = proj.join("build");
@@ -227,7 +236,10 @@ fn a_cmake_tree_configured_without_cuda_refuses_nvcc_until_cmake_enables_it() {
 
     // Turning CUDA on reconfigures the tree: CMake's own nvcc calls (inside CMakeFiles/)
     // are not refused, and the build then compiles.
-    succeeded(&run(&proj, &["cmake", "-S", ".", "-B", "build", "-DUSE_CUDA=ON"]));
+    succeeded(&run(
+        &proj,
+        &["cmake", "-S", ".", "-B", "build", "-DUSE_CUDA=ON"],
+    ));
     succeeded(&run(&proj, &["cmake", "--build", "build"]));
     assert!(build.join("libhalf.a").is_file());
 }
@@ -290,10 +302,18 @@ fn a_pytorch_extension_build_dir_rebuilt_by_ninja_after_a_switch_is_refused() {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("temp."))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("temp.")
+        })
         .expect("build/temp.*");
     let ninja = fs::read_to_string(temp.join("build.ninja")).unwrap();
-    assert!(ninja.contains("views/cuda-13.2.2-torch/bin/nvcc"), "{ninja}");
+    assert!(
+        ninja.contains("views/cuda-13.2.2-torch/bin/nvcc"),
+        "{ninja}"
+    );
 
     // The project moves to CUDA 13.0; the extension's directory is rebuilt by ninja.
     write(
@@ -302,15 +322,17 @@ fn a_pytorch_extension_build_dir_rebuilt_by_ninja_after_a_switch_is_refused() {
     );
     edit(&ext.join("twice.cu"));
     let out = run(&ext, &["ninja", "-C", temp.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned()
-        + &String::from_utf8_lossy(&out.stdout);
+    let err =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{err}");
     assert!(
         err.contains(&format!(
             "the build directory {} was configured with cuda-13.2.2-torch",
             temp.display()
-        )) && err.contains(&format!("read from {}:", temp.join("build.ninja").display()))
-            && err.contains("but cuda-13.0 (13.0")
+        )) && err.contains(&format!(
+            "read from {}:",
+            temp.join("build.ninja").display()
+        )) && err.contains("but cuda-13.0 (13.0")
             && err.contains("pinned to 13.0 in"),
         "{err}"
     );
@@ -318,8 +340,8 @@ fn a_pytorch_extension_build_dir_rebuilt_by_ninja_after_a_switch_is_refused() {
     // `setup.py build_ext` writes build.ninja for 13.0 first: the directory is current, and
     // what stops this build is the torch guard (torch is built for 13.2).
     let out = run(&ext, &["python", "setup.py", "-q", "build_ext"]);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned()
-        + &String::from_utf8_lossy(&out.stdout);
+    let err =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{err}");
     assert!(!err.contains("was configured with"), "{err}");
     assert!(err.contains("13.2"), "the guard's refusal: {err}");

@@ -30,7 +30,7 @@ pub fn stale(
     if toolchain.entry.kind != Kind::Cuda || super::args::is_query(args) {
         return Ok(());
     }
-    if !stale::enabled(ctx.var(vars::GPUENV_STALE_CHECK).as_deref())? {
+    if !stale::enabled(ctx.var(vars::GPUENV_STALE_CHECK))? {
         return Ok(());
     }
     // The walk stops at the project's root or the home directory, whichever comes first.
