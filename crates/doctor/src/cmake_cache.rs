@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::facts::build_files::{cmake_cache, is_false};
 use gpuenv_core::resolve::Active;
+use gpuenv_core::stale;
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -92,7 +93,8 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
     let mut notes = Notes::default();
     for path in &caches {
-        let Ok(text) = fs_err::read_to_string(path) else {
+        // Anyone's file: read as the proxy's stale check reads it, to a limit.
+        let Some(text) = gpuenv_core::fsutil::read_prefix(path, stale::find::CACHE_LIMIT) else {
             notes.seen(format!("cannot read {}", path.display()));
             continue;
         };

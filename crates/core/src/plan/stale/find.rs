@@ -3,13 +3,12 @@
 //! bounded read when a build file is found. Every file here is the user's, or anyone's:
 //! read as bytes up to a limit, never followed into, run or written.
 
-use fs_err::os::unix::fs::OpenOptionsExt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::{Evidence, Recorded, What};
 use crate::facts::build_files::{self, Settings};
 use crate::facts::vars;
+use crate::fsutil::read_prefix;
 
 pub const CMAKE_CACHE: &str = "CMakeCache.txt";
 pub const BUILD_NINJA: &str = "build.ninja";
@@ -20,7 +19,7 @@ const COMPILER_FILE: &str = "CMakeCUDACompiler.cmake";
 /// large project's cache is read only when it has no compiler file.
 const COMPILER_LIMIT: u64 = 64 * 1024;
 const NINJA_LIMIT: u64 = 256 * 1024;
-const CACHE_LIMIT: u64 = 1024 * 1024;
+pub const CACHE_LIMIT: u64 = 1024 * 1024;
 
 /// What the build directory around `cwd` recorded about its CUDA toolkit: the nearest
 /// directory, from `cwd` up to the first of `stops` (or `/`), holding a `CMakeCache.txt` or
@@ -145,28 +144,6 @@ fn ninja(dir: &Path) -> Option<Recorded> {
         }
     }
     Recorded::new(dir, evidence)
-}
-
-/// At most `limit` bytes from the start of a regular file, as text (bytes that are not
-/// UTF-8 replaced; a cut last line dropped). Opened without blocking, so a FIFO named like
-/// a build file does not hang the compile; `None` when it cannot be read or is not a file.
-fn read_prefix(path: &Path, limit: u64) -> Option<String> {
-    let file = fs_err::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    if crate::fsutil::not_regular(&meta).is_some() {
-        return None;
-    }
-    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize);
-    file.take(limit).read_to_end(&mut bytes).ok()?;
-    if bytes.len() as u64 == limit {
-        let end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        bytes.truncate(end);
-    }
-    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]
