@@ -309,3 +309,140 @@ fn describe(recorded: &Recorded, conflict: &Evidence, name: Option<&Named>) -> S
         None => format!("with {what} ({place})"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::toolchain::registry::{Entry, Source};
+    use crate::store::toolchain::Kind;
+
+    fn entry(version: &str) -> Entry {
+        let root = PathBuf::from(format!("/opt/cuda-{version}"));
+        Entry {
+            kind: Kind::Cuda,
+            version: version.parse().unwrap(),
+            include_dir: root.join("include"),
+            lib_dir: root.join("lib64"),
+            root,
+            source: Source::Linked,
+            version_from: "version.json".into(),
+            collectives: None,
+            system: None,
+        }
+    }
+
+    struct World {
+        home: Home,
+        registry: Registry,
+    }
+
+    fn world() -> World {
+        let mut registry = Registry::default();
+        for (name, version) in [("cuda-11.8", "11.8.89"), ("cuda-13.0", "13.0.88")] {
+            registry.toolchains.insert(name.into(), entry(version));
+        }
+        World {
+            home: Home::new("/h"),
+            registry,
+        }
+    }
+
+    fn active(w: &World, name: &str) -> Active {
+        Active {
+            name: name.into(),
+            entry: w.registry.toolchains[name].clone(),
+            reason: crate::plan::resolve::Reason::Override(name.parse().unwrap()),
+        }
+    }
+
+    fn recorded(lines: &[(What, &str)]) -> Recorded {
+        let file = PathBuf::from("/p/build/CMakeFiles/3.25.1/CMakeCUDACompiler.cmake");
+        let evidence = lines
+            .iter()
+            .enumerate()
+            .map(|(i, (what, value))| Evidence::at(&file, "KEY", value.to_string(), i + 1, *what))
+            .collect();
+        Recorded::new(Path::new("/p/build"), evidence).unwrap()
+    }
+
+    fn check(w: &World, rec: &Recorded, name: &str) -> Option<StaleBuild> {
+        let known = Toolchains {
+            home: &w.home,
+            registry: &w.registry,
+        };
+        compare(rec, &active(w, name), "pinned", &known)
+    }
+
+    #[test]
+    fn a_view_path_names_its_toolchain_whatever_else_is_recorded() {
+        let w = world();
+        let rec = recorded(&[
+            (What::Compiler, "/h/views/cuda-13.0/bin/nvcc"),
+            // What CMake derives for a scattered toolkit: not the registered root.
+            (What::Root, "/somewhere/else"),
+            (What::Version, "13.0.88"),
+        ]);
+        assert!(check(&w, &rec, "cuda-13.0").is_none());
+        let stale = check(&w, &rec, "cuda-11.8").unwrap();
+        assert_eq!(stale.configured_as.unwrap().name, "cuda-13.0");
+        assert!(stale.cmake);
+        assert!(
+            stale
+                .configured
+                .starts_with("with cuda-13.0 (CUDA 13.0.88 at /somewhere/else, nvcc /h/views/cuda-13.0/bin/nvcc; read from /p/build/CMakeFiles/3.25.1/CMakeCUDACompiler.cmake:1)"),
+            "{}",
+            stale.configured
+        );
+    }
+
+    #[test]
+    fn through_a_shim_the_recorded_root_or_version_decides() {
+        let w = world();
+        let shim = (What::Compiler, "/h/shims/nvcc");
+        let rec = recorded(&[shim, (What::Root, "/opt/cuda-11.8.89")]);
+        assert!(check(&w, &rec, "cuda-11.8").is_none());
+        let stale = check(&w, &rec, "cuda-13.0").unwrap();
+        assert_eq!(stale.configured_as.unwrap().name, "cuda-11.8");
+
+        // nvcc's own patch version differs from the toolkit's: major.minor is compared.
+        let rec = recorded(&[shim, (What::Version, "11.8.99")]);
+        assert!(check(&w, &rec, "cuda-11.8").is_none());
+        assert!(check(&w, &rec, "cuda-13.0").is_some());
+    }
+
+    #[test]
+    fn a_toolkit_gpuenv_does_not_know_differs_and_other_include_dirs_say_nothing() {
+        let w = world();
+        let rec = recorded(&[(What::Compiler, "/usr/local/cuda-12.1/bin/nvcc")]);
+        let stale = check(&w, &rec, "cuda-13.0").unwrap();
+        assert!(stale.configured_as.is_none());
+        assert!(stale
+            .configured
+            .contains("nvcc /usr/local/cuda-12.1/bin/nvcc"));
+
+        let rec = recorded(&[
+            (What::IncludeDir, "/venv/torch/include"),
+            (What::IncludeDir, "/usr/include"),
+        ]);
+        assert!(check(&w, &rec, "cuda-13.0").is_none());
+        let rec = recorded(&[(What::IncludeDir, "/h/views/cuda-11.8/include")]);
+        assert!(check(&w, &rec, "cuda-13.0").is_some());
+    }
+
+    #[test]
+    fn configured_without_cuda_is_stale_for_any_toolkit() {
+        let w = world();
+        let rec = recorded(&[(What::CudaOff, "OFF")]);
+        let stale = check(&w, &rec, "cuda-13.0").unwrap();
+        assert!(stale.configured.starts_with("without CUDA (KEY=OFF at "));
+    }
+
+    #[test]
+    fn the_check_is_on_unless_turned_off() {
+        assert!(enabled(None).unwrap());
+        assert!(enabled(Some("")).unwrap());
+        assert!(enabled(Some("on")).unwrap());
+        assert!(!enabled(Some("off")).unwrap());
+        assert!(enabled(Some("no")).is_err());
+    }
+}
