@@ -5,10 +5,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use common::real::runs_with_the_toolkits_runtime;
+use common::real::{debian_cuda_root, runs_with_the_toolkits_runtime};
 use common::*;
 use fs_err as fs;
 
@@ -21,24 +21,6 @@ int main() {
     return 0;
 }
 "#;
-
-/// The discover root holding the extracted `usr/`, or None (skipped outside CI).
-fn debian_cuda_root() -> Option<PathBuf> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-toolchains.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg("cuda11.8")
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr);
-        cannot_run(format!("Debian's CUDA 11.8 could not be fetched: {why}"));
-        return None;
-    }
-    let toolkit = PathBuf::from(String::from_utf8(out.stdout).unwrap().lines().last()?);
-    // <root>/usr/lib/nvidia-cuda-toolkit
-    Some(toolkit.ancestors().nth(3)?.to_path_buf())
-}
 
 struct Real {
     sb: Sandbox,

@@ -149,6 +149,25 @@ pub fn real_cuda13() -> Option<PathBuf> {
     Some(PathBuf::from(root))
 }
 
+/// The discover root holding Debian's CUDA 11.8, extracted (its `usr/`), or None (skipped
+/// outside CI).
+pub fn debian_cuda_root() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-toolchains.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg("cuda11.8")
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        super::cannot_run(format!("Debian's CUDA 11.8 could not be fetched: {why}"));
+        return None;
+    }
+    let toolkit = PathBuf::from(String::from_utf8(out.stdout).unwrap().lines().last()?);
+    // <root>/usr/lib/nvidia-cuda-toolkit
+    Some(toolkit.ancestors().nth(3)?.to_path_buf())
+}
+
 /// The torch release of the real torch tests: a CUDA 13.2 build on PyPI.
 pub const TORCH: &str = "2.15.0";
 

@@ -59,6 +59,29 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
+/// At most `limit` bytes from the start of a regular file, as text (bytes that are not
+/// UTF-8 replaced; a cut last line dropped): for files anyone may have written, such as a
+/// build directory's. Opened without blocking, so a FIFO in its place does not hang the
+/// reader; `None` when it cannot be read or is not a regular file.
+pub fn read_prefix(path: &Path, limit: u64) -> Option<String> {
+    let file = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if not_regular(&meta).is_some() {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize);
+    file.take(limit).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 == limit {
+        let end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        bytes.truncate(end);
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// What a non-regular file is, in words; `None` for a regular file.
 pub fn not_regular(meta: &Metadata) -> Option<&'static str> {
     let t = meta.file_type();

@@ -32,7 +32,7 @@ pub mod ui;
 pub use edges::{hints, module_export, proxy, session, shell};
 pub use facts::{cuda_tables, driver};
 pub use plan::{
-    auto_install, build_cache, env, guard, host_compiler, install_hint, module, resolve,
+    auto_install, build_cache, env, guard, host_compiler, install_hint, module, resolve, stale,
 };
 pub use project::trust;
 pub use store::{home, shims, toolchain};

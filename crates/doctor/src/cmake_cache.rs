@@ -3,11 +3,12 @@
 //! after rebuilding PyTorch with CUDA. Caches in the directory and two levels below it
 //! (build/, build/<x>/, <subproject>/build/) are compared with the active toolchains.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::facts::build_files::{cmake_cache, is_false};
 use gpuenv_core::resolve::Active;
+use gpuenv_core::stale;
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -17,28 +18,6 @@ pub const CHECK: Check = Check {
 
 const CACHE: &str = "CMakeCache.txt";
 const DEPTH: usize = 2;
-
-/// `KEY:TYPE=VALUE` lines; comments (`#`, `//`) and blank lines skipped.
-pub fn parse(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("//"))
-        .filter_map(|l| {
-            let (key, value) = l.split_once('=')?;
-            let key = key.split_once(':').map_or(key, |(k, _)| k);
-            Some((key.to_string(), value.to_string()))
-        })
-        .collect()
-}
-
-/// CMake's false constants, and `…-NOTFOUND`.
-pub fn is_false(value: &str) -> bool {
-    let v = value.trim().to_ascii_uppercase();
-    matches!(
-        v.as_str(),
-        "" | "0" | "OFF" | "NO" | "FALSE" | "N" | "IGNORE" | "NOTFOUND"
-    ) || v.ends_with("-NOTFOUND")
-}
 
 /// Every cache at or below `dir`, at most `DEPTH` levels down, hidden dirs skipped.
 pub fn find(dir: &Path) -> Vec<PathBuf> {
@@ -114,11 +93,16 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
     let mut notes = Notes::default();
     for path in &caches {
-        let Ok(text) = fs_err::read_to_string(path) else {
+        // Anyone's file: read as the proxy's stale check reads it, to a limit.
+        let Some(text) = gpuenv_core::fsutil::read_prefix(path, stale::find::CACHE_LIMIT) else {
             notes.seen(format!("cannot read {}", path.display()));
             continue;
         };
-        let cache = parse(&text);
+        // One parser for build files: the proxy's stale check reads caches with it too.
+        let cache: std::collections::BTreeMap<String, String> = cmake_cache(&text)
+            .into_iter()
+            .map(|(k, s)| (k, s.value))
+            .collect();
         let build_dir = path.parent().unwrap_or(dir);
         let before = notes.problem_count();
         let enabled = |kind: Kind| cache.get(use_key(kind)).map(|v| !is_false(v));
@@ -186,32 +170,6 @@ pub fn run(inputs: &Inputs) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpuenv_core::test_support::captured;
-
-    #[test]
-    fn a_cpu_build_cache_reads_as_use_cuda_off_and_no_toolkit() {
-        let text = captured("cmakecache-cpu-build.txt");
-        let cache = parse(&text);
-        assert_eq!(cache["USE_CUDA"], "OFF");
-        assert!(is_false(&cache["USE_CUDA"]));
-        assert!(is_false(&cache["USE_ROCM"]));
-        assert_eq!(cache["CMAKE_BUILD_TYPE"], "Release");
-        assert!(
-            is_false(&cache["CUDA_TOOLKIT_ROOT_DIR"]),
-            "…-NOTFOUND is false"
-        );
-        assert!(!cache.contains_key("# This is the CMakeCache file."));
-    }
-
-    #[test]
-    fn cmake_truth_values() {
-        for f in ["OFF", "off", "0", "NO", "FALSE", "N", "", "X-NOTFOUND"] {
-            assert!(is_false(f), "{f}");
-        }
-        for t in ["ON", "1", "YES", "TRUE", "/usr/local/cuda"] {
-            assert!(!is_false(t), "{t}");
-        }
-    }
 
     #[test]
     fn finds_caches_in_the_dir_and_two_levels_below_but_not_hidden_ones() {

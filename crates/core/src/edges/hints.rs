@@ -6,7 +6,7 @@
 use crate::diagnostic::{Find, Hinted};
 use crate::edges::{proxy, shell};
 use crate::facts::{copies, driver, torch_index, Unknown};
-use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve};
+use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve, stale};
 use crate::store::toolchain::{registry, upstream};
 use crate::store::{locate, shims};
 use crate::{ask, project, store};
@@ -33,6 +33,8 @@ crate::diagnostics!(
     store::NotOnThisNode,
     upstream::SystemConfigError,
     guard::Refusal,
+    stale::StaleBuild,
+    stale::BadVar,
     project::ProjectError,
     proxy::ProxyError,
     resolve::ResolveError,

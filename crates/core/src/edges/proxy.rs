@@ -16,7 +16,7 @@ use crate::plan::auto_install::{self, RunGpuenv};
 use crate::plan::guard::PolicyError;
 use crate::plan::resolve::ResolveError;
 use crate::plan::resolve::{Active, ActiveSet, Reason};
-use crate::plan::{build_cache, guard, host_compiler};
+use crate::plan::{build_cache, guard, host_compiler, stale};
 use crate::project::{trust, ProjectError};
 use crate::store::home::Home;
 use crate::store::locate::NoHome;
@@ -68,6 +68,11 @@ pub enum ProxyError {
     Resolve(#[from] ResolveError),
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// The build directory was configured for another toolkit (exit 1, like the guard).
+    #[error(transparent)]
+    Stale(#[from] Box<stale::StaleBuild>),
+    #[error(transparent)]
+    StaleCheck(#[from] stale::BadVar),
     #[error("cannot run {}", program.display())]
     Exec {
         program: PathBuf,
@@ -116,6 +121,8 @@ impl Diagnostic for ProxyError {
             ProxyError::Installing(e) => return e.hints(),
             ProxyError::Store(e) => return e.hints(),
             ProxyError::AutoInstallNotAllowed(e) => return e.hints(),
+            ProxyError::Stale(e) => return e.hints(),
+            ProxyError::StaleCheck(e) => return e.hints(),
             // Already printed in full by the guard.
             ProxyError::Refused(_) => return Vec::new(),
             ProxyError::BadOverride { tool, .. } => format!(
@@ -274,6 +281,8 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
                 ui::warn(notice);
             }
         }
+        // About the directory, so before the guard, which is about this compile's torch.
+        check::stale(ctx, &session, &toolchain, &active, &args)?;
         check::guard(ctx, registry, &toolchain, &active, &args)?;
         args = compiler_args(ctx, home, kind, &mut active, args)?;
         args = archs::reach(ctx, &tool, kind, active.project.as_ref(), args);

@@ -11,6 +11,7 @@
 
 pub mod arch;
 pub mod build_cache;
+pub mod build_files;
 pub mod copies;
 pub mod cuda_tables;
 pub mod driver;

@@ -62,6 +62,7 @@ registry! {
         GPUENV_SYSTEM_CONFIG: Read, "the registry", "The system config naming upstreams (default `/etc/gpuenv/config.toml`).";
         GPUENV_DISCOVER_ROOTS: Read, "`gpuenv discover`", "Roots to search instead of `/`, colon-separated.";
         GPUENV_TORCH_CHECK: Read, "the proxy, `check`, `doctor`", "The torch guard's policy: `minor` (default), `major` or `off`; over `[torch] check`.";
+        GPUENV_STALE_CHECK: Read, "the proxy", "`off`: compile in a build directory (CMake tree, PyTorch extension build) configured for another CUDA toolkit than the active one, instead of refusing (default `on`).";
         GPUENV_BUILD_CACHE: Read, "the proxy, `show`", "The compiler cache the proxy compiles through: `ccache`, `sccache` or `off`; over `[build] cache`.";
         GPUENV_AUTO_INSTALL: Read, "the proxy, the shell hook", "`1`: a shim or the shell hook installs a pinned toolkit that is missing instead of failing.";
         GPUENV_PROLOG_INSTALL: Read, "`env --shell slurm` (the TaskProlog)", "`locked`: in a project with a gpuenv.lock, the SLURM TaskProlog installs a locked toolchain the node does not have (as `install --locked`: the download cache first, then its source) when the user trusted its gpuenv.toml; unset, it only compares and refuses.";

@@ -1,6 +1,6 @@
 //! Plan: from a directory and an environment to what should run and with which variables
 //! (resolution, the environment change, the torch guard, the host compiler, the build
-//! cache, the module step). Reads the store and the project file; renders and execs nothing.
+//! cache, the module step, stale build directories). Reads the store and the project file; renders and execs nothing.
 
 pub mod auto_install;
 pub mod build_cache;
@@ -11,3 +11,4 @@ pub mod host_compiler;
 pub mod install_hint;
 pub mod module;
 pub mod resolve;
+pub mod stale;

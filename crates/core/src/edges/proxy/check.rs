@@ -1,17 +1,73 @@
-//! The guard as the proxy applies it: only for a PyTorch extension build, before compiling.
+//! The checks the proxy applies before compiling: the build directory was configured for
+//! the active toolkit, and the torch guard (only for a PyTorch extension build).
 
 use std::ffi::OsString;
 use std::path::Path;
 
 use crate::context::vars;
 use crate::context::Context;
+use crate::edges::session::Session;
 use crate::plan::guard::{self, Policy, Side};
 use crate::plan::resolve::{self, Active, ActiveSet, Reason, Request};
+use crate::plan::stale;
 use crate::project::TorchCheck;
 use crate::store::toolchain::registry::Registry;
+use crate::store::toolchain::Kind;
 use crate::ui;
 
 use super::{ProxyError, Refused};
+
+/// Refuses a CUDA compile in a build directory configured for another toolkit than the
+/// one active here. A view's proxy compiles with its own toolchain, so for it "active" is
+/// what resolution picks here (the pin, `GPUENV_TOOLCHAIN`), when anything is picked.
+pub fn stale(
+    ctx: &Context,
+    session: &Session,
+    toolchain: &Active,
+    active: &ActiveSet,
+    args: &[OsString],
+) -> Result<(), ProxyError> {
+    if toolchain.entry.kind != Kind::Cuda || super::args::is_query(args) {
+        return Ok(());
+    }
+    if !stale::enabled(ctx.var(vars::GPUENV_STALE_CHECK))? {
+        return Ok(());
+    }
+    // The walk stops at the project's root or the home directory, whichever comes first.
+    let project = active.project.as_ref().and_then(|f| f.path.parent());
+    let home = ctx.var_os(vars::HOME).map(std::path::PathBuf::from);
+    let stops: Vec<&Path> = project.into_iter().chain(home.as_deref()).collect();
+    let Some(recorded) = stale::find::recorded(&ctx.cwd, &stops) else {
+        return Ok(());
+    };
+    let registry = session.registry();
+    let known = stale::Toolchains {
+        home: session.home(),
+        registry,
+    };
+    let chosen = match toolchain.reason {
+        Reason::View(_) => chosen_here(ctx, registry, toolchain.entry.kind),
+        _ => None,
+    };
+    let (against, why) = match &chosen {
+        Some(c) => (c, c.reason.to_string()),
+        None => (toolchain, why_active(ctx, registry, toolchain)),
+    };
+    match stale::compare(&recorded, against, &why, &known) {
+        Some(refusal) => Err(ProxyError::Stale(Box::new(refusal))),
+        None => Ok(()),
+    }
+}
+
+/// What resolution picks for `kind` in this directory and environment, if anything.
+fn chosen_here(ctx: &Context, registry: &Registry, kind: Kind) -> Option<Active> {
+    let torch = || guard::locate_torch(ctx, None);
+    let req = Request::new(ctx, &[], &torch);
+    resolve::resolve_kinds(&req, registry, &[kind])
+        .ok()?
+        .get(kind)
+        .cloned()
+}
 
 pub fn guard(
     ctx: &Context,

@@ -43,6 +43,10 @@ pub fn main(argv: Vec<OsString>, find: &[Find]) -> u8 {
             ui::error(&*refusal, find);
             1
         }
+        Err(ProxyError::Stale(stale)) => {
+            ui::error(&*stale, find);
+            1
+        }
         Err(e) => {
             ui::error(&e, find);
             2
