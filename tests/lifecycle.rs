@@ -464,3 +464,73 @@ fn auto_install_with_no_gpuenv_to_install_with_says_how_to_provide_one() {
         )
     );
 }
+
+/// A package index with cuda-toolkit 13.0.2 and 13.0.3, NVIDIA's host unreachable: `auto`
+/// ends at the index, as on a machine that only reaches PyPI.
+fn index_only() -> (Server, Vec<(&'static str, String)>) {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree_of(&["13.0.2", "13.0.3"]));
+    let vars = vec![
+        (
+            "GPUENV_CUDA_MIRROR",
+            "http://127.0.0.1:9/redist/".to_string(),
+        ),
+        ("GPUENV_PYPI_URL", server.url("simple/")),
+    ];
+    (server, vars)
+}
+
+fn pairs<'a>(vars: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    vars.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+#[test]
+fn update_of_a_toolkit_from_wheels_keeps_its_profile_and_components() {
+    let (_server, vars) = index_only();
+    let vars = pairs(&vars);
+    let sb = Sandbox::new();
+    ok(
+        &sb,
+        &vars,
+        &[
+            "install",
+            "cuda-13.0.2",
+            "--profile",
+            "minimal",
+            "--component",
+            "cuda_profiler_api",
+        ],
+    );
+    let t = ok(&sb, &vars, &["update"]);
+    assert!(
+        t.contains("updating cuda-13.0.2 to cuda-13.0.3 (from pypi)"),
+        "{t}"
+    );
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.3");
+    assert!(root.join("include/cuda_profiler_api.h").is_file(), "{t}");
+    assert!(!sb.gpuenv_home().join("toolchains/cuda-13.0.2").exists());
+
+    // A toolkit installed before gpuenv kept records: its version.json names the wheels'
+    // components (`cuda_runtime`, `cuda_profiler_api`), which every source understands.
+    let sb = Sandbox::new();
+    ok(
+        &sb,
+        &vars,
+        &[
+            "install",
+            "cuda-13.0.2",
+            "--profile",
+            "minimal",
+            "--component",
+            "profiler",
+        ],
+    );
+    let old = sb.gpuenv_home().join("toolchains/cuda-13.0.2");
+    let json = fs_err::read_to_string(old.join("version.json")).unwrap();
+    assert!(json.contains("\"cuda_runtime\""), "{json}");
+    fs_err::remove_file(old.join(".gpuenv-install.toml")).unwrap();
+    let t = ok(&sb, &vars, &["update", "cuda-13.0.2", "--keep"]);
+    assert!(t.contains("installed cuda-13.0.3; kept cuda-13.0.2"), "{t}");
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.3");
+    assert!(root.join("include/cuda_profiler_api.h").is_file(), "{t}");
+}

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::source::components::recorded;
 use crate::{Plan, Profile, Selection};
 use gpuenv_core::fsutil;
 use gpuenv_core::named::Named;
@@ -46,7 +47,7 @@ impl Record {
         Record {
             from: plan.source.to_string(),
             profile: sel.profile.name().to_string(),
-            components: sel.components.clone(),
+            components: sel.components.iter().map(|c| recorded(c)).collect(),
             archives: plan
                 .archives
                 .iter()
@@ -68,8 +69,20 @@ impl Record {
                 .copied()
                 .find(|p| p.name() == self.profile)
                 .unwrap_or_default(),
-            components: self.components.clone(),
+            components: self.recorded_components(),
         }
+    }
+
+    /// The components asked for, each under its recorded name (a record or lock written
+    /// before names were normalised may say `cublas` or `cuda_runtime`), without repeats.
+    pub fn recorded_components(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for c in self.components.iter().map(|c| recorded(c)) {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
     }
 }
 
