@@ -303,3 +303,58 @@ fn the_profiler_headers_are_a_component_of_the_wheels_too() {
     );
     assert!(root.join("include/cuda_profiler_api.h").is_file());
 }
+
+#[test]
+fn a_toolkit_from_wheels_gets_a_driver_stub_and_one_from_nvidia_keeps_nvidias() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_server, vars) = index_only();
+    let vars = pairs(&vars);
+    let sb = Sandbox::new();
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-13.0.3", "--profile", "minimal"],
+    );
+    // No wheel carries one: made from the toolkit's cuda.h, readable by everyone.
+    let stub = sb
+        .gpuenv_home()
+        .join("toolchains/cuda-13.0.3/lib64/stubs/libcuda.so");
+    let bytes = fs_err::read(&stub).unwrap();
+    assert_eq!(&bytes[..4], b"\x7fELF");
+    for name in [
+        "libcuda.so.1",
+        "cuInit",
+        "cuMemAlloc_v2",
+        "cuStreamQuery_ptsz",
+    ] {
+        assert!(
+            bytes.windows(name.len()).any(|w| w == name.as_bytes()),
+            "the stub lacks {name}"
+        );
+    }
+    let mode = fs_err::metadata(&stub).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o444);
+    // The same cuda.h makes the same stub: a lock's file list does not depend on the machine.
+    let sb2 = Sandbox::new();
+    ok(
+        &sb2,
+        &vars,
+        &["install", "cuda-13.0.3", "--profile", "minimal"],
+    );
+    let again = sb2
+        .gpuenv_home()
+        .join("toolchains/cuda-13.0.3/lib64/stubs/libcuda.so");
+    assert_eq!(fs_err::read(again).unwrap(), bytes);
+
+    // NVIDIA's redist brings its own in cuda_cudart, which stays as it is.
+    let (_server, url) = mirror();
+    ok(
+        &sb,
+        &[("GPUENV_CUDA_MIRROR", url.as_str())],
+        &["install", "cuda-12.4.1", "--profile", "minimal"],
+    );
+    let nvidias = sb
+        .gpuenv_home()
+        .join("toolchains/cuda-12.4.1/lib64/stubs/libcuda.so");
+    assert_eq!(fs_err::read_to_string(nvidias).unwrap(), "ELF stub");
+}

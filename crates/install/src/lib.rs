@@ -20,6 +20,7 @@ pub mod prune;
 pub mod record;
 pub mod seal;
 pub mod source;
+pub mod stub;
 pub mod torch;
 pub mod unpack;
 
@@ -427,6 +428,15 @@ fn finish_tree(plan: &Plan, components: &[(String, String)], root: &Path) -> Res
     match plan.kind {
         Kind::Cuda if plan.cuda_layout => {
             assemble::finish_cuda(root, &plan.version, components)?;
+            // NVIDIA's comes with cuda_cudart's archive; the wheels have none.
+            if stub::driver_stub(root)
+                .with_context(|| format!("writing the driver stub of {}", plan.name))?
+            {
+                ui::verbose(format!(
+                    "{}: wrote lib64/stubs/libcuda.so from its cuda.h",
+                    plan.name
+                ));
+            }
             if !root.join("bin/nvcc").is_file() {
                 bail!(Hinted::new(format!(
                     "the archives of {} hold no bin/nvcc",
