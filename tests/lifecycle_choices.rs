@@ -256,6 +256,24 @@ fn install_component_adds_one_component_to_an_installed_toolkit() {
         "the tree is untouched"
     );
 
+    // From the source that installed it, not another one's archives of the same release.
+    let out = gpuenv(
+        &sb,
+        &vars,
+        &[
+            "install",
+            "cuda-12.4.1",
+            "--component",
+            "cupti",
+            "--source",
+            "pypi",
+        ],
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("cuda-12.4.1 came from the nvidia source"), "{t}");
+    hint_last(&t);
+
     // A toolkit gpuenv did not install is not gpuenv's to change.
     let linked = sb.path("cuda-12.6");
     nvcc_stub(&linked, "12.6.77");

@@ -129,7 +129,7 @@ enum Existing {
     /// Installed, nothing asked to add: said so.
     Done,
     /// Components to add to it.
-    AddTo(Entry),
+    AddTo(Box<Entry>),
 }
 
 impl Args {
@@ -285,12 +285,12 @@ impl Args {
                     self.already(name, &e.root);
                     Existing::Done
                 } else {
-                    Existing::AddTo(e.clone())
+                    Existing::AddTo(Box::new(e.clone()))
                 }
             }
             // Refused there, with what to do.
             Some(e) if !self.components.is_empty() && e.source != Origin::Installed => {
-                Existing::AddTo(e.clone())
+                Existing::AddTo(Box::new(e.clone()))
             }
             _ => Existing::Install,
         })

@@ -5,6 +5,7 @@ use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::named::Named;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
 use gpuenv_core::toolchain::Spec;
@@ -58,6 +59,11 @@ pub fn run(
             "{name} came from a gpuenv manifest, whose toolchains have no components to add"
         ))
         .hint("add the archive to the manifest, then uninstall and install it again")),
+        (c, None, from) if c.name() != from => bail!(Hinted::new(format!(
+            "{name} came from the {from} source; components are added from the source that installed it, not --source {}",
+            c.name()
+        ))
+        .hint(format!("drop --source: `gpuenv install {name} --component {list}`"))),
         (c, ..) => c,
     };
     let mut sel: Selection = rec.selection();

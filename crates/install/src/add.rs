@@ -12,6 +12,7 @@ use super::record::{self, ArchiveRecord, Record};
 use super::{assemble, Plan, Progress, Selection};
 use super::{components_of, fetch_all, finish_tree, lock_toolchain, seal, writable_home};
 use crate::fetch::Fetcher;
+use crate::source::components::recorded;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::fsutil;
 use gpuenv_core::store::Store;
@@ -42,7 +43,10 @@ pub fn add(
     let new: Vec<_> = plan
         .archives
         .iter()
-        .filter(|a| !old.archives.iter().any(|o| o.component == a.component))
+        .filter(|a| {
+            let c = recorded(&a.component);
+            !old.archives.iter().any(|o| recorded(&o.component) == c)
+        })
         .cloned()
         .collect();
     if new.is_empty() {

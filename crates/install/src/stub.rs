@@ -244,29 +244,27 @@ pub fn shared_object(soname: &str, names: &BTreeSet<String>, arch: &str) -> Opti
     f.extend_from_slice(shstrtab);
 
     pad_to(&mut f, shoff);
-    // (name in .shstrtab, type, flags, offset, size, link, info, align, entry size)
-    let sections: [(u32, u32, u64, usize, usize, u32, u32, u64, u64); 7] = [
-        (0, 0, 0, 0, 0, 0, 0, 0, 0),
-        (1, 5, 2, hash_off, hash_size, 2, 0, 8, 4),
-        (7, 11, 2, dynsym_off, dynsym_size, 3, 1, 8, 24),
-        (15, 3, 2, dynstr_off, dynstr.len(), 0, 0, 1, 0),
-        (23, 1, 2 | 4, text_off, text.len(), 0, 0, 16, 0),
-        (29, 6, 1 | 2, dynamic_off, dynamic_size, 3, 0, 8, 16),
-        (38, 3, 0, shstrtab_off, shstrtab.len(), 0, 0, 1, 0),
+    // The section headers: [name in .shstrtab, type, flags, link, info, align, entry size]
+    // and where each is.
+    let sections: [([u64; 7], usize, usize); 7] = [
+        ([0, 0, 0, 0, 0, 0, 0], 0, 0),
+        ([1, 5, 2, 2, 0, 8, 4], hash_off, hash_size),
+        ([7, 11, 2, 3, 1, 8, 24], dynsym_off, dynsym_size),
+        ([15, 3, 2, 0, 0, 1, 0], dynstr_off, dynstr.len()),
+        ([23, 1, 2 | 4, 0, 0, 16, 0], text_off, text.len()),
+        ([29, 6, 1 | 2, 3, 0, 8, 16], dynamic_off, dynamic_size),
+        ([38, 3, 0, 0, 0, 1, 0], shstrtab_off, shstrtab.len()),
     ];
-    for (i, (name, kind, flags, off, size, link, info, al, entsize)) in
-        sections.into_iter().enumerate()
-    {
-        u32le(&mut f, name);
-        u32le(&mut f, kind);
+    for ([name, kind, flags, link, info, al, entsize], off, size) in sections {
+        u32le(&mut f, name as u32);
+        u32le(&mut f, kind as u32);
         u64le(&mut f, flags);
-        // Loaded sections have their offset as address; the others none.
-        let loaded = i > 0 && flags & 2 != 0;
-        u64le(&mut f, if loaded { off as u64 } else { 0 });
+        // Loaded (SHF_ALLOC) sections have their offset as address; the others none.
+        u64le(&mut f, if flags & 2 != 0 { off as u64 } else { 0 });
         u64le(&mut f, off as u64);
         u64le(&mut f, size as u64);
-        u32le(&mut f, link);
-        u32le(&mut f, info);
+        u32le(&mut f, link as u32);
+        u32le(&mut f, info as u32);
         u64le(&mut f, al);
         u64le(&mut f, entsize);
     }
