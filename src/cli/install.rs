@@ -25,7 +25,7 @@ use gpuenv_install::{Profile, Progress, Selection};
 /// manifest; with no SPEC, what the nearest gpuenv.toml pins
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  gpuenv install cuda-13.0         # the highest 13.0.x\n  gpuenv install                   # what this project's gpuenv.toml pins, if missing\n  gpuenv install cuda-12.4.1 --profile minimal --component libcublas"
+    after_help = "Examples:\n  gpuenv install cuda-13.0         # the highest 13.0.x\n  gpuenv install                   # what this project's gpuenv.toml pins, if missing\n  gpuenv install cuda-12.4.1 --profile minimal --component libcublas\n  gpuenv install cuda-12.4.1 --component cuda_profiler_api   # add one to the installed toolkit"
 )]
 pub struct Args {
     /// What to install: cuda-13.0 (the highest 13.0.x), cuda-12.4.1, rocm-6.2 (with --manifest),

@@ -355,6 +355,11 @@ pub fn pypi_tree() -> Tree {
 
 /// [`pypi_tree`] with `cuda-toolkit` releases 13.0.N (N < 10), each pinning its own wheels.
 pub fn pypi_tree_of(releases: &[&str]) -> Tree {
+    pypi_tree_with(releases, CUDA_H)
+}
+
+/// [`pypi_tree_of`] whose runtime wheels carry `cuda_h` as `include/cuda.h`.
+pub fn pypi_tree_with(releases: &[&str], cuda_h: &str) -> Tree {
     let arch = std::env::consts::ARCH;
     let plat = format!("manylinux2014_{arch}.manylinux_2_17_{arch}");
     // The wheel versions of 13.0.N, as NVIDIA numbers them (13.0.2: nvcc 13.0.88).
@@ -392,7 +397,7 @@ pub fn pypi_tree_of(releases: &[&str]) -> Tree {
                 runtime,
                 vec![
                     file("include/cuda_runtime.h", "// cuda_runtime\n"),
-                    file("include/cuda.h", CUDA_H),
+                    file("include/cuda.h", cuda_h),
                     file("lib/libcudart.so.13", "ELF"),
                     file(".metadata/provenance.txt", "runtime\n"),
                 ],
