@@ -395,3 +395,39 @@ fn installing_a_toolchain_leaves_the_temp_tree_of_one_whose_name_extends_it_alon
         .collect();
     assert_eq!(names.len(), 2, "temp trees left: {names:?}");
 }
+
+/// The driver stub of a toolkit from wheels takes names from the wheel's cuda.h and nothing
+/// else: nothing in it runs, no text of it names a path, an endless name is left out.
+#[test]
+fn a_hostile_cuda_h_gives_the_driver_stub_names_only() {
+    let sb = Sandbox::new();
+    let marker = sb.path("ran");
+    let endless = format!("cuA{}", "a".repeat(10_000));
+    let cuda_h = format!(
+        "#define cuX $(touch {m})\n`touch {m}` cuInit(); cuB/../../../etc/passwd\n__CUDA_API_PTSZ(../../x)\n{endless}();\n#include \"/etc/passwd\"\n",
+        m = marker.display()
+    );
+    let server = Server::start();
+    serve(&server, "", &pypi_tree_with(&["13.0.2"], &cuda_h));
+    let url = server.url("simple/");
+    let t = ok(
+        &sb,
+        &[("GPUENV_PYPI_URL", &url)],
+        &[
+            "install",
+            "cuda-13.0",
+            "--source",
+            "pypi",
+            "--profile",
+            "minimal",
+        ],
+    );
+    let stub = sb
+        .gpuenv_home()
+        .join("toolchains/cuda-13.0.2/lib64/stubs/libcuda.so");
+    let bytes = fs_err::read(&stub).unwrap_or_else(|e| panic!("{e}\n{t}"));
+    let has = |s: &str| bytes.windows(s.len()).any(|w| w == s.as_bytes());
+    assert!(has("cuInit") && has("cuX") && has("cuB"), "{t}");
+    assert!(!has("../") && !has("passwd") && !has("touch") && !has(&endless));
+    assert!(!marker.exists(), "something in cuda.h ran");
+}

@@ -135,21 +135,18 @@ fn real_cuda_13_from_pypi_compiles_and_links_through_the_proxy() {
     );
     eprintln!("running the linked program here: {}", text.trim());
 
-    // Uninstall, then reinstall from the cache alone.
+    driver_api_links_against_the_stub(&sb, &root, &src);
+
+    // Uninstall, then reinstall from the cache alone, by name as the uninstall suggests: the
+    // kept record says the minimal profile, from the package index.
     ok(&sb, &["uninstall", &name]);
     assert!(!root.exists());
     let started = Instant::now();
-    ok(
-        &sb,
-        &[
-            "install",
-            &name,
-            "--source",
-            "pypi",
-            "--profile",
-            "minimal",
-            "--offline",
-        ],
+    let out = ok(&sb, &["install", &name, "--offline"]);
+    assert!(
+        out.contains(&format!("the profile minimal that {name} had"))
+            && out.contains(&format!("installing {name} from pypi")),
+        "{out}"
     );
     eprintln!(
         "offline reinstall from the cache took {:.2}s",
@@ -157,6 +154,97 @@ fn real_cuda_13_from_pypi_compiles_and_links_through_the_proxy() {
     );
     let out = through(&["nvcc", "-c", "k.cu", "-o", "k2.o"]);
     succeeded(&out);
+}
+
+/// A program of the driver API (`cuda.h`, `-lcuda`) as NVIDIA's installers let it link on a
+/// machine without a driver: against `lib64/stubs/libcuda.so`, which the wheels do not carry
+/// and gpuenv makes from the toolkit's cuda.h.
+const DRIVER_PROGRAM: &str = r#"#include <cstdio>
+#include <cuda.h>
+int main() {
+    CUresult init = cuInit(0);
+    CUdeviceptr p = 0;
+    CUresult alloc = cuMemAlloc(&p, 64);
+    CUstream s = nullptr;
+    cuStreamQuery(s);
+    printf("cuInit: %d, cuMemAlloc: %d\n", (int)init, (int)alloc);
+    return 0;
+}
+"#;
+
+fn driver_api_links_against_the_stub(sb: &Sandbox, root: &std::path::Path, src: &std::path::Path) {
+    let stub = root.join("lib64/stubs/libcuda.so");
+    assert!(stub.is_file(), "no {}", stub.display());
+    write(&src.join("d.cu"), DRIVER_PROGRAM);
+    let out = gpuenv(sb)
+        .current_dir(src)
+        .args([
+            "run",
+            "cuda-13.0",
+            "--",
+            "nvcc",
+            "d.cu",
+            "-o",
+            "d",
+            "-lcuda",
+        ])
+        .output()
+        .unwrap();
+    let linked = succeeded(&out);
+    assert!(src.join("d").is_file(), "{linked}");
+    if !have_tool("readelf") {
+        return;
+    }
+    // It asks for the driver's library by its soname, as a program linked against NVIDIA's
+    // stub does; the loader finds the real one at run time.
+    let out = std::process::Command::new("readelf")
+        .args(["-d", "-W"])
+        .arg(src.join("d"))
+        .output()
+        .unwrap();
+    let dynamic = succeeded(&out);
+    assert!(
+        dynamic.contains("Shared library: [libcuda.so.1]"),
+        "{dynamic}"
+    );
+    // Loaded in the driver's place, the stub answers as NVIDIA's does:
+    // CUDA_ERROR_STUB_LIBRARY (34).
+    let dir = sb.path("stub-as-driver");
+    fs_err::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&stub, dir.join("libcuda.so.1")).unwrap();
+    let out = std::process::Command::new(src.join("d"))
+        .env("LD_LIBRARY_PATH", &dir)
+        .output()
+        .unwrap();
+    let said = succeeded(&out);
+    assert_eq!(said.trim(), "cuInit: 34, cuMemAlloc: 34", "{said}");
+
+    // CMake's FindCUDAToolkit finds it for CUDA::cuda_driver, through the toolkit's view.
+    if !have_tool("cmake") {
+        return;
+    }
+    let proj = sb.path("cmake-driver");
+    write(
+        &proj.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.18)\nproject(d CXX)\nfind_package(CUDAToolkit REQUIRED)\nadd_executable(d d.cpp)\ntarget_link_libraries(d CUDA::cuda_driver)\n",
+    );
+    fs_err::copy(src.join("d.cu"), proj.join("d.cpp")).unwrap();
+    for args in [
+        &["cmake", "-S", ".", "-B", "build"][..],
+        &["cmake", "--build", "build"][..],
+    ] {
+        let mut all = vec!["run", "cuda-13.0", "--"];
+        all.extend_from_slice(args);
+        let out = gpuenv(sb).current_dir(&proj).args(&all).output().unwrap();
+        succeeded(&out);
+    }
+    let cache = fs_err::read_to_string(proj.join("build/CMakeCache.txt")).unwrap();
+    assert!(
+        cache.contains("CUDA_cuda_driver_LIBRARY:FILEPATH=")
+            && cache.contains("/lib64/stubs/libcuda.so"),
+        "{cache}"
+    );
+    assert!(proj.join("build/d").is_file());
 }
 
 /// scripts/demo.sh asks cargo where the binaries are, so a CARGO_TARGET_DIR elsewhere works,

@@ -9,12 +9,13 @@ use gpuenv_core::diagnostic::{Diagnostic, Hinted};
 use gpuenv_core::driver;
 use gpuenv_core::facts::sources;
 use gpuenv_core::home::Home;
-use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
+use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::cache::Cache;
 use gpuenv_install::fetch::{Fetcher, Net};
 use gpuenv_install::hooks::Hooks;
+use gpuenv_install::record;
 use gpuenv_install::source::manifest::ManifestSource;
 use gpuenv_install::source::nvidia::{self, Nvidia};
 use gpuenv_install::source::pypi::{self, Pypi};
@@ -25,7 +26,7 @@ use gpuenv_install::{Profile, Progress, Selection};
 /// manifest; with no SPEC, what the nearest gpuenv.toml pins
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  gpuenv install cuda-13.0         # the highest 13.0.x\n  gpuenv install                   # what this project's gpuenv.toml pins, if missing\n  gpuenv install cuda-12.4.1 --profile minimal --component libcublas"
+    after_help = "Examples:\n  gpuenv install cuda-13.0         # the highest 13.0.x\n  gpuenv install                   # what this project's gpuenv.toml pins, if missing\n  gpuenv install cuda-12.4.1 --profile minimal --component libcublas\n  gpuenv install cuda-12.4.1 --component cuda_profiler_api   # add one to the installed toolkit"
 )]
 pub struct Args {
     /// What to install: cuda-13.0 (the highest 13.0.x), cuda-12.4.1, rocm-6.2 (with --manifest),
@@ -46,10 +47,12 @@ pub struct Args {
     /// difference
     #[arg(long, conflicts_with_all = ["specs", "profile", "components"])]
     locked: bool,
-    /// Which components of a CUDA release
-    #[arg(long, value_parser = named::<Profile>(), default_value = "default")]
-    profile: Profile,
-    /// Add a component (libcublas, cuda_nvrtc, cupti, …); may be repeated
+    /// Which components of a CUDA release [default: default, or what the toolchain had
+    /// when it was uninstalled]
+    #[arg(long, value_parser = named::<Profile>())]
+    profile: Option<Profile>,
+    /// Add a component (libcublas, cuda_nvrtc, cupti, cuda_profiler_api, …); may be
+    /// repeated. To an installed toolchain, only the component is added
     #[arg(long = "component", value_name = "NAME")]
     components: Vec<String>,
 }
@@ -126,6 +129,16 @@ pub(super) fn sources<'a>(
     })
 }
 
+/// A spec's toolchain as it is registered now.
+enum Existing {
+    /// Not there (or a broken install): install it.
+    Install,
+    /// Installed, nothing asked to add: said so.
+    Done,
+    /// Components to add to it.
+    AddTo(Box<Entry>),
+}
+
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         if self.locked {
@@ -162,12 +175,12 @@ impl Args {
         gpuenv_install::writable_home(&home)?;
         let fetcher = fetcher(ctx, &home, self.offline);
         let cache_was_new = !fetcher.cache.root.exists();
-        let sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;
         let progress =
             Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
-        let sel = Selection {
-            profile: self.profile,
-            components: self.components.clone(),
+        let ask = super::install_component::Ask {
+            components: &self.components,
+            choice: self.source,
+            manifest: self.manifest.as_deref(),
         };
         let mut installed_any = false;
         for spec in &specs {
@@ -177,9 +190,24 @@ impl Args {
                 ))
                 .hint(format!("gpuenv install {}-{}", spec.kind, spec.version)));
             }
-            // An exact name that is installed needs no source at all.
-            if self.already_installed(&home, &spec.to_string())? {
-                continue;
+            // An exact name that is installed needs no source at all, unless components
+            // are to be added to it.
+            let name = spec.to_string();
+            match self.existing(&home, &name)? {
+                Existing::Done => continue,
+                Existing::AddTo(entry) => {
+                    installed_any |= super::install_component::run(
+                        ctx, &store, &fetcher, &progress, &name, &entry, &ask,
+                    )?;
+                    continue;
+                }
+                Existing::Install => {}
+            }
+            let (sel, from) = self.selection(&home, spec);
+            let mut sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;
+            // Where it came from first: an offline reinstall needs no other source.
+            if let Some(from) = from {
+                sources.sort_by_key(|s| s.name() != from);
             }
             let plan = gpuenv_install::plan(&sources, spec, &sel)?;
             ui::verbose(format!(
@@ -192,8 +220,15 @@ impl Args {
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            if self.already_installed(&home, &plan.name)? {
-                continue;
+            match self.existing(&home, &plan.name)? {
+                Existing::Done => continue,
+                Existing::AddTo(entry) => {
+                    installed_any |= super::install_component::run(
+                        ctx, &store, &fetcher, &progress, &plan.name, &entry, &ask,
+                    )?;
+                    continue;
+                }
+                Existing::Install => {}
             }
             let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
             ui::info(format!(
@@ -248,26 +283,59 @@ impl Args {
         Ok(())
     }
 
-    /// Says so and returns true when `name` is installed and complete.
-    fn already_installed(&self, home: &Home, name: &str) -> Result<bool> {
+    /// What to do with `name`, which may be registered already.
+    fn existing(&self, home: &Home, name: &str) -> Result<Existing> {
         let registry = Registry::load(home)?;
-        match registry.toolchains.get(name) {
+        Ok(match registry.toolchains.get(name) {
             Some(e) if e.source == Origin::Installed && e.root.join("bin").is_dir() => {
-                self.already(name, &e.root);
-                Ok(true)
+                if self.components.is_empty() {
+                    self.already(name, &e.root);
+                    Existing::Done
+                } else {
+                    Existing::AddTo(Box::new(e.clone()))
+                }
             }
-            _ => Ok(false),
-        }
+            // Refused there, with what to do.
+            Some(e) if !self.components.is_empty() && e.source != Origin::Installed => {
+                Existing::AddTo(Box::new(e.clone()))
+            }
+            _ => Existing::Install,
+        })
     }
 
     fn already(&self, name: &str, root: &std::path::Path) {
-        let mut msg = format!("{name} is already installed at {}", root.display());
-        if !self.components.is_empty() {
-            msg.push_str(&format!(
-                "; its components stay as they are (`gpuenv uninstall {name}` first to install it with others)"
-            ));
+        ui::info(format!("{name} is already installed at {}", root.display()))
+    }
+
+    /// What to install of `spec`: what the command line says; else what the toolchain had
+    /// when it was uninstalled (its kept record), with the source it came from; else the
+    /// default profile.
+    fn selection(&self, home: &Home, spec: &Spec) -> (Selection, Option<&'static str>) {
+        if self.profile.is_some() || !self.components.is_empty() {
+            let sel = Selection {
+                profile: self.profile.unwrap_or_default(),
+                components: self.components.clone(),
+            };
+            return (sel, None);
         }
-        ui::info(msg)
+        let Some((name, rec)) = record::kept_matching(&home.toolchains(), spec)
+            .into_iter()
+            .next()
+        else {
+            return (Selection::default(), None);
+        };
+        let sel = rec.selection();
+        let with = if sel.components.is_empty() {
+            String::new()
+        } else {
+            format!(" and {}", sel.components.join(", "))
+        };
+        ui::info(format!(
+            "{spec}: the profile {}{with} that {name} had when it was uninstalled (`--profile` chooses otherwise)",
+            rec.profile
+        ));
+        let from = ["nvidia", "pypi"].into_iter().find(|f| *f == rec.from);
+        (sel, from)
     }
 }
 

@@ -11,6 +11,7 @@ mod env_cmd;
 mod hook;
 mod hook_env;
 mod install;
+mod install_component;
 mod install_locked;
 mod install_pinned;
 mod install_torch;

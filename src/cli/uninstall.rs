@@ -6,6 +6,7 @@ use gpuenv_core::store::Forget;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
+use gpuenv_install::record;
 
 /// Remove a toolchain gpuenv installed: its tree, its view and its shims
 #[derive(Debug, clap::Args)]
@@ -31,6 +32,12 @@ impl Args {
         let _lock = gpuenv_install::lock_toolchain(store.home(), name)?;
         let forgotten = store.forget(name, Forget::Installed)?;
         let root = &forgotten.entry.root;
+        // What it was made of, so `gpuenv install NAME` brings the same profile and components.
+        if let Err(e) = record::keep(root, &store.home().toolchains(), name) {
+            ui::warn(format!(
+                "cannot keep how {name} was installed ({e:#}); installing it again takes the default profile"
+            ));
+        }
         // Renamed away first, so the tree is gone at once however long deleting takes.
         gpuenv_core::fsutil::remove_tree(root)?;
         ui::info(format!("uninstalled {name} (removed {})", root.display()));

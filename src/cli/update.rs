@@ -15,7 +15,7 @@ use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 use gpuenv_core::ui;
 use gpuenv_install::record;
-use gpuenv_install::source::Choice;
+use gpuenv_install::source::{components, Choice};
 use gpuenv_install::{Profile, Progress, Selection};
 
 /// Install newer patch releases of installed toolkits (cuda-12.4.0 -> 12.4.1) and re-point
@@ -118,14 +118,21 @@ pub fn outdated(
     Ok(out)
 }
 
-/// The components the old tree was installed with (its version.json lists them), so the
-/// update brings the same ones; the default profile when it does not say.
+/// The components the old tree was installed with (its version.json lists them, under the
+/// names of the source that installed it: `cuda_runtime` from a wheel), so the update brings
+/// the same ones from whichever source has the release; the default profile when it does
+/// not say. Names no source knows (`cuda`, the release itself) are left out.
 fn selection_of(entry: &Entry) -> Selection {
     let text = fs_err::read_to_string(entry.root.join("version.json")).unwrap_or_default();
-    let components: Vec<String> =
-        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
-            .map(|m| m.keys().filter(|k| *k != "cuda").cloned().collect())
-            .unwrap_or_default();
+    let mut components: Vec<String> = Vec::new();
+    let keys = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
+        .map(|m| m.keys().cloned().collect::<Vec<_>>())
+        .unwrap_or_default();
+    for c in keys.iter().filter_map(|k| components::lookup(k)) {
+        if !components.iter().any(|have| have == c.redist) {
+            components.push(c.redist.to_string());
+        }
+    }
     if components.is_empty() {
         return Selection::default();
     }

@@ -232,12 +232,14 @@ pub fn cuda_components(release: &str) -> Vec<(&'static str, String, Vec<Item>)> 
                 Item::Symlink(format!("lib/libcudart.so.{major}"), so.clone()),
                 Item::Symlink("lib/libcudart.so".into(), format!("libcudart.so.{major}")),
                 file("lib/libcudart_static.a", "!<arch>\n"),
+                // NVIDIA's driver stub, for linking without a driver.
+                file("lib/stubs/libcuda.so", "ELF stub"),
                 lic(),
             ],
         ),
         (
             "cuda_cccl",
-            cccl,
+            cccl.clone(),
             vec![file("include/cuda/std/version", "// cccl\n"), lic()],
         ),
     ];
@@ -257,6 +259,11 @@ pub fn cuda_components(release: &str) -> Vec<(&'static str, String, Vec<Item>)> 
             ],
         ));
     }
+    out.push((
+        "cuda_profiler_api",
+        cccl,
+        vec![file("include/cuda_profiler_api.h", PROFILER_API_H), lic()],
+    ));
     for lib in [
         "libcublas",
         "libcusparse",
@@ -343,63 +350,86 @@ fn dist_info(name: &str, version: &str, extra: &str) -> Vec<Item> {
 /// CUDA 13 wheels resolved through `cuda-toolkit` 13.0.2. Decoys that must not be chosen: a
 /// newer nvcc wheel outside the metapackage's pin, a Windows wheel, a pre-release toolkit.
 pub fn pypi_tree() -> Tree {
+    pypi_tree_of(&["13.0.2"])
+}
+
+/// [`pypi_tree`] with `cuda-toolkit` releases 13.0.N (N < 10), each pinning its own wheels.
+pub fn pypi_tree_of(releases: &[&str]) -> Tree {
+    pypi_tree_with(releases, CUDA_H)
+}
+
+/// [`pypi_tree_of`] whose runtime wheels carry `cuda_h` as `include/cuda.h`.
+pub fn pypi_tree_with(releases: &[&str], cuda_h: &str) -> Tree {
     let arch = std::env::consts::ARCH;
     let plat = format!("manylinux2014_{arch}.manylinux_2_17_{arch}");
+    // The wheel versions of 13.0.N, as NVIDIA numbers them (13.0.2: nvcc 13.0.88).
+    let pins = |release: &str| {
+        let n: u32 = release.rsplit('.').next().unwrap().parse().unwrap();
+        assert!(release.starts_with("13.0.") && n < 10, "{release}");
+        let v = |base: u32| format!("13.0.{}", base + n);
+        (v(86), v(94), v(83))
+    };
     // (project, version, files under nvidia/cu13/)
-    let wheels: Vec<(&str, &str, Vec<Item>)> = vec![
-        (
-            "nvidia-cuda-nvcc",
-            "13.0.88",
-            vec![
-                Item::File(
-                    "bin/nvcc".into(),
-                    nvcc_script("13.0.88").into_bytes(),
-                    0o744,
-                ),
-                Item::File("bin/ptxas".into(), b"#!/bin/sh\n".to_vec(), 0o744),
-                file("bin/nvcc.profile", "TOP = $(_HERE_)/..\n"),
-                file(".metadata/provenance.txt", "nvcc\n"),
-            ],
-        ),
-        (
-            "nvidia-cuda-nvcc",
-            "13.0.99",
-            vec![Item::File(
-                "bin/nvcc".into(),
-                nvcc_script("13.0.99").into_bytes(),
-                0o744,
-            )],
-        ),
-        (
-            "nvidia-cuda-runtime",
-            "13.0.96",
-            vec![
-                file("include/cuda_runtime.h", "// cuda_runtime\n"),
-                file("lib/libcudart.so.13", "ELF"),
-                file(".metadata/provenance.txt", "runtime\n"),
-            ],
-        ),
-        (
-            "nvidia-cuda-cccl",
-            "13.0.85",
-            vec![file("include/cccl/cuda/std/version", "// cccl\n")],
-        ),
-        (
-            "nvidia-cuda-crt",
-            "13.0.88",
-            vec![file("include/crt/host_config.h", "// crt\n")],
-        ),
-        (
-            "nvidia-nvvm",
-            "13.0.88",
-            vec![
-                Item::File("nvvm/bin/cicc".into(), b"#!/bin/sh\n".to_vec(), 0o744),
-                file("lib/libnvvm.so.4", "ELF"),
-            ],
-        ),
-    ];
+    let mut wheels: Vec<(&str, String, Vec<Item>)> = vec![(
+        "nvidia-cuda-nvcc",
+        "13.0.99".into(),
+        vec![Item::File(
+            "bin/nvcc".into(),
+            nvcc_script("13.0.99").into_bytes(),
+            0o744,
+        )],
+    )];
+    for release in releases {
+        let (tools, runtime, headers) = pins(release);
+        wheels.extend([
+            (
+                "nvidia-cuda-nvcc",
+                tools.clone(),
+                vec![
+                    Item::File("bin/nvcc".into(), nvcc_script(&tools).into_bytes(), 0o744),
+                    Item::File("bin/ptxas".into(), b"#!/bin/sh\n".to_vec(), 0o744),
+                    file("bin/nvcc.profile", "TOP = $(_HERE_)/..\n"),
+                    file(".metadata/provenance.txt", "nvcc\n"),
+                ],
+            ),
+            (
+                "nvidia-cuda-runtime",
+                runtime,
+                vec![
+                    file("include/cuda_runtime.h", "// cuda_runtime\n"),
+                    file("include/cuda.h", cuda_h),
+                    file("lib/libcudart.so.13", "ELF"),
+                    file(".metadata/provenance.txt", "runtime\n"),
+                ],
+            ),
+            (
+                "nvidia-cuda-cccl",
+                headers.clone(),
+                vec![file("include/cccl/cuda/std/version", "// cccl\n")],
+            ),
+            (
+                "nvidia-cuda-crt",
+                tools.clone(),
+                vec![file("include/crt/host_config.h", "// crt\n")],
+            ),
+            (
+                "nvidia-nvvm",
+                tools,
+                vec![
+                    Item::File("nvvm/bin/cicc".into(), b"#!/bin/sh\n".to_vec(), 0o744),
+                    file("lib/libnvvm.so.4", "ELF"),
+                ],
+            ),
+            (
+                "nvidia-cuda-profiler-api",
+                headers,
+                vec![file("include/cuda_profiler_api.h", PROFILER_API_H)],
+            ),
+        ]);
+    }
     let mut files: std::collections::BTreeMap<String, Vec<(String, Vec<u8>)>> = Default::default();
     for (project, version, items) in wheels {
+        let version = version.as_str();
         let mut all: Vec<Item> = items
             .into_iter()
             .map(|i| match i {
@@ -425,19 +455,27 @@ pub fn pypi_tree() -> Tree {
     let req = |p: &str, v: &str, extra: &str| {
         format!("Requires-Dist: {p}=={v}.*; (sys_platform == 'linux' or sys_platform == 'win32') and extra == '{extra}'\n")
     };
-    let mut meta = String::new();
-    for (extra, project, version) in [
-        ("cccl", "nvidia-cuda-cccl", "13.0.85"),
-        ("crt", "nvidia-cuda-crt", "13.0.88"),
-        ("cublas", "nvidia-cublas", "13.1.0.3"),
-        ("cudart", "nvidia-cuda-runtime", "13.0.96"),
-        ("nvcc", "nvidia-cuda-nvcc", "13.0.88"),
-        ("nvvm", "nvidia-nvvm", "13.0.88"),
-    ] {
-        meta.push_str(&format!("Provides-Extra: {extra}\n"));
-        meta.push_str(&req(project, version, extra));
+    let mut metas: Vec<(String, String)> = Vec::new();
+    for release in releases {
+        let (tools, runtime, headers) = pins(release);
+        let mut meta = String::new();
+        for (extra, project, version) in [
+            ("cccl", "nvidia-cuda-cccl", headers.as_str()),
+            ("crt", "nvidia-cuda-crt", tools.as_str()),
+            ("cublas", "nvidia-cublas", "13.1.0.3"),
+            ("cudart", "nvidia-cuda-runtime", runtime.as_str()),
+            ("nvcc", "nvidia-cuda-nvcc", tools.as_str()),
+            ("nvvm", "nvidia-nvvm", tools.as_str()),
+            ("profiler", "nvidia-cuda-profiler-api", headers.as_str()),
+        ] {
+            meta.push_str(&format!("Provides-Extra: {extra}\n"));
+            meta.push_str(&req(project, version, extra));
+        }
+        metas.push((release.to_string(), meta));
     }
-    for (version, body) in [("13.0.2", meta.as_str()), ("13.1.0rc1", ""), ("12.4.1", "")] {
+    metas.push(("13.1.0rc1".into(), String::new()));
+    metas.push(("12.4.1".into(), String::new()));
+    for (version, body) in &metas {
         let fname = format!("cuda_toolkit-{version}-py2.py3-none-any.whl");
         files
             .entry("cuda-toolkit".into())
@@ -474,6 +512,13 @@ pub fn pypi_tree() -> Tree {
     }
     tree
 }
+
+/// A few declarations of the driver API as NVIDIA's cuda.h makes them: plain, versioned
+/// by a define, and per-thread-stream variants.
+pub const CUDA_H: &str = "#define __CUDA_API_PTSZ(api) api ## _ptsz\n#define cuMemAlloc cuMemAlloc_v2\n#define cuStreamQuery __CUDA_API_PTSZ(cuStreamQuery)\ntypedef int CUresult;\nCUresult CUDAAPI cuInit(unsigned int Flags);\nCUresult CUDAAPI cuMemAlloc(void **dptr, unsigned long bytesize);\nCUresult CUDAAPI cuStreamQuery(void *hStream);\n";
+
+/// NVIDIA's profiler control header, as the `cuda_profiler_api` component ships it.
+pub const PROFILER_API_H: &str = "#ifndef __CUDA_PROFILER_API_H__\n#define __CUDA_PROFILER_API_H__\nextern int cudaProfilerStart(void);\nextern int cudaProfilerStop(void);\n#endif\n";
 
 /// A ROCm tarball whose tree sits under `rocm-<version>/`.
 pub fn rocm_tarball(version: &str) -> Vec<u8> {

@@ -4,6 +4,7 @@
 //! assembled into a temp dir under `toolchains/`, renamed into place and registered, all
 //! under a per-toolchain lock.
 
+pub mod add;
 pub mod assemble;
 pub mod cache;
 pub mod confine;
@@ -19,6 +20,7 @@ pub mod prune;
 pub mod record;
 pub mod seal;
 pub mod source;
+pub mod stub;
 pub mod torch;
 pub mod unpack;
 
@@ -308,7 +310,7 @@ pub fn install_recorded(
     fsutil::remove_leftovers(&home.toolchains(), &name);
     fsutil::remove_tree(&root)?;
 
-    let dirs = fetch_all(fetcher, plan, progress)?;
+    let dirs = fetch_all(fetcher, &plan.archives, progress)?;
     let tmp = fsutil::temp_dir(&home.toolchains(), &name).with_context(|| {
         format!(
             "creating a temporary directory in {}",
@@ -326,7 +328,7 @@ pub fn install_recorded(
         assemble::link_wheel_tree(tree, tmp.path())
             .with_context(|| format!("linking {name} to {}", tree.display()))?;
     }
-    finish_tree(plan, tmp.path())?;
+    finish_tree(plan, &components_of(&plan.archives), tmp.path())?;
     // A tree linked into a venv is not made of archives alone: nothing to record.
     if let Some(sel) = sel.filter(|_| plan.linked.is_empty()) {
         record::write(tmp.path(), &record::Record::of(plan, sel))
@@ -358,12 +360,14 @@ pub fn install_recorded(
         let _ = fsutil::remove_tree(&root);
         return Err(e);
     }
+    // Installed again: the tree has its own record now.
+    record::forget_kept(&home.toolchains(), &name);
     Ok(done(false))
 }
 
 /// Fetches and unpacks every archive, several at once.
-fn fetch_all(fetcher: &Fetcher, plan: &Plan, progress: &Progress) -> Result<Vec<PathBuf>> {
-    let n = plan.archives.len();
+fn fetch_all(fetcher: &Fetcher, archives: &[Archive], progress: &Progress) -> Result<Vec<PathBuf>> {
+    let n = archives.len();
     let next = Mutex::new(0usize);
     let results: Vec<Mutex<Option<Result<PathBuf>>>> = (0..n).map(|_| Mutex::new(None)).collect();
     let workers = n.clamp(1, 4);
@@ -376,7 +380,7 @@ fn fetch_all(fetcher: &Fetcher, plan: &Plan, progress: &Progress) -> Result<Vec<
                     *next += 1;
                     i
                 };
-                let Some(a) = plan.archives.get(i) else {
+                let Some(a) = archives.get(i) else {
                     return;
                 };
                 let bar = progress.bar(a);
@@ -410,16 +414,29 @@ fn fetch_all(fetcher: &Fetcher, plan: &Plan, progress: &Progress) -> Result<Vec<
     }
 }
 
-/// Layout fix-ups and the version file, so the tree describes itself.
-fn finish_tree(plan: &Plan, root: &Path) -> Result<()> {
+/// (component, version) of each archive: what version.json lists.
+fn components_of(archives: &[Archive]) -> Vec<(String, String)> {
+    archives
+        .iter()
+        .map(|a| (a.component.clone(), a.version.clone()))
+        .collect()
+}
+
+/// Layout fix-ups and the version file, so the tree describes itself; `components` are
+/// what the tree is made of.
+fn finish_tree(plan: &Plan, components: &[(String, String)], root: &Path) -> Result<()> {
     match plan.kind {
         Kind::Cuda if plan.cuda_layout => {
-            let components: Vec<(String, String)> = plan
-                .archives
-                .iter()
-                .map(|a| (a.component.clone(), a.version.clone()))
-                .collect();
-            assemble::finish_cuda(root, &plan.version, &components)?;
+            assemble::finish_cuda(root, &plan.version, components)?;
+            // NVIDIA's comes with cuda_cudart's archive; the wheels have none.
+            if stub::driver_stub(root)
+                .with_context(|| format!("writing the driver stub of {}", plan.name))?
+            {
+                ui::verbose(format!(
+                    "{}: wrote lib64/stubs/libcuda.so from its cuda.h",
+                    plan.name
+                ));
+            }
             if !root.join("bin/nvcc").is_file() {
                 bail!(Hinted::new(format!(
                     "the archives of {} hold no bin/nvcc",

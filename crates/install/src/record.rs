@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::source::components::recorded;
 use crate::{Plan, Profile, Selection};
 use gpuenv_core::fsutil;
 use gpuenv_core::named::Named;
@@ -41,22 +42,24 @@ pub struct ArchiveRecord {
     pub sha256: String,
 }
 
+impl ArchiveRecord {
+    pub fn of(a: &crate::Archive) -> ArchiveRecord {
+        ArchiveRecord {
+            component: a.component.clone(),
+            version: a.version.clone(),
+            url: a.url.to_string(),
+            sha256: a.sha256.to_string(),
+        }
+    }
+}
+
 impl Record {
     pub fn of(plan: &Plan, sel: &Selection) -> Record {
         Record {
             from: plan.source.to_string(),
             profile: sel.profile.name().to_string(),
-            components: sel.components.clone(),
-            archives: plan
-                .archives
-                .iter()
-                .map(|a| ArchiveRecord {
-                    component: a.component.clone(),
-                    version: a.version.clone(),
-                    url: a.url.to_string(),
-                    sha256: a.sha256.to_string(),
-                })
-                .collect(),
+            components: sel.components.iter().map(|c| recorded(c)).collect(),
+            archives: plan.archives.iter().map(ArchiveRecord::of).collect(),
         }
     }
 
@@ -68,8 +71,20 @@ impl Record {
                 .copied()
                 .find(|p| p.name() == self.profile)
                 .unwrap_or_default(),
-            components: self.components.clone(),
+            components: self.recorded_components(),
         }
+    }
+
+    /// The components asked for, each under its recorded name (a record or lock written
+    /// before names were normalised may say `cublas` or `cuda_runtime`), without repeats.
+    pub fn recorded_components(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for c in self.components.iter().map(|c| recorded(c)) {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
     }
 }
 
@@ -84,6 +99,55 @@ pub fn write(root: &Path, record: &Record) -> anyhow::Result<()> {
 pub fn read(root: &Path) -> Option<Record> {
     let bytes = fsutil::read_regular(&root.join(RECORD), MAX_RECORD).ok()?;
     toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
+}
+
+/// Where the record of an uninstalled toolchain is kept (in `toolchains/`, beside its lock),
+/// so that installing it again brings the same profile and components, also `--offline`
+/// from the download cache.
+pub fn kept_path(toolchains: &Path, name: &str) -> std::path::PathBuf {
+    toolchains.join(format!(".{name}.uninstalled.toml"))
+}
+
+/// Keeps `root`'s record for a later reinstall of `name` (nothing when it has none).
+pub fn keep(root: &Path, toolchains: &Path, name: &str) -> anyhow::Result<()> {
+    if let Some(rec) = read(root) {
+        let text = toml::to_string(&rec)?;
+        fsutil::write_atomic(&kept_path(toolchains, name), text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The record kept when `name` was uninstalled, if any.
+pub fn kept(toolchains: &Path, name: &str) -> Option<Record> {
+    let bytes = fsutil::read_regular(&kept_path(toolchains, name), MAX_RECORD).ok()?;
+    toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
+}
+
+/// The kept records of toolchains `spec` selects, highest version first.
+pub fn kept_matching(
+    toolchains: &Path,
+    spec: &gpuenv_core::toolchain::Spec,
+) -> Vec<(String, Record)> {
+    let Ok(rd) = fs_err::read_dir(toolchains) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(gpuenv_core::toolchain::Spec, String, Record)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().into_string().ok()?;
+            let name = file.strip_prefix('.')?.strip_suffix(".uninstalled.toml")?;
+            let this: gpuenv_core::toolchain::Spec = name.parse().ok()?;
+            (spec.matches(&this)).then_some(())?;
+            Some((this, name.to_string(), kept(toolchains, name)?))
+        })
+        .collect();
+    found.sort_by(|a, b| b.0.version.cmp(&a.0.version));
+    found.into_iter().map(|(_, n, r)| (n, r)).collect()
+}
+
+/// Drops the kept record of `name` once it is installed again.
+pub fn forget_kept(toolchains: &Path, name: &str) {
+    let _ = fs_err::remove_file(kept_path(toolchains, name));
 }
 
 /// The sha256 of a tree's file list: every entry's path, type, and for a file its size and

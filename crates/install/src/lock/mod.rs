@@ -118,7 +118,9 @@ impl Locked {
         }
         if let (Some(want), Some(have)) = (&self.record, found.record) {
             out.extend(archive_differences(&want.archives, &have.archives));
-            if want.profile != have.profile || want.components != have.components {
+            if want.profile != have.profile
+                || want.recorded_components() != have.recorded_components()
+            {
                 out.push(format!(
                     "selection: the lock has profile {} {:?}, this was installed with profile {} {:?}",
                     want.profile, want.components, have.profile, have.components

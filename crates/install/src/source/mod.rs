@@ -1,6 +1,7 @@
 //! Where releases come from. Each source turns a spec into a [`Plan`] (the archives of one
 //! release, with their hashes) and lists the releases it has.
 
+pub mod components;
 pub mod manifest;
 pub mod nvidia;
 pub mod pep440;
@@ -81,9 +82,13 @@ pub fn redist_components(profile: Profile, version: &Version) -> Vec<&'static st
     c
 }
 
-/// A component as the redist manifests name it (`libcublas`, `cuda_nvrtc`) or as the
-/// `cuda-toolkit` metapackage's extras do (`cublas`, `nvrtc`): the extra's name.
+/// A component as the redist manifests name it (`libcublas`, `cuda_profiler_api`), as the
+/// `cuda-toolkit` metapackage's extras do (`cublas`, `profiler`) or as a wheel does
+/// (`cuda_runtime`): the extra's name. Names the table does not know are guessed.
 pub fn extra_name(component: &str) -> String {
+    if let Some(c) = components::lookup(component) {
+        return c.extra.to_string();
+    }
     let c = component.to_ascii_lowercase().replace('-', "_");
     let c = c.strip_prefix("cuda_").unwrap_or(&c);
     let c = c.strip_prefix("lib").unwrap_or(c);
@@ -120,6 +125,8 @@ mod tests {
         assert_eq!(extra_name("cublas"), "cublas");
         assert_eq!(extra_name("libnvvm"), "nvvm");
         assert_eq!(extra_name("cuda_cudart"), "cudart");
+        assert_eq!(extra_name("cuda_runtime"), "cudart");
+        assert_eq!(extra_name("cuda_profiler_api"), "profiler");
     }
 
     #[test]

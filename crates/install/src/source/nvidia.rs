@@ -146,9 +146,12 @@ pub fn plan_from_manifest(
         .filter(|(_, v)| v.get("name").is_some())
         .map(|(k, _)| k.clone())
         .collect();
+    // A name in any form the table knows (`cudart`, `cuda_runtime`), else guessed.
     let find = |c: &str| {
-        [c.to_string(), format!("cuda_{c}"), format!("lib{c}")]
+        let known = super::components::lookup(c).map(|k| k.redist.to_string());
+        known
             .into_iter()
+            .chain([c.to_string(), format!("cuda_{c}"), format!("lib{c}")])
             .find(|k| components.contains(k))
     };
     unknown_components(&sel.components, |c| find(c).is_some(), &components)?;

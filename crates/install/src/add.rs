@@ -1,0 +1,171 @@
+//! Adding components to an installed toolchain (`gpuenv install NAME --component X`). Only
+//! the new archives are fetched and unpacked. The new tree is built beside the old one from
+//! hard links to the old one's files plus the new component's, checked like any install,
+//! and exchanged with the old tree in one rename: a build never sees it half-changed, and a
+//! failure leaves the old tree as it was.
+
+use std::path::Path;
+
+use anyhow::{bail, Context as _, Result};
+
+use super::record::{self, ArchiveRecord, Record};
+use super::{assemble, Plan, Progress, Selection};
+use super::{components_of, fetch_all, finish_tree, lock_toolchain, seal, writable_home};
+use crate::fetch::Fetcher;
+use crate::source::components::recorded;
+use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::fsutil;
+use gpuenv_core::store::Store;
+use gpuenv_core::toolchain::detect;
+use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
+
+/// Adds to the installed `plan.name` the archives of `plan` that `old` (its record) does not
+/// have. `sel` is what the new record says was asked for. Returns the components added.
+pub fn add(
+    store: &Store,
+    fetcher: &Fetcher,
+    plan: &Plan,
+    old: &Record,
+    sel: &Selection,
+    progress: &Progress,
+) -> Result<Vec<String>> {
+    let home = store.home();
+    let name = &plan.name;
+    let root = home.toolchains().join(name);
+    writable_home(home)?;
+    let _lock = lock_toolchain(home, name)?;
+    // Checked again under the lock: an uninstall may have come first.
+    match Registry::load(home)?.toolchains.get(name) {
+        Some(e) if e.source == Origin::Installed && e.root == root => {}
+        _ => bail!(Hinted::new(format!("{name} is not installed"))
+            .hint(format!("`gpuenv install {name}` installs it"))),
+    }
+    let new: Vec<_> = plan
+        .archives
+        .iter()
+        .filter(|a| {
+            let c = recorded(&a.component);
+            !old.archives.iter().any(|o| recorded(&o.component) == c)
+        })
+        .cloned()
+        .collect();
+    if new.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dirs = fetch_all(fetcher, &new, progress)?;
+    fsutil::remove_leftovers(&home.toolchains(), name);
+    let tmp = fsutil::temp_dir(&home.toolchains(), name).with_context(|| {
+        format!(
+            "creating a temporary directory in {}",
+            home.toolchains().display()
+        )
+    })?;
+    link_tree(&root, tmp.path()).with_context(|| format!("copying {}", root.display()))?;
+    for (a, dir) in new.iter().zip(&dirs) {
+        assemble::place(dir, &a.mapping, &a.component, tmp.path())
+            .with_context(|| format!("adding {} to {name}", a.file_name()))?;
+    }
+    assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
+    let mut archives = old.archives.clone();
+    archives.extend(new.iter().map(ArchiveRecord::of));
+    let mut components: Vec<(String, String)> = old
+        .archives
+        .iter()
+        .map(|a| (a.component.clone(), a.version.clone()))
+        .collect();
+    components.extend(components_of(&new));
+    finish_tree(plan, &components, tmp.path())?;
+    let rec = Record {
+        from: old.from.clone(),
+        profile: old.profile.clone(),
+        components: Record {
+            components: sel.components.clone(),
+            ..old.clone()
+        }
+        .recorded_components(),
+        archives,
+    };
+    record::write(tmp.path(), &rec).with_context(|| format!("recording how {name} was made"))?;
+    seal::read_only(tmp.path())?;
+    let detected = detect::detect(tmp.path()).map_err(|e| {
+        anyhow::anyhow!(
+            "{name} with {} is not a working toolchain: {e}",
+            names(&new)
+        )
+    })?;
+    if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
+        bail!(Hinted::new(format!(
+            "{name} with {} would be {} {}, not {} {}",
+            names(&new),
+            detected.kind,
+            detected.version,
+            plan.kind,
+            plan.version
+        ))
+        .hint("the source's metadata is wrong; report it to whoever publishes it"));
+    }
+    let built = tmp.keep();
+    exchange(&built, &root).with_context(|| format!("putting the new {name} in place"))?;
+    // `built` now holds the old tree.
+    let _ = fsutil::remove_all(&built);
+    let entry = Entry::from_detected(detect::detect(&root)?, root.clone(), Origin::Installed);
+    store.register(vec![(name.clone(), entry)])?;
+    Ok(new.iter().map(|a| a.component.clone()).collect())
+}
+
+fn names(archives: &[super::Archive]) -> String {
+    archives
+        .iter()
+        .map(|a| a.component.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `to` as a copy of `from` made of hard links (the files are the download cache's, read
+/// only), links as they are; without the files gpuenv writes (version.json, the record),
+/// which are written anew.
+fn link_tree(from: &Path, to: &Path) -> Result<()> {
+    let mut stack = vec![std::path::PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for item in fs_err::read_dir(from.join(&rel))? {
+            let item = item?;
+            let rel = rel.join(item.file_name());
+            if rel == Path::new("version.json") || rel == Path::new(record::RECORD) {
+                continue;
+            }
+            let meta = fs_err::symlink_metadata(item.path())?;
+            let dst = to.join(&rel);
+            if meta.is_dir() {
+                fs_err::create_dir_all(&dst)?;
+                stack.push(rel);
+            } else if meta.file_type().is_symlink() {
+                std::os::unix::fs::symlink(fs_err::read_link(item.path())?, &dst)
+                    .with_context(|| format!("linking {}", dst.display()))?;
+            } else if fs_err::hard_link(item.path(), &dst).is_err() {
+                fs_err::copy(item.path(), &dst)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Swaps the trees at `a` and `b` in one step (renameat2 RENAME_EXCHANGE); where the file
+/// system cannot, `b` is moved aside first.
+fn exchange(a: &Path, b: &Path) -> Result<()> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    match renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+            // Still under the temp dir's prefix: a leftover of a killed process is removed.
+            let mut aside = a.as_os_str().to_owned();
+            aside.push("-aside");
+            let aside = std::path::PathBuf::from(aside);
+            fs_err::rename(b, &aside)?;
+            fs_err::rename(a, b)?;
+            fs_err::rename(&aside, a)?;
+            Ok(())
+        }
+        Err(e) => Err(std::io::Error::from(e))
+            .with_context(|| format!("exchanging {} and {}", a.display(), b.display())),
+    }
+}

@@ -1,0 +1,98 @@
+//! `gpuenv install NAME --component X` when NAME is installed: adds the components to it
+//! from the source that installed it, fetching only theirs (`gpuenv_install::add`).
+
+use anyhow::{bail, Result};
+
+use gpuenv_core::context::Context;
+use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::named::Named;
+use gpuenv_core::store::Store;
+use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::ui;
+use gpuenv_install::fetch::Fetcher;
+use gpuenv_install::record;
+use gpuenv_install::source::components::recorded;
+use gpuenv_install::source::Choice;
+use gpuenv_install::{Progress, Selection};
+
+/// What an add is asked for, and where from.
+pub struct Ask<'a> {
+    pub components: &'a [String],
+    pub choice: Choice,
+    pub manifest: Option<&'a str>,
+}
+
+/// Adds `ask.components` to the registered `name`. True when something was added.
+pub fn run(
+    ctx: &Context,
+    store: &Store,
+    fetcher: &Fetcher,
+    progress: &Progress,
+    name: &str,
+    entry: &Entry,
+    ask: &Ask,
+) -> Result<bool> {
+    let list = ask.components.join(" --component ");
+    if entry.source != Origin::Installed {
+        bail!(Hinted::new(format!(
+            "{name} is a {} toolchain at {}: gpuenv adds components only to toolchains it installed",
+            entry.source.as_str(),
+            entry.root.display()
+        ))
+        .hint(format!(
+            "add them to that tree the way it was installed, or `gpuenv unlink {name}` and then `gpuenv install {name} --component {list}` installs gpuenv's own with them"
+        )));
+    }
+    let Some(rec) = record::read(&entry.root) else {
+        bail!(Hinted::new(format!(
+            "{name} was installed by an older gpuenv, which kept no record of its archives, so nothing can be added to it"
+        ))
+        .hint(format!(
+            "`gpuenv uninstall {name}`, then `gpuenv install {name} --component {list}` (with the --profile it had)"
+        )));
+    };
+    let choice = match (ask.choice, ask.manifest, rec.from.as_str()) {
+        (Choice::Auto, None, "nvidia") => Choice::Nvidia,
+        (Choice::Auto, None, "pypi") => Choice::Pypi,
+        (Choice::Auto, None, _) => bail!(Hinted::new(format!(
+            "{name} came from a gpuenv manifest, whose toolchains have no components to add"
+        ))
+        .hint("add the archive to the manifest, then uninstall and install it again")),
+        (c, None, from) if c.name() != from => bail!(Hinted::new(format!(
+            "{name} came from the {from} source; components are added from the source that installed it, not --source {}",
+            c.name()
+        ))
+        .hint(format!("drop --source: `gpuenv install {name} --component {list}`"))),
+        (c, ..) => c,
+    };
+    let mut sel: Selection = rec.selection();
+    for c in ask.components {
+        let c = recorded(c);
+        if !sel.components.contains(&c) {
+            sel.components.push(c);
+        }
+    }
+    let spec: Spec = name.parse()?;
+    let sources = super::install::sources(ctx, fetcher, choice, ask.manifest)?;
+    let plan = gpuenv_install::plan(&sources, &spec, &sel)?;
+    if plan.name != name {
+        bail!(Hinted::new(format!(
+            "the {} source has {}, not {name}, so nothing can be added to {name}",
+            plan.source, plan.name
+        ))
+        .hint(format!("`gpuenv install {} --component {list}`", plan.name)));
+    }
+    let added = gpuenv_install::add::add(store, fetcher, &plan, &rec, &sel, progress)?;
+    if added.is_empty() {
+        ui::info(format!("{name} already has {}", ask.components.join(", ")));
+        return Ok(false);
+    }
+    ui::info(format!(
+        "added {} to {name} (from {}, {} downloaded)",
+        added.join(", "),
+        plan.source,
+        indicatif::HumanBytes(fetcher.fetched.load(std::sync::atomic::Ordering::Relaxed))
+    ));
+    Ok(true)
+}
