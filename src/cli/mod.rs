@@ -341,8 +341,17 @@ fn resolve_here(
     overrides: &[Spec],
     installer: Option<&dyn Installer>,
 ) -> Result<ActiveSet> {
-    let mut active: ActiveSet =
-        session.resolve::<anyhow::Error>(overrides, &Kind::ALL, installer)?;
+    resolve_here_kinds(session, overrides, &Kind::ALL, installer)
+}
+
+/// [`resolve_here`] for `kinds` only.
+fn resolve_here_kinds(
+    session: &mut Session,
+    overrides: &[Spec],
+    kinds: &[Kind],
+    installer: Option<&dyn Installer>,
+) -> Result<ActiveSet> {
+    let mut active: ActiveSet = session.resolve::<anyhow::Error>(overrides, kinds, installer)?;
     // The proxy's probe: g++ is asked once per compiler file (host_compiler::cache).
     active.attach_host_compiler(&host_compiler::cache::CachedProbe::new(
         session.ctx(),
