@@ -46,6 +46,7 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
 use gpuenv_core::facts;
 use gpuenv_core::home::Home;
+use gpuenv_core::project::{self, PinValue};
 use gpuenv_core::resolve::{self, ActiveSet};
 use gpuenv_core::session::{Door, Session};
 use gpuenv_core::store::{Problem, Store};
@@ -306,6 +307,38 @@ fn warn_dropped_defaults(dropped: &[String]) {
         ui::warn(format!(
             "the default {d} no longer matches a registered toolchain and was cleared; set another with `gpuenv default <spec>`"
         ));
+    }
+}
+
+/// Toolchain files (the one here, and the trusted ones gpuenv knows of) whose pin selected
+/// the `removed` toolchain; `again` is the quoted command that puts it back.
+fn warn_about_pins(ctx: &Context, registry: &Registry, removed: &Spec, again: &str) {
+    let mut files: Vec<std::path::PathBuf> =
+        registry.trusted.iter().map(|t| t.path.clone()).collect();
+    if let Ok(Some(here)) = project::find(&ctx.cwd, &registry.safe_directories).map(|h| h.path) {
+        files.insert(0, here);
+    }
+    files.dedup();
+    for file in files {
+        let Ok(p) = project::load(&file) else {
+            continue;
+        };
+        for pin in &p.pins {
+            let PinValue::Spec(spec) = &pin.value else {
+                continue;
+            };
+            if !spec.matches(removed) {
+                continue;
+            }
+            let now = match registry.find(spec) {
+                Some((other, _)) => format!("now selects {other}"),
+                None => "now selects nothing".to_string(),
+            };
+            ui::warn(format!(
+                "{} pins {spec}, which {now}; {again} puts it back",
+                pin.at
+            ));
+        }
     }
 }
 
