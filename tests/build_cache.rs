@@ -2,7 +2,7 @@
 //! own compiler (here a stub that logs its arguments) as the cache's argument, from the
 //! shims and from a view's `bin/nvcc` alike; a cache that is not installed is a warning and
 //! the compile still runs. (The real thing, ccache over a real nvcc, is in
-//! tests/build_cache_real.rs.)
+//! tests/build_cache_real.rs.) `gpuenv show` says which cache and which `[build] archs` apply.
 
 mod common;
 
@@ -180,4 +180,67 @@ fn show_says_when_a_cache_is_on() {
     );
     let json = w.sb.ok(&["show", "--json"]);
     assert!(json.contains("\"build_cache\""), "{json}");
+}
+
+#[test]
+fn show_says_what_build_archs_does_next_to_the_cache() {
+    let w =
+        world("[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\"]\n\n[build]\narchs = \"add\"\n");
+    let show = || {
+        let out =
+            w.sb.gpuenv()
+                .current_dir(&w.proj)
+                .arg("show")
+                .output()
+                .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Trusted: `add` applies, where it is written.
+    let text = show();
+    assert!(
+        text.contains("build archs: add (") && text.contains("gpuenv.toml:6:9): the pinned archs"),
+        "{text}"
+    );
+
+    // Changed since it was trusted: `add` waits, the default `warn` applies.
+    let file = w.proj.join("gpuenv.toml");
+    write(
+        &file,
+        "[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\", \"9.0\"]\n\n[build]\narchs = \"add\"\n",
+    );
+    let text = show();
+    assert!(
+        text.contains("build archs: warn (")
+            && text.contains("gpuenv.toml:6:9; it sets \"add\", applied once you `gpuenv trust` it): a compile whose own arch flags leave out a pinned arch is told once per build"),
+        "{text}"
+    );
+    let out =
+        w.sb.gpuenv()
+            .current_dir(&w.proj)
+            .args(["show", "--json"])
+            .output()
+            .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["build_archs"]["policy"], "warn", "{v}");
+    assert_eq!(v["build_archs"]["held_back"], "add", "{v}");
+
+    // `off` needs no trust; with arch pins and no policy, the default.
+    write(
+        &file,
+        "[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\"]\n\n[build]\narchs = \"off\"\n",
+    );
+    assert!(show().contains("build archs: off ("), "{}", show());
+    write(
+        &file,
+        "[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\"]\n",
+    );
+    assert!(
+        show().contains("build archs: warn (the default): "),
+        "{}",
+        show()
+    );
+    // Nothing pinned, nothing set: nothing for it to act on, nothing said.
+    write(&file, "[toolchain]\ncuda = \"12.4\"\n");
+    assert!(!show().contains("build archs"), "{}", show());
 }

@@ -1,7 +1,7 @@
 //! Lifecycle commands keep what the user chose: `gpuenv update` and a reinstall (by name, from
 //! the pin, `--offline`) bring the profile and components a toolkit had, whichever source
 //! names them how; `gpuenv install NAME --component X` adds one component to an installed
-//! toolkit without reinstalling the rest; toolkits from wheels get a `libcuda.so` stub.
+//! toolkit (named, or the one a release selects) without reinstalling the rest; toolkits from wheels get a `libcuda.so` stub.
 //! Against a local server with generated archives.
 
 #[path = "common/archives.rs"]
@@ -295,6 +295,56 @@ fn install_component_adds_one_component_to_an_installed_toolkit() {
         "{t}"
     );
     assert!(!linked.join("include").exists());
+}
+
+#[test]
+fn install_component_by_release_adds_to_the_installed_toolkit_it_selects() {
+    // The index has 13.0.2 and 13.0.3; 13.0.2 is installed.
+    let (_server, vars) = index_only();
+    let vars = pairs(&vars);
+    let sb = Sandbox::new();
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-13.0.2", "--profile", "minimal"],
+    );
+    let toolchains = sb.gpuenv_home().join("toolchains");
+
+    // `cuda-13.0` selects the installed 13.0.2: the component goes there, and the index's
+    // newer 13.0.3 is not installed for it.
+    let t = ok(
+        &sb,
+        &vars,
+        &["install", "cuda-13.0", "--component", "cuda_profiler_api"],
+    );
+    assert!(t.contains("cuda-13.0 selects cuda-13.0.2:"), "{t}");
+    assert!(t.contains("added cuda_profiler_api to cuda-13.0.2"), "{t}");
+    assert!(!toolchains.join("cuda-13.0.3").exists(), "{t}");
+    let rec = fs_err::read_to_string(toolchains.join("cuda-13.0.2/.gpuenv-install.toml")).unwrap();
+    assert!(rec.contains("profile = \"minimal\""), "{rec}");
+
+    // With both installed, the highest, as `gpuenv` itself picks it, and it says which.
+    ok(
+        &sb,
+        &vars,
+        &["install", "cuda-13.0.3", "--profile", "minimal"],
+    );
+    let t = ok(
+        &sb,
+        &vars,
+        &["install", "cuda-13.0", "--component", "cuda_profiler_api"],
+    );
+    assert!(
+        t.contains("cuda-13.0 selects cuda-13.0.3, the highest of cuda-13.0.2, cuda-13.0.3"),
+        "{t}"
+    );
+    assert!(t.contains("added cuda_profiler_api to cuda-13.0.3"), "{t}");
+    let which = ok(
+        &sb,
+        &[("GPUENV_TOOLCHAIN", "cuda-13.0")],
+        &["which", "nvcc"],
+    );
+    assert!(which.contains("cuda-13.0.3"), "{which}");
 }
 
 #[test]

@@ -110,6 +110,49 @@ fn lock_then_check_passes_and_another_build_of_the_same_version_is_named() {
 }
 
 #[test]
+fn check_locked_names_a_locked_toolchain_that_is_not_installed_here() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    ok(
+        &sb,
+        &[("GPUENV_CUDA_MIRROR", mirror.as_str())],
+        &["install", "cuda-12.4.1", "--profile", "minimal"],
+    );
+    project(&sb, "12.4");
+    ok(&sb, &[], &["lock"]);
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+
+    // A difference like any other: exit 1, what differs, and the command that installs it.
+    let out = gpuenv(&sb, &[], &["check", "--locked"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("cuda-12.4.1 is locked but not installed here"),
+        "{t}"
+    );
+    assert!(t.contains("`gpuenv install --locked`"), "{t}");
+
+    // A pin the lock does not name, that nothing registered matches either.
+    write(
+        &sb.path("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\nrocm = \"6.2\"\n",
+    );
+    let out = gpuenv(&sb, &[], &["check", "--locked"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("cuda-12.4.1 is locked but not installed here"),
+        "{t}"
+    );
+    assert!(
+        t.contains("rocm-6.2 is pinned but not locked, and the pin at "),
+        "{t}"
+    );
+}
+
+#[test]
 fn install_locked_reproduces_the_toolchain_on_a_fresh_home_and_offline_from_the_cache() {
     let server = Server::start();
     serve(&server, "redist/", &redist_tree(&["12.4.1"]));

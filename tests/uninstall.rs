@@ -1,6 +1,7 @@
 //! Uninstalling an installed toolchain (its tree, view and shims; the pins it leaves
-//! behind), and installing it again offline from the download cache. Network only to
-//! 127.0.0.1.
+//! behind, with a command that puts it back and works when pasted: from its manifest for
+//! one from a manifest), unlinking a linked one (the same), and installing it again offline
+//! from the download cache. Network only to 127.0.0.1.
 
 #[path = "common/archives.rs"]
 mod archives;
@@ -113,4 +114,131 @@ fn offline_installs_from_the_cache_only() {
     assert!(out.contains("installed cuda-12.4.1"), "{out}");
     assert_eq!(server.log().len(), before, "offline touched the network");
     check_runfile_layout(&sb.gpuenv_home().join("toolchains/cuda-12.4.1"));
+}
+
+/// The command between the backticks of the warning that ends in "puts it back".
+fn puts_back(t: &str) -> String {
+    let line = t
+        .lines()
+        .find(|l| l.ends_with("puts it back"))
+        .unwrap_or_else(|| panic!("no \"puts it back\" in\n{t}"));
+    let start = line.find('`').unwrap() + 1;
+    let end = start + line[start..].find('`').unwrap();
+    line[start..end].to_string()
+}
+
+/// Runs `command` as a shell reads it (the way a user pastes a hint), with this sandbox's
+/// gpuenv first on PATH, from `dir`.
+fn follow(sb: &Sandbox, dir: &std::path::Path, command: &str) -> std::process::Output {
+    let bin = assert_cmd::cargo::cargo_bin("gpuenv");
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin",
+        bin.parent().unwrap().display()
+    );
+    std::process::Command::new("sh")
+        .args(["-c", command])
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", path)
+        .env("LANG", "C.UTF-8")
+        .env("NO_COLOR", "1")
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn uninstall_of_a_toolkit_from_a_manifest_names_that_manifest_to_put_it_back() {
+    let sb = Sandbox::new();
+    // A manifest in a directory whose name a shell would split.
+    let manifest = write_manifest(&sb.path("site manifests"), "6.2.4");
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\nrocm = \"6.2\"\n");
+    // Given relative to the project: the hint names it so it works from anywhere.
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args([
+            "install",
+            "rocm-6.2",
+            "--manifest",
+            "../site manifests/toolchains.toml",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let from_manifest = format!("--manifest '{}'", manifest.display());
+
+    // Components are not added to it; the hint names its manifest the same way.
+    let out = gpuenv(&sb, &[], &["install", "rocm-6.2.4", "--component", "x"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("came from a gpuenv manifest"), "{t}");
+    assert!(
+        t.contains(&format!("`gpuenv install rocm-6.2.4 {from_manifest}`")),
+        "{t}"
+    );
+
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args(["uninstall", "rocm-6.2.4"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    succeeded(&out);
+    let again = puts_back(&t);
+    assert_eq!(
+        again,
+        format!("gpuenv install rocm-6.2.4 {from_manifest}"),
+        "{t}"
+    );
+    assert!(
+        t.contains("gpuenv.toml:2:8 pins rocm-6.2, which now selects nothing"),
+        "{t}"
+    );
+
+    // The hint is one that can be followed, from elsewhere too.
+    let out = follow(&sb, &sb.home(), &again);
+    assert!(
+        text(&out).contains("installed rocm-6.2.4"),
+        "{}",
+        text(&out)
+    );
+    assert!(sb
+        .gpuenv_home()
+        .join("toolchains/rocm-6.2.4/bin/hipcc")
+        .is_file());
+}
+
+#[test]
+fn unlink_names_the_pins_left_and_the_link_that_puts_it_back() {
+    let sb = Sandbox::new();
+    let tree = cuda_runfile(&sb.path("opt/cuda 11.8"), "11.8.89");
+    ok(&sb, &[], &["link", "cuda-11.8", tree.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"11.8\"\n");
+
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args(["unlink", "cuda-11.8"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    succeeded(&out);
+    assert!(
+        t.contains("gpuenv.toml:2:8 pins cuda-11.8, which now selects nothing"),
+        "{t}"
+    );
+    let again = puts_back(&t);
+    assert_eq!(
+        again,
+        format!("gpuenv link cuda-11.8 '{}'", tree.display()),
+        "{t}"
+    );
+    let out = follow(&sb, &proj, &again);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = sb.gpuenv().current_dir(&proj).arg("show").output().unwrap();
+    assert!(text(&out).contains("cuda: cuda-11.8"), "{}", text(&out));
 }

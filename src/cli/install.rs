@@ -191,8 +191,13 @@ impl Args {
                 .hint(format!("gpuenv install {}-{}", spec.kind, spec.version)));
             }
             // An exact name that is installed needs no source at all, unless components
-            // are to be added to it.
-            let name = spec.to_string();
+            // are to be added to it. Components go to the toolchain the spec selects here
+            // (as a build would get it), not to a newer release a source has.
+            let name = if self.components.is_empty() {
+                spec.to_string()
+            } else {
+                selected(&home, spec)?
+            };
             match self.existing(&home, &name)? {
                 Existing::Done => continue,
                 Existing::AddTo(entry) => {
@@ -337,6 +342,32 @@ impl Args {
         let from = ["nvidia", "pypi"].into_iter().find(|f| *f == rec.from);
         (sel, from)
     }
+}
+
+/// The registered toolchain `spec` selects, picked as resolution picks it (the highest
+/// match), and said when it is not `spec` itself; `spec` as written when none matches.
+fn selected(home: &Home, spec: &Spec) -> Result<String> {
+    let registry = Registry::load(home)?;
+    let Some((name, _)) = registry.find(spec) else {
+        return Ok(spec.to_string());
+    };
+    if name != spec.to_string() {
+        let matching: Vec<&str> = registry
+            .toolchains
+            .keys()
+            .filter(|n| n.parse::<Spec>().is_ok_and(|n| spec.matches(&n)))
+            .map(String::as_str)
+            .collect();
+        let of = if matching.len() > 1 {
+            format!(", the highest of {}", matching.join(", "))
+        } else {
+            String::new()
+        };
+        ui::info(format!(
+            "{spec} selects {name}{of}: the components go to it (name another to choose it)"
+        ));
+    }
+    Ok(name.to_string())
 }
 
 /// `gpuenv list --available <kind>`: the releases the first working source has.

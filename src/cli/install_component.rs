@@ -58,7 +58,10 @@ pub fn run(
         (Choice::Auto, None, _) => bail!(Hinted::new(format!(
             "{name} came from a gpuenv manifest, whose toolchains have no components to add"
         ))
-        .hint("add the archive to the manifest, then uninstall and install it again")),
+        .hint(format!(
+            "add the archive to the manifest, then `gpuenv uninstall {name}` and {}",
+            record::reinstall_command(&name.parse()?, Some(&rec))
+        ))),
         (c, None, from) if c.name() != from => bail!(Hinted::new(format!(
             "{name} came from the {from} source; components are added from the source that installed it, not --source {}",
             c.name()

@@ -11,9 +11,10 @@ use gpuenv_core::fsutil;
 use gpuenv_core::host_compiler::cache::CachedProbe;
 use gpuenv_core::host_compiler::Probe;
 use gpuenv_core::project;
-use gpuenv_core::resolve::ActiveSet;
+use gpuenv_core::resolve::{ActiveSet, ResolveError};
 use gpuenv_core::session::Session;
 use gpuenv_core::toolchain::registry::Source as Origin;
+use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::lock::compare::{self, Depth, Mismatch};
 use gpuenv_install::lock::{self, Found, Locked, LockedCompiler};
@@ -163,10 +164,55 @@ fn write_lock(path: &Path, text: &str) -> Result<()> {
 /// `gpuenv check --locked`: exit 1 naming each way the active set differs from the lock.
 pub fn check(ctx: &Context) -> Result<()> {
     // The lock is read first: a bad one is the error, whatever is installed.
-    let lock = load_here(ctx)?;
+    let mut lock = load_here(ctx)?;
     let mut session = super::session(ctx)?;
-    let active = super::resolve_here(&mut session, &[], None)?;
-    let Compared { lock, problems, .. } = differences(&session, lock, &active)?;
+    let (active, unmatched) = resolve_registered(&mut session)?;
+    // A locked toolchain whose kind's pin matches nothing registered is a difference like
+    // the others, named as such; the rest are compared in full.
+    let (missing, rest): (Vec<Locked>, Vec<Locked>) = std::mem::take(&mut lock.toolchains)
+        .into_iter()
+        .partition(|l| unmatched.iter().any(|(spec, _)| spec.kind == l.kind));
+    lock.toolchains = rest;
+    let mut not_installed: Vec<String> = missing
+        .iter()
+        .map(|l| {
+            let (spec, origin) = unmatched
+                .iter()
+                .find(|(spec, _)| spec.kind == l.kind)
+                .expect("partitioned by kind");
+            if session.registry().toolchains.contains_key(&l.name) {
+                format!(
+                    "{}: {} is locked, but {origin} asks for {spec}, which no registered toolchain matches",
+                    l.at, l.name
+                )
+            } else {
+                format!("{}: {} is locked but not installed here", l.at, l.name)
+            }
+        })
+        .collect();
+    // A pinned kind the lock does not name, whose pin matches nothing either.
+    let pinned = |kind| {
+        active
+            .project
+            .as_ref()
+            .is_some_and(|p| p.pin(kind).is_some())
+    };
+    for (spec, origin) in &unmatched {
+        if pinned(spec.kind) && !missing.iter().any(|l| l.kind == spec.kind) {
+            not_installed.push(format!(
+                "{}: {spec} is pinned but not locked, and {origin} matches no registered toolchain",
+                lock.path.display()
+            ));
+        }
+    }
+    let Compared {
+        mut lock,
+        mut problems,
+        ..
+    } = differences(&session, lock, &active)?;
+    not_installed.append(&mut problems);
+    let problems = not_installed;
+    lock.toolchains.extend(missing);
     if problems.is_empty() {
         ui::info(format!(
             "the active toolchains match {} ({})",
@@ -187,6 +233,28 @@ pub fn check(ctx: &Context) -> Result<()> {
     .hint("`gpuenv install --locked` installs what the lock names; `gpuenv lock` records what is active now instead");
     super::print_error(&err.into());
     Err(Exit(1).into())
+}
+
+/// The active set of each kind whose choice (pin, default, `GPUENV_TOOLCHAIN`) matches a
+/// registered toolchain, and, for each kind whose choice matches none, that spec and where
+/// it was asked for: `check --locked` names those as differences instead of stopping.
+fn resolve_registered(session: &mut Session) -> Result<(ActiveSet, Vec<(Spec, String)>)> {
+    let mut kinds = Kind::ALL.to_vec();
+    let mut unmatched = Vec::new();
+    loop {
+        match super::resolve_here_kinds(session, &[], &kinds, None) {
+            Ok(active) => return Ok((active, unmatched)),
+            Err(e) => match e.downcast_ref::<ResolveError>() {
+                Some(ResolveError::NotRegistered { spec, origin, .. })
+                    if kinds.contains(&spec.kind) =>
+                {
+                    kinds.retain(|k| *k != spec.kind);
+                    unmatched.push((spec.clone(), origin.clone()));
+                }
+                _ => return Err(e),
+            },
+        }
+    }
 }
 
 /// `active` compared in full with a lock.

@@ -46,6 +46,7 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
 use gpuenv_core::facts;
 use gpuenv_core::home::Home;
+use gpuenv_core::project::{self, PinValue};
 use gpuenv_core::resolve::{self, ActiveSet};
 use gpuenv_core::session::{Door, Session};
 use gpuenv_core::store::{Problem, Store};
@@ -309,6 +310,38 @@ fn warn_dropped_defaults(dropped: &[String]) {
     }
 }
 
+/// Toolchain files (the one here, and the trusted ones gpuenv knows of) whose pin selected
+/// the `removed` toolchain; `again` is the quoted command that puts it back.
+fn warn_about_pins(ctx: &Context, registry: &Registry, removed: &Spec, again: &str) {
+    let mut files: Vec<std::path::PathBuf> =
+        registry.trusted.iter().map(|t| t.path.clone()).collect();
+    if let Ok(Some(here)) = project::find(&ctx.cwd, &registry.safe_directories).map(|h| h.path) {
+        files.insert(0, here);
+    }
+    files.dedup();
+    for file in files {
+        let Ok(p) = project::load(&file) else {
+            continue;
+        };
+        for pin in &p.pins {
+            let PinValue::Spec(spec) = &pin.value else {
+                continue;
+            };
+            if !spec.matches(removed) {
+                continue;
+            }
+            let now = match registry.find(spec) {
+                Some((other, _)) => format!("now selects {other}"),
+                None => "now selects nothing".to_string(),
+            };
+            ui::warn(format!(
+                "{} pins {spec}, which {now}; {again} puts it back",
+                pin.at
+            ));
+        }
+    }
+}
+
 /// After an upgrade the installed proxy (which every shim and view links to) is still the
 /// old build's: it is replaced by this gpuenv's at its first command. Never fails a command.
 fn refresh_proxy(ctx: &Context) {
@@ -341,8 +374,17 @@ fn resolve_here(
     overrides: &[Spec],
     installer: Option<&dyn Installer>,
 ) -> Result<ActiveSet> {
-    let mut active: ActiveSet =
-        session.resolve::<anyhow::Error>(overrides, &Kind::ALL, installer)?;
+    resolve_here_kinds(session, overrides, &Kind::ALL, installer)
+}
+
+/// [`resolve_here`] for `kinds` only.
+fn resolve_here_kinds(
+    session: &mut Session,
+    overrides: &[Spec],
+    kinds: &[Kind],
+    installer: Option<&dyn Installer>,
+) -> Result<ActiveSet> {
+    let mut active: ActiveSet = session.resolve::<anyhow::Error>(overrides, kinds, installer)?;
     // The proxy's probe: g++ is asked once per compiler file (host_compiler::cache).
     active.attach_host_compiler(&host_compiler::cache::CachedProbe::new(
         session.ctx(),

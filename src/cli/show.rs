@@ -4,6 +4,7 @@ use serde_json::json;
 use gpuenv_core::build_cache;
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Diagnostic;
+use gpuenv_core::project::{ArchPolicy, ProjectFile};
 use gpuenv_core::store::{self, Problem};
 use gpuenv_core::toolchain::{upstream, view};
 use gpuenv_core::ui;
@@ -28,6 +29,7 @@ impl Args {
             &upstream::site_build(ctx),
         )?;
         let cache_program = build_cache::locate(&cache, ctx.var_os(vars::PATH));
+        let archs = active.project.as_ref().and_then(archs_shown);
         // What is missing for the toolchains active here, and the shims they run through.
         let problems: Vec<Problem> = store::health(home, registry)
             .into_iter()
@@ -70,6 +72,11 @@ impl Args {
                     "program": cache_program.as_ref().ok().cloned().flatten(),
                     "shared": cache.shared.as_ref().map(|(s, _)| s.to_string()),
                 },
+                "build_archs": archs.as_ref().map(|a| json!({
+                    "policy": a.policy.name(),
+                    "from": a.from,
+                    "held_back": a.held_back.map(ArchPolicy::name),
+                })),
                 "host_compiler": active.host_compiler.as_ref().map(|c| json!({
                     "compiler": c.compiler(),
                     "choice": c.to_string(),
@@ -113,6 +120,21 @@ impl Args {
         if let (Some((store, from)), true) = (&cache.shared, cache.cache.program().is_some()) {
             println!("shared build cache: {store} ({from})");
         }
+        if let Some(a) = &archs {
+            let held = match a.held_back {
+                Some(written) => format!(
+                    "; it sets \"{}\", applied once you `gpuenv trust` it",
+                    written.name()
+                ),
+                None => String::new(),
+            };
+            println!(
+                "build archs: {} ({}{held}): {}",
+                a.policy.name(),
+                a.from,
+                a.policy.effect()
+            );
+        }
         if let Some(choice) = &active.host_compiler {
             println!("host compiler: {choice}");
             if let Some(problem) = choice.problem() {
@@ -121,4 +143,34 @@ impl Args {
         }
         Ok(())
     }
+}
+
+/// `[build] archs` as it applies to a toolchain file.
+struct ArchsShown {
+    policy: ArchPolicy,
+    /// Where it is set, or "the default".
+    from: String,
+    /// What the file sets that waits for `gpuenv trust` (`add`), if anything.
+    held_back: Option<ArchPolicy>,
+}
+
+/// `None` when the file pins no arch and sets no policy: there is nothing it acts on.
+fn archs_shown(p: &ProjectFile) -> Option<ArchsShown> {
+    let written = p.archs_written();
+    if written.is_none() && p.cuda_arch.is_empty() && p.rocm_arch.is_empty() {
+        return None;
+    }
+    let (policy, applied_at) = p.archs_policy();
+    let held_back = written
+        .filter(|(w, _)| applied_at.is_none() && *w != policy)
+        .map(|(w, _)| w);
+    let from = match written {
+        Some((_, at)) => at.to_string(),
+        None => "the default".to_string(),
+    };
+    Some(ArchsShown {
+        policy,
+        from,
+        held_back,
+    })
 }

@@ -1,9 +1,7 @@
 use anyhow::Result;
 
 use gpuenv_core::context::Context;
-use gpuenv_core::project::{self, PinValue};
 use gpuenv_core::store::Forget;
-use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
 use gpuenv_install::record;
@@ -32,6 +30,7 @@ impl Args {
         let _lock = gpuenv_install::lock_toolchain(store.home(), name)?;
         let forgotten = store.forget(name, Forget::Installed)?;
         let root = &forgotten.entry.root;
+        let rec = record::read(root);
         // What it was made of, so `gpuenv install NAME` brings the same profile and components.
         if let Err(e) = record::keep(root, &store.home().toolchains(), name) {
             ui::warn(format!(
@@ -43,42 +42,10 @@ impl Args {
         ui::info(format!("uninstalled {name} (removed {})", root.display()));
         super::warn_dropped_defaults(&forgotten.dropped_defaults);
         let registry = forgotten.registry;
-        warn_about_pins(ctx, &registry, name);
-        Ok(())
-    }
-}
-
-/// Toolchain files (the one here, and the trusted ones gpuenv knows of) whose pin selected
-/// the removed toolchain.
-fn warn_about_pins(ctx: &Context, registry: &Registry, name: &str) {
-    let Ok(removed) = name.parse::<Spec>() else {
-        return;
-    };
-    let mut files: Vec<std::path::PathBuf> =
-        registry.trusted.iter().map(|t| t.path.clone()).collect();
-    if let Ok(Some(here)) = project::find(&ctx.cwd, &registry.safe_directories).map(|h| h.path) {
-        files.insert(0, here);
-    }
-    files.dedup();
-    for file in files {
-        let Ok(p) = project::load(&file) else {
-            continue;
-        };
-        for pin in &p.pins {
-            let PinValue::Spec(spec) = &pin.value else {
-                continue;
-            };
-            if !spec.matches(&removed) {
-                continue;
-            }
-            let now = match registry.find(spec) {
-                Some((other, _)) => format!("now selects {other}"),
-                None => "now selects nothing".to_string(),
-            };
-            ui::warn(format!(
-                "{} pins {spec}, which {now}; `gpuenv install {name}` puts it back",
-                pin.at
-            ));
+        if let Ok(spec) = name.parse::<Spec>() {
+            let again = record::reinstall_command(&spec, rec.as_ref());
+            super::warn_about_pins(ctx, &registry, &spec, &again);
         }
+        Ok(())
     }
 }

@@ -1,7 +1,10 @@
 use anyhow::Result;
 
 use gpuenv_core::context::Context;
+use gpuenv_core::quote;
 use gpuenv_core::store::Forget;
+use gpuenv_core::toolchain::registry::Source as Origin;
+use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
 
 /// Forget a linked or discovered toolchain (its files are left alone)
@@ -17,6 +20,17 @@ impl Args {
         let forgotten = super::store(ctx)?.forget(&self.name, Forget::InPlace)?;
         ui::info(format!("unlinked {}", self.name));
         super::warn_dropped_defaults(&forgotten.dropped_defaults);
+        if let Ok(spec) = self.name.parse::<Spec>() {
+            // Its files are where they were: registering them again puts it back.
+            let again = match forgotten.entry.source {
+                Origin::Discovered => "`gpuenv discover --register`".to_string(),
+                _ => format!(
+                    "`gpuenv link {spec} {}`",
+                    quote::word(&forgotten.entry.root.to_string_lossy())
+                ),
+            };
+            super::warn_about_pins(ctx, &forgotten.registry, &spec, &again);
+        }
         Ok(())
     }
 }

@@ -17,6 +17,21 @@ pub fn posix(value: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `value` as one word of a command a hint shows: as it is when a shell reads nothing in it
+/// specially (paths and URLs mostly), else [`posix`]-quoted.
+pub fn word(value: &str) -> String {
+    let plain = !value.is_empty()
+        && !value.starts_with('~')
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-:@%+=,~".contains(&b));
+    if plain {
+        value.to_string()
+    } else {
+        String::from_utf8_lossy(&posix(value.as_bytes())).into_owned()
+    }
+}
+
 /// fish: single quotes, where only `\\` and `\'` are escapes. A byte that is not part of
 /// UTF-8 text goes outside the quotes as `\xHH`, which fish reads as that raw byte in any
 /// locale.
@@ -75,6 +90,15 @@ mod tests {
         assert_eq!(s(posix(b"it's $HOME")), "'it'\\''s $HOME'");
         assert_eq!(s(posix(b"")), "''");
         assert_eq!(posix(b"caf\xe9"), b"'caf\xe9'");
+    }
+
+    #[test]
+    fn a_word_is_quoted_only_when_a_shell_would_read_it_otherwise() {
+        assert_eq!(word("/srv/m/rocm.toml"), "/srv/m/rocm.toml");
+        assert_eq!(word("https://h/m.toml?a=1"), "'https://h/m.toml?a=1'");
+        assert_eq!(word("/my dir/it's"), "'/my dir/it'\\''s'");
+        assert_eq!(word("~x"), "'~x'");
+        assert_eq!(word(""), "''");
     }
 
     #[test]

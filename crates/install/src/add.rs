@@ -83,6 +83,7 @@ pub fn add(
             ..old.clone()
         }
         .recorded_components(),
+        manifest: old.manifest.clone(),
         archives,
     };
     record::write(tmp.path(), &rec).with_context(|| format!("recording how {name} was made"))?;

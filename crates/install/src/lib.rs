@@ -116,6 +116,9 @@ pub struct Plan {
     /// Trees laid out like a CUDA wheel's (`include/`, `lib/`) whose files the toolchain
     /// links to rather than downloads: the NVIDIA wheels a torch venv already has.
     pub linked: Vec<PathBuf>,
+    /// The gpuenv manifest it comes from, if it does: the record keeps it, so an uninstall
+    /// can name the command that installs it again.
+    pub manifest: Option<Url>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -12,7 +12,11 @@ use sha2::{Digest, Sha256};
 use crate::source::components::recorded;
 use crate::{Plan, Profile, Selection};
 use gpuenv_core::fsutil;
+use gpuenv_core::install_hint::{self, Came};
 use gpuenv_core::named::Named;
+use gpuenv_core::quote;
+use gpuenv_core::toolchain::Spec;
+use reqwest::Url;
 
 /// The record's file name inside an installed root.
 pub const RECORD: &str = ".gpuenv-install.toml";
@@ -29,6 +33,10 @@ pub struct Record {
     /// The components asked for beyond the profile (`--component`).
     #[serde(default)]
     pub components: Vec<String>,
+    /// The gpuenv manifest (URL) of one `from = "manifest"`, for the command that installs
+    /// it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
     #[serde(default, rename = "archive")]
     pub archives: Vec<ArchiveRecord>,
 }
@@ -59,8 +67,22 @@ impl Record {
             from: plan.source.to_string(),
             profile: sel.profile.name().to_string(),
             components: sel.components.iter().map(|c| recorded(c)).collect(),
+            manifest: plan.manifest.as_ref().map(ToString::to_string),
             archives: plan.archives.iter().map(ArchiveRecord::of).collect(),
         }
+    }
+
+    /// The manifest it came from as a shell word for a hint: a local file as its path, a
+    /// URL as it is, quoted where a shell would read it otherwise; `None` when the record
+    /// names none gpuenv could have written.
+    pub fn manifest_word(&self) -> Option<String> {
+        let url = Url::parse(self.manifest.as_deref()?).ok()?;
+        let text = match url.scheme() {
+            "file" => url.to_file_path().ok()?.to_str()?.to_string(),
+            "http" | "https" => url.to_string(),
+            _ => return None,
+        };
+        Some(quote::word(&text))
     }
 
     /// The selection to plan it again with.
@@ -99,6 +121,17 @@ pub fn write(root: &Path, record: &Record) -> anyhow::Result<()> {
 pub fn read(root: &Path) -> Option<Record> {
     let bytes = fsutil::read_regular(&root.join(RECORD), MAX_RECORD).ok()?;
     toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
+}
+
+/// The command that installs `name` again once it is uninstalled, by `rec`, its record
+/// (`None`: installed before records): with the manifest it came from, if it did.
+pub fn reinstall_command(name: &Spec, rec: Option<&Record>) -> String {
+    let word = rec.and_then(Record::manifest_word);
+    let came = match rec {
+        Some(r) if r.from == "manifest" => Came::Manifest(word.as_deref()),
+        _ => Came::Elsewhere,
+    };
+    install_hint::reinstall_command(name, came)
 }
 
 /// Where the record of an uninstalled toolchain is kept (in `toolchains/`, beside its lock),
@@ -194,6 +227,47 @@ pub fn files_digest(root: &Path) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reinstall_hint_names_the_recorded_manifest_as_one_shell_word() {
+        let rec = |manifest: Option<&str>| Record {
+            from: "manifest".into(),
+            profile: "default".into(),
+            components: Vec::new(),
+            manifest: manifest.map(String::from),
+            archives: Vec::new(),
+        };
+        let rocm: Spec = "rocm-6.2.4".parse().unwrap();
+        assert_eq!(
+            reinstall_command(&rocm, Some(&rec(Some("file:///srv/site%20m/t.toml")))),
+            "`gpuenv install rocm-6.2.4 --manifest '/srv/site m/t.toml'`"
+        );
+        assert_eq!(
+            reinstall_command(&rocm, Some(&rec(Some("https://h.example/t.toml")))),
+            "`gpuenv install rocm-6.2.4 --manifest https://h.example/t.toml`"
+        );
+        // What no install of gpuenv's wrote is not shown as a command to paste.
+        for odd in [None, Some("$(touch x)"), Some("ftp://h/t.toml")] {
+            assert!(
+                reinstall_command(&rocm, Some(&rec(odd)))
+                    .starts_with("`gpuenv install rocm-6.2.4 --manifest <path|url>`"),
+                "{odd:?}"
+            );
+        }
+        let nvidia = Record {
+            from: "nvidia".into(),
+            ..rec(None)
+        };
+        let cuda: Spec = "cuda-12.4.1".parse().unwrap();
+        assert_eq!(
+            reinstall_command(&cuda, Some(&nvidia)),
+            "`gpuenv install cuda-12.4.1`"
+        );
+        assert_eq!(
+            reinstall_command(&cuda, None),
+            "`gpuenv install cuda-12.4.1`"
+        );
+    }
 
     #[test]
     fn the_digest_sees_names_sizes_modes_and_links_but_not_the_record() {

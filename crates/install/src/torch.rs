@@ -126,7 +126,11 @@ pub fn for_venv(mut plan: Plan, cuda: &TorchCuda) -> (Plan, Vec<Mismatch>) {
         installed_version(&cuda.site, &format!("nvidia_{}", a.component)).is_none()
             || mismatches.iter().any(|m| m.component == a.component)
     });
-    plan.name = format!("cuda-{}-torch", plan.version);
+    plan.name = format!(
+        "cuda-{}-{}",
+        plan.version,
+        gpuenv_core::install_hint::TORCH_LABEL
+    );
     plan.linked = vec![cuda.tree.clone()];
     (plan, mismatches)
 }

@@ -182,20 +182,9 @@ pub fn tcl(value: &str) -> String {
 mod tests {
     use super::*;
     use crate::plan::env::Foreign;
-    use crate::store::toolchain::registry::Source;
 
     fn entry() -> Entry {
-        Entry {
-            kind: Kind::Cuda,
-            version: "12.4.1".parse().unwrap(),
-            root: "/opt/cuda-12.4".into(),
-            source: Source::Linked,
-            version_from: "version.json".into(),
-            include_dir: "/opt/cuda-12.4/include".into(),
-            lib_dir: "/opt/cuda-12.4/lib64".into(),
-            collectives: None,
-            system: None,
-        }
+        Entry::linked_cuda("/opt/cuda-12.4", "12.4.1")
     }
 
     fn change() -> Change {

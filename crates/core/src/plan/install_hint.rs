@@ -35,6 +35,39 @@ pub fn get_command(spec: &Spec) -> String {
     }
 }
 
+/// Where an installed toolkit came from, as its install record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Came<'a> {
+    /// A gpuenv manifest: at this location (a path or URL, quoted for a shell) when the
+    /// record has it.
+    Manifest(Option<&'a str>),
+    /// A source `gpuenv install` tries by default, or nothing recorded.
+    Elsewhere,
+}
+
+/// The label of the toolkits `gpuenv install torch` makes for a venv (`cuda-12.8-torch`).
+pub const TORCH_LABEL: &str = "torch";
+
+/// The command that installs the uninstalled `spec` again, quoted: `gpuenv install NAME`
+/// (which takes the kept record's profile and components), with `--manifest` for one that
+/// came from a manifest, `gpuenv install torch` for a venv's; else how to get it.
+pub fn reinstall_command(spec: &Spec, came: Came) -> String {
+    match came {
+        Came::Manifest(Some(manifest)) => {
+            format!("`gpuenv install {spec} --manifest {manifest}`")
+        }
+        Came::Manifest(None) => {
+            format!("`gpuenv install {spec} --manifest <path|url>` with the manifest it came from")
+        }
+        Came::Elsewhere
+            if spec.kind == Kind::Cuda && spec.label.as_deref() == Some(TORCH_LABEL) =>
+        {
+            "`gpuenv install torch`, with the Python environment of that torch active".into()
+        }
+        Came::Elsewhere => get_command(spec),
+    }
+}
+
 /// [`get_command`] for a CUDA release as the tables name it (`12.4`).
 pub fn get_cuda(release: &str) -> String {
     match format!("cuda-{release}").parse::<Spec>() {
@@ -114,6 +147,20 @@ mod tests {
             get_command(&spec("cuda-10.2")),
             "`gpuenv link cuda-10.2 <path>` (no source of `gpuenv install` has CUDA 10.2)"
         );
+        assert_eq!(
+            reinstall_command(&spec("cuda-12.4.1"), Came::Elsewhere),
+            "`gpuenv install cuda-12.4.1`"
+        );
+        assert_eq!(
+            reinstall_command(&spec("rocm-6.2.4"), Came::Manifest(Some("/m/rocm.toml"))),
+            "`gpuenv install rocm-6.2.4 --manifest /m/rocm.toml`"
+        );
+        assert!(
+            reinstall_command(&spec("cuda-12.4.1-site"), Came::Manifest(None))
+                .starts_with("`gpuenv install cuda-12.4.1-site --manifest <path|url>`")
+        );
+        assert!(reinstall_command(&spec("cuda-12.8-torch"), Came::Elsewhere)
+            .starts_with("`gpuenv install torch`"));
         let rocm = install_or_link(&spec("rocm-6.2"));
         assert!(
             rocm.contains("`gpuenv install rocm-6.2 --manifest <path|url>`"),

@@ -94,6 +94,11 @@ impl ProjectFile {
         }
     }
 
+    /// `[build] archs` as written, applied or not: what `gpuenv show` says is held back.
+    pub fn archs_written(&self) -> Option<(ArchPolicy, &Location)> {
+        self.build_archs.as_ref().map(|(policy, at)| (*policy, at))
+    }
+
     /// `[torch] index = "auto"`, when trusted: it makes pip and uv download from another
     /// index.
     pub fn torch_index(&self) -> Option<&Location> {
@@ -141,6 +146,7 @@ mod tests {
             ]
         );
         assert_eq!(f.archs_policy(), (ArchPolicy::Warn, None));
+        assert_eq!(f.archs_written().map(|(p, _)| p), Some(ArchPolicy::Add));
         assert_eq!(f.host_compiler(), None);
         assert_eq!(f.build_cache(), None);
         assert_eq!(f.torch_check(), None);

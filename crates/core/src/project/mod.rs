@@ -88,6 +88,30 @@ pub enum ArchPolicy {
     Off,
 }
 
+impl ArchPolicy {
+    /// As written in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArchPolicy::Warn => "warn",
+            ArchPolicy::Add => "add",
+            ArchPolicy::Off => "off",
+        }
+    }
+
+    /// What the proxy does under it, for `gpuenv show`.
+    pub fn effect(self) -> &'static str {
+        match self {
+            ArchPolicy::Warn => {
+                "a compile whose own arch flags leave out a pinned arch is told once per build"
+            }
+            ArchPolicy::Add => {
+                "the pinned archs a compile's own arch flags leave out are added to it"
+            }
+            ArchPolicy::Off => "compiles keep their own arch flags, and nothing is said",
+        }
+    }
+}
+
 /// A parsed toolchain file. What it selects (pins, arch lists) is open to all; what would
 /// run a program it names, relax the guard or set variables is read through accessors
 /// that give it only once `gpuenv trust` recorded these very bytes ([`crate::project::trust`]).

@@ -344,6 +344,8 @@ fn record(
         from: from.get_ref().clone(),
         profile: profile.get_ref().clone(),
         components,
+        // A lock does not say where a manifest is: `install --locked --manifest` is told.
+        manifest: None,
         archives,
     })
 }

@@ -182,6 +182,7 @@ impl Source for ManifestSource<'_> {
             archives,
             cuda_layout: false,
             linked: Vec::new(),
+            manifest: Some(self.url.clone()),
         })
     }
 }

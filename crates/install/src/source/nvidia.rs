@@ -204,6 +204,7 @@ pub fn plan_from_manifest(
         archives,
         cuda_layout: true,
         linked: Vec::new(),
+        manifest: None,
     })
 }
 

@@ -278,6 +278,7 @@ impl Source for Pypi<'_> {
             archives,
             cuda_layout: true,
             linked: Vec::new(),
+            manifest: None,
         })
     }
 }

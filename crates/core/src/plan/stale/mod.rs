@@ -313,22 +313,10 @@ fn describe(recorded: &Recorded, conflict: &Evidence, name: Option<&Named>) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::toolchain::registry::{Entry, Source};
-    use crate::store::toolchain::Kind;
+    use crate::store::toolchain::registry::Entry;
 
     fn entry(version: &str) -> Entry {
-        let root = PathBuf::from(format!("/opt/cuda-{version}"));
-        Entry {
-            kind: Kind::Cuda,
-            version: version.parse().unwrap(),
-            include_dir: root.join("include"),
-            lib_dir: root.join("lib64"),
-            root,
-            source: Source::Linked,
-            version_from: "version.json".into(),
-            collectives: None,
-            system: None,
-        }
+        Entry::linked_cuda(format!("/opt/cuda-{version}"), version)
     }
 
     struct World {

@@ -143,6 +143,25 @@ impl Entry {
     }
 }
 
+#[cfg(test)]
+impl Entry {
+    /// A CUDA toolkit linked at `root` (runfile layout), as unit tests register one.
+    pub(crate) fn linked_cuda(root: impl Into<PathBuf>, version: &str) -> Entry {
+        let root = root.into();
+        Entry {
+            kind: Kind::Cuda,
+            version: version.parse().expect("a test's version"),
+            include_dir: root.join("include"),
+            lib_dir: root.join("lib64"),
+            root,
+            source: Source::Linked,
+            version_from: "version.json".into(),
+            collectives: None,
+            system: None,
+        }
+    }
+}
+
 /// A file a working tree needs that is gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Broken {

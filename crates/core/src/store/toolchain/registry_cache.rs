@@ -132,26 +132,14 @@ fn settled(m: &std::fs::Metadata, now: SystemTime) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::toolchain::registry::{Entry, Source};
-    use crate::store::toolchain::Kind;
+    use crate::store::toolchain::registry::Entry;
 
     fn registry(names: &[&str]) -> Registry {
         let mut r = Registry::default();
         for n in names {
-            let root = PathBuf::from(format!("/opt/{n}"));
             r.toolchains.insert(
                 n.to_string(),
-                Entry {
-                    kind: Kind::Cuda,
-                    version: n.trim_start_matches("cuda-").parse().unwrap(),
-                    include_dir: root.join("include"),
-                    lib_dir: root.join("lib64"),
-                    root,
-                    source: Source::Linked,
-                    version_from: "version.json".into(),
-                    collectives: None,
-                    system: None,
-                },
+                Entry::linked_cuda(format!("/opt/{n}"), n.trim_start_matches("cuda-")),
             );
         }
         r
