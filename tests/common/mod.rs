@@ -39,6 +39,10 @@ impl Sandbox {
     pub fn gpuenv_home(&self) -> PathBuf {
         self.path("home/.local/share/gpuenv")
     }
+    /// Where gpuenv installs the toolchain `name`.
+    pub fn toolchain(&self, name: &str) -> PathBuf {
+        self.gpuenv_home().join("toolchains").join(name)
+    }
     /// A fake file-system root for `discover` (`GPUENV_DISCOVER_ROOTS`).
     pub fn root(&self) -> PathBuf {
         self.path("fsroot")
