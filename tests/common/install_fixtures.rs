@@ -113,6 +113,15 @@ pub fn locked_project(mirror: &str, install: &[&str]) -> Sandbox {
     sb
 }
 
+/// A clone of a locked project on a fresh home: pinned to CUDA 12.4, with `lock` as its
+/// gpuenv.lock.
+pub fn clone_with_lock(lock: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    pin_cuda(&sb, "12.4");
+    write(&sb.path("gpuenv.lock"), lock);
+    sb
+}
+
 /// A manifest in `<sandbox>/m` whose archive is a ROCm tarball cut at 60 %: its sha256
 /// (returned with the manifest's path) matches, yet it does not decompress.
 pub fn truncated_rocm_manifest(sb: &Sandbox) -> (PathBuf, String) {
