@@ -51,18 +51,6 @@ fn run_as_a_build(sb: &Sandbox, program: &Path, dir: &Path, args: &[&str]) -> st
         .unwrap()
 }
 
-/// `gpuenv env --shell json` in `proj`: the variables it exports.
-fn env_json(sb: &Sandbox, proj: &Path) -> serde_json::Value {
-    let out = sb
-        .gpuenv()
-        .current_dir(proj)
-        .args(["env", "--shell", "json"])
-        .output()
-        .unwrap();
-    succeeded(&out);
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// `gpuenv pin --arch native` in a new project `proj`, with only `tools` on PATH besides `extra_path`.
 fn pin_arch_native(sb: &Sandbox, tools: &Path, extra_path: &str) -> std::process::Output {
     let proj = sb.path("proj");
@@ -106,7 +94,7 @@ fn last_line(path: &Path) -> String {
 #[test]
 fn arch_pins_export_what_pytorch_cmake_and_hipcc_read() {
     let (sb, proj, _, _) = pinned("");
-    let env = env_json(&sb, &proj);
+    let env = sb.env_json(&proj);
     assert_eq!(env["TORCH_CUDA_ARCH_LIST"], "8.0;9.0+PTX");
     assert_eq!(env["CUDAARCHS"], "80-real;90");
     assert_eq!(env["PYTORCH_ROCM_ARCH"], "gfx90a;gfx942");
@@ -121,7 +109,7 @@ fn suffixed_archs_and_target_ids_reach_every_build_system_once_each() {
         &proj.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"12.4\"\nrocm = \"6.2\"\ncuda-arch = [\"8.6\", \"9.0a\", \"10.0f\", \"12.0a+PTX\", \"8.6\"]\nrocm-arch = [\"gfx90a:xnack+\", \"gfx942:sramecc+:xnack-\", \"gfx90a:xnack+\", \"gfx1100\"]\n",
     );
-    let env = env_json(&sb, &proj);
+    let env = sb.env_json(&proj);
     assert_eq!(env["TORCH_CUDA_ARCH_LIST"], "8.6;9.0a;10.0f;12.0a+PTX");
     assert_eq!(env["CUDAARCHS"], "86-real;90a-real;100f-real;120a");
     assert_eq!(
@@ -302,12 +290,19 @@ const OWN_GENCODE: &[&str] = &[
     "k.o",
 ];
 
+/// The compile of [`OWN_GENCODE`] through the proxy in `proj`, which must succeed; what
+/// gpuenv said on stderr.
+#[track_caller]
+fn compile_with_own_gencode(sb: &Sandbox, proj: &Path) -> String {
+    let out = run_shim(sb, proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    stderr_of(&out)
+}
+
 #[test]
 fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() {
     let (sb, proj, cuda, _) = pinned("");
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    let err = stderr_of(&out);
+    let err = compile_with_own_gencode(&sb, &proj);
     assert!(
         err.contains("this build's own arch flags leave out sm_90, compute_90, pinned at"),
         "{err}"
@@ -321,13 +316,8 @@ fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() 
     assert_eq!(last_line(&cuda.join("nvcc.log")), OWN_GENCODE.join(" "));
 
     // The next compile of the same build says nothing.
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    assert!(
-        !stderr_of(&out).contains("leave out"),
-        "{}",
-        stderr_of(&out)
-    );
+    let err = compile_with_own_gencode(&sb, &proj);
+    assert!(!err.contains("leave out"), "{err}");
 
     // A build after a long pause is told again; steps that make no device code never are.
     a_build_later(&sb);
@@ -352,12 +342,8 @@ fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() 
             stderr_of(&out)
         );
     }
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    assert!(
-        stderr_of(&out).contains("leave out sm_90"),
-        "{}",
-        stderr_of(&out)
-    );
+    let err = compile_with_own_gencode(&sb, &proj);
+    assert!(err.contains("leave out sm_90"), "{err}");
 
     // `off` keeps quiet, untrusted: it only keeps quiet.
     a_build_later(&sb);
@@ -366,9 +352,8 @@ fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() 
         &proj.join("gpuenv.toml"),
         &format!("{toml}[build]\narchs = \"off\"\n"),
     );
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    let err = compile_with_own_gencode(&sb, &proj);
+    assert!(err.is_empty(), "{err}");
 }
 
 #[test]
@@ -376,9 +361,7 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
     let (sb, proj, cuda, rocm_root) = pinned("[build]\narchs = \"add\"\n");
     let file = proj.join("gpuenv.toml");
     // Untrusted, `add` is held back: said, and the compile left as written.
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    let err = stderr_of(&out);
+    let err = compile_with_own_gencode(&sb, &proj);
     assert!(
         err.contains("sets [build] archs, which is not applied until you trust"),
         "{err}"
@@ -387,9 +370,7 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
     assert_eq!(last_line(&cuda.join("nvcc.log")), OWN_GENCODE.join(" "));
 
     sb.ok(&["trust", file.to_str().unwrap()]);
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    let err = stderr_of(&out);
+    let err = compile_with_own_gencode(&sb, &proj);
     assert!(
         err.contains("gpuenv adds -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 to its compiles"),
         "{err}"
@@ -402,8 +383,8 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
         )
     );
     // Every compile of the build gets them; the message was said once.
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    let err = compile_with_own_gencode(&sb, &proj);
+    assert!(err.is_empty(), "{err}");
     assert!(last_line(&cuda.join("nvcc.log")).ends_with("code=compute_90"));
     // The device link only links what the objects hold: nothing is added there.
     let dlink = [

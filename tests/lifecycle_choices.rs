@@ -51,6 +51,12 @@ fn install_minimal(sb: &Sandbox, vars: &[(&str, &str)], name: &str, components: 
     ok(sb, vars, &args)
 }
 
+/// `gpuenv install <name> --component <component>`, which must succeed; what it printed.
+#[track_caller]
+fn add_component(sb: &Sandbox, vars: &[(&str, &str)], name: &str, component: &str) -> String {
+    ok(sb, vars, &["install", name, "--component", component])
+}
+
 /// `gpuenv <args>`, refused as a usage error (exit 2); what it printed.
 #[track_caller]
 fn refused(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> String {
@@ -179,11 +185,7 @@ fn install_component_adds_one_component_to_an_installed_toolkit() {
     install_minimal(&sb, &vars, "cuda-12.4.1", &[]);
     let root = sb.toolchain("cuda-12.4.1");
     let before = server.log().len();
-    let t = ok(
-        &sb,
-        &vars,
-        &["install", "cuda-12.4.1", "--component", "cublas"],
-    );
+    let t = add_component(&sb, &vars, "cuda-12.4.1", "cublas");
     assert!(
         t.contains("added libcublas to cuda-12.4.1 (from nvidia"),
         "{t}"
@@ -209,11 +211,7 @@ fn install_component_adds_one_component_to_an_installed_toolkit() {
     // The view and shims are the new tree's.
     assert!(view_nvcc_version(&sb, "cuda-12.4.1").contains("release 12.4"));
 
-    let t = ok(
-        &sb,
-        &vars,
-        &["install", "cuda-12.4.1", "--component", "libcublas"],
-    );
+    let t = add_component(&sb, &vars, "cuda-12.4.1", "libcublas");
     assert!(t.contains("cuda-12.4.1 already has libcublas"), "{t}");
 
     // A name the source does not know: what it has instead.
@@ -279,11 +277,7 @@ fn the_profiler_headers_are_a_component_of_the_wheels_too() {
     let root = sb.toolchain("cuda-13.0.3");
     assert!(!root.join("include/cuda_profiler_api.h").exists());
     // Under NVIDIA's redist name, which the index calls the `profiler` extra.
-    let t = ok(
-        &sb,
-        &vars,
-        &["install", "cuda-13.0.3", "--component", "cuda_profiler_api"],
-    );
+    let t = add_component(&sb, &vars, "cuda-13.0.3", "cuda_profiler_api");
     assert!(
         t.contains("added cuda_profiler_api to cuda-13.0.3 (from pypi"),
         "{t}"

@@ -30,6 +30,9 @@ use common::*;
 use fixtures::{redist_mirror, NVIDIA_12_4_1_MINIMAL};
 use slurm_nodes::Nodes;
 
+const PIN_12_4: &str = "[toolchain]\ncuda = \"12.4\"\n";
+const PIN_13_0: &str = "[toolchain]\ncuda = \"13.0\"\n";
+
 fn gpuenv_bin() -> PathBuf {
     proxy_bin().with_file_name("gpuenv")
 }
@@ -108,6 +111,13 @@ impl User {
         text
     }
 
+    /// A CUDA 12.4 tree of `version` at `cuda-12.4` on `node`'s own disk; its path as the
+    /// nodes see it.
+    fn cuda_12_4_on(&self, nodes: &Nodes, node: &str, version: &str) -> PathBuf {
+        cuda_runfile(&self.on_node(nodes, node).join("cuda-12.4"), version);
+        self.node_local(nodes).join("cuda-12.4")
+    }
+
     fn project(&self, name: &str, text: &str) -> PathBuf {
         let dir = self.sb.path(name);
         write(&dir.join("gpuenv.toml"), text);
@@ -168,11 +178,10 @@ fn a_toolkit_on_one_nodes_disk_only_is_named_by_doctor_and_refused_by_the_task_p
     };
     let u = User::new();
     // The admin installed 12.4 on n1's disk only; each node has its own driver.
-    cuda_runfile(&u.on_node(nodes, "n1").join("cuda-12.4"), "12.4.131");
+    let root = u.cuda_12_4_on(nodes, "n1", "12.4.131");
     nvidia_smi(&u.on_node(nodes, "n1"), "550.54.15", "12.4");
     nvidia_smi(&u.on_node(nodes, "n2"), "535.104.05", "12.2");
-    let root = u.node_local(nodes).join("cuda-12.4");
-    let proj = u.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
+    let proj = u.project("proj", PIN_12_4);
     // Linked on n1, where the tree is; the registry is in the shared home.
     u.srun_on(
         nodes,
@@ -220,7 +229,7 @@ fn a_toolkit_on_the_shared_file_system_is_the_same_nvcc_on_both_nodes() {
     };
     let u = User::new();
     u.sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
-    let proj = u.project("proj", "[toolchain]\ncuda = \"13.0\"\n");
+    let proj = u.project("proj", PIN_13_0);
     let out = u
         .client(nodes, "srun", &proj)
         .args(["-Q", "-N2", "--ntasks-per-node=1", "-l"])
@@ -294,7 +303,7 @@ fn a_site_shared_build_cache_serves_node_2_what_node_1_compiled_and_never_anothe
             store.display()
         ),
     );
-    let proj = u.project("proj", "[toolchain]\ncuda = \"13.0\"\n");
+    let proj = u.project("proj", PIN_13_0);
     write(&proj.join("k.cu"), KERNEL);
     let show =
         u.sb.gpuenv()
@@ -361,10 +370,9 @@ fn a_node_whose_tree_is_not_the_locked_one_is_named_by_doctor_and_refused_by_the
     };
     let u = User::new();
     // The same path on each node's disk, another build on n2.
-    cuda_runfile(&u.on_node(nodes, "n1").join("cuda-12.4"), "12.4.131");
-    cuda_runfile(&u.on_node(nodes, "n2").join("cuda-12.4"), "12.4.99");
-    let root = u.node_local(nodes).join("cuda-12.4");
-    let proj = u.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
+    let root = u.cuda_12_4_on(nodes, "n1", "12.4.131");
+    u.cuda_12_4_on(nodes, "n2", "12.4.99");
+    let proj = u.project("proj", PIN_12_4);
     u.srun_on(
         nodes,
         "n1",
@@ -425,7 +433,7 @@ fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_sit
     // Each node keeps its toolchains on its own disk; the site's download cache is shared.
     let home = u.node_local(nodes).join("gpuenv");
     let cache = u.sb.path("site-cache");
-    let proj = u.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
+    let proj = u.project("proj", PIN_12_4);
     let on = |node: &str, dir: &Path, args: &[&str]| {
         let out = u
             .client(nodes, "srun", dir)

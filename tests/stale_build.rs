@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::real::{
-    debian_cuda_root, gpuenv_in_venv, install_torch, real_cuda13, torch_venv, TWICE_SETUP_PY,
+    debian_cuda_root, gpuenv_in_venv, install_torch, real_cuda13, torch_venv, twice_extension,
 };
 use common::*;
 use fs_err as fs;
@@ -267,13 +267,7 @@ fn a_pytorch_extension_build_dir_rebuilt_by_ninja_after_a_switch_is_refused() {
     let sb = Sandbox::new();
     succeeded(&install_torch(&sb, &venv));
     sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
-    let ext = sb.path("ext");
-    write(&ext.join("twice.cu"), EXT);
-    write(&ext.join("setup.py"), TWICE_SETUP_PY);
-    write(
-        &ext.join("gpuenv.toml"),
-        "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n",
-    );
+    let ext = twice_extension(&sb, EXT);
     let run = |dir: &Path, args: &[&str]| {
         gpuenv_in_venv(&sb, &venv, dir)
             .arg("run")

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use common::real::{
-    ccache_hits_and_misses, gpuenv_in_venv, install_torch, torch_venv, TWICE_SETUP_PY,
+    ccache_hits_and_misses, gpuenv_in_venv, install_torch, torch_venv, twice_extension,
 };
 use common::*;
 
@@ -72,13 +72,7 @@ fn a_toolkit_for_a_real_torch_builds_a_cuda_extension_and_torchs_own_ccache_make
     eprintln!("the toolkit beside the venv: {} MB", size / 1_000_000);
     assert!(size < 500_000_000, "{} MB", size / 1_000_000);
 
-    let ext = sb.path("ext");
-    write(&ext.join("twice.cu"), EXT);
-    write(&ext.join("setup.py"), TWICE_SETUP_PY);
-    write(
-        &ext.join("gpuenv.toml"),
-        "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n",
-    );
+    let ext = twice_extension(&sb, EXT);
     sb.ok(&["trust", ext.join("gpuenv.toml").to_str().unwrap()]);
     let ccache = sb.path("ccache");
     let build = || {

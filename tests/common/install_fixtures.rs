@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 
 use crate::archives::sha256;
-use crate::common::{succeeded, write, Sandbox};
+use crate::common::{cuda_runfile, succeeded, write, Sandbox};
 use crate::server::Server;
 
 #[path = "release_trees.rs"]
@@ -111,6 +111,13 @@ pub fn locked_project(mirror: &str, install: &[&str]) -> Sandbox {
     pin_cuda(&sb, "12.4");
     ok(&sb, &[], &["lock"]);
     sb
+}
+
+/// A CUDA runfile tree of `version` made at `<sandbox>/<dir>` and linked as `name`; its root.
+pub fn linked_runfile(sb: &Sandbox, dir: &str, name: &str, version: &str) -> PathBuf {
+    let root = cuda_runfile(&sb.path(dir), version);
+    sb.ok(&["link", name, root.to_str().unwrap()]);
+    root
 }
 
 /// A clone of a locked project on a fresh home: pinned to CUDA 12.4, with `lock` as its

@@ -67,6 +67,19 @@ impl Sandbox {
         succeeded(&self.gpuenv().args(args).output().unwrap())
     }
 
+    /// `gpuenv env --shell json` in `dir`, which must succeed: the environment it sets.
+    #[track_caller]
+    pub fn env_json(&self, dir: &Path) -> serde_json::Value {
+        let out = self
+            .gpuenv()
+            .current_dir(dir)
+            .args(["env", "--shell", "json"])
+            .output()
+            .unwrap();
+        succeeded(&out);
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     pub fn settings(&self) -> Option<String> {
         fs::read_to_string(self.gpuenv_home().join("settings.toml")).ok()
     }

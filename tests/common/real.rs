@@ -178,6 +178,19 @@ setup(
 )
 "#;
 
+/// A torch CUDA extension in `<sandbox>/ext`: `twice.cu` holding `source`, its setup.py, and
+/// a gpuenv.toml that pins the toolkit of the venv's torch, for arch 9.0.
+pub fn twice_extension(sb: &super::Sandbox, source: &str) -> PathBuf {
+    let ext = sb.path("ext");
+    super::write(&ext.join("twice.cu"), source);
+    super::write(&ext.join("setup.py"), TWICE_SETUP_PY);
+    super::write(
+        &ext.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n",
+    );
+    ext
+}
+
 /// `gpuenv install torch` (the real gpuenv) for the torch in `venv`.
 pub fn install_torch(sb: &super::Sandbox, venv: &Path) -> std::process::Output {
     real_gpuenv(sb)
