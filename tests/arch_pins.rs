@@ -36,7 +36,12 @@ fn pinned(toml_extra: &str) -> (Sandbox, PathBuf, PathBuf, PathBuf) {
 }
 
 fn run_shim(sb: &Sandbox, dir: &Path, tool: &str, args: &[&str]) -> std::process::Output {
-    Command::new(sb.gpuenv_home().join("shims").join(tool))
+    run_as_a_build(sb, &sb.gpuenv_home().join("shims").join(tool), dir, args)
+}
+
+/// `program` run in `dir` as a build runs it: only HOME and a system PATH.
+fn run_as_a_build(sb: &Sandbox, program: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(program)
         .args(args)
         .env_clear()
         .env("HOME", sb.home())
@@ -44,6 +49,41 @@ fn run_shim(sb: &Sandbox, dir: &Path, tool: &str, args: &[&str]) -> std::process
         .current_dir(dir)
         .output()
         .unwrap()
+}
+
+/// `gpuenv pin --arch native` in a new project `proj`, with only `tools` on PATH besides `extra_path`.
+fn pin_arch_native(sb: &Sandbox, tools: &Path, extra_path: &str) -> std::process::Output {
+    let proj = sb.path("proj");
+    fs::create_dir_all(&proj).unwrap();
+    sb.gpuenv()
+        .current_dir(&proj)
+        .env("PATH", format!("{}{extra_path}", tools.display()))
+        .args(["pin", "--arch", "native"])
+        .output()
+        .unwrap()
+}
+
+/// A kernel for a real nvcc to compile.
+const KERNEL: &str = "__global__ void k(float* x) { x[0] = 1.0f; }\n";
+
+/// A project `proj` with `k_cu` as its `k.cu`, and the real CUDA 13 linked as cuda-13.0; None
+/// (skipped outside CI) without it.
+fn real_cuda13_project(k_cu: &str) -> Option<(Sandbox, PathBuf, PathBuf)> {
+    let root = common::real::real_cuda13()?;
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(&proj.join("k.cu"), k_cu);
+    Some((sb, proj, root))
+}
+
+/// Pins of CUDA 13.0 with archs 8.0 and 9.0 (line 3).
+const PINS_80_90: &str = "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", \"9.0\"]\n";
+
+/// `file` = the pins with `[build] archs = "add"`, trusted.
+fn add_missing_archs(sb: &Sandbox, file: &Path) {
+    write(file, &format!("{PINS_80_90}[build]\narchs = \"add\"\n"));
+    sb.ok(&["trust", file.to_str().unwrap()]);
 }
 
 fn last_line(path: &Path) -> String {
@@ -54,13 +94,7 @@ fn last_line(path: &Path) -> String {
 #[test]
 fn arch_pins_export_what_pytorch_cmake_and_hipcc_read() {
     let (sb, proj, _, _) = pinned("");
-    let out = sb
-        .gpuenv()
-        .current_dir(&proj)
-        .args(["env", "--shell", "json"])
-        .output()
-        .unwrap();
-    let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let env = sb.env_json(&proj);
     assert_eq!(env["TORCH_CUDA_ARCH_LIST"], "8.0;9.0+PTX");
     assert_eq!(env["CUDAARCHS"], "80-real;90");
     assert_eq!(env["PYTORCH_ROCM_ARCH"], "gfx90a;gfx942");
@@ -75,14 +109,7 @@ fn suffixed_archs_and_target_ids_reach_every_build_system_once_each() {
         &proj.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"12.4\"\nrocm = \"6.2\"\ncuda-arch = [\"8.6\", \"9.0a\", \"10.0f\", \"12.0a+PTX\", \"8.6\"]\nrocm-arch = [\"gfx90a:xnack+\", \"gfx942:sramecc+:xnack-\", \"gfx90a:xnack+\", \"gfx1100\"]\n",
     );
-    let out = sb
-        .gpuenv()
-        .current_dir(&proj)
-        .args(["env", "--shell", "json"])
-        .output()
-        .unwrap();
-    succeeded(&out);
-    let env: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let env = sb.env_json(&proj);
     assert_eq!(env["TORCH_CUDA_ARCH_LIST"], "8.6;9.0a;10.0f;12.0a+PTX");
     assert_eq!(env["CUDAARCHS"], "86-real;90a-real;100f-real;120a");
     assert_eq!(
@@ -121,14 +148,7 @@ fn a_plain_nvcc_call_through_the_proxy_targets_the_pinned_archs() {
     );
     // The view's nvcc, as CMake and torch call it, applies the project's pins too.
     let view_nvcc = sb.gpuenv_home().join("views/cuda-12.4/bin/nvcc");
-    let out = Command::new(&view_nvcc)
-        .args(["-arch=sm_86", "-c", "k.cu"])
-        .env_clear()
-        .env("HOME", sb.home())
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(&proj)
-        .output()
-        .unwrap();
+    let out = run_as_a_build(&sb, &view_nvcc, &proj, &["-arch=sm_86", "-c", "k.cu"]);
     succeeded(&out);
     let args = last_line(&cuda.join("nvcc.log"));
     assert!(
@@ -160,17 +180,8 @@ fn pin_arch_native_pins_this_machines_gpus() {
         &tools.join("rocm_agent_enumerator"),
         "#!/bin/sh\nprintf 'gfx000\\ngfx90a\\n'\n",
     );
-    let proj = sb.path("proj");
-    fs::create_dir_all(&proj).unwrap();
-    let out = sb
-        .gpuenv()
-        .current_dir(&proj)
-        .env("PATH", format!("{}:/bin", tools.display()))
-        .args(["pin", "--arch", "native"])
-        .output()
-        .unwrap();
-    succeeded(&out);
-    let text = fs::read_to_string(proj.join("gpuenv.toml")).unwrap();
+    succeeded(&pin_arch_native(&sb, &tools, ":/bin"));
+    let text = fs::read_to_string(sb.path("proj/gpuenv.toml")).unwrap();
     assert!(text.contains("cuda-arch = [\"8.6\"]"), "{text}");
     assert!(text.contains("rocm-arch = [\"gfx90a\"]"), "{text}");
 }
@@ -183,15 +194,7 @@ fn pin_arch_native_says_clearly_when_the_machine_has_no_gpu() {
         &tools.join("nvidia-smi"),
         "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'\nexit 9\n",
     );
-    let proj = sb.path("proj");
-    fs::create_dir_all(&proj).unwrap();
-    let out = sb
-        .gpuenv()
-        .current_dir(&proj)
-        .env("PATH", tools.display().to_string())
-        .args(["pin", "--arch", "native"])
-        .output()
-        .unwrap();
+    let out = pin_arch_native(&sb, &tools, "");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -204,7 +207,7 @@ fn pin_arch_native_says_clearly_when_the_machine_has_no_gpu() {
     );
     assert!(err.contains("rocminfo: not on PATH"), "{err}");
     assert!(err.contains("hint: name the targets instead"), "{err}");
-    assert!(!proj.join("gpuenv.toml").exists());
+    assert!(!sb.path("proj/gpuenv.toml").exists());
 }
 
 /// The suffix rules gpuenv enforces are the ones a real nvcc (CUDA 13.0, from NVIDIA's
@@ -212,16 +215,9 @@ fn pin_arch_native_says_clearly_when_the_machine_has_no_gpu() {
 /// for neither.
 #[test]
 fn suffixed_pins_build_with_a_real_nvcc_and_what_it_refuses_gpuenv_refuses() {
-    let Some(root) = common::real::real_cuda13() else {
+    let Some((sb, proj, root)) = real_cuda13_project(KERNEL) else {
         return;
     };
-    let sb = Sandbox::new();
-    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(
-        &proj.join("k.cu"),
-        "__global__ void k(float* x) { x[0] = 1.0f; }\n",
-    );
     write(
         &proj.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"9.0a\", \"10.0f\"]\n",
@@ -294,12 +290,19 @@ const OWN_GENCODE: &[&str] = &[
     "k.o",
 ];
 
+/// The compile of [`OWN_GENCODE`] through the proxy in `proj`, which must succeed; what
+/// gpuenv said on stderr.
+#[track_caller]
+fn compile_with_own_gencode(sb: &Sandbox, proj: &Path) -> String {
+    let out = run_shim(sb, proj, "nvcc", OWN_GENCODE);
+    succeeded(&out);
+    stderr_of(&out)
+}
+
 #[test]
 fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() {
     let (sb, proj, cuda, _) = pinned("");
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    let err = stderr_of(&out);
+    let err = compile_with_own_gencode(&sb, &proj);
     assert!(
         err.contains("this build's own arch flags leave out sm_90, compute_90, pinned at"),
         "{err}"
@@ -313,13 +316,8 @@ fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() 
     assert_eq!(last_line(&cuda.join("nvcc.log")), OWN_GENCODE.join(" "));
 
     // The next compile of the same build says nothing.
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    assert!(
-        !stderr_of(&out).contains("leave out"),
-        "{}",
-        stderr_of(&out)
-    );
+    let err = compile_with_own_gencode(&sb, &proj);
+    assert!(!err.contains("leave out"), "{err}");
 
     // A build after a long pause is told again; steps that make no device code never are.
     a_build_later(&sb);
@@ -344,12 +342,8 @@ fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() 
             stderr_of(&out)
         );
     }
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    assert!(
-        stderr_of(&out).contains("leave out sm_90"),
-        "{}",
-        stderr_of(&out)
-    );
+    let err = compile_with_own_gencode(&sb, &proj);
+    assert!(err.contains("leave out sm_90"), "{err}");
 
     // `off` keeps quiet, untrusted: it only keeps quiet.
     a_build_later(&sb);
@@ -358,9 +352,8 @@ fn own_arch_flags_that_leave_out_a_pin_are_said_once_per_build_and_left_alone() 
         &proj.join("gpuenv.toml"),
         &format!("{toml}[build]\narchs = \"off\"\n"),
     );
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    let err = compile_with_own_gencode(&sb, &proj);
+    assert!(err.is_empty(), "{err}");
 }
 
 #[test]
@@ -368,9 +361,7 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
     let (sb, proj, cuda, rocm_root) = pinned("[build]\narchs = \"add\"\n");
     let file = proj.join("gpuenv.toml");
     // Untrusted, `add` is held back: said, and the compile left as written.
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    let err = stderr_of(&out);
+    let err = compile_with_own_gencode(&sb, &proj);
     assert!(
         err.contains("sets [build] archs, which is not applied until you trust"),
         "{err}"
@@ -379,9 +370,7 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
     assert_eq!(last_line(&cuda.join("nvcc.log")), OWN_GENCODE.join(" "));
 
     sb.ok(&["trust", file.to_str().unwrap()]);
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    succeeded(&out);
-    let err = stderr_of(&out);
+    let err = compile_with_own_gencode(&sb, &proj);
     assert!(
         err.contains("gpuenv adds -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 to its compiles"),
         "{err}"
@@ -394,8 +383,8 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
         )
     );
     // Every compile of the build gets them; the message was said once.
-    let out = run_shim(&sb, &proj, "nvcc", OWN_GENCODE);
-    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    let err = compile_with_own_gencode(&sb, &proj);
+    assert!(err.is_empty(), "{err}");
     assert!(last_line(&cuda.join("nvcc.log")).ends_with("code=compute_90"));
     // The device link only links what the objects hold: nothing is added there.
     let dlink = [
@@ -447,19 +436,11 @@ fn sass_in(sb: &Sandbox, dir: &Path, object: &str) -> Vec<String> {
 /// holds sm_90.
 #[test]
 fn a_real_nvcc_compile_that_leaves_out_a_pin_is_told_and_with_add_gets_it() {
-    let Some(root) = common::real::real_cuda13() else {
+    let Some((sb, proj, _)) = real_cuda13_project(KERNEL) else {
         return;
     };
-    let sb = Sandbox::new();
-    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(
-        &proj.join("k.cu"),
-        "__global__ void k(float* x) { x[0] = 1.0f; }\n",
-    );
     let file = proj.join("gpuenv.toml");
-    let pins = "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", \"9.0\"]\n";
-    write(&file, pins);
+    write(&file, PINS_80_90);
     let own = [
         "-gencode",
         "arch=compute_75,code=sm_75",
@@ -473,14 +454,7 @@ fn a_real_nvcc_compile_that_leaves_out_a_pin_is_told_and_with_add_gets_it() {
     ];
     let nvcc = sb.gpuenv_home().join("views/cuda-13.0/bin/nvcc");
     let compile = || {
-        let out = Command::new(&nvcc)
-            .args(own)
-            .env_clear()
-            .env("HOME", sb.home())
-            .env("PATH", "/usr/bin:/bin")
-            .current_dir(&proj)
-            .output()
-            .unwrap();
+        let out = run_as_a_build(&sb, &nvcc, &proj, &own);
         succeeded(&out);
         stderr_of(&out)
     };
@@ -492,8 +466,7 @@ fn a_real_nvcc_compile_that_leaves_out_a_pin_is_told_and_with_add_gets_it() {
     );
     assert_eq!(sass_in(&sb, &proj, "k.o"), ["sm_75", "sm_80", "sm_89"]);
 
-    write(&file, &format!("{pins}[build]\narchs = \"add\"\n"));
-    sb.ok(&["trust", file.to_str().unwrap()]);
+    add_missing_archs(&sb, &file);
     let err = compile();
     assert!(
         err.contains("gpuenv adds -gencode arch=compute_90,code=sm_90"),
@@ -514,23 +487,17 @@ fn a_cmake_target_with_its_own_cuda_architectures_is_told_what_it_leaves_out() {
     if !have_tool("cmake") || !have_tool("ninja") || !have_tool("g++") {
         return;
     }
-    let Some(root) = common::real::real_cuda13() else {
+    let Some((sb, proj, _)) = real_cuda13_project(&format!(
+        "{KERNEL}void launch(float* x) {{ k<<<1, 1>>>(x); }}\n"
+    )) else {
         return;
     };
-    let sb = Sandbox::new();
-    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(
-        &proj.join("k.cu"),
-        "__global__ void k(float* x) { x[0] = 1.0f; }\nvoid launch(float* x) { k<<<1, 1>>>(x); }\n",
-    );
     write(
         &proj.join("CMakeLists.txt"),
         "cmake_minimum_required(VERSION 3.20)\nproject(k LANGUAGES CXX CUDA)\nadd_library(k STATIC k.cu)\nset_target_properties(k PROPERTIES CUDA_ARCHITECTURES \"75;80\")\n",
     );
     let file = proj.join("gpuenv.toml");
-    let pins = "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", \"9.0\"]\n";
-    write(&file, pins);
+    write(&file, PINS_80_90);
     let build = || {
         let _ = fs::remove_dir_all(proj.join("build"));
         let out = sb
@@ -558,8 +525,7 @@ fn a_cmake_target_with_its_own_cuda_architectures_is_told_what_it_leaves_out() {
     let object = "build/CMakeFiles/k.dir/k.cu.o";
     assert_eq!(sass_in(&sb, &proj, object), ["sm_75", "sm_80"]);
 
-    write(&file, &format!("{pins}[build]\narchs = \"add\"\n"));
-    sb.ok(&["trust", file.to_str().unwrap()]);
+    add_missing_archs(&sb, &file);
     let said = build();
     assert!(
         said.contains("gpuenv adds -gencode arch=compute_90,code=sm_90"),

@@ -8,12 +8,11 @@ mod common;
 #[path = "common/server.rs"]
 mod server;
 
-use common::real::{real_cuda13, real_gpuenv, torch_venv};
+use common::real::{debian_cuda_toolkit, real_cuda13, real_gpuenv, torch_venv};
 use common::*;
 use serde_json::Value;
 use server::Server;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 fn json(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
@@ -23,29 +22,9 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Debian's CUDA 11.8 toolkit dir, or None (skipped outside CI).
-fn debian_cuda118() -> Option<PathBuf> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-toolchains.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg("cuda11.8")
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr);
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("Debian's CUDA 11.8 is required under CI=true: {why}");
-        }
-        eprintln!("SKIPPED: Debian's CUDA 11.8 could not be fetched: {why}");
-        return None;
-    }
-    let toolkit = String::from_utf8(out.stdout).unwrap();
-    Some(PathBuf::from(toolkit.lines().last()?))
-}
-
 #[test]
 fn the_real_toolkits_headers_and_nvcc_agree_with_the_data() {
-    let (Some(cu13), Some(cu118)) = (real_cuda13(), debian_cuda118()) else {
+    let (Some(cu13), Some(cu118)) = (real_cuda13(), debian_cuda_toolkit()) else {
         return;
     };
     let sb = Sandbox::new();

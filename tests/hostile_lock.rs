@@ -16,10 +16,6 @@ use server::Server;
 
 const SHA: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-fn project(sb: &Sandbox) {
-    write(&sb.path("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
-}
-
 /// A lock of one installed CUDA toolchain with `extra` lines in its table.
 fn lock(name: &str, extra: &str) -> String {
     format!(
@@ -30,9 +26,7 @@ fn lock(name: &str, extra: &str) -> String {
 /// `install --locked` with `text` as the lock: refused as input (exit 2) at `at`, saying `why`.
 #[track_caller]
 fn refused(text: &str, at: &str, why: &str) {
-    let sb = Sandbox::new();
-    project(&sb);
-    write(&sb.path("gpuenv.lock"), text);
+    let sb = clone_with_lock(text);
     for args in [&["install", "--locked"][..], &["check", "--locked"][..]] {
         let out = gpuenv(&sb, &[], args);
         let t = text_of(&out);
@@ -132,37 +126,22 @@ fn a_linked_root_must_be_an_absolute_path_and_an_installed_one_has_none() {
 
 #[test]
 fn urls_in_the_lock_are_never_fetched_only_the_configured_source_is() {
-    let server = Server::start();
-    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let (server, mirror) = redist_mirror(&["12.4.1"]);
     let attacker = Server::start();
     serve(&attacker, "evil/", &redist_tree(&["12.4.1"]));
-    let mirror = server.url("redist/");
-    let first = Sandbox::new();
-    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
-    ok(
-        &first,
-        &vars,
-        &[
-            "install",
-            "cuda-12.4.1",
-            "--source",
-            "nvidia",
-            "--profile",
-            "minimal",
-        ],
-    );
-    project(&first);
-    ok(&first, &[], &["lock"]);
+    let first = locked_project(&mirror, NVIDIA_12_4_1_MINIMAL);
     // The clone's lock points every archive at another host.
     let lock = fs_err::read_to_string(first.path("gpuenv.lock"))
         .unwrap()
         .replace(&mirror, &attacker.url("evil/"));
     assert!(lock.contains(&attacker.url("evil/")), "{lock}");
 
-    let second = Sandbox::new();
-    project(&second);
-    write(&second.path("gpuenv.lock"), &lock);
-    let out = ok(&second, &vars, &["install", "--locked"]);
+    let second = clone_with_lock(&lock);
+    let out = ok(
+        &second,
+        &[("GPUENV_CUDA_MIRROR", mirror.as_str())],
+        &["install", "--locked"],
+    );
     assert!(out.contains("installed cuda-12.4.1 as locked"), "{out}");
     assert!(attacker.log().is_empty(), "{:?}", attacker.log());
     assert!(!server.hits(".tar.xz").is_empty());
@@ -171,9 +150,8 @@ fn urls_in_the_lock_are_never_fetched_only_the_configured_source_is() {
 #[test]
 fn a_link_at_gpuenv_lock_is_neither_written_through_nor_read() {
     let sb = Sandbox::new();
-    let tree = cuda_runfile(&sb.path("cuda-12.4"), "12.4.1");
-    ok(&sb, &[], &["link", "cuda-12.4.1", tree.to_str().unwrap()]);
-    project(&sb);
+    let tree = linked_runfile(&sb, "cuda-12.4", "cuda-12.4.1", "12.4.1");
+    pin_cuda(&sb, "12.4");
     let victim = sb.home().join(".bashrc");
     write(&victim, "# mine\n");
     std::os::unix::fs::symlink(&victim, sb.path("gpuenv.lock")).unwrap();
@@ -206,30 +184,12 @@ fn a_link_at_gpuenv_lock_is_neither_written_through_nor_read() {
 
 #[test]
 fn a_lock_in_an_untrusted_project_makes_the_task_prolog_install_nothing_even_when_told() {
-    let server = Server::start();
-    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
-    let mirror = server.url("redist/");
-    let first = Sandbox::new();
-    ok(
-        &first,
-        &[("GPUENV_CUDA_MIRROR", mirror.as_str())],
-        &[
-            "install",
-            "cuda-12.4.1",
-            "--source",
-            "nvidia",
-            "--profile",
-            "minimal",
-        ],
-    );
-    project(&first);
-    ok(&first, &[], &["lock"]);
+    let (server, mirror) = redist_mirror(&["12.4.1"]);
+    let first = locked_project(&mirror, NVIDIA_12_4_1_MINIMAL);
     let requests = server.log().len();
 
     // A clone on a node that has nothing; the admin's TaskProlog may install.
-    let clone = Sandbox::new();
-    project(&clone);
-    fs_err::copy(first.path("gpuenv.lock"), clone.path("gpuenv.lock")).unwrap();
+    let clone = clone_with_lock(&fs_err::read_to_string(first.path("gpuenv.lock")).unwrap());
     let out = gpuenv(
         &clone,
         &[
@@ -248,16 +208,15 @@ fn a_lock_in_an_untrusted_project_makes_the_task_prolog_install_nothing_even_whe
     );
     assert!(stdout.contains("is not trusted"), "{stdout}");
     assert!(stdout.contains("print gpuenv: `gpuenv trust "), "{stdout}");
-    assert!(!clone.gpuenv_home().join("toolchains/cuda-12.4.1").exists());
+    assert!(!clone.toolchain("cuda-12.4.1").exists());
     assert_eq!(server.log().len(), requests, "no request was made");
 }
 
 #[test]
 fn a_task_prolog_setting_gpuenv_does_not_know_is_refused_not_ignored() {
     let sb = Sandbox::new();
-    let tree = cuda_runfile(&sb.path("cuda-12.4"), "12.4.1");
-    ok(&sb, &[], &["link", "cuda-12.4.1", tree.to_str().unwrap()]);
-    project(&sb);
+    linked_runfile(&sb, "cuda-12.4", "cuda-12.4.1", "12.4.1");
+    pin_cuda(&sb, "12.4");
     ok(&sb, &[], &["lock"]);
     let out = gpuenv(
         &sb,

@@ -36,6 +36,21 @@ fn evil_compiler(dir: &Path, marker: &Path) {
     );
 }
 
+/// A `ccache` in `<sandbox>/cache-bin` that notes each run in `<sandbox>/marker` and runs
+/// the compile: (its directory, the marker).
+fn noting_ccache(sb: &Sandbox) -> (PathBuf, PathBuf) {
+    let marker = sb.path("marker");
+    let cache_bin = sb.path("cache-bin");
+    write_exe(
+        &cache_bin.join("ccache"),
+        &format!(
+            "#!/bin/sh\necho ran >> '{}'\nexec \"$@\"\n",
+            marker.display()
+        ),
+    );
+    (cache_bin, marker)
+}
+
 fn times_run(marker: &Path) -> usize {
     fs::read_to_string(marker).map_or(0, |t| t.lines().count())
 }
@@ -163,15 +178,7 @@ fn an_untrusted_host_compiler_never_runs_on_a_real_nvcc_compile_nor_in_doctor_sh
 #[test]
 fn an_untrusted_build_cache_and_guard_relaxation_change_nothing_until_trusted() {
     let w = proxy_world::World::new("12.4");
-    let marker = w.sb.path("marker");
-    let cache_bin = w.sb.path("cache-bin");
-    write_exe(
-        &cache_bin.join("ccache"),
-        &format!(
-            "#!/bin/sh\necho ran >> '{}'\nexec \"$@\"\n",
-            marker.display()
-        ),
-    );
+    let (cache_bin, marker) = noting_ccache(&w.sb);
     let file = w.proj.join("gpuenv.toml");
     write(
         &file,
@@ -541,15 +548,7 @@ fn an_untrusted_archs_add_changes_no_compile_until_trusted() {
 #[test]
 fn gpuenv_project_dir_is_read_only_inside_gpuenvs_own_torch_extensions_directory() {
     let w = proxy_world::World::new("12.4");
-    let marker = w.sb.path("marker");
-    let cache_bin = w.sb.path("cache-bin");
-    write_exe(
-        &cache_bin.join("ccache"),
-        &format!(
-            "#!/bin/sh\necho ran >> '{}'\nexec \"$@\"\n",
-            marker.display()
-        ),
-    );
+    let (cache_bin, marker) = noting_ccache(&w.sb);
     let file = w.proj.join("gpuenv.toml");
     write(
         &file,

@@ -11,17 +11,6 @@ use std::path::{Path, PathBuf};
 use common::*;
 use fs_err as fs;
 
-fn env_json(sb: &Sandbox, dir: &Path) -> serde_json::Value {
-    let out = sb
-        .gpuenv()
-        .current_dir(dir)
-        .args(["env", "--shell", "json"])
-        .output()
-        .unwrap();
-    succeeded(&out);
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn discovered(sb: &Sandbox) -> String {
     sb.ok(&["discover", "--register"])
 }
@@ -52,7 +41,7 @@ fn amds_opt_rocm_6_x_y_is_discovered_and_exported_through_its_view() {
         &sb,
         "[toolchain]\nrocm = \"6.2\"\nrocm-arch = [\"gfx90a\", \"gfx942\"]\n",
     );
-    let env = env_json(&sb, &proj);
+    let env = sb.env_json(&proj);
     let view = sb
         .gpuenv_home()
         .join("views/rocm-6.2.4")
@@ -106,7 +95,7 @@ fn conda_forge_cuda_with_targets_layout_exports_its_target_headers_and_libraries
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("cuda-12.4.131-conda"), "{stdout}");
     let proj = project(&sb, "[toolchain]\ncuda = \"cuda-12.4.131-conda\"\n");
-    let env = env_json(&sb, &proj);
+    let env = sb.env_json(&proj);
     let view = sb.gpuenv_home().join("views/cuda-12.4.131-conda");
     let target = view.join("targets/x86_64-linux");
     assert_eq!(env["CPATH"], target.join("include").display().to_string());
@@ -171,7 +160,7 @@ fn ubuntus_rocm_packages_are_system_toolchains_with_their_own_programs_only() {
             ["hipcc", "hipconfig", "rocm_agent_enumerator", "rocminfo"]
         );
         let proj = project(&sb, &format!("[toolchain]\nrocm = \"{major}.{minor}\"\n"));
-        let env = env_json(&sb, &proj);
+        let env = sb.env_json(&proj);
         let usr = sb.root().join("usr").display().to_string();
         // What Debian's and Ubuntu's hipcc expect: the prefix itself.
         for k in ["ROCM_PATH", "HIP_PATH", "ROCM_HOME"] {

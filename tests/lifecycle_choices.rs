@@ -18,10 +18,7 @@ use server::Server;
 
 /// A redist mirror with 12.4.1.
 fn mirror() -> (Server, String) {
-    let server = Server::start();
-    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
-    let url = server.url("redist/");
-    (server, url)
+    redist_mirror(&["12.4.1"])
 }
 
 /// A package index with cuda-toolkit 13.0.2 and 13.0.3, NVIDIA's host unreachable: `auto`
@@ -43,54 +40,63 @@ fn pairs<'a>(vars: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)>
     vars.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
+/// `gpuenv install <name> --profile minimal`, with `--component` for each of `components`;
+/// what it printed.
+#[track_caller]
+fn install_minimal(sb: &Sandbox, vars: &[(&str, &str)], name: &str, components: &[&str]) -> String {
+    let mut args = vec!["install", name, "--profile", "minimal"];
+    for c in components {
+        args.extend(["--component", c]);
+    }
+    ok(sb, vars, &args)
+}
+
+/// `gpuenv install <name> --component <component>`, which must succeed; what it printed.
+#[track_caller]
+fn add_component(sb: &Sandbox, vars: &[(&str, &str)], name: &str, component: &str) -> String {
+    ok(sb, vars, &["install", name, "--component", component])
+}
+
+/// `gpuenv <args>`, refused as a usage error (exit 2); what it printed.
+#[track_caller]
+fn refused(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> String {
+    let out = gpuenv(sb, vars, args);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    t
+}
+
+/// The `libcuda.so` stub of the installed toolchain `name`.
+fn driver_stub(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+    sb.toolchain(name).join("lib64/stubs/libcuda.so")
+}
+
 #[test]
 fn update_of_a_toolkit_from_wheels_keeps_its_profile_and_components() {
     let (_server, vars) = index_only();
     let vars = pairs(&vars);
     let sb = Sandbox::new();
-    ok(
-        &sb,
-        &vars,
-        &[
-            "install",
-            "cuda-13.0.2",
-            "--profile",
-            "minimal",
-            "--component",
-            "cuda_profiler_api",
-        ],
-    );
+    install_minimal(&sb, &vars, "cuda-13.0.2", &["cuda_profiler_api"]);
     let t = ok(&sb, &vars, &["update"]);
     assert!(
         t.contains("updating cuda-13.0.2 to cuda-13.0.3 (from pypi)"),
         "{t}"
     );
-    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.3");
+    let root = sb.toolchain("cuda-13.0.3");
     assert!(root.join("include/cuda_profiler_api.h").is_file(), "{t}");
-    assert!(!sb.gpuenv_home().join("toolchains/cuda-13.0.2").exists());
+    assert!(!sb.toolchain("cuda-13.0.2").exists());
 
     // A toolkit installed before gpuenv kept records: its version.json names the wheels'
     // components (`cuda_runtime`, `cuda_profiler_api`), which every source understands.
     let sb = Sandbox::new();
-    ok(
-        &sb,
-        &vars,
-        &[
-            "install",
-            "cuda-13.0.2",
-            "--profile",
-            "minimal",
-            "--component",
-            "profiler",
-        ],
-    );
-    let old = sb.gpuenv_home().join("toolchains/cuda-13.0.2");
+    install_minimal(&sb, &vars, "cuda-13.0.2", &["profiler"]);
+    let old = sb.toolchain("cuda-13.0.2");
     let json = fs_err::read_to_string(old.join("version.json")).unwrap();
     assert!(json.contains("\"cuda_runtime\""), "{json}");
     fs_err::remove_file(old.join(".gpuenv-install.toml")).unwrap();
     let t = ok(&sb, &vars, &["update", "cuda-13.0.2", "--keep"]);
     assert!(t.contains("installed cuda-13.0.3; kept cuda-13.0.2"), "{t}");
-    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.3");
+    let root = sb.toolchain("cuda-13.0.3");
     assert!(root.join("include/cuda_profiler_api.h").is_file(), "{t}");
 }
 
@@ -99,19 +105,8 @@ fn a_reinstall_brings_the_profile_and_components_it_had_offline_from_the_cache()
     let (server, url) = mirror();
     let sb = Sandbox::new();
     let vars = [("GPUENV_CUDA_MIRROR", url.as_str())];
-    ok(
-        &sb,
-        &vars,
-        &[
-            "install",
-            "cuda-12.4.1",
-            "--profile",
-            "minimal",
-            "--component",
-            "cuda_profiler_api",
-        ],
-    );
-    let root = sb.gpuenv_home().join("toolchains/cuda-12.4.1");
+    install_minimal(&sb, &vars, "cuda-12.4.1", &["cuda_profiler_api"]);
+    let root = sb.toolchain("cuda-12.4.1");
     let t = ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
     assert!(!root.exists(), "{t}");
     let hits = server.log().len();
@@ -153,7 +148,7 @@ fn a_reinstall_brings_the_profile_and_components_it_had_offline_from_the_cache()
 
     // The command line wins over what was kept.
     ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
-    let out = gpuenv(
+    let t = refused(
         &sb,
         &vars,
         &[
@@ -164,8 +159,6 @@ fn a_reinstall_brings_the_profile_and_components_it_had_offline_from_the_cache()
             "default",
         ],
     );
-    let t = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(
         t.contains("libcublas"),
         "the default profile is not cached: {t}"
@@ -177,11 +170,7 @@ fn an_offline_reinstall_of_a_toolkit_from_wheels_asks_the_index_source_first() {
     let (_server, vars) = index_only();
     let vars = pairs(&vars);
     let sb = Sandbox::new();
-    ok(
-        &sb,
-        &vars,
-        &["install", "cuda-13.0.2", "--profile", "minimal"],
-    );
+    install_minimal(&sb, &vars, "cuda-13.0.2", &[]);
     ok(&sb, &[], &["uninstall", "cuda-13.0.2"]);
     let t = ok(&sb, &vars, &["install", "cuda-13.0.2", "--offline"]);
     assert!(t.contains("installing cuda-13.0.2 from pypi"), "{t}");
@@ -193,18 +182,10 @@ fn install_component_adds_one_component_to_an_installed_toolkit() {
     let (server, url) = mirror();
     let sb = Sandbox::new();
     let vars = [("GPUENV_CUDA_MIRROR", url.as_str())];
-    ok(
-        &sb,
-        &vars,
-        &["install", "cuda-12.4.1", "--profile", "minimal"],
-    );
-    let root = sb.gpuenv_home().join("toolchains/cuda-12.4.1");
+    install_minimal(&sb, &vars, "cuda-12.4.1", &[]);
+    let root = sb.toolchain("cuda-12.4.1");
     let before = server.log().len();
-    let t = ok(
-        &sb,
-        &vars,
-        &["install", "cuda-12.4.1", "--component", "cublas"],
-    );
+    let t = add_component(&sb, &vars, "cuda-12.4.1", "cublas");
     assert!(
         t.contains("added libcublas to cuda-12.4.1 (from nvidia"),
         "{t}"
@@ -230,21 +211,15 @@ fn install_component_adds_one_component_to_an_installed_toolkit() {
     // The view and shims are the new tree's.
     assert!(view_nvcc_version(&sb, "cuda-12.4.1").contains("release 12.4"));
 
-    let t = ok(
-        &sb,
-        &vars,
-        &["install", "cuda-12.4.1", "--component", "libcublas"],
-    );
+    let t = add_component(&sb, &vars, "cuda-12.4.1", "libcublas");
     assert!(t.contains("cuda-12.4.1 already has libcublas"), "{t}");
 
     // A name the source does not know: what it has instead.
-    let out = gpuenv(
+    let t = refused(
         &sb,
         &vars,
         &["install", "cuda-12.4.1", "--component", "cublsa"],
     );
-    let t = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(t.contains("unknown component cublsa"), "{t}");
     assert!(
         t.contains("hint: this release has: ") && t.contains("cuda_profiler_api"),
@@ -257,7 +232,7 @@ fn install_component_adds_one_component_to_an_installed_toolkit() {
     );
 
     // From the source that installed it, not another one's archives of the same release.
-    let out = gpuenv(
+    let t = refused(
         &sb,
         &vars,
         &[
@@ -269,8 +244,6 @@ fn install_component_adds_one_component_to_an_installed_toolkit() {
             "pypi",
         ],
     );
-    let t = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(t.contains("cuda-12.4.1 came from the nvidia source"), "{t}");
     hint_last(&t);
 
@@ -278,13 +251,11 @@ fn install_component_adds_one_component_to_an_installed_toolkit() {
     let linked = sb.path("cuda-12.6");
     nvcc_stub(&linked, "12.6.77");
     ok(&sb, &[], &["link", "cuda-12.6", linked.to_str().unwrap()]);
-    let out = gpuenv(
+    let t = refused(
         &sb,
         &vars,
         &["install", "cuda-12.6", "--component", "libcublas"],
     );
-    let t = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(
         t.contains("cuda-12.6 is a linked toolchain at ")
             && t.contains("gpuenv adds components only to toolchains it installed"),
@@ -352,19 +323,11 @@ fn the_profiler_headers_are_a_component_of_the_wheels_too() {
     let (_server, vars) = index_only();
     let vars = pairs(&vars);
     let sb = Sandbox::new();
-    ok(
-        &sb,
-        &vars,
-        &["install", "cuda-13.0.3", "--profile", "minimal"],
-    );
-    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.3");
+    install_minimal(&sb, &vars, "cuda-13.0.3", &[]);
+    let root = sb.toolchain("cuda-13.0.3");
     assert!(!root.join("include/cuda_profiler_api.h").exists());
     // Under NVIDIA's redist name, which the index calls the `profiler` extra.
-    let t = ok(
-        &sb,
-        &vars,
-        &["install", "cuda-13.0.3", "--component", "cuda_profiler_api"],
-    );
+    let t = add_component(&sb, &vars, "cuda-13.0.3", "cuda_profiler_api");
     assert!(
         t.contains("added cuda_profiler_api to cuda-13.0.3 (from pypi"),
         "{t}"
@@ -378,15 +341,9 @@ fn a_toolkit_from_wheels_gets_a_driver_stub_and_one_from_nvidia_keeps_nvidias() 
     let (_server, vars) = index_only();
     let vars = pairs(&vars);
     let sb = Sandbox::new();
-    ok(
-        &sb,
-        &vars,
-        &["install", "cuda-13.0.3", "--profile", "minimal"],
-    );
+    install_minimal(&sb, &vars, "cuda-13.0.3", &[]);
     // No wheel carries one: made from the toolkit's cuda.h, readable by everyone.
-    let stub = sb
-        .gpuenv_home()
-        .join("toolchains/cuda-13.0.3/lib64/stubs/libcuda.so");
+    let stub = driver_stub(&sb, "cuda-13.0.3");
     let bytes = fs_err::read(&stub).unwrap();
     assert_eq!(&bytes[..4], b"\x7fELF");
     for name in [
@@ -404,25 +361,18 @@ fn a_toolkit_from_wheels_gets_a_driver_stub_and_one_from_nvidia_keeps_nvidias() 
     assert_eq!(mode & 0o777, 0o444);
     // The same cuda.h makes the same stub: a lock's file list does not depend on the machine.
     let sb2 = Sandbox::new();
-    ok(
-        &sb2,
-        &vars,
-        &["install", "cuda-13.0.3", "--profile", "minimal"],
-    );
-    let again = sb2
-        .gpuenv_home()
-        .join("toolchains/cuda-13.0.3/lib64/stubs/libcuda.so");
+    install_minimal(&sb2, &vars, "cuda-13.0.3", &[]);
+    let again = driver_stub(&sb2, "cuda-13.0.3");
     assert_eq!(fs_err::read(again).unwrap(), bytes);
 
     // NVIDIA's redist brings its own in cuda_cudart, which stays as it is.
     let (_server, url) = mirror();
-    ok(
+    install_minimal(
         &sb,
         &[("GPUENV_CUDA_MIRROR", url.as_str())],
-        &["install", "cuda-12.4.1", "--profile", "minimal"],
+        "cuda-12.4.1",
+        &[],
     );
-    let nvidias = sb
-        .gpuenv_home()
-        .join("toolchains/cuda-12.4.1/lib64/stubs/libcuda.so");
+    let nvidias = driver_stub(&sb, "cuda-12.4.1");
     assert_eq!(fs_err::read_to_string(nvidias).unwrap(), "ELF stub");
 }

@@ -11,37 +11,39 @@ mod fixtures;
 #[path = "common/server.rs"]
 mod server;
 
-use std::path::Path;
-
 use common::*;
 use fixtures::*;
-use server::Server;
-
-/// A project directory in `sb` that pins `cuda`.
-fn project(sb: &Sandbox, cuda: &str) {
-    write(
-        &sb.path("gpuenv.toml"),
-        &format!("[toolchain]\ncuda = \"{cuda}\"\n"),
-    );
-}
 
 fn lock_text(sb: &Sandbox) -> String {
     fs_err::read_to_string(sb.path("gpuenv.lock")).unwrap()
 }
 
+/// `sb`'s cuda-12.4.1 replaced by another build of the same version (the minimal profile),
+/// installed outside the project: an install inside it would update its lock.
+fn another_build_of_12_4_1(sb: &Sandbox, mirror: &str) {
+    ok(sb, &[], &["uninstall", "cuda-12.4.1"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(elsewhere.path())
+        .env("GPUENV_CUDA_MIRROR", mirror)
+        .args(NVIDIA_12_4_1_MINIMAL)
+        .output()
+        .unwrap();
+    succeeded(&out);
+}
+
 #[test]
 fn lock_then_check_passes_and_another_build_of_the_same_version_is_named() {
-    let server = Server::start();
-    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
     let sb = Sandbox::new();
-    let mirror = server.url("redist/");
     let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
     ok(
         &sb,
         &vars,
         &["install", "cuda-12.4.1", "--source", "nvidia"],
     );
-    project(&sb, "12.4");
+    pin_cuda(&sb, "12.4");
 
     let out = ok(&sb, &[], &["lock"]);
     assert!(
@@ -64,25 +66,8 @@ fn lock_then_check_passes_and_another_build_of_the_same_version_is_named() {
     let out = ok(&sb, &[], &["check", "--locked"]);
     assert!(out.contains("match"), "{out}");
 
-    // The same version, another build (the minimal profile has no cuBLAS), installed
-    // outside the project: an install inside it would update its lock.
-    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
-    let elsewhere = tempfile::tempdir().unwrap();
-    let out = sb
-        .gpuenv()
-        .current_dir(elsewhere.path())
-        .env("GPUENV_CUDA_MIRROR", &mirror)
-        .args([
-            "install",
-            "cuda-12.4.1",
-            "--source",
-            "nvidia",
-            "--profile",
-            "minimal",
-        ])
-        .output()
-        .unwrap();
-    succeeded(&out);
+    // The same version, another build (the minimal profile has no cuBLAS).
+    another_build_of_12_4_1(&sb, &mirror);
     let out = gpuenv(&sb, &[], &["check", "--locked"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let t = text(&out);
@@ -97,8 +82,7 @@ fn lock_then_check_passes_and_another_build_of_the_same_version_is_named() {
 
     // A tree linked under the locked name: its source and files differ.
     ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
-    let tree = cuda_runfile(&sb.path("elsewhere/cuda-12.4"), "12.4.1");
-    ok(&sb, &[], &["link", "cuda-12.4.1", tree.to_str().unwrap()]);
+    linked_runfile(&sb, "elsewhere/cuda-12.4", "cuda-12.4.1", "12.4.1");
     let out = gpuenv(&sb, &[], &["check", "--locked"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let t = text(&out);
@@ -154,25 +138,8 @@ fn check_locked_names_a_locked_toolchain_that_is_not_installed_here() {
 
 #[test]
 fn install_locked_reproduces_the_toolchain_on_a_fresh_home_and_offline_from_the_cache() {
-    let server = Server::start();
-    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
-    let mirror = server.url("redist/");
-    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
-    let first = Sandbox::new();
-    ok(
-        &first,
-        &vars,
-        &[
-            "install",
-            "cuda-12.4.1",
-            "--source",
-            "nvidia",
-            "--profile",
-            "minimal",
-        ],
-    );
-    project(&first, "12.4");
-    ok(&first, &[], &["lock"]);
+    let (server, mirror) = redist_mirror(&["12.4.1"]);
+    let first = locked_project(&mirror, NVIDIA_12_4_1_MINIMAL);
     let lock = lock_text(&first);
 
     // A clone of the project on a fresh home, with a download cache of its own.
@@ -182,15 +149,13 @@ fn install_locked_reproduces_the_toolchain_on_a_fresh_home_and_offline_from_the_
         ("GPUENV_CUDA_MIRROR", mirror.as_str()),
         ("GPUENV_DOWNLOAD_CACHE", cache_dir.to_str().unwrap()),
     ];
-    let second = Sandbox::new();
-    project(&second, "12.4");
-    write(&second.path("gpuenv.lock"), &lock);
+    let second = clone_with_lock(&lock);
     let out = ok(&second, &with_cache, &["install", "--locked"]);
     assert!(out.contains("installed cuda-12.4.1 as locked"), "{out}");
     assert!(
         !second
-            .gpuenv_home()
-            .join("toolchains/cuda-12.4.1/include/cublas.h")
+            .toolchain("cuda-12.4.1")
+            .join("include/cublas.h")
             .exists(),
         "the locked profile (minimal) is what was installed"
     );
@@ -204,9 +169,7 @@ fn install_locked_reproduces_the_toolchain_on_a_fresh_home_and_offline_from_the_
 
     // A third home sharing that cache: no request reaches the mirror.
     let hits = server.log().len();
-    let third = Sandbox::new();
-    project(&third, "12.4");
-    write(&third.path("gpuenv.lock"), &lock);
+    let third = clone_with_lock(&lock);
     let out = ok(&third, &with_cache, &["install", "--locked", "--offline"]);
     assert!(out.contains("from the cache"), "{out}");
     ok(&third, &[], &["check", "--locked"]);
@@ -215,24 +178,8 @@ fn install_locked_reproduces_the_toolchain_on_a_fresh_home_and_offline_from_the_
 
 #[test]
 fn install_locked_fails_naming_the_archive_a_source_now_serves_differently() {
-    let server = Server::start();
-    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
-    let mirror = server.url("redist/");
-    let first = Sandbox::new();
-    ok(
-        &first,
-        &[("GPUENV_CUDA_MIRROR", mirror.as_str())],
-        &[
-            "install",
-            "cuda-12.4.1",
-            "--source",
-            "nvidia",
-            "--profile",
-            "minimal",
-        ],
-    );
-    project(&first, "12.4");
-    ok(&first, &[], &["lock"]);
+    let (server, mirror) = redist_mirror(&["12.4.1"]);
+    let first = locked_project(&mirror, NVIDIA_12_4_1_MINIMAL);
 
     // The mirror now has another cuda_nvcc archive under the same release.
     let mut tree = redist_tree(&["12.4.1"]);
@@ -246,9 +193,7 @@ fn install_locked_fails_naming_the_archive_a_source_now_serves_differently() {
     serve(&server, "changed/", &tree);
     let changed = server.url("changed/");
 
-    let second = Sandbox::new();
-    project(&second, "12.4");
-    fs_err::copy(first.path("gpuenv.lock"), second.path("gpuenv.lock")).unwrap();
+    let second = clone_with_lock(&lock_text(&first));
     let out = gpuenv(
         &second,
         &[("GPUENV_CUDA_MIRROR", changed.as_str())],
@@ -260,7 +205,7 @@ fn install_locked_fails_naming_the_archive_a_source_now_serves_differently() {
         t.contains("cuda-12.4.1: the nvidia source: archive cuda_nvcc: sha256 abababababab is not the locked"),
         "{t}"
     );
-    assert!(!Path::new(&second.gpuenv_home().join("toolchains/cuda-12.4.1")).exists());
+    assert!(!second.toolchain("cuda-12.4.1").exists());
     assert!(
         server
             .hits(".tar.xz")
@@ -273,10 +218,8 @@ fn install_locked_fails_naming_the_archive_a_source_now_serves_differently() {
 #[test]
 fn pin_rewrites_an_existing_lock_and_leaves_a_project_without_one_alone() {
     let sb = Sandbox::new();
-    let new = cuda_runfile(&sb.path("trees/cuda-12.4"), "12.4.1");
-    let old = cuda_runfile(&sb.path("trees/cuda-11.8"), "11.8.89");
-    ok(&sb, &[], &["link", "cuda-12.4.1", new.to_str().unwrap()]);
-    ok(&sb, &[], &["link", "cuda-11.8", old.to_str().unwrap()]);
+    linked_runfile(&sb, "trees/cuda-12.4", "cuda-12.4.1", "12.4.1");
+    let old = linked_runfile(&sb, "trees/cuda-11.8", "cuda-11.8", "11.8.89");
 
     ok(&sb, &[], &["pin", "cuda-12.4"]);
     assert!(
@@ -300,8 +243,7 @@ fn pin_rewrites_an_existing_lock_and_leaves_a_project_without_one_alone() {
 #[test]
 fn a_pinned_host_compiler_is_locked_with_its_version_and_checked() {
     let sb = Sandbox::new();
-    let tree = cuda_runfile(&sb.path("trees/cuda-11.8"), "11.8.89");
-    ok(&sb, &[], &["link", "cuda-11.8", tree.to_str().unwrap()]);
+    linked_runfile(&sb, "trees/cuda-11.8", "cuda-11.8", "11.8.89");
     let gxx = sb.path("bin/g++-11");
     let fake = |version: &str| {
         // A new file each time: what the compiler said is cached per file.
@@ -343,17 +285,15 @@ fn a_pinned_host_compiler_is_locked_with_its_version_and_checked() {
 #[test]
 fn the_shell_hook_says_when_the_active_toolchain_is_not_the_locked_one() {
     let sb = Sandbox::new();
-    let locked = cuda_runfile(&sb.path("trees/cuda-12.4.1"), "12.4.1");
-    ok(&sb, &[], &["link", "cuda-12.4.1", locked.to_str().unwrap()]);
-    project(&sb, "12.4");
+    linked_runfile(&sb, "trees/cuda-12.4.1", "cuda-12.4.1", "12.4.1");
+    pin_cuda(&sb, "12.4");
     ok(&sb, &[], &["lock"]);
     let out = gpuenv(&sb, &[], &["hook-env", "--shell", "bash"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(!text(&out).contains("the lock has"), "{}", text(&out));
 
     // A newer 12.4 appears: the pin now picks it, and the prompt says so.
-    let newer = cuda_runfile(&sb.path("trees/cuda-12.4.2"), "12.4.2");
-    ok(&sb, &[], &["link", "cuda-12.4.2", newer.to_str().unwrap()]);
+    linked_runfile(&sb, "trees/cuda-12.4.2", "cuda-12.4.2", "12.4.2");
     let out = gpuenv(&sb, &[], &["hook-env", "--shell", "bash"]);
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -373,19 +313,10 @@ fn task_prolog(sb: &Sandbox, vars: &[(&str, &str)]) -> std::process::Output {
 #[test]
 fn the_task_prolog_refuses_a_build_that_is_not_the_locked_one_and_installs_a_missing_one_only_when_told(
 ) {
-    let server = Server::start();
-    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
-    let mirror = server.url("redist/");
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
     let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
     let told = [vars[0], ("GPUENV_PROLOG_INSTALL", "locked")];
-    let sb = Sandbox::new();
-    ok(
-        &sb,
-        &vars,
-        &["install", "cuda-12.4.1", "--source", "nvidia"],
-    );
-    project(&sb, "12.4");
-    ok(&sb, &[], &["lock"]);
+    let sb = locked_project(&mirror, &["install", "cuda-12.4.1", "--source", "nvidia"]);
     let out = task_prolog(&sb, &[]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
@@ -395,26 +326,8 @@ fn the_task_prolog_refuses_a_build_that_is_not_the_locked_one_and_installs_a_mis
     );
 
     // The node has another build of the same version (the minimal profile).
-    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
-    let elsewhere = tempfile::tempdir().unwrap();
-    let out = sb
-        .gpuenv()
-        .current_dir(elsewhere.path())
-        .env("GPUENV_CUDA_MIRROR", &mirror)
-        .args([
-            "install",
-            "cuda-12.4.1",
-            "--source",
-            "nvidia",
-            "--profile",
-            "minimal",
-        ])
-        .output()
-        .unwrap();
-    succeeded(&out);
-    let cublas = sb
-        .gpuenv_home()
-        .join("toolchains/cuda-12.4.1/include/cublas.h");
+    another_build_of_12_4_1(&sb, &mirror);
+    let cublas = sb.toolchain("cuda-12.4.1").join("include/cublas.h");
     for vars in [&vars[..], &told[..]] {
         let out = task_prolog(&sb, vars);
         assert!(!out.status.success(), "{}", text(&out));

@@ -27,9 +27,11 @@ use std::process::{Command, Output};
 
 use common::real::real_cuda13;
 use common::*;
-use fixtures::{redist_tree, serve};
-use server::Server;
+use fixtures::{redist_mirror, NVIDIA_12_4_1_MINIMAL};
 use slurm_nodes::Nodes;
+
+const PIN_12_4: &str = "[toolchain]\ncuda = \"12.4\"\n";
+const PIN_13_0: &str = "[toolchain]\ncuda = \"13.0\"\n";
 
 fn gpuenv_bin() -> PathBuf {
     proxy_bin().with_file_name("gpuenv")
@@ -85,6 +87,37 @@ impl User {
         cmd
     }
 
+    /// `srun -w <node> <args>` from `dir`, which must succeed.
+    fn srun_on(&self, nodes: &Nodes, node: &str, dir: &Path, args: &[&str]) {
+        let out = self
+            .client(nodes, "srun", dir)
+            .args(["-Q", "-w", node])
+            .args(args)
+            .output()
+            .unwrap();
+        succeeded(&out);
+    }
+
+    /// `gpuenv doctor --all-nodes` in an allocation of both nodes, which finds that they
+    /// differ (exit 1); its report.
+    fn doctor_finds_the_nodes_differ(&self, nodes: &Nodes, proj: &Path) -> String {
+        let out = self
+            .client(nodes, "salloc", proj)
+            .args(["-Q", "-N2", "gpuenv", "doctor", "--all-nodes"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(!out.status.success(), "nodes differ: exit 1\n{text}");
+        text
+    }
+
+    /// A CUDA 12.4 tree of `version` at `cuda-12.4` on `node`'s own disk; its path as the
+    /// nodes see it.
+    fn cuda_12_4_on(&self, nodes: &Nodes, node: &str, version: &str) -> PathBuf {
+        cuda_runfile(&self.on_node(nodes, node).join("cuda-12.4"), version);
+        self.node_local(nodes).join("cuda-12.4")
+    }
+
     fn project(&self, name: &str, text: &str) -> PathBuf {
         let dir = self.sb.path(name);
         write(&dir.join("gpuenv.toml"), text);
@@ -117,6 +150,20 @@ fn task_on_both(u: &User, nodes: &Nodes, proj: &Path, vars: &[(&str, &Path)]) ->
         .unwrap()
 }
 
+/// Asserts that the task of [`task_on_both`] ran on n1 with `view` as its CUDA_HOME, and
+/// that the one on n2 failed; what the tasks printed.
+#[track_caller]
+fn ran_on_n1_only(out: &Output, view: &Path) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!("ran on n1 with {}", view.display())),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("ran on n2"), "{stdout}");
+    stdout
+}
+
 fn nvidia_smi(dir: &Path, driver: &str, cuda: &str) {
     write_exe(
         &dir.join("bin/nvidia-smi"),
@@ -131,27 +178,19 @@ fn a_toolkit_on_one_nodes_disk_only_is_named_by_doctor_and_refused_by_the_task_p
     };
     let u = User::new();
     // The admin installed 12.4 on n1's disk only; each node has its own driver.
-    cuda_runfile(&u.on_node(nodes, "n1").join("cuda-12.4"), "12.4.131");
+    let root = u.cuda_12_4_on(nodes, "n1", "12.4.131");
     nvidia_smi(&u.on_node(nodes, "n1"), "550.54.15", "12.4");
     nvidia_smi(&u.on_node(nodes, "n2"), "535.104.05", "12.2");
-    let root = u.node_local(nodes).join("cuda-12.4");
-    let proj = u.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
+    let proj = u.project("proj", PIN_12_4);
     // Linked on n1, where the tree is; the registry is in the shared home.
-    let link = u
-        .client(nodes, "srun", &proj)
-        .args(["-Q", "-w", "n1", "gpuenv", "link", "cuda-12.4"])
-        .arg(&root)
-        .output()
-        .unwrap();
-    succeeded(&link);
+    u.srun_on(
+        nodes,
+        "n1",
+        &proj,
+        &["gpuenv", "link", "cuda-12.4", root.to_str().unwrap()],
+    );
 
-    let out = u
-        .client(nodes, "salloc", &proj)
-        .args(["-Q", "-N2", "gpuenv", "doctor", "--all-nodes"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "nodes differ: exit 1\n{text}");
+    let text = u.doctor_finds_the_nodes_differ(nodes, &proj);
     assert!(text.contains("differs: toolchain"), "{text}");
     assert!(text.contains("cuda-12.4 (12.4.131)  on n1"), "{text}");
     assert!(
@@ -163,21 +202,9 @@ fn a_toolkit_on_one_nodes_disk_only_is_named_by_doctor_and_refused_by_the_task_p
     assert!(text.contains("535.104.05  on n2"), "{text}");
 
     // The TaskProlog sets up the task on n1 and fails it on n2, saying why.
-    let out = u
-        .client(nodes, "srun", &proj)
-        .env("GPUENV_TEST_BIN", gpuenv_bin())
-        .args(["-Q", "-N2", "--ntasks-per-node=1", "-l", "sh", "-c"])
-        .arg("echo \"ran on $SLURMD_NODENAME with $CUDA_HOME\"")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{stdout}");
+    let out = task_on_both(&u, nodes, &proj, &[]);
     let view = u.sb.gpuenv_home().join("views/cuda-12.4");
-    assert!(
-        stdout.contains(&format!("ran on n1 with {}", view.display())),
-        "{stdout}"
-    );
-    assert!(!stdout.contains("ran on n2"), "{stdout}");
+    let stdout = ran_on_n1_only(&out, &view);
     assert!(
         stdout.contains(&format!(
             "gpuenv: cuda-12.4 cannot be used on node n2: the root of cuda-12.4, {}, is gone",
@@ -202,7 +229,7 @@ fn a_toolkit_on_the_shared_file_system_is_the_same_nvcc_on_both_nodes() {
     };
     let u = User::new();
     u.sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
-    let proj = u.project("proj", "[toolchain]\ncuda = \"13.0\"\n");
+    let proj = u.project("proj", PIN_13_0);
     let out = u
         .client(nodes, "srun", &proj)
         .args(["-Q", "-N2", "--ntasks-per-node=1", "-l"])
@@ -276,7 +303,7 @@ fn a_site_shared_build_cache_serves_node_2_what_node_1_compiled_and_never_anothe
             store.display()
         ),
     );
-    let proj = u.project("proj", "[toolchain]\ncuda = \"13.0\"\n");
+    let proj = u.project("proj", PIN_13_0);
     write(&proj.join("k.cu"), KERNEL);
     let show =
         u.sb.gpuenv()
@@ -343,35 +370,23 @@ fn a_node_whose_tree_is_not_the_locked_one_is_named_by_doctor_and_refused_by_the
     };
     let u = User::new();
     // The same path on each node's disk, another build on n2.
-    cuda_runfile(&u.on_node(nodes, "n1").join("cuda-12.4"), "12.4.131");
-    cuda_runfile(&u.on_node(nodes, "n2").join("cuda-12.4"), "12.4.99");
-    let root = u.node_local(nodes).join("cuda-12.4");
-    let proj = u.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
-    for args in [
-        vec!["gpuenv", "link", "cuda-12.4", root.to_str().unwrap()],
-        vec!["gpuenv", "lock"],
-    ] {
-        let out = u
-            .client(nodes, "srun", &proj)
-            .args(["-Q", "-w", "n1"])
-            .args(&args)
-            .output()
-            .unwrap();
-        succeeded(&out);
-    }
+    let root = u.cuda_12_4_on(nodes, "n1", "12.4.131");
+    u.cuda_12_4_on(nodes, "n2", "12.4.99");
+    let proj = u.project("proj", PIN_12_4);
+    u.srun_on(
+        nodes,
+        "n1",
+        &proj,
+        &["gpuenv", "link", "cuda-12.4", root.to_str().unwrap()],
+    );
+    u.srun_on(nodes, "n1", &proj, &["gpuenv", "lock"]);
     let lock = proj.join("gpuenv.lock");
     let differs = format!(
         "{}:6:1: cuda-12.4: files: the tree's file list differs from the locked one",
         lock.display()
     );
 
-    let out = u
-        .client(nodes, "salloc", &proj)
-        .args(["-Q", "-N2", "gpuenv", "doctor", "--all-nodes"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "nodes differ: exit 1\n{text}");
+    let text = u.doctor_finds_the_nodes_differ(nodes, &proj);
     assert!(text.contains("differs: lock\n"), "{text}");
     assert!(text.contains("matches gpuenv.lock  on n1"), "{text}");
     let n2 = text
@@ -389,13 +404,7 @@ fn a_node_whose_tree_is_not_the_locked_one_is_named_by_doctor_and_refused_by_the
             .into_iter()
             .collect();
         let out = task_on_both(&u, nodes, &proj, &vars);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(!out.status.success(), "{stdout}");
-        assert!(
-            stdout.contains(&format!("ran on n1 with {}", view.display())),
-            "{stdout}"
-        );
-        assert!(!stdout.contains("ran on n2"), "{stdout}");
+        let stdout = ran_on_n1_only(&out, &view);
         for want in [
             format!(
                 "gpuenv: node n2 does not have the toolchains {} names:",
@@ -419,14 +428,12 @@ fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_sit
     let Some(nodes) = slurm_nodes::nodes() else {
         return;
     };
-    let server = Server::start();
-    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
+    let (server, mirror) = redist_mirror(&["12.4.1"]);
     let u = User::new();
     // Each node keeps its toolchains on its own disk; the site's download cache is shared.
     let home = u.node_local(nodes).join("gpuenv");
     let cache = u.sb.path("site-cache");
-    let mirror = server.url("redist/");
-    let proj = u.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
+    let proj = u.project("proj", PIN_12_4);
     let on = |node: &str, dir: &Path, args: &[&str]| {
         let out = u
             .client(nodes, "srun", dir)
@@ -439,18 +446,7 @@ fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_sit
             .unwrap();
         succeeded(&out)
     };
-    on(
-        "n1",
-        u.sb.dir.path(),
-        &[
-            "install",
-            "cuda-12.4.1",
-            "--source",
-            "nvidia",
-            "--profile",
-            "minimal",
-        ],
-    );
+    on("n1", u.sb.dir.path(), NVIDIA_12_4_1_MINIMAL);
     on("n1", &proj, &["lock"]);
     let downloads = server.hits(".tar.xz").len();
     let installed_on_n2 = u.on_node(nodes, "n2").join("gpuenv/toolchains/cuda-12.4.1");
@@ -464,13 +460,7 @@ fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_sit
 
     // Not told: n2 has no cuda-12.4.1, and the task there fails.
     let out = task_on_both(&u, nodes, &proj, &vars);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{stdout}");
-    assert!(
-        stdout.contains(&format!("ran on n1 with {}", view.display())),
-        "{stdout}"
-    );
-    assert!(!stdout.contains("ran on n2"), "{stdout}");
+    let stdout = ran_on_n1_only(&out, &view);
     assert!(
         stdout.contains("gpuenv: the task's toolchains cannot be set up on node n2"),
         "{stdout}"

@@ -9,7 +9,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::real::{debian_cuda_root, real_cuda13, real_gpuenv, torch_venv};
+use common::real::{
+    debian_cuda_root, gpuenv_in_venv, install_torch, real_cuda13, torch_venv, twice_extension,
+};
 use common::*;
 use fs_err as fs;
 
@@ -29,6 +31,15 @@ fn pin(dir: &Path, spec: &str) {
         &dir.join("gpuenv.toml"),
         &format!("[toolchain]\ncuda = \"{spec}\"\ncuda-arch = [\"8.0\"]\n"),
     );
+}
+
+/// A run the proxy refused: what it said (stderr, then stdout).
+#[track_caller]
+fn refused(out: &Output) -> String {
+    let err =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{err}");
+    err
 }
 
 /// An edit to a source, so the build has something to compile.
@@ -134,10 +145,7 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
     // The pin moves to Debian's 11.8; the next build compiles an edited source.
     pin(&p.proj, "11.8");
     edit(&p.proj.join("k.cu"));
-    let out = p.build();
-    let err =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{err}");
+    let err = refused(&p.build());
     for said in [
         format!(
             "the build directory {} was configured with cuda-13.0 (CUDA 13.0",
@@ -164,10 +172,7 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
     // Back to 13: the library's object compiles in build/lib, found by walking up.
     pin(&p.proj, "13.0");
     edit(&p.proj.join("lib/half.cu"));
-    let out = p.build();
-    let err =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{err}");
+    let err = refused(&p.build());
     assert!(
         err.contains(&format!(
             "the build directory {} was configured with cuda-11.8.89-debian (CUDA 11.8.89",
@@ -249,16 +254,6 @@ const EXT: &str = "#include <torch/extension.h>\n\
                    torch::Tensor twice(torch::Tensor x) { return x * 2; }\n\
                    PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"twice\", &twice); }\n";
 
-const SETUP: &str = r#"from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CUDAExtension
-
-setup(
-    name="twice",
-    ext_modules=[CUDAExtension("twice", ["twice.cu"])],
-    cmdclass={"build_ext": BuildExtension},
-)
-"#;
-
 /// PyTorch's BuildExtension writes `build/temp.*/build.ninja` afresh at every
 /// `setup.py build_ext`, for the toolkit active then; what goes stale is that directory
 /// rebuilt by `ninja` itself, which runs the nvcc of the toolkit it was written for.
@@ -270,27 +265,11 @@ fn a_pytorch_extension_build_dir_rebuilt_by_ninja_after_a_switch_is_refused() {
     let Some(venv) = torch_venv() else { return };
     let Some(cuda13) = real_cuda13() else { return };
     let sb = Sandbox::new();
-    succeeded(
-        &real_gpuenv(&sb)
-            .env("VIRTUAL_ENV", &venv)
-            .args(["install", "torch"])
-            .output()
-            .unwrap(),
-    );
+    succeeded(&install_torch(&sb, &venv));
     sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
-    let ext = sb.path("ext");
-    write(&ext.join("twice.cu"), EXT);
-    write(&ext.join("setup.py"), SETUP);
-    write(
-        &ext.join("gpuenv.toml"),
-        "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n",
-    );
+    let ext = twice_extension(&sb, EXT);
     let run = |dir: &Path, args: &[&str]| {
-        sb.gpuenv()
-            .env_remove("PYTORCH_NVCC")
-            .current_dir(dir)
-            .env("VIRTUAL_ENV", &venv)
-            .env("PATH", format!("{}/bin:/usr/bin:/bin", venv.display()))
+        gpuenv_in_venv(&sb, &venv, dir)
             .arg("run")
             .arg("--")
             .args(args)
@@ -321,10 +300,7 @@ fn a_pytorch_extension_build_dir_rebuilt_by_ninja_after_a_switch_is_refused() {
         "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"9.0\"]\n",
     );
     edit(&ext.join("twice.cu"));
-    let out = run(&ext, &["ninja", "-C", temp.to_str().unwrap()]);
-    let err =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{err}");
+    let err = refused(&run(&ext, &["ninja", "-C", temp.to_str().unwrap()]));
     assert!(
         err.contains(&format!(
             "the build directory {} was configured with cuda-13.2.2-torch",
@@ -339,10 +315,7 @@ fn a_pytorch_extension_build_dir_rebuilt_by_ninja_after_a_switch_is_refused() {
 
     // `setup.py build_ext` writes build.ninja for 13.0 first: the directory is current, and
     // what stops this build is the torch guard (torch is built for 13.2).
-    let out = run(&ext, &["python", "setup.py", "-q", "build_ext"]);
-    let err =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "{err}");
+    let err = refused(&run(&ext, &["python", "setup.py", "-q", "build_ext"]));
     assert!(!err.contains("was configured with"), "{err}");
     assert!(err.contains("13.2"), "the guard's refusal: {err}");
 }

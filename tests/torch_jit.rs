@@ -156,12 +156,7 @@ fn a_jit_extension_compiles_through_the_projects_build_cache() {
     );
 
     let ccache = sb.path("ccache");
-    let out = sb
-        .gpuenv()
-        .env_remove("PYTORCH_NVCC")
-        .current_dir(&proj)
-        .env("VIRTUAL_ENV", &venv)
-        .env("PATH", format!("{}/bin:/usr/bin:/bin", venv.display()))
+    let out = common::real::gpuenv_in_venv(&sb, &venv, &proj)
         .env("CCACHE_DIR", &ccache)
         .env("TORCH_NO_COMPILER_WRAPPER", "1")
         .args(["run", "--", "python", "jit.py"])

@@ -12,7 +12,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Instant;
 
-use common::real::{ccache_hits_and_misses, real_gpuenv, torch_venv};
+use common::real::{
+    ccache_hits_and_misses, gpuenv_in_venv, install_torch, torch_venv, twice_extension,
+};
 use common::*;
 
 const EXT: &str = r#"#include <torch/extension.h>
@@ -31,16 +33,6 @@ torch::Tensor twice(torch::Tensor x) {
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice); }
-"#;
-
-const SETUP: &str = r#"from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CUDAExtension
-
-setup(
-    name="twice",
-    ext_modules=[CUDAExtension("twice", ["twice.cu"])],
-    cmdclass={"build_ext": BuildExtension},
-)
 "#;
 
 /// Bytes of the files in `root` itself: links not followed, hard links counted once.
@@ -71,11 +63,7 @@ fn a_toolkit_for_a_real_torch_builds_a_cuda_extension_and_torchs_own_ccache_make
         return;
     };
     let sb = Sandbox::new();
-    let out = real_gpuenv(&sb)
-        .env("VIRTUAL_ENV", &venv)
-        .args(["install", "torch"])
-        .output()
-        .unwrap();
+    let out = install_torch(&sb, &venv);
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{said}");
     eprintln!("{said}");
@@ -84,25 +72,13 @@ fn a_toolkit_for_a_real_torch_builds_a_cuda_extension_and_torchs_own_ccache_make
     eprintln!("the toolkit beside the venv: {} MB", size / 1_000_000);
     assert!(size < 500_000_000, "{} MB", size / 1_000_000);
 
-    let ext = sb.path("ext");
-    write(&ext.join("twice.cu"), EXT);
-    write(&ext.join("setup.py"), SETUP);
-    write(
-        &ext.join("gpuenv.toml"),
-        "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n",
-    );
+    let ext = twice_extension(&sb, EXT);
     sb.ok(&["trust", ext.join("gpuenv.toml").to_str().unwrap()]);
     let ccache = sb.path("ccache");
-    // A PYTORCH_NVCC in the caller's environment would turn torch's wrapper off.
     let build = || {
         let _ = fs_err::remove_dir_all(ext.join("build"));
         let started = Instant::now();
-        let out = sb
-            .gpuenv()
-            .env_remove("PYTORCH_NVCC")
-            .current_dir(&ext)
-            .env("VIRTUAL_ENV", &venv)
-            .env("PATH", format!("{}/bin:/usr/bin:/bin", venv.display()))
+        let out = gpuenv_in_venv(&sb, &venv, &ext)
             .env("CCACHE_DIR", &ccache)
             .args([
                 "run",

@@ -39,6 +39,10 @@ impl Sandbox {
     pub fn gpuenv_home(&self) -> PathBuf {
         self.path("home/.local/share/gpuenv")
     }
+    /// Where gpuenv installs the toolchain `name`.
+    pub fn toolchain(&self, name: &str) -> PathBuf {
+        self.gpuenv_home().join("toolchains").join(name)
+    }
     /// A fake file-system root for `discover` (`GPUENV_DISCOVER_ROOTS`).
     pub fn root(&self) -> PathBuf {
         self.path("fsroot")
@@ -61,6 +65,19 @@ impl Sandbox {
     #[track_caller]
     pub fn ok(&self, args: &[&str]) -> String {
         succeeded(&self.gpuenv().args(args).output().unwrap())
+    }
+
+    /// `gpuenv env --shell json` in `dir`, which must succeed: the environment it sets.
+    #[track_caller]
+    pub fn env_json(&self, dir: &Path) -> serde_json::Value {
+        let out = self
+            .gpuenv()
+            .current_dir(dir)
+            .args(["env", "--shell", "json"])
+            .output()
+            .unwrap();
+        succeeded(&out);
+        serde_json::from_slice(&out.stdout).unwrap()
     }
 
     pub fn settings(&self) -> Option<String> {

@@ -127,45 +127,88 @@ pub fn runs_with_the_toolkits_runtime(sb: &super::Sandbox, dir: &Path) {
     );
 }
 
-/// The real CUDA 13 root, or None (skipped outside CI) when it cannot be fetched.
-pub fn real_cuda13() -> Option<PathBuf> {
+/// The toolkit scripts/real-toolchains.sh fetches (once, into the test cache) for `which`:
+/// the path it prints last. None when it cannot: `cannot_run` with `what` and its reason.
+fn fetched(which: &str, what: &str) -> Option<PathBuf> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-toolchains.sh");
     let out = Command::new("bash")
         .arg(&script)
-        .arg("cuda13")
+        .arg(which)
         .output()
         .unwrap();
     if !out.status.success() {
         let why = String::from_utf8_lossy(&out.stderr);
-        super::cannot_run(format!("no real CUDA 13 toolkit could be fetched: {why}"));
+        super::cannot_run(format!("{what}: {why}"));
         return None;
     }
-    let root = String::from_utf8(out.stdout)
+    let path = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .last()
         .unwrap()
         .to_string();
-    Some(PathBuf::from(root))
+    Some(PathBuf::from(path))
+}
+
+/// The real CUDA 13 root, or None (skipped outside CI) when it cannot be fetched.
+pub fn real_cuda13() -> Option<PathBuf> {
+    fetched("cuda13", "no real CUDA 13 toolkit could be fetched")
+}
+
+/// Debian's CUDA 11.8 toolkit (`<root>/usr/lib/nvidia-cuda-toolkit`), or None (skipped
+/// outside CI).
+pub fn debian_cuda_toolkit() -> Option<PathBuf> {
+    fetched("cuda11.8", "Debian's CUDA 11.8 could not be fetched")
 }
 
 /// The discover root holding Debian's CUDA 11.8, extracted (its `usr/`), or None (skipped
 /// outside CI).
 pub fn debian_cuda_root() -> Option<PathBuf> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-toolchains.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg("cuda11.8")
+    Some(debian_cuda_toolkit()?.ancestors().nth(3)?.to_path_buf())
+}
+
+/// The `setup.py` of a torch CUDA extension `twice` made from `twice.cu`.
+pub const TWICE_SETUP_PY: &str = r#"from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(
+    name="twice",
+    ext_modules=[CUDAExtension("twice", ["twice.cu"])],
+    cmdclass={"build_ext": BuildExtension},
+)
+"#;
+
+/// A torch CUDA extension in `<sandbox>/ext`: `twice.cu` holding `source`, its setup.py, and
+/// a gpuenv.toml that pins the toolkit of the venv's torch, for arch 9.0.
+pub fn twice_extension(sb: &super::Sandbox, source: &str) -> PathBuf {
+    let ext = sb.path("ext");
+    super::write(&ext.join("twice.cu"), source);
+    super::write(&ext.join("setup.py"), TWICE_SETUP_PY);
+    super::write(
+        &ext.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n",
+    );
+    ext
+}
+
+/// `gpuenv install torch` (the real gpuenv) for the torch in `venv`.
+pub fn install_torch(sb: &super::Sandbox, venv: &Path) -> std::process::Output {
+    real_gpuenv(sb)
+        .env("VIRTUAL_ENV", venv)
+        .args(["install", "torch"])
         .output()
-        .unwrap();
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr);
-        super::cannot_run(format!("Debian's CUDA 11.8 could not be fetched: {why}"));
-        return None;
-    }
-    let toolkit = PathBuf::from(String::from_utf8(out.stdout).unwrap().lines().last()?);
-    // <root>/usr/lib/nvidia-cuda-toolkit
-    Some(toolkit.ancestors().nth(3)?.to_path_buf())
+        .unwrap()
+}
+
+/// gpuenv in `dir` with `venv` active (its `bin` first on PATH), as torch's build runs it.
+/// A PYTORCH_NVCC from the caller's environment would turn torch's wrapper off.
+pub fn gpuenv_in_venv(sb: &super::Sandbox, venv: &Path, dir: &Path) -> assert_cmd::Command {
+    let mut cmd = sb.gpuenv();
+    cmd.env_remove("PYTORCH_NVCC")
+        .current_dir(dir)
+        .env("VIRTUAL_ENV", venv)
+        .env("PATH", format!("{}/bin:/usr/bin:/bin", venv.display()));
+    cmd
 }
 
 /// The torch release of the real torch tests: a CUDA 13.2 build on PyPI.
