@@ -95,17 +95,8 @@ fn lock_then_check_passes_and_another_build_of_the_same_version_is_named() {
 
 #[test]
 fn check_locked_names_a_locked_toolchain_that_is_not_installed_here() {
-    let server = Server::start();
-    serve(&server, "redist/", &redist_tree(&["12.4.1"]));
-    let sb = Sandbox::new();
-    let mirror = server.url("redist/");
-    ok(
-        &sb,
-        &[("GPUENV_CUDA_MIRROR", mirror.as_str())],
-        &["install", "cuda-12.4.1", "--profile", "minimal"],
-    );
-    project(&sb, "12.4");
-    ok(&sb, &[], &["lock"]);
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
+    let sb = locked_project(&mirror, NVIDIA_12_4_1_MINIMAL);
     ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
 
     // A difference like any other: exit 1, what differs, and the command that installs it.
