@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::facts::arch::{self, CudaArch};
 use crate::facts::vars;
@@ -38,15 +39,24 @@ pub enum Op {
 /// well-known install places.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Foreign {
-    /// A set, so an entry is looked up by its ancestors: a site store's hundreds of
-    /// toolchains cost each PATH entry a few lookups, not a comparison with each.
-    pub dirs: BTreeSet<PathBuf>,
+    /// Sets, so an entry is looked up by its ancestors: a site store's hundreds of
+    /// toolchains cost each PATH entry a few lookups, not a comparison with each. Shared by
+    /// the path lists of one change, not copied into each.
+    pub dirs: Arc<BTreeSet<PathBuf>>,
+    /// Registered roots: foreign unless the root is a shared prefix (`/usr`, a conda
+    /// environment). That costs a stat, so it is asked only of a root an entry is under,
+    /// not of every registered one on every call.
+    pub roots: Arc<BTreeSet<PathBuf>>,
     pub kinds: Vec<Kind>,
 }
 
 impl Foreign {
     pub fn matches(&self, entry: &OsStr) -> bool {
-        !entry.is_empty() && Path::new(entry).ancestors().any(|a| self.dirs.contains(a))
+        let registered = |a: &Path| {
+            self.dirs.contains(a)
+                || self.roots.contains(a) && !crate::store::toolchain::is_shared_prefix(a)
+        };
+        !entry.is_empty() && Path::new(entry).ancestors().any(registered)
             || self.kinds.iter().any(|k| is_well_known(*k, entry))
     }
 }
@@ -183,20 +193,21 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
         // Every registered toolchain of an active kind is foreign, the active ones included:
         // their real roots give way to the views prepended below, and the views move to the
         // front once, without copies.
-        let foreign = Foreign {
-            dirs: registry
+        let of_kind = || {
+            registry
                 .toolchains
                 .iter()
                 .filter(|(_, e)| kinds.contains(&e.kind))
-                .flat_map(|(name, e)| {
-                    let mut dirs = vec![home.view(name)];
-                    // A system toolchain's prefix (`/usr`) is shared the same way.
-                    if e.system.is_none() && !crate::store::toolchain::is_shared_prefix(&e.root) {
-                        dirs.push(e.root.clone());
-                    }
-                    dirs
-                })
-                .collect(),
+        };
+        let foreign = Foreign {
+            dirs: Arc::new(of_kind().map(|(name, _)| home.view(name)).collect()),
+            // A system toolchain's prefix (`/usr`) is shared the same way.
+            roots: Arc::new(
+                of_kind()
+                    .filter(|(_, e)| e.system.is_none())
+                    .map(|(_, e)| e.root.clone())
+                    .collect(),
+            ),
             kinds: kinds.clone(),
         };
         for list in PATH_LISTS {
@@ -357,8 +368,8 @@ mod tests {
                 Op::Remove(
                     "PATH".into(),
                     Foreign {
-                        dirs: BTreeSet::new(),
                         kinds: vec![Kind::Cuda],
+                        ..Foreign::default()
                     },
                 ),
                 Op::Prepend("PATH".into(), vec!["/v/bin".into()]),

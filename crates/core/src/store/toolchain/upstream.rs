@@ -179,11 +179,12 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
                 continue;
             }
         };
+        let views = view::existing(&upstream);
         for (name, entry) in registry.toolchains {
             if layered.registry.toolchains.contains_key(&name) {
                 continue;
             }
-            if view::exists(&upstream, &name) {
+            if views.contains(&name) {
                 home.upstream_views
                     .insert(name.clone(), upstream.view(&name));
             } else {

@@ -205,6 +205,19 @@ pub fn exists(home: &Home, name: &str) -> bool {
     fs_err::symlink_metadata(home.view(name)).is_ok_and(|m| m.is_dir())
 }
 
+/// The names of the view directories in `home`: one read of `views/` for a store of
+/// hundreds, where asking [`exists`] of each would cost a stat apiece.
+pub fn existing(home: &Home) -> std::collections::BTreeSet<String> {
+    let Ok(rd) = fs_err::read_dir(home.views()) else {
+        return Default::default();
+    };
+    rd.flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| !n.starts_with('.'))
+        .collect()
+}
+
 /// The names of the views there are (not the temp dirs of changes under way).
 pub fn names(home: &Home) -> Vec<String> {
     let Ok(rd) = fs_err::read_dir(home.views()) else {
