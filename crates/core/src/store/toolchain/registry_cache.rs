@@ -23,12 +23,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use fs_err::os::unix::fs::OpenOptionsExt;
 
-use super::registry::Registry;
+use super::detect::Collectives;
+use super::registry::{Entry, Registry, Source};
+use super::system::System;
 use crate::fsutil;
 use crate::store::home::Home;
 
 /// The first line of a copy; a new layout gets a new one.
-const MAGIC: &str = "gpuenv registry cache 1";
+const MAGIC: &str = "gpuenv registry cache 2";
 /// Copies larger than this are not read (a settings file of thousands of toolchains is
 /// well under it).
 const LIMIT: u64 = 64 << 20;
@@ -64,7 +66,7 @@ impl Cache {
 
     /// The registry the copy holds, when it can be trusted and matches the settings file.
     pub fn read(&self) -> Option<Registry> {
-        let mut file = fs_err::OpenOptions::new()
+        let file = fs_err::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&self.at)
@@ -75,14 +77,29 @@ impl Cache {
         if !meta.is_file() || meta.uid() != me || meta.mode() & 0o022 != 0 || meta.len() > LIMIT {
             return None;
         }
-        let mut text = String::new();
-        file.read_to_string(&mut text).ok()?;
-        let mut lines = text.splitn(4, '\n');
+        // The std file reads in one call what its size says (fs_err's would grow a buffer).
+        let mut text = String::with_capacity(meta.len() as usize + 1);
+        file.file().read_to_string(&mut text).ok()?;
+        let mut lines = text.split('\n');
         let (magic, source, stamp) = (lines.next()?, lines.next()?, lines.next()?);
         if magic != MAGIC || source != self.source || stamp != self.stamp {
             return None;
         }
-        let registry: Registry = serde_json::from_str(lines.next()?).ok()?;
+        let mut registry: Registry = serde_json::from_str(lines.next()?).ok()?;
+        let count: usize = lines.next()?.parse().ok()?;
+        let mut toolchains = Vec::with_capacity(count.min(1 << 16));
+        for line in lines.by_ref().take(count) {
+            toolchains.push(decode(line)?);
+        }
+        // A copy cut short, or with more after its entries, is not the one gpuenv wrote.
+        if toolchains.len() != count || lines.ne([""]) {
+            return None;
+        }
+        // In name order, as written: the map is built in one pass, not by insertions.
+        if !toolchains.windows(2).all(|w| w[0].0 < w[1].0) {
+            return None;
+        }
+        registry.toolchains = toolchains.into_iter().collect();
         registry.check_names().ok()?;
         Some(registry)
     }
@@ -93,12 +110,116 @@ impl Cache {
         if !self.settled {
             return;
         }
-        let Ok(body) = serde_json::to_string(registry) else {
+        let rest = Registry {
+            toolchains: Default::default(),
+            ..registry.clone()
+        };
+        let Ok(rest) = serde_json::to_string(&rest) else {
             return;
         };
-        let text = format!("{MAGIC}\n{}\n{}\n{body}", self.source, self.stamp);
+        let count = registry.toolchains.len();
+        let mut text = format!(
+            "{MAGIC}\n{}\n{}\n{rest}\n{count}\n",
+            self.source, self.stamp
+        );
+        for (name, entry) in &registry.toolchains {
+            let Some(line) = encode(name, entry) else {
+                return;
+            };
+            text += &line;
+            text.push('\n');
+        }
         let _ = fsutil::write_atomic(&self.at, text.as_bytes());
     }
+}
+
+/// What an entry has besides its fixed fields, as JSON (absent when it has none).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Extra {
+    collectives: Option<Collectives>,
+    system: Option<System>,
+}
+
+/// One toolchain as one line: its name and fixed fields separated by tabs, each string a
+/// JSON string (so a tab or newline in a path is escaped, never a separator), then
+/// [`Extra`]. Reading it is splitting a line, not parsing JSON objects: a store of hundreds
+/// costs each call little more than one of a few. `None` for a path that is not UTF-8.
+fn encode(name: &str, e: &Entry) -> Option<String> {
+    let s = |v: &str| serde_json::to_string(v).ok();
+    let p = |v: &Path| v.to_str().and_then(s);
+    let extra = match (&e.collectives, &e.system) {
+        (None, None) => String::new(),
+        (c, sys) => serde_json::to_string(&Extra {
+            collectives: c.clone(),
+            system: sys.clone(),
+        })
+        .ok()?,
+    };
+    Some(
+        [
+            s(name)?,
+            e.kind.to_string(),
+            e.version.to_string(),
+            e.source.as_str().to_string(),
+            p(&e.root)?,
+            s(&e.version_from)?,
+            p(&e.include_dir)?,
+            p(&e.lib_dir)?,
+            extra,
+        ]
+        .join("\t"),
+    )
+}
+
+/// The line [`encode`] wrote; `None` for anything else.
+fn decode(line: &str) -> Option<(String, Entry)> {
+    let mut f = line.split('\t');
+    let mut next = || f.next();
+    let name = string(next()?)?;
+    let kind = next()?.parse().ok()?;
+    let version = next()?.parse().ok()?;
+    let source = match next()? {
+        "linked" => Source::Linked,
+        "discovered" => Source::Discovered,
+        "installed" => Source::Installed,
+        _ => return None,
+    };
+    let root = string(next()?)?.into();
+    let version_from = string(next()?)?;
+    let include_dir = string(next()?)?.into();
+    let lib_dir = string(next()?)?.into();
+    let extra = match next()? {
+        "" => Extra {
+            collectives: None,
+            system: None,
+        },
+        json => serde_json::from_str(json).ok()?,
+    };
+    if next().is_some() {
+        return None;
+    }
+    let entry = Entry {
+        kind,
+        version,
+        root,
+        source,
+        version_from,
+        include_dir,
+        lib_dir,
+        collectives: extra.collectives,
+        system: extra.system,
+    };
+    Some((name, entry))
+}
+
+/// A JSON string; the common one, without escapes, taken as it is.
+fn string(field: &str) -> Option<String> {
+    let inner = field.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20) {
+        return serde_json::from_str(field).ok();
+    }
+    Some(inner.to_string())
 }
 
 /// One file per settings path (the path itself is inside, and compared).

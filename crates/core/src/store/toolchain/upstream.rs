@@ -146,6 +146,7 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
         registry: own,
         ..Layered::default()
     };
+    let (mut origins, mut found_views) = (Vec::new(), Vec::new());
     for root in roots {
         let upstream = Home::new(&root);
         if !root.is_absolute() {
@@ -180,20 +181,24 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
             }
         };
         let views = view::existing(&upstream);
-        for (name, entry) in registry.toolchains {
-            if layered.registry.toolchains.contains_key(&name) {
-                continue;
-            }
-            if views.contains(&name) {
-                home.upstream_views
-                    .insert(name.clone(), upstream.view(&name));
+        let mut theirs = registry.toolchains;
+        theirs.retain(|name, _| !layered.registry.toolchains.contains_key(name));
+        for name in theirs.keys() {
+            if views.contains(name) {
+                found_views.push((name.clone(), upstream.view(name)));
             } else {
                 layered.missing_views.push(name.clone());
             }
-            layered.origins.insert(name.clone(), root.clone());
-            layered.registry.toolchains.insert(name, entry);
+            origins.push((name.clone(), root.clone()));
         }
+        // Merged in one pass (a swap when the own home has none): a site's hundreds are
+        // not inserted one by one on every call.
+        layered.registry.toolchains.append(&mut theirs);
     }
+    // Built from name-ordered lists in one pass each.
+    layered.origins = origins.into_iter().collect();
+    home.upstream_views
+        .append(&mut found_views.into_iter().collect());
     layered
 }
 
