@@ -47,13 +47,24 @@ pub struct Foreign {
     /// environment). That costs a stat, so it is asked only of a root an entry is under,
     /// not of every registered one on every call.
     pub roots: Arc<BTreeSet<PathBuf>>,
+    /// Views: `<views>/<name>` for one of these `views/` directories (the home's and the
+    /// upstreams') and a registered name. Names, not hundreds of joined paths to order.
+    pub views: Arc<(Vec<PathBuf>, BTreeSet<String>)>,
     pub kinds: Vec<Kind>,
 }
 
 impl Foreign {
     pub fn matches(&self, entry: &OsStr) -> bool {
+        let (view_dirs, names) = &*self.views;
+        let view = |a: &Path| {
+            a.file_name()
+                .and_then(OsStr::to_str)
+                .is_some_and(|n| names.contains(n))
+                && a.parent().is_some_and(|p| view_dirs.iter().any(|d| d == p))
+        };
         let registered = |a: &Path| {
             self.dirs.contains(a)
+                || view(a)
                 || self.roots.contains(a) && !crate::store::toolchain::is_shared_prefix(a)
         };
         !entry.is_empty() && Path::new(entry).ancestors().any(registered)
@@ -199,8 +210,19 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
                 .iter()
                 .filter(|(_, e)| kinds.contains(&e.kind))
         };
+        // The home's views, and each upstream's that holds a view used here.
+        let mut view_dirs = vec![home.views()];
+        // (Compared as bytes: they are joined from the same few roots, and hundreds of
+        // component-wise comparisons are what this avoids.)
+        for v in home.upstream_views.values() {
+            let Some(dir) = v.parent() else { continue };
+            if !view_dirs.iter().any(|x| x.as_os_str() == dir.as_os_str()) {
+                view_dirs.push(dir.to_path_buf());
+            }
+        }
         let foreign = Foreign {
-            dirs: Arc::new(of_kind().map(|(name, _)| home.view(name)).collect()),
+            dirs: Arc::default(),
+            views: Arc::new((view_dirs, of_kind().map(|(n, _)| n.clone()).collect())),
             // A system toolchain's prefix (`/usr`) is shared the same way.
             roots: Arc::new(
                 of_kind()
@@ -357,6 +379,37 @@ mod tests {
         ] {
             assert!(!is_well_known(Kind::Cuda, e.as_ref()), "{e}");
             assert!(!is_well_known(Kind::Rocm, e.as_ref()), "{e}");
+        }
+    }
+
+    #[test]
+    fn views_of_registered_names_and_registered_roots_are_foreign() {
+        let names = ["cuda-11.8", "cuda-12.4"].map(String::from).into();
+        let foreign = Foreign {
+            views: Arc::new((
+                vec!["/home/u/gpuenv/views".into(), "/site/gpuenv/views".into()],
+                names,
+            )),
+            roots: Arc::new(["/opt/cuda-11.8".into()].into()),
+            ..Foreign::default()
+        };
+        for e in [
+            "/home/u/gpuenv/views/cuda-11.8/bin",
+            "/site/gpuenv/views/cuda-12.4/bin",
+            "/site/gpuenv/views/cuda-12.4",
+            "/opt/cuda-11.8/lib64",
+        ] {
+            assert!(foreign.matches(e.as_ref()), "{e}");
+        }
+        for e in [
+            "/home/u/gpuenv/views/cuda-10.2/bin",
+            "/elsewhere/views/cuda-12.4/bin",
+            "/home/u/gpuenv/views",
+            "/opt/cuda-11.8x/bin",
+            "/usr/bin",
+            "",
+        ] {
+            assert!(!foreign.matches(e.as_ref()), "{e}");
         }
     }
 
