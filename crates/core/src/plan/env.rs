@@ -214,8 +214,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
         let mut view_dirs = vec![home.views()];
         // (Compared as bytes: they are joined from the same few roots, and hundreds of
         // component-wise comparisons are what this avoids.)
-        for v in home.upstream_views.values() {
-            let Some(dir) = v.parent() else { continue };
+        for dir in home.upstream_views.values() {
             if !view_dirs.iter().any(|x| x.as_os_str() == dir.as_os_str()) {
                 view_dirs.push(dir.to_path_buf());
             }

@@ -107,10 +107,10 @@ pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<Pa
         source,
     };
     let views = home.views();
-    if let Some(theirs) = home.upstream_views.get(name) {
+    if let Some(theirs) = home.upstream_view(name) {
         return Err(ViewError::Upstream {
             name: name.to_string(),
-            path: theirs.clone(),
+            path: theirs,
         });
     }
     fs_err::create_dir_all(&views).map_err(failed)?;
@@ -203,19 +203,6 @@ fn link_outside_dirs(view: &Path, entry: &Entry) -> std::io::Result<()> {
 /// True if the view of `name` is there (a directory, not a link someone put in its place).
 pub fn exists(home: &Home, name: &str) -> bool {
     fs_err::symlink_metadata(home.view(name)).is_ok_and(|m| m.is_dir())
-}
-
-/// The names of the view directories in `home`: one read of `views/` for a store of
-/// hundreds, where asking [`exists`] of each would cost a stat apiece.
-pub fn existing(home: &Home) -> std::collections::BTreeSet<String> {
-    let Ok(rd) = fs_err::read_dir(home.views()) else {
-        return Default::default();
-    };
-    rd.flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| !n.starts_with('.'))
-        .collect()
 }
 
 /// The names of the views there are (not the temp dirs of changes under way).
