@@ -133,7 +133,10 @@ impl Cache {
             text += &line;
             text.push('\n');
         }
-        let _ = fsutil::write_atomic(&self.at, text.as_bytes());
+        if fsutil::write_atomic(&self.at, text.as_bytes()).is_ok() {
+            // The first layout's copy of the same file (`<hash>.json`), now never read.
+            let _ = fs_err::remove_file(self.at.with_extension("json"));
+        }
     }
 }
 
@@ -284,7 +287,7 @@ mod tests {
 
     fn cache(own: &Home, stamp: &str) -> Cache {
         Cache {
-            at: own.registry_cache().join("x.json"),
+            at: own.registry_cache().join("x.copy"),
             source: "/site/settings.toml".into(),
             stamp: stamp.into(),
             settled: true,
@@ -313,6 +316,48 @@ mod tests {
         let text = fs_err::read_to_string(c.path()).unwrap();
         fs_err::write(c.path(), text.replace("\"cuda-12.4.1\"", "\"../../x\"")).unwrap();
         assert_eq!(c.read(), None);
+    }
+
+    #[test]
+    fn writing_a_copy_removes_the_first_layouts_copy_of_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = Home::new(dir.path());
+        let c = cache(&own, "1:2:3:4.0:5.0");
+        let legacy = c.path().with_extension("json");
+        let other = c.path().with_file_name("other.json");
+        for f in [&legacy, &other] {
+            fsutil::write_atomic(f, b"gpuenv registry cache 1\n").unwrap();
+        }
+        let r = registry(&["cuda-12.4.1"]);
+        c.write(&r);
+        assert_eq!(c.read(), Some(r));
+        assert!(!legacy.exists());
+        assert!(other.exists(), "another file's copy is left alone");
+    }
+
+    #[test]
+    fn an_entry_with_odd_paths_collectives_and_a_system_prefix_comes_back_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = Home::new(dir.path());
+        let mut r = registry(&["cuda-12.4.1", "cuda-11.8"]);
+        let e = r.toolchains.get_mut("cuda-11.8").unwrap();
+        e.root = "/opt/a\tb\nc \"d\" \\e/é".into();
+        e.collectives = Some(Collectives {
+            root: "/opt/nccl".into(),
+            include_dir: "/opt/nccl/include".into(),
+            lib_dir: "/opt/nccl/lib".into(),
+        });
+        e.system = Some(System {
+            prefix: "/usr".into(),
+            tools: vec!["/usr/bin/nvcc".into()],
+            tools_from: "dpkg".into(),
+        });
+        r.default = vec!["cuda-12".into()];
+        let c = cache(&own, "1:2:3:4.0:5.0");
+        c.write(&r);
+        let text = fs_err::read_to_string(c.path()).unwrap();
+        assert_eq!(text.lines().count(), 7, "{text}");
+        assert_eq!(c.read(), Some(r));
     }
 
     #[test]
