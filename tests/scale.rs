@@ -198,3 +198,140 @@ fn the_proxy_and_the_hook_use_an_upstream_of_many_and_its_copy_is_the_users() {
         Some(site.join("views/cuda-12.4").to_str().unwrap())
     );
 }
+
+/// `gpuenv env` in `dir` for the sandbox's own home.
+fn env_in(sb: &Sandbox, dir: &Path) -> String {
+    succeeded(
+        &sb.gpuenv()
+            .current_dir(dir)
+            .args(["env", "--shell", "bash"])
+            .output()
+            .unwrap(),
+    )
+}
+
+/// A store of many, its settings settled and copied; the copy's path.
+fn copied_store(sb: &Sandbox) -> (PathBuf, PathBuf) {
+    let home = sb.gpuenv_home();
+    let proj = site_of_many(sb, &home);
+    settle();
+    env_in(sb, &proj);
+    let copies = copies(&home);
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    (proj, copies[0].clone())
+}
+
+#[test]
+fn a_settings_file_replaced_by_one_of_the_same_size_and_time_is_read_anew() {
+    let sb = Sandbox::new();
+    let (proj, _) = copied_store(&sb);
+    let settings = sb.gpuenv_home().join("settings.toml");
+    let meta = fs::metadata(&settings).unwrap();
+    // Another toolkit at a path of the same length, written beside and renamed over the
+    // settings (a new inode), its modification time set back to the old one.
+    let other = cuda_runfile(&sb.path("opt/cuda-12.5"), "12.4.131");
+    let text = fs::read_to_string(&settings).unwrap();
+    let edited = sb.gpuenv_home().join("settings.toml.new");
+    fs::write(&edited, text.replace("opt/cuda-12.4", "opt/cuda-12.5")).unwrap();
+    let file = fs::File::options().write(true).open(&edited).unwrap();
+    file.set_modified(meta.modified().unwrap()).unwrap();
+    drop(file);
+    fs::rename(&edited, &settings).unwrap();
+    let now = fs::metadata(&settings).unwrap();
+    assert_eq!(
+        (now.len(), now.modified().unwrap()),
+        (meta.len(), meta.modified().unwrap())
+    );
+    let out = succeeded(
+        &sb.gpuenv()
+            .current_dir(&proj)
+            .args(["prefix", "cuda-12.4"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.trim_end(), other.to_str().unwrap());
+}
+
+#[test]
+fn a_truncated_or_garbled_copy_is_not_believed_and_is_made_again() {
+    let sb = Sandbox::new();
+    let (proj, copy) = copied_store(&sb);
+    let expected = env_in(&sb, &proj);
+    let good = fs::read_to_string(&copy).unwrap();
+    let half = good[..good.len() / 2].to_string();
+    let mut lines: Vec<&str> = good.lines().collect();
+    let last = lines.len() - 1;
+    lines.swap(last, last - 1);
+    let swapped = lines.join("\n") + "\n";
+    let forged = [
+        ("truncated", half),
+        ("a line cut short", good.replacen("\t\"", "\t", 1)),
+        (
+            "garbage in a field",
+            good.replacen("\tcuda\t", "\tmetal\t", 1),
+        ),
+        ("out of order", swapped),
+        (
+            "an entry too many",
+            good.clone() + good.lines().last().unwrap() + "\n",
+        ),
+        ("empty", String::new()),
+    ];
+    for (what, text) in forged {
+        fs::write(&copy, &text).unwrap();
+        assert_eq!(env_in(&sb, &proj), expected, "{what}");
+        assert_eq!(
+            fs::read_to_string(&copy).unwrap(),
+            good,
+            "{what}: made again"
+        );
+    }
+}
+
+#[test]
+fn an_upstreams_copy_writable_by_others_is_not_believed() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let site = sb.path("site/gpuenv");
+    let proj = site_of_many(&sb, &site);
+    settle();
+    let user = || {
+        let mut cmd = sb.gpuenv();
+        cmd.env("GPUENV_UPSTREAMS", &site).current_dir(&proj);
+        cmd
+    };
+    let prefix = || succeeded(&user().args(["prefix", "cuda-12.4"]).output().unwrap());
+    let real = prefix();
+    let copy = copies(&sb.gpuenv_home())
+        .pop()
+        .expect("the upstream's copy is made");
+    let text = fs::read_to_string(&copy).unwrap();
+    fs::write(&copy, text.replace("opt/cuda-12.4", "evil/cuda-12.4")).unwrap();
+    fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o666)).unwrap();
+    assert_eq!(prefix(), real);
+    assert!(real.contains("opt/cuda-12.4"), "{real}");
+}
+
+#[test]
+fn concurrent_calls_each_resolve_and_leave_one_whole_copy() {
+    let sb = Sandbox::new();
+    let home = sb.gpuenv_home();
+    let proj = site_of_many(&sb, &home);
+    settle();
+    // Eight calls at once, none finding a copy: each writes one, renamed into place.
+    let outs: Vec<String> = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..8).map(|_| scope.spawn(|| env_in(&sb, &proj))).collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    assert!(outs.iter().all(|o| *o == outs[0]), "{outs:?}");
+    assert!(outs[0].contains("CUDA_HOME="), "{}", outs[0]);
+    let copies = copies(&home);
+    assert_eq!(copies.len(), 1, "one copy, no temp file left: {copies:?}");
+    let before = fs::read_to_string(&copies[0]).unwrap();
+    assert_eq!(env_in(&sb, &proj), outs[0]);
+    assert_eq!(
+        fs::read_to_string(&copies[0]).unwrap(),
+        before,
+        "believed as it is"
+    );
+}

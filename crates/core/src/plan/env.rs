@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::facts::arch::{self, CudaArch};
 use crate::facts::vars;
@@ -38,15 +39,35 @@ pub enum Op {
 /// well-known install places.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Foreign {
-    /// A set, so an entry is looked up by its ancestors: a site store's hundreds of
-    /// toolchains cost each PATH entry a few lookups, not a comparison with each.
-    pub dirs: BTreeSet<PathBuf>,
+    /// Sets, so an entry is looked up by its ancestors: a site store's hundreds of
+    /// toolchains cost each PATH entry a few lookups, not a comparison with each. Shared by
+    /// the path lists of one change, not copied into each.
+    pub dirs: Arc<BTreeSet<PathBuf>>,
+    /// Registered roots: foreign unless the root is a shared prefix (`/usr`, a conda
+    /// environment). That costs a stat, so it is asked only of a root an entry is under,
+    /// not of every registered one on every call.
+    pub roots: Arc<BTreeSet<PathBuf>>,
+    /// Views: `<views>/<name>` for one of these `views/` directories (the home's and the
+    /// upstreams') and a registered name. Names, not hundreds of joined paths to order.
+    pub views: Arc<(Vec<PathBuf>, BTreeSet<String>)>,
     pub kinds: Vec<Kind>,
 }
 
 impl Foreign {
     pub fn matches(&self, entry: &OsStr) -> bool {
-        !entry.is_empty() && Path::new(entry).ancestors().any(|a| self.dirs.contains(a))
+        let (view_dirs, names) = &*self.views;
+        let view = |a: &Path| {
+            a.file_name()
+                .and_then(OsStr::to_str)
+                .is_some_and(|n| names.contains(n))
+                && a.parent().is_some_and(|p| view_dirs.iter().any(|d| d == p))
+        };
+        let registered = |a: &Path| {
+            self.dirs.contains(a)
+                || view(a)
+                || self.roots.contains(a) && !crate::store::toolchain::is_shared_prefix(a)
+        };
+        !entry.is_empty() && Path::new(entry).ancestors().any(registered)
             || self.kinds.iter().any(|k| is_well_known(*k, entry))
     }
 }
@@ -183,20 +204,31 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
         // Every registered toolchain of an active kind is foreign, the active ones included:
         // their real roots give way to the views prepended below, and the views move to the
         // front once, without copies.
-        let foreign = Foreign {
-            dirs: registry
+        let of_kind = || {
+            registry
                 .toolchains
                 .iter()
                 .filter(|(_, e)| kinds.contains(&e.kind))
-                .flat_map(|(name, e)| {
-                    let mut dirs = vec![home.view(name)];
-                    // A system toolchain's prefix (`/usr`) is shared the same way.
-                    if e.system.is_none() && !crate::store::toolchain::is_shared_prefix(&e.root) {
-                        dirs.push(e.root.clone());
-                    }
-                    dirs
-                })
-                .collect(),
+        };
+        // The home's views, and each upstream's that holds a view used here.
+        let mut view_dirs = vec![home.views()];
+        // (Compared as bytes: they are joined from the same few roots, and hundreds of
+        // component-wise comparisons are what this avoids.)
+        for dir in home.upstream_views.values() {
+            if !view_dirs.iter().any(|x| x.as_os_str() == dir.as_os_str()) {
+                view_dirs.push(dir.to_path_buf());
+            }
+        }
+        let foreign = Foreign {
+            dirs: Arc::default(),
+            views: Arc::new((view_dirs, of_kind().map(|(n, _)| n.clone()).collect())),
+            // A system toolchain's prefix (`/usr`) is shared the same way.
+            roots: Arc::new(
+                of_kind()
+                    .filter(|(_, e)| e.system.is_none())
+                    .map(|(_, e)| e.root.clone())
+                    .collect(),
+            ),
             kinds: kinds.clone(),
         };
         for list in PATH_LISTS {
@@ -360,6 +392,37 @@ mod tests {
     }
 
     #[test]
+    fn views_of_registered_names_and_registered_roots_are_foreign() {
+        let names = ["cuda-11.8", "cuda-12.4"].map(String::from).into();
+        let foreign = Foreign {
+            views: Arc::new((
+                vec!["/home/u/gpuenv/views".into(), "/site/gpuenv/views".into()],
+                names,
+            )),
+            roots: Arc::new(["/opt/cuda-11.8".into()].into()),
+            ..Foreign::default()
+        };
+        for e in [
+            "/home/u/gpuenv/views/cuda-11.8/bin",
+            "/site/gpuenv/views/cuda-12.4/bin",
+            "/site/gpuenv/views/cuda-12.4",
+            "/opt/cuda-11.8/lib64",
+        ] {
+            assert!(foreign.matches(e.as_ref()), "{e}");
+        }
+        for e in [
+            "/home/u/gpuenv/views/cuda-10.2/bin",
+            "/elsewhere/views/cuda-12.4/bin",
+            "/home/u/gpuenv/views",
+            "/opt/cuda-11.8x/bin",
+            "/usr/bin",
+            "",
+        ] {
+            assert!(!foreign.matches(e.as_ref()), "{e}");
+        }
+    }
+
+    #[test]
     fn apply_records_before_and_after_and_reverts_exactly() {
         let change = Change {
             ops: vec![
@@ -367,8 +430,8 @@ mod tests {
                 Op::Remove(
                     "PATH".into(),
                     Foreign {
-                        dirs: BTreeSet::new(),
                         kinds: vec![Kind::Cuda],
+                        ..Foreign::default()
                     },
                 ),
                 Op::Prepend("PATH".into(), vec!["/v/bin".into()]),

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The proxy binary's file name, beside `gpuenv` and in `$GPUENV_HOME/bin/`.
 pub const PROXY_NAME: &str = "gpuenv-shim";
@@ -13,9 +14,11 @@ pub struct Home {
     pub root: PathBuf,
     /// Upstreams named by the environment and the system config (see `toolchain::upstream`).
     pub upstreams: Vec<PathBuf>,
-    /// Views of upstream toolchains that live in their upstream (filled by
-    /// `upstream::layered`); every other view is under `root`.
-    pub upstream_views: BTreeMap<String, PathBuf>,
+    /// Upstream toolchains and the `views/` directory of their upstream (filled by
+    /// `upstream::layered`): the view is there when the upstream has one, else under
+    /// `root`. Shared paths, not one per toolchain, and no stat of each: a site's hundreds
+    /// are asked about only when used ([`Home::view`]).
+    pub upstream_views: BTreeMap<String, Arc<Path>>,
 }
 
 impl Home {
@@ -42,10 +45,15 @@ impl Home {
         self.root.join("views")
     }
     pub fn view(&self, name: &str) -> PathBuf {
-        match self.upstream_views.get(name) {
-            Some(v) => v.clone(),
-            None => self.views().join(name),
-        }
+        self.upstream_view(name)
+            .unwrap_or_else(|| self.views().join(name))
+    }
+    /// The view an upstream has of its toolchain `name`: a directory (not a link) there.
+    pub fn upstream_view(&self, name: &str) -> Option<PathBuf> {
+        let view = self.upstream_views.get(name)?.join(name);
+        fs_err::symlink_metadata(&view)
+            .is_ok_and(|m| m.is_dir())
+            .then_some(view)
     }
     /// The home a view directory belongs to, and the view's name: `<home>/views/<name>`.
     pub fn of_view(view: &Path) -> Option<(Home, String)> {

@@ -280,8 +280,9 @@ impl Store {
             }
         }
         // Upstream toolchains whose store has no view get one here.
-        let all = upstream::layered(&mut self.home.clone(), registry.clone());
-        for name in &all.missing_views {
+        let mut home = self.home.clone();
+        let all = upstream::layered(&mut home, registry.clone());
+        for name in &all.missing_views(&home) {
             match view::create(&self.home, name, &all.registry.toolchains[name], &proxy) {
                 Ok(_) => views.push(name.clone()),
                 Err(e) => broken.push(e.into()),

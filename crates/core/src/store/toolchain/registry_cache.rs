@@ -1,14 +1,18 @@
 //! A compact copy of a settings file, so that the proxy, the hook and `env` do not parse
 //! hundreds of toolchains of TOML on every call (about 7 µs each with toml 0.8; a site store
 //! has every CUDA patch release). The settings file stays the source of truth: the copy is
-//! JSON of the parsed registry, under `Home::registry_cache()` in the reading user's own home
-//! (one file per settings path, an upstream's too: nothing is written into an upstream), and
-//! is used only while
+//! the parsed registry, under `Home::registry_cache()` in the reading user's own home (one
+//! file per settings path, an upstream's too: nothing is written into an upstream). Its
+//! layout: a header (magic, the settings path, its stamp), the registry without toolchains
+//! as one JSON line, the number of toolchains, then one line per toolchain in name order
+//! ([`encode`]), read by splitting lines rather than parsing JSON objects (a sixth fewer
+//! instructions than serde_json's parse of the same registry). It is used only while
 //! - it is a regular file owned by the user, not a link, and not writable by others;
 //! - it names the settings path read, and that file's device, inode, size, modification
 //!   and change times to the nanosecond (an edit by hand with the old size and modification
 //!   time still moves the change time, which cannot be set back);
-//! - it parses, and every toolchain name in it passes the same check the settings' do.
+//! - it parses whole: the count matches the lines, the names are in order and nothing
+//!   follows, and every toolchain name in it passes the same check the settings' do.
 //!
 //! Otherwise the settings file is parsed and the copy written again, atomically. A settings
 //! file changed in the last two seconds is not copied yet: file times tick coarsely, so an
@@ -23,12 +27,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use fs_err::os::unix::fs::OpenOptionsExt;
 
-use super::registry::Registry;
+use super::detect::Collectives;
+use super::registry::{Entry, Registry, Source};
+use super::system::System;
 use crate::fsutil;
 use crate::store::home::Home;
 
 /// The first line of a copy; a new layout gets a new one.
-const MAGIC: &str = "gpuenv registry cache 1";
+const MAGIC: &str = "gpuenv registry cache 2";
 /// Copies larger than this are not read (a settings file of thousands of toolchains is
 /// well under it).
 const LIMIT: u64 = 64 << 20;
@@ -64,7 +70,7 @@ impl Cache {
 
     /// The registry the copy holds, when it can be trusted and matches the settings file.
     pub fn read(&self) -> Option<Registry> {
-        let mut file = fs_err::OpenOptions::new()
+        let file = fs_err::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&self.at)
@@ -75,14 +81,29 @@ impl Cache {
         if !meta.is_file() || meta.uid() != me || meta.mode() & 0o022 != 0 || meta.len() > LIMIT {
             return None;
         }
-        let mut text = String::new();
-        file.read_to_string(&mut text).ok()?;
-        let mut lines = text.splitn(4, '\n');
+        // The std file reads in one call what its size says (fs_err's would grow a buffer).
+        let mut text = String::with_capacity(meta.len() as usize + 1);
+        file.file().read_to_string(&mut text).ok()?;
+        let mut lines = text.split('\n');
         let (magic, source, stamp) = (lines.next()?, lines.next()?, lines.next()?);
         if magic != MAGIC || source != self.source || stamp != self.stamp {
             return None;
         }
-        let registry: Registry = serde_json::from_str(lines.next()?).ok()?;
+        let mut registry: Registry = serde_json::from_str(lines.next()?).ok()?;
+        let count: usize = lines.next()?.parse().ok()?;
+        let mut toolchains = Vec::with_capacity(count.min(1 << 16));
+        for line in lines.by_ref().take(count) {
+            toolchains.push(decode(line)?);
+        }
+        // A copy cut short, or with more after its entries, is not the one gpuenv wrote.
+        if toolchains.len() != count || lines.ne([""]) {
+            return None;
+        }
+        // In name order, as written: the map is built in one pass, not by insertions.
+        if !toolchains.windows(2).all(|w| w[0].0 < w[1].0) {
+            return None;
+        }
+        registry.toolchains = toolchains.into_iter().collect();
         registry.check_names().ok()?;
         Some(registry)
     }
@@ -93,19 +114,126 @@ impl Cache {
         if !self.settled {
             return;
         }
-        let Ok(body) = serde_json::to_string(registry) else {
+        let rest = Registry {
+            toolchains: Default::default(),
+            ..registry.clone()
+        };
+        let Ok(rest) = serde_json::to_string(&rest) else {
             return;
         };
-        let text = format!("{MAGIC}\n{}\n{}\n{body}", self.source, self.stamp);
-        let _ = fsutil::write_atomic(&self.at, text.as_bytes());
+        let count = registry.toolchains.len();
+        let mut text = format!(
+            "{MAGIC}\n{}\n{}\n{rest}\n{count}\n",
+            self.source, self.stamp
+        );
+        for (name, entry) in &registry.toolchains {
+            let Some(line) = encode(name, entry) else {
+                return;
+            };
+            text += &line;
+            text.push('\n');
+        }
+        if fsutil::write_atomic(&self.at, text.as_bytes()).is_ok() {
+            // The first layout's copy of the same file (`<hash>.json`), now never read.
+            let _ = fs_err::remove_file(self.at.with_extension("json"));
+        }
     }
+}
+
+/// What an entry has besides its fixed fields, as JSON (absent when it has none).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Extra {
+    collectives: Option<Collectives>,
+    system: Option<System>,
+}
+
+/// One toolchain as one line: its name and fixed fields separated by tabs, each string a
+/// JSON string (so a tab or newline in a path is escaped, never a separator), then
+/// [`Extra`]. Reading it is splitting a line, not parsing JSON objects: a store of hundreds
+/// costs each call little more than one of a few. `None` for a path that is not UTF-8.
+fn encode(name: &str, e: &Entry) -> Option<String> {
+    let s = |v: &str| serde_json::to_string(v).ok();
+    let p = |v: &Path| v.to_str().and_then(s);
+    let extra = match (&e.collectives, &e.system) {
+        (None, None) => String::new(),
+        (c, sys) => serde_json::to_string(&Extra {
+            collectives: c.clone(),
+            system: sys.clone(),
+        })
+        .ok()?,
+    };
+    Some(
+        [
+            s(name)?,
+            e.kind.to_string(),
+            e.version.to_string(),
+            e.source.as_str().to_string(),
+            p(&e.root)?,
+            s(&e.version_from)?,
+            p(&e.include_dir)?,
+            p(&e.lib_dir)?,
+            extra,
+        ]
+        .join("\t"),
+    )
+}
+
+/// The line [`encode`] wrote; `None` for anything else.
+fn decode(line: &str) -> Option<(String, Entry)> {
+    let mut f = line.split('\t');
+    let mut next = || f.next();
+    let name = string(next()?)?;
+    let kind = next()?.parse().ok()?;
+    let version = next()?.parse().ok()?;
+    let source = match next()? {
+        "linked" => Source::Linked,
+        "discovered" => Source::Discovered,
+        "installed" => Source::Installed,
+        _ => return None,
+    };
+    let root = string(next()?)?.into();
+    let version_from = string(next()?)?;
+    let include_dir = string(next()?)?.into();
+    let lib_dir = string(next()?)?.into();
+    let extra = match next()? {
+        "" => Extra {
+            collectives: None,
+            system: None,
+        },
+        json => serde_json::from_str(json).ok()?,
+    };
+    if next().is_some() {
+        return None;
+    }
+    let entry = Entry {
+        kind,
+        version,
+        root,
+        source,
+        version_from,
+        include_dir,
+        lib_dir,
+        collectives: extra.collectives,
+        system: extra.system,
+    };
+    Some((name, entry))
+}
+
+/// A JSON string; the common one, without escapes, taken as it is.
+fn string(field: &str) -> Option<String> {
+    let inner = field.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20) {
+        return serde_json::from_str(field).ok();
+    }
+    Some(inner.to_string())
 }
 
 /// One file per settings path (the path itself is inside, and compared).
 fn file_name(source: &str) -> String {
     let mut h = std::hash::DefaultHasher::new();
     source.hash(&mut h);
-    format!("{:016x}.json", h.finish())
+    format!("{:016x}.copy", h.finish())
 }
 
 /// The settings file as the copy compares it: device, inode, size, and the modification
@@ -147,7 +275,7 @@ mod tests {
 
     fn cache(own: &Home, stamp: &str) -> Cache {
         Cache {
-            at: own.registry_cache().join("x.json"),
+            at: own.registry_cache().join("x.copy"),
             source: "/site/settings.toml".into(),
             stamp: stamp.into(),
             settled: true,
@@ -176,6 +304,48 @@ mod tests {
         let text = fs_err::read_to_string(c.path()).unwrap();
         fs_err::write(c.path(), text.replace("\"cuda-12.4.1\"", "\"../../x\"")).unwrap();
         assert_eq!(c.read(), None);
+    }
+
+    #[test]
+    fn writing_a_copy_removes_the_first_layouts_copy_of_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = Home::new(dir.path());
+        let c = cache(&own, "1:2:3:4.0:5.0");
+        let legacy = c.path().with_extension("json");
+        let other = c.path().with_file_name("other.json");
+        for f in [&legacy, &other] {
+            fsutil::write_atomic(f, b"gpuenv registry cache 1\n").unwrap();
+        }
+        let r = registry(&["cuda-12.4.1"]);
+        c.write(&r);
+        assert_eq!(c.read(), Some(r));
+        assert!(!legacy.exists());
+        assert!(other.exists(), "another file's copy is left alone");
+    }
+
+    #[test]
+    fn an_entry_with_odd_paths_collectives_and_a_system_prefix_comes_back_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = Home::new(dir.path());
+        let mut r = registry(&["cuda-12.4.1", "cuda-11.8"]);
+        let e = r.toolchains.get_mut("cuda-11.8").unwrap();
+        e.root = "/opt/a\tb\nc \"d\" \\e/é".into();
+        e.collectives = Some(Collectives {
+            root: "/opt/nccl".into(),
+            include_dir: "/opt/nccl/include".into(),
+            lib_dir: "/opt/nccl/lib".into(),
+        });
+        e.system = Some(System {
+            prefix: "/usr".into(),
+            tools: vec!["/usr/bin/nvcc".into()],
+            tools_from: "dpkg".into(),
+        });
+        r.default = vec!["cuda-12".into()];
+        let c = cache(&own, "1:2:3:4.0:5.0");
+        c.write(&r);
+        let text = fs_err::read_to_string(c.path()).unwrap();
+        assert_eq!(text.lines().count(), 7, "{text}");
+        assert_eq!(c.read(), Some(r));
     }
 
     #[test]

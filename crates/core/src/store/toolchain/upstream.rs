@@ -6,11 +6,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use super::registry::{Registry, StateError};
-use super::view;
 use crate::context::{vars, Context};
 use crate::fsutil;
 use crate::store::home::Home;
@@ -104,8 +104,6 @@ pub struct Layered {
     pub registry: Registry,
     /// Toolchain name -> the upstream home it comes from.
     pub origins: BTreeMap<String, PathBuf>,
-    /// Upstream toolchains whose upstream has no view: their view belongs in the own home.
-    pub missing_views: Vec<String>,
     /// Upstreams that are gone, unreadable or corrupt (each a warning, never an error).
     pub warnings: Vec<String>,
 }
@@ -113,6 +111,16 @@ pub struct Layered {
 impl Layered {
     pub fn upstream_of(&self, name: &str) -> Option<&Path> {
         self.origins.get(name).map(PathBuf::as_path)
+    }
+
+    /// Upstream toolchains whose upstream has no view: their view belongs in the own home.
+    /// A stat of each, so asked by `reshim`, never on every call.
+    pub fn missing_views(&self, home: &Home) -> Vec<String> {
+        self.origins
+            .keys()
+            .filter(|name| home.upstream_view(name).is_none())
+            .cloned()
+            .collect()
     }
 }
 
@@ -146,6 +154,7 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
         registry: own,
         ..Layered::default()
     };
+    let (mut origins, mut found_views) = (Vec::new(), Vec::new());
     for root in roots {
         let upstream = Home::new(&root);
         if !root.is_absolute() {
@@ -179,20 +188,21 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
                 continue;
             }
         };
-        for (name, entry) in registry.toolchains {
-            if layered.registry.toolchains.contains_key(&name) {
-                continue;
-            }
-            if view::exists(&upstream, &name) {
-                home.upstream_views
-                    .insert(name.clone(), upstream.view(&name));
-            } else {
-                layered.missing_views.push(name.clone());
-            }
-            layered.origins.insert(name.clone(), root.clone());
-            layered.registry.toolchains.insert(name, entry);
+        let views: Arc<Path> = upstream.views().into();
+        let mut theirs = registry.toolchains;
+        theirs.retain(|name, _| !layered.registry.toolchains.contains_key(name));
+        for name in theirs.keys() {
+            found_views.push((name.clone(), views.clone()));
+            origins.push((name.clone(), root.clone()));
         }
+        // Merged in one pass (a swap when the own home has none): a site's hundreds are
+        // not inserted one by one on every call.
+        layered.registry.toolchains.append(&mut theirs);
     }
+    // Built from name-ordered lists in one pass each.
+    layered.origins = origins.into_iter().collect();
+    home.upstream_views
+        .append(&mut found_views.into_iter().collect());
     layered
 }
 
@@ -242,7 +252,7 @@ mod tests {
         );
         assert_eq!(l.upstream_of("cuda-11.8"), Some(site.root.as_path()));
         assert_eq!(l.upstream_of("cuda-12.4.1"), None);
-        assert_eq!(l.missing_views, ["cuda-11.8"]);
+        assert_eq!(l.missing_views(&home), ["cuda-11.8"]);
         assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
         assert!(l.warnings[0].contains("gone"), "{:?}", l.warnings);
     }

@@ -107,10 +107,10 @@ pub fn create(home: &Home, name: &str, entry: &Entry, proxy: &Path) -> Result<Pa
         source,
     };
     let views = home.views();
-    if let Some(theirs) = home.upstream_views.get(name) {
+    if let Some(theirs) = home.upstream_view(name) {
         return Err(ViewError::Upstream {
             name: name.to_string(),
-            path: theirs.clone(),
+            path: theirs,
         });
     }
     fs_err::create_dir_all(&views).map_err(failed)?;
