@@ -103,6 +103,12 @@ pub fn reach(
             ));
         } else {
             let file_name = ui::printable(&file.path.to_string_lossy()).into_owned();
+            // An untrusted file's `add` is held back: say so, or the hint reads as a fix.
+            let once = if file.is_trusted() {
+                ""
+            } else {
+                " (applied once you `gpuenv trust` it)"
+            };
             ui::warn_with_hints(
                 format!(
                     "{tool}: this build's own arch flags leave out {names}, pinned at {}: its binaries will have no code for {}",
@@ -110,7 +116,7 @@ pub fn reach(
                     if m.names.len() == 1 { "that arch" } else { "those archs" }
                 ),
                 [
-                    format!("add `{}` to the build's flags, or set `[build] archs = \"add\"` in {file_name} (applied once you `gpuenv trust` it) and gpuenv adds them", flags.join(" ")),
+                    format!("add `{}` to the build's flags, or set `[build] archs = \"add\"` in {file_name}{once} and gpuenv adds them", flags.join(" ")),
                     format!("said once per build (again after {} minutes without such a compile); `[build] archs = \"off\"` silences it", QUIET.as_secs() / 60),
                 ],
             );
