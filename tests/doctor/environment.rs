@@ -70,6 +70,35 @@ fn fm01_with_nothing_pinned_the_nvcc_torch_would_use_is_compared() {
 }
 
 #[test]
+fn fm01_a_pytorch_nvcc_outside_gpuenv_is_named_and_a_wrapped_proxy_is_fine() {
+    let mut w = healthy();
+    // An nvcc of the right version, but not gpuenv's: torch would skip the guard and pin.
+    let elsewhere = w.sb.path("opt/cuda-12.4/bin/nvcc");
+    w.set("PYTORCH_NVCC", &format!("ccache {}", elsewhere.display()));
+    let f = w.check("FM-01");
+    assert_eq!(f.status, "warn");
+    assert!(
+        f.summary.starts_with(&format!(
+            "PYTORCH_NVCC=ccache {} runs an nvcc that is not gpuenv's",
+            elsewhere.display()
+        )),
+        "{}",
+        f.summary
+    );
+    assert!(f.hint.as_deref().unwrap().contains("unset PYTORCH_NVCC"));
+
+    // torch's own way of adding ccache, in front of the nvcc gpuenv puts first on PATH or
+    // of the view's: nothing is bypassed.
+    for value in [
+        "ccache nvcc".to_string(),
+        format!("ccache {}", w.view("cuda-12.4").join("bin/nvcc").display()),
+    ] {
+        w.set("PYTORCH_NVCC", &value);
+        assert_eq!(w.check("FM-01").status, "ok", "PYTORCH_NVCC={value}");
+    }
+}
+
+#[test]
 fn fm02_leftover_toolkits_in_path_and_cuda_home_elsewhere() {
     let mut w = World::new();
     let old = w.sb.path("opt/cuda-11.8");

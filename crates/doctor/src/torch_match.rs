@@ -3,7 +3,7 @@
 //! no toolchain active, the compiler torch's cpp_extension would pick (CUDA_HOME's, else
 //! the one on PATH) is asked for its version instead.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
@@ -11,6 +11,7 @@ use gpuenv_core::facts::torch_headers;
 use gpuenv_core::guard::{self, Policy, Side, TorchVersion, Verdict};
 use gpuenv_core::project::TorchCheck;
 use gpuenv_core::toolchain::{detect, Kind};
+use gpuenv_core::ui;
 
 pub const CHECK: Check = Check {
     id: "FM-01",
@@ -110,6 +111,16 @@ pub fn run(inputs: &Inputs) -> Finding {
             notes.hint("`gpuenv install torch` makes a toolkit of this torch's own CUDA wheels, which `cuda = \"torch\"` picks; or install a toolkit with those components (the default profile)");
         }
     }
+    if let (Kind::Cuda, Some(value)) = (kind, nvcc_bypassing_gpuenv(inputs)) {
+        notes.problem(
+            Status::Warn,
+            format!(
+                "PYTORCH_NVCC={value} runs an nvcc that is not gpuenv's: torch's extension builds then skip {}, this guard and the project's [build] settings",
+                tc.name
+            ),
+        );
+        notes.hint("unset PYTORCH_NVCC (torch then runs $CUDA_HOME/bin/nvcc, gpuenv's, behind its own ccache), or end it with plain `nvcc` or the view's (`ccache nvcc`)");
+    }
     notes.finish(
         CHECK,
         format!(
@@ -120,6 +131,19 @@ pub fn run(inputs: &Inputs) -> Finding {
             policy.check
         ),
     )
+}
+
+/// A `PYTORCH_NVCC` whose compiler (its last word: torch allows a wrapper such as
+/// `ccache nvcc`) is a path outside gpuenv's views and shims. A bare `nvcc` is found on PATH,
+/// where gpuenv's view comes first.
+fn nvcc_bypassing_gpuenv(inputs: &Inputs) -> Option<String> {
+    let value = inputs.machine.var(vars::PYTORCH_NVCC)?;
+    let compiler = Path::new(value.split_whitespace().last()?);
+    let gpuenvs = compiler.components().count() == 1
+        || compiler.starts_with(inputs.home.views())
+        || compiler.starts_with(inputs.home.shims())
+        || compiler == inputs.home.proxy();
+    (!gpuenvs).then(|| ui::printable(value).into_owned())
 }
 
 /// The compiler torch.utils.cpp_extension would run with no gpuenv toolchain active.
