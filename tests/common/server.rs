@@ -1,6 +1,8 @@
 //! A small HTTP/1.1 server on 127.0.0.1 for install tests: serves byte strings by path,
 //! honours `Range: bytes=N-`, and can cut a response short or send it slowly. It records
-//! every request (path, Range header, body bytes sent).
+//! every request (method, path, Range header, body bytes sent). With [`Server::accept_puts`]
+//! it is also a store: a PUT keeps the body at its path, as a build cache's HTTP backend
+//! expects.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct Hit {
+    pub method: String,
     pub path: String,
     pub range: Option<String>,
     pub accept: Option<String>,
@@ -29,6 +32,8 @@ struct State {
     /// path -> where a 302 sends the client
     redirects: HashMap<String, String>,
     log: Vec<Hit>,
+    /// PUT stores the body at its path (else PUT is answered 405).
+    puts: bool,
 }
 
 pub struct Server {
@@ -74,6 +79,11 @@ impl Server {
             .unwrap()
             .routes
             .insert(path, (body.into(), content_type.to_string()));
+    }
+
+    /// From now on a PUT stores its body at its path, served by later GETs.
+    pub fn accept_puts(&self) {
+        self.state.lock().unwrap().puts = true;
     }
 
     pub fn remove(&self, path: &str) {
@@ -131,6 +141,7 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let path = target.split(['?', '#']).next().unwrap_or("/").to_string();
     let mut range = None;
     let mut accept = None;
+    let mut length = 0usize;
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h)? == 0 || h.trim().is_empty() {
@@ -140,6 +151,7 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             match k.trim().to_ascii_lowercase().as_str() {
                 "range" => range = Some(v.trim().to_string()),
                 "accept" => accept = Some(v.trim().to_string()),
+                "content-length" => length = v.trim().parse().unwrap_or(0),
                 _ => {}
             }
         }
@@ -163,6 +175,7 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let hit = {
         let mut st = state.lock().unwrap();
         st.log.push(Hit {
+            method: method.clone(),
             path: path.clone(),
             range: range.clone(),
             accept,
@@ -176,6 +189,32 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
         st.log[hit].status = status;
         st.log[hit].sent = sent;
     };
+    if method == "PUT" {
+        let mut body = vec![0; length];
+        std::io::Read::read_exact(&mut reader, &mut body)?;
+        let stored = {
+            let mut st = state.lock().unwrap();
+            if st.puts {
+                st.routes
+                    .insert(path.clone(), (body, "application/octet-stream".into()));
+            }
+            st.puts
+        };
+        let status = if stored { 201 } else { 405 };
+        set(status, 0);
+        let reason = if stored {
+            "Created"
+        } else {
+            "Method Not Allowed"
+        };
+        write!(
+            out,
+            "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )?;
+        let _ = out.flush();
+        let _ = out.shutdown(std::net::Shutdown::Both);
+        return Ok(());
+    }
     if let Some(to) = redirect {
         set(302, 0);
         write!(

@@ -1,0 +1,116 @@
+//! REAL: a build cache shared over HTTP. A site config's `[build] shared = "http://…"`
+//! reaches the real ccache as its HTTP remote storage; a real nvcc 13 compile on one machine
+//! (its own CCACHE_DIR) stores its result on the server, a second machine's compile is served
+//! from it, and another nvcc never gets those objects. The server is the suite's local HTTP
+//! server, storing what ccache PUTs.
+
+#[path = "common/server.rs"]
+mod server;
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::real::real_cuda13;
+use common::*;
+use server::Server;
+
+const KERNEL: &str = r#"#include <cuda_runtime.h>
+__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
+"#;
+
+/// One counter of ccache's statistics in `dir`.
+fn ccache_stat(dir: &Path, key: &str) -> u64 {
+    let out = Command::new("ccache")
+        .arg("--print-stats")
+        .env("CCACHE_DIR", dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_site_cache_over_http_serves_a_second_machine_and_never_another_nvcc() {
+    if !have_tool("ccache") || !have_tool("g++") {
+        return;
+    }
+    let Some(cuda13) = real_cuda13() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
+    // Another nvcc of the same release: the tree hard-linked, nvcc itself a new file.
+    let other = sb.path("cuda-13.0-other");
+    let cp = Command::new("cp")
+        .arg("-al")
+        .arg(&cuda13)
+        .arg(&other)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    fs_err::remove_file(other.join("bin/nvcc")).unwrap();
+    fs_err::copy(cuda13.join("bin/nvcc"), other.join("bin/nvcc")).unwrap();
+    sb.ok(&["link", "cuda-13.0-other", other.to_str().unwrap()]);
+
+    let store = Server::start();
+    store.accept_puts();
+    let url = store.url("ccache");
+    let site = sb.path("etc/gpuenv/config.toml");
+    write(
+        &site,
+        &format!("[build]\ncache = \"ccache\"\nshared = \"{url}\"\n"),
+    );
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+    write(&proj.join("k.cu"), KERNEL);
+
+    // Each machine has its own local ccache directory; only the HTTP store is shared.
+    let compile = |machine: &str, spec: &str| {
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env("GPUENV_SYSTEM_CONFIG", &site)
+            .env("CCACHE_DIR", sb.path(machine))
+            .args(["run", spec, "--", "nvcc", "-c", "k.cu", "-o"])
+            .arg(format!("k-{machine}.o"))
+            .output()
+            .unwrap();
+        succeeded(&out);
+        assert!(proj.join(format!("k-{machine}.o")).is_file());
+    };
+    let stat = |machine: &str, key: &str| ccache_stat(&sb.path(machine), key);
+
+    compile("one", "cuda-13.0");
+    assert_eq!(stat("one", "cache_miss"), 1, "the first machine compiles");
+    assert!(
+        stat("one", "remote_storage_write") > 0,
+        "and writes the store"
+    );
+    let puts = store.log().iter().filter(|h| h.method == "PUT").count();
+    assert!(
+        puts > 0,
+        "the server received what ccache stored: {:?}",
+        store.log()
+    );
+    assert!(store.log().iter().all(|h| h.path.starts_with("/ccache/")));
+
+    compile("two", "cuda-13.0");
+    assert_eq!(stat("two", "cache_miss"), 0, "the second compiles nothing");
+    assert_eq!(
+        stat("two", "remote_storage_hit"),
+        1,
+        "it is served over HTTP"
+    );
+
+    compile("two", "cuda-13.0-other");
+    assert_eq!(stat("two", "cache_miss"), 1, "another nvcc misses");
+    assert_eq!(
+        stat("two", "remote_storage_hit"),
+        1,
+        "and gets nothing from the store"
+    );
+}
