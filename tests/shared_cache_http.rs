@@ -97,6 +97,22 @@ fn a_site_cache_over_http_serves_a_second_machine_and_never_another_nvcc() {
         store.log()
     );
     assert!(store.log().iter().all(|h| h.path.starts_with("/ccache/")));
+    // ccache's default layout: `<url>/<2 characters>/<rest of the key>` (docs/clusters.md
+    // tells admins their server must accept a PUT into a new subdirectory).
+    let subdir = |p: &str| {
+        let key = p.strip_prefix("/ccache/").unwrap_or_default();
+        matches!(key.split_once('/'),
+            Some((dir, rest)) if dir.len() == 2 && !rest.is_empty() && !rest.contains('/'))
+    };
+    assert!(
+        store
+            .log()
+            .iter()
+            .filter(|h| h.method == "PUT")
+            .all(|h| subdir(&h.path)),
+        "{:?}",
+        store.log()
+    );
 
     compile("two", "cuda-13.0");
     assert_eq!(stat("two", "cache_miss"), 0, "the second compiles nothing");

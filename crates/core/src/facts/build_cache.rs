@@ -139,6 +139,14 @@ mod tests {
                 .variable(BuildCache::Ccache),
             Some(("CCACHE_REMOTE_STORAGE", "file:/shared/ccache".into()))
         );
+        // ccache's HTTP backend takes the URL as is: GET/PUT/HEAD on `<url>/<key>`
+        // (tests/shared_cache_http.rs runs it against a real server).
+        assert_eq!(
+            ok("http://cache:8080/ccache")
+                .unwrap()
+                .variable(BuildCache::Ccache),
+            Some(("CCACHE_REMOTE_STORAGE", "http://cache:8080/ccache".into()))
+        );
         assert_eq!(
             ok("http://cache:8080/ccache")
                 .unwrap()
