@@ -354,3 +354,32 @@ fn the_task_prolog_refuses_a_build_that_is_not_the_locked_one_and_installs_a_mis
     );
     ok(&sb, &[], &["check", "--locked"]);
 }
+
+#[test]
+fn the_task_prolog_names_a_locked_toolchain_not_installed_on_the_node_as_check_locked_does() {
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
+    let sb = locked_project(&mirror, NVIDIA_12_4_1_MINIMAL);
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+
+    // The same difference `check --locked` names, in the task's output, with the node.
+    let check = text(&gpuenv(&sb, &[], &["check", "--locked"]));
+    let out = task_prolog(&sb, &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("export "), "{stdout}");
+    for want in [
+        "print gpuenv: node n2 does not have the toolchains",
+        "gpuenv.lock:6:1: cuda-12.4.1 is locked but not installed here",
+        "print gpuenv: on n2, `gpuenv install --locked` in",
+    ] {
+        assert!(stdout.contains(want), "no {want} in\n{stdout}");
+    }
+    let line = "cuda-12.4.1 is locked but not installed here";
+    assert!(check.contains(line), "check --locked says it too:\n{check}");
+    // And the node's report that `doctor --all-nodes` collects.
+    let report = text(&gpuenv(&sb, &[], &["doctor", "--node-report"]));
+    assert!(
+        report.contains("differs: ") && report.contains(line),
+        "{report}"
+    );
+}

@@ -112,7 +112,13 @@ impl Args {
 /// (`check --locked`'s comparison), or how they differ.
 fn lock_fact(session: &Session, active: &ActiveSet, resolve_error: &Option<ui::Report>) -> String {
     if resolve_error.is_some() {
-        return "not compared: the toolchains did not resolve".to_string();
+        // A locked toolchain not installed on this node is a difference, named as
+        // `check --locked` names it; any other failure to resolve leaves nothing to compare.
+        return match super::lock::compared_here(session.ctx()) {
+            Ok(None) => "no gpuenv.lock".to_string(),
+            Ok(Some(c)) if !c.problems.is_empty() => format!("differs: {}", c.problems.join("; ")),
+            _ => "not compared: the toolchains did not resolve".to_string(),
+        };
     }
     match super::lock::differences_here(session, active) {
         Ok(None) => "no gpuenv.lock".to_string(),

@@ -5,6 +5,7 @@ use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::module;
+use gpuenv_core::resolve::ResolveError;
 use gpuenv_core::session::Purpose;
 use gpuenv_core::shell::{self, Format};
 use gpuenv_core::store;
@@ -52,10 +53,20 @@ impl Args {
         // The task's output is read far from the node: say which one could not resolve.
         let active = match (self.shell, active) {
             (Format::Slurm, Err(e)) => {
+                // A locked toolchain not installed on this node is a lock difference, said
+                // as `check --locked` says it.
+                if overrides.is_empty()
+                    && matches!(
+                        e.downcast_ref::<ResolveError>(),
+                        Some(ResolveError::NotRegistered { .. })
+                    )
+                {
+                    super::prolog::refuse_unresolved(ctx)?;
+                }
                 return Err(e.context(format!(
                     "the task's toolchains cannot be set up on node {}",
                     super::prolog::node(ctx)
-                )))
+                )));
             }
             (_, active) => active?,
         };

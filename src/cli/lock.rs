@@ -164,11 +164,36 @@ fn write_lock(path: &Path, text: &str) -> Result<()> {
 /// `gpuenv check --locked`: exit 1 naming each way the active set differs from the lock.
 pub fn check(ctx: &Context) -> Result<()> {
     // The lock is read first: a bad one is the error, whatever is installed.
-    let mut lock = load_here(ctx)?;
+    let lock = load_here(ctx)?;
     let mut session = super::session(ctx)?;
-    let (active, unmatched) = resolve_registered(&mut session)?;
-    // A locked toolchain whose kind's pin matches nothing registered is a difference like
-    // the others, named as such; the rest are compared in full.
+    let Compared { lock, problems, .. } = compare_registered(&mut session, lock)?;
+    if problems.is_empty() {
+        ui::info(format!(
+            "the active toolchains match {} ({})",
+            lock.path.display(),
+            lock.toolchains
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return Ok(());
+    }
+    let err = Hinted::new(format!(
+        "the active toolchains differ from {}:\n  {}",
+        lock.path.display(),
+        problems.join("\n  ")
+    ))
+    .hint("`gpuenv install --locked` installs what the lock names; `gpuenv lock` records what is active now instead");
+    super::print_error(&err.into());
+    Err(Exit(1).into())
+}
+
+/// `lock` compared in full with what is registered here, as `check --locked` compares it:
+/// a locked toolchain whose kind's choice (pin, default, `GPUENV_TOOLCHAIN`) matches
+/// nothing registered is a difference like the others, named as such, not an error.
+pub fn compare_registered(session: &mut Session, mut lock: lock::Lock) -> Result<Compared> {
+    let (active, unmatched) = resolve_registered(session)?;
     let (missing, rest): (Vec<Locked>, Vec<Locked>) = std::mem::take(&mut lock.toolchains)
         .into_iter()
         .partition(|l| unmatched.iter().any(|(spec, _)| spec.kind == l.kind));
@@ -208,31 +233,30 @@ pub fn check(ctx: &Context) -> Result<()> {
     let Compared {
         mut lock,
         mut problems,
-        ..
-    } = differences(&session, lock, &active)?;
+        mut differing,
+    } = differences(session, lock, &active)?;
     not_installed.append(&mut problems);
-    let problems = not_installed;
+    differing.extend(missing.iter().cloned());
     lock.toolchains.extend(missing);
-    if problems.is_empty() {
-        ui::info(format!(
-            "the active toolchains match {} ({})",
-            lock.path.display(),
-            lock.toolchains
-                .iter()
-                .map(|l| l.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        return Ok(());
+    Ok(Compared {
+        lock,
+        problems: not_installed,
+        differing,
+    })
+}
+
+/// The gpuenv.lock of the project here compared with what is registered, as
+/// `check --locked` compares it: `None` when there is no toolchain file or no lock.
+pub fn compared_here(ctx: &Context) -> Result<Option<Compared>> {
+    let Some(project) = here(ctx)? else {
+        return Ok(None);
+    };
+    if fs_err::symlink_metadata(lock_path(&project)).is_err() {
+        return Ok(None);
     }
-    let err = Hinted::new(format!(
-        "the active toolchains differ from {}:\n  {}",
-        lock.path.display(),
-        problems.join("\n  ")
-    ))
-    .hint("`gpuenv install --locked` installs what the lock names; `gpuenv lock` records what is active now instead");
-    super::print_error(&err.into());
-    Err(Exit(1).into())
+    let lock = load_beside(&project)?;
+    let mut session = super::session(ctx)?;
+    Ok(Some(compare_registered(&mut session, lock)?))
 }
 
 /// The active set of each kind whose choice (pin, default, `GPUENV_TOOLCHAIN`) matches a

@@ -14,7 +14,7 @@ use gpuenv_core::{trust, ui};
 use gpuenv_install::lock::Locked;
 use gpuenv_install::source::Choice;
 
-use super::lock::{differences_here, load_beside, lock_path, Compared};
+use super::lock::{compared_here, differences_here, load_beside, lock_path, Compared};
 
 /// The node the prolog runs on, as SLURM names it.
 pub fn node(ctx: &Context) -> &str {
@@ -115,18 +115,33 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
 /// After resolving: fails the task when the active toolchains are not what the project's
 /// gpuenv.lock names, with each difference and the fix.
 pub fn refuse_unlocked(session: &Session, active: &ActiveSet) -> Result<()> {
-    let Some(Compared {
+    match differences_here(session, active)? {
+        Some(compared) => refuse(node(session.ctx()), compared),
+        None => Ok(()),
+    }
+}
+
+/// When a toolchain the project asks for matches nothing registered on this node: with a
+/// gpuenv.lock, fails the task with the lock's differences as `check --locked` names them
+/// (a locked toolchain not installed here among them); without one, or when nothing
+/// differs, `Ok`, and the resolution error stands.
+pub fn refuse_unresolved(ctx: &Context) -> Result<()> {
+    match compared_here(ctx)? {
+        Some(compared) => refuse(node(ctx), compared),
+        None => Ok(()),
+    }
+}
+
+/// Fails the task naming each way this node differs from the lock, and the fix.
+fn refuse(node: &str, compared: Compared) -> Result<()> {
+    let Compared {
         lock,
         problems,
         differing,
-    }) = differences_here(session, active)?
-    else {
-        return Ok(());
-    };
+    } = compared;
     if problems.is_empty() {
         return Ok(());
     }
-    let node = node(session.ctx());
     let dir = lock.path.parent().unwrap_or(&lock.path);
     let mut err = Hinted::new(format!(
         "node {node} does not have the toolchains {} names:\n  {}",
