@@ -9,12 +9,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::real::{ccache_hits_and_misses, index_reachable, real_cuda13, real_gpuenv};
+use common::real::{
+    ccache_hits_and_misses, index_reachable, real_cuda13, real_gpuenv, SCALE_KERNEL,
+};
 use common::*;
-
-const KERNEL: &str = r#"#include <cuda_runtime.h>
-__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
-"#;
 
 #[test]
 fn ccache_hits_on_a_rebuild_and_misses_for_another_toolkit() {
@@ -52,7 +50,7 @@ fn ccache_hits_on_a_rebuild_and_misses_for_another_toolkit() {
         .to_string();
 
     let work = sb.path("work");
-    write(&work.join("k.cu"), KERNEL);
+    write(&work.join("k.cu"), SCALE_KERNEL);
     write(
         &work.join("gpuenv.toml"),
         "[toolchain]\ncuda = \"13.0\"\n\n[build]\ncache = \"ccache\"\n",

@@ -9,29 +9,9 @@ mod server;
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::real::real_cuda13;
+use common::real::{another_nvcc, ccache_stat, real_cuda13, SCALE_KERNEL};
 use common::*;
 use server::Server;
-
-const KERNEL: &str = r#"#include <cuda_runtime.h>
-__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
-"#;
-
-/// One counter of ccache's statistics in `dir`.
-fn ccache_stat(dir: &Path, key: &str) -> u64 {
-    let out = Command::new("ccache")
-        .arg("--print-stats")
-        .env("CCACHE_DIR", dir)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 #[test]
 fn a_site_cache_over_http_serves_a_second_machine_and_never_another_nvcc() {
@@ -43,17 +23,8 @@ fn a_site_cache_over_http_serves_a_second_machine_and_never_another_nvcc() {
     };
     let sb = Sandbox::new();
     sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
-    // Another nvcc of the same release: the tree hard-linked, nvcc itself a new file.
     let other = sb.path("cuda-13.0-other");
-    let cp = Command::new("cp")
-        .arg("-al")
-        .arg(&cuda13)
-        .arg(&other)
-        .status()
-        .unwrap();
-    assert!(cp.success());
-    fs_err::remove_file(other.join("bin/nvcc")).unwrap();
-    fs_err::copy(cuda13.join("bin/nvcc"), other.join("bin/nvcc")).unwrap();
+    another_nvcc(&cuda13, &other);
     sb.ok(&["link", "cuda-13.0-other", other.to_str().unwrap()]);
 
     let store = Server::start();
@@ -66,7 +37,7 @@ fn a_site_cache_over_http_serves_a_second_machine_and_never_another_nvcc() {
     );
     let proj = sb.path("proj");
     write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
-    write(&proj.join("k.cu"), KERNEL);
+    write(&proj.join("k.cu"), SCALE_KERNEL);
 
     // Each machine has its own local ccache directory; only the HTTP store is shared.
     let compile = |machine: &str, spec: &str| {

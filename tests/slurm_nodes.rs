@@ -25,7 +25,7 @@ mod slurm_nodes;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::real::real_cuda13;
+use common::real::{another_nvcc, ccache_stat, real_cuda13, SCALE_KERNEL};
 use common::*;
 use fixtures::{redist_mirror, NVIDIA_12_4_1_MINIMAL};
 use slurm_nodes::Nodes;
@@ -250,23 +250,6 @@ fn a_toolkit_on_the_shared_file_system_is_the_same_nvcc_on_both_nodes() {
     assert_eq!(release("0"), release("1"), "{lines:?}");
 }
 
-const KERNEL: &str = r#"#include <cuda_runtime.h>
-__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
-"#;
-
-/// ccache's counters for the cache in `dir`, by `--print-stats` name.
-fn ccache_stat(dir: &Path, key: &str) -> u64 {
-    let out = Command::new("ccache")
-        .arg("--print-stats")
-        .env("CCACHE_DIR", dir)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn a_site_shared_build_cache_serves_node_2_what_node_1_compiled_and_never_another_nvcc() {
     let Some(nodes) = slurm_nodes::nodes() else {
@@ -280,17 +263,8 @@ fn a_site_shared_build_cache_serves_node_2_what_node_1_compiled_and_never_anothe
     };
     let u = User::new();
     u.sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
-    // Another nvcc of the same release: the tree hard-linked, nvcc itself a new file.
     let other = u.sb.path("cuda-13.0-other");
-    let cp = Command::new("cp")
-        .arg("-al")
-        .arg(&cuda13)
-        .arg(&other)
-        .status()
-        .unwrap();
-    assert!(cp.success());
-    fs_err::remove_file(other.join("bin/nvcc")).unwrap();
-    fs_err::copy(cuda13.join("bin/nvcc"), other.join("bin/nvcc")).unwrap();
+    another_nvcc(&cuda13, &other);
     u.sb.ok(&["link", "cuda-13.0-other", other.to_str().unwrap()]);
 
     // The admin's site config: ccache for everyone, with a store all nodes mount.
@@ -304,7 +278,7 @@ fn a_site_shared_build_cache_serves_node_2_what_node_1_compiled_and_never_anothe
         ),
     );
     let proj = u.project("proj", PIN_13_0);
-    write(&proj.join("k.cu"), KERNEL);
+    write(&proj.join("k.cu"), SCALE_KERNEL);
     let show =
         u.sb.gpuenv()
             .current_dir(&proj)
@@ -461,8 +435,13 @@ fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_sit
     // Not told: n2 has no cuda-12.4.1, and the task there fails.
     let out = task_on_both(&u, nodes, &proj, &vars);
     let stdout = ran_on_n1_only(&out, &view);
+    // In check --locked's words, with the node.
     assert!(
-        stdout.contains("gpuenv: the task's toolchains cannot be set up on node n2"),
+        stdout.contains("gpuenv: node n2 does not have the toolchains"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("cuda-12.4.1 is locked but not installed here"),
         "{stdout}"
     );
     assert!(!installed_on_n2.exists());

@@ -291,3 +291,35 @@ pub fn ccache_hits_and_misses(dir: &Path) -> (u64, u64) {
         get("cache_miss"),
     )
 }
+
+/// One of ccache's counters for the cache in `dir`, by its `--print-stats` name.
+pub fn ccache_stat(dir: &Path, key: &str) -> u64 {
+    let out = Command::new("ccache")
+        .arg("--print-stats")
+        .env("CCACHE_DIR", dir)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('\t')?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A kernel that includes the CUDA runtime's header, for cache tests.
+pub const SCALE_KERNEL: &str = r#"#include <cuda_runtime.h>
+__global__ void scale(float *x, float a) { x[threadIdx.x] *= a; }
+"#;
+
+/// Another nvcc of the same release at `at`: `root`'s tree hard-linked, `bin/nvcc` itself a
+/// new file (so a compiler cache keyed on the compiler sees another compiler).
+pub fn another_nvcc(root: &Path, at: &Path) {
+    let cp = Command::new("cp")
+        .arg("-al")
+        .arg(root)
+        .arg(at)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    fs_err::remove_file(at.join("bin/nvcc")).unwrap();
+    fs_err::copy(root.join("bin/nvcc"), at.join("bin/nvcc")).unwrap();
+}
