@@ -172,3 +172,25 @@ fn parsers_skip_huge_lines_and_take_any_bytes() {
         "taken as written, quotes and all"
     );
 }
+
+#[test]
+fn a_stale_check_setting_gpuenv_does_not_know_stops_the_compile_and_is_shown_escaped() {
+    let (w, build) = build_dir(&[("CMakeCache.txt", b"CMAKE_BUILD_TYPE:STRING=Release\n")]);
+    let nvcc = w.sb.gpuenv_home().join("shims/nvcc");
+    let args: Vec<String> = ["-c", "k.cu", "-o", "k.o"].map(String::from).to_vec();
+    let out = w
+        .command(&nvcc, &args, &[("GPUENV_STALE_CHECK", "sometimes\x1b[2J")])
+        .current_dir(&build)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    // A typo must not silently turn the check off (or on): exit 2, nothing compiled.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("GPUENV_STALE_CHECK=sometimes"), "{err}");
+    assert!(err.contains("is not `on` or `off`"), "{err}");
+    assert!(
+        !err.contains('\x1b'),
+        "an escape reached the terminal: {err:?}"
+    );
+    assert!(w.log("cuda-12.4").is_none(), "nvcc ran");
+}

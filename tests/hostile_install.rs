@@ -431,3 +431,37 @@ fn a_hostile_cuda_h_gives_the_driver_stub_names_only() {
     assert!(!has("../") && !has("passwd") && !has("touch") && !has(&endless));
     assert!(!marker.exists(), "something in cuda.h ran");
 }
+
+/// The record `gpuenv uninstall` keeps is read as data from gpuenv's own directory: a
+/// garbled one, or a link put in its place, is not used, and the reinstall takes the
+/// default profile instead of failing.
+#[test]
+fn a_garbled_or_linked_kept_record_is_ignored_by_the_reinstall() {
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    let sb = Sandbox::new();
+    ok(&sb, &vars, NVIDIA_12_4_1_MINIMAL);
+    ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+    let kept = sb
+        .gpuenv_home()
+        .join("toolchains/.cuda-12.4.1.uninstalled.toml");
+    let elsewhere = sb.path("record-elsewhere.toml");
+    fs_err::rename(&kept, &elsewhere).unwrap();
+
+    let garbled: &[u8] = b"profile = \"minimal\nsource = [\xff\xfe";
+    for plant in ["garbled", "link"] {
+        match plant {
+            "garbled" => fs_err::write(&kept, garbled).unwrap(),
+            _ => std::os::unix::fs::symlink(&elsewhere, &kept).unwrap(),
+        }
+        let t = ok(
+            &sb,
+            &vars,
+            &["install", "cuda-12.4.1", "--source", "nvidia"],
+        );
+        assert!(!t.contains("had when it was uninstalled"), "{plant}: {t}");
+        ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
+        // The uninstall kept a real record again; the next case plants over it.
+        let _ = fs_err::remove_file(&kept);
+    }
+}

@@ -152,7 +152,16 @@ pub fn keep(root: &Path, toolchains: &Path, name: &str) -> anyhow::Result<()> {
 
 /// The record kept when `name` was uninstalled, if any.
 pub fn kept(toolchains: &Path, name: &str) -> Option<Record> {
-    let bytes = fsutil::read_regular(&kept_path(toolchains, name), MAX_RECORD).ok()?;
+    let path = kept_path(toolchains, name);
+    // gpuenv writes it as a file: a link in its place is not gpuenv's, and is not followed.
+    if fs_err::symlink_metadata(&path)
+        .ok()?
+        .file_type()
+        .is_symlink()
+    {
+        return None;
+    }
+    let bytes = fsutil::read_regular(&path, MAX_RECORD).ok()?;
     toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
 }
 
