@@ -14,6 +14,16 @@ mod server;
 use common::*;
 use fixtures::*;
 
+/// The TaskProlog failed the task: no environment for it, and each of `want` in its output.
+fn refused_by_the_prolog(out: &std::process::Output, want: &[&str]) {
+    assert!(!out.status.success(), "{}", text(out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("export "), "{stdout}");
+    for w in want {
+        assert!(stdout.contains(w), "no {w} in\n{stdout}");
+    }
+}
+
 fn lock_text(sb: &Sandbox) -> String {
     fs_err::read_to_string(sb.path("gpuenv.lock")).unwrap()
 }
@@ -320,17 +330,14 @@ fn the_task_prolog_refuses_a_build_that_is_not_the_locked_one_and_installs_a_mis
     another_build_of_12_4_1(&sb, &mirror);
     let cublas = sb.toolchain("cuda-12.4.1").join("include/cublas.h");
     for vars in [&vars[..], &told[..]] {
-        let out = task_prolog(&sb, vars);
-        assert!(!out.status.success(), "{}", text(&out));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(!stdout.contains("export "), "{stdout}");
-        for want in [
-            "print gpuenv: node n2 does not have the toolchains",
-            "gpuenv.lock:6:1: cuda-12.4.1: archive libcublas: locked, but not there",
-            "print gpuenv: on n2, `gpuenv install --locked` in",
-        ] {
-            assert!(stdout.contains(want), "{vars:?}: no {want} in\n{stdout}");
-        }
+        refused_by_the_prolog(
+            &task_prolog(&sb, vars),
+            &[
+                "print gpuenv: node n2 does not have the toolchains",
+                "gpuenv.lock:6:1: cuda-12.4.1: archive libcublas: locked, but not there",
+                "print gpuenv: on n2, `gpuenv install --locked` in",
+            ],
+        );
         assert!(!cublas.exists(), "a tree that is there is never replaced");
     }
 
@@ -363,17 +370,14 @@ fn the_task_prolog_names_a_locked_toolchain_not_installed_on_the_node_as_check_l
 
     // The same difference `check --locked` names, in the task's output, with the node.
     let check = text(&gpuenv(&sb, &[], &["check", "--locked"]));
-    let out = task_prolog(&sb, &[]);
-    assert!(!out.status.success(), "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(!stdout.contains("export "), "{stdout}");
-    for want in [
-        "print gpuenv: node n2 does not have the toolchains",
-        "gpuenv.lock:6:1: cuda-12.4.1 is locked but not installed here",
-        "print gpuenv: on n2, `gpuenv install --locked` in",
-    ] {
-        assert!(stdout.contains(want), "no {want} in\n{stdout}");
-    }
+    refused_by_the_prolog(
+        &task_prolog(&sb, &[]),
+        &[
+            "print gpuenv: node n2 does not have the toolchains",
+            "gpuenv.lock:6:1: cuda-12.4.1 is locked but not installed here",
+            "print gpuenv: on n2, `gpuenv install --locked` in",
+        ],
+    );
     let line = "cuda-12.4.1 is locked but not installed here";
     assert!(check.contains(line), "check --locked says it too:\n{check}");
     // And the node's report that `doctor --all-nodes` collects.
