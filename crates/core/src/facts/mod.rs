@@ -15,6 +15,7 @@ pub mod build_files;
 pub mod copies;
 pub mod cuda_tables;
 pub mod driver;
+pub mod driver_dirs;
 pub mod lookup;
 pub mod nvidia_target;
 pub mod python;

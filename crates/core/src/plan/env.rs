@@ -55,6 +55,10 @@ pub struct Foreign {
 
 impl Foreign {
     pub fn matches(&self, entry: &OsStr) -> bool {
+        // The driver's and forward compatibility's directories are nobody's toolkit.
+        if crate::facts::driver_dirs::is_driver_dir(entry) {
+            return false;
+        }
         let (view_dirs, names) = &*self.views;
         let view = |a: &Path| {
             a.file_name()
@@ -420,6 +424,24 @@ mod tests {
         ] {
             assert!(!foreign.matches(e.as_ref()), "{e}");
         }
+    }
+
+    #[test]
+    fn driver_and_forward_compat_dirs_are_never_foreign() {
+        let foreign = Foreign {
+            roots: Arc::new(["/usr/local/cuda-13.4".into()].into()),
+            kinds: vec![Kind::Cuda],
+            ..Foreign::default()
+        };
+        for e in [
+            "/usr/local/cuda/compat/lib.real",
+            "/usr/local/cuda-13.4/compat",
+            "/usr/local/nvidia/lib64",
+            "/.singularity.d/libs",
+        ] {
+            assert!(!foreign.matches(e.as_ref()), "{e}");
+        }
+        assert!(foreign.matches("/usr/local/cuda-13.4/lib64".as_ref()));
     }
 
     #[test]

@@ -11,4 +11,5 @@ pub mod host_compiler;
 pub mod install_hint;
 pub mod module;
 pub mod resolve;
+pub mod runtime;
 pub mod stale;
