@@ -146,3 +146,37 @@ fn fm16_the_real_torch_without_a_kernel_for_a_pascal_gpu_is_an_error_naming_an_i
         f.summary
     );
 }
+
+#[test]
+fn fm12_plus_ptx_from_a_toolkit_newer_than_the_driver_is_named_and_a_new_enough_driver_passes() {
+    let mut w = World::new();
+    let root = cuda_runfile(&w.sb.path("opt/cuda-13.0"), "13.0.2");
+    write_exe(
+        &root.join("bin/nvcc"),
+        &printing(&nvcc_version_text("13.0.2")),
+    );
+    w.sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    w.pin("[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", \"9.0+PTX\"]\n");
+    w.activate();
+    // The world's driver is 575.57.08: CUDA 12.9's, PTX ISA 8.8.
+    let f = w.check("FM-12");
+    assert_eq!(f.status, "warn", "{}", f.summary);
+    assert_eq!(
+        f.summary,
+        "9.0+PTX asks for PTX, and cuda-13.0 writes PTX ISA 9.0, which needs driver 580.65.06 or newer (CUDA 13.0); the driver here is 575.57.08: a GPU that runs only that PTX fails with error 222 (the provided PTX was compiled with an unsupported toolchain)"
+    );
+    assert!(
+        f.hint
+            .as_deref()
+            .unwrap()
+            .contains("`-gencode arch=compute_90,code=sm_90`"),
+        "{:?}",
+        f.hint
+    );
+    write(
+        &w.root.join("proc/driver/nvidia/version"),
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build\n",
+    );
+    let f = w.check("FM-12");
+    assert_eq!(f.status, "ok", "{}", f.summary);
+}
