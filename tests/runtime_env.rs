@@ -291,3 +291,137 @@ fn with_the_hook_and_nothing_pinned_torchs_cuda_home_is_the_system_cuda_on_path(
         sb.gpuenv_home().join("views/cuda-13.0").to_str().unwrap()
     );
 }
+
+#[test]
+fn each_toolchain_has_its_own_jit_caches_and_a_users_own_stays() {
+    let (sb, proj) = pinned_project();
+    let env = sb.env_json(&proj);
+    let jit = sb.gpuenv_home().join("jit");
+    for (var, lib) in [
+        ("TRITON_CACHE_DIR", "triton"),
+        ("CUPY_CACHE_DIR", "cupy"),
+        ("FLASHINFER_WORKSPACE_BASE", "flashinfer"),
+    ] {
+        assert_eq!(
+            env[var],
+            jit.join(lib).join("cuda-12.4").to_str().unwrap(),
+            "{var}"
+        );
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env(var, "/mine")
+            .args(["run", "--", "printenv", var])
+            .output()
+            .unwrap();
+        assert_eq!(succeeded(&out).trim(), "/mine", "{var}");
+    }
+    // Another toolkit, another cache: what one built is never loaded with the other.
+    let other = cuda_runfile(&sb.path("opt/cuda-11.8"), "11.8.89");
+    sb.ok(&["link", "cuda-11.8", other.to_str().unwrap()]);
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args([
+            "run",
+            "cuda-11.8",
+            "--",
+            "printenv",
+            "FLASHINFER_WORKSPACE_BASE",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        succeeded(&out).trim(),
+        jit.join("flashinfer/cuda-11.8").to_str().unwrap()
+    );
+}
+
+/// A venv whose Triton bundles a `ptxas` of `release` (a stand-in that answers
+/// `--version` as ptxas does), as Triton 3.6 ships CUDA 12.8's.
+fn venv_with_triton(sb: &Sandbox, release: &str) -> PathBuf {
+    let venv = sb.path("venv");
+    write_exe(&venv.join("bin/python3"), "#!/bin/sh\n");
+    write_exe(
+        &venv.join("lib/python3.11/site-packages/triton/backends/nvidia/bin/ptxas"),
+        &format!("#!/bin/sh\necho 'ptxas: NVIDIA (R) Ptx optimizing assembler'\necho 'Cuda compilation tools, release {release}, V{release}.86'\n"),
+    );
+    venv
+}
+
+#[test]
+fn triton_gets_the_toolkits_ptxas_only_for_a_pinned_arch_its_own_cannot_build() {
+    let sb = Sandbox::new();
+    let root = cuda_runfile(&sb.path("opt/cuda-13.0"), "13.0.2");
+    write_exe(&root.join("bin/ptxas"), "#!/bin/sh\n");
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    let venv = venv_with_triton(&sb, "12.8");
+    let env = |pins: &str| {
+        write(
+            &proj.join("gpuenv.toml"),
+            &format!("[toolchain]\ncuda = \"13.0\"\ncuda-arch = [{pins}]\n"),
+        );
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env("VIRTUAL_ENV", &venv)
+            .args(["env", "--shell", "json"])
+            .output()
+            .unwrap();
+        serde_json::from_str::<serde_json::Value>(&succeeded(&out)).unwrap()
+    };
+    // CUDA 12.8's ptxas builds sm_90: nothing to change.
+    assert!(env("\"9.0\"")["TRITON_PTXAS_PATH"].is_null());
+    // sm_110 (Thor) is CUDA 13's: Triton gets the toolkit's ptxas, through the view.
+    let view_ptxas = sb.gpuenv_home().join("views/cuda-13.0/bin/ptxas");
+    assert_eq!(
+        env("\"9.0\", \"11.0\"")["TRITON_PTXAS_PATH"],
+        view_ptxas.to_str().unwrap()
+    );
+    // Its release was read once and remembered, keyed on the file.
+    let remembered: Vec<_> = fs_err::read_dir(sb.gpuenv_home().join("cache/ptxas"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(remembered.len(), 1);
+    assert_eq!(
+        fs_err::read_to_string(remembered[0].path()).unwrap().trim(),
+        "12.8.86"
+    );
+}
+
+#[test]
+fn the_real_tritons_two_ptxas_build_every_arch_cuda_13_0_does_so_nothing_is_set() {
+    let Some(root) = real_cuda13() else { return };
+    let Some(venv) = torch_venv() else { return };
+    let sb = Sandbox::new();
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", \"9.0\", \"11.0\", \"12.0\"]\n",
+    );
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("VIRTUAL_ENV", &venv)
+        .args(["env", "--shell", "json"])
+        .output()
+        .unwrap();
+    let env: serde_json::Value = serde_json::from_str(&succeeded(&out)).unwrap();
+    assert!(env["TRITON_PTXAS_PATH"].is_null(), "{env}");
+    assert!(env["TRITON_PTXAS_BLACKWELL_PATH"].is_null(), "{env}");
+    // Both of Triton 3.9's were asked (CUDA 12.9 and 13.4), within the probe deadline.
+    let mut seen: Vec<String> = fs_err::read_dir(sb.gpuenv_home().join("cache/ptxas"))
+        .unwrap()
+        .flatten()
+        .map(|e| fs_err::read_to_string(e.path()).unwrap().trim().to_string())
+        .collect();
+    seen.sort();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen[0].starts_with("12.9") && seen[1].starts_with("13.4"),
+        "{seen:?}"
+    );
+}

@@ -17,7 +17,7 @@ use crate::plan::exec::Exec;
 use crate::plan::guard;
 use crate::plan::module;
 use crate::plan::resolve::{self, ActiveSet, Request, ResolveError};
-use crate::plan::runtime;
+use crate::plan::{jit, runtime};
 use crate::project::trust;
 use crate::store::home::Home;
 use crate::store::locate::NoHome;
@@ -240,12 +240,12 @@ impl<'c> Session<'c> {
     /// one) is what torch would guess without gpuenv's shims first on PATH.
     fn for_run_time(&self, active: &ActiveSet, change: &mut Change) {
         let ctx = self.ctx;
+        let prefixes = runtime::python_prefixes(
+            ctx.path_var(vars::VIRTUAL_ENV).as_deref(),
+            ctx.path_var(vars::CONDA_PREFIX).as_deref(),
+            ctx.var_os(vars::PATH),
+        );
         if !self.toolkit_libs {
-            let prefixes = runtime::python_prefixes(
-                ctx.path_var(vars::VIRTUAL_ENV).as_deref(),
-                ctx.path_var(vars::CONDA_PREFIX).as_deref(),
-                ctx.var_os(vars::PATH),
-            );
             let wheels = runtime::wheel_libs(&prefixes);
             for dir in runtime::leave_wheels_unshadowed(change, &wheels) {
                 ui::verbose(format!(
@@ -254,7 +254,7 @@ impl<'c> Session<'c> {
                 ));
             }
         }
-        if active.get(Kind::Cuda).is_none() {
+        let Some(cuda) = active.get(Kind::Cuda) else {
             let mut ours = vec![self.home.root.clone()];
             ours.extend(self.home.upstreams.iter().cloned());
             if let Some(guess) = runtime::torch_cuda_home(ctx.var_os(vars::PATH), &ours) {
@@ -263,6 +263,30 @@ impl<'c> Session<'c> {
                     guess.into_os_string(),
                     self.home.root.clone(),
                 ));
+            }
+            return;
+        };
+        // Triton's bundled ptxas against the pinned archs (read only where both exist).
+        let pins = active.project.as_ref().map(|p| p.cuda_arch.as_slice());
+        let sites: Vec<_> = prefixes
+            .iter()
+            .flat_map(|p| crate::facts::python::site_packages_of_prefix(p))
+            .collect();
+        if let (Some(pins), Some(bin)) = (pins.filter(|p| !p.is_empty()), jit::triton_bin(&sites)) {
+            let ptxas = view::paths(&self.home, &cuda.name, &cuda.entry)
+                .bin
+                .join("ptxas");
+            if ptxas.is_file() {
+                let cache = self.home.ptxas_releases();
+                for (var, path) in
+                    jit::triton_ptxas(&bin, pins, &cuda.entry.version, &ptxas, &cache)
+                {
+                    change.ops.push(Op::Default(
+                        var.into(),
+                        path.into_os_string(),
+                        self.home.views(),
+                    ));
+                }
             }
         }
     }

@@ -109,6 +109,11 @@ registry! {
         HIP_PLATFORM: Set, "the env plan", "`amd` when a ROCm tree is active.";
         RCCL_HOME: Both, "the env plan; `doctor`", "RCCL in or beside the ROCm tree.";
         TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one.";
+        TRITON_CACHE_DIR: Both, "the env plan", "Triton's kernel cache, one directory per CUDA toolchain (`$GPUENV_HOME/jit/triton/<name>`), unless the user set one.";
+        CUPY_CACHE_DIR: Both, "the env plan", "CuPy's kernel cache, one directory per CUDA toolchain (`$GPUENV_HOME/jit/cupy/<name>`), unless the user set one.";
+        FLASHINFER_WORKSPACE_BASE: Both, "the env plan", "The parent of FlashInfer's JIT cache (`.cache/flashinfer`), one directory per CUDA toolchain (`$GPUENV_HOME/jit/flashinfer/<name>`): nothing built with one toolkit is loaded with another (flashinfer#3229). Unless the user set one.";
+        TRITON_PTXAS_PATH: Both, "the env plan", "The active toolkit's `ptxas` (its view's), where a pinned arch below sm_90 (any arch, for a Triton without `ptxas-blackwell`) is one Triton's bundled `ptxas` cannot build and the toolkit's can; the bundled one's release is read once per file (`ptxas --version`). Unless the user set one.";
+        TRITON_PTXAS_BLACKWELL_PATH: Both, "the env plan", "The same for Triton's `ptxas-blackwell` (Triton 3.9+, sm_90 and newer).";
         GPUENV_PROJECT_DIR: Both, "the env plan; the proxy", "The directory of the toolchain file in effect. The proxy reads it only when it compiles inside gpuenv's own `torch-extensions` directory (torch's `load()`), where no toolchain file is found walking up, so the project's pins and `[build]` settings apply there too.";
         GPUENV_ACTIVE: Set, "the env plan", "The active toolchains' names, comma-separated (for prompts).";
         PIP_EXTRA_INDEX_URL: Set, "the env plan", "The PyTorch wheel index of the pinned toolkit, for pip (a trusted file's `[torch] index = \"auto\"`).";

@@ -255,6 +255,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
                 // it is the user's alone (an older gpuenv's value is dropped).
                 ops.push(Op::Clear(vars::PYTORCH_NVCC.into(), home.views()));
                 torch_extensions(&mut ops, home, &t.name);
+                jit_caches(&mut ops, home, &t.name);
                 if let Some(cc) = active.host_compiler.as_ref().and_then(|c| c.compiler()) {
                     set(&mut ops, vars::CUDAHOSTCXX, path_str(cc));
                 }
@@ -362,6 +363,22 @@ fn torch_extensions(ops: &mut Vec<Op>, home: &Home, name: &str) {
         path_str(&home.torch_extensions().join(name)),
         home.torch_extensions(),
     ));
+}
+
+/// The kernel caches of JIT compilers whose cache variables their docs name: one per CUDA
+/// toolchain, so nothing one toolkit built is loaded with another's headers and runtime
+/// (FlashInfer keys its cache by neither). A user's own value stays.
+pub const JIT_CACHES: [(&str, &str); 3] = [
+    (vars::TRITON_CACHE_DIR, "triton"),
+    (vars::CUPY_CACHE_DIR, "cupy"),
+    (vars::FLASHINFER_WORKSPACE_BASE, "flashinfer"),
+];
+
+fn jit_caches(ops: &mut Vec<Op>, home: &Home, name: &str) {
+    for (var, lib) in JIT_CACHES {
+        let ours = home.jit_caches().join(lib);
+        ops.push(Op::Default(var.into(), path_str(&ours.join(name)), ours));
+    }
 }
 
 #[cfg(test)]
