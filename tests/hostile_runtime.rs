@@ -5,8 +5,6 @@
 //! never a hang, and `gpuenv run` keeps such entries where they were.
 
 mod common;
-#[path = "common/hostile.rs"]
-mod hostile;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -15,6 +13,19 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use fs_err as fs;
+
+/// CUDA 12.4 linked and `proj/` pinned to it.
+fn pinned_project() -> (Sandbox, PathBuf) {
+    let sb = Sandbox::new();
+    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
+    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    (sb, proj)
+}
+
+/// Makes a `libtorch_cuda.so` at the path given.
+type Make = dyn Fn(&Path);
 
 fn mkfifo(path: &Path) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -56,7 +67,7 @@ fn finding(json: &serde_json::Value, id: &str) -> serde_json::Value {
 
 #[test]
 fn a_compat_dir_that_is_a_fifo_a_loop_a_file_or_dangling_is_named_and_kept() {
-    let (sb, proj) = hostile::pinned_project();
+    let (sb, proj) = pinned_project();
     let bad = sb.path("usr/local/cuda-13.4");
     mkfifo(&bad.join("compat-fifo"));
     fs::create_dir_all(&bad).unwrap();
@@ -122,7 +133,7 @@ fn torch_with(sb: &Sandbox, make: impl Fn(&Path)) -> PathBuf {
 
 #[test]
 fn a_libtorch_cuda_cut_short_huge_or_a_fifo_is_a_warning_naming_it() {
-    let cases: [(&str, &dyn Fn(&Path), &str); 3] = [
+    let cases: [(&str, &Make, &str); 3] = [
         (
             "cut short",
             &|p: &Path| fs::write(p, b"\x7fELF\x02\x01\x01\x00\x00\x00").unwrap(),
@@ -137,7 +148,7 @@ fn a_libtorch_cuda_cut_short_huge_or_a_fifo_is_a_warning_naming_it() {
         ("a FIFO", &|p: &Path| mkfifo(p), "not a library"),
     ];
     for (what, make, says) in cases {
-        let (sb, _) = hostile::pinned_project();
+        let (sb, _) = pinned_project();
         let venv = torch_with(&sb, make);
         let path = format!(
             "{}/bin:{}:/usr/bin:/bin",
@@ -163,7 +174,7 @@ fn a_libtorch_cuda_cut_short_huge_or_a_fifo_is_a_warning_naming_it() {
 
 #[test]
 fn a_hanging_nvidia_smi_is_said_within_the_probe_timeout() {
-    let (sb, _) = hostile::pinned_project();
+    let (sb, _) = pinned_project();
     let venv = torch_with(&sb, |p| fs::write(p, "").unwrap());
     write_exe(&sb.path("stubs/nvidia-smi"), "#!/bin/sh\nexec sleep 60\n");
     let path = format!(

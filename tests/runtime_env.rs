@@ -54,13 +54,9 @@ fn driver_and_forward_compat_dirs_survive_run_env_and_the_hook() {
         &[("LD_LIBRARY_PATH", lp.as_ref())],
     );
     let read = |n: &str| fs_err::read_to_string(sb.path("out").join(n)).unwrap();
-    assert_eq!(read("in").trim(), want, "{}", hostile_stderr(&o));
+    assert_eq!(read("in").trim(), want, "{}", hostile::stderr(&o));
     // Leaving restores the value exactly, the other toolkit's entry included.
     assert_eq!(read("out").trim(), lp);
-}
-
-fn hostile_stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Prints the `libcudart` the loader mapped into this very process.
@@ -277,7 +273,7 @@ fn with_the_hook_and_nothing_pinned_torchs_cuda_home_is_the_system_cuda_on_path(
         read("cuda_home").trim(),
         root.to_str().unwrap(),
         "{}",
-        hostile_stderr(&o)
+        hostile::stderr(&o)
     );
 
     // In a pinned project the view wins, as before.

@@ -11,7 +11,10 @@ use crate::facts::{self, lookup::driver_key, release_name};
 /// as cuda-python's `get_minimal_required_cuda_ver_from_ptx_ver` maps it, through 9.1);
 /// 9.2–9.5 follow the same one-to-one 13.x numbering (PTX ISA 9.4 ships with CUDA 13.4,
 /// 9.5 with 13.5).
-const ISA_RELEASE: &[((u16, u16), (u64, u64))] = &[
+/// A PTX ISA and a CUDA release, each (major, minor).
+type IsaRelease = ((u16, u16), (u64, u64));
+
+const ISA_RELEASE: &[IsaRelease] = &[
     ((6, 0), (9, 0)),
     ((6, 1), (9, 1)),
     ((6, 2), (9, 2)),

@@ -95,7 +95,6 @@ pub fn leave_wheels_unshadowed(change: &mut Change, wheels: &[(String, PathBuf)]
 pub fn torch_cuda_home(path: Option<&OsStr>, ours: &[PathBuf]) -> Option<PathBuf> {
     let theirs: Vec<OsString> = path_list::dirs(path)
         .filter(|d| !ours.iter().any(|o| Path::new(d).starts_with(o)))
-        .map(OsString::from)
         .collect();
     let joined = path_list::join(&theirs);
     if let Some(nvcc) = crate::plan::guard::find_on_path(Some(&joined), "nvcc") {
