@@ -89,6 +89,21 @@ fn nvcc_objects() -> Option<&'static Built> {
                 ]
                 .concat(),
             );
+            // PTX only: every GPU JIT-compiles it, if its driver knows the PTX's ISA.
+            nvcc(
+                &[
+                    &shared[..],
+                    &[
+                        "-gencode",
+                        "arch=compute_90,code=compute_90",
+                        "-cudart",
+                        "shared",
+                        "-o",
+                        "ptx.so",
+                    ],
+                ]
+                .concat(),
+            );
             Some(Built { root, dir })
         })
         .as_ref()
@@ -468,4 +483,53 @@ fn a_pin_that_does_not_resolve_leaves_the_arch_check_standing() {
             && stderr.contains("12.8"),
         "{stderr}"
     );
+}
+
+/// A machine root whose kernel module reports `driver`.
+fn driver_root(sb: &Sandbox, driver: &str) -> PathBuf {
+    let root = sb.path("machine");
+    write(
+        &root.join("proc/driver/nvidia/version"),
+        &format!("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build  (dvs-builder@U22-I3-AE18-23-3)  Wed Jul  2 06:37:33 UTC 2025\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n"),
+    );
+    root
+}
+
+#[test]
+fn ptx_newer_than_the_driver_can_compile_is_no_kernel_and_a_new_enough_driver_passes() {
+    let Some(b) = nvcc_objects() else { return };
+    let sb = project(None);
+    write_exe(&sb.path("bin/nvidia-smi"), "#!/bin/sh\nprintf '9.0\\n'\n");
+    // The real nvcc 13.0 writes PTX ISA 9.0; driver 575 is CUDA 12.9's (ISA 8.8).
+    let old = driver_root(&sb, "575.57.08");
+    let old = old.to_str().unwrap();
+    let out = audit(&sb, &[&object(b, "ptx.so")], &[("GPUENV_DOCTOR_ROOT", old)]);
+    let (stdout, _) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("error kernel-image: no kernel image for sm_90 (a GPU here, by nvidia-smi) that this driver can load: no SASS, and its compute_90 PTX (ISA 9.0) needs driver 580.65.06 or newer (CUDA 13.0); the driver here is 575.57.08: launches fail with error 222"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("`-gencode arch=compute_90,code=sm_90`"),
+        "{stdout}"
+    );
+    // SASS for the GPU needs no JIT: the same driver runs k.so (minor version compatibility).
+    let out = audit(&sb, &[&object(b, "k.so")], &[("GPUENV_DOCTOR_ROOT", old)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).0);
+
+    for new_enough in ["580.65.06", "580.159.04"] {
+        let root = driver_root(&sb, new_enough);
+        let out = audit(
+            &sb,
+            &[&object(b, "ptx.so")],
+            &[("GPUENV_DOCTOR_ROOT", root.to_str().unwrap())],
+        );
+        let (stdout, _) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        assert!(
+            stdout.contains("warn  kernel-image: no SASS for sm_90 (a GPU here, by nvidia-smi): the driver compiles compute_90 PTX"),
+            "{stdout}"
+        );
+    }
 }

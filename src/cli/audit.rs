@@ -46,6 +46,7 @@ impl Args {
             torch_cuda: needs_torch(&object)
                 .then(|| guard::locate_torch(ctx, None).ok()?.cuda)
                 .flatten(),
+            driver: has_ptx(&object).then(|| driver(ctx)).flatten(),
         };
         let report = Report {
             file: self.file,
@@ -218,6 +219,25 @@ fn needs_runtime(object: &Object) -> bool {
             Some(Runtime::Cudart { .. } | Runtime::Hip { .. })
         )
     })
+}
+
+fn has_ptx(object: &Object) -> bool {
+    object
+        .cuda
+        .iter()
+        .any(|i| i.kind == gpuenv_audit::fatbin::ImageKind::Ptx)
+}
+
+/// The NVIDIA driver here, as the doctor reads it (`/proc/driver/nvidia/version`, else
+/// nvidia-smi within the probe deadline); `None` without one.
+fn driver(ctx: &Context) -> Option<String> {
+    let machine = Machine {
+        root: ctx.system_root(),
+        ctx: ctx.clone(),
+    };
+    gpuenv_doctor::driver::read_driver(&machine)
+        .ok()
+        .map(|d| d.text)
 }
 
 fn needs_torch(object: &Object) -> bool {

@@ -17,6 +17,11 @@ pub struct Args {
     /// Specs such as cuda-11.8 rocm-6.2 (at most one per kind); they win over
     /// GPUENV_TOOLCHAIN and the toolchain file
     specs: Vec<String>,
+    /// Put the toolkit's library dir on LD_LIBRARY_PATH even where it holds libraries the
+    /// active Python environment's NVIDIA wheels ship (by default it is left off there, so
+    /// JAX and others load the wheels' own)
+    #[arg(long)]
+    toolkit_libs: bool,
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -27,6 +32,7 @@ impl Args {
         let mut session = super::session(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(&mut session, &overrides, None)?;
+        session.keep_toolkit_libs(self.toolkit_libs);
         let applied = session.applied(&active, Purpose::Command)?;
         let program = &self.command[0];
         let args = self.command[1..].iter().map(OsString::from).collect();

@@ -39,7 +39,12 @@ pub fn compare(object: &Object, inputs: &Inputs) -> Vec<Finding> {
         match &want.arch {
             Arch::Cuda(arch) if has_cuda => {
                 cuda_wants += 1;
-                out.extend(cuda_want(&object.cuda, arch, &want.source));
+                out.extend(cuda_want(
+                    &object.cuda,
+                    arch,
+                    &want.source,
+                    inputs.driver.as_deref(),
+                ));
             }
             Arch::Rocm(target) if !object.hip.is_empty() => {
                 rocm_wants += 1;
@@ -112,7 +117,12 @@ fn list(images: &[&Image]) -> String {
     names.join(", ")
 }
 
-fn cuda_want(images: &[Image], want: &CudaArch, from: &Source) -> Vec<Finding> {
+fn cuda_want(
+    images: &[Image],
+    want: &CudaArch,
+    from: &Source,
+    driver: Option<&str>,
+) -> Vec<Finding> {
     // The GPU the arch stands for: what runs there does not depend on the suffix asked.
     let gpu = CudaArch::new(want.major, want.minor);
     let sm = want.sm();
@@ -138,6 +148,30 @@ fn cuda_want(images: &[Image], want: &CudaArch, from: &Source) -> Vec<Finding> {
             Status::Ok,
             format!("{name} ({from}): runs SASS {}", list(&runs)),
         ));
+    } else if let Some((best, too_new)) = driver.and_then(|d| {
+        // Every PTX that would JIT for it is newer than the driver here can compile.
+        let each: Option<Vec<_>> = jits
+            .iter()
+            .map(|i| Some((*i, ptx_too_new(i, d)?)))
+            .collect();
+        each?.into_iter().max_by_key(|(i, _)| i.arch.sm)
+    }) {
+        let isa = too_new.isa;
+        out.push(
+            Finding::new(
+                "kernel-image",
+                Status::Error,
+                format!(
+                    "no kernel image for {name} ({from}) that this driver can load: no SASS, and its {} PTX (ISA {}.{}) needs {}; the driver here is {}: launches fail with error 222 (the provided PTX was compiled with an unsupported toolchain)",
+                    best.arch.compute(),
+                    isa.0,
+                    isa.1,
+                    too_new.driver_needed(),
+                    driver.unwrap_or_default()
+                ),
+            )
+            .hint(format!("build SASS for it so no JIT is needed: `-gencode arch=compute_{sm},code=sm_{sm}` (or {cap} in TORCH_CUDA_ARCH_LIST/CUDAARCHS); or update the driver to {}", too_new.driver_needed())),
+        );
     } else if let Some(best) = jits.iter().max_by_key(|i| i.arch.sm) {
         out.push(
             Finding::new(
@@ -193,6 +227,11 @@ fn cuda_want(images: &[Image], want: &CudaArch, from: &Source) -> Vec<Finding> {
         );
     }
     out
+}
+
+/// Why the driver cannot compile this PTX image, if it cannot.
+fn ptx_too_new(image: &Image, driver: &str) -> Option<gpuenv_core::facts::ptx::PtxTooNew> {
+    gpuenv_core::facts::ptx::driver_loads(image.ptx_isa?, driver).err()
 }
 
 fn rocm_want(have: &[GfxTarget], want: &GfxTarget, from: &Source) -> Finding {

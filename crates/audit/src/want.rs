@@ -85,4 +85,7 @@ pub struct Inputs {
     pub gpus_found: bool,
     /// The active Python's torch: its CUDA release (`13.2`), if a CUDA build.
     pub torch_cuda: Option<String>,
+    /// The NVIDIA driver here (`580.65.06`), when known: PTX newer than it can compile is
+    /// no kernel at all.
+    pub driver: Option<String>,
 }

@@ -202,6 +202,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             t.name
         ));
     }
+    ptx_vs_driver(inputs, &t.name, release, &list, &mut notes);
     let shown: Vec<&str> = list.iter().map(|e| e.text.as_str()).collect();
     notes.finish(
         CHECK,
@@ -219,5 +220,48 @@ fn pinned(a: &CudaArch) -> ListEntry {
         name: None,
         text: a.to_string(),
         arch: Ok(*a),
+    }
+}
+
+/// The `+PTX` entries of the list, built by a toolkit whose PTX ISA the driver here cannot
+/// compile: a GPU without SASS in the list then fails at launch with error 222.
+fn ptx_vs_driver(
+    inputs: &Inputs,
+    toolkit: &str,
+    release: (u64, u64),
+    list: &[ListEntry],
+    notes: &mut Notes,
+) {
+    let ptx: Vec<&CudaArch> = list
+        .iter()
+        .filter_map(|e| e.arch.as_ref().ok())
+        .filter(|a| a.has_ptx())
+        .collect();
+    let Some(isa) = facts::ptx::isa_of_release(release).filter(|_| !ptx.is_empty()) else {
+        return;
+    };
+    let Ok(driver) = super::driver::read_driver(&inputs.machine) else {
+        return;
+    };
+    let Err(too_new) = facts::ptx::driver_loads(isa, &driver.text) else {
+        return;
+    };
+    for a in ptx {
+        let sm = a.sm();
+        notes.problem(
+            Status::Warn,
+            format!(
+                "{a} asks for PTX, and {toolkit} writes PTX ISA {}.{}, which needs {}; the driver here is {}: a GPU that runs only that PTX fails with error 222 (the provided PTX was compiled with an unsupported toolchain)",
+                isa.0,
+                isa.1,
+                too_new.driver_needed(),
+                driver.text
+            ),
+        );
+        notes.hint(format!(
+            "name each GPU's own arch in the list so no JIT is needed (`-gencode arch=compute_{sm},code=sm_{sm}` for {}), or update the driver to {}",
+            a.sm_name(),
+            too_new.driver_needed()
+        ));
     }
 }

@@ -5,6 +5,7 @@
 pub mod arch;
 pub mod broken_toolchain;
 pub mod cmake_cache;
+pub mod compat;
 pub mod cpu_torch;
 pub mod driver;
 pub mod host_compiler;
@@ -14,9 +15,11 @@ pub mod nccl;
 pub mod nodes;
 pub mod python;
 pub mod rocm;
+pub mod shadowed;
 pub mod shm;
 pub mod slurm;
 pub mod stale_path;
+pub mod torch_kernels;
 pub mod torch_match;
 
 use std::fmt::Write as _;
@@ -237,6 +240,9 @@ pub fn run_all(inputs: &Inputs) -> Vec<Finding> {
         slurm::run(inputs),
         arch::run(inputs),
         broken_toolchain::run(inputs),
+        shadowed::run(inputs),
+        compat::run(inputs),
+        torch_kernels::run(inputs),
     ]
 }
 

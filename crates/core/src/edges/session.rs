@@ -17,6 +17,7 @@ use crate::plan::exec::Exec;
 use crate::plan::guard;
 use crate::plan::module;
 use crate::plan::resolve::{self, ActiveSet, Request, ResolveError};
+use crate::plan::{jit, runtime};
 use crate::project::trust;
 use crate::store::home::Home;
 use crate::store::locate::NoHome;
@@ -58,6 +59,9 @@ pub struct Session<'c> {
     home: Home,
     door: Door,
     layered: Layered,
+    /// The toolkit's libraries go on `LD_LIBRARY_PATH` even where a Python environment's
+    /// NVIDIA wheels ship some of them (`gpuenv run --toolkit-libs`).
+    toolkit_libs: bool,
 }
 
 impl<'c> Session<'c> {
@@ -77,6 +81,7 @@ impl<'c> Session<'c> {
             home,
             door,
             layered,
+            toolkit_libs: false,
         })
     }
 
@@ -117,9 +122,16 @@ impl<'c> Session<'c> {
                 home,
                 door,
                 layered,
+                toolkit_libs: false,
             },
             name,
         )))
+    }
+
+    /// Puts the toolkit's library directories on `LD_LIBRARY_PATH` even where they shadow
+    /// libraries of the active Python environment's NVIDIA wheels.
+    pub fn keep_toolkit_libs(&mut self, keep: bool) {
+        self.toolkit_libs = keep;
     }
 
     pub fn ctx(&self) -> &'c Context {
@@ -208,6 +220,11 @@ impl<'c> Session<'c> {
         let lmfiles = self.ctx.var(vars::_LMFILES_);
         // The file's `[env]` is empty until it is trusted (`ProjectFile::env`).
         let mut change = change_for(active, registry, &self.home, true, lmfiles);
+        // The proxy runs compilers, which load none of the wheels' libraries, and reads as
+        // few files as it can.
+        if purpose != Purpose::Proxy {
+            self.for_run_time(active, &mut change);
+        }
         // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
         if purpose == Purpose::Hook && !change.ops.is_empty() {
             change.ops.push(Op::Prepend(
@@ -216,6 +233,62 @@ impl<'c> Session<'c> {
             ));
         }
         Ok(change)
+    }
+
+    /// What keeps programs working: the active Python environment's NVIDIA wheels are not
+    /// shadowed, and where no CUDA toolchain is active, `CUDA_HOME` (unless the user set
+    /// one) is what torch would guess without gpuenv's shims first on PATH.
+    fn for_run_time(&self, active: &ActiveSet, change: &mut Change) {
+        let ctx = self.ctx;
+        let prefixes = runtime::python_prefixes(
+            ctx.path_var(vars::VIRTUAL_ENV).as_deref(),
+            ctx.path_var(vars::CONDA_PREFIX).as_deref(),
+            ctx.var_os(vars::PATH),
+        );
+        if !self.toolkit_libs {
+            let wheels = runtime::wheel_libs(&prefixes);
+            for dir in runtime::leave_wheels_unshadowed(change, &wheels) {
+                ui::verbose(format!(
+                    "{} is left off LD_LIBRARY_PATH: it holds libraries the Python environment's NVIDIA wheels ship",
+                    dir.display()
+                ));
+            }
+        }
+        let Some(cuda) = active.get(Kind::Cuda) else {
+            let mut ours = vec![self.home.root.clone()];
+            ours.extend(self.home.upstreams.iter().cloned());
+            if let Some(guess) = runtime::torch_cuda_home(ctx.var_os(vars::PATH), &ours) {
+                change.ops.push(Op::Default(
+                    vars::CUDA_HOME.into(),
+                    guess.into_os_string(),
+                    self.home.root.clone(),
+                ));
+            }
+            return;
+        };
+        // Triton's bundled ptxas against the pinned archs (read only where both exist).
+        let pins = active.project.as_ref().map(|p| p.cuda_arch.as_slice());
+        let sites: Vec<_> = prefixes
+            .iter()
+            .flat_map(|p| crate::facts::python::site_packages_of_prefix(p))
+            .collect();
+        if let (Some(pins), Some(bin)) = (pins.filter(|p| !p.is_empty()), jit::triton_bin(&sites)) {
+            let ptxas = view::paths(&self.home, &cuda.name, &cuda.entry)
+                .bin
+                .join("ptxas");
+            if ptxas.is_file() {
+                let cache = self.home.ptxas_releases();
+                for (var, path) in
+                    jit::triton_ptxas(&bin, pins, &cuda.entry.version, &ptxas, &cache)
+                {
+                    change.ops.push(Op::Default(
+                        var.into(),
+                        path.into_os_string(),
+                        self.home.views(),
+                    ));
+                }
+            }
+        }
     }
 
     /// `environment` applied to the context's current values: what to exec with.

@@ -35,3 +35,30 @@ pub fn prefix_of_site_packages(path: &Path) -> Option<PathBuf> {
         .then(|| lib.parent())?
         .map(Path::to_path_buf)
 }
+
+/// The shared libraries NVIDIA's CUDA wheels put in a `site-packages`
+/// (`nvidia/<package>/lib/*.so*`, the 13.x `nvidia/cu13/lib` included), by file name, each
+/// with its path; sorted by name. Only directories are read: nothing is opened or run.
+pub fn nvidia_wheel_libs(site: &Path) -> Vec<(String, PathBuf)> {
+    let list = |dir: &Path| -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = fs_err::read_dir(dir)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        out.sort();
+        out
+    };
+    let mut libs = Vec::new();
+    for package in list(&site.join("nvidia")) {
+        for file in list(&package.join("lib")) {
+            let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if name.contains(".so") && file.is_file() {
+                libs.push((name.to_string(), file.clone()));
+            }
+        }
+    }
+    libs.sort();
+    libs.dedup_by(|a, b| a.0 == b.0);
+    libs
+}

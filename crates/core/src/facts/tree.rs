@@ -49,7 +49,7 @@ pub fn parse_gpu_arch_list(text: &str) -> Vec<u32> {
 
 /// The cache file for one nvcc binary: its device, inode, size and change time, so a
 /// replaced binary is asked again.
-fn cache_file(cache_dir: &Path, nvcc: &Path) -> Option<PathBuf> {
+pub(crate) fn cache_file(cache_dir: &Path, nvcc: &Path) -> Option<PathBuf> {
     let m = fs_err::metadata(nvcc).ok()?;
     Some(cache_dir.join(format!(
         "{:x}-{:x}-{:x}-{:x}.{:x}",

@@ -94,7 +94,7 @@ registry! {
         GPUENV_TEST_PAUSE_AT: Read, "`install` (debug builds only)", "Wait at an install stage until the marker file is deleted.";
     }
     "A toolchain's environment" {
-        CUDA_HOME: Both, "the env plan; `doctor`", "The active CUDA toolkit's view (its guarded mirror).";
+        CUDA_HOME: Both, "the env plan; `doctor`", "The active CUDA toolkit's view (its guarded mirror). Where no CUDA toolchain is active and the user set none: what torch would guess without gpuenv's shims on PATH (`dirname(dirname(which nvcc))` outside gpuenv's home, else `/usr/local/cuda`), so torch never takes gpuenv's home for a toolkit.";
         CUDA_PATH: Both, "the env plan; `doctor`", "The same as `CUDA_HOME`.";
         CUDAToolkit_ROOT: Set, "the env plan", "The same as `CUDA_HOME`, for CMake's `FindCUDAToolkit`.";
         CUDACXX: Set, "the env plan", "The view's `bin/nvcc`, CMake's CUDA compiler.";
@@ -109,6 +109,11 @@ registry! {
         HIP_PLATFORM: Set, "the env plan", "`amd` when a ROCm tree is active.";
         RCCL_HOME: Both, "the env plan; `doctor`", "RCCL in or beside the ROCm tree.";
         TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one.";
+        TRITON_CACHE_DIR: Both, "the env plan", "Triton's kernel cache, one directory per CUDA toolchain (`$GPUENV_HOME/jit/triton/<name>`), unless the user set one.";
+        CUPY_CACHE_DIR: Both, "the env plan", "CuPy's kernel cache, one directory per CUDA toolchain (`$GPUENV_HOME/jit/cupy/<name>`), unless the user set one.";
+        FLASHINFER_WORKSPACE_BASE: Both, "the env plan", "The parent of FlashInfer's JIT cache (`.cache/flashinfer`), one directory per CUDA toolchain (`$GPUENV_HOME/jit/flashinfer/<name>`): nothing built with one toolkit is loaded with another (flashinfer#3229). Unless the user set one.";
+        TRITON_PTXAS_PATH: Both, "the env plan", "The active toolkit's `ptxas` (its view's), where a pinned arch below sm_90 (any arch, for a Triton without `ptxas-blackwell`) is one Triton's bundled `ptxas` cannot build and the toolkit's can; the bundled one's release is read once per file (`ptxas --version`). Unless the user set one.";
+        TRITON_PTXAS_BLACKWELL_PATH: Both, "the env plan", "The same for Triton's `ptxas-blackwell` (Triton 3.9+, sm_90 and newer).";
         GPUENV_PROJECT_DIR: Both, "the env plan; the proxy", "The directory of the toolchain file in effect. The proxy reads it only when it compiles inside gpuenv's own `torch-extensions` directory (torch's `load()`), where no toolchain file is found walking up, so the project's pins and `[build]` settings apply there too.";
         GPUENV_ACTIVE: Set, "the env plan", "The active toolchains' names, comma-separated (for prompts).";
         PIP_EXTRA_INDEX_URL: Set, "the env plan", "The PyTorch wheel index of the pinned toolkit, for pip (a trusted file's `[torch] index = \"auto\"`).";
@@ -116,7 +121,7 @@ registry! {
     }
     "Path lists gpuenv edits" {
         PATH: Both, "the env plan, the proxy, `doctor`", "The view's `bin` first; other toolkits' entries removed; the shims dir ahead of all.";
-        LD_LIBRARY_PATH: Both, "the env plan, `doctor`", "The toolkit's library dir first; other toolkits' entries removed.";
+        LD_LIBRARY_PATH: Both, "the env plan, `doctor`", "The toolkit's library dir first, unless it holds a library the active Python environment's NVIDIA wheels ship (`gpuenv run --toolkit-libs` puts it there anyway); other toolkits' entries removed; driver and forward-compatibility dirs (`…/compat*`, `/usr/local/nvidia/lib*`, `/.singularity.d/libs`, `/usr/lib/wsl/lib`) never removed. `doctor` names each wheel library an entry shadows (FM-14).";
         LIBRARY_PATH: Both, "the env plan, `doctor`", "The CUDA toolkit's library dir first, for the linker.";
         CPATH: Both, "the env plan, `doctor`", "The toolkit's `include` first.";
         CMAKE_PREFIX_PATH: Both, "the env plan", "The ROCm tree's view first.";
@@ -129,8 +134,8 @@ registry! {
         HCC_AMDGPU_TARGET: Set, "the env plan", "The `rocm-arch` pin, comma-separated, for the hipcc of ROCm 5.x and older.";
     }
     "Read to decide, never set" {
-        CONDA_PREFIX: Read, "`discover`, the torch guard", "The active conda environment: searched for toolkits and for torch.";
-        VIRTUAL_ENV: Read, "the torch guard, `torch` pins", "The active venv: where torch is looked for first.";
+        CONDA_PREFIX: Read, "`discover`, the torch guard", "The active conda environment: searched for toolkits, for torch and for NVIDIA's CUDA wheels.";
+        VIRTUAL_ENV: Read, "the torch guard, `torch` pins", "The active venv: where torch and NVIDIA's CUDA wheels are looked for first.";
         MODULEPATH: Read, "`discover --modules`", "Directories of module files (Lmod, Environment Modules).";
         _LMFILES_: Read, "the env plan, `doctor`", "The module files loaded now: a loaded toolkit's entries count as another toolkit's.";
         LOADEDMODULES: Read, "`env`, `doctor`", "The names of the modules loaded now, in `_LMFILES_`'s order.";

@@ -55,6 +55,10 @@ pub struct Foreign {
 
 impl Foreign {
     pub fn matches(&self, entry: &OsStr) -> bool {
+        // The driver's and forward compatibility's directories are nobody's toolkit.
+        if crate::facts::driver_dirs::is_driver_dir(entry) {
+            return false;
+        }
         let (view_dirs, names) = &*self.views;
         let view = |a: &Path| {
             a.file_name()
@@ -251,6 +255,7 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
                 // it is the user's alone (an older gpuenv's value is dropped).
                 ops.push(Op::Clear(vars::PYTORCH_NVCC.into(), home.views()));
                 torch_extensions(&mut ops, home, &t.name);
+                jit_caches(&mut ops, home, &t.name);
                 if let Some(cc) = active.host_compiler.as_ref().and_then(|c| c.compiler()) {
                     set(&mut ops, vars::CUDAHOSTCXX, path_str(cc));
                 }
@@ -360,6 +365,22 @@ fn torch_extensions(ops: &mut Vec<Op>, home: &Home, name: &str) {
     ));
 }
 
+/// The kernel caches of JIT compilers whose cache variables their docs name: one per CUDA
+/// toolchain, so nothing one toolkit built is loaded with another's headers and runtime
+/// (FlashInfer keys its cache by neither). A user's own value stays.
+pub const JIT_CACHES: [(&str, &str); 3] = [
+    (vars::TRITON_CACHE_DIR, "triton"),
+    (vars::CUPY_CACHE_DIR, "cupy"),
+    (vars::FLASHINFER_WORKSPACE_BASE, "flashinfer"),
+];
+
+fn jit_caches(ops: &mut Vec<Op>, home: &Home, name: &str) {
+    for (var, lib) in JIT_CACHES {
+        let ours = home.jit_caches().join(lib);
+        ops.push(Op::Default(var.into(), path_str(&ours.join(name)), ours));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +441,24 @@ mod tests {
         ] {
             assert!(!foreign.matches(e.as_ref()), "{e}");
         }
+    }
+
+    #[test]
+    fn driver_and_forward_compat_dirs_are_never_foreign() {
+        let foreign = Foreign {
+            roots: Arc::new(["/usr/local/cuda-13.4".into()].into()),
+            kinds: vec![Kind::Cuda],
+            ..Foreign::default()
+        };
+        for e in [
+            "/usr/local/cuda/compat/lib.real",
+            "/usr/local/cuda-13.4/compat",
+            "/usr/local/nvidia/lib64",
+            "/.singularity.d/libs",
+        ] {
+            assert!(!foreign.matches(e.as_ref()), "{e}");
+        }
+        assert!(foreign.matches("/usr/local/cuda-13.4/lib64".as_ref()));
     }
 
     #[test]

@@ -9,6 +9,8 @@ pub mod exec;
 pub mod guard;
 pub mod host_compiler;
 pub mod install_hint;
+pub mod jit;
 pub mod module;
 pub mod resolve;
+pub mod runtime;
 pub mod stale;

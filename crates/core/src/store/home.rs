@@ -105,6 +105,14 @@ impl Home {
     pub fn torch_extensions(&self) -> PathBuf {
         self.root.join("torch-extensions")
     }
+    /// Other JIT compilers' caches per toolchain: `jit/<library>/<name>`.
+    pub fn jit_caches(&self) -> PathBuf {
+        self.root.join("jit")
+    }
+    /// What each Triton `ptxas` said its release was, keyed on the file.
+    pub fn ptxas_releases(&self) -> PathBuf {
+        self.root.join("cache/ptxas")
+    }
 }
 
 #[cfg(test)]

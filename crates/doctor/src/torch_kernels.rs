@@ -1,0 +1,126 @@
+//! FM-16: the installed torch's own kernels against the GPUs here. A torch without SASS or
+//! PTX for a GPU (a CUDA 13 torch on a Pascal card, an old locked torch on Blackwell) fails
+//! at the first CUDA op with "no kernel image is available". `libtorch_cuda.so` is read as
+//! `gpuenv audit` reads any object: headers and fatbinary only (0.3 s for 520 MB).
+
+use std::path::Path;
+
+use fs_err::os::unix::fs::OpenOptionsExt as _;
+
+use super::{native, Check, Finding, Inputs, Notes, Status};
+use gpuenv_audit::arch::CudaArch;
+use gpuenv_audit::fatbin::ImageKind;
+use gpuenv_core::facts::{self, torch_index};
+use gpuenv_core::fsutil;
+
+pub const CHECK: Check = Check {
+    id: "FM-16",
+    name: "torch-without-kernel",
+};
+
+/// Reads an object without following it into a FIFO or a device: opened without blocking,
+/// a regular file only.
+pub fn read_object(path: &Path) -> Result<gpuenv_audit::Object, String> {
+    let file = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| fsutil::io_reason(&e))?;
+    let meta = file.metadata().map_err(|e| fsutil::io_reason(&e))?;
+    if let Some(what) = fsutil::not_regular(&meta) {
+        return Err(format!("it is {what}, not a library"));
+    }
+    gpuenv_audit::read_file(file.into_parts().0).map_err(|e| e.to_string())
+}
+
+pub fn run(inputs: &Inputs) -> Finding {
+    let torch = match &inputs.torch {
+        Ok(t) if t.cuda.is_some() => t,
+        Ok(_) => return Finding::skip(CHECK, "the active Python's torch is not a CUDA build"),
+        Err(e) => return Finding::skip(CHECK, format!("no torch to check: {e}")),
+    };
+    let found = native::native_archs(&inputs.machine);
+    let gpus: Vec<CudaArch> = found
+        .cuda
+        .iter()
+        .filter_map(|a| CudaArch::parse_any(a).ok())
+        .collect();
+    if gpus.is_empty() {
+        return Finding::skip(
+            CHECK,
+            format!("no NVIDIA GPU found here ({})", found.asked.join("; ")),
+        );
+    }
+    let lib = torch.dir.join("lib/libtorch_cuda.so");
+    let object = match read_object(&lib) {
+        Ok(o) => o,
+        Err(why) => {
+            let mut notes = Notes::default();
+            notes.problem(
+                Status::Warn,
+                format!("cannot read torch's kernels in {}: {why}", lib.display()),
+            );
+            notes.hint("reinstall torch: a library cut short or replaced reads like this");
+            return notes.finish(CHECK, "");
+        }
+    };
+    let mut archs: Vec<String> = object
+        .cuda
+        .iter()
+        .map(|i| match i.kind {
+            ImageKind::Sass => i.arch.to_string(),
+            ImageKind::Ptx => i.arch.compute(),
+        })
+        .collect();
+    archs.dedup();
+    let label = torch.label();
+    let mut notes = Notes::default();
+    notes.seen(format!(
+        "torch {label} ({}) carries {}",
+        lib.display(),
+        archs.join(" ")
+    ));
+    let mut fine = Vec::new();
+    for gpu in &gpus {
+        let runs = object.cuda.iter().any(|i| match i.kind {
+            ImageKind::Sass => i.arch.sass_runs_on(gpu),
+            ImageKind::Ptx => i.arch.ptx_jits_for(gpu),
+        });
+        if runs {
+            fine.push(format!("{gpu}"));
+            continue;
+        }
+        notes.problem(
+            Status::Error,
+            format!(
+                "torch {label} has no kernel for the GPU here of compute capability {gpu} (it carries {}): its first CUDA op fails with \"no kernel image is available for execution on the device\"",
+                archs.join(" ")
+            ),
+        );
+        let cc = gpu.sm();
+        let indexes: Vec<&str> = facts::current()
+            .torch
+            .iter()
+            .rev()
+            .filter(|i| i.archs.is_some_and(|a| torch_index::covers(a, cc)))
+            .map(|i| i.name)
+            .collect();
+        match indexes.first() {
+            Some(newest) => notes.hint(format!(
+                "install a torch built for {gpu} from PyTorch's `{newest}` index ({}/{newest}; `gpuenv torch index --list` shows each index's archs; also has it: {})",
+                facts::PYTORCH_WHEELS,
+                indexes.join(", ")
+            )),
+            None => notes.hint(
+                "no PyTorch wheel index gpuenv knows has a kernel for it: build torch from source with TORCH_CUDA_ARCH_LIST naming it (`gpuenv torch index --list`)",
+            ),
+        }
+    }
+    notes.finish(
+        CHECK,
+        format!(
+            "torch {label} has kernels for the GPUs here ({})",
+            fine.join(", ")
+        ),
+    )
+}
