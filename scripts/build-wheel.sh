@@ -13,6 +13,9 @@ if [ ! -x "$tools/bin/maturin" ] || [ ! -x "$tools/bin/twine" ]; then
 fi
 mkdir -p "$out"
 rm -f "$out"/gpuenv-*.whl "$out"/gpuenv-*.tar.gz
-"$tools/bin/maturin" build --release --sdist --out "$out"
+# Two commands: `build --sdist` would build the wheel from the unpacked sdist in a temp
+# dir, compiling everything again; in the tree it reuses target/release.
+"$tools/bin/maturin" sdist --out "$out"
+"$tools/bin/maturin" build --release --out "$out"
 "$tools/bin/twine" check --strict "$out"/gpuenv-*.whl "$out"/gpuenv-*.tar.gz
 ls "$out"/gpuenv-*
