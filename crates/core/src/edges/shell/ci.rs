@@ -6,6 +6,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
+use crate::facts::vars;
 use crate::quote::{self, Unquotable};
 
 /// One variable: its value before (the environment gpuenv ran in) and after (`None` = unset).
@@ -84,7 +85,7 @@ pub fn github(vars: &[Change]) -> Result<GithubFiles, CiError> {
         if value.contains('\r') {
             return Err(bad(Unquotable::CarriageReturn));
         }
-        if name == "PATH" {
+        if name == vars::PATH {
             if let Some(added) = after.and_then(|a| prepended(before, a)) {
                 let added = std::str::from_utf8(added).expect("a part of UTF-8 text split at ':'");
                 if added.contains('\n') {
