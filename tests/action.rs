@@ -139,7 +139,14 @@ impl Runner {
     }
 
     /// Runs one bash script as a step; applies what it wrote; its stdout and stderr.
-    fn step(&mut self, n: usize, id: Option<&str>, script: &str, env: &BTreeMap<String, String>, dir: &Path) -> String {
+    fn step(
+        &mut self,
+        n: usize,
+        id: Option<&str>,
+        script: &str,
+        env: &BTreeMap<String, String>,
+        dir: &Path,
+    ) -> String {
         let files = self.temp.join(format!("_runner_file_commands/step{n}"));
         fs_err::create_dir_all(&files).unwrap();
         let (genv, gpath, gout) = (files.join("env"), files.join("path"), files.join("output"));
@@ -178,7 +185,8 @@ impl Runner {
         }
         if let Some(id) = id {
             let outputs = parse_file_commands(&fs_err::read_to_string(&gout).unwrap());
-            self.outputs.insert(id.to_string(), outputs.into_iter().collect());
+            self.outputs
+                .insert(id.to_string(), outputs.into_iter().collect());
         }
         log
     }
@@ -231,7 +239,10 @@ fn the_action_installs_the_locked_toolkit_and_the_next_step_sees_its_nvcc() {
     let action = action();
     assert_eq!(action.runs.using, "composite");
     for out in ["cuda-home", "cuda-version"] {
-        assert!(action.outputs[out].value.contains("steps.env.outputs."), "{out}");
+        assert!(
+            action.outputs[out].value.contains("steps.env.outputs."),
+            "{out}"
+        );
     }
 
     let (server, mirror) = redist_mirror(&["12.4.1"]);
@@ -241,7 +252,10 @@ fn the_action_installs_the_locked_toolkit_and_the_next_step_sees_its_nvcc() {
     let job = Sandbox::new();
     let workspace = job.path("work/project");
     fs_err::create_dir_all(&workspace).unwrap();
-    write(&workspace.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    write(
+        &workspace.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n",
+    );
     write(&workspace.join("gpuenv.lock"), &lock);
     let temp = job.path("runner-temp");
     fs_err::create_dir_all(&temp).unwrap();
@@ -278,7 +292,8 @@ fn the_action_installs_the_locked_toolkit_and_the_next_step_sees_its_nvcc() {
     );
 
     // The job's next step, anywhere in the workspace.
-    let next = "nvcc --version\necho \"CUDA_HOME=$CUDA_HOME\"\necho \"nvcc at $(command -v nvcc)\"\n";
+    let next =
+        "nvcc --version\necho \"CUDA_HOME=$CUDA_HOME\"\necho \"nvcc at $(command -v nvcc)\"\n";
     let log = runner.step(99, None, next, &BTreeMap::new(), &job.path("work"));
     assert!(log.contains("release 12.4, V12.4.131"), "{log}");
     let outputs = &runner.outputs["env"];
@@ -286,7 +301,10 @@ fn the_action_installs_the_locked_toolkit_and_the_next_step_sees_its_nvcc() {
     let cuda_home = &outputs["cuda-home"];
     assert!(cuda_home.ends_with("views/cuda-12.4.1"), "{outputs:?}");
     assert!(log.contains(&format!("CUDA_HOME={cuda_home}\n")), "{log}");
-    assert!(log.contains(&format!("nvcc at {cuda_home}/bin/nvcc\n")), "{log}");
+    assert!(
+        log.contains(&format!("nvcc at {cuda_home}/bin/nvcc\n")),
+        "{log}"
+    );
 }
 
 #[test]
@@ -299,9 +317,17 @@ fn github_file_commands_written_by_gpuenv_read_back_exactly_as_the_runner_reads_
     let proj = sb.path("proj");
     write(
         &proj.join("gpuenv.toml"),
-        &format!("[toolchain]\ncuda = \"12.4\"\n[env]\nHOSTILE = {}\n", toml::Value::String(hostile.into())),
+        &format!(
+            "[toolchain]\ncuda = \"12.4\"\n[env]\nHOSTILE = {}\n",
+            toml::Value::String(hostile.into())
+        ),
     );
-    let trust = sb.gpuenv().current_dir(&proj).arg("trust").output().unwrap();
+    let trust = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .arg("trust")
+        .output()
+        .unwrap();
     succeeded(&trust);
     let (genv, gpath) = (sb.path("github_env"), sb.path("github_path"));
     let out = sb
@@ -314,10 +340,15 @@ fn github_file_commands_written_by_gpuenv_read_back_exactly_as_the_runner_reads_
         .unwrap();
     succeeded(&out);
     let vars: BTreeMap<String, String> =
-        parse_file_commands(&fs_err::read_to_string(&genv).unwrap()).into_iter().collect();
+        parse_file_commands(&fs_err::read_to_string(&genv).unwrap())
+            .into_iter()
+            .collect();
     assert_eq!(vars["HOSTILE"], hostile);
     assert!(vars["CUDA_HOME"].ends_with("views/cuda-12.4"), "{vars:?}");
-    assert!(!vars.contains_key("PATH"), "PATH only grew: $GITHUB_PATH has it");
+    assert!(
+        !vars.contains_key("PATH"),
+        "PATH only grew: $GITHUB_PATH has it"
+    );
     let path = fs_err::read_to_string(&gpath).unwrap();
     assert_eq!(path, format!("{}/bin\n", vars["CUDA_HOME"]));
 
@@ -329,5 +360,9 @@ fn github_file_commands_written_by_gpuenv_read_back_exactly_as_the_runner_reads_
         .output()
         .unwrap();
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("GITHUB_ENV is not set"), "{}", text(&out));
+    assert!(
+        text(&out).contains("GITHUB_ENV is not set"),
+        "{}",
+        text(&out)
+    );
 }

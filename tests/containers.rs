@@ -59,7 +59,9 @@ fn docker_env(rest: &str, env: &BTreeMap<String, String>) -> (String, String) {
     while let Some(c) = chars.next() {
         match c {
             '"' if quoted => break,
-            '\\' if matches!(chars.peek(), Some('"' | '\\' | '$')) => out.push(chars.next().unwrap()),
+            '\\' if matches!(chars.peek(), Some('"' | '\\' | '$')) => {
+                out.push(chars.next().unwrap())
+            }
             '$' => {
                 let braced = chars.peek() == Some(&'{');
                 if braced {
@@ -91,7 +93,8 @@ fn the_dockerfile_in_the_docs_installs_the_locked_toolkit_in_its_own_layer() {
         return;
     }
     let Some(wheel) = wheel::wheel() else { return };
-    let doc = fs_err::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/containers.md")).unwrap();
+    let doc =
+        fs_err::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/containers.md")).unwrap();
     let steps = instructions(&doc);
 
     let (_server, mirror) = redist_mirror(&["12.4.1"]);
@@ -100,8 +103,15 @@ fn the_dockerfile_in_the_docs_installs_the_locked_toolkit_in_its_own_layer() {
     let image = Sandbox::new();
     let context = image.path("context");
     fs_err::create_dir_all(context.join("dist")).unwrap();
-    fs_err::copy(&wheel, context.join("dist").join(wheel.file_name().unwrap())).unwrap();
-    write(&context.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    fs_err::copy(
+        &wheel,
+        context.join("dist").join(wheel.file_name().unwrap()),
+    )
+    .unwrap();
+    write(
+        &context.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n",
+    );
     fs_err::copy(locked.path("gpuenv.lock"), context.join("gpuenv.lock")).unwrap();
 
     let rootfs = image.path("rootfs");
@@ -154,7 +164,12 @@ fn the_dockerfile_in_the_docs_installs_the_locked_toolkit_in_its_own_layer() {
                 fs_err::create_dir_all(&to).unwrap();
                 for f in from {
                     let src = context.join(f.trim_end_matches('/'));
-                    let status = Command::new("cp").arg("-a").arg(if src.is_dir() { src.join(".") } else { src }).arg(&to).status().unwrap();
+                    let status = Command::new("cp")
+                        .arg("-a")
+                        .arg(if src.is_dir() { src.join(".") } else { src })
+                        .arg(&to)
+                        .status()
+                        .unwrap();
                     assert!(status.success());
                 }
             }
@@ -192,7 +207,10 @@ fn the_dockerfile_in_the_docs_installs_the_locked_toolkit_in_its_own_layer() {
             other => panic!("this test does not know {other}"),
         }
     }
-    assert!(!printed.is_empty(), "a RUN step prints gpuenv env --shell dockerfile");
+    assert!(
+        !printed.is_empty(),
+        "a RUN step prints gpuenv env --shell dockerfile"
+    );
     assert!(!doc_env.is_empty(), "the doc has the ENV lines it printed");
     for line in &doc_env {
         assert!(

@@ -31,7 +31,10 @@ fn populated() -> Sandbox {
         home.join("shims/odd-link"),
     )
     .unwrap();
-    write(&sb.home().join(".bashrc"), &format!("export A=1\n{HOOK}alias l=ls\n"));
+    write(
+        &sb.home().join(".bashrc"),
+        &format!("export A=1\n{HOOK}alias l=ls\n"),
+    );
     write(&sb.path("dotfiles/zshrc"), "eval \"$(gpuenv hook zsh)\"\n");
     std::os::unix::fs::symlink(sb.path("dotfiles/zshrc"), sb.home().join(".zshrc")).unwrap();
     sb
@@ -68,9 +71,14 @@ fn self_uninstall_asks_then_removes_only_what_gpuenv_made() {
     let out = uninstall(&sb, &[], "n\n");
     succeeded(&out);
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(said.contains("go on? [y/N]") && said.contains("nothing was removed"), "{said}");
+    assert!(
+        said.contains("go on? [y/N]") && said.contains("nothing was removed"),
+        "{said}"
+    );
     assert!(home.join("views").is_dir() && home.join("settings.toml").is_file());
-    assert!(fs_err::read_to_string(sb.home().join(".bashrc")).unwrap().contains(HOOK));
+    assert!(fs_err::read_to_string(sb.home().join(".bashrc"))
+        .unwrap()
+        .contains(HOOK));
 
     let out = uninstall(&sb, &[], "y\n");
     let said = succeeded(&out) + &String::from_utf8_lossy(&out.stderr);
@@ -78,9 +86,15 @@ fn self_uninstall_asks_then_removes_only_what_gpuenv_made() {
         assert!(!home.join(gone).exists(), "{gone} is still there: {said}");
     }
     // What gpuenv did not make stays, and is named.
-    assert_eq!(fs_err::read_to_string(home.join("notes.txt")).unwrap(), "mine\n");
+    assert_eq!(
+        fs_err::read_to_string(home.join("notes.txt")).unwrap(),
+        "mine\n"
+    );
     assert!(home.join("cache").is_symlink(), "{said}");
-    assert_eq!(fs_err::read_to_string(sb.path("elsewhere/precious")).unwrap(), "keep\n");
+    assert_eq!(
+        fs_err::read_to_string(sb.path("elsewhere/precious")).unwrap(),
+        "keep\n"
+    );
     assert_eq!(
         fs_err::read_to_string(sb.path("elsewhere/target-of-a-shim")).unwrap(),
         "keep too\n"
@@ -93,8 +107,13 @@ fn self_uninstall_asks_then_removes_only_what_gpuenv_made() {
         "export A=1\nalias l=ls\n"
     );
     assert!(sb.home().join(".zshrc").is_symlink());
-    assert!(fs_err::read_to_string(sb.path("dotfiles/zshrc")).unwrap().contains("gpuenv hook zsh"));
-    assert!(said.contains("gpuenv edits no file through a link"), "{said}");
+    assert!(fs_err::read_to_string(sb.path("dotfiles/zshrc"))
+        .unwrap()
+        .contains("gpuenv hook zsh"));
+    assert!(
+        said.contains("gpuenv edits no file through a link"),
+        "{said}"
+    );
     // The linked toolkit's own tree is the user's: untouched.
     assert!(sb.path("cuda/bin/nvcc").is_file());
 }
@@ -110,7 +129,10 @@ fn self_uninstall_keeps_toolchains_when_asked_and_a_home_that_is_a_link_is_refus
     let home = sb.gpuenv_home();
     assert!(home.join("toolchains/kept-marker").is_file(), "{said}");
     assert!(home.join("settings.toml").is_file(), "{said}");
-    assert!(!home.join("views").exists() && !home.join("shims").exists(), "{said}");
+    assert!(
+        !home.join("views").exists() && !home.join("shims").exists(),
+        "{said}"
+    );
     assert!(!said.contains("go on?"), "-y does not ask: {said}");
 
     // GPUENV_HOME that is a link: nothing behind it is removed.

@@ -131,7 +131,13 @@ fn dockerfile_output_refuses_a_newline_and_escapes_everything_else() {
             &proj.join("gpuenv.toml"),
             &format!("[toolchain]\ncuda = \"12.4\"\n[env]\nNASTY = {toml_value}\n"),
         );
-        succeeded(&sb.gpuenv().current_dir(&proj).arg("trust").output().unwrap());
+        succeeded(
+            &sb.gpuenv()
+                .current_dir(&proj)
+                .arg("trust")
+                .output()
+                .unwrap(),
+        );
         sb.gpuenv()
             .current_dir(&proj)
             .args(["env", "--shell", "dockerfile"])

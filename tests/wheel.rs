@@ -79,7 +79,10 @@ fn installed_from_the_wheel_gpuenv_finds_its_proxy_and_the_proxy_outlives_the_ve
     let venv = sb.path("venv");
     venv_with_wheel(&venv, &wheel);
     let bin = venv.join("bin");
-    assert!(bin.join("gpuenv-shim").is_file(), "the proxy sits beside gpuenv");
+    assert!(
+        bin.join("gpuenv-shim").is_file(),
+        "the proxy sits beside gpuenv"
+    );
     let gpuenv = |bin: &Path, args: &[&str]| {
         let out = in_home(&sb, bin, &bin.join("gpuenv"), args);
         succeeded(&out)

@@ -159,7 +159,10 @@ impl Args {
 /// the step ends.
 fn github(ctx: &Context, files: &ci::GithubFiles) -> Result<()> {
     use std::io::Write as _;
-    for (var, bytes) in [(vars::GITHUB_ENV, &files.env), (vars::GITHUB_PATH, &files.path)] {
+    for (var, bytes) in [
+        (vars::GITHUB_ENV, &files.env),
+        (vars::GITHUB_PATH, &files.path),
+    ] {
         let Some(path) = ctx.var_nonempty(var) else {
             return Err(Hinted::new(format!(
                 "{var} is not set: `gpuenv env --shell github` runs in a GitHub Actions step, which names the files it writes to"

@@ -79,7 +79,11 @@ pub fn detect(exe: &Path) -> Installed {
         let py = gpuenv_core::quote::word(&python.to_string_lossy());
         let how = format!(
             "as a wheel by {} into the Python environment {}",
-            if installer.is_empty() { "an unknown installer" } else { &installer },
+            if installer.is_empty() {
+                "an unknown installer"
+            } else {
+                &installer
+            },
             prefix.display()
         );
         return match installer.as_str() {
@@ -98,7 +102,11 @@ pub fn detect(exe: &Path) -> Installed {
     installed(
         "by hand: a build not installed by cargo, pip, uv or pipx",
         "rebuild it (cargo build --release), or install it: pip install gpuenv",
-        &format!("rm {} {}", bin.join("gpuenv").display(), bin.join(PROXY_NAME).display()),
+        &format!(
+            "rm {} {}",
+            bin.join("gpuenv").display(),
+            bin.join(PROXY_NAME).display()
+        ),
     )
 }
 

@@ -42,7 +42,11 @@ pub fn without_hook_lines(text: &str) -> (String, usize) {
 
 enum Step {
     Remove(PathBuf),
-    EditRc { path: PathBuf, text: String, lines: usize },
+    EditRc {
+        path: PathBuf,
+        text: String,
+        lines: usize,
+    },
 }
 
 pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
@@ -68,8 +72,8 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
                 let meta = fs_err::symlink_metadata(&path)?;
                 match own {
                     Some((_, true)) if keep_toolchains => {}
-                    Some((n, _)) if meta.file_type().is_symlink() || meta.uid() != uid => {
-                        left.push(format!(
+                    Some((n, _)) if meta.file_type().is_symlink() || meta.uid() != uid => left
+                        .push(format!(
                             "{} (gpuenv makes `{n}` itself; this one is {})",
                             path.display(),
                             if meta.file_type().is_symlink() {
@@ -77,8 +81,7 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
                             } else {
                                 "another account's"
                             }
-                        ))
-                    }
+                        )),
                     Some(_) => steps.push(Step::Remove(path)),
                     None => left.push(format!("{} (not gpuenv's)", path.display())),
                 }
@@ -133,7 +136,9 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
             }
         }
         if keep_toolchains {
-            eprintln!("  and keep the toolchains, the download cache and the settings that register them");
+            eprintln!(
+                "  and keep the toolchains, the download cache and the settings that register them"
+            );
         }
         if !yes && !confirmed()? {
             ui::info("nothing was removed");
@@ -157,7 +162,10 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
         ui::warn(format!("left in place: {l}"));
     }
     let this = super::self_info::detect(&std::env::current_exe()?);
-    ui::info(format!("gpuenv itself stays until you run: {}", this.remove));
+    ui::info(format!(
+        "gpuenv itself stays until you run: {}",
+        this.remove
+    ));
     Ok(())
 }
 
@@ -167,7 +175,10 @@ fn confirmed() -> Result<bool> {
     std::io::stderr().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
 }
 
 /// Rewrites an rc file in place of itself (temp file + rename), keeping its mode.

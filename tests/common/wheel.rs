@@ -86,7 +86,12 @@ pub fn sdist(wheel: &Path) -> Option<PathBuf> {
 pub fn venv_with_wheel(dir: &Path, wheel: &Path) {
     run(Command::new("python3").args(["-m", "venv"]).arg(dir));
     run(Command::new(dir.join("bin/pip"))
-        .args(["install", "--no-index", "--quiet", "--disable-pip-version-check"])
+        .args([
+            "install",
+            "--no-index",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
         .arg(wheel));
 }
 

@@ -163,7 +163,10 @@ mod tests {
 
     #[test]
     fn dockerfile_escapes_what_docker_expands_and_refuses_what_it_cannot_hold() {
-        assert_eq!(dockerfile(br#"a"b\c$d e=f 'g'"#).unwrap(), r#""a\"b\\c\$d e=f 'g'""#);
+        assert_eq!(
+            dockerfile(br#"a"b\c$d e=f 'g'"#).unwrap(),
+            r#""a\"b\\c\$d e=f 'g'""#
+        );
         assert_eq!(dockerfile(b"").unwrap(), r#""""#);
         assert_eq!(dockerfile(b"a\nb"), Err(Unquotable::Newline));
         assert_eq!(dockerfile(b"a\rb"), Err(Unquotable::Newline));

@@ -148,7 +148,10 @@ mod tests {
     #[test]
     fn a_list_that_grew_at_the_front_is_told_apart_from_one_that_changed() {
         let after = os("/v/bin:/usr/bin:/bin");
-        assert_eq!(prepended(Some(os("/usr/bin:/bin")), after), Some(&b"/v/bin"[..]));
+        assert_eq!(
+            prepended(Some(os("/usr/bin:/bin")), after),
+            Some(&b"/v/bin"[..])
+        );
         assert_eq!(prepended(Some(os("/bin")), os("/v/bin:/x/bin")), None);
         assert_eq!(prepended(None, after), None);
         assert_eq!(prepended(Some(os("")), after), None);
@@ -160,7 +163,11 @@ mod tests {
     fn github_puts_path_additions_in_github_path_last_first() {
         let files = github(&[
             ("CUDA_HOME", None, Some(os("/v/cuda"))),
-            ("PATH", Some(os("/usr/bin")), Some(os("/a/bin:/b/bin:/usr/bin"))),
+            (
+                "PATH",
+                Some(os("/usr/bin")),
+                Some(os("/a/bin:/b/bin:/usr/bin")),
+            ),
         ])
         .unwrap();
         assert_eq!(String::from_utf8(files.env).unwrap(), "CUDA_HOME=/v/cuda\n");
@@ -175,7 +182,10 @@ mod tests {
             Some(os("/a/bin:/usr/bin")),
         )])
         .unwrap();
-        assert_eq!(String::from_utf8(files.env).unwrap(), "PATH=/a/bin:/usr/bin\n");
+        assert_eq!(
+            String::from_utf8(files.env).unwrap(),
+            "PATH=/a/bin:/usr/bin\n"
+        );
         assert!(files.path.is_empty());
     }
 
@@ -200,15 +210,27 @@ mod tests {
         assert!(matches!(refused("1A", b"x"), CiError::BadName { .. }));
         assert!(matches!(
             refused("A", b"x\ry"),
-            CiError::BadValue { why: Unquotable::CarriageReturn, .. }
+            CiError::BadValue {
+                why: Unquotable::CarriageReturn,
+                ..
+            }
         ));
         assert!(matches!(
             refused("A", b"caf\xe9"),
-            CiError::BadValue { why: Unquotable::NotUtf8, .. }
+            CiError::BadValue {
+                why: Unquotable::NotUtf8,
+                ..
+            }
         ));
         // A newline in a PATH entry added to $GITHUB_PATH would become two entries.
         let err = github(&[("PATH", Some(os("/bin")), Some(os("/a\nb:/bin")))]).unwrap_err();
-        assert!(matches!(err, CiError::BadValue { why: Unquotable::Newline, .. }));
+        assert!(matches!(
+            err,
+            CiError::BadValue {
+                why: Unquotable::Newline,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -236,9 +258,19 @@ mod tests {
     #[test]
     fn dockerfile_refuses_a_newline_and_bytes_that_are_not_utf8() {
         let err = dockerfile(&[("A", None, Some(os("x\ny")))]).unwrap_err();
-        assert!(err.to_string().contains("A's value cannot be written for a Dockerfile: it has a newline"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("A's value cannot be written for a Dockerfile: it has a newline"),
+            "{err}"
+        );
         let err = dockerfile(&[("A", None, Some(OsStr::from_bytes(b"\xff")))]).unwrap_err();
-        assert!(matches!(err, CiError::BadValue { why: Unquotable::NotUtf8, .. }));
+        assert!(matches!(
+            err,
+            CiError::BadValue {
+                why: Unquotable::NotUtf8,
+                ..
+            }
+        ));
         assert!(dockerfile(&[("A B", None, Some(os("x")))]).is_err());
     }
 }

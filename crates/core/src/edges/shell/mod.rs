@@ -133,11 +133,8 @@ pub fn module_unload(names: &[String], format: Format) -> String {
                 "if functions -q module; module unload {}; end\n",
                 String::from_utf8_lossy(&quote::fish(name.as_bytes()))
             )),
-            Format::Json
-            | Format::Dotenv
-            | Format::Slurm
-            | Format::Github
-            | Format::Dockerfile => {}
+            Format::Json | Format::Dotenv | Format::Slurm | Format::Github | Format::Dockerfile => {
+            }
         }
     }
     out
