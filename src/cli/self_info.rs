@@ -94,14 +94,14 @@ pub fn detect(exe: &Path) -> Installed {
             ),
             _ => installed(
                 &how,
-                &format!("{py} -m pip install --upgrade gpuenv"),
+                &format!("{py} -m pip install --upgrade gpuenv   (or a newer wheel or clone in place of gpuenv)"),
                 &format!("{py} -m pip uninstall gpuenv"),
             ),
         };
     }
     installed(
         "by hand: a build not installed by cargo, pip, uv or pipx",
-        "rebuild it (cargo build --release), or install it: pip install gpuenv",
+        "rebuild it (cargo build --release), or install it from a clone: uv tool install .",
         &format!(
             "rm {} {}",
             bin.join("gpuenv").display(),

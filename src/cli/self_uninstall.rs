@@ -64,8 +64,9 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
             .hint("point GPUENV_HOME at the home gpuenv made, or remove it yourself"));
         }
         Ok(_) => {
-            for entry in fs_err::read_dir(&home.root)? {
-                let entry = entry?;
+            let mut entries = fs_err::read_dir(&home.root)?.collect::<Result<Vec<_>, _>>()?;
+            entries.sort_by_key(|e| e.file_name());
+            for entry in entries {
                 let path = entry.path();
                 let name = entry.file_name();
                 let own = OWN_ENTRIES.iter().find(|(n, _)| name == *n);
