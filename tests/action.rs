@@ -245,7 +245,7 @@ fn the_action_installs_the_locked_toolkit_and_the_next_step_sees_its_nvcc() {
         );
     }
 
-    let (server, mirror) = redist_mirror(&["12.4.1"]);
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
     let locked = locked_project(&mirror, NVIDIA_12_4_1_MINIMAL);
     let lock = fs_err::read_to_string(locked.path("gpuenv.lock")).unwrap();
     // The job's workspace: a clone of the project on a fresh runner.
@@ -287,8 +287,8 @@ fn the_action_installs_the_locked_toolkit_and_the_next_step_sees_its_nvcc() {
         ],
     );
     assert!(
-        !server.hits("cuda_nvcc").is_empty() || !server.log().is_empty(),
-        "the locked toolkit came from the mirror"
+        job.toolchain("cuda-12.4.1").join("bin/nvcc").is_file(),
+        "the locked toolkit is installed in the job's home"
     );
 
     // The job's next step, anywhere in the workspace.
