@@ -1,8 +1,8 @@
 //! A newcomer follows the README top to bottom: the lines of its "Install" and "First
 //! steps" blocks run verbatim in bash, in a fresh HOME. Two things stand in for the outside
-//! world: `cargo install --locked --path .` copies the binaries this test run built into
-//! ~/.cargo/bin (building them again in release mode would take minutes), and
-//! GPUENV_CUDA_MIRROR points `gpuenv install` at a local server with NVIDIA's redist layout.
+//! world: `uv tool install .` is the real uv installing the wheel built from this checkout
+//! (tests/common/wheel.rs: built once, not again from the clone), and GPUENV_CUDA_MIRROR
+//! points `gpuenv install` at a local server with NVIDIA's redist layout.
 
 #[path = "common/archives.rs"]
 mod archives;
@@ -11,6 +11,8 @@ mod common;
 mod fixtures;
 #[path = "common/server.rs"]
 mod server;
+#[path = "common/wheel.rs"]
+mod wheel;
 
 use std::process::Command;
 
@@ -32,11 +34,11 @@ fn blocks_under(readme: &str, heading: &str) -> Vec<String> {
         .collect()
 }
 
-/// Stands in for `cargo install --locked --path .`: both binaries into ~/.cargo/bin, as cargo puts them.
-const FAKE_CARGO: &str = r#"cargo() {
-    if [ "$*" != "install --locked --path ." ]; then echo "this test only knows cargo install --locked --path ." >&2; return 2; fi
-    mkdir -p "$HOME/.cargo/bin"
-    cp "$BUILT/gpuenv" "$BUILT/gpuenv-shim" "$HOME/.cargo/bin/"
+/// `uv tool install .` in the clone: the real uv, given the wheel built from this checkout
+/// (what it would build from `.`), never the network.
+const FAKE_UV: &str = r#"uv() {
+    if [ "$*" != "tool install ." ]; then echo "this test only knows uv tool install ." >&2; return 2; fi
+    "$UV" tool install --offline "$WHEEL"
 }
 "#;
 
@@ -49,16 +51,18 @@ fn a_newcomer_follows_the_readme_from_install_to_the_guard_refusing_a_mismatch()
     let mut lines = blocks_under(&readme, "## Install");
     lines.extend(blocks_under(&readme, "## First steps"));
     let steps = lines.concat();
-    assert!(steps.contains("cargo install --locked --path ."), "{steps}");
+    assert!(steps.contains("uv tool install ."), "{steps}");
+    let (Some(wheel), Some(tools)) = (wheel::wheel(), wheel::py_tools()) else {
+        return;
+    };
     assert!(steps.contains("gpuenv install cuda-13.0"), "{steps}");
 
     let server = Server::start();
     serve(&server, "redist/", &redist_tree(&["13.0.2"]));
     let sb = Sandbox::new();
-    let built = proxy_bin().parent().unwrap().to_path_buf();
     let preamble = format!(
-        "{FAKE_CARGO}trap 'echo \"README line $((LINENO - {offset})) failed\" >&2' ERR\nset -e\n",
-        offset = FAKE_CARGO.lines().count() + 2
+        "{FAKE_UV}trap 'echo \"README line $((LINENO - {offset})) failed\" >&2' ERR\nset -e\n",
+        offset = FAKE_UV.lines().count() + 2
     );
     let script = sb.path("readme.sh");
     write(&script, &format!("{preamble}{steps}"));
@@ -68,13 +72,12 @@ fn a_newcomer_follows_the_readme_from_install_to_the_guard_refusing_a_mismatch()
         .current_dir(sb.home())
         .env_clear()
         .env("HOME", sb.home())
-        .env(
-            "PATH",
-            format!("{}/.cargo/bin:/usr/bin:/bin", sb.home().display()),
-        )
+        .env("PATH", "/usr/bin:/bin")
         .env("LANG", "C.UTF-8")
         .env("NO_COLOR", "1")
-        .env("BUILT", &built)
+        .env("UV", tools.join("bin/uv"))
+        .env("WHEEL", &wheel)
+        .env("UV_PYTHON_DOWNLOADS", "never")
         .env("GPUENV_CUDA_MIRROR", server.url("redist/"))
         .output()
         .unwrap();
@@ -97,7 +100,13 @@ fn a_newcomer_follows_the_readme_from_install_to_the_guard_refusing_a_mismatch()
     );
 
     let home = sb.home();
-    assert!(home.join(".cargo/bin/gpuenv-shim").is_file(), "{log}");
+    // uv's tool environment holds both binaries; ~/.local/bin links gpuenv.
+    assert!(home.join(".local/bin/gpuenv").is_symlink(), "{log}");
+    assert!(
+        home.join(".local/share/uv/tools/gpuenv/bin/gpuenv-shim")
+            .is_file(),
+        "{log}"
+    );
     assert!(fs_err::read_to_string(home.join(".bashrc"))
         .unwrap()
         .contains("gpuenv hook bash"));

@@ -115,3 +115,57 @@ fn dotenv_output_is_one_quoted_line_per_variable() {
         "{out}"
     );
 }
+
+/// A Dockerfile instruction is one line: a value with a newline is refused, naming the
+/// variable, and nothing is printed; without the newline, every other byte of the same
+/// value is escaped as Docker's double quotes read it (`\"`, `\\`, `\$`).
+#[test]
+fn dockerfile_output_refuses_a_newline_and_escapes_everything_else() {
+    let sb = Sandbox::new();
+    let root = cuda_runfile(&sb.path("cuda"), "12.4.131");
+    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    let env_with = |value: &str| {
+        let toml_value = serde_json::to_string(value).unwrap();
+        write(
+            &proj.join("gpuenv.toml"),
+            &format!("[toolchain]\ncuda = \"12.4\"\n[env]\nNASTY = {toml_value}\n"),
+        );
+        succeeded(
+            &sb.gpuenv()
+                .current_dir(&proj)
+                .arg("trust")
+                .output()
+                .unwrap(),
+        );
+        sb.gpuenv()
+            .current_dir(&proj)
+            .args(["env", "--shell", "dockerfile"])
+            .output()
+            .unwrap()
+    };
+    let out = env_with(NASTY);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "nothing printed half");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("NASTY's value cannot be written for a Dockerfile: it has a newline"),
+        "{err}"
+    );
+
+    let one_line = NASTY.replace('\n', " ");
+    let out = env_with(&one_line);
+    let printed = succeeded(&out);
+    let line = printed
+        .lines()
+        .find(|l| l.starts_with("ENV NASTY="))
+        .unwrap_or_else(|| panic!("{printed}"));
+    let escaped: String = one_line
+        .chars()
+        .flat_map(|c| match c {
+            '"' | '\\' | '$' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect();
+    assert_eq!(line, format!("ENV NASTY=\"{escaped}\""));
+}

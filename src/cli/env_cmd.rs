@@ -2,12 +2,13 @@ use std::ffi::OsStr;
 
 use super::named_arg::named;
 use anyhow::Result;
+use gpuenv_core::diagnostic::Hinted;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::module;
 use gpuenv_core::resolve::ResolveError;
 use gpuenv_core::session::Purpose;
-use gpuenv_core::shell::{self, Format};
+use gpuenv_core::shell::{self, ci, Format};
 use gpuenv_core::store;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui;
@@ -132,7 +133,17 @@ impl Args {
                     .join(", ")
             ));
         }
-        let rendered = shell::render(&vars, self.shell);
+        if matches!(self.shell, Format::Github | Format::Dockerfile) {
+            let changes: Vec<ci::Change> = vars
+                .iter()
+                .map(|&(k, v)| (k, applied.before.get(k).and_then(|b| b.as_deref()), v))
+                .collect();
+            return match self.shell {
+                Format::Github => github(ctx, &ci::github(&changes)?),
+                _ => super::stdout(ci::dockerfile(&changes)?.as_bytes()),
+            };
+        }
+        let rendered = shell::render(&vars, self.shell)?;
         if !rendered.lossy.is_empty() {
             ui::warn(format!(
                 "{} not UTF-8, which JSON cannot hold: the bytes that are not show as U+FFFD (the shell formats keep every byte)",
@@ -142,4 +153,33 @@ impl Args {
         super::stdout(&[unload.as_bytes(), &rendered.bytes].concat())?;
         Ok(())
     }
+}
+
+/// Appends to the files a GitHub Actions runner named for this step, which it reads when
+/// the step ends.
+fn github(ctx: &Context, files: &ci::GithubFiles) -> Result<()> {
+    use std::io::Write as _;
+    for (var, bytes) in [
+        (vars::GITHUB_ENV, &files.env),
+        (vars::GITHUB_PATH, &files.path),
+    ] {
+        let Some(path) = ctx.var_nonempty(var) else {
+            return Err(Hinted::new(format!(
+                "{var} is not set: `gpuenv env --shell github` runs in a GitHub Actions step, which names the files it writes to"
+            ))
+            .hint("elsewhere, `gpuenv env --shell dotenv` prints the same variables")
+            .into());
+        };
+        fs_err::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)?
+            .write_all(bytes)?;
+    }
+    ui::info(format!(
+        "wrote {} variable(s) to $GITHUB_ENV and {} director(ies) to $GITHUB_PATH for the next steps",
+        files.set,
+        files.path.iter().filter(|&&b| b == b'\n').count()
+    ));
+    Ok(())
 }

@@ -69,7 +69,9 @@ pub fn render(step: &Step, shell: Shell) -> Vec<u8> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_deref()))
         .collect();
-    shell::render(&vars, format_of(shell)).bytes
+    shell::render(&vars, format_of(shell))
+        .expect("the shells' quoting holds any value")
+        .bytes
 }
 
 /// The variables a prompt's result depends on, besides the directory and the files.

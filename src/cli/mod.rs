@@ -27,6 +27,8 @@ mod prolog;
 mod reshim;
 mod run;
 mod self_cmd;
+mod self_info;
+mod self_uninstall;
 mod show;
 mod torch_cmd;
 mod trust_cmd;

@@ -1,4 +1,4 @@
-//! `gpuenv self data` (which copy of the compatibility data is in effect, how old, what it
+//! `gpuenv self info` and `self uninstall` (in their own files), `gpuenv self data` (which copy of the compatibility data is in effect, how old, what it
 //! covers) and `gpuenv self update-data` (a newer copy in the home, from NVIDIA's redist
 //! manifests and the CUDA toolkits registered here).
 
@@ -17,7 +17,7 @@ use gpuenv_core::ui;
 use gpuenv_install::fetch::Fetcher;
 use gpuenv_install::source::nvidia;
 
-/// gpuenv itself: its compatibility data
+/// gpuenv itself: how it was installed, removing it, its compatibility data
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -39,6 +39,18 @@ enum Sub {
         #[arg(long)]
         offline: bool,
     },
+    /// How this copy of gpuenv was installed (cargo, a wheel with pip, uv or pipx) and how
+    /// to upgrade it
+    Info,
+    /// Remove what gpuenv made in GPUENV_HOME and the documented shell hook lines (asks first)
+    Uninstall {
+        /// Do not ask
+        #[arg(short = 'y', long)]
+        yes: bool,
+        /// Keep the toolchains, the download cache and the settings that register them
+        #[arg(long)]
+        keep_toolchains: bool,
+    },
 }
 
 impl Args {
@@ -46,6 +58,11 @@ impl Args {
         match self.command {
             Sub::Data { json } => show(ctx, json),
             Sub::UpdateData { offline } => update_data(ctx, offline),
+            Sub::Info => super::self_info::run(ctx),
+            Sub::Uninstall {
+                yes,
+                keep_toolchains,
+            } => super::self_uninstall::run(ctx, yes, keep_toolchains),
         }
     }
 }

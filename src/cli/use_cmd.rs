@@ -76,7 +76,7 @@ impl Args {
         let mut code = shell::render(
             &[(vars::GPUENV_TOOLCHAIN, value.as_deref().map(OsStr::new))],
             format_of(shell),
-        )
+        )?
         .bytes;
         code.extend(prompt(&next, &home, true).render(shell));
         super::stdout(&code)?;

@@ -76,6 +76,54 @@ pub fn dotenv(value: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A Dockerfile `ENV` value: double quotes, in which Docker's word parser (default escape
+/// `\\`) takes `\\"`, `\\\\` and `\\$` literally and expands `$NAME`. A newline cannot be held
+/// (a Dockerfile instruction is one line) and a Dockerfile is UTF-8 text: both refused.
+pub fn dockerfile(value: &[u8]) -> Result<String, Unquotable> {
+    let text = std::str::from_utf8(value).map_err(|_| Unquotable::NotUtf8)?;
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' => return Err(Unquotable::Newline),
+            '"' | '\\' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Ok(out)
+}
+
+/// A delimiter for GitHub's `NAME<<DELIM` form that occurs nowhere in `value` (the runner
+/// ends the value at the first line equal to it).
+pub fn heredoc_delimiter(value: &str) -> String {
+    let base = "ghadelimiter_gpuenv";
+    (0u64..)
+        .map(|n| {
+            if n == 0 {
+                base.to_string()
+            } else {
+                format!("{base}_{n}")
+            }
+        })
+        .find(|d| !value.contains(d.as_str()))
+        .expect("a value is finite, so some delimiter is not in it")
+}
+
+/// Why a value cannot be written in a format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unquotable {
+    #[error("it has a newline, which the format cannot hold")]
+    Newline,
+    #[error("it has a carriage return, which GitHub's runner reads as a line end")]
+    CarriageReturn,
+    #[error("it is not UTF-8, which the format cannot hold")]
+    NotUtf8,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +159,25 @@ mod tests {
     #[test]
     fn dotenv_escapes_what_double_quotes_interpret() {
         assert_eq!(s(dotenv(b"a\"b\\c\n$d")), r#""a\"b\\c\n\$d""#);
+    }
+
+    #[test]
+    fn dockerfile_escapes_what_docker_expands_and_refuses_what_it_cannot_hold() {
+        assert_eq!(
+            dockerfile(br#"a"b\c$d e=f 'g'"#).unwrap(),
+            r#""a\"b\\c\$d e=f 'g'""#
+        );
+        assert_eq!(dockerfile(b"").unwrap(), r#""""#);
+        assert_eq!(dockerfile(b"a\nb"), Err(Unquotable::Newline));
+        assert_eq!(dockerfile(b"a\rb"), Err(Unquotable::Newline));
+        assert_eq!(dockerfile(b"caf\xe9"), Err(Unquotable::NotUtf8));
+    }
+
+    #[test]
+    fn a_heredoc_delimiter_is_never_inside_the_value() {
+        assert_eq!(heredoc_delimiter("x"), "ghadelimiter_gpuenv");
+        let hostile = "a\nghadelimiter_gpuenv\nghadelimiter_gpuenv_1\n";
+        let d = heredoc_delimiter(hostile);
+        assert!(!hostile.contains(&d), "{d}");
     }
 }

@@ -27,6 +27,7 @@ crate::diagnostics!(
     Unknown,
     host_compiler::HostCompilerProblem,
     shell::SlurmError,
+    shell::ci::CiError,
     shims::ShimError,
     shims::TooManyTools,
     store::StoreError,

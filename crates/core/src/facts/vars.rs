@@ -150,6 +150,10 @@ registry! {
         SLURM_JOB_NUM_NODES: Read, "`doctor --all-nodes`", "How many nodes the allocation has: one report is expected from each.";
         LC_ALL: Set, "version detection", "`C` for the tools whose output gpuenv parses (`nvcc --version`).";
     }
+    "CI runners and installs" {
+        GITHUB_ENV: Read, "`env --shell github`", "The file a GitHub Actions step appends `NAME=value` lines to for the next steps.";
+        GITHUB_PATH: Read, "`env --shell github`", "The file a GitHub Actions step appends directories to, each put first on the next steps' PATH.";
+    }
 }
 
 /// The path lists gpuenv edits.

@@ -8,6 +8,23 @@ use std::sync::Arc;
 /// The proxy binary's file name, beside `gpuenv` and in `$GPUENV_HOME/bin/`.
 pub const PROXY_NAME: &str = "gpuenv-shim";
 
+/// Every entry gpuenv makes directly in `GPUENV_HOME`, and whether it holds toolchains
+/// (what `self uninstall --keep-toolchains` keeps). Nothing else there is gpuenv's.
+pub const OWN_ENTRIES: &[(&str, bool)] = &[
+    ("toolchains", true),
+    ("downloads", true),
+    ("settings.toml", true),
+    ("settings.toml.bak", true),
+    ("views", false),
+    ("shims", false),
+    ("bin", false),
+    ("cache", false),
+    ("stamps", false),
+    ("facts", false),
+    ("torch-extensions", false),
+    (".lock", false),
+];
+
 /// The directories under `GPUENV_HOME`, and the upstream homes read after it.
 #[derive(Debug, Clone)]
 pub struct Home {

@@ -1,6 +1,7 @@
 //! Rendering environment changes for a shell (or as JSON / dotenv). Every value goes
 //! through the quoting functions here, which the tests check against the real shells.
 
+pub mod ci;
 pub mod fast_path;
 pub mod hook;
 pub mod hook_env;
@@ -62,6 +63,10 @@ pub enum Format {
     /// SLURM TaskProlog lines: `export NAME=value`, `unset NAME` (values are taken to the end
     /// of the line, unquoted; check them with [`check_slurm`] first).
     Slurm,
+    /// A GitHub Actions step's `$GITHUB_ENV` (and `$GITHUB_PATH`) lines (see [`ci::github`]).
+    Github,
+    /// Dockerfile `ENV` lines (see [`ci::dockerfile`]).
+    Dockerfile,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +102,8 @@ impl Named for Format {
         Format::Json,
         Format::Dotenv,
         Format::Slurm,
+        Format::Github,
+        Format::Dockerfile,
     ];
     fn name(self) -> &'static str {
         match self {
@@ -106,6 +113,8 @@ impl Named for Format {
             Format::Json => "json",
             Format::Dotenv => "dotenv",
             Format::Slurm => "slurm",
+            Format::Github => "github",
+            Format::Dockerfile => "dockerfile",
         }
     }
 }
@@ -124,7 +133,8 @@ pub fn module_unload(names: &[String], format: Format) -> String {
                 "if functions -q module; module unload {}; end\n",
                 String::from_utf8_lossy(&quote::fish(name.as_bytes()))
             )),
-            Format::Json | Format::Dotenv | Format::Slurm => {}
+            Format::Json | Format::Dotenv | Format::Slurm | Format::Github | Format::Dockerfile => {
+            }
         }
     }
     out
@@ -132,8 +142,9 @@ pub fn module_unload(names: &[String], format: Format) -> String {
 
 /// Renders assignments (`None` = unset) in `format`, one statement per line, as bytes:
 /// a value that is not UTF-8 is written byte for byte (JSON, which cannot hold such
-/// bytes, shows U+FFFD for them; `lossy` tells the caller so).
-pub fn render(vars: &[(&str, Option<&OsStr>)], format: Format) -> Rendered {
+/// bytes, shows U+FFFD for them; `lossy` tells the caller so). GitHub's and Docker's formats
+/// refuse what they cannot hold; here, without the values before, PATH is set whole.
+pub fn render(vars: &[(&str, Option<&OsStr>)], format: Format) -> Result<Rendered, ci::CiError> {
     let mut out: Vec<u8> = Vec::new();
     let mut lossy = Vec::new();
     let mut line = |parts: &[&[u8]]| {
@@ -189,8 +200,15 @@ pub fn render(vars: &[(&str, Option<&OsStr>)], format: Format) -> Rendered {
                 }
             }
         }
+        Format::Github | Format::Dockerfile => {
+            let changes: Vec<ci::Change> = vars.iter().map(|&(k, v)| (k, None, v)).collect();
+            out = match format {
+                Format::Github => ci::github(&changes)?.env,
+                _ => ci::dockerfile(&changes)?.into_bytes(),
+            };
+        }
     }
-    Rendered { bytes: out, lossy }
+    Ok(Rendered { bytes: out, lossy })
 }
 
 /// Rendered shell code or data.

@@ -1,0 +1,108 @@
+//! gpuenv's wheel, built from this checkout by scripts/build-wheel.sh (maturin), and the
+//! Python tools around it (maturin, twine, uv, pipx from PyPI), kept outside the checkout in
+//! `$GPUENV_TEST_CACHE/pytools`, which .ci/run makes. `GPUENV_TEST_WHEEL_DIR` names a
+//! directory the wheel was already built into (.ci/run builds it once for every test).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use super::real::test_cache;
+
+/// The venv with maturin, twine, uv and pipx, or None (the test cannot run; fails under CI).
+pub fn py_tools() -> Option<PathBuf> {
+    let venv = test_cache().join("pytools");
+    let missing: Vec<&str> = ["maturin", "twine", "uv", "pipx"]
+        .into_iter()
+        .filter(|t| !venv.join("bin").join(t).is_file())
+        .collect();
+    if missing.is_empty() {
+        return Some(venv);
+    }
+    super::cannot_run(format!(
+        "{} not installed in {} (.ci/run installs them: python3 -m venv {0}; {0}/bin/pip install maturin twine uv pipx)",
+        missing.join(", "),
+        venv.display()
+    ));
+    None
+}
+
+/// The wheel built from this checkout (once per test process, under a lock shared with the
+/// other test binaries), or None when it cannot be built here.
+pub fn wheel() -> Option<PathBuf> {
+    static WHEEL: OnceLock<Option<PathBuf>> = OnceLock::new();
+    WHEEL.get_or_init(build).clone()
+}
+
+fn find(dir: &Path, suffix: &str) -> Option<PathBuf> {
+    fs_err::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("gpuenv-") && name.ends_with(suffix)
+        })
+}
+
+fn build() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("GPUENV_TEST_WHEEL_DIR") {
+        let found = find(Path::new(&dir), ".whl");
+        assert!(
+            found.is_some(),
+            "GPUENV_TEST_WHEEL_DIR={} holds no gpuenv-*.whl",
+            Path::new(&dir).display()
+        );
+        return found;
+    }
+    let tools = py_tools()?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = root.join("target/test-wheel");
+    fs_err::create_dir_all(&out).unwrap();
+    let lock = fs_err::File::create(out.join(".lock")).unwrap();
+    lock.file().lock().unwrap();
+    let built = Command::new(root.join("scripts/build-wheel.sh"))
+        .arg(&out)
+        .env("GPUENV_PY_TOOLS", &tools)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "scripts/build-wheel.sh failed:\n{}{}",
+        String::from_utf8_lossy(&built.stdout),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    find(&out, ".whl")
+}
+
+/// The sdist next to the wheel.
+pub fn sdist(wheel: &Path) -> Option<PathBuf> {
+    find(wheel.parent().unwrap(), ".tar.gz")
+}
+
+/// A fresh venv at `dir` with the wheel installed by pip (offline: the wheel has no
+/// dependencies).
+pub fn venv_with_wheel(dir: &Path, wheel: &Path) {
+    run(Command::new("python3").args(["-m", "venv"]).arg(dir));
+    run(Command::new(dir.join("bin/pip"))
+        .args([
+            "install",
+            "--no-index",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .arg(wheel));
+}
+
+/// Runs `cmd`, panics with its output unless it succeeds; its stdout.
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -1,0 +1,127 @@
+//! The wheel: built from this checkout by scripts/build-wheel.sh (maturin `bin` bindings),
+//! installed into a fresh venv with pip, it holds both binaries; `gpuenv` finds its proxy
+//! beside it, a real CUDA 13 nvcc runs through the shims, the proxy in `$GPUENV_HOME/bin`
+//! outlives the venv, and an upgraded wheel's proxy replaces it. Its metadata is complete and
+//! `twine check --strict` passes.
+
+mod common;
+#[path = "common/wheel.rs"]
+mod wheel;
+
+use std::io::Read as _;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::Command;
+
+use common::real::real_cuda13;
+use common::*;
+use wheel::*;
+
+fn member(wheel: &Path, name: &str) -> Option<String> {
+    let mut zip = zip::ZipArchive::new(fs_err::File::open(wheel).unwrap()).unwrap();
+    let mut f = zip.by_name(name).ok()?;
+    let mut text = String::new();
+    f.read_to_string(&mut text).unwrap();
+    Some(text)
+}
+
+/// `prog` run in the sandbox's home with PATH = `bin`:/usr/bin:/bin.
+fn in_home(sb: &Sandbox, bin: &Path, prog: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(prog)
+        .args(args)
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("LANG", "C.UTF-8")
+        .env("NO_COLOR", "1")
+        .current_dir(sb.home())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_wheel_holds_both_binaries_and_complete_metadata_and_passes_twine() {
+    let (Some(wheel), Some(tools)) = (wheel(), py_tools()) else {
+        return;
+    };
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(name.starts_with(&format!("gpuenv-{version}-")), "{name}");
+    let data = format!("gpuenv-{version}.data/scripts");
+    for bin in ["gpuenv", "gpuenv-shim"] {
+        let mut zip = zip::ZipArchive::new(fs_err::File::open(&wheel).unwrap()).unwrap();
+        let f = zip.by_name(&format!("{data}/{bin}")).unwrap();
+        assert!(f.unix_mode().unwrap() & 0o111 != 0, "{bin} is executable");
+    }
+    let meta = member(&wheel, &format!("gpuenv-{version}.dist-info/METADATA")).unwrap();
+    for want in [
+        "Name: gpuenv\n".to_string(),
+        format!("Version: {version}\n"),
+        "MIT OR Apache-2.0".into(),
+        "Summary: rustup for GPU stacks".into(),
+        "Project-URL: Repository, https://".into(),
+        "Description-Content-Type: text/markdown".into(),
+    ] {
+        assert!(meta.contains(&want), "no {want:?} in METADATA:\n{meta}");
+    }
+    let sdist = sdist(&wheel).expect("an sdist beside the wheel");
+    run(Command::new(tools.join("bin/twine"))
+        .args(["check", "--strict"])
+        .arg(&wheel)
+        .arg(&sdist));
+}
+
+#[test]
+fn installed_from_the_wheel_gpuenv_finds_its_proxy_and_the_proxy_outlives_the_venv() {
+    let Some(wheel) = wheel() else { return };
+    let Some(cuda) = real_cuda13() else { return };
+    let sb = Sandbox::new();
+    let venv = sb.path("venv");
+    venv_with_wheel(&venv, &wheel);
+    let bin = venv.join("bin");
+    assert!(
+        bin.join("gpuenv-shim").is_file(),
+        "the proxy sits beside gpuenv"
+    );
+    let gpuenv = |bin: &Path, args: &[&str]| {
+        let out = in_home(&sb, bin, &bin.join("gpuenv"), args);
+        succeeded(&out)
+    };
+    assert!(gpuenv(&bin, &["--version"]).contains(env!("CARGO_PKG_VERSION")));
+    gpuenv(&bin, &["link", "cuda-13.0", cuda.to_str().unwrap()]);
+    gpuenv(&bin, &["default", "cuda-13.0"]);
+    let info = gpuenv(&bin, &["self", "info"]);
+    assert!(info.contains("as a wheel by pip"), "{info}");
+    assert!(info.contains("-m pip install --upgrade gpuenv"), "{info}");
+
+    let shims = sb.gpuenv_home().join("shims");
+    let nvcc = |why: &str| {
+        let out = in_home(&sb, &shims, &shims.join("nvcc"), &["--version"]);
+        let text = succeeded(&out);
+        assert!(text.contains("release 13.0"), "{why}: {text}");
+    };
+    nvcc("through the shim");
+
+    // The venv moves away: the proxy in the home is its own file, and still runs.
+    let moved = sb.path("venv-moved");
+    fs_err::rename(&venv, &moved).unwrap();
+    nvcc("after the venv moved");
+
+    // An upgrade (a new venv with a freshly installed wheel): its first command replaces the
+    // home's proxy with its own.
+    let venv2 = sb.path("venv2");
+    venv_with_wheel(&venv2, &wheel);
+    let bin2 = venv2.join("bin");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    gpuenv(&bin2, &["list"]);
+    let (home_proxy, new) = (
+        fs_err::metadata(sb.gpuenv_home().join("bin/gpuenv-shim")).unwrap(),
+        fs_err::metadata(bin2.join("gpuenv-shim")).unwrap(),
+    );
+    assert!(
+        (home_proxy.ino() == new.ino() && home_proxy.dev() == new.dev())
+            || home_proxy.mtime() == new.mtime(),
+        "the home's proxy is the upgraded one"
+    );
+    nvcc("after the upgrade");
+}
