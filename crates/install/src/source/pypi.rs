@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context as _, Result};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::outside;
 use gpuenv_core::facts::sources;
 use gpuenv_core::install_hint;
 use indicatif::ProgressBar;
@@ -84,7 +85,7 @@ impl Pypi<'_> {
             .index
             .join(&format!("{}/", normalize(project)))
             .context("building the project URL")?;
-        let page = match self.fetcher.page(&url, ACCEPT) {
+        let page = match self.fetcher.page(&url, ACCEPT, outside::Kind::IndexPage) {
             Ok(p) => p,
             Err(Fault::NotFound { .. } | Fault::NoSuchFile { .. }) => bail!(Hinted::new(format!(
                 "the package index {} has no project {project} ({url})",
