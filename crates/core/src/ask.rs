@@ -6,12 +6,20 @@
 //!
 //! The deadline is `GPUENV_PROBE_TIMEOUT` seconds (default [`DEFAULT_LIMIT`]), read once
 //! at each entry point by [`configure`].
+//!
+//! Each program runs in a process group of its own, and the whole group is killed at the
+//! deadline: a wrapper (`g++` from a module, pyenv's `python3` shim, an `nvidia-smi`
+//! script) leaves none of its children behind. The group is also killed when gpuenv itself
+//! is stopped by SIGINT, SIGTERM or SIGHUP while it waits (Ctrl-C at a prompt), since a
+//! group of its own no longer gets the terminal's signals.
 
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
-use std::sync::OnceLock;
+use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::context::{vars, Context};
@@ -111,9 +119,90 @@ enum Event {
     Exited(std::io::Result<ExitStatus>),
 }
 
+/// Most of a program's stdout or stderr kept: an answer is a few lines. Past it the pipe is
+/// closed, and a program that goes on writing stops (SIGPIPE) or meets the deadline.
+const MAX_OUTPUT: u64 = 1 << 20;
+
+/// Process groups of programs being asked now, for the signal handler (0: a free slot).
+static GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
+
+/// A program's process group, killed when the question is over (answered or timed out):
+/// nothing a probe started outlives it.
+struct Group(libc::pid_t);
+
+impl Group {
+    fn new(pgid: libc::pid_t) -> Group {
+        static HANDLER: Once = Once::new();
+        HANDLER.call_once(install_handler);
+        // With more than 16 at once, the latest are only killed at their deadline.
+        let _ = GROUPS.iter().any(|s| {
+            s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        });
+        Group(pgid)
+    }
+
+    fn kill(&self) {
+        // SAFETY: kill(2) with a negative pid signals that process group; the group exists
+        // while any member does, so its id cannot have been reused for another.
+        unsafe {
+            libc::kill(-self.0, libc::SIGKILL);
+        }
+    }
+
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+        for s in &GROUPS {
+            let _ = s.compare_exchange(self.0, 0, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: kill every group being asked, then die of the signal as
+/// before. Only where the signal's action is the default (a shell that ignores SIGINT for
+/// its hook keeps it ignored).
+fn install_handler() {
+    extern "C" fn handler(sig: libc::c_int) {
+        for s in &GROUPS {
+            let pgid = s.load(Ordering::SeqCst);
+            if pgid > 0 {
+                // SAFETY: kill(2) is async-signal-safe.
+                unsafe {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+            }
+        }
+        // SAFETY: signal(2) back to the default and raise(3) are async-signal-safe.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: sigaction(2) with valid pointers; the handler only calls
+        // async-signal-safe functions.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+                || old.sa_sigaction != libc::SIG_DFL
+            {
+                continue;
+            }
+            let mut new: libc::sigaction = std::mem::zeroed();
+            new.sa_sigaction = handler as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut new.sa_mask);
+            libc::sigaction(sig, &new, std::ptr::null_mut());
+        }
+    }
+}
+
 /// Runs `cmd` with stdin closed, collecting stdout and stderr, for at most [`limit`]. A
-/// program still running then is killed (`SIGKILL`) and the answer is
-/// [`AskError::TimedOut`]. Output held open by a child it left behind is not waited for.
+/// program still running then is killed (`SIGKILL`, with its whole process group) and the
+/// answer is [`AskError::TimedOut`]. Output held open by a child it left behind is not
+/// waited for: that child is killed at the deadline.
 pub fn output(cmd: &mut Command) -> Result<Answer, AskError> {
     output_within(cmd, limit())
 }
@@ -123,6 +212,7 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
     let command = shown(cmd);
     let deadline = Instant::now() + limit;
     let mut child = cmd
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -136,8 +226,8 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
         let tx = tx.clone();
         std::thread::spawn(move || {
             let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
+            if let Some(p) = pipe {
+                let _ = p.take(MAX_OUTPUT).read_to_end(&mut buf);
             }
             let _ = tx.send(wrap(buf));
         });
@@ -145,7 +235,7 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
     // Both pipes are read on threads so a chatty program never blocks on a full pipe.
     drain(child.stdout.take().map(|p| Box::new(p) as _), Event::Out);
     drain(child.stderr.take().map(|p| Box::new(p) as _), Event::Err);
-    let pid = child.id();
+    let group = Group::new(child.id() as libc::pid_t);
     {
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -161,13 +251,10 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
             Ok(Event::Err(b)) => stderr = Some(b),
             Ok(Event::Exited(Ok(s))) => status = Some(s),
             Ok(Event::Exited(Err(source))) => return Err(AskError::Wait { command, source }),
+            // It answered; what it left behind holding the output open goes with the group.
             Err(_) if status.is_some() => break,
             Err(_) => {
-                // The waiter thread has not reaped it, so the pid is still this child's.
-                // SAFETY: kill(2) with a pid we own and a valid signal number.
-                unsafe {
-                    libc::kill(pid as libc::pid_t, libc::SIGKILL);
-                }
+                group.kill();
                 return Err(AskError::TimedOut { command, limit });
             }
         }

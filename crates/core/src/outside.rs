@@ -186,6 +186,21 @@ impl crate::diagnostic::Diagnostic for ReadError {
 
 /// The bytes of the file of `kind` at `path`.
 pub fn read(path: &Path, kind: Kind) -> Result<Vec<u8>, ReadError> {
+    open(path, kind)?.read()
+}
+
+/// A file of `kind` opened and checked (a regular file, not over its cap, and for a file
+/// that steers gpuenv the owner rule), not read yet: for a caller that decides from its
+/// metadata whether to read it at all.
+pub struct Opened {
+    path: PathBuf,
+    kind: Kind,
+    file: fs_err::File,
+    meta: Metadata,
+}
+
+/// Opens the file of `kind` at `path` as [`read`] does.
+pub fn open(path: &Path, kind: Kind) -> Result<Opened, ReadError> {
     let fail = |why| ReadError {
         path: path.to_path_buf(),
         kind,
@@ -207,24 +222,54 @@ pub fn read(path: &Path, kind: Kind) -> Result<Vec<u8>, ReadError> {
     if meta.len() > limit {
         return Err(fail(Why::TooLarge { kind, limit }));
     }
-    // Sized from the handle; `take` holds a file that grows while it is read to the cap.
-    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(Why::Io(e)))?;
-    if bytes.len() as u64 > limit {
-        return Err(fail(Why::TooLarge { kind, limit }));
+    Ok(Opened {
+        path: path.to_path_buf(),
+        kind,
+        file,
+        meta,
+    })
+}
+
+impl Opened {
+    /// The opened file's metadata.
+    pub fn metadata(&self) -> &Metadata {
+        &self.meta
     }
-    Ok(bytes)
+
+    /// Its bytes, to its kind's cap.
+    pub fn read(self) -> Result<Vec<u8>, ReadError> {
+        let (kind, limit) = (self.kind, self.kind.limit());
+        let fail = |why| ReadError {
+            path: self.path.clone(),
+            kind,
+            why,
+        };
+        // Sized from the handle; `take` holds a file that grows while it is read.
+        let mut bytes = Vec::with_capacity(self.meta.len() as usize + 1);
+        (&self.file)
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| fail(Why::Io(e)))?;
+        if bytes.len() as u64 > limit {
+            return Err(fail(Why::TooLarge { kind, limit }));
+        }
+        Ok(bytes)
+    }
+
+    /// Its bytes as UTF-8 text.
+    pub fn text(self) -> Result<String, ReadError> {
+        let (path, kind) = (self.path.clone(), self.kind);
+        String::from_utf8(self.read()?).map_err(|_| ReadError {
+            path,
+            kind,
+            why: Why::NotText,
+        })
+    }
 }
 
 /// The file as UTF-8 text.
 pub fn read_text(path: &Path, kind: Kind) -> Result<String, ReadError> {
-    String::from_utf8(read(path, kind)?).map_err(|_| ReadError {
-        path: path.to_path_buf(),
-        kind,
-        why: Why::NotText,
-    })
+    open(path, kind)?.text()
 }
 
 /// [`read_text`], with a missing file as `Ok(None)`.

@@ -313,7 +313,7 @@ impl Pypi<'_> {
             .flatten()
             .find(|e| e.file_name().to_string_lossy().ends_with(".dist-info"))
             .with_context(|| format!("{} has no .dist-info", file.filename))?;
-        let text = fs_err::read_to_string(dist_info.path().join("METADATA"))?;
+        let text = outside::read_text(&dist_info.path().join("METADATA"), outside::Kind::PackageMetadata)?;
         Ok(parse_metadata(&text))
     }
 }

@@ -11,8 +11,6 @@ use crate::path_list;
 use crate::plan::env::{Change, Op};
 use crate::store::toolchain::Kind;
 
-/// Module files larger than this are not module files a site writes by hand.
-const MAX_FILE: u64 = 256 * 1024;
 /// How deep below a MODULEPATH entry to look (`cuda/11.8.lua` is depth 2).
 const MAX_DEPTH: usize = 6;
 
@@ -178,19 +176,11 @@ fn walk(
 }
 
 fn read_file(file: &Path, module: &str, scan: &mut Scan) {
-    let size = fs_err::metadata(file).map(|m| m.len()).unwrap_or(0);
-    if size > MAX_FILE {
-        scan.warnings.push(format!(
-            "skipped {}: {size} bytes is too large for a module file",
-            file.display()
-        ));
-        return;
-    }
-    let bytes = match fs_err::read(file) {
+    let bytes = match crate::outside::read(file, crate::outside::Kind::ModuleFile) {
         Ok(b) => b,
         Err(e) => {
             scan.warnings
-                .push(format!("skipped {}: {}", file.display(), e.kind()));
+                .push(format!("skipped {}: {}", file.display(), e.why));
             return;
         }
     };

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::registry::{Registry, StateError};
 use crate::context::{vars, Context};
-use crate::fsutil;
+use crate::{fsutil, outside};
 use crate::store::home::Home;
 
 pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/gpuenv/config.toml";
@@ -51,13 +51,13 @@ pub fn system_config_path(ctx: &Context) -> PathBuf {
 
 /// A missing file is an empty config; a broken one is an error naming the file and line.
 pub fn read_system_config(path: &Path) -> Result<SystemConfig, SystemConfigError> {
-    let text = match fs_err::read_to_string(path) {
+    let text = match outside::read_text(path, outside::Kind::SystemConfig) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SystemConfig::default()),
+        Err(e) if e.is_missing() => return Ok(SystemConfig::default()),
         Err(e) => {
             return Err(SystemConfigError {
                 path: path.to_path_buf(),
-                message: format!("cannot read it: {}", e.kind()),
+                message: e.why.to_string(),
             })
         }
     };
