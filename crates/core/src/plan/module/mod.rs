@@ -44,7 +44,7 @@ pub fn scan_modulepath(modulepath: &str) -> Scan {
         files.sort();
         for file in files {
             let module = module_name(dir, &file);
-            read_file(&file, &module, &mut scan);
+            read_file(&file, &module, Steers::Yes, &mut scan);
         }
     }
     let mut seen: Vec<(Kind, PathBuf)> = Vec::new();
@@ -69,7 +69,7 @@ pub fn scan_loaded(lmfiles: &str, loadedmodules: Option<&str>) -> Scan {
             Some(n) => n.to_string_lossy().into_owned(),
             None => loaded_name(file),
         };
-        read_file(file, &module, &mut scan);
+        read_file(file, &module, Steers::No, &mut scan);
     }
     scan
 }
@@ -175,8 +175,29 @@ fn walk(
     }
 }
 
-fn read_file(file: &Path, module: &str, scan: &mut Scan) {
-    let bytes = match crate::outside::read(file, crate::outside::Kind::ModuleFile) {
+/// Whether a module file's roots may be registered (on MODULEPATH: the owner rule holds),
+/// or are only recognised (loaded now, in `_LMFILES_`).
+#[derive(PartialEq)]
+enum Steers {
+    Yes,
+    No,
+}
+
+fn read_file(file: &Path, module: &str, steers: Steers, scan: &mut Scan) {
+    use crate::outside;
+    let opened = outside::open(file, outside::Kind::ModuleFile).and_then(|f| {
+        if steers == Steers::Yes {
+            if let Err(why) = outside::owner_and_mode(file, f.metadata()) {
+                return Err(outside::ReadError {
+                    path: file.to_path_buf(),
+                    kind: outside::Kind::ModuleFile,
+                    why: outside::Why::Foreign(why),
+                });
+            }
+        }
+        f.read()
+    });
+    let bytes = match opened {
         Ok(b) => b,
         Err(e) => {
             scan.warnings
