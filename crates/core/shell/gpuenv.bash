@@ -26,6 +26,8 @@ _gpuenv_hook() {
     _gpuenv_interrupted=1
     code="$(@GPUENV@ hook-env --shell bash)"
     local status=$?
+    # Killed by a signal: the flag stays for the prompt that follows.
+    ((status > 128)) && return $previous_exit_status
     _gpuenv_interrupted=
     ((status == 0)) || return $previous_exit_status
     # Applying it is not interruptible half-way; the user's own INT trap is put back.

@@ -132,8 +132,6 @@ struct Group(libc::pid_t);
 
 impl Group {
     fn new(pgid: libc::pid_t) -> Group {
-        static HANDLER: Once = Once::new();
-        HANDLER.call_once(install_handler);
         // With more than 16 at once, the latest are only killed at their deadline.
         let _ = GROUPS.iter().any(|s| {
             s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
@@ -157,6 +155,37 @@ impl Drop for Group {
         self.kill();
         for s in &GROUPS {
             let _ = s.compare_exchange(self.0, 0, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP blocked on this thread while it lives (pending ones arrive
+/// when it is dropped). The handler is installed first.
+struct Held(libc::sigset_t);
+
+impl Held {
+    fn new() -> Held {
+        static HANDLER: Once = Once::new();
+        HANDLER.call_once(install_handler);
+        // SAFETY: sigset_t is plain data; the calls only read and write these sets.
+        unsafe {
+            let (mut set, mut old): (libc::sigset_t, libc::sigset_t) =
+                (std::mem::zeroed(), std::mem::zeroed());
+            libc::sigemptyset(&mut set);
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            Held(old)
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: puts back the mask saved by `new`.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut());
         }
     }
 }
@@ -211,16 +240,22 @@ pub fn output(cmd: &mut Command) -> Result<Answer, AskError> {
 pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskError> {
     let command = shown(cmd);
     let deadline = Instant::now() + limit;
-    let mut child = cmd
+    // A signal between the spawn and the group's registration would kill gpuenv and leave
+    // the group running (holding the shell's command substitution open): held off until
+    // the group is known. The child starts with no signal blocked (std resets the mask).
+    let held = Held::new();
+    let spawned = cmd
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| AskError::Start {
-            command: command.clone(),
-            source,
-        })?;
+        .spawn();
+    let mut child = spawned.map_err(|source| AskError::Start {
+        command: command.clone(),
+        source,
+    })?;
+    let group = Group::new(child.id() as libc::pid_t);
+    drop(held);
     let (tx, rx) = mpsc::channel();
     let drain = |pipe: Option<Box<dyn Read + Send>>, wrap: fn(Vec<u8>) -> Event| {
         let tx = tx.clone();
@@ -235,7 +270,6 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
     // Both pipes are read on threads so a chatty program never blocks on a full pipe.
     drain(child.stdout.take().map(|p| Box::new(p) as _), Event::Out);
     drain(child.stderr.take().map(|p| Box::new(p) as _), Event::Err);
-    let group = Group::new(child.id() as libc::pid_t);
     {
         let tx = tx.clone();
         std::thread::spawn(move || {

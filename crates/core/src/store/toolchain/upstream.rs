@@ -29,7 +29,7 @@ pub struct SystemConfig {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
+#[error("the system config {}: {message}", crate::ui::printable(&path.to_string_lossy()))]
 pub struct SystemConfigError {
     pub path: PathBuf,
     pub message: String,
