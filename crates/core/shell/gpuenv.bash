@@ -13,8 +13,8 @@ _gpuenv_fresh() { return 1; }
 _gpuenv_hook() {
     local previous_exit_status=$? code user_trap
     # Ctrl-C aborts this function and bash then runs PROMPT_COMMAND again for the new
-    # prompt: the flag left set says so, and that prompt comes without asking gpuenv (as in
-    # zsh and fish). The next command's prompt asks again.
+    # prompt: the flag left set says so, and that prompt comes without asking gpuenv. The
+    # next command's prompt asks again.
     if [[ -n "${_gpuenv_interrupted-}" ]]; then
         _gpuenv_interrupted=
         return $previous_exit_status

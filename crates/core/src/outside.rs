@@ -176,8 +176,8 @@ impl crate::diagnostic::Diagnostic for ReadError {
                 self.kind.name()
             )],
             Why::NotRegular(_) | Why::TooLarge { .. } => vec![format!(
-                "replace {} with a regular file, or remove it",
-                crate::ui::printable(&self.path.to_string_lossy())
+                "replace it with a regular {} of a sensible size, or remove it",
+                self.kind.name()
             )],
             Why::NotText | Why::Io(_) => Vec::new(),
         }
