@@ -343,6 +343,29 @@ mod tests {
     }
 
     #[test]
+    fn the_whole_group_is_stopped_at_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("child");
+        let script = format!("sleep 600 & echo $! > '{}'; wait", pid_file.display());
+        let e = output_within(
+            Command::new("sh").args(["-c", &script]),
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(matches!(e, AskError::TimedOut { .. }), "{e}");
+        let pid = fs_err::read_to_string(&pid_file).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let start = Instant::now();
+        // Gone, or a zombie until init reaps it.
+        while fs_err::read_to_string(&stat)
+            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, r)| !r.starts_with('Z')))
+        {
+            assert!(start.elapsed() < Duration::from_secs(10), "the child lives on");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
     fn a_missing_program_is_an_error_naming_it() {
         let e = output_within(&mut Command::new("/nonexistent/g++"), DEFAULT_LIMIT).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/g++"), "{e}");
