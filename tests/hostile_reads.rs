@@ -121,7 +121,10 @@ fn a_hostile_upstream_settings_file_hangs_no_command() {
             let out = prompt(cmd, &format!("{p:?} {args:?}"));
             let err = stderr(&out);
             assert!(err.contains("settings file"), "{p:?} {args:?}: {err}");
-            assert!(err.contains(&settings.display().to_string()), "{p:?} {args:?}: {err}");
+            assert!(
+                err.contains(&settings.display().to_string()),
+                "{p:?} {args:?}: {err}"
+            );
             assert!(err.contains(why), "{p:?} {args:?}: {err}");
         }
         // A compile through the proxy.
@@ -143,7 +146,11 @@ fn a_hostile_system_config_hangs_no_command() {
     let config = sb.path("etc/gpuenv/config.toml");
     for p in PLANTS {
         let why = plant(&config, p);
-        for args in [&["list"][..], &["env", "--shell", "json"], &["hook-env", "--shell", "bash"]] {
+        for args in [
+            &["list"][..],
+            &["env", "--shell", "json"],
+            &["hook-env", "--shell", "bash"],
+        ] {
             let mut cmd = sb.gpuenv();
             cmd.current_dir(&proj)
                 .env("GPUENV_SYSTEM_CONFIG", &config)
@@ -156,7 +163,10 @@ fn a_hostile_system_config_hangs_no_command() {
                 succeeded(&out);
                 continue;
             }
-            assert!(err.contains(&config.display().to_string()), "{p:?} {args:?}: {err}");
+            assert!(
+                err.contains(&config.display().to_string()),
+                "{p:?} {args:?}: {err}"
+            );
             assert!(err.contains(why), "{p:?} {args:?}: {err}");
         }
     }
@@ -168,7 +178,10 @@ fn a_hostile_loaded_module_file_hangs_no_command() {
     let loaded = sb.path("modules/cuda/11.8.lua");
     for p in PLANTS {
         plant(&loaded, p);
-        for args in [&["env", "--shell", "json"][..], &["hook-env", "--shell", "bash"]] {
+        for args in [
+            &["env", "--shell", "json"][..],
+            &["hook-env", "--shell", "bash"],
+        ] {
             let mut cmd = sb.gpuenv();
             cmd.current_dir(&proj)
                 .env("_LMFILES_", &loaded)
@@ -239,24 +252,33 @@ fn a_hostile_torch_version_py_does_not_hang_the_proxy() {
 #[test]
 fn an_endless_manifest_or_listing_is_refused_naming_its_cap_and_url() {
     let server = Server::start();
-    let index = "<html><body><a href=\"redistrib_12.4.1.json\">redistrib_12.4.1.json</a></body></html>\n";
+    let index =
+        "<html><body><a href=\"redistrib_12.4.1.json\">redistrib_12.4.1.json</a></body></html>\n";
     server.put("redist/", index, "text/html");
     server.endless("/redist/redistrib_12.4.1.json");
     let mirror = server.url("redist/");
     let sb = Sandbox::new();
     let mut install = sb.gpuenv();
-    install
-        .env("GPUENV_CUDA_MIRROR", &mirror)
-        .args(["install", "cuda-12.4.1", "--source", "nvidia"]);
+    install.env("GPUENV_CUDA_MIRROR", &mirror).args([
+        "install",
+        "cuda-12.4.1",
+        "--source",
+        "nvidia",
+    ]);
     let out = prompt(install, "install");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let url = server.url("redist/redistrib_12.4.1.json");
     assert!(
-        err.contains(&format!("the manifest is larger than 16777216 bytes from {url}")),
+        err.contains(&format!(
+            "the manifest is larger than 16777216 bytes from {url}"
+        )),
         "{err}"
     );
-    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
 
     // `self update-data` lists the releases first: an endless listing is an index page.
     let listing = Server::start();
@@ -303,7 +325,10 @@ fn an_archive_longer_than_its_manifest_says_is_cut_at_that_size() {
     let out = prompt(install, "install");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains(&format!("larger than 4096 bytes from {url}")), "{err}");
+    assert!(
+        err.contains(&format!("larger than 4096 bytes from {url}")),
+        "{err}"
+    );
 }
 
 /// Pids of the processes whose parent is `ppid`... gone when killed: `pid` is no more, or a
@@ -314,7 +339,10 @@ fn gone(pid: u32) -> bool {
         let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
             return true;
         };
-        if stat.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')) {
+        if stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, r)| r.starts_with('Z'))
+        {
             return true;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -390,7 +418,10 @@ impl Account {
             .unwrap()
             .success();
         assert!(ok, "useradd {name}");
-        let out = std::process::Command::new("id").args(["-u", &name]).output().unwrap();
+        let out = std::process::Command::new("id")
+            .args(["-u", &name])
+            .output()
+            .unwrap();
         let uid = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
         Some(Account { name, uid })
     }
@@ -398,7 +429,9 @@ impl Account {
 
 impl Drop for Account {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("userdel").arg(&self.name).status();
+        let _ = std::process::Command::new("userdel")
+            .arg(&self.name)
+            .status();
     }
 }
 
@@ -410,7 +443,8 @@ fn one_owner_rule_for_every_file_that_steers_gpuenv() {
         std::os::unix::fs::chown(p, Some(uid), None).unwrap();
         fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
     };
-    let owner_and_mode = |mode: &str| format!("owner {} (uid {}), mode {mode}", other.name, other.uid);
+    let owner_and_mode =
+        |mode: &str| format!("owner {} (uid {}), mode {mode}", other.name, other.uid);
 
     // The system config: another user's, or root's and writable by all, is refused with one
     // line naming owner and mode; root's own is obeyed.
@@ -444,15 +478,23 @@ fn one_owner_rule_for_every_file_that_steers_gpuenv() {
     let settings = site.join("settings.toml");
     chown(&settings, other.uid, 0o644);
     let mut cmd = sb.gpuenv();
-    cmd.current_dir(&proj).env("GPUENV_UPSTREAMS", &site).args(["list"]);
+    cmd.current_dir(&proj)
+        .env("GPUENV_UPSTREAMS", &site)
+        .args(["list"]);
     let err = stderr(&prompt(cmd, "list"));
     assert!(err.contains(&owner_and_mode("0644")), "{err}");
     assert!(err.contains(&settings.display().to_string()), "{err}");
     chown(&settings, 0, 0o644);
     let mut cmd = sb.gpuenv();
-    cmd.current_dir(&proj).env("GPUENV_UPSTREAMS", &site).args(["list"]);
+    cmd.current_dir(&proj)
+        .env("GPUENV_UPSTREAMS", &site)
+        .args(["list"]);
     let out = prompt(cmd, "list");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("cuda-12.4-site"), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("cuda-12.4-site"),
+        "{}",
+        stderr(&out)
+    );
 
     // A copy of the compatibility data with the same owner and mode: the same words.
     let copy = sb.gpuenv_home().join("facts/cuda.toml");
@@ -467,14 +509,20 @@ fn one_owner_rule_for_every_file_that_steers_gpuenv() {
     // A module file on MODULEPATH another user may rewrite names no root to register.
     let cuda = cuda_runfile(&sb.path("sw/cuda-11.8"), "11.8.89");
     let module = sb.path("site-modules/cuda/11.8.lua");
-    write(&module, &format!("setenv(\"CUDA_HOME\", \"{}\")\n", cuda.display()));
+    write(
+        &module,
+        &format!("setenv(\"CUDA_HOME\", \"{}\")\n", cuda.display()),
+    );
     chown(&module, other.uid, 0o644);
     let mut cmd = sb.gpuenv();
     cmd.env("MODULEPATH", sb.path("site-modules"))
         .args(["discover", "--modules", "--register"]);
     let err = stderr(&prompt(cmd, "discover"));
     assert!(err.contains(&owner_and_mode("0644")), "{err}");
-    assert!(!sb.ok(&["list"]).contains("cuda-11.8"), "registered from a foreign module file");
+    assert!(
+        !sb.ok(&["list"]).contains("cuda-11.8"),
+        "registered from a foreign module file"
+    );
     let _ = fs::metadata(&module).unwrap().uid();
 }
 
@@ -485,8 +533,14 @@ fn one_owner_rule_for_every_file_that_steers_gpuenv() {
 fn no_unbounded_read_of_a_file_comes_back() {
     const ALLOWED: &[(&str, &str)] = &[
         ("crates/core/src/outside.rs", "the bounded reader itself"),
-        ("crates/core/src/ask.rs", "a probe's output, through a pipe, capped at 1 MiB"),
-        ("crates/core/src/fsutil.rs", "same_bytes compares two files in fixed blocks"),
+        (
+            "crates/core/src/ask.rs",
+            "a probe's output, through a pipe, capped at 1 MiB",
+        ),
+        (
+            "crates/core/src/fsutil.rs",
+            "same_bytes compares two files in fixed blocks",
+        ),
         (
             "crates/core/src/store/toolchain/registry_cache.rs",
             "gpuenv's own copy: O_NOFOLLOW|O_NONBLOCK, owner and size checked on the handle",
@@ -501,9 +555,18 @@ fn no_unbounded_read_of_a_file_comes_back() {
             "crates/install/src/cache.rs",
             "gpuenv's cache: pages capped, tags read to 4 KiB, hashes streamed",
         ),
-        ("crates/install/src/fetch.rs", "a reply read up to its kind's cap"),
+        (
+            "crates/install/src/fetch.rs",
+            "a reply read up to its kind's cap",
+        ),
     ];
-    let re = ["read_to_string(", "fs_err::read(", "fs::read(", "read_to_end(", "File::open("];
+    let re = [
+        "read_to_string(",
+        "fs_err::read(",
+        "fs::read(",
+        "read_to_end(",
+        "File::open(",
+    ];
     let top = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut found = Vec::new();
     let mut todo = vec![top.join("src"), top.join("crates")];
@@ -523,9 +586,7 @@ fn no_unbounded_read_of_a_file_comes_back() {
             let text = fs::read_to_string(&p).unwrap();
             let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
             for (i, line) in code.lines().enumerate() {
-                if re.iter().any(|r| line.contains(r))
-                    && !ALLOWED.iter().any(|(f, _)| *f == rel)
-                {
+                if re.iter().any(|r| line.contains(r)) && !ALLOWED.iter().any(|(f, _)| *f == rel) {
                     found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
                 }
             }
@@ -594,17 +655,29 @@ fn ctrl_c_during_the_hook_returns_a_prompt_that_does_not_run_it_again() {
         pane.type_line("cd proj");
         pane.wait_for("g++ to be asked", |_| (starts(&log) == 1).then_some(()));
         pane.tmux(&["send-keys", "-t", "t", "C-c"]);
-        pane.wait_for("a prompt after Ctrl-C", |_| (prompts(&pane) > shown).then_some(()));
+        pane.wait_for("a prompt after Ctrl-C", |_| {
+            (prompts(&pane) > shown).then_some(())
+        });
         // That prompt stays: the hook is not run again for it.
         std::thread::sleep(Duration::from_millis(1500));
-        assert_eq!(starts(&log), 1, "{shell}: the hook ran again for the same prompt");
+        assert_eq!(
+            starts(&log),
+            1,
+            "{shell}: the hook ran again for the same prompt"
+        );
         // A typed command runs; its prompt asks gpuenv again, which waits again.
         pane.type_line("echo typed-''ran");
-        pane.wait_for("the typed command", |s| s.contains("typed-ran").then_some(()));
-        pane.wait_for("the next prompt's hook", |_| (starts(&log) == 2).then_some(()));
+        pane.wait_for("the typed command", |s| {
+            s.contains("typed-ran").then_some(())
+        });
+        pane.wait_for("the next prompt's hook", |_| {
+            (starts(&log) == 2).then_some(())
+        });
         let shown = prompts(&pane);
         pane.tmux(&["send-keys", "-t", "t", "C-c"]);
-        pane.wait_for("a prompt after Ctrl-C", |_| (prompts(&pane) > shown).then_some(()));
+        pane.wait_for("a prompt after Ctrl-C", |_| {
+            (prompts(&pane) > shown).then_some(())
+        });
         // Once g++ answers, the next prompt applies the project.
         write(&answer, "");
         assert_eq!(pane.run("true").active, "cuda-12.4", "{shell}");

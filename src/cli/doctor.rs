@@ -134,9 +134,12 @@ fn node_name(ctx: &Context) -> String {
     ctx.var_nonempty(vars::SLURMD_NODENAME)
         .map(str::to_string)
         .or_else(|| {
-            outside::read_text(Path::new("/proc/sys/kernel/hostname"), outside::Kind::SystemFile)
-                .ok()
-                .map(|h| h.trim().to_string())
+            outside::read_text(
+                Path::new("/proc/sys/kernel/hostname"),
+                outside::Kind::SystemFile,
+            )
+            .ok()
+            .map(|h| h.trim().to_string())
         })
         .unwrap_or_else(|| "this node".to_string())
 }

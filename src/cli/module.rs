@@ -167,7 +167,9 @@ fn remove_stale(dir: &Path, keep: &[PathBuf], format: Format) -> Result<()> {
             if keep.contains(&path) || !path.is_file() || lua != (format == Format::Lmod) {
                 continue;
             }
-            if outside::read_text(&path, outside::Kind::ModuleFile).is_ok_and(|t| export::is_ours(&t)) {
+            if outside::read_text(&path, outside::Kind::ModuleFile)
+                .is_ok_and(|t| export::is_ours(&t))
+            {
                 fs_err::remove_file(&path)?;
                 ui::info(format!(
                     "removed {} (its toolchain is no longer registered)",

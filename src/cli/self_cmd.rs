@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::outside;
 use gpuenv_core::facts::{self, release_name, schema, update, Facts};
 use gpuenv_core::fsutil;
+use gpuenv_core::outside;
 use gpuenv_core::toolchain::{Kind, Version};
 use gpuenv_core::ui;
 use gpuenv_install::fetch::Fetcher;

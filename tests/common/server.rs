@@ -225,7 +225,10 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     }
     if state.lock().unwrap().endless.contains(&path) {
         set(200, 0);
-        write!(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")?;
+        write!(
+            out,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+        )?;
         let chunk = vec![b' '; 64 * 1024];
         let mut sent = 0;
         while out.write_all(&chunk).is_ok() {

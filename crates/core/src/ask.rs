@@ -147,7 +147,6 @@ impl Group {
             libc::kill(-self.0, libc::SIGKILL);
         }
     }
-
 }
 
 impl Drop for Group {
@@ -357,10 +356,14 @@ mod tests {
         let stat = format!("/proc/{}/stat", pid.trim());
         let start = Instant::now();
         // Gone, or a zombie until init reaps it.
-        while fs_err::read_to_string(&stat)
-            .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, r)| !r.starts_with('Z')))
-        {
-            assert!(start.elapsed() < Duration::from_secs(10), "the child lives on");
+        while fs_err::read_to_string(&stat).is_ok_and(|s| {
+            s.rsplit_once(") ")
+                .is_some_and(|(_, r)| !r.starts_with('Z'))
+        }) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the child lives on"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -130,10 +130,7 @@ impl Kind {
     /// Whether what the file says changes what gpuenv does for this user (where it looks,
     /// what it runs, which data it believes): such a file must be this user's or root's.
     pub fn steers(self) -> bool {
-        matches!(
-            self,
-            Kind::SystemConfig | Kind::CompatData | Kind::Settings
-        )
+        matches!(self, Kind::SystemConfig | Kind::CompatData | Kind::Settings)
     }
 }
 
@@ -331,7 +328,10 @@ impl fmt::Display for Foreign {
             self.mode & 0o7777
         );
         match &self.what {
-            ForeignWhy::Owner => write!(f, "it belongs to another user, not to you or root ({owned})"),
+            ForeignWhy::Owner => write!(
+                f,
+                "it belongs to another user, not to you or root ({owned})"
+            ),
             ForeignWhy::Writable => write!(f, "other users can write to it ({owned})"),
             ForeignWhy::OpenDirectory(dir) => write!(
                 f,
@@ -408,7 +408,10 @@ mod tests {
     #[test]
     fn dev_zero_and_a_file_over_the_cap_are_refused_naming_the_cap() {
         let e = read(Path::new("/dev/zero"), Kind::TorchVersion).unwrap_err();
-        assert!(matches!(e.why, Why::NotRegular("a character device")), "{e}");
+        assert!(
+            matches!(e.why, Why::NotRegular("a character device")),
+            "{e}"
+        );
         let dir = tempfile::tempdir().unwrap();
         let big = dir.path().join("version.py");
         let f = fs_err::File::create(&big).unwrap();
@@ -418,7 +421,10 @@ mod tests {
         assert!(text.contains("larger than 65536 bytes"), "{text}");
         assert!(text.contains("torch version.py"), "{text}");
         fs_err::write(&big, "cuda = '13.2'\n").unwrap();
-        assert_eq!(read_text(&big, Kind::TorchVersion).unwrap(), "cuda = '13.2'\n");
+        assert_eq!(
+            read_text(&big, Kind::TorchVersion).unwrap(),
+            "cuda = '13.2'\n"
+        );
     }
 
     #[test]
@@ -445,7 +451,13 @@ mod tests {
         assert_eq!(rule(&f, &meta(&f), me), Ok(()));
         let other = rule(&f, &meta(&f), me + 4242);
         if me != ROOT {
-            assert!(matches!(other, Err(Foreign { what: ForeignWhy::Owner, .. })));
+            assert!(matches!(
+                other,
+                Err(Foreign {
+                    what: ForeignWhy::Owner,
+                    ..
+                })
+            ));
         }
         fs_err::set_permissions(&f, std::fs::Permissions::from_mode(0o666)).unwrap();
         let e = rule(&f, &meta(&f), me).unwrap_err();

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::facts::build_files::{cmake_cache, is_false};
-use gpuenv_core::resolve::Active;
 use gpuenv_core::outside;
+use gpuenv_core::resolve::Active;
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {

@@ -39,7 +39,8 @@ impl Machine {
     }
 
     pub fn read(&self, abs: &str) -> Option<String> {
-        gpuenv_core::outside::read_text(&self.file(abs), gpuenv_core::outside::Kind::SystemFile).ok()
+        gpuenv_core::outside::read_text(&self.file(abs), gpuenv_core::outside::Kind::SystemFile)
+            .ok()
     }
 
     /// A variable that is set and not empty.

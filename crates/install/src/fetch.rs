@@ -19,8 +19,8 @@ use super::fault::Fault;
 use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
 use gpuenv_core::context::{vars, Context};
-use gpuenv_core::{fsutil, outside};
 use gpuenv_core::ui;
+use gpuenv_core::{fsutil, outside};
 
 pub(super) const ATTEMPTS: u32 = 4;
 pub(super) const BUF: usize = 1 << 20;
@@ -123,12 +123,12 @@ impl Fetcher {
             return local_page(url, kind);
         }
         if self.offline {
-            let (content_type, body) =
-                self.cache
-                    .read_meta(url.as_str(), kind.limit())
-                    .ok_or_else(|| Fault::NotCached {
-                        url: url.to_string(),
-                    })?;
+            let (content_type, body) = self
+                .cache
+                .read_meta(url.as_str(), kind.limit())
+                .ok_or_else(|| Fault::NotCached {
+                    url: url.to_string(),
+                })?;
             return Ok(Page {
                 url: url.clone(),
                 content_type,
@@ -300,7 +300,11 @@ pub(super) fn no_such_file(url: &Url) -> Fault {
 
 /// The body of `resp`, read up to the cap of `kind` and refused past it: an endless reply
 /// costs that much memory, never more.
-fn capped(resp: reqwest::blocking::Response, url: &Url, kind: outside::Kind) -> Result<Vec<u8>, Fault> {
+fn capped(
+    resp: reqwest::blocking::Response,
+    url: &Url,
+    kind: outside::Kind,
+) -> Result<Vec<u8>, Fault> {
     use std::io::Read;
     let limit = kind.limit();
     let mut body = Vec::new();

@@ -11,11 +11,11 @@ use sha2::{Digest, Sha256};
 
 use crate::source::components::recorded;
 use crate::{Plan, Profile, Selection};
-use gpuenv_core::{fsutil, outside};
 use gpuenv_core::install_hint::{self, Came};
 use gpuenv_core::named::Named;
 use gpuenv_core::quote;
 use gpuenv_core::toolchain::Spec;
+use gpuenv_core::{fsutil, outside};
 use reqwest::Url;
 
 /// The record's file name inside an installed root.

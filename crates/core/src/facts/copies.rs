@@ -107,8 +107,8 @@ pub fn choose(paths: &[PathBuf], embedded: &Facts) -> Loaded {
 /// Reads and checks one copy; on failure the line (if any) and why.
 pub fn read(path: &Path) -> Result<Facts, (Option<usize>, String)> {
     not_a_link(path).map_err(|m| (None, m))?;
-    let bytes = outside::read(path, outside::Kind::CompatData)
-        .map_err(|e| (None, e.why.to_string()))?;
+    let bytes =
+        outside::read(path, outside::Kind::CompatData).map_err(|e| (None, e.why.to_string()))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| (None, "it is not UTF-8 text".into()))?;
     let checked = schema::check(text).map_err(|e| (Some(e.line), e.message))?;
     Ok(Facts::from_checked(checked))
@@ -161,10 +161,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let bad = newer("2099-01-01").replacen("gcc-max = 16", "gcc-max = 1600", 1);
         let path = write(tmp.path(), &bad);
-        let got = choose(
-            std::slice::from_ref(&path),
-            Facts::embedded(),
-        );
+        let got = choose(std::slice::from_ref(&path), Facts::embedded());
         assert_eq!(got.origin, None);
         let refused = &got.refused[0];
         let value_line = bad.lines().position(|l| l.contains("1600")).unwrap() + 1;
@@ -184,10 +181,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = write(tmp.path(), &newer("2099-01-01"));
         fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let got = choose(
-            std::slice::from_ref(&path),
-            Facts::embedded(),
-        );
+        let got = choose(std::slice::from_ref(&path), Facts::embedded());
         assert!(got.refused[0].message.contains("other users"), "{got:?}");
         fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         // Another user's file: made by chown, which needs root.

@@ -12,8 +12,8 @@ use crate::pathpart::Sha256;
 use crate::record::{ArchiveRecord, Record};
 use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::fsutil::line_col;
-use gpuenv_core::outside;
 use gpuenv_core::named::Named;
+use gpuenv_core::outside;
 use gpuenv_core::project::Location;
 use gpuenv_core::toolchain::registry::Source as Origin;
 use gpuenv_core::toolchain::{check_name, Kind, Version};
@@ -84,7 +84,8 @@ pub fn load(path: &Path) -> Result<Lock, LockError> {
         path: path.to_path_buf(),
         message,
     };
-    let bytes = outside::read(path, outside::Kind::Lock).map_err(|e| unreadable(e.why.to_string()))?;
+    let bytes =
+        outside::read(path, outside::Kind::Lock).map_err(|e| unreadable(e.why.to_string()))?;
     let text = std::str::from_utf8(&bytes).map_err(|e| LockError::Invalid {
         at: Location::of_bad_utf8(path, &bytes, &e),
         message: "the file is not UTF-8 text".into(),

@@ -96,7 +96,11 @@ impl ManifestSource<'_> {
     fn defs(&self) -> Result<Vec<Def>> {
         let page = self
             .fetcher
-            .page(&self.url, "application/toml, text/plain", outside::Kind::Manifest)
+            .page(
+                &self.url,
+                "application/toml, text/plain",
+                outside::Kind::Manifest,
+            )
             .with_context(|| format!("reading the manifest {}", self.url))?;
         parse(&page.text()).map_err(|e| {
             Hinted::new(format!("the manifest {} is not valid", self.url))

@@ -90,7 +90,9 @@ impl Source for Nvidia<'_> {
             .root
             .join(&format!("redistrib_{release}.json"))
             .context("building the manifest URL")?;
-        let page = self.fetcher.page(&url, "application/json", outside::Kind::Manifest)?;
+        let page = self
+            .fetcher
+            .page(&url, "application/json", outside::Kind::Manifest)?;
         let json: Value = serde_json::from_slice(&page.body)
             .with_context(|| format!("{url} is not a JSON redist manifest"))?;
         plan_from_manifest(&json, &page.url, release, sel).with_context(|| format!("reading {url}"))

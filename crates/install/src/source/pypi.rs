@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context as _, Result};
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::outside;
 use gpuenv_core::facts::sources;
 use gpuenv_core::install_hint;
+use gpuenv_core::outside;
 use indicatif::ProgressBar;
 use reqwest::Url;
 
@@ -313,7 +313,10 @@ impl Pypi<'_> {
             .flatten()
             .find(|e| e.file_name().to_string_lossy().ends_with(".dist-info"))
             .with_context(|| format!("{} has no .dist-info", file.filename))?;
-        let text = outside::read_text(&dist_info.path().join("METADATA"), outside::Kind::PackageMetadata)?;
+        let text = outside::read_text(
+            &dist_info.path().join("METADATA"),
+            outside::Kind::PackageMetadata,
+        )?;
         Ok(parse_metadata(&text))
     }
 }

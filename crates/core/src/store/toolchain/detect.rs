@@ -124,7 +124,9 @@ fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         why,
     };
     let (include_dir, lib_dir) = cuda_dirs(root);
-    let (version, version_from) = if let Some(text) = read(&root.join("version.json"), VERSION).map_err(err)? {
+    let (version, version_from) = if let Some(text) =
+        read(&root.join("version.json"), VERSION).map_err(err)?
+    {
         let v = parse_cuda_version_json(&text).map_err(|e| err(format!("version.json: {e}")))?;
         (v, "version.json".to_string())
     } else if let Some(text) = read(&root.join("version.txt"), VERSION).map_err(err)? {
@@ -227,7 +229,9 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         root: root.to_path_buf(),
         why,
     };
-    let (version, version_from) = if let Some(text) = read(&root.join(".info/version"), VERSION).map_err(err)? {
+    let (version, version_from) = if let Some(text) =
+        read(&root.join(".info/version"), VERSION).map_err(err)?
+    {
         let v = parse_rocm_info_version(&text)
             .ok_or_else(|| err(format!(".info/version holds `{}`", text.trim())))?;
         (v, ".info/version".to_string())
@@ -236,8 +240,11 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         let v = parse_hip_version(&text)
             .ok_or_else(|| err(format!("`hipconfig --version` printed `{}`", text.trim())))?;
         (v, "bin/hipconfig --version".to_string())
-    } else if let Some(text) =
-        read(&root.join("include/hip/hip_version.h"), outside::Kind::Header).map_err(err)?
+    } else if let Some(text) = read(
+        &root.join("include/hip/hip_version.h"),
+        outside::Kind::Header,
+    )
+    .map_err(err)?
     {
         let v = parse_hip_version_h(&text).ok_or_else(|| {
             err("include/hip/hip_version.h has no HIP_VERSION_MAJOR/MINOR".into())
@@ -280,9 +287,12 @@ fn detect_rocm_system(prefix: &Path) -> Result<Detected, NotAToolchain> {
     {
         (v, "share/hip/version".to_string())
     } else {
-        let text = read(&prefix.join("include/hip/hip_version.h"), outside::Kind::Header)
-            .map_err(err)?
-            .ok_or_else(|| err("no share/hip/version or include/hip/hip_version.h".into()))?;
+        let text = read(
+            &prefix.join("include/hip/hip_version.h"),
+            outside::Kind::Header,
+        )
+        .map_err(err)?
+        .ok_or_else(|| err("no share/hip/version or include/hip/hip_version.h".into()))?;
         let v = parse_hip_version_h(&text).ok_or_else(|| {
             err("include/hip/hip_version.h has no HIP_VERSION_MAJOR/MINOR".into())
         })?;

@@ -13,8 +13,8 @@ pub use super::entry::{Broken, Entry, Source};
 use super::{registry_cache, Spec};
 use crate::diagnostic::Diagnostic;
 use crate::facts::build_cache::{BuildCache, SharedStore};
-use crate::{fsutil, outside};
 use crate::store::home::Home;
+use crate::{fsutil, outside};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -12,8 +12,8 @@ use serde::Deserialize;
 
 use super::registry::{Registry, StateError};
 use crate::context::{vars, Context};
-use crate::{fsutil, outside};
 use crate::store::home::Home;
+use crate::{fsutil, outside};
 
 pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/gpuenv/config.toml";
 
