@@ -7,6 +7,8 @@
 //! naming its size and URL. Each input is made here and goes through the real binary.
 
 mod common;
+// Shared with the other hostile groups; `shell` is theirs.
+#[allow(dead_code)]
 #[path = "common/hostile.rs"]
 mod hostile;
 #[path = "common/server.rs"]
