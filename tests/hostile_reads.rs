@@ -536,7 +536,7 @@ fn no_unbounded_read_of_a_file_comes_back() {
     const ALLOWED: &[(&str, &str)] = &[
         ("crates/core/src/outside.rs", "the bounded reader itself"),
         (
-            "crates/core/src/ask.rs",
+            "crates/core/src/ask/mod.rs",
             "a probe's output, through a pipe, capped at 1 MiB",
         ),
         (

@@ -17,12 +17,14 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
-use std::sync::{Once, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::context::{vars, Context};
+use group::{Group, Held};
+
+mod group;
 
 /// Long enough for `nvidia-smi` on a driver without persistence mode (a few seconds), short
 /// enough that a prompt behind a wedged tool comes back.
@@ -122,110 +124,6 @@ enum Event {
 /// Most of a program's stdout or stderr kept: an answer is a few lines. Past it the pipe is
 /// closed, and a program that goes on writing stops (SIGPIPE) or meets the deadline.
 const MAX_OUTPUT: u64 = 1 << 20;
-
-/// Process groups of programs being asked now, for the signal handler (0: a free slot).
-static GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
-
-/// A program's process group, killed when the question is over (answered or timed out):
-/// nothing a probe started outlives it.
-struct Group(libc::pid_t);
-
-impl Group {
-    fn new(pgid: libc::pid_t) -> Group {
-        // With more than 16 at once, the latest are only killed at their deadline.
-        let _ = GROUPS.iter().any(|s| {
-            s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-        });
-        Group(pgid)
-    }
-
-    fn kill(&self) {
-        // SAFETY: kill(2) with a negative pid signals that process group; the group exists
-        // while any member does, so its id cannot have been reused for another.
-        unsafe {
-            libc::kill(-self.0, libc::SIGKILL);
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
-        for s in &GROUPS {
-            let _ = s.compare_exchange(self.0, 0, Ordering::SeqCst, Ordering::SeqCst);
-        }
-    }
-}
-
-/// SIGINT, SIGTERM and SIGHUP blocked on this thread while it lives (pending ones arrive
-/// when it is dropped). The handler is installed first.
-struct Held(libc::sigset_t);
-
-impl Held {
-    fn new() -> Held {
-        static HANDLER: Once = Once::new();
-        HANDLER.call_once(install_handler);
-        // SAFETY: sigset_t is plain data; the calls only read and write these sets.
-        unsafe {
-            let (mut set, mut old): (libc::sigset_t, libc::sigset_t) =
-                (std::mem::zeroed(), std::mem::zeroed());
-            libc::sigemptyset(&mut set);
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                libc::sigaddset(&mut set, sig);
-            }
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-            Held(old)
-        }
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        // SAFETY: puts back the mask saved by `new`.
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut());
-        }
-    }
-}
-
-/// On SIGINT, SIGTERM or SIGHUP: kill every group being asked, then die of the signal as
-/// before. Only where the signal's action is the default (a shell that ignores SIGINT for
-/// its hook keeps it ignored).
-fn install_handler() {
-    extern "C" fn handler(sig: libc::c_int) {
-        for s in &GROUPS {
-            let pgid = s.load(Ordering::SeqCst);
-            if pgid > 0 {
-                // SAFETY: kill(2) is async-signal-safe.
-                unsafe {
-                    libc::kill(-pgid, libc::SIGKILL);
-                }
-            }
-        }
-        // SAFETY: signal(2) back to the default and raise(3) are async-signal-safe.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            libc::raise(sig);
-        }
-    }
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: sigaction(2) with valid pointers; the handler only calls
-        // async-signal-safe functions.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
-                || old.sa_sigaction != libc::SIG_DFL
-            {
-                continue;
-            }
-            let mut new: libc::sigaction = std::mem::zeroed();
-            new.sa_sigaction = handler as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut new.sa_mask);
-            libc::sigaction(sig, &new, std::ptr::null_mut());
-        }
-    }
-}
 
 /// Runs `cmd` with stdin closed, collecting stdout and stderr, for at most [`limit`]. A
 /// program still running then is killed (`SIGKILL`, with its whole process group) and the
