@@ -14,6 +14,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "diagnostic",
             "ui",
             "fsutil",
+            "outside",
             "named",
             "passwd",
             "path_list",

@@ -34,7 +34,7 @@ fn linking_a_missing_directory_gives_the_message_its_cause_and_the_fix_in_that_o
 }
 
 #[test]
-fn an_unreadable_state_file_is_named_once_with_the_system_reason_as_its_cause() {
+fn an_unreadable_state_file_is_named_once_with_its_kind_and_why() {
     let sb = Sandbox::new();
     // A directory where the state file belongs: reading it fails even as root.
     let settings = sb.gpuenv_home().join("settings.toml");
@@ -43,7 +43,7 @@ fn an_unreadable_state_file_is_named_once_with_the_system_reason_as_its_cause() 
     assert_eq!(
         err,
         format!(
-            "error: cannot read gpuenv's state file {}\n  caused by: Is a directory (os error 21)\n",
+            "error: cannot read the settings file {}: it is a directory, not a regular file\nhint: replace it with a regular settings file of a sensible size, or remove it\n",
             settings.display()
         )
     );
@@ -224,7 +224,10 @@ fn a_broken_system_config_and_a_missing_build_cache_warn_with_their_fixes() {
         .unwrap();
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(
-        hints_after(&err, &format!("warning: {}: line 1", config.display())),
+        hints_after(
+            &err,
+            &format!("warning: the system config {}: line 1", config.display())
+        ),
         ["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]` and a `[build]` table (`cache`, `shared`); fix the file or point GPUENV_SYSTEM_CONFIG at another"]
     );
     assert_eq!(

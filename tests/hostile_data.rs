@@ -135,7 +135,7 @@ fn another_users_copy_is_not_read() {
     let sb = Sandbox::new();
     let path = plant(&sb, &newer_copy());
     std::os::unix::fs::chown(&path, Some(4242), Some(4242)).unwrap();
-    assert_refused(&sb, "owned by uid 4242");
+    assert_refused(&sb, "owner uid 4242");
 }
 
 #[test]

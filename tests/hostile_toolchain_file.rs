@@ -305,5 +305,8 @@ fn toml_errors_say_what_the_file_should_contain_and_name_a_path_once() {
         1,
         "{err}"
     );
-    assert!(err.contains("Is a directory"), "{err}");
+    assert!(
+        err.contains("it is a directory, not a regular file"),
+        "{err}"
+    );
 }

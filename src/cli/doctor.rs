@@ -1,10 +1,11 @@
-use std::path::{Component, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::outside;
 use gpuenv_core::resolve::ActiveSet;
 use gpuenv_core::session::Session;
 use gpuenv_core::shims;
@@ -133,9 +134,12 @@ fn node_name(ctx: &Context) -> String {
     ctx.var_nonempty(vars::SLURMD_NODENAME)
         .map(str::to_string)
         .or_else(|| {
-            fs_err::read_to_string("/proc/sys/kernel/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
+            outside::read_text(
+                Path::new("/proc/sys/kernel/hostname"),
+                outside::Kind::SystemFile,
+            )
+            .ok()
+            .map(|h| h.trim().to_string())
         })
         .unwrap_or_else(|| "this node".to_string())
 }

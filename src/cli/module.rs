@@ -11,7 +11,7 @@ use gpuenv_core::resolve::{Active, ActiveSet, Reason};
 use gpuenv_core::session;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::Spec;
-use gpuenv_core::{fsutil, ui};
+use gpuenv_core::{fsutil, outside, ui};
 
 use super::named_arg::named;
 use super::Exit;
@@ -141,11 +141,11 @@ enum Wrote {
 
 /// Writes `text` unless the file is someone else's; an unchanged file is not touched.
 fn write_ours(path: &Path, text: &str) -> Result<Wrote> {
-    let wrote = match fs_err::read_to_string(path) {
+    let wrote = match outside::read_text(path, outside::Kind::ModuleFile) {
         Ok(old) if old == text => return Ok(Wrote::Same),
         Ok(old) if !export::is_ours(&old) => return Ok(Wrote::NotOurs),
         Ok(_) => Wrote::Replaced,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Wrote::New,
+        Err(e) if e.is_missing() => Wrote::New,
         // Unreadable (or not text): not provably ours.
         Err(_) => return Ok(Wrote::NotOurs),
     };
@@ -167,7 +167,9 @@ fn remove_stale(dir: &Path, keep: &[PathBuf], format: Format) -> Result<()> {
             if keep.contains(&path) || !path.is_file() || lua != (format == Format::Lmod) {
                 continue;
             }
-            if fs_err::read_to_string(&path).is_ok_and(|t| export::is_ours(&t)) {
+            if outside::read_text(&path, outside::Kind::ModuleFile)
+                .is_ok_and(|t| export::is_ours(&t))
+            {
                 fs_err::remove_file(&path)?;
                 ui::info(format!(
                     "removed {} (its toolchain is no longer registered)",

@@ -76,11 +76,11 @@ impl Args {
             .map(|n| ctx.cwd.join(n))
             .find(|p| p.is_file())
             .unwrap_or_else(|| ctx.cwd.join(project::FILE_NAMES[0]));
-        let before = match fs_err::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
+        let before = gpuenv_core::outside::read_text_if_present(
+            &path,
+            gpuenv_core::outside::Kind::ToolchainFile,
+        )?
+        .unwrap_or_default();
         // A broken file is reported, never overwritten.
         let existing = project::parse(&path, &before)?;
         for spec in &specs {

@@ -12,6 +12,7 @@ use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::{self, release_name, schema, update, Facts};
 use gpuenv_core::fsutil;
+use gpuenv_core::outside;
 use gpuenv_core::toolchain::{Kind, Version};
 use gpuenv_core::ui;
 use gpuenv_install::fetch::Fetcher;
@@ -217,7 +218,7 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
         .unwrap_or(nvidia::DEFAULT_MIRROR);
     let root = gpuenv_install::location(&ctx.cwd, mirror, true)?;
     let listing = fetcher
-        .page(&root, "text/html")
+        .page(&root, "text/html", outside::Kind::IndexPage)
         .with_context(|| format!("listing the CUDA releases at {root}"))?;
     let mut firsts: Vec<Version> = Vec::new();
     for v in nvidia::parse_listing(&listing.text()) {
@@ -291,7 +292,7 @@ fn same_minor(a: &Version, b: &Version) -> bool {
 
 /// `nvidia_driver.version` of a redist manifest, checked like any driver in the data.
 fn manifest_driver(fetcher: &Fetcher, url: &gpuenv_install::Url) -> Result<Option<String>> {
-    let page = fetcher.page(url, "application/json")?;
+    let page = fetcher.page(url, "application/json", outside::Kind::Manifest)?;
     let json: Value = serde_json::from_slice(&page.body)
         .with_context(|| format!("{url} is not a JSON redist manifest"))?;
     let Some(version) = json.pointer("/nvidia_driver/version") else {

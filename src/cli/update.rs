@@ -123,7 +123,11 @@ pub fn outdated(
 /// the same ones from whichever source has the release; the default profile when it does
 /// not say. Names no source knows (`cuda`, the release itself) are left out.
 fn selection_of(entry: &Entry) -> Selection {
-    let text = fs_err::read_to_string(entry.root.join("version.json")).unwrap_or_default();
+    let text = gpuenv_core::outside::read_text(
+        &entry.root.join("version.json"),
+        gpuenv_core::outside::Kind::VersionFile,
+    )
+    .unwrap_or_default();
     let mut components: Vec<String> = Vec::new();
     let keys = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
         .map(|m| m.keys().cloned().collect::<Vec<_>>())

@@ -34,6 +34,8 @@ struct State {
     log: Vec<Hit>,
     /// PUT stores the body at its path (else PUT is answered 405).
     puts: bool,
+    /// Paths answered with a body that never ends.
+    endless: Vec<String>,
 }
 
 pub struct Server {
@@ -104,6 +106,12 @@ impl Server {
     }
 
     /// Requests for `path` are answered with a 302 to `to` (a path on this server).
+    /// Answers `path` with 200 and a body that never ends (no length; zeros until the client
+    /// hangs up), as a hostile mirror would.
+    pub fn endless(&self, path: &str) {
+        self.state.lock().unwrap().endless.push(path.to_string());
+    }
+
     pub fn redirect(&self, path: &str, to: &str) {
         let path = format!("/{}", path.trim_start_matches('/'));
         let to = format!("/{}", to.trim_start_matches('/'));
@@ -213,6 +221,20 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
         )?;
         let _ = out.flush();
         let _ = out.shutdown(std::net::Shutdown::Both);
+        return Ok(());
+    }
+    if state.lock().unwrap().endless.contains(&path) {
+        set(200, 0);
+        write!(
+            out,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+        )?;
+        let chunk = vec![b' '; 64 * 1024];
+        let mut sent = 0;
+        while out.write_all(&chunk).is_ok() {
+            sent += chunk.len();
+            set(200, sent);
+        }
         return Ok(());
     }
     if let Some(to) = redirect {

@@ -12,11 +12,24 @@ _gpuenv_fresh() { return 1; }
 
 _gpuenv_hook() {
     local previous_exit_status=$? code user_trap
+    # Ctrl-C aborts this function and bash then runs PROMPT_COMMAND again for the new
+    # prompt: the flag left set says so, and that prompt comes without asking gpuenv. The
+    # next command's prompt asks again.
+    if [[ -n "${_gpuenv_interrupted-}" ]]; then
+        _gpuenv_interrupted=
+        return $previous_exit_status
+    fi
     # Nothing changed: no process at all (builtins only until here).
     _gpuenv_fresh && return $previous_exit_status
     # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
     # finish changes nothing.
-    code="$(@GPUENV@ hook-env --shell bash)" || return $previous_exit_status
+    _gpuenv_interrupted=1
+    code="$(@GPUENV@ hook-env --shell bash)"
+    local status=$?
+    # Killed by a signal: the flag stays for the prompt that follows.
+    ((status > 128)) && return $previous_exit_status
+    _gpuenv_interrupted=
+    ((status == 0)) || return $previous_exit_status
     # Applying it is not interruptible half-way; the user's own INT trap is put back.
     user_trap=$(trap -p SIGINT)
     trap -- '' SIGINT

@@ -12,13 +12,30 @@ function __gpuenv_fresh
 end
 
 function __gpuenv_hook --on-event fish_prompt --on-variable PWD
+    # Ctrl-C during the run `cd` started (PWD) would otherwise be followed by the prompt's
+    # run: the flag left set says so, and that prompt comes without asking gpuenv. The
+    # next command's prompt asks again.
+    if set -q __gpuenv_interrupted
+        set -e __gpuenv_interrupted
+        return
+    end
     # Nothing changed: no process at all (builtins only until here).
     __gpuenv_fresh; and return
     # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
     # finish changes nothing.
+    set -g __gpuenv_interrupted 1
     set -l code (@GPUENV@ hook-env --shell fish | string collect)
-    test $pipestatus[1] -eq 0; or return
+    set -l st $pipestatus[1]
+    # Killed by a signal: the flag stays for the prompt that follows.
+    test $st -gt 128; and return
+    set -e __gpuenv_interrupted
+    test $st -eq 0; or return
     printf '%s\n' $code | source
+end
+
+# A typed command ends the prompt an interrupted run belonged to.
+function __gpuenv_typed --on-event fish_preexec
+    set -e __gpuenv_interrupted
 end
 
 # `gpuenv use` changes this shell; everything else is the binary.

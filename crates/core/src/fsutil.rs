@@ -8,8 +8,6 @@ use std::io::{Read, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-use fs_err::os::unix::fs::OpenOptionsExt;
-
 /// Writes `bytes` to `path` through a temp file in the same directory and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -23,63 +21,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
-}
-
-/// Why reading a file that must be a small regular file failed.
-#[derive(Debug)]
-pub enum ReadError {
-    /// It is a directory, FIFO, device or socket (what it is, for messages).
-    NotRegular(&'static str),
-    /// Larger than the limit given.
-    TooLarge(u64),
-    Io(std::io::Error),
-}
-
-/// Reads a regular file of at most `limit` bytes. Opened without blocking (a FIFO named
-/// like the file does not hang) and checked on the opened handle, so the bytes returned
-/// are the bytes of that one file, read once.
-pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let file = fs_err::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(ReadError::Io)?;
-    let meta = file.metadata().map_err(ReadError::Io)?;
-    if let Some(what) = not_regular(&meta) {
-        return Err(ReadError::NotRegular(what));
-    }
-    // Sized from the handle: one read for the file and one for its end.
-    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize + 1);
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ReadError::Io)?;
-    if bytes.len() as u64 > limit {
-        return Err(ReadError::TooLarge(limit));
-    }
-    Ok(bytes)
-}
-
-/// At most `limit` bytes from the start of a regular file, as text (bytes that are not
-/// UTF-8 replaced; a cut last line dropped): for files anyone may have written, such as a
-/// build directory's. Opened without blocking, so a FIFO in its place does not hang the
-/// reader; `None` when it cannot be read or is not a regular file.
-pub fn read_prefix(path: &Path, limit: u64) -> Option<String> {
-    let file = fs_err::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    if not_regular(&meta).is_some() {
-        return None;
-    }
-    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize);
-    file.take(limit).read_to_end(&mut bytes).ok()?;
-    if bytes.len() as u64 == limit {
-        let end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        bytes.truncate(end);
-    }
-    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// What a non-regular file is, in words; `None` for a regular file.
@@ -291,23 +232,6 @@ mod tests {
             Some(("/p/a b", "Permission denied (os error 13)"))
         );
         assert_eq!(split_fs_err("no such toolchain"), None);
-    }
-
-    #[test]
-    fn a_fifo_is_refused_without_blocking() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("f");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert!(matches!(
-            read_regular(&fifo, 10),
-            Err(ReadError::NotRegular("a FIFO"))
-        ));
-        assert!(matches!(
-            read_regular(Path::new("/dev/zero"), 10),
-            Err(ReadError::NotRegular("a character device"))
-        ));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! Layers, bottom to top; a module imports only its own layer and those below
 //! (tests/core_layers.rs checks it): the base utilities at the root (`diagnostic`, `ui`,
-//! `fsutil`, `named`, `passwd`, `path_list`, `pathpart`, `quote`, `ask`), then `facts`, `context` (the process handle),
+//! `fsutil`, `outside` (every read of a file gpuenv did not write), `named`, `passwd`, `path_list`, `pathpart`, `quote`, `ask`), then `facts`, `context` (the process handle),
 //! `store`, `project`, `plan`, `edges`.
 
 /// The project's home; messages link into its `docs/` from here (the one place naming it).
@@ -16,6 +16,7 @@ pub mod edges;
 pub mod facts;
 pub mod fsutil;
 pub mod named;
+pub mod outside;
 pub mod passwd;
 pub mod path_list;
 pub mod pathpart;

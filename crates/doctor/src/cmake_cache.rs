@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::facts::build_files::{cmake_cache, is_false};
+use gpuenv_core::outside;
 use gpuenv_core::resolve::Active;
-use gpuenv_core::stale;
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -94,7 +94,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     let mut notes = Notes::default();
     for path in &caches {
         // Anyone's file: read as the proxy's stale check reads it, to a limit.
-        let Some(text) = gpuenv_core::fsutil::read_prefix(path, stale::find::CACHE_LIMIT) else {
+        let Some(text) = outside::read_head(path, outside::Kind::CMakeCache) else {
             notes.seen(format!("cannot read {}", path.display()));
             continue;
         };

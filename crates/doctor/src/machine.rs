@@ -39,7 +39,8 @@ impl Machine {
     }
 
     pub fn read(&self, abs: &str) -> Option<String> {
-        fs_err::read_to_string(self.file(abs)).ok()
+        gpuenv_core::outside::read_text(&self.file(abs), gpuenv_core::outside::Kind::SystemFile)
+            .ok()
     }
 
     /// A variable that is set and not empty.

@@ -22,9 +22,8 @@ fn prefix_of(exe: &Path) -> PathBuf {
 
 /// The interpreter a pip script runs with: its `#!/abs/path/python` line (not `env`).
 fn shebang_interpreter(script: &Path) -> Option<PathBuf> {
-    let text = fs_err::read(script).ok()?;
-    let first = text.split(|b| *b == b'\n').next()?;
-    let line = std::str::from_utf8(first).ok()?.strip_prefix("#!")?.trim();
+    let text = gpuenv_core::outside::read_head(script, gpuenv_core::outside::Kind::Script)?;
+    let line = text.lines().next()?.strip_prefix("#!")?.trim();
     let interp = line.split_whitespace().next()?;
     let name = Path::new(interp)
         .file_name()?

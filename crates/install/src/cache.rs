@@ -232,16 +232,20 @@ impl Cache {
 
     /// The page last fetched from `url`: (content type, body). Only one the user or root
     /// wrote is believed: `--offline` installs what it names.
-    pub fn read_meta(&self, url: &str) -> Option<(String, Vec<u8>)> {
+    pub fn read_meta(&self, url: &str, limit: u64) -> Option<(String, Vec<u8>)> {
         let meta = self.part("meta", false).ok()??;
         let name = self.meta(url);
-        let mut file = meta.open_file(name.file_name()?).ok()??;
+        let file = meta.open_file(name.file_name()?).ok()??;
         let st = file.metadata().ok()?;
         if !st.is_file() || !dir::trusted_owner(std::os::unix::fs::MetadataExt::uid(&st)) {
             return None;
         }
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).ok()?;
+        // The content type's line, then the page up to its cap.
+        file.take(limit + 4096).read_to_end(&mut bytes).ok()?;
+        if bytes.len() as u64 >= limit + 4096 {
+            return None;
+        }
         let nl = bytes.iter().position(|&b| b == b'\n')?;
         let content_type = String::from_utf8_lossy(&bytes[..nl]).into_owned();
         Some((content_type, bytes[nl + 1..].to_vec()))

@@ -136,6 +136,11 @@ impl Fetcher {
                 .map_err(|e| Fault::io(part, e))?;
             hasher.update(&buf[..n]);
             got += n as u64;
+            if let Err(f) = over_size(a, have + got) {
+                drop(writer);
+                let _ = fs_err::remove_file(part);
+                return Err(f);
+            }
             self.fetched.fetch_add(n as u64, Ordering::Relaxed);
             bar.inc(n as u64);
             self.hooks.checkpoint("download");
@@ -151,6 +156,26 @@ impl Fetcher {
         }
         finish(a, part, hasher, have + got)
     }
+}
+
+/// The most an archive whose source gives no size may be: NVIDIA's largest (cuBLAS) is
+/// about 1 GiB.
+const MAX_ARCHIVE: u64 = 8 << 30;
+
+/// Past the size the manifest gives (or [`MAX_ARCHIVE`]): an endless reply stops here.
+fn over_size(a: &Archive, len: u64) -> Result<(), Fault> {
+    let limit = a.size.unwrap_or(MAX_ARCHIVE);
+    if len > limit {
+        return Err(Fault::TooLarge {
+            url: a.url.to_string(),
+            limit,
+            what: match a.size {
+                Some(_) => "the archive (past the size its source gives)".into(),
+                None => "the archive".into(),
+            },
+        });
+    }
+    Ok(())
 }
 
 /// Checks the size and hash of a complete download; a bad file is removed.
@@ -189,10 +214,25 @@ fn hash_prefix(file: &mut fs_err::File, path: &Path, hasher: &mut Sha256) -> Res
 
 fn copy_local(a: &Archive, part: &Path, bar: &ProgressBar) -> Result<(), Fault> {
     let src = a.url.to_file_path().map_err(|()| no_such_file(&a.url))?;
-    let mut input = fs_err::File::open(&src).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => no_such_file(&a.url),
-        _ => Fault::io(&src, e),
-    })?;
+    // Opened without blocking (a FIFO named like the archive does not hang) and checked.
+    let mut input = {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        fs_err::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&src)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => no_such_file(&a.url),
+                _ => Fault::io(&src, e),
+            })?
+    };
+    let meta = input.metadata().map_err(|e| Fault::io(&src, e))?;
+    if let Some(what) = gpuenv_core::fsutil::not_regular(&meta) {
+        return Err(Fault::Io {
+            path: src.display().to_string(),
+            message: format!("it is {what}, not a regular file"),
+        });
+    }
     let mut out = {
         use fs_err::os::unix::fs::OpenOptionsExt;
         fs_err::OpenOptions::new()
@@ -215,6 +255,10 @@ fn copy_local(a: &Archive, part: &Path, bar: &ProgressBar) -> Result<(), Fault> 
         out.write_all(&buf[..n]).map_err(|e| Fault::io(part, e))?;
         hasher.update(&buf[..n]);
         len += n as u64;
+        if let Err(f) = over_size(a, len) {
+            let _ = fs_err::remove_file(part);
+            return Err(f);
+        }
         bar.inc(n as u64);
     }
     finish(a, part, hasher, len)

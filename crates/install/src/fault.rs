@@ -48,6 +48,13 @@ pub enum Fault {
     NotCached { url: String },
     #[error("writing {path} failed: {message}")]
     Io { path: String, message: String },
+    /// A reply (or a local file standing for one) past the cap of what it should be.
+    #[error("{what} is larger than {limit} bytes from {url}; nothing of it was used")]
+    TooLarge {
+        url: String,
+        limit: u64,
+        what: String,
+    },
 }
 
 impl Diagnostic for Fault {
@@ -65,6 +72,7 @@ impl Diagnostic for Fault {
             Fault::Redirect { .. } => "check the mirror's URL (GPUENV_CUDA_MIRROR, GPUENV_PYPI_URL, --manifest); if it is right, tell whoever runs the server".into(),
             Fault::Certificate { .. } => "a company mirror's CA must be in the system's roots (put it in /usr/local/share/ca-certificates and run `update-ca-certificates`)".into(),
             Fault::NotCached { .. } => "run the same install once without --offline".into(),
+            Fault::TooLarge { .. } => "check the mirror's URL (GPUENV_CUDA_MIRROR, GPUENV_PYPI_URL, --manifest); if it is right, tell whoever runs the server".into(),
             Fault::Status { .. } | Fault::Transfer { .. } | Fault::Io { .. } => return Vec::new(),
         };
         vec![hint]

@@ -19,8 +19,8 @@ use super::fault::Fault;
 use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
 use gpuenv_core::context::{vars, Context};
-use gpuenv_core::fsutil;
 use gpuenv_core::ui;
+use gpuenv_core::{fsutil, outside};
 
 pub(super) const ATTEMPTS: u32 = 4;
 pub(super) const BUF: usize = 1 << 20;
@@ -115,19 +115,20 @@ impl Fetcher {
             })
     }
 
-    /// An index page or manifest. `file://` URLs read the file, or list the directory as
-    /// HTML links; with `--offline` the copy kept from the last fetch is used.
-    pub fn page(&self, url: &Url, accept: &str) -> Result<Page, Fault> {
+    /// An index page or manifest (`kind`, which caps its size). `file://` URLs read the
+    /// file, or list the directory as HTML links; with `--offline` the copy kept from the
+    /// last fetch is used.
+    pub fn page(&self, url: &Url, accept: &str, kind: outside::Kind) -> Result<Page, Fault> {
         if url.scheme() == "file" {
-            return local_page(url);
+            return local_page(url, kind);
         }
         if self.offline {
-            let (content_type, body) =
-                self.cache
-                    .read_meta(url.as_str())
-                    .ok_or_else(|| Fault::NotCached {
-                        url: url.to_string(),
-                    })?;
+            let (content_type, body) = self
+                .cache
+                .read_meta(url.as_str(), kind.limit())
+                .ok_or_else(|| Fault::NotCached {
+                    url: url.to_string(),
+                })?;
             return Ok(Page {
                 url: url.clone(),
                 content_type,
@@ -149,7 +150,7 @@ impl Fetcher {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("")
                 .to_string();
-            let body = resp.bytes().map_err(|e| classify(url, &e))?.to_vec();
+            let body = capped(resp, url, kind)?;
             self.fetched.fetch_add(body.len() as u64, Ordering::Relaxed);
             Ok(Page {
                 url: final_url,
@@ -297,7 +298,47 @@ pub(super) fn no_such_file(url: &Url) -> Fault {
     }
 }
 
-fn local_page(url: &Url) -> Result<Page, Fault> {
+/// The body of `resp`, read up to the cap of `kind` and refused past it: an endless reply
+/// costs that much memory, never more.
+fn capped(
+    resp: reqwest::blocking::Response,
+    url: &Url,
+    kind: outside::Kind,
+) -> Result<Vec<u8>, Fault> {
+    use std::io::Read;
+    let limit = kind.limit();
+    let mut body = Vec::new();
+    resp.take(limit + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| read_fault(url, &e))?;
+    if body.len() as u64 > limit {
+        return Err(too_large(url, kind));
+    }
+    Ok(body)
+}
+
+pub(super) fn too_large(url: &Url, kind: outside::Kind) -> Fault {
+    Fault::TooLarge {
+        url: url.to_string(),
+        limit: kind.limit(),
+        what: format!("the {}", kind.name()),
+    }
+}
+
+fn read_fault(url: &Url, e: &std::io::Error) -> Fault {
+    let message = chain(e);
+    if e.kind() == std::io::ErrorKind::TimedOut || message.contains("timed out") {
+        return Fault::Timeout {
+            url: url.to_string(),
+        };
+    }
+    Fault::Transfer {
+        url: url.to_string(),
+        message,
+    }
+}
+
+fn local_page(url: &Url, kind: outside::Kind) -> Result<Page, Fault> {
     let not_found = || no_such_file(url);
     let path = url.to_file_path().map_err(|()| not_found())?;
     if path.is_dir() {
@@ -323,9 +364,13 @@ fn local_page(url: &Url) -> Result<Page, Fault> {
             body: html.into_bytes(),
         });
     }
-    let body = fs_err::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => not_found(),
-        _ => Fault::io(&path, e),
+    let body = outside::read(&path, kind).map_err(|e| match e.why {
+        _ if e.is_missing() => not_found(),
+        outside::Why::TooLarge { .. } => too_large(url, kind),
+        why => Fault::Io {
+            path: path.display().to_string(),
+            message: why.to_string(),
+        },
     })?;
     let content_type = if path.extension().is_some_and(|e| e == "json") {
         "application/json"

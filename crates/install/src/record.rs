@@ -11,18 +11,15 @@ use sha2::{Digest, Sha256};
 
 use crate::source::components::recorded;
 use crate::{Plan, Profile, Selection};
-use gpuenv_core::fsutil;
 use gpuenv_core::install_hint::{self, Came};
 use gpuenv_core::named::Named;
 use gpuenv_core::quote;
 use gpuenv_core::toolchain::Spec;
+use gpuenv_core::{fsutil, outside};
 use reqwest::Url;
 
 /// The record's file name inside an installed root.
 pub const RECORD: &str = ".gpuenv-install.toml";
-
-/// A record is a few archives long; reading stops well before a runaway file.
-const MAX_RECORD: u64 = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -119,7 +116,7 @@ pub fn write(root: &Path, record: &Record) -> anyhow::Result<()> {
 /// The record of an installed root, if it has a readable one (toolchains installed before
 /// records existed have none). What it says is validated where it is used (the lock).
 pub fn read(root: &Path) -> Option<Record> {
-    let bytes = fsutil::read_regular(&root.join(RECORD), MAX_RECORD).ok()?;
+    let bytes = outside::read(&root.join(RECORD), outside::Kind::InstallRecord).ok()?;
     toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
 }
 
@@ -161,7 +158,7 @@ pub fn kept(toolchains: &Path, name: &str) -> Option<Record> {
     {
         return None;
     }
-    let bytes = fsutil::read_regular(&path, MAX_RECORD).ok()?;
+    let bytes = outside::read(&path, outside::Kind::InstallRecord).ok()?;
     toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
 }
 

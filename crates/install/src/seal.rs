@@ -98,7 +98,8 @@ pub fn verify(tree: &Path, list: &Path, objects: &Objects) -> Result<(), Changed
     {
         return Err(changed);
     }
-    let Ok(want) = fs_err::read_to_string(list) else {
+    let Ok(want) = gpuenv_core::outside::read_text(list, gpuenv_core::outside::Kind::FileList)
+    else {
         return Err(Changed::NoList);
     };
     let mut files = Vec::new();

@@ -12,12 +12,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use gpuenv_core::facts::nvidia_target::target_dir;
-use gpuenv_core::fsutil;
+use gpuenv_core::{fsutil, outside};
 
 /// What the stub's functions return: `CUDA_ERROR_STUB_LIBRARY`, as NVIDIA's do.
 const STUB_ERROR: u8 = 34;
-/// cuda.h of CUDA 13 is about 1.2 MB; more is not a header.
-const MAX_HEADER: u64 = 16 << 20;
 /// CUDA 13 declares about 650 driver functions.
 const MAX_SYMBOLS: usize = 20_000;
 const SONAME: &str = "libcuda.so.1";
@@ -31,7 +29,7 @@ pub fn driver_stub(root: &Path) -> std::io::Result<bool> {
         return Ok(false);
     }
     // The archives' file: read as data, never through a link, and only names taken from it.
-    let Ok(header) = fsutil::read_regular(&target.join("include/cuda.h"), MAX_HEADER) else {
+    let Ok(header) = outside::read(&target.join("include/cuda.h"), outside::Kind::Header) else {
         return Ok(false);
     };
     let names = driver_functions(&String::from_utf8_lossy(&header));

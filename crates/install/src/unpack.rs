@@ -275,8 +275,12 @@ impl Extractor<'_> {
             if f.is_dir() {
                 self.mkdirs(&self.dest.join(&rel))?;
             } else if mode & 0o170000 == 0o120000 {
+                // A link's target is a path: PATH_MAX at most.
                 let mut target = String::new();
-                f.read_to_string(&mut target).map_err(|e| self.corrupt(e))?;
+                (&mut f)
+                    .take(4096)
+                    .read_to_string(&mut target)
+                    .map_err(|e| self.corrupt(e))?;
                 self.symlink(&raw, rel, Path::new(&target))?;
             } else {
                 self.write_file(&rel, mode, &mut f)?;

@@ -9,13 +9,14 @@ use crate::facts::{copies, driver, torch_index, Unknown};
 use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve, stale};
 use crate::store::toolchain::{registry, upstream};
 use crate::store::{locate, shims};
-use crate::{ask, project, store};
+use crate::{ask, outside, project, store};
 
 crate::diagnostics!(
     /// gpuenv-core's diagnostics.
     pub fn find:
     Hinted,
     ask::AskError,
+    outside::ReadError,
     auto_install::InstallFailed,
     auto_install::NotAllowed,
     build_cache::BadVar,

@@ -5,12 +5,11 @@
 //! link, owned by another user, writable by others) is refused with file and line, and the
 //! embedded data is used.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::{schema, Facts};
-use crate::fsutil;
+use crate::{fsutil, outside};
 
 /// The file, relative to a gpuenv home.
 pub const FILE: &str = "facts/cuda.toml";
@@ -59,7 +58,7 @@ pub fn set_candidates(homes: impl IntoIterator<Item = PathBuf>) {
 pub fn loaded() -> &'static Loaded {
     LOADED.get_or_init(|| {
         let paths = CANDIDATES.get().map(Vec::as_slice).unwrap_or_default();
-        choose(paths, Facts::embedded(), current_uid())
+        choose(paths, Facts::embedded())
     })
 }
 
@@ -73,13 +72,8 @@ pub fn current() -> &'static Facts {
     &loaded().facts
 }
 
-fn current_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// The newest good copy among `paths` that is at least as new as `embedded`.
-pub fn choose(paths: &[PathBuf], embedded: &Facts, uid: u32) -> Loaded {
+pub fn choose(paths: &[PathBuf], embedded: &Facts) -> Loaded {
     let mut out = Loaded {
         facts: *embedded,
         origin: None,
@@ -90,7 +84,7 @@ pub fn choose(paths: &[PathBuf], embedded: &Facts, uid: u32) -> Loaded {
         if fs_err::symlink_metadata(path).is_err() {
             continue;
         }
-        match read(path, uid) {
+        match read(path) {
             Ok(facts) if facts.date >= out.facts.date => {
                 if let Some(prev) = out.origin.take() {
                     out.older.push((prev, out.facts.date));
@@ -110,55 +104,22 @@ pub fn choose(paths: &[PathBuf], embedded: &Facts, uid: u32) -> Loaded {
     out
 }
 
-/// Most a facts file can be; the embedded one is about 20 KiB.
-const MAX_SIZE: u64 = 1 << 20;
-
 /// Reads and checks one copy; on failure the line (if any) and why.
-pub fn read(path: &Path, uid: u32) -> Result<Facts, (Option<usize>, String)> {
-    trusted_place(path, uid).map_err(|m| (None, m))?;
-    let bytes = fsutil::read_regular(path, MAX_SIZE).map_err(|e| {
-        let m = match e {
-            fsutil::ReadError::NotRegular(what) => format!("it is {what}, not a regular file"),
-            fsutil::ReadError::TooLarge(limit) => format!("it is larger than {limit} bytes"),
-            fsutil::ReadError::Io(e) => fsutil::io_reason(&e),
-        };
-        (None, m)
-    })?;
+pub fn read(path: &Path) -> Result<Facts, (Option<usize>, String)> {
+    not_a_link(path).map_err(|m| (None, m))?;
+    let bytes =
+        outside::read(path, outside::Kind::CompatData).map_err(|e| (None, e.why.to_string()))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| (None, "it is not UTF-8 text".into()))?;
     let checked = schema::check(text).map_err(|e| (Some(e.line), e.message))?;
     Ok(Facts::from_checked(checked))
 }
 
-/// A copy changes what gpuenv tells about every toolkit: only the user's own file (or
-/// root's, for a site store), in a directory others cannot write, is read.
-fn trusted_place(path: &Path, uid: u32) -> Result<(), String> {
+/// A copy changes what gpuenv tells about every toolkit: a link is not followed for it
+/// (the owner rule, in [`outside::read`], covers the rest).
+fn not_a_link(path: &Path) -> Result<(), String> {
     let meta = fs_err::symlink_metadata(path).map_err(|e| fsutil::io_reason(&e))?;
     if meta.file_type().is_symlink() {
         return Err("it is a symbolic link, which gpuenv does not follow for its data".into());
-    }
-    if meta.uid() != uid && meta.uid() != 0 {
-        return Err(format!(
-            "it is owned by uid {}, not by this user ({uid}) or root",
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err("other users can write to it".into());
-    }
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let dmeta = fs_err::metadata(dir).map_err(|e| fsutil::io_reason(&e))?;
-    if dmeta.mode() & 0o002 != 0 {
-        return Err(format!(
-            "its directory {} is writable by every user",
-            dir.display()
-        ));
-    }
-    if dmeta.uid() != uid && dmeta.uid() != 0 {
-        return Err(format!(
-            "its directory {} is owned by uid {}, not by this user or root",
-            dir.display(),
-            dmeta.uid()
-        ));
     }
     Ok(())
 }
@@ -188,7 +149,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let a = write(&tmp.path().join("a"), &newer("2099-01-01"));
         let b = write(&tmp.path().join("b"), &newer("2000-01-01"));
-        let got = choose(&[b.clone(), a.clone()], Facts::embedded(), current_uid());
+        let got = choose(&[b.clone(), a.clone()], Facts::embedded());
         assert_eq!(got.origin.as_deref(), Some(a.as_path()));
         assert_eq!(got.facts.date, "2099-01-01");
         assert_eq!(got.older, [(b, "2000-01-01")]);
@@ -200,11 +161,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let bad = newer("2099-01-01").replacen("gcc-max = 16", "gcc-max = 1600", 1);
         let path = write(tmp.path(), &bad);
-        let got = choose(
-            std::slice::from_ref(&path),
-            Facts::embedded(),
-            current_uid(),
-        );
+        let got = choose(std::slice::from_ref(&path), Facts::embedded());
         assert_eq!(got.origin, None);
         let refused = &got.refused[0];
         let value_line = bad.lines().position(|l| l.contains("1600")).unwrap() + 1;
@@ -224,22 +181,15 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = write(tmp.path(), &newer("2099-01-01"));
         fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let got = choose(
-            std::slice::from_ref(&path),
-            Facts::embedded(),
-            current_uid(),
-        );
+        let got = choose(std::slice::from_ref(&path), Facts::embedded());
         assert!(got.refused[0].message.contains("other users"), "{got:?}");
         fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        // Another user's file: made by chown as root, else by asking as another uid.
-        let uid = current_uid();
-        let asking = if uid == 0 {
+        // Another user's file: made by chown, which needs root.
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
             std::os::unix::fs::chown(&path, Some(4242), None).unwrap();
-            0
-        } else {
-            uid + 1
-        };
-        let got = choose(&[path], Facts::embedded(), asking);
-        assert!(got.refused[0].message.contains("owned by"), "{got:?}");
+            let got = choose(&[path], Facts::embedded());
+            assert!(got.refused[0].message.contains("owner uid 4242"), "{got:?}");
+        }
     }
 }

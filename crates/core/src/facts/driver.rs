@@ -38,7 +38,7 @@ pub fn parse_nvidia_smi(text: &str) -> Option<(String, Option<Version>)> {
 /// The driver version under `system_root` (`/` on a real machine), if the module is loaded.
 pub fn read_proc_version(system_root: &Path) -> Option<String> {
     let path = system_root.join(PROC_VERSION.trim_start_matches('/'));
-    parse_proc_version(&fs_err::read_to_string(path).ok()?)
+    parse_proc_version(&crate::outside::read_text(&path, crate::outside::Kind::SystemFile).ok()?)
 }
 
 /// The driver cannot run programs built with a release at all: a warning, with its way out.

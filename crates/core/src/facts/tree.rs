@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::fsutil;
+use crate::{fsutil, outside};
 
 /// The header holding nvcc's host compiler checks, under a toolkit's include dir.
 pub const HOST_CONFIG: &str = "crt/host_config.h";
@@ -30,7 +30,7 @@ pub fn gcc_max_in_host_config(text: &str) -> Option<u64> {
 /// The newest GCC major the toolkit whose headers are in `include_dir` accepts, if its
 /// `host_config.h` says.
 pub fn gcc_max(include_dir: &Path) -> Option<u64> {
-    let bytes = fsutil::read_regular(&include_dir.join(HOST_CONFIG), 1 << 20).ok()?;
+    let bytes = outside::read(&include_dir.join(HOST_CONFIG), outside::Kind::Header).ok()?;
     gcc_max_in_host_config(&String::from_utf8_lossy(&bytes))
 }
 
@@ -67,7 +67,7 @@ pub fn gpu_archs(nvcc: &Path, cache_dir: &Path) -> Option<Vec<u32>> {
     let cache = cache_file(cache_dir, nvcc);
     if let Some(text) = cache
         .as_ref()
-        .and_then(|c| fsutil::read_regular(c, 4096).ok())
+        .and_then(|c| outside::read(c, outside::Kind::CacheEntry).ok())
     {
         let archs = parse_gpu_arch_list(&String::from_utf8_lossy(&text));
         if !archs.is_empty() {

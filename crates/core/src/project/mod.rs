@@ -20,6 +20,7 @@ use crate::facts::arch::{self, CudaArch, RocmTarget};
 use crate::facts::build_cache::{BuildCache, UnknownBuildCache};
 use crate::facts::reserved;
 use crate::fsutil::{self, line_col};
+use crate::outside;
 use crate::store::toolchain::{Kind, Spec};
 use crate::ui::printable;
 
@@ -258,18 +259,14 @@ struct RawTorch {
 /// Reads and parses a toolchain file. The bytes are read once: what is parsed is what is
 /// hashed for trust.
 pub fn load(path: &Path) -> Result<ProjectFile, ProjectError> {
-    let bytes = fsutil::read_regular(path, MAX_FILE_SIZE).map_err(|e| match e {
-        fsutil::ReadError::NotRegular(what) => ProjectError::NotRegular {
+    let bytes = outside::read(path, outside::Kind::ToolchainFile).map_err(|e| match e.why {
+        outside::Why::NotRegular(what) => ProjectError::NotRegular {
             path: path.to_path_buf(),
             what,
         },
-        fsutil::ReadError::TooLarge(limit) => ProjectError::Unreadable {
+        why => ProjectError::Unreadable {
             path: path.to_path_buf(),
-            message: format!("it is larger than {limit} bytes, which no toolchain file is"),
-        },
-        fsutil::ReadError::Io(e) => ProjectError::Unreadable {
-            path: path.to_path_buf(),
-            message: fsutil::io_reason(&e),
+            message: why.to_string(),
         },
     })?;
     let text = std::str::from_utf8(&bytes).map_err(|e| ProjectError::Invalid {
@@ -278,9 +275,6 @@ pub fn load(path: &Path) -> Result<ProjectFile, ProjectError> {
     })?;
     parse(path, text)
 }
-
-/// A toolchain file is a few lines; reading stops well before a runaway file.
-const MAX_FILE_SIZE: u64 = 1 << 20;
 
 /// Parses the text of a toolchain file; `path` is only used in messages.
 pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {

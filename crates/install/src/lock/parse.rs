@@ -11,15 +11,13 @@ use super::{Lock, Locked, LockedCompiler, FORMAT};
 use crate::pathpart::Sha256;
 use crate::record::{ArchiveRecord, Record};
 use gpuenv_core::diagnostic::Diagnostic;
-use gpuenv_core::fsutil::{self, line_col};
+use gpuenv_core::fsutil::line_col;
 use gpuenv_core::named::Named;
+use gpuenv_core::outside;
 use gpuenv_core::project::Location;
 use gpuenv_core::toolchain::registry::Source as Origin;
 use gpuenv_core::toolchain::{check_name, Kind, Version};
 use gpuenv_core::ui::printable;
-
-/// A lock is a few dozen lines per toolchain.
-const MAX_LOCK: u64 = 4 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -86,11 +84,8 @@ pub fn load(path: &Path) -> Result<Lock, LockError> {
         path: path.to_path_buf(),
         message,
     };
-    let bytes = fsutil::read_regular(path, MAX_LOCK).map_err(|e| match e {
-        fsutil::ReadError::NotRegular(what) => unreadable(format!("it is {what}, not a file")),
-        fsutil::ReadError::TooLarge(n) => unreadable(format!("it is larger than {n} bytes")),
-        fsutil::ReadError::Io(e) => unreadable(fsutil::io_reason(&e)),
-    })?;
+    let bytes =
+        outside::read(path, outside::Kind::Lock).map_err(|e| unreadable(e.why.to_string()))?;
     let text = std::str::from_utf8(&bytes).map_err(|e| LockError::Invalid {
         at: Location::of_bad_utf8(path, &bytes, &e),
         message: "the file is not UTF-8 text".into(),

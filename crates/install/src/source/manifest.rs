@@ -14,6 +14,7 @@
 
 use anyhow::{bail, Context as _, Result};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::outside;
 use reqwest::Url;
 use serde::Deserialize;
 
@@ -95,7 +96,11 @@ impl ManifestSource<'_> {
     fn defs(&self) -> Result<Vec<Def>> {
         let page = self
             .fetcher
-            .page(&self.url, "application/toml, text/plain")
+            .page(
+                &self.url,
+                "application/toml, text/plain",
+                outside::Kind::Manifest,
+            )
             .with_context(|| format!("reading the manifest {}", self.url))?;
         parse(&page.text()).map_err(|e| {
             Hinted::new(format!("the manifest {} is not valid", self.url))

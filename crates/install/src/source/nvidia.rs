@@ -6,6 +6,7 @@
 
 use anyhow::{bail, Context as _, Result};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::outside;
 use reqwest::Url;
 use serde_json::Value;
 
@@ -27,7 +28,7 @@ impl Nvidia<'_> {
     fn releases(&self) -> Result<Vec<Version>> {
         let page = self
             .fetcher
-            .page(&self.root, "text/html")
+            .page(&self.root, "text/html", outside::Kind::IndexPage)
             .with_context(|| format!("listing the CUDA releases at {}", self.root))?;
         Ok(parse_listing(&page.text()))
     }
@@ -89,7 +90,9 @@ impl Source for Nvidia<'_> {
             .root
             .join(&format!("redistrib_{release}.json"))
             .context("building the manifest URL")?;
-        let page = self.fetcher.page(&url, "application/json")?;
+        let page = self
+            .fetcher
+            .page(&url, "application/json", outside::Kind::Manifest)?;
         let json: Value = serde_json::from_slice(&page.body)
             .with_context(|| format!("{url} is not a JSON redist manifest"))?;
         plan_from_manifest(&json, &page.url, release, sel).with_context(|| format!("reading {url}"))

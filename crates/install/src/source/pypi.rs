@@ -10,6 +10,7 @@ use anyhow::{bail, Context as _, Result};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::sources;
 use gpuenv_core::install_hint;
+use gpuenv_core::outside;
 use indicatif::ProgressBar;
 use reqwest::Url;
 
@@ -84,7 +85,7 @@ impl Pypi<'_> {
             .index
             .join(&format!("{}/", normalize(project)))
             .context("building the project URL")?;
-        let page = match self.fetcher.page(&url, ACCEPT) {
+        let page = match self.fetcher.page(&url, ACCEPT, outside::Kind::IndexPage) {
             Ok(p) => p,
             Err(Fault::NotFound { .. } | Fault::NoSuchFile { .. }) => bail!(Hinted::new(format!(
                 "the package index {} has no project {project} ({url})",
@@ -312,7 +313,10 @@ impl Pypi<'_> {
             .flatten()
             .find(|e| e.file_name().to_string_lossy().ends_with(".dist-info"))
             .with_context(|| format!("{} has no .dist-info", file.filename))?;
-        let text = fs_err::read_to_string(dist_info.path().join("METADATA"))?;
+        let text = outside::read_text(
+            &dist_info.path().join("METADATA"),
+            outside::Kind::PackageMetadata,
+        )?;
         Ok(parse_metadata(&text))
     }
 }

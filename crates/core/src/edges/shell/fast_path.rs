@@ -81,7 +81,9 @@ pub fn arm(home: &Home, fp: &Fingerprint, pwd: Option<&str>) -> Option<Check> {
 /// The text of the toolchain file, if it is still the file `stamp` describes (read, then
 /// checked again, so the text is the one the run saw) and is text a shell variable holds.
 fn text_as_stamped(path: &Path, stamp: Stamp) -> Option<String> {
-    let bytes = crate::fsutil::read_regular(path, MAX_TEXT).ok()?;
+    let bytes = crate::outside::read(path, crate::outside::Kind::ToolchainFile)
+        .ok()
+        .filter(|b| b.len() as u64 <= MAX_TEXT)?;
     let text = String::from_utf8(bytes)
         .ok()
         .filter(|t| !t.contains('\0'))?;

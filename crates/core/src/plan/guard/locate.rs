@@ -49,11 +49,8 @@ pub enum LocateError {
     },
     #[error("no torch package was found (looked in: {})", looked.join(", "))]
     NotFound { looked: Vec<String> },
-    #[error("cannot read {}: {source}", path.display())]
-    Unreadable {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("{0}")]
+    Unreadable(crate::outside::ReadError),
 }
 
 /// Finds the torch of the active Python without importing it: `python` if given, else
@@ -100,10 +97,7 @@ pub fn locate_torch(ctx: &Context, python: Option<&Path>) -> Result<TorchVersion
         }
     };
     let dir = found.ok_or(LocateError::NotFound { looked })?;
-    read_torch(&dir).map_err(|source| LocateError::Unreadable {
-        path: dir.join("version.py"),
-        source,
-    })
+    read_torch(&dir).map_err(LocateError::Unreadable)
 }
 
 /// The first executable `name` in a PATH value.

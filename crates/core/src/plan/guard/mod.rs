@@ -74,8 +74,9 @@ pub fn parse_version_py(dir: &Path, text: &str) -> TorchVersion {
 }
 
 /// Reads `<dir>/version.py`.
-pub fn read_torch(dir: &Path) -> std::io::Result<TorchVersion> {
-    let text = fs_err::read_to_string(dir.join("version.py"))?;
+pub fn read_torch(dir: &Path) -> Result<TorchVersion, crate::outside::ReadError> {
+    let text =
+        crate::outside::read_text(&dir.join("version.py"), crate::outside::Kind::TorchVersion)?;
     Ok(parse_version_py(dir, &text))
 }
 

@@ -113,7 +113,7 @@ fn entry_name(compiler: &str) -> String {
 }
 
 fn read(at: &Path) -> Option<Entry> {
-    let bytes = fsutil::read_regular(at, 4096).ok()?;
+    let bytes = crate::outside::read(at, crate::outside::Kind::CacheEntry).ok()?;
     toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
 }
 

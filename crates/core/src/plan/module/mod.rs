@@ -11,8 +11,6 @@ use crate::path_list;
 use crate::plan::env::{Change, Op};
 use crate::store::toolchain::Kind;
 
-/// Module files larger than this are not module files a site writes by hand.
-const MAX_FILE: u64 = 256 * 1024;
 /// How deep below a MODULEPATH entry to look (`cuda/11.8.lua` is depth 2).
 const MAX_DEPTH: usize = 6;
 
@@ -46,7 +44,7 @@ pub fn scan_modulepath(modulepath: &str) -> Scan {
         files.sort();
         for file in files {
             let module = module_name(dir, &file);
-            read_file(&file, &module, &mut scan);
+            read_file(&file, &module, Steers::Yes, &mut scan);
         }
     }
     let mut seen: Vec<(Kind, PathBuf)> = Vec::new();
@@ -71,7 +69,7 @@ pub fn scan_loaded(lmfiles: &str, loadedmodules: Option<&str>) -> Scan {
             Some(n) => n.to_string_lossy().into_owned(),
             None => loaded_name(file),
         };
-        read_file(file, &module, &mut scan);
+        read_file(file, &module, Steers::No, &mut scan);
     }
     scan
 }
@@ -177,20 +175,33 @@ fn walk(
     }
 }
 
-fn read_file(file: &Path, module: &str, scan: &mut Scan) {
-    let size = fs_err::metadata(file).map(|m| m.len()).unwrap_or(0);
-    if size > MAX_FILE {
-        scan.warnings.push(format!(
-            "skipped {}: {size} bytes is too large for a module file",
-            file.display()
-        ));
-        return;
-    }
-    let bytes = match fs_err::read(file) {
+/// Whether a module file's roots may be registered (on MODULEPATH: the owner rule holds),
+/// or are only recognised (loaded now, in `_LMFILES_`).
+#[derive(PartialEq)]
+enum Steers {
+    Yes,
+    No,
+}
+
+fn read_file(file: &Path, module: &str, steers: Steers, scan: &mut Scan) {
+    use crate::outside;
+    let opened = outside::open(file, outside::Kind::ModuleFile).and_then(|f| {
+        if steers == Steers::Yes {
+            if let Err(why) = outside::owner_and_mode(file, f.metadata()) {
+                return Err(outside::ReadError {
+                    path: file.to_path_buf(),
+                    kind: outside::Kind::ModuleFile,
+                    why: outside::Why::Foreign(why),
+                });
+            }
+        }
+        f.read()
+    });
+    let bytes = match opened {
         Ok(b) => b,
         Err(e) => {
             scan.warnings
-                .push(format!("skipped {}: {}", file.display(), e.kind()));
+                .push(format!("skipped {}: {}", file.display(), e.why));
             return;
         }
     };

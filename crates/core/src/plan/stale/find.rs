@@ -8,18 +8,15 @@ use std::path::{Path, PathBuf};
 use super::{Evidence, Recorded, What};
 use crate::facts::build_files::{self, Settings};
 use crate::facts::vars;
-use crate::fsutil::read_prefix;
+use crate::outside::{read_head, Kind};
 
 pub const CMAKE_CACHE: &str = "CMakeCache.txt";
 pub const BUILD_NINJA: &str = "build.ninja";
 const CMAKE_FILES: &str = "CMakeFiles";
 const COMPILER_FILE: &str = "CMakeCUDACompiler.cmake";
 
-/// Read limits: the compiler file is a few KiB, the top of PyTorch's build.ninja less; a
-/// large project's cache is read only when it has no compiler file.
-const COMPILER_LIMIT: u64 = 64 * 1024;
-const NINJA_LIMIT: u64 = 256 * 1024;
-pub const CACHE_LIMIT: u64 = 1024 * 1024;
+// Read limits (`Kind::limit`): the compiler file is a few KiB, the top of PyTorch's
+// build.ninja less; a large project's cache is read only when it has no compiler file.
 
 /// What the build directory around `cwd` recorded about its CUDA toolkit: the nearest
 /// directory, from `cwd` up to the first of `stops` (or `/`), holding a `CMakeCache.txt` or
@@ -51,7 +48,7 @@ fn is_file(path: &Path) -> bool {
 /// when it enabled CUDA), else the cache's CUDA entries.
 fn cmake(dir: &Path) -> Option<Recorded> {
     if let Some(file) = compiler_file(dir) {
-        let sets = build_files::cmake_sets(&read_prefix(&file, COMPILER_LIMIT)?);
+        let sets = build_files::cmake_sets(&read_head(&file, Kind::CMakeCompiler)?);
         let evidence = pick(
             &file,
             &sets,
@@ -64,7 +61,7 @@ fn cmake(dir: &Path) -> Option<Recorded> {
         return Recorded::new(dir, evidence);
     }
     let file = dir.join(CMAKE_CACHE);
-    let cache = build_files::cmake_cache(&read_prefix(&file, CACHE_LIMIT)?);
+    let cache = build_files::cmake_cache(&read_head(&file, Kind::CMakeCache)?);
     let off = ["USE_CUDA", "CMAKE_CUDA_COMPILER"]
         .into_iter()
         .filter_map(|key| Some((key, cache.get(key)?)))
@@ -123,7 +120,7 @@ fn compiler_file(dir: &Path) -> Option<PathBuf> {
 /// it runs and the include directories it passes.
 fn ninja(dir: &Path) -> Option<Recorded> {
     let file = dir.join(BUILD_NINJA);
-    let vars = build_files::ninja_vars(&read_prefix(&file, NINJA_LIMIT)?);
+    let vars = build_files::ninja_vars(&read_head(&file, Kind::NinjaFile)?);
     let mut evidence = Vec::new();
     if let Some(s) = vars.get("nvcc") {
         // `ccache /…/bin/nvcc`: the compiler is the word naming nvcc.

@@ -1,6 +1,9 @@
 //! What a tree is: kind, version (read from the tree, never from its name) and where its
 //! headers and libraries live. The parsers are pure; `detect` reads the tree.
 
+use crate::outside;
+
+const VERSION: outside::Kind = outside::Kind::VersionFile;
 use crate::facts::vars;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -87,8 +90,10 @@ pub fn detect_with(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
     }
 }
 
-fn read(path: &Path) -> Option<String> {
-    fs_err::read_to_string(path).ok()
+/// A version file or header of the tree: `None` when there is none; one that is there but
+/// cannot be read (a FIFO, a device, too large, not text) is an error naming it.
+fn read(path: &Path, kind: outside::Kind) -> Result<Option<String>, String> {
+    outside::read_text_if_present(path, kind).map_err(|e| e.to_string())
 }
 
 /// What is wrong with a `version.json`.
@@ -119,16 +124,19 @@ fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         why,
     };
     let (include_dir, lib_dir) = cuda_dirs(root);
-    let (version, version_from) = if let Some(text) = read(&root.join("version.json")) {
+    let (version, version_from) = if let Some(text) =
+        read(&root.join("version.json"), VERSION).map_err(err)?
+    {
         let v = parse_cuda_version_json(&text).map_err(|e| err(format!("version.json: {e}")))?;
         (v, "version.json".to_string())
-    } else if let Some(text) = read(&root.join("version.txt")) {
+    } else if let Some(text) = read(&root.join("version.txt"), VERSION).map_err(err)? {
         let v = parse_cuda_version_txt(&text)
             .ok_or_else(|| err("version.txt has no `CUDA Version X.Y.Z` line".into()))?;
         (v, "version.txt".to_string())
     } else if run == Run::Never {
         let header = include_dir.join("cuda.h");
-        let v = read(&header)
+        let v = read(&header, outside::Kind::Header)
+            .map_err(err)?
             .and_then(|t| parse_cuda_h(&t))
             .ok_or_else(|| {
                 err("no version.json, version.txt or `#define CUDA_VERSION` in include/cuda.h (bin/nvcc is not run for a tree a module file names)".into())
@@ -221,7 +229,9 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         root: root.to_path_buf(),
         why,
     };
-    let (version, version_from) = if let Some(text) = read(&root.join(".info/version")) {
+    let (version, version_from) = if let Some(text) =
+        read(&root.join(".info/version"), VERSION).map_err(err)?
+    {
         let v = parse_rocm_info_version(&text)
             .ok_or_else(|| err(format!(".info/version holds `{}`", text.trim())))?;
         (v, ".info/version".to_string())
@@ -230,7 +240,12 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         let v = parse_hip_version(&text)
             .ok_or_else(|| err(format!("`hipconfig --version` printed `{}`", text.trim())))?;
         (v, "bin/hipconfig --version".to_string())
-    } else if let Some(text) = read(&root.join("include/hip/hip_version.h")) {
+    } else if let Some(text) = read(
+        &root.join("include/hip/hip_version.h"),
+        outside::Kind::Header,
+    )
+    .map_err(err)?
+    {
         let v = parse_hip_version_h(&text).ok_or_else(|| {
             err("include/hip/hip_version.h has no HIP_VERSION_MAJOR/MINOR".into())
         })?;
@@ -266,13 +281,18 @@ fn detect_rocm_system(prefix: &Path) -> Result<Detected, NotAToolchain> {
         root: prefix.to_path_buf(),
         why,
     };
-    let (version, version_from) = if let Some(v) =
-        read(&prefix.join("share/hip/version")).and_then(|t| parse_hip_version_file(&t))
+    let (version, version_from) = if let Some(v) = read(&prefix.join("share/hip/version"), VERSION)
+        .map_err(err)?
+        .and_then(|t| parse_hip_version_file(&t))
     {
         (v, "share/hip/version".to_string())
     } else {
-        let text = read(&prefix.join("include/hip/hip_version.h"))
-            .ok_or_else(|| err("no share/hip/version or include/hip/hip_version.h".into()))?;
+        let text = read(
+            &prefix.join("include/hip/hip_version.h"),
+            outside::Kind::Header,
+        )
+        .map_err(err)?
+        .ok_or_else(|| err("no share/hip/version or include/hip/hip_version.h".into()))?;
         let v = parse_hip_version_h(&text).ok_or_else(|| {
             err("include/hip/hip_version.h has no HIP_VERSION_MAJOR/MINOR".into())
         })?;

@@ -87,7 +87,7 @@ pub fn candidates(places: &Places) -> Vec<(PathBuf, &'static str)> {
         }
     }
     if let Some(file) = &places.conda_envs_file {
-        if let Ok(text) = fs_err::read_to_string(file) {
+        if let Ok(text) = crate::outside::read_text(file, crate::outside::Kind::FileList) {
             for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
                 out.push((PathBuf::from(line), "conda"));
             }

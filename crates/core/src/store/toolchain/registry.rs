@@ -13,8 +13,8 @@ pub use super::entry::{Broken, Entry, Source};
 use super::{registry_cache, Spec};
 use crate::diagnostic::Diagnostic;
 use crate::facts::build_cache::{BuildCache, SharedStore};
-use crate::fsutil;
 use crate::store::home::Home;
+use crate::{fsutil, outside};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +116,9 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Not a regular file, too large, or (an upstream's) another user's to write.
+    #[error("{0}")]
+    Refused(outside::ReadError),
     #[error("cannot write gpuenv's state file {path}")]
     Unwritable {
         path: PathBuf,
@@ -167,10 +170,22 @@ impl Diagnostic for StateError {
             StateError::ReadOnly { .. } => vec![
                 "make it writable, or point GPUENV_HOME at a directory you own".into(),
             ],
+            StateError::Refused(e) => e.hints(),
             StateError::Unreadable { .. }
             | StateError::Lock { .. }
             | StateError::Unwritable { .. } => Vec::new(),
         }
+    }
+}
+
+/// A settings file that is not UTF-8 is corrupt; any other refusal says why itself.
+fn refused(e: outside::ReadError) -> StateError {
+    match e.why {
+        outside::Why::Io(source) => StateError::Unreadable {
+            path: e.path,
+            source,
+        },
+        _ => StateError::Refused(e),
     }
 }
 
@@ -187,22 +202,16 @@ impl Registry {
     /// nothing is written into an upstream.
     pub fn load_cached(home: &Home, own: &Home) -> Result<Registry, StateError> {
         let path = home.settings();
-        let unreadable = |path: &PathBuf| {
-            let path = path.clone();
-            move |source| StateError::Unreadable { path, source }
-        };
-        let mut file = match fs_err::File::open(&path) {
+        let file = match outside::open(&path, outside::Kind::Settings) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Registry::default()),
-            Err(source) => return Err(StateError::Unreadable { path, source }),
+            Err(e) if e.is_missing() => return Ok(Registry::default()),
+            Err(e) => return Err(refused(e)),
         };
-        let meta = file.metadata().map_err(unreadable(&path))?;
-        let cache = registry_cache::Cache::of(own, &path, &meta);
+        let cache = registry_cache::Cache::of(own, &path, file.metadata());
         if let Some(registry) = cache.as_ref().and_then(registry_cache::Cache::read) {
             return Ok(registry);
         }
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut file, &mut text).map_err(unreadable(&path))?;
+        let text = file.text().map_err(refused)?;
         let registry = Registry::parse(home, path, &text)?;
         if let Some(cache) = cache.filter(|_| registry.notice.is_none()) {
             cache.write(&registry);
@@ -213,12 +222,10 @@ impl Registry {
     /// The registry and the text it was parsed from.
     fn read(home: &Home) -> Result<(Registry, String), StateError> {
         let path = home.settings();
-        let text = match fs_err::read_to_string(&path) {
+        let text = match outside::read_text(&path, outside::Kind::Settings) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok((Registry::default(), String::new()))
-            }
-            Err(source) => return Err(StateError::Unreadable { path, source }),
+            Err(e) if e.is_missing() => return Ok((Registry::default(), String::new())),
+            Err(e) => return Err(refused(e)),
         };
         Ok((Registry::parse(home, path, &text)?, text))
     }

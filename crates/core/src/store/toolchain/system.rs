@@ -4,6 +4,7 @@
 //! prefix's directories are the system's default search paths, which gpuenv never pushes in
 //! front of anything.
 
+use crate::outside;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -227,7 +228,7 @@ fn read_list(dpkg: &Path, pkg: &str) -> Option<String> {
     };
     [format!("{pkg}.list"), format!("{pkg}:{arch}.list")]
         .iter()
-        .find_map(|name| fs_err::read_to_string(dpkg.join(name)).ok())
+        .find_map(|name| outside::read_text(&dpkg.join(name), outside::Kind::FileList).ok())
 }
 
 /// The programs a dpkg file list puts directly in `/usr/bin`, as paths under `prefix`

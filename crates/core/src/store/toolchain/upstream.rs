@@ -12,8 +12,8 @@ use serde::Deserialize;
 
 use super::registry::{Registry, StateError};
 use crate::context::{vars, Context};
-use crate::fsutil;
 use crate::store::home::Home;
+use crate::{fsutil, outside};
 
 pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/gpuenv/config.toml";
 
@@ -29,7 +29,7 @@ pub struct SystemConfig {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
+#[error("the system config {}: {message}", crate::ui::printable(&path.to_string_lossy()))]
 pub struct SystemConfigError {
     pub path: PathBuf,
     pub message: String,
@@ -51,13 +51,13 @@ pub fn system_config_path(ctx: &Context) -> PathBuf {
 
 /// A missing file is an empty config; a broken one is an error naming the file and line.
 pub fn read_system_config(path: &Path) -> Result<SystemConfig, SystemConfigError> {
-    let text = match fs_err::read_to_string(path) {
+    let text = match outside::read_text(path, outside::Kind::SystemConfig) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SystemConfig::default()),
+        Err(e) if e.is_missing() => return Ok(SystemConfig::default()),
         Err(e) => {
             return Err(SystemConfigError {
                 path: path.to_path_buf(),
-                message: format!("cannot read it: {}", e.kind()),
+                message: e.why.to_string(),
             })
         }
     };

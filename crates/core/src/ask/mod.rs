@@ -6,15 +6,25 @@
 //!
 //! The deadline is `GPUENV_PROBE_TIMEOUT` seconds (default [`DEFAULT_LIMIT`]), read once
 //! at each entry point by [`configure`].
+//!
+//! Each program runs in a process group of its own, and the whole group is killed at the
+//! deadline: a wrapper (`g++` from a module, pyenv's `python3` shim, an `nvidia-smi`
+//! script) leaves none of its children behind. The group is also killed when gpuenv itself
+//! is stopped by SIGINT, SIGTERM or SIGHUP while it waits (Ctrl-C at a prompt), since a
+//! group of its own no longer gets the terminal's signals.
 
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::context::{vars, Context};
+use group::{Group, Held};
+
+mod group;
 
 /// Long enough for `nvidia-smi` on a driver without persistence mode (a few seconds), short
 /// enough that a prompt behind a wedged tool comes back.
@@ -111,9 +121,14 @@ enum Event {
     Exited(std::io::Result<ExitStatus>),
 }
 
+/// Most of a program's stdout or stderr kept: an answer is a few lines. Past it the pipe is
+/// closed, and a program that goes on writing stops (SIGPIPE) or meets the deadline.
+const MAX_OUTPUT: u64 = 1 << 20;
+
 /// Runs `cmd` with stdin closed, collecting stdout and stderr, for at most [`limit`]. A
-/// program still running then is killed (`SIGKILL`) and the answer is
-/// [`AskError::TimedOut`]. Output held open by a child it left behind is not waited for.
+/// program still running then is killed (`SIGKILL`, with its whole process group) and the
+/// answer is [`AskError::TimedOut`]. Output held open by a child it left behind is not
+/// waited for: that child is killed at the deadline.
 pub fn output(cmd: &mut Command) -> Result<Answer, AskError> {
     output_within(cmd, limit())
 }
@@ -122,22 +137,29 @@ pub fn output(cmd: &mut Command) -> Result<Answer, AskError> {
 pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskError> {
     let command = shown(cmd);
     let deadline = Instant::now() + limit;
-    let mut child = cmd
+    // A signal between the spawn and the group's registration would kill gpuenv and leave
+    // the group running (holding the shell's command substitution open): held off until
+    // the group is known. The child starts with no signal blocked (std resets the mask).
+    let held = Held::new();
+    let spawned = cmd
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| AskError::Start {
-            command: command.clone(),
-            source,
-        })?;
+        .spawn();
+    let mut child = spawned.map_err(|source| AskError::Start {
+        command: command.clone(),
+        source,
+    })?;
+    let group = Group::new(child.id() as libc::pid_t);
+    drop(held);
     let (tx, rx) = mpsc::channel();
     let drain = |pipe: Option<Box<dyn Read + Send>>, wrap: fn(Vec<u8>) -> Event| {
         let tx = tx.clone();
         std::thread::spawn(move || {
             let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
+            if let Some(p) = pipe {
+                let _ = p.take(MAX_OUTPUT).read_to_end(&mut buf);
             }
             let _ = tx.send(wrap(buf));
         });
@@ -145,7 +167,6 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
     // Both pipes are read on threads so a chatty program never blocks on a full pipe.
     drain(child.stdout.take().map(|p| Box::new(p) as _), Event::Out);
     drain(child.stderr.take().map(|p| Box::new(p) as _), Event::Err);
-    let pid = child.id();
     {
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -161,13 +182,10 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
             Ok(Event::Err(b)) => stderr = Some(b),
             Ok(Event::Exited(Ok(s))) => status = Some(s),
             Ok(Event::Exited(Err(source))) => return Err(AskError::Wait { command, source }),
+            // It answered; what it left behind holding the output open goes with the group.
             Err(_) if status.is_some() => break,
             Err(_) => {
-                // The waiter thread has not reaped it, so the pid is still this child's.
-                // SAFETY: kill(2) with a pid we own and a valid signal number.
-                unsafe {
-                    libc::kill(pid as libc::pid_t, libc::SIGKILL);
-                }
+                group.kill();
                 return Err(AskError::TimedOut { command, limit });
             }
         }
@@ -218,6 +236,33 @@ mod tests {
         match a {
             Ok(a) => assert!(a.status.success()),
             Err(e) => assert!(matches!(e, AskError::TimedOut { .. }), "{e}"),
+        }
+    }
+
+    #[test]
+    fn the_whole_group_is_stopped_at_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("child");
+        let script = format!("sleep 600 & echo $! > '{}'; wait", pid_file.display());
+        let e = output_within(
+            Command::new("sh").args(["-c", &script]),
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(matches!(e, AskError::TimedOut { .. }), "{e}");
+        let pid = fs_err::read_to_string(&pid_file).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let start = Instant::now();
+        // Gone, or a zombie until init reaps it.
+        while fs_err::read_to_string(&stat).is_ok_and(|s| {
+            s.rsplit_once(") ")
+                .is_some_and(|(_, r)| !r.starts_with('Z'))
+        }) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the child lives on"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
