@@ -57,6 +57,8 @@ pub enum Kind {
     Script,
     /// An answer gpuenv cached in its own home (a compiler's version, nvcc's archs).
     CacheEntry,
+    /// A shell's startup file (`~/.bashrc`), read for the lines gpuenv's docs put there.
+    ShellRc,
 }
 
 const KIB: u64 = 1024;
@@ -98,6 +100,7 @@ impl Kind {
             Kind::SystemFile => MIB,
             Kind::Script => 64 * KIB,
             Kind::CacheEntry => 64 * KIB,
+            Kind::ShellRc => MIB,
         }
     }
 
@@ -124,6 +127,7 @@ impl Kind {
             Kind::SystemFile => "system file",
             Kind::Script => "script",
             Kind::CacheEntry => "cache entry",
+            Kind::ShellRc => "shell startup file",
         }
     }
 

@@ -36,7 +36,7 @@ pub fn ptxas_release(ptxas: &Path, cache_dir: &Path) -> Option<Version> {
     let cache = tree::cache_file(cache_dir, ptxas);
     if let Some(text) = cache
         .as_ref()
-        .and_then(|c| fsutil::read_regular(c, 4096).ok())
+        .and_then(|c| crate::outside::read(c, crate::outside::Kind::CacheEntry).ok())
     {
         if let Ok(v) = String::from_utf8_lossy(&text).trim().parse() {
             return Some(v);
