@@ -1,7 +1,8 @@
 //! The run-time checks read what gpuenv did not write: a forward-compatibility directory on
 //! LD_LIBRARY_PATH that is a FIFO, a link loop, a file or a dangling link (and a
 //! `libcuda.so.1` in it that is a FIFO); a `libtorch_cuda.so` cut short, huge, or a FIFO; an
-//! `nvidia-smi` that never answers. Each gives a clear finding within the probe timeout,
+//! `nvidia-smi` that never answers; a compat directory another account cannot read (run as that
+//! account with `setpriv`). Each gives a clear finding within the probe timeout,
 //! never a hang, and `gpuenv run` keeps such entries where they were.
 
 mod common;
@@ -194,5 +195,56 @@ fn a_hanging_nvidia_smi_is_said_within_the_probe_timeout() {
     assert!(
         summary.contains("nvidia-smi") && summary.contains("did not answer within 0.5 s"),
         "{summary}"
+    );
+}
+
+#[test]
+fn a_compat_dir_another_account_cannot_read_is_named_for_that_account() {
+    if !have_tool("setpriv") {
+        return;
+    }
+    // A world-reachable place: the other account needs its own HOME and the binary.
+    let dir = tempfile::Builder::new()
+        .prefix("gpuenv-test-other")
+        .tempdir()
+        .unwrap();
+    let chmod = |p: &Path, mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    chmod(dir.path(), 0o755);
+    let home = dir.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(65534), Some(65534)).unwrap();
+    let compat = dir.path().join("cuda-13.4/compat");
+    write(&compat.join("libcuda.so.580.65.06"), "");
+    chmod(&compat, 0o000);
+    let bin = assert_cmd::cargo::cargo_bin("gpuenv");
+    let out = assert_cmd::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["doctor", "--json"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("GPUENV_DOCTOR_ROOT", &home)
+        .env("GPUENV_PROBE_TIMEOUT", "0.5")
+        .env("LD_LIBRARY_PATH", &compat)
+        .current_dir(&home)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    chmod(&compat, 0o755);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    let f = finding(&json, "FM-15");
+    assert_eq!(f["status"], "warn", "{f}");
+    assert_eq!(
+        f["summary"],
+        format!(
+            "the driver directory {} on LD_LIBRARY_PATH cannot be read: Permission denied (os error 13)",
+            compat.display()
+        )
+        .as_str()
     );
 }

@@ -170,7 +170,7 @@ fn cuda_want(
                     driver.unwrap_or_default()
                 ),
             )
-            .hint(format!("build SASS for it so no JIT is needed: `-gencode arch=compute_{sm},code=sm_{sm}` (or {cap} in TORCH_CUDA_ARCH_LIST/CUDAARCHS); or update the driver to {}", too_new.driver_needed())),
+            .hint(format!("build SASS for it so no JIT is needed: `-gencode arch=compute_{sm},code=sm_{sm}` (or {cap} in TORCH_CUDA_ARCH_LIST/CUDAARCHS); or update the driver (it needs {})", too_new.driver_needed())),
         );
     } else if let Some(best) = jits.iter().max_by_key(|i| i.arch.sm) {
         out.push(

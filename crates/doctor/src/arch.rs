@@ -259,7 +259,7 @@ fn ptx_vs_driver(
             ),
         );
         notes.hint(format!(
-            "name each GPU's own arch in the list so no JIT is needed (`-gencode arch=compute_{sm},code=sm_{sm}` for {}), or update the driver to {}",
+            "name each GPU's own arch in the list so no JIT is needed (`-gencode arch=compute_{sm},code=sm_{sm}` for {}), or update the driver (it needs {})",
             a.sm_name(),
             too_new.driver_needed()
         ));

@@ -68,8 +68,9 @@ pub struct PtxTooNew {
     pub release: Option<(u64, u64)>,
     /// The driver that compiles it, when the data gives that release's driver.
     pub needs: Option<&'static str>,
-    /// A driver it needs more than (the first release the driver cannot run in full).
-    pub above: &'static str,
+    /// The first release (with a known driver) the driver here cannot run in full, and that
+    /// release's driver: the least the PTX needs when its own release's is not known.
+    pub at_least: ((u64, u64), &'static str),
 }
 
 impl PtxTooNew {
@@ -80,7 +81,11 @@ impl PtxTooNew {
             .map_or_else(|| "a newer CUDA".to_string(), release_name);
         match self.needs {
             Some(d) => format!("driver {d} or newer (CUDA {of})"),
-            None => format!("a driver for CUDA {of} (newer than {})", self.above),
+            None => format!(
+                "a driver for CUDA {of} (at least CUDA {}'s {})",
+                release_name(self.at_least.0),
+                self.at_least.1
+            ),
         }
     }
 }
@@ -114,7 +119,7 @@ pub fn driver_loads(isa: (u16, u16), driver: &str) -> Result<(), PtxTooNew> {
         isa,
         release,
         needs,
-        above: first_missing.1,
+        at_least: first_missing,
     })
 }
 
@@ -134,7 +139,7 @@ mod tests {
         let err = driver_loads((9, 5), "580.159.04").unwrap_err();
         assert!(
             err.driver_needed()
-                .starts_with("a driver for CUDA 13.5 (newer than 590.44.01)"),
+                .starts_with("a driver for CUDA 13.5 (at least CUDA 13.1's 590.44.01)"),
             "{}",
             err.driver_needed()
         );
