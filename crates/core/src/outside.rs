@@ -153,13 +153,23 @@ pub enum Why {
     Io(std::io::Error),
 }
 
-/// A file that could not be read: which, of what kind, and why.
+/// A file that could not be read, or was refused: which, of what kind, and why.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot read the {} {}: {why}", kind.name(), crate::ui::printable(&path.to_string_lossy()))]
 pub struct ReadError {
     pub path: PathBuf,
     pub kind: Kind,
     pub why: Why,
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = match self.why {
+            Why::Foreign(_) => "not using",
+            _ => "cannot read",
+        };
+        let path = crate::ui::printable(&self.path.to_string_lossy()).into_owned();
+        write!(f, "{verb} the {} {path}: {}", self.kind.name(), self.why)
+    }
 }
 
 impl ReadError {
