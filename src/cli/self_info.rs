@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use gpuenv_core::context::Context;
-use gpuenv_core::fsutil;
 use gpuenv_core::store::home::PROXY_NAME;
 use gpuenv_core::store::shims;
 
