@@ -159,7 +159,7 @@ impl Args {
             return super::install_torch::run(ctx, &store, &fetcher, &progress);
         }
         let specs: Vec<Spec> = if self.specs.is_empty() {
-            super::install_pinned::missing_pins(ctx, &Registry::load(&home)?)?
+            super::install_pinned::missing_pins(ctx, &super::layered(ctx)?.1)?
         } else {
             self.specs
                 .iter()
