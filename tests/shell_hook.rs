@@ -175,6 +175,50 @@ fn use_switches_this_shell_and_use_none_restores_it() {
     }
 }
 
+/// A hook pasted into the rc file of another shell says which shell it is for, and the
+/// line fails, instead of doing nothing and succeeding.
+#[test]
+fn a_hook_read_by_another_shell_says_which_shell_it_is_for() {
+    let p = projects();
+    for reader in shells::SHELLS {
+        if !have_tool(reader) {
+            return;
+        }
+        for hook_for in shells::SHELLS.iter().filter(|s| **s != reader) {
+            let load = match reader {
+                "fish" => format!("$GPUENV_BIN hook {hook_for} | source; echo status=$status"),
+                _ => format!("eval \"$(\"$GPUENV_BIN\" hook {hook_for})\"; echo status=$?"),
+            };
+            let bin = assert_cmd::cargo::cargo_bin("gpuenv");
+            let home = p.sb.home();
+            let env: [(&str, &OsStr); 3] = [
+                ("HOME", home.as_os_str()),
+                ("PATH", "/usr/bin:/bin".as_ref()),
+                ("GPUENV_BIN", bin.as_os_str()),
+            ];
+            let out = shells::run(reader, &load, &home, &env);
+            let (stdout, stderr) = (
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+            );
+            assert_eq!(
+                stdout.trim(),
+                "status=1",
+                "{reader} reading {hook_for}: {stderr}"
+            );
+            assert!(
+                stderr.contains(&format!(
+                    "gpuenv: this is the hook for {hook_for}, but {reader} is reading it; put "
+                )) && stderr.contains(&format!("gpuenv hook {reader}")),
+                "{reader} reading {hook_for}: {stderr}"
+            );
+        }
+    }
+    // Read by a program that is not a shell (or written to a file), it is the hook.
+    let out = p.sb.ok(&["hook", "zsh"]);
+    assert!(out.contains("GPUENV_SHELL=zsh"), "{out}");
+}
+
 #[test]
 fn use_without_the_hook_says_how_to_add_it() {
     let p = projects();

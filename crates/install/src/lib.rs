@@ -509,6 +509,9 @@ pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> R
     for h in hints {
         err = err.hint(h);
     }
+    if !reasons.is_empty() && reasons.iter().all(|(_, e)| fault::is_network_failure(e)) {
+        err = err.caused_by(fault::Unreachable);
+    }
     bail!(err)
 }
 
