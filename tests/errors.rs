@@ -442,3 +442,49 @@ fn an_unquoted_version_in_the_toolchain_file_says_to_quote_it() {
         );
     }
 }
+
+/// The exit statuses a script can tell apart: 127 for a command `run` cannot find, 126 for
+/// one it cannot run (as a shell says), 3 when the network fails, 2 for a usage error.
+#[test]
+fn exit_statuses_tell_a_missing_command_and_the_network_from_a_usage_error() {
+    let sb = Sandbox::new();
+    let empty = sb.path("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let code = |args: &[&str], vars: &[(&str, &str)]| {
+        let mut cmd = sb.gpuenv();
+        cmd.current_dir(&empty).args(args);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (status, err) = code(&["run", "--", "no-such-command-xyz"], &[]);
+    assert_eq!(status, Some(127), "{err}");
+    assert!(
+        err.contains("error: no-such-command-xyz: command not found"),
+        "{err}"
+    );
+    let not_executable = sb.path("not-executable");
+    write(&not_executable, "#!/bin/sh\n");
+    let (status, err) = code(&["run", "--", not_executable.to_str().unwrap()], &[]);
+    assert_eq!(status, Some(126), "{err}");
+    // Nothing listens on port 9 of 127.0.0.1 (discard): every source's connection is refused.
+    let refused = [
+        ("GPUENV_CUDA_MIRROR", "http://127.0.0.1:9/redist/"),
+        ("GPUENV_PYPI_URL", "http://127.0.0.1:9/simple/"),
+    ];
+    for args in [
+        &["install", "cuda-13.0"][..],
+        &["install", "cuda-13.0", "--source", "pypi"],
+    ] {
+        let (status, err) = code(args, &refused);
+        assert_eq!(status, Some(3), "{args:?}: {err}");
+        assert!(err.contains("Connection refused"), "{err}");
+    }
+    let (status, err) = code(&["install", "--no-such-flag"], &[]);
+    assert_eq!(status, Some(2), "{err}");
+}
