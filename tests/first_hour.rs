@@ -301,6 +301,7 @@ fn version_prints_the_commit_and_its_date() {
 
 #[test]
 fn every_doctor_finding_links_to_a_section_of_the_docs_in_the_repository() {
+    // Relative to the repository's root, so the link is to the docs of this very version.
     let sb = linked();
     let out = sb
         .gpuenv()
@@ -317,7 +318,7 @@ fn every_doctor_finding_links_to_a_section_of_the_docs_in_the_repository() {
             .as_str()
             .unwrap_or_else(|| panic!("no docs link: {f}"));
         let (page, anchor) = url
-            .strip_prefix("https://github.com/gpuenv/gpuenv/blob/main/docs/")
+            .strip_prefix("docs/")
             .and_then(|rest| rest.split_once('#'))
             .unwrap_or_else(|| panic!("{url}"));
         let text = fs_err::read_to_string(format!("{docs}/{page}")).unwrap();
@@ -378,4 +379,44 @@ fn the_repository_documents_itself_and_points_nowhere_outside() {
     for page in ["README.md", "design.md", "failure-modes.md"] {
         assert!(root.join("docs").join(page).is_file(), "docs/{page}");
     }
+}
+
+/// `show` prints the arch pins, and when the pin is not installed it still prints the
+/// file's settings before the error that says how to install it.
+#[test]
+fn show_prints_the_arch_pins_even_when_the_pin_is_not_installed() {
+    let sb = linked();
+    write(
+        &sb.path("proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\", \"9.0\"]\n",
+    );
+    let (code, stdout, stderr) = run(&sb, "proj", &[], &["show"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("cuda: cuda-12.4 ("), "{stdout}");
+    assert!(stdout.contains("cuda-arch: 8.0, 9.0 ("), "{stdout}");
+
+    write(
+        &sb.path("proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"11.8\"\ncuda-arch = [\"8.0\", \"9.0\"]\n[build]\narchs = \"off\"\n",
+    );
+    let (code, stdout, stderr) = run(&sb, "proj", &[], &["show"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    let file = sb.path("proj/gpuenv.toml");
+    for line in [
+        format!("toolchain file: {}", file.display()),
+        format!(
+            "cuda: cuda-11.8 (pinned at {}:2:8; not resolved here: see the error)",
+            file.display()
+        ),
+        format!("cuda-arch: 8.0, 9.0 ({}:3:14)", file.display()),
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "{line}\n{stdout}");
+    }
+    assert!(stdout.contains("build archs: off ("), "{stdout}");
+    assert!(stderr.contains("`gpuenv install cuda-11.8`"), "{stderr}");
+    let (code, stdout, _) = run(&sb, "proj", &[], &["show", "--json"]);
+    assert_eq!(code, 2);
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["cuda_arch"], serde_json::json!(["8.0", "9.0"]));
+    assert_eq!(json["pins"][0]["pin"], "cuda-11.8");
 }
