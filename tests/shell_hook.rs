@@ -394,3 +394,62 @@ fn completions_are_valid_shell_code() {
         .ok(&["completions", "fish"])
         .contains("complete -c gpuenv"));
 }
+
+/// Tab after `gpuenv use` (and the other commands that take toolchains) offers the names
+/// registered now, asked of gpuenv at each completion; after `--` it does not. Real bash,
+/// zsh and fish: bash and zsh call the completion function as their completion system
+/// does (zsh's `compadd` recorded), fish answers `complete -C`.
+#[test]
+fn completions_offer_the_registered_toolchain_names() {
+    let p = projects();
+    let bin = p.sb.path("bin");
+    fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("gpuenv"), bin.join("gpuenv")).unwrap();
+    for shell in shells::SHELLS {
+        if !have_tool(shell) {
+            return;
+        }
+        let file = p.sb.path(&format!("completion.{shell}"));
+        fs::write(&file, p.sb.ok(&["completions", shell])).unwrap();
+        let ask = |line: &str| -> String {
+            let words: Vec<&str> = line.split(' ').collect();
+            let script = match shell {
+                "bash" => format!(
+                    "source \"$F\"; COMP_WORDS=({}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; _gpuenv gpuenv '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                    words.join(" "),
+                    words.len() - 1,
+                    words[words.len() - 1],
+                    words[words.len() - 2]
+                ),
+                "zsh" => format!(
+                    "compdef() {{ :; }}; source \"$F\"; compadd() {{ [[ $1 == -a ]] && print -l -- \"${{(@P)2}}\"; }}; _gpuenv_clap() {{ print clap; }}; words=({}); CURRENT={}; _gpuenv",
+                    words.join(" "),
+                    words.len()
+                ),
+                _ => format!("source \"$F\"; complete -C '{line}'"),
+            };
+            let path = format!("{}:/usr/bin:/bin", bin.display());
+            let (home, gpuenv_home) = (p.sb.home(), p.sb.gpuenv_home());
+            let env: [(&str, &OsStr); 4] = [
+                ("HOME", home.as_os_str()),
+                ("PATH", path.as_ref()),
+                ("F", file.as_os_str()),
+                ("GPUENV_HOME", gpuenv_home.as_os_str()),
+            ];
+            let out = shells::run(shell, &script, &home, &env);
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let offered = ask("gpuenv use cu");
+        for name in ["cuda-11.8", "cuda-12.4"] {
+            assert!(
+                offered.lines().any(|l| l.split('\t').next() == Some(name)),
+                "{shell}: {name} not offered:\n{offered}"
+            );
+        }
+        let after = ask("gpuenv run cuda-12.4 -- cu");
+        assert!(
+            !after.contains("cuda-11.8"),
+            "{shell}: names after --:\n{after}"
+        );
+    }
+}
