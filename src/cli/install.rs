@@ -188,6 +188,7 @@ impl Args {
                 Err(e) if specs.len() == 1 => return Err(e),
                 // The others are installed all the same; each failure is said as it happens.
                 Err(e) => {
+                    let e = e.context(format!("cannot install {spec}"));
                     super::print_error(&e);
                     failed.push((
                         spec.to_string(),

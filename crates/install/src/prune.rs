@@ -233,7 +233,11 @@ pub fn frees(cache: &Cache, installed: &Installed) -> Result<Frees, Refused> {
             dir.for_each_file(&name, &mut |st| {
                 let l = inodes.entry((st.st_dev, st.st_ino)).or_default();
                 l.size = st.st_size as u64;
-                l.nlink = st.st_nlink as u64;
+                // u32 on some targets (aarch64).
+                #[allow(clippy::unnecessary_cast)]
+                {
+                    l.nlink = st.st_nlink as u64;
+                }
                 l.pruned += u64::from(pruned);
                 l.objects += u64::from(part == "objects");
                 l.all += 1;
