@@ -402,18 +402,22 @@ fn show_prints_the_arch_pins_even_when_the_pin_is_not_installed() {
     );
     let (code, stdout, stderr) = run(&sb, "proj", &[], &["show"]);
     assert_eq!(code, 2, "{stdout}{stderr}");
+    // Nothing on stdout on an error: the settings are said to the person, then the error.
+    assert!(stdout.is_empty(), "{stdout}");
     let file = sb.path("proj/gpuenv.toml");
     for line in [
-        format!("toolchain file: {}", file.display()),
+        format!("info: toolchain file: {}", file.display()),
         format!(
-            "cuda: cuda-11.8 (pinned at {}:2:8; not resolved here: see the error)",
+            "info: cuda: cuda-11.8 (pinned at {}:2:8; not resolved here: see the error)",
             file.display()
         ),
-        format!("cuda-arch: 8.0, 9.0 ({}:3:14)", file.display()),
+        format!("info: cuda-arch: 8.0, 9.0 ({}:3:14)", file.display()),
     ] {
-        assert!(stdout.lines().any(|l| l == line), "{line}\n{stdout}");
+        assert!(stderr.lines().any(|l| l == line), "{line}\n{stderr}");
     }
-    assert!(stdout.contains("build archs: off ("), "{stdout}");
+    assert!(stderr.contains("info: build archs: off ("), "{stderr}");
+    let error = stderr.find("error: cuda-11.8 is not installed").unwrap();
+    assert!(stderr.find("info: cuda-arch").unwrap() < error, "{stderr}");
     assert!(stderr.contains("`gpuenv install cuda-11.8`"), "{stderr}");
     let (code, stdout, _) = run(&sb, "proj", &[], &["show", "--json"]);
     assert_eq!(code, 2);

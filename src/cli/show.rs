@@ -121,8 +121,8 @@ impl Args {
         for t in &active.toolchains {
             println!("{}: {} ({})", t.entry.kind, t.name, t.reason);
         }
-        if let Some(p) = &active.project {
-            print_arch_pins(p);
+        for line in active.project.iter().flat_map(arch_pin_lines) {
+            println!("{line}");
         }
         match cache_program {
             Ok(Some(program)) => println!(
@@ -189,23 +189,27 @@ impl Args {
             println!("{}", serde_json::to_string_pretty(&out)?);
             return Ok(());
         }
-        println!("toolchain file: {}", file.path.display());
+        // Said to the person (stdout stays empty on an error), before the error itself.
+        let mut lines = vec![format!("toolchain file: {}", file.path.display())];
         for p in &file.pins {
-            println!(
+            lines.push(format!(
                 "{}: {} (pinned at {}; not resolved here: see the error)",
                 p.kind,
                 pin_text(&p.value),
                 p.at
-            );
+            ));
         }
-        print_arch_pins(file);
+        lines.extend(arch_pin_lines(file));
         if let Some(a) = &archs {
-            println!(
+            lines.push(format!(
                 "build archs: {} ({}): {}",
                 a.policy.name(),
                 a.from,
                 a.policy.effect()
-            );
+            ));
+        }
+        for line in lines {
+            ui::info(line);
         }
         Ok(())
     }
@@ -227,16 +231,18 @@ fn arch_pins(p: &ProjectFile) -> (Vec<String>, Vec<String>) {
 }
 
 /// `cuda-arch: 8.0, 9.0 (gpuenv.toml:3:13)`, and rocm-arch likewise, when pinned.
-fn print_arch_pins(p: &ProjectFile) {
+fn arch_pin_lines(p: &ProjectFile) -> Vec<String> {
     let (cuda, rocm) = arch_pins(p);
-    for (key, list, at) in [
+    [
         ("cuda-arch", cuda, p.cuda_arch_at.first()),
         ("rocm-arch", rocm, p.rocm_arch_at.first()),
-    ] {
-        if let (false, Some(at)) = (list.is_empty(), at) {
-            println!("{key}: {} ({at})", list.join(", "));
-        }
-    }
+    ]
+    .into_iter()
+    .filter_map(|(key, list, at)| {
+        let at = at.filter(|_| !list.is_empty())?;
+        Some(format!("{key}: {} ({at})", list.join(", ")))
+    })
+    .collect()
 }
 
 /// `[build] archs` as it applies to a toolchain file.
