@@ -217,6 +217,20 @@ fn a_hook_read_by_another_shell_says_which_shell_it_is_for() {
     // Read by a program that is not a shell (or written to a file), it is the hook.
     let out = p.sb.ok(&["hook", "zsh"]);
     assert!(out.contains("GPUENV_SHELL=zsh"), "{out}");
+    // Piped by another shell to a pager, too: that shell does not read it.
+    let bin = assert_cmd::cargo::cargo_bin("gpuenv");
+    let home = p.sb.home();
+    let env: [(&str, &OsStr); 3] = [
+        ("HOME", home.as_os_str()),
+        ("PATH", "/usr/bin:/bin".as_ref()),
+        ("GPUENV_BIN", bin.as_os_str()),
+    ];
+    let out = shells::run("bash", "\"$GPUENV_BIN\" hook zsh | head -n 1", &home, &env);
+    let first = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        first.starts_with("# gpuenv shell integration for zsh"),
+        "{first}"
+    );
 }
 
 #[test]
