@@ -119,7 +119,8 @@ pub struct Exit(pub u8);
 
 /// Exit statuses besides 0, 1 (the thing asked is not so) and 2 (usage or input error).
 pub mod status {
-    /// The network or a server failed (DNS, connect, timeout, HTTP error): try again later.
+    /// A fetch failed in the network or at the server (DNS, connection, certificate,
+    /// timeout, HTTP error, redirect loop): not a usage error.
     pub const NETWORK: u8 = 3;
     /// Interrupted (Ctrl-C), as a shell reports SIGINT.
     pub const INTERRUPTED: u8 = 130;
