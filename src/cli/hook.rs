@@ -48,10 +48,13 @@ fn other_shell_reading(ctx: &Context, hook_for: Shell) -> Option<Shell> {
         })
     };
     // A shell starting `gpuenv hook zsh | less` holds the pipe for a moment after the fork;
-    // one reading it (command substitution, `source`) holds it until gpuenv is done.
-    if !holds_it() {
-        return None;
+    // one reading it (command substitution, `source`) holds it until gpuenv is done. Only
+    // this rare case waits, a quarter of a second at most.
+    for _ in 0..10 {
+        if !holds_it() {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
     }
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    holds_it().then_some(reader)
+    Some(reader)
 }
