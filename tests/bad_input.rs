@@ -226,10 +226,15 @@ fn pin_never_overwrites_a_broken_file() {
 #[test]
 fn run_of_a_missing_command_says_so() {
     let sb = linked();
-    let err = fails(
-        &sb,
-        sb.dir.path(),
-        &["run", "cuda-12", "--", "no-such-tool-xyz"],
-    );
+    // Not a usage error: the status a shell gives a command it cannot find.
+    let out = sb
+        .gpuenv()
+        .current_dir(sb.dir.path())
+        .args(["run", "cuda-12", "--", "no-such-tool-xyz"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127));
+    assert!(out.stdout.is_empty(), "nothing on stdout on error");
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no-such-tool-xyz: command not found"), "{err}");
 }

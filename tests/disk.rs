@@ -288,3 +288,72 @@ fn a_link_planted_in_the_cache_is_removed_by_a_prune_and_never_followed() {
     );
     assert!(outside.join("data.csv").exists());
 }
+
+/// `cache size` says what a prune frees, and the prune frees that much and says so: the
+/// bytes that leave the disk. Measured on a cache with kept archives, a toolkit's trees in
+/// use and another's not, files two toolkits share, and a partial download.
+#[test]
+fn cache_size_and_prune_agree_on_what_a_prune_frees() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1", "12.6.3"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [
+        ("GPUENV_CUDA_MIRROR", mirror.as_str()),
+        ("GPUENV_KEEP_ARCHIVES", "1"),
+    ];
+    for release in ["cuda-12.4.1", "cuda-12.6.3"] {
+        ok(&sb, &vars, &["install", release, "--profile", "minimal"]);
+    }
+    ok(&sb, &[], &["uninstall", "cuda-12.6.3"]);
+    let home = sb.gpuenv_home();
+    let cache = home.join("downloads");
+    write(&cache.join("partial/0123abcd.part"), &"x".repeat(5000));
+    for all in [false, true] {
+        let out = gpuenv(&sb, &[], &["cache", "size", "--json"]);
+        let size: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let said = size[if all {
+            "prune_all_frees"
+        } else {
+            "prune_frees"
+        }]
+        .as_u64()
+        .unwrap();
+        let text = ok(&sb, &[], &["cache", "size"]);
+        assert!(
+            text.contains(
+                "installed toolchains are not the cache: their files are hard links to its objects"
+            ),
+            "{text}"
+        );
+        let before = disk(&[&home]);
+        let args: &[&str] = if all {
+            &["cache", "prune", "--all"]
+        } else {
+            &["cache", "prune"]
+        };
+        let pruned = ok(&sb, &[], args);
+        let freed = before - disk(&[&home]);
+        assert_eq!(
+            said, freed,
+            "all: {all}; size said {said}, the disk has {freed} more\n{pruned}"
+        );
+        assert!(freed > 0, "{pruned}");
+        // Both in the same words.
+        let lead = if all {
+            "`--all` frees "
+        } else {
+            "`gpuenv cache prune` frees "
+        };
+        let human = text
+            .split(lead)
+            .nth(1)
+            .map(|t| t.split([' ', '\n']).take(2).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
+        assert!(
+            pruned.contains(&format!("({human} freed;")),
+            "{human}: {pruned}"
+        );
+    }
+    assert!(view_nvcc_version(&sb, "cuda-12.4.1").contains("release 12.4"));
+}

@@ -379,3 +379,115 @@ fn quiet_leaves_out_a_note_together_with_its_hint() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
 }
+
+/// Mistyped specs get the one they meant, whichever command they are typed to.
+#[test]
+fn a_mistyped_spec_gets_did_you_mean() {
+    let sb = Sandbox::new();
+    let empty = sb.path("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["install", "cuda13.0"], "cuda-13.0"),
+        (&["install", "13.0"], "cuda-13.0"),
+        (&["install", "cuda 13.0"], "cuda-13.0"),
+        (&["install", "cuda", "13.0"], "cuda-13.0"),
+        (&["install", "cdua-13.0"], "cuda-13.0"),
+        (&["pin", "cdua-12.4"], "cuda-12.4"),
+        (&["run", "rcom-6.2", "--", "true"], "rocm-6.2"),
+        (&["use", "12.4"], "cuda-12.4"),
+    ];
+    for (args, meant) in cases {
+        let out = sb
+            .gpuenv()
+            .current_dir(&empty)
+            .args(*args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "gpuenv {args:?}: {err}");
+        assert_eq!(
+            hints_after(&err, "error: "),
+            [format!(
+                "did you mean `{meant}`? (`gpuenv list` shows what is registered)"
+            )],
+            "gpuenv {args:?}"
+        );
+    }
+}
+
+/// `cuda = 13.0` is a number to TOML (and 13.10 would be 13.1): the error says to quote it,
+/// with the line as it should be.
+#[test]
+fn an_unquoted_version_in_the_toolchain_file_says_to_quote_it() {
+    let sb = Sandbox::new();
+    let proj = sb.path("proj");
+    for (text, quoted, at) in [
+        (
+            "[toolchain]\ncuda = 13.0\n",
+            "cuda = \"13.0\"",
+            "gpuenv.toml:2:8",
+        ),
+        (
+            "[toolchain]\ncuda = \"13.0\"\ncuda-arch = [\"8.0\", 9.0]\n",
+            "\"9.0\"",
+            "gpuenv.toml:3:21",
+        ),
+    ] {
+        write(&proj.join("gpuenv.toml"), text);
+        let err = stderr_in(&sb, &proj, &["show"]);
+        assert!(err.contains(at), "{err}");
+        assert_eq!(
+            hints_after(&err, "error: "),
+            [format!(
+                "quote it: {quoted} (unquoted, TOML reads a version as a number, and 13.10 as 13.1)"
+            )],
+            "{text}"
+        );
+    }
+}
+
+/// The exit statuses a script can tell apart: 127 for a command `run` cannot find, 126 for
+/// one it cannot run (as a shell says), 3 when the network fails, 2 for a usage error.
+#[test]
+fn exit_statuses_tell_a_missing_command_and_the_network_from_a_usage_error() {
+    let sb = Sandbox::new();
+    let empty = sb.path("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let code = |args: &[&str], vars: &[(&str, &str)]| {
+        let mut cmd = sb.gpuenv();
+        cmd.current_dir(&empty).args(args);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (status, err) = code(&["run", "--", "no-such-command-xyz"], &[]);
+    assert_eq!(status, Some(127), "{err}");
+    assert!(
+        err.contains("error: no-such-command-xyz: command not found"),
+        "{err}"
+    );
+    let not_executable = sb.path("not-executable");
+    write(&not_executable, "#!/bin/sh\n");
+    let (status, err) = code(&["run", "--", not_executable.to_str().unwrap()], &[]);
+    assert_eq!(status, Some(126), "{err}");
+    // Nothing listens on port 9 of 127.0.0.1 (discard): every source's connection is refused.
+    let refused = [
+        ("GPUENV_CUDA_MIRROR", "http://127.0.0.1:9/redist/"),
+        ("GPUENV_PYPI_URL", "http://127.0.0.1:9/simple/"),
+    ];
+    for args in [
+        &["install", "cuda-13.0"][..],
+        &["install", "cuda-13.0", "--source", "pypi"],
+    ] {
+        let (status, err) = code(args, &refused);
+        assert_eq!(status, Some(3), "{args:?}: {err}");
+        assert!(err.contains("Connection refused"), "{err}");
+    }
+    let (status, err) = code(&["install", "--no-such-flag"], &[]);
+    assert_eq!(status, Some(2), "{err}");
+}

@@ -106,7 +106,8 @@ fn a_mistyped_flag_gets_no_tip_about_version_and_run_without_dashes_gets_the_rig
 fn running_a_command_that_does_not_exist_says_command_not_found() {
     let sb = linked();
     let (code, _, err) = run(&sb, "proj", &[], &["run", "--", "nosuchcmd", "x"]);
-    assert_eq!(code, 2);
+    // A shell's status for a command it cannot find.
+    assert_eq!(code, 127);
     assert!(err.contains("error: nosuchcmd: command not found"), "{err}");
     assert!(!err.contains("os error"), "{err}");
     assert!(err.contains("hint:"), "{err}");
@@ -301,6 +302,7 @@ fn version_prints_the_commit_and_its_date() {
 
 #[test]
 fn every_doctor_finding_links_to_a_section_of_the_docs_in_the_repository() {
+    // Relative to the repository's root, so the link is to the docs of this very version.
     let sb = linked();
     let out = sb
         .gpuenv()
@@ -317,7 +319,7 @@ fn every_doctor_finding_links_to_a_section_of_the_docs_in_the_repository() {
             .as_str()
             .unwrap_or_else(|| panic!("no docs link: {f}"));
         let (page, anchor) = url
-            .strip_prefix("https://github.com/gpuenv/gpuenv/blob/main/docs/")
+            .strip_prefix("docs/")
             .and_then(|rest| rest.split_once('#'))
             .unwrap_or_else(|| panic!("{url}"));
         let text = fs_err::read_to_string(format!("{docs}/{page}")).unwrap();
@@ -378,4 +380,48 @@ fn the_repository_documents_itself_and_points_nowhere_outside() {
     for page in ["README.md", "design.md", "failure-modes.md"] {
         assert!(root.join("docs").join(page).is_file(), "docs/{page}");
     }
+}
+
+/// `show` prints the arch pins, and when the pin is not installed it still prints the
+/// file's settings before the error that says how to install it.
+#[test]
+fn show_prints_the_arch_pins_even_when_the_pin_is_not_installed() {
+    let sb = linked();
+    write(
+        &sb.path("proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\ncuda-arch = [\"8.0\", \"9.0\"]\n",
+    );
+    let (code, stdout, stderr) = run(&sb, "proj", &[], &["show"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("cuda: cuda-12.4 ("), "{stdout}");
+    assert!(stdout.contains("cuda-arch: 8.0, 9.0 ("), "{stdout}");
+
+    write(
+        &sb.path("proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"11.8\"\ncuda-arch = [\"8.0\", \"9.0\"]\n[build]\narchs = \"off\"\n",
+    );
+    let (code, stdout, stderr) = run(&sb, "proj", &[], &["show"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    // Nothing on stdout on an error: the settings are said to the person, then the error.
+    assert!(stdout.is_empty(), "{stdout}");
+    let file = sb.path("proj/gpuenv.toml");
+    for line in [
+        format!("info: toolchain file: {}", file.display()),
+        format!(
+            "info: cuda: cuda-11.8 (pinned at {}:2:8; not resolved here: see the error)",
+            file.display()
+        ),
+        format!("info: cuda-arch: 8.0, 9.0 ({}:3:14)", file.display()),
+    ] {
+        assert!(stderr.lines().any(|l| l == line), "{line}\n{stderr}");
+    }
+    assert!(stderr.contains("info: build archs: off ("), "{stderr}");
+    let error = stderr.find("error: cuda-11.8 is not installed").unwrap();
+    assert!(stderr.find("info: cuda-arch").unwrap() < error, "{stderr}");
+    assert!(stderr.contains("`gpuenv install cuda-11.8`"), "{stderr}");
+    let (code, stdout, _) = run(&sb, "proj", &[], &["show", "--json"]);
+    assert_eq!(code, 2);
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["cuda_arch"], serde_json::json!(["8.0", "9.0"]));
+    assert_eq!(json["pins"][0]["pin"], "cuda-11.8");
 }

@@ -202,3 +202,46 @@ fn pin_arch_refuses_a_suffix_older_than_the_pinned_toolkit() {
         before
     );
 }
+
+/// What ROCm's tools print without a GPU (a coloured line from rocminfo, a Python traceback
+/// from rocm_agent_enumerator) reaches `pin --arch native`'s error as plain words: no escape
+/// sequence, raw or escaped, and of the traceback only the exception.
+#[test]
+fn pin_arch_native_shows_no_escapes_and_no_traceback_from_the_tools() {
+    let sb = Sandbox::new();
+    let tools = sb.path("tools");
+    write_exe(
+        &tools.join("rocminfo"),
+        "#!/bin/sh\nprintf '\\033[31mROCk module is NOT loaded, possibly no GPU devices\\033[0m\\n'\nexit 1\n",
+    );
+    write_exe(
+        &tools.join("rocm_agent_enumerator"),
+        "#!/bin/sh\ncat <<'EOF'\nTraceback (most recent call last):\n  File \"/usr/bin/rocm_agent_enumerator\", line 268, in <module>\n    main()\nFileNotFoundError: [Errno 2] No such file or directory: '/sys/class/kfd/kfd/topology/nodes'\nEOF\nexit 1\n",
+    );
+    let proj = sb.path("proj");
+    fs_err::create_dir_all(&proj).unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("PATH", format!("{}:/bin", tools.display()))
+        .args(["pin", "--arch", "native"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--arch native: this machine shows no GPU"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rocminfo: exited with exit status: 1: ROCk module is NOT loaded, possibly no GPU devices;"),
+        "{err}"
+    );
+    assert!(
+        err.contains("rocm_agent_enumerator: exited with exit status: 1: FileNotFoundError: [Errno 2] No such file or directory"),
+        "{err}"
+    );
+    for leak in ["\x1b", "\\x1b", "[31m", "Traceback", "File \""] {
+        assert!(!err.contains(leak), "{leak:?} in {err}");
+    }
+}

@@ -411,3 +411,157 @@ fn manifest_source_installs_rocm_from_a_path_or_a_url() {
         text(&out)
     );
 }
+
+/// `install A B C`: a spec that fails does not stop the others; each failure is said, the
+/// end names every spec that failed, and the status is not 0.
+#[test]
+fn install_goes_on_past_a_failing_spec_and_reports_each() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1", "13.0.2"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    let args = [
+        "install",
+        "cuda-11.8",
+        "cuda-12.4",
+        "cuda-99",
+        "cuda-13.0",
+        "--source",
+        "nvidia",
+        "--profile",
+        "minimal",
+    ];
+    let out = fixtures::gpuenv(&sb, &vars, &args);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    for name in ["cuda-12.4.1", "cuda-13.0.2"] {
+        assert!(said.contains(&format!("installed {name}")), "{said}");
+        check_runfile_layout(&sb.gpuenv_home().join("toolchains").join(name));
+    }
+    for spec in ["cuda-11.8", "cuda-99"] {
+        assert!(
+            said.contains(&format!("error: cannot install {spec}\n  caused by: ")),
+            "no error of its own for {spec}:\n{said}"
+        );
+    }
+    assert!(
+        said.contains(
+            "error: 2 of 4 could not be installed: cuda-11.8, cuda-99 (each said why above)"
+        ),
+        "{said}"
+    );
+}
+
+/// Offline, a spec an installed toolchain selects is that toolchain: said, not an error.
+#[test]
+fn offline_install_of_a_spec_an_installed_toolchain_selects_says_it_is_installed() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["13.0.2"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    ok(
+        &sb,
+        &vars,
+        &[
+            "install",
+            "cuda-13.0.2",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ],
+    );
+    // No mirror at all now: nothing can be planned, and nothing needs to be.
+    let gone = sb.path("no-mirror");
+    let vars = [
+        ("GPUENV_CUDA_MIRROR", gone.to_str().unwrap()),
+        ("GPUENV_PYPI_URL", gone.to_str().unwrap()),
+    ];
+    let out = ok(&sb, &vars, &["install", "cuda-13.0", "--offline"]);
+    assert!(
+        out.contains("cuda-13.0: cuda-13.0.2 is installed at ")
+            && out.contains("offline, no newer release was looked for"),
+        "{out}"
+    );
+    // A spec nothing installed selects is still the error it was.
+    let out = fixtures::gpuenv(&sb, &vars, &["install", "cuda-12.4", "--offline"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+/// After an install, the advice fits the project it ran in: its pin selects the new
+/// toolchain (nothing to pin), or pins another release (how to move it).
+#[test]
+fn the_advice_after_an_install_fits_the_project_here() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["12.4.1", "13.0.2"]));
+    let sb = Sandbox::new();
+    let mirror = server.url("redist/");
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+    let install = |spec: &str| {
+        let mut cmd = sb.gpuenv();
+        cmd.env("GPUENV_CUDA_MIRROR", &mirror)
+            .current_dir(&proj)
+            .args([
+                "install",
+                spec,
+                "--source",
+                "nvidia",
+                "--profile",
+                "minimal",
+            ]);
+        text(&cmd.output().unwrap())
+    };
+    let said = install("cuda-13.0");
+    assert!(!said.contains("gpuenv pin cuda-13.0.2"), "{said}");
+    assert!(
+        said.contains("the pin at ")
+            && said.contains("gpuenv.toml:2:8 (cuda = \"13.0\") selects it here"),
+        "{said}"
+    );
+    let said = install("cuda-12.4");
+    assert!(
+        said.contains("this project pins cuda-13.0 (")
+            && said.contains("`gpuenv pin cuda-12.4.1` moves the pin to it"),
+        "{said}"
+    );
+}
+
+/// A site store's admin installs into the store: the advice is who sees it, not a pin.
+#[test]
+fn the_advice_after_an_install_into_a_site_store_is_for_its_admin() {
+    let server = Server::start();
+    serve(&server, "redist/", &redist_tree(&["13.0.2"]));
+    let sb = Sandbox::new();
+    let store = sb.path("site/gpuenv");
+    let config = sb.path("etc/gpuenv/config.toml");
+    write(&config, &format!("upstreams = [\"{}\"]\n", store.display()));
+    let mirror = server.url("redist/");
+    let vars = [
+        ("GPUENV_CUDA_MIRROR", mirror.as_str()),
+        ("GPUENV_HOME", store.to_str().unwrap()),
+        ("GPUENV_SYSTEM_CONFIG", config.to_str().unwrap()),
+    ];
+    let out = ok(
+        &sb,
+        &vars,
+        &[
+            "install",
+            "cuda-13.0",
+            "--source",
+            "nvidia",
+            "--profile",
+            "minimal",
+        ],
+    );
+    assert!(
+        out.contains(&format!(
+            "{} is an upstream this machine's users search (GPUENV_UPSTREAMS or the system config): they can `gpuenv pin cuda-13.0.2` or `gpuenv use cuda-13.0.2` now",
+            store.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("gpuenv default"), "{out}");
+}

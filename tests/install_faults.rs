@@ -20,10 +20,20 @@ use common::*;
 use fixtures::*;
 use server::Server;
 
-/// Fails with exit status 2, says `what`, and leaves no trace of `name`.
+/// Fails with exit status 2 (3 when `what` is the network's or the server's doing, as
+/// `network_fails_cleanly` says), says `what`, and leaves no trace of `name`.
 fn fails_cleanly(sb: &Sandbox, out: &Output, what: &str, name: &str) -> String {
+    fails_with(2, sb, out, what, name)
+}
+
+/// [`fails_cleanly`] for a fetch the network or the server failed: exit status 3.
+fn network_fails_cleanly(sb: &Sandbox, out: &Output, what: &str, name: &str) -> String {
+    fails_with(3, sb, out, what, name)
+}
+
+fn fails_with(status: i32, sb: &Sandbox, out: &Output, what: &str, name: &str) -> String {
     let t = text(out);
-    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert_eq!(out.status.code(), Some(status), "{t}");
     assert!(t.contains(what), "expected {what:?} in:\n{t}");
     assert!(
         t.trim_end().lines().last().unwrap().starts_with("hint:"),
@@ -118,7 +128,7 @@ fn a_body_cut_short_resumes_and_fetches_only_the_rest() {
     let url = server.url("redist/");
     let vars = [("GPUENV_CUDA_MIRROR", url.as_str())];
     let out = gpuenv(&sb, &vars, NVIDIA_MINIMAL);
-    let t = fails_cleanly(&sb, &out, "ended early", "cuda-12.4.1");
+    let t = network_fails_cleanly(&sb, &out, "ended early", "cuda-12.4.1");
     assert!(t.contains("retrying (4/4)"), "{t}");
 
     let out = gpuenv(&sb, &vars, NVIDIA_MINIMAL);
@@ -167,7 +177,7 @@ fn a_server_that_stops_sending_times_out_after_bounded_retries() {
     ];
     let start = Instant::now();
     let out = gpuenv(&sb, &vars, NVIDIA_MINIMAL);
-    let t = fails_cleanly(&sb, &out, "timed out fetching", "cuda-12.4.1");
+    let t = network_fails_cleanly(&sb, &out, "timed out fetching", "cuda-12.4.1");
     assert!(
         t.contains("retrying (4/4)") && !t.contains("retrying (5/"),
         "{t}"
@@ -181,7 +191,7 @@ fn an_unknown_host_is_a_dns_failure() {
     let sb = Sandbox::new();
     let vars = [("GPUENV_CUDA_MIRROR", "http://gpuenv-mirror.invalid/redist/")];
     let out = gpuenv(&sb, &vars, NVIDIA_MINIMAL);
-    let t = fails_cleanly(
+    let t = network_fails_cleanly(
         &sb,
         &out,
         "cannot resolve the host of http://gpuenv-mirror.invalid/",

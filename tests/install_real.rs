@@ -239,9 +239,13 @@ fn driver_api_links_against_the_stub(sb: &Sandbox, root: &std::path::Path, src: 
         succeeded(&out);
     }
     let cache = fs_err::read_to_string(proj.join("build/CMakeCache.txt")).unwrap();
+    // The stub, by either of the runfile layout's names for the library dir.
     assert!(
-        cache.contains("CUDA_cuda_driver_LIBRARY:FILEPATH=")
-            && cache.contains("/lib64/stubs/libcuda.so"),
+        cache.lines().any(|l| l
+            .strip_prefix("CUDA_cuda_driver_LIBRARY:FILEPATH=")
+            .is_some_and(
+                |p| p.ends_with("/lib64/stubs/libcuda.so") || p.ends_with("/lib/stubs/libcuda.so")
+            )),
         "{cache}"
     );
     assert!(proj.join("build/d").is_file());
@@ -304,4 +308,139 @@ fn the_demo_runs_with_cargo_target_dir_set_elsewhere() {
             .any(|a| stdout.contains(&format!("cudaMalloc: {a}\n"))),
         "{log}\nexpected cudaMalloc: one of {answers:?}"
     );
+}
+
+/// What llm.c asks of NVML, declared as `nvml.h` declares them (a program built against the
+/// header links to the versioned names).
+const NVML_PROGRAM: &str = r#"#include <cstdio>
+extern "C" int nvmlInit_v2(void);
+extern "C" int nvmlDeviceGetCount_v2(unsigned int *count);
+extern "C" int nvmlShutdown(void);
+int main() {
+    unsigned int n = 0;
+    int init = nvmlInit_v2();
+    int count = nvmlDeviceGetCount_v2(&n);
+    nvmlShutdown();
+    printf("nvmlInit_v2: %d, nvmlDeviceGetCount_v2: %d\n", init, count);
+    return 0;
+}
+"#;
+
+/// The library a linked program asks the loader for, from `readelf -d`.
+fn needs(program: &std::path::Path, soname: &str) -> bool {
+    let out = std::process::Command::new("readelf")
+        .args(["-d", "-W"])
+        .arg(program)
+        .output()
+        .unwrap();
+    succeeded(&out).contains(&format!("Shared library: [{soname}]"))
+}
+
+/// A toolkit from the 13.2 wheels links `-lcuda` and `-lnvidia-ml` with its own nvcc, run
+/// as a user or a Makefile runs it (no gpuenv environment, no LIBRARY_PATH): from 13.2.78
+/// the wheels' `nvcc.profile` searches `$(TOP)/lib/stubs` and `$(TOP)/lib` only, so the
+/// stubs must be there. CMake's `CUDA::cuda_driver` keeps finding the driver stub.
+#[test]
+fn a_wheel_toolkit_links_the_driver_and_nvml_stubs_with_its_own_nvcc() {
+    if !have_tool("g++") || !have_tool("readelf") || !index_reachable() {
+        return;
+    }
+    let sb = Sandbox::new();
+    ok(
+        &sb,
+        &[
+            "install",
+            "cuda-13.2.2",
+            "--source",
+            "pypi",
+            "--profile",
+            "minimal",
+        ],
+    );
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.2.2");
+    let profile = fs_err::read_to_string(root.join("bin/nvcc.profile")).unwrap();
+    assert!(profile.contains("-L$(TOP)/lib/stubs"), "{profile}");
+    let src = sb.path("work");
+    write(&src.join("d.cu"), DRIVER_PROGRAM);
+    write(&src.join("m.cu"), NVML_PROGRAM);
+    for (file, lib, soname, said) in [
+        ("d", "-lcuda", "libcuda.so.1", "cuInit: 34, cuMemAlloc: 34"),
+        (
+            "m",
+            "-lnvidia-ml",
+            "libnvidia-ml.so.1",
+            "nvmlInit_v2: 12, nvmlDeviceGetCount_v2: 12",
+        ),
+    ] {
+        let out = std::process::Command::new(root.join("bin/nvcc"))
+            .current_dir(&src)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", sb.home())
+            .args([&format!("{file}.cu"), "-o", file, lib])
+            .output()
+            .unwrap();
+        succeeded(&out);
+        assert!(
+            needs(&src.join(file), soname),
+            "{file} does not need {soname}"
+        );
+        // Loaded in the real library's place, the stub answers that it is one.
+        let dir = sb.path(&format!("stub-as-{soname}"));
+        fs_err::create_dir_all(&dir).unwrap();
+        let stub = root.join(format!("lib/stubs/{}", soname.trim_end_matches(".1")));
+        std::os::unix::fs::symlink(&stub, dir.join(soname)).unwrap();
+        let out = std::process::Command::new(src.join(file))
+            .env("LD_LIBRARY_PATH", &dir)
+            .output()
+            .unwrap();
+        assert_eq!(succeeded(&out).trim(), said);
+    }
+    // Through the toolkit's environment too, as the first test does for 13.0.
+    let out = gpuenv(&sb)
+        .current_dir(&src)
+        .args([
+            "run",
+            "cuda-13.2",
+            "--",
+            "nvcc",
+            "m.cu",
+            "-o",
+            "m2",
+            "-lnvidia-ml",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    if !have_tool("cmake") {
+        return;
+    }
+    let proj = sb.path("cmake-driver");
+    write(
+        &proj.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.18)\nproject(d CXX)\nfind_package(CUDAToolkit REQUIRED)\nadd_executable(d d.cpp)\ntarget_link_libraries(d CUDA::cuda_driver)\nadd_executable(m m.cpp)\ntarget_link_libraries(m CUDA::nvml)\n",
+    );
+    fs_err::copy(src.join("d.cu"), proj.join("d.cpp")).unwrap();
+    fs_err::copy(src.join("m.cu"), proj.join("m.cpp")).unwrap();
+    for args in [
+        &["cmake", "-S", ".", "-B", "build"][..],
+        &["cmake", "--build", "build"][..],
+    ] {
+        let mut all = vec!["run", "cuda-13.2", "--"];
+        all.extend_from_slice(args);
+        let out = gpuenv(&sb).current_dir(&proj).args(&all).output().unwrap();
+        succeeded(&out);
+    }
+    let cache = fs_err::read_to_string(proj.join("build/CMakeCache.txt")).unwrap();
+    for lib in ["cuda_driver", "nvml"] {
+        assert!(
+            cache
+                .lines()
+                .any(|l| l.starts_with(&format!("CUDA_{lib}_LIBRARY:FILEPATH="))
+                    && l.contains("/stubs/lib")),
+            "{cache}"
+        );
+    }
+    assert!(needs(&proj.join("build/d"), "libcuda.so.1"));
+    assert!(needs(&proj.join("build/m"), "libnvidia-ml.so.1"));
 }

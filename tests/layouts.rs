@@ -296,3 +296,45 @@ fn discover_finds_the_standard_places_and_conda() {
     );
     assert_eq!(env["LD_LIBRARY_PATH"], format!("{v}/lib"));
 }
+
+/// `discover --json`: one object per tree found, on stdout, with what happens to it.
+#[test]
+fn discover_json_lists_each_tree_found_and_its_status() {
+    let sb = Sandbox::new();
+    let root = sb.root();
+    cuda_10_2(&root.join("usr/local/cuda-10.2"));
+    fs::create_dir_all(root.join("usr/local/cuda-11.3/lib64")).unwrap();
+    rocm(&root.join("opt/rocm-6.2.0"), "6.2.0");
+    let rows = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = sb.ok(args);
+        serde_json::from_str::<serde_json::Value>(&out)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let found = rows(&["discover", "--json"]);
+    let by_root = |rows: &[serde_json::Value], tail: &str| -> serde_json::Value {
+        rows.iter()
+            .find(|r| r["root"].as_str().unwrap().ends_with(tail))
+            .unwrap_or_else(|| panic!("no {tail} in {rows:?}"))
+            .clone()
+    };
+    let cuda = by_root(&found, "usr/local/cuda-10.2");
+    assert_eq!(cuda["kind"], "cuda");
+    assert_eq!(cuda["version"], "10.2.89");
+    assert_eq!(cuda["name"], "cuda-10.2.89");
+    assert_eq!(cuda["status"], "new");
+    assert_eq!(by_root(&found, "opt/rocm-6.2.0")["status"], "new");
+    let skipped = by_root(&found, "usr/local/cuda-11.3");
+    assert_eq!(skipped["status"], "skipped");
+    assert!(skipped["why"]
+        .as_str()
+        .unwrap()
+        .contains("found neither bin/nvcc nor bin/hipcc"));
+    sb.ok(&["discover", "--register"]);
+    let again = rows(&["discover", "--json"]);
+    let cuda = by_root(&again, "usr/local/cuda-10.2");
+    assert_eq!(cuda["status"], "registered");
+    assert_eq!(cuda["registered_as"], "cuda-10.2.89");
+}

@@ -499,3 +499,48 @@ fn auto_install_with_no_gpuenv_to_install_with_says_how_to_provide_one() {
         )
     );
 }
+
+/// Ctrl-C during `gpuenv install` says what it left: nothing installed, and running the
+/// same command again resumes; the status is a shell's for SIGINT.
+#[test]
+fn ctrl_c_during_an_install_says_nothing_was_installed_and_how_to_resume() {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    let server = Server::start();
+    let tree = redist_tree(&["12.4.1"]);
+    serve(&server, "redist/", &tree);
+    for (p, _, _) in tree.iter().filter(|(p, _, _)| p.ends_with(".tar.xz")) {
+        server.slow(&format!("redist/{p}"), Duration::from_secs(60));
+    }
+    let sb = Sandbox::new();
+    let child = Command::new(proxy_bin().with_file_name("gpuenv"))
+        .args(["install", "cuda-12.4", "--source", "nvidia"])
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .env("GPUENV_CUDA_MIRROR", server.url("redist/"))
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiting = Instant::now();
+    while server.hits(".tar.xz").is_empty() {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "the download never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pgid = child.id() as libc::pid_t;
+    assert!(pgid > 1 && unsafe { libc::getpgid(pgid) } == pgid);
+    assert_eq!(unsafe { libc::killpg(pgid, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("gpuenv: interrupted; nothing installed; run it again to resume"),
+        "{stderr}"
+    );
+    assert!(!sb.gpuenv_home().join("toolchains/cuda-12.4.1").exists());
+}

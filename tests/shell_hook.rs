@@ -175,6 +175,64 @@ fn use_switches_this_shell_and_use_none_restores_it() {
     }
 }
 
+/// A hook pasted into the rc file of another shell says which shell it is for, and the
+/// line fails, instead of doing nothing and succeeding.
+#[test]
+fn a_hook_read_by_another_shell_says_which_shell_it_is_for() {
+    let p = projects();
+    for reader in shells::SHELLS {
+        if !have_tool(reader) {
+            return;
+        }
+        for hook_for in shells::SHELLS.iter().filter(|s| **s != reader) {
+            let load = match reader {
+                "fish" => format!("$GPUENV_BIN hook {hook_for} | source; echo status=$status"),
+                _ => format!("eval \"$(\"$GPUENV_BIN\" hook {hook_for})\"; echo status=$?"),
+            };
+            let bin = assert_cmd::cargo::cargo_bin("gpuenv");
+            let home = p.sb.home();
+            let env: [(&str, &OsStr); 3] = [
+                ("HOME", home.as_os_str()),
+                ("PATH", "/usr/bin:/bin".as_ref()),
+                ("GPUENV_BIN", bin.as_os_str()),
+            ];
+            let out = shells::run(reader, &load, &home, &env);
+            let (stdout, stderr) = (
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+            );
+            assert_eq!(
+                stdout.trim(),
+                "status=1",
+                "{reader} reading {hook_for}: {stderr}"
+            );
+            assert!(
+                stderr.contains(&format!(
+                    "gpuenv: this is the hook for {hook_for}, but {reader} is reading it; put "
+                )) && stderr.contains(&format!("gpuenv hook {reader}")),
+                "{reader} reading {hook_for}: {stderr}"
+            );
+        }
+    }
+    // Read by a program that is not a shell (or written to a file), it is the hook.
+    let out = p.sb.ok(&["hook", "zsh"]);
+    assert!(out.contains("GPUENV_SHELL=zsh"), "{out}");
+    // Piped by another shell to a pager, too: that shell does not read it.
+    let bin = assert_cmd::cargo::cargo_bin("gpuenv");
+    let home = p.sb.home();
+    let env: [(&str, &OsStr); 3] = [
+        ("HOME", home.as_os_str()),
+        ("PATH", "/usr/bin:/bin".as_ref()),
+        ("GPUENV_BIN", bin.as_os_str()),
+    ];
+    let out = shells::run("bash", "\"$GPUENV_BIN\" hook zsh | head -n 1", &home, &env);
+    let first = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        first.starts_with("# gpuenv shell integration for zsh"),
+        "{first}"
+    );
+}
+
 #[test]
 fn use_without_the_hook_says_how_to_add_it() {
     let p = projects();
@@ -349,4 +407,63 @@ fn completions_are_valid_shell_code() {
     assert!(sb
         .ok(&["completions", "fish"])
         .contains("complete -c gpuenv"));
+}
+
+/// Tab after `gpuenv use` (and the other commands that take toolchains) offers the names
+/// registered now, asked of gpuenv at each completion; after `--` it does not. Real bash,
+/// zsh and fish: bash and zsh call the completion function as their completion system
+/// does (zsh's `compadd` recorded), fish answers `complete -C`.
+#[test]
+fn completions_offer_the_registered_toolchain_names() {
+    let p = projects();
+    let bin = p.sb.path("bin");
+    fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("gpuenv"), bin.join("gpuenv")).unwrap();
+    for shell in shells::SHELLS {
+        if !have_tool(shell) {
+            return;
+        }
+        let file = p.sb.path(&format!("completion.{shell}"));
+        fs::write(&file, p.sb.ok(&["completions", shell])).unwrap();
+        let ask = |line: &str| -> String {
+            let words: Vec<&str> = line.split(' ').collect();
+            let script = match shell {
+                "bash" => format!(
+                    "source \"$F\"; COMP_WORDS=({}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; _gpuenv gpuenv '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                    words.join(" "),
+                    words.len() - 1,
+                    words[words.len() - 1],
+                    words[words.len() - 2]
+                ),
+                "zsh" => format!(
+                    "compdef() {{ :; }}; source \"$F\"; compadd() {{ [[ $1 == -a ]] && print -l -- \"${{(@P)2}}\"; }}; _gpuenv_clap() {{ print clap; }}; words=({}); CURRENT={}; _gpuenv",
+                    words.join(" "),
+                    words.len()
+                ),
+                _ => format!("source \"$F\"; complete -C '{line}'"),
+            };
+            let path = format!("{}:/usr/bin:/bin", bin.display());
+            let (home, gpuenv_home) = (p.sb.home(), p.sb.gpuenv_home());
+            let env: [(&str, &OsStr); 4] = [
+                ("HOME", home.as_os_str()),
+                ("PATH", path.as_ref()),
+                ("F", file.as_os_str()),
+                ("GPUENV_HOME", gpuenv_home.as_os_str()),
+            ];
+            let out = shells::run(shell, &script, &home, &env);
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let offered = ask("gpuenv use cu");
+        for name in ["cuda-11.8", "cuda-12.4"] {
+            assert!(
+                offered.lines().any(|l| l.split('\t').next() == Some(name)),
+                "{shell}: {name} not offered:\n{offered}"
+            );
+        }
+        let after = ask("gpuenv run cuda-12.4 -- cu");
+        assert!(
+            !after.contains("cuda-11.8"),
+            "{shell}: names after --:\n{after}"
+        );
+    }
 }

@@ -281,3 +281,38 @@ fn a_corrupt_upstream_or_system_config_is_a_warning_not_a_crash() {
         "{err}"
     );
 }
+
+/// A bare `gpuenv install` in a project whose pin the site store provides downloads nothing
+/// (no source is even asked: both point where nothing is) and says where the pin is met.
+#[test]
+fn a_bare_install_of_a_pin_an_upstream_provides_installs_nothing() {
+    let sb = Sandbox::new();
+    let store = site_store(&sb);
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let nowhere = sb.path("no-mirror");
+    let out = sb
+        .gpuenv()
+        .env("GPUENV_SYSTEM_CONFIG", sb.path("etc/gpuenv/config.toml"))
+        .env("GPUENV_CUDA_MIRROR", &nowhere)
+        .env("GPUENV_PYPI_URL", &nowhere)
+        .current_dir(&proj)
+        .arg("install")
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "cuda-12.4 is satisfied by cuda-12.4 from the upstream {}; nothing to install",
+            store.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("installing"), "{err}");
+    let own = sb.gpuenv_home().join("toolchains");
+    let installed: Vec<_> = fs::read_dir(&own)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(installed.is_empty(), "{installed:?}");
+}

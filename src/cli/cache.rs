@@ -23,7 +23,11 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum Action {
     /// How much the cache takes, per part, and how much of it installed toolchains share
-    Size,
+    Size {
+        /// Machine-readable output on stdout (bytes)
+        #[arg(long)]
+        json: bool,
+    },
     /// Remove what no installed toolchain uses: partial downloads, archives, unpacked
     /// archives and stored files (with --all: everything, index pages too)
     Prune {
@@ -39,17 +43,40 @@ impl Args {
         let cache = super::install::cache(ctx, &home);
         let installed = Installed::scan(&home.toolchains())?;
         match self.action {
-            Action::Size => size(&cache, &installed),
+            Action::Size { json } => size(&cache, &installed, json),
             Action::Prune { all } => prune(&cache, &installed, all),
         }
     }
 }
 
-fn size(cache: &Cache, installed: &Installed) -> Result<()> {
+fn size(cache: &Cache, installed: &Installed, json: bool) -> Result<()> {
     let parts = prune::size(cache, installed)?;
     let total: u64 = parts.iter().map(|u| u.bytes).sum();
-    let kept: u64 = parts.iter().map(|u| u.installed).sum();
-    let meta = parts[PARTS.len() - 1].bytes;
+    let frees = prune::frees(cache, installed)?;
+    if json {
+        let rows: Vec<_> = PARTS
+            .iter()
+            .zip(&parts)
+            .map(|((part, what), u)| {
+                serde_json::json!({
+                    "part": part,
+                    "what": what,
+                    "bytes": u.bytes,
+                    "files": u.files,
+                    "shared_with_installed": u.installed,
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "cache": cache.root,
+            "bytes": total,
+            "parts": rows,
+            "prune_frees": frees.prune,
+            "prune_all_frees": frees.all,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
     println!("{}: {}", cache.root.display(), HumanBytes(total));
     for ((part, what), u) in PARTS.iter().zip(&parts) {
         let note = if u.installed > 0 {
@@ -67,10 +94,11 @@ fn size(cache: &Cache, installed: &Installed) -> Result<()> {
         );
     }
     ui::info(format!(
-        "`gpuenv cache prune` frees up to {} (what no installed toolchain uses); `--all` frees up to {}",
-        HumanBytes(total - kept - meta),
-        HumanBytes(total - kept)
+        "`gpuenv cache prune` frees {} (what no installed toolchain uses); `--all` frees {}",
+        HumanBytes(frees.prune),
+        HumanBytes(frees.all)
     ));
+    ui::info("installed toolchains are not the cache: their files are hard links to its objects, so bytes they share are counted here once, stay on disk after any prune, and are freed by `gpuenv uninstall`");
     Ok(())
 }
 

@@ -20,6 +20,9 @@ pub struct Args {
     /// Look instead at the roots the module files on MODULEPATH name (read, never run)
     #[arg(long)]
     modules: bool,
+    /// Machine-readable output on stdout: one object per tree found
+    #[arg(long)]
+    json: bool,
 }
 
 impl Args {
@@ -46,24 +49,34 @@ impl Args {
                 "the standard places"
             };
             ui::info(format!("found no CUDA Toolkit or ROCm tree in {places}"));
+            if self.json {
+                println!("[]");
+            }
             return Ok(());
         }
         let store = super::store(ctx)?;
         let registry = Registry::load(&home)?;
         super::notice(&registry);
         let mut to_register: Vec<(String, Entry)> = Vec::new();
+        let mut rows = Vec::new();
+        let skipped = |rows: &mut Vec<serde_json::Value>, root: &std::path::Path, why: &str| {
+            if self.json {
+                rows.push(serde_json::json!({"root": root, "status": "skipped", "why": why}));
+            } else {
+                println!("  skipped  {}: {why}", root.display());
+            }
+        };
         for f in &found {
             let d = match &f.result {
                 Ok(d) => d,
                 Err(why) => {
-                    println!("  skipped  {}: {why}", f.root.display());
+                    skipped(&mut rows, &f.root, &why.to_string());
                     continue;
                 }
             };
             if let Err(why) = store.admissible(&f.root, Source::Discovered) {
                 let why = why.to_string();
-                let why = why.lines().next().unwrap_or_default();
-                println!("  skipped  {}: {why}", f.root.display());
+                skipped(&mut rows, &f.root, why.lines().next().unwrap_or_default());
                 continue;
             }
             let name = Spec {
@@ -76,21 +89,38 @@ impl Args {
                 .toolchains
                 .iter()
                 .find(|(_, e)| same_dir(&e.root, &f.root));
-            let status = match already {
-                Some((n, _)) => format!("registered as {n}"),
-                None if registry.toolchains.contains_key(&name) => {
-                    format!("not registered: the name {name} is taken by another root")
-                }
+            let (state, registered_as, status) = match already {
+                Some((n, _)) => ("registered", Some(n.as_str()), format!("registered as {n}")),
+                None if registry.toolchains.contains_key(&name) => (
+                    "name-taken",
+                    None,
+                    format!("not registered: the name {name} is taken by another root"),
+                ),
                 None => {
                     let entry = Entry::from_detected(d.clone(), f.root.clone(), Source::Discovered);
                     to_register.push((name.clone(), entry));
                     if self.register {
-                        format!("registering as {name}")
+                        (
+                            "registering",
+                            Some(name.as_str()),
+                            format!("registering as {name}"),
+                        )
                     } else {
-                        format!("new: would be {name}")
+                        ("new", None, format!("new: would be {name}"))
                     }
                 }
             };
+            if self.json {
+                rows.push(serde_json::json!({
+                    "root": f.root,
+                    "kind": d.kind,
+                    "version": d.version.to_string(),
+                    "name": name,
+                    "status": state,
+                    "registered_as": registered_as,
+                }));
+                continue;
+            }
             println!(
                 "{} {:<8} {:<10} {}  ({status})",
                 d.kind,
@@ -98,6 +128,9 @@ impl Args {
                 d.version,
                 f.root.display()
             );
+        }
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&rows)?);
         }
         if !self.register {
             if !to_register.is_empty() {

@@ -141,6 +141,7 @@ enum Existing {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
+        super::interrupt::say_what_is_left();
         if self.locked {
             return super::install_locked::run(
                 ctx,
@@ -159,12 +160,9 @@ impl Args {
             return super::install_torch::run(ctx, &store, &fetcher, &progress);
         }
         let specs: Vec<Spec> = if self.specs.is_empty() {
-            super::install_pinned::missing_pins(ctx, &Registry::load(&home)?)?
+            super::install_pinned::missing_pins(ctx, &super::layered(ctx)?.1)?
         } else {
-            self.specs
-                .iter()
-                .map(|s| s.parse())
-                .collect::<Result<_, _>>()?
+            super::parse_specs_each(&self.specs)?
         };
         if specs.is_empty() {
             return Ok(());
@@ -183,98 +181,21 @@ impl Args {
             manifest: self.manifest.as_deref(),
         };
         let mut installed_any = false;
+        let mut failed = Vec::new();
         for spec in &specs {
-            if spec.label.is_some() && self.manifest.is_none() {
-                bail!(Hinted::new(format!(
-                    "{spec}: installed toolchains are named by their version alone (labels are for linked ones and manifests)"
-                ))
-                .hint(format!("gpuenv install {}-{}", spec.kind, spec.version)));
-            }
-            // An exact name that is installed needs no source at all, unless components
-            // are to be added to it. Components go to the toolchain the spec selects here
-            // (as a build would get it), not to a newer release a source has.
-            let name = if self.components.is_empty() {
-                spec.to_string()
-            } else {
-                selected(&home, spec)?
-            };
-            match self.existing(&home, &name)? {
-                Existing::Done => continue,
-                Existing::AddTo(entry) => {
-                    installed_any |= super::install_component::run(
-                        ctx, &store, &fetcher, &progress, &name, &entry, &ask,
-                    )?;
-                    continue;
-                }
-                Existing::Install => {}
-            }
-            let (sel, from) = self.selection(&home, spec);
-            let mut sources = sources(ctx, &fetcher, self.source, self.manifest.as_deref())?;
-            // Where it came from first: an offline reinstall needs no other source.
-            if let Some(from) = from {
-                sources.sort_by_key(|s| s.name() != from);
-            }
-            let plan = gpuenv_install::plan(&sources, spec, &sel)?;
-            ui::verbose(format!(
-                "{spec}: the {} source has {} ({})",
-                plan.source,
-                plan.name,
-                plan.archives
-                    .iter()
-                    .map(|a| a.file_name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            match self.existing(&home, &plan.name)? {
-                Existing::Done => continue,
-                Existing::AddTo(entry) => {
-                    installed_any |= super::install_component::run(
-                        ctx, &store, &fetcher, &progress, &plan.name, &entry, &ask,
-                    )?;
-                    continue;
-                }
-                Existing::Install => {}
-            }
-            let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
-            ui::info(format!(
-                "installing {} from {} ({} archives{})",
-                plan.name,
-                plan.source,
-                plan.archives.len(),
-                if size > 0 {
-                    format!(", {}", HumanBytes(size))
-                } else {
-                    String::new()
-                }
-            ));
-            let started = std::time::Instant::now();
-            let done =
-                gpuenv_install::install_recorded(&store, &fetcher, &plan, Some(&sel), &progress)?;
-            if done.already {
-                self.already(&done.name, &done.root);
-                continue;
-            }
-            installed_any = true;
-            ui::info(format!(
-                "installed {} ({} {}) in {} ({} downloaded, {:.1}s)",
-                done.name,
-                done.kind,
-                done.version,
-                done.root.display(),
-                HumanBytes(done.fetched_bytes),
-                started.elapsed().as_secs_f64()
-            ));
-            if done.kind == Kind::Cuda {
-                if let Some(warning) = driver::read_proc_version(&ctx.system_root())
-                    .and_then(|d| driver::too_old_for(&done.version, &d))
-                {
-                    ui::warn_with_hints(&warning, warning.hints());
+            match self.install_one(ctx, &home, &store, &fetcher, &progress, &ask, spec) {
+                Ok(installed) => installed_any |= installed,
+                Err(e) if specs.len() == 1 => return Err(e),
+                // The others are installed all the same; each failure is said as it happens.
+                Err(e) => {
+                    let e = e.context(format!("cannot install {spec}"));
+                    super::print_error(&e);
+                    failed.push((
+                        spec.to_string(),
+                        gpuenv_install::fault::is_network_failure(&e),
+                    ));
                 }
             }
-            ui::info(format!(
-                "use it in this project with `gpuenv pin {n}`, in this shell with `gpuenv use {n}`, or everywhere else with `gpuenv default {n}`",
-                n = done.name
-            ));
         }
         if installed_any {
             super::lock::refresh(ctx);
@@ -285,7 +206,142 @@ impl Args {
                 fetcher.cache.root.display()
             ));
         }
-        Ok(())
+        if failed.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<&str> = failed.iter().map(|(n, _)| n.as_str()).collect();
+        super::print_error(&anyhow::anyhow!(
+            "{} of {} could not be installed: {} (each said why above)",
+            failed.len(),
+            specs.len(),
+            names.join(", ")
+        ));
+        // The network's own status only when it is the one cause.
+        let code = if failed.iter().all(|(_, network)| *network) {
+            super::status::NETWORK
+        } else {
+            2
+        };
+        Err(super::Exit(code).into())
+    }
+
+    /// Installs one spec (or adds components to it). True when something was installed.
+    #[allow(clippy::too_many_arguments)]
+    fn install_one(
+        &self,
+        ctx: &Context,
+        home: &Home,
+        store: &gpuenv_core::store::Store,
+        fetcher: &Fetcher,
+        progress: &Progress,
+        ask: &super::install_component::Ask,
+        spec: &Spec,
+    ) -> Result<bool> {
+        if spec.label.is_some() && self.manifest.is_none() {
+            bail!(Hinted::new(format!(
+                "{spec}: installed toolchains are named by their version alone (labels are for linked ones and manifests)"
+            ))
+            .hint(format!("gpuenv install {}-{}", spec.kind, spec.version)));
+        }
+        // An exact name that is installed needs no source at all, unless components
+        // are to be added to it. Components go to the toolchain the spec selects here
+        // (as a build would get it), not to a newer release a source has.
+        let name = if self.components.is_empty() {
+            spec.to_string()
+        } else {
+            selected(home, spec)?
+        };
+        match self.existing(home, &name)? {
+            Existing::Done => return Ok(false),
+            Existing::AddTo(entry) => {
+                return super::install_component::run(
+                    ctx, store, fetcher, progress, &name, &entry, ask,
+                );
+            }
+            Existing::Install => {}
+        }
+        let (sel, from) = self.selection(home, spec);
+        let mut sources = sources(ctx, fetcher, self.source, self.manifest.as_deref())?;
+        // Where it came from first: an offline reinstall needs no other source.
+        if let Some(from) = from {
+            sources.sort_by_key(|s| s.name() != from);
+        }
+        let plan = match gpuenv_install::plan(&sources, spec, &sel) {
+            Ok(plan) => plan,
+            Err(e) => return self.installed_instead(home, spec, e),
+        };
+        ui::verbose(format!(
+            "{spec}: the {} source has {} ({})",
+            plan.source,
+            plan.name,
+            plan.archives
+                .iter()
+                .map(|a| a.file_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        match self.existing(home, &plan.name)? {
+            Existing::Done => return Ok(false),
+            Existing::AddTo(entry) => {
+                return super::install_component::run(
+                    ctx, store, fetcher, progress, &plan.name, &entry, ask,
+                );
+            }
+            Existing::Install => {}
+        }
+        let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
+        ui::info(format!(
+            "installing {} from {} ({} archives{})",
+            plan.name,
+            plan.source,
+            plan.archives.len(),
+            if size > 0 {
+                format!(", {}", HumanBytes(size))
+            } else {
+                String::new()
+            }
+        ));
+        let started = std::time::Instant::now();
+        let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
+        if done.already {
+            self.already(&done.name, &done.root);
+            return Ok(false);
+        }
+        super::interrupt::installed_one();
+        ui::info(format!(
+            "installed {} ({} {}) in {} ({} downloaded, {:.1}s)",
+            done.name,
+            done.kind,
+            done.version,
+            done.root.display(),
+            HumanBytes(done.fetched_bytes),
+            started.elapsed().as_secs_f64()
+        ));
+        if done.kind == Kind::Cuda {
+            if let Some(warning) = driver::read_proc_version(&ctx.system_root())
+                .and_then(|d| driver::too_old_for(&done.version, &d))
+            {
+                ui::warn_with_hints(&warning, warning.hints());
+            }
+        }
+        ui::info(super::install_advice::after(ctx, home, &done.name));
+        Ok(true)
+    }
+
+    /// No source could plan `spec`, but offline a registered toolchain it selects is what
+    /// the user has: said, and nothing to do. Otherwise the error.
+    fn installed_instead(&self, home: &Home, spec: &Spec, err: anyhow::Error) -> Result<bool> {
+        let registry = Registry::load(home)?;
+        match registry.find(spec) {
+            Some((name, entry)) if self.offline && self.components.is_empty() => {
+                ui::info(format!(
+                    "{spec}: {name} is installed at {} and selects it; offline, no newer release was looked for",
+                    entry.root.display()
+                ));
+                Ok(false)
+            }
+            _ => Err(err),
+        }
     }
 
     /// What to do with `name`, which may be registered already.

@@ -87,6 +87,7 @@ pub fn run(
         .hint(format!("`gpuenv install {} --component {list}`", plan.name)));
     }
     let added = gpuenv_install::add::add(store, fetcher, &plan, &rec, &sel, progress)?;
+    super::interrupt::installed_one();
     if added.is_empty() {
         ui::info(format!("{name} already has {}", ask.components.join(", ")));
         return Ok(false);

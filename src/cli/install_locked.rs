@@ -139,6 +139,7 @@ fn install_one(
             if offline { ", from the cache" } else { "" }
         ));
         gpuenv_install::install_recorded(&store, &fetcher, &plan, Some(&sel), &progress)?;
+        super::interrupt::installed_one();
         Ok(Vec::new())
     };
     let diffs = if offline {

@@ -1,5 +1,6 @@
 //! `gpuenv install` with no spec: the pins of the nearest toolchain file that nothing
-//! registered matches yet (like `mise install` in a project).
+//! registered matches yet (like `mise install` in a project). An upstream's toolchain (a
+//! site store) matches too: what the site provides is never downloaded again.
 
 use anyhow::{bail, Result};
 
@@ -7,12 +8,14 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::guard;
 use gpuenv_core::project::{self, PinValue};
-use gpuenv_core::toolchain::registry::Registry;
+use gpuenv_core::toolchain::upstream::Layered;
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
 
-/// The specs to install for the project here; empty when every pin is satisfied.
-pub fn missing_pins(ctx: &Context, registry: &Registry) -> Result<Vec<Spec>> {
+/// The specs to install for the project here; empty when every pin is satisfied by a
+/// toolchain of the user's own or of an upstream.
+pub fn missing_pins(ctx: &Context, layered: &Layered) -> Result<Vec<Spec>> {
+    let registry = &layered.registry;
     let here = project::find(&ctx.cwd, &registry.safe_directories)?;
     for foreign in &here.passed_over {
         ui::warn(foreign);
@@ -64,7 +67,16 @@ pub fn missing_pins(ctx: &Context, registry: &Registry) -> Result<Vec<Spec>> {
             }
         };
         match registry.find(&spec) {
-            Some((name, _)) => ui::info(format!("{}: {spec} is satisfied by {name}", pin.at)),
+            Some((name, _)) => {
+                let from = layered
+                    .upstream_of(name)
+                    .map(|root| format!(" from the upstream {}", root.display()))
+                    .unwrap_or_default();
+                ui::info(format!(
+                    "{}: {spec} is satisfied by {name}{from}; nothing to install",
+                    pin.at
+                ))
+            }
             None => missing.push(spec),
         }
     }

@@ -60,6 +60,7 @@ pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress)
         cuda.tree.display()
     ));
     let done = gpuenv_install::install(store, fetcher, &plan, progress)?;
+    super::interrupt::installed_one();
     if done.already {
         say(format!(
             "{} is already installed at {}",

@@ -25,6 +25,9 @@ pub struct Args {
     /// A gpuenv manifest (path or URL), with --available
     #[arg(long, value_name = "PATH|URL", requires = "available")]
     manifest: Option<String>,
+    /// Only the names, one a line, nothing else said: what shell completion offers
+    #[arg(long, conflicts_with_all = ["json", "available"])]
+    names: bool,
 }
 
 #[derive(Serialize)]
@@ -61,6 +64,13 @@ impl Args {
             );
         }
         let mut session = super::session(ctx)?;
+        if self.names {
+            // Completion runs this at every Tab: the registry read, nothing resolved or said.
+            for name in session.layered().registry.toolchains.keys() {
+                println!("{name}");
+            }
+            return Ok(());
+        }
         // `list` stays useful in a directory whose toolchain file is broken.
         let active = match super::resolve_here(&mut session, &[], None) {
             Ok(a) => Some(a),

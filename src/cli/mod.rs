@@ -11,10 +11,12 @@ mod env_cmd;
 mod hook;
 mod hook_env;
 mod install;
+mod install_advice;
 mod install_component;
 mod install_locked;
 mod install_pinned;
 mod install_torch;
+mod interrupt;
 mod link;
 mod list;
 mod lock;
@@ -30,6 +32,7 @@ mod self_cmd;
 mod self_info;
 mod self_uninstall;
 mod show;
+mod spec_hint;
 mod torch_cmd;
 mod trust_cmd;
 mod uninstall;
@@ -116,6 +119,35 @@ enum Command {
 #[error("exit status {0}")]
 pub struct Exit(pub u8);
 
+/// Exit statuses besides 0, 1 (the thing asked is not so) and 2 (usage or input error).
+pub mod status {
+    /// A fetch failed in the network or at the server (DNS, connection, certificate,
+    /// timeout, HTTP error, redirect loop): not a usage error.
+    pub const NETWORK: u8 = 3;
+    /// Interrupted (Ctrl-C), as a shell reports SIGINT.
+    pub const INTERRUPTED: u8 = 130;
+    /// `gpuenv run -- cmd`: cmd was found but cannot be run, as a shell says.
+    pub const NOT_EXECUTABLE: u8 = 126;
+    /// `gpuenv run -- cmd`: no such command, as a shell says.
+    pub const NOT_FOUND: u8 = 127;
+}
+
+/// Prints `err` and ends with `code`.
+pub fn fail_with(code: u8, err: anyhow::Error) -> anyhow::Error {
+    print_error(&err);
+    Exit(code).into()
+}
+
+/// The status of an error no command chose one for: [`status::NETWORK`] when the network
+/// failed anywhere in its chain, else 2.
+fn status_of(err: &anyhow::Error) -> u8 {
+    if gpuenv_install::fault::is_network_failure(err) {
+        status::NETWORK
+    } else {
+        2
+    }
+}
+
 /// The finders of every crate whose errors reach the CLI (see `gpuenv_core::diagnostic`).
 pub const FIND: &[Find] = gpuenv_install::FIND;
 
@@ -149,7 +181,7 @@ pub fn main() -> ExitCode {
             Some(Exit(code)) => ExitCode::from(*code),
             None => {
                 print_error(&e);
-                ExitCode::from(2)
+                ExitCode::from(status_of(&e))
             }
         },
     }
@@ -422,12 +454,19 @@ fn parse_specs(args: &[String]) -> Result<Vec<Spec>> {
     Ok(resolve::parse_specs("the command line", &args.join(","))?)
 }
 
-/// Parses specs given as arguments, any number of each kind.
+/// Parses specs given as arguments, any number of each kind; a typo gets the spec it
+/// most likely meant.
 fn parse_specs_each(args: &[String]) -> Result<Vec<Spec>> {
     args.iter()
-        .map(|a| {
+        .enumerate()
+        .map(|(i, a)| {
             a.parse::<Spec>().map_err(|e| {
-                Hinted::new(e.to_string()).hint("name a version too: `cuda-12.4`, or any prefix of one such as `cuda-12` (`gpuenv list` shows what is registered)").into()
+                let next = args.get(i + 1).map(String::as_str);
+                let hint = match spec_hint::meant(a, next) {
+                    Some(s) => format!("did you mean `{s}`? (`gpuenv list` shows what is registered)"),
+                    None => "name a version too: `cuda-12.4`, or any prefix of one such as `cuda-12` (`gpuenv list` shows what is registered)".to_string(),
+                };
+                Hinted::new(e.to_string()).hint(hint).into()
             })
         })
         .collect()

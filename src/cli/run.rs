@@ -1,6 +1,6 @@
 use std::ffi::OsString;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::Result;
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
@@ -38,15 +38,18 @@ impl Args {
         let args = self.command[1..].iter().map(OsString::from).collect();
         // exec: the command's exit status and signals are its own.
         let err = session::exec_with(program.into(), args, &applied);
+        // The statuses a shell gives: 127 not found, 126 found but not runnable.
         if err.kind() == std::io::ErrorKind::NotFound {
             let hint = if program.contains('/') {
                 format!("check the path {program}")
             } else {
                 "it is not on PATH, nor in the active toolchain's bin/ (`gpuenv which <tool>` shows where a tool comes from)".to_string()
             };
-            bail!(Hinted::new(format!("{program}: command not found")).hint(hint));
+            let err = Hinted::new(format!("{program}: command not found")).hint(hint);
+            return Err(super::fail_with(super::status::NOT_FOUND, err.into()));
         }
-        Err(err).with_context(|| format!("cannot run `{program}`"))
+        let err = anyhow::Error::from(err).context(format!("cannot run `{program}`"));
+        Err(super::fail_with(super::status::NOT_EXECUTABLE, err))
     }
 }
 

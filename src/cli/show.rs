@@ -4,7 +4,7 @@ use serde_json::json;
 use gpuenv_core::build_cache;
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Diagnostic;
-use gpuenv_core::project::{ArchPolicy, ProjectFile};
+use gpuenv_core::project::{self, ArchPolicy, PinValue, ProjectFile};
 use gpuenv_core::store::{self, Problem};
 use gpuenv_core::toolchain::{upstream, view};
 use gpuenv_core::ui;
@@ -20,7 +20,19 @@ pub struct Args {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let mut session = super::session(ctx)?;
-        let active = super::resolve_here(&mut session, &[], None)?;
+        let active = match super::resolve_here(&mut session, &[], None) {
+            Ok(active) => active,
+            // A pin that is not installed still leaves the file's other settings to show.
+            Err(e) => {
+                let safe = &session.registry().safe_directories;
+                if let Ok(Some(path)) = project::find(&ctx.cwd, safe).map(|h| h.path) {
+                    if let Ok(file) = project::load(&path) {
+                        self.unresolved(&file)?;
+                    }
+                }
+                return Err(e);
+            }
+        };
         let (home, registry) = (session.home(), session.registry());
         let cache = build_cache::choose(
             ctx.var(vars::GPUENV_BUILD_CACHE),
@@ -72,6 +84,8 @@ impl Args {
                     "program": cache_program.as_ref().ok().cloned().flatten(),
                     "shared": cache.shared.as_ref().map(|(s, _)| s.to_string()),
                 },
+                "cuda_arch": active.project.as_ref().map(arch_pins).unwrap_or_default().0,
+                "rocm_arch": active.project.as_ref().map(arch_pins).unwrap_or_default().1,
                 "build_archs": archs.as_ref().map(|a| json!({
                     "policy": a.policy.name(),
                     "from": a.from,
@@ -106,6 +120,9 @@ impl Args {
         }
         for t in &active.toolchains {
             println!("{}: {} ({})", t.entry.kind, t.name, t.reason);
+        }
+        for line in active.project.iter().flat_map(arch_pin_lines) {
+            println!("{line}");
         }
         match cache_program {
             Ok(Some(program)) => println!(
@@ -143,6 +160,89 @@ impl Args {
         }
         Ok(())
     }
+}
+
+impl Args {
+    /// What the toolchain file here says when a pin of it resolves to nothing: each pin,
+    /// the arch pins and `[build] archs`; the error follows.
+    fn unresolved(&self, file: &ProjectFile) -> Result<()> {
+        let archs = archs_shown(file);
+        if self.json {
+            let pins: Vec<_> = file
+                .pins
+                .iter()
+                .map(|p| json!({"kind": p.kind, "pin": pin_text(&p.value), "at": p.at.to_string()}))
+                .collect();
+            let (cuda, rocm) = arch_pins(file);
+            let out = json!({
+                "toolchains": [],
+                "toolchain_file": file.path,
+                "pins": pins,
+                "cuda_arch": cuda,
+                "rocm_arch": rocm,
+                "build_archs": archs.as_ref().map(|a| json!({
+                    "policy": a.policy.name(),
+                    "from": a.from,
+                    "held_back": a.held_back.map(ArchPolicy::name),
+                })),
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+            return Ok(());
+        }
+        // Said to the person (stdout stays empty on an error), before the error itself.
+        let mut lines = vec![format!("toolchain file: {}", file.path.display())];
+        for p in &file.pins {
+            lines.push(format!(
+                "{}: {} (pinned at {}; not resolved here: see the error)",
+                p.kind,
+                pin_text(&p.value),
+                p.at
+            ));
+        }
+        lines.extend(arch_pin_lines(file));
+        if let Some(a) = &archs {
+            lines.push(format!(
+                "build archs: {} ({}): {}",
+                a.policy.name(),
+                a.from,
+                a.policy.effect()
+            ));
+        }
+        for line in lines {
+            ui::info(line);
+        }
+        Ok(())
+    }
+}
+
+fn pin_text(value: &PinValue) -> String {
+    match value {
+        PinValue::Spec(s) => s.to_string(),
+        PinValue::Torch => "torch".to_string(),
+    }
+}
+
+/// The file's arch pins, as written: (cuda-arch, rocm-arch).
+fn arch_pins(p: &ProjectFile) -> (Vec<String>, Vec<String>) {
+    (
+        p.cuda_arch.iter().map(ToString::to_string).collect(),
+        p.rocm_arch.iter().map(ToString::to_string).collect(),
+    )
+}
+
+/// `cuda-arch: 8.0, 9.0 (gpuenv.toml:3:13)`, and rocm-arch likewise, when pinned.
+fn arch_pin_lines(p: &ProjectFile) -> Vec<String> {
+    let (cuda, rocm) = arch_pins(p);
+    [
+        ("cuda-arch", cuda, p.cuda_arch_at.first()),
+        ("rocm-arch", rocm, p.rocm_arch_at.first()),
+    ]
+    .into_iter()
+    .filter_map(|(key, list, at)| {
+        let at = at.filter(|_| !list.is_empty())?;
+        Some(format!("{key}: {} ({at})", list.join(", ")))
+    })
+    .collect()
 }
 
 /// `[build] archs` as it applies to a toolchain file.

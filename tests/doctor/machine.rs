@@ -243,7 +243,7 @@ fn fm10_without_g_plus_plus_nvcc_cannot_compile_and_doctor_names_the_install_com
     let out = w.gpuenv().args(["doctor"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("see: https://github.com/gpuenv/gpuenv/blob/main/docs/failure-modes.md#fm-10-host-compiler"),
+        text.contains("see: docs/failure-modes.md#fm-10-host-compiler"),
         "{text}"
     );
     assert_eq!(out.status.code(), Some(1));

@@ -67,19 +67,13 @@ pub struct Check {
 }
 
 impl Check {
-    /// The section of the docs that explains this check: `…/failure-modes.md#fm-10-host-compiler`
-    /// (the anchor GitHub gives the heading `FM-10 host-compiler`).
+    /// The section of the docs that explains this check, as a path in gpuenv's repository
+    /// (`docs/failure-modes.md#fm-10-host-compiler`, the anchor of the heading
+    /// `FM-10 host-compiler`): the docs of the release in hand, not of another version.
     pub fn docs(&self) -> String {
         match self.id.strip_prefix("FM-") {
-            Some(n) => format!(
-                "{}/blob/main/docs/failure-modes.md#fm-{n}-{}",
-                gpuenv_core::REPOSITORY,
-                self.name
-            ),
-            None => format!(
-                "{}/blob/main/docs/design.md#resolution",
-                gpuenv_core::REPOSITORY
-            ),
+            Some(n) => format!("docs/failure-modes.md#fm-{n}-{}", self.name),
+            None => "docs/design.md#resolution".to_string(),
         }
     }
 }

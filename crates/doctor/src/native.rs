@@ -39,7 +39,18 @@ pub fn parse_agents(text: &str) -> Vec<String> {
 }
 
 /// The first line of a tool's answer, without the command line `Machine::run` puts first.
+/// What a tool said, in one line for a message: colours and other escape sequences taken
+/// out (a tool's output is not gpuenv's to print as is), and of a Python traceback only the
+/// exception it ends with (ROCm's `rocm_agent_enumerator` prints one without a GPU).
 fn first_line(text: &str) -> String {
+    let text = anstream::adapter::strip_str(text).to_string();
+    let text = match text.split_once("Traceback (most recent call last):") {
+        Some((head, trace)) => {
+            let raised = trace.lines().map(str::trim).rfind(|l| !l.is_empty());
+            format!("{head}{}", raised.unwrap_or("a Python traceback"))
+        }
+        None => text,
+    };
     let line = text.lines().map(str::trim).find(|l| !l.is_empty());
     let line = line.unwrap_or("no output");
     let line = match line.strip_prefix('`').and_then(|l| l.split_once("` ")) {

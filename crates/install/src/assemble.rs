@@ -139,10 +139,12 @@ fn runfile_place(parts: &[&std::ffi::OsStr], component: &str) -> Option<PathBuf>
 }
 
 /// What makes NVIDIA's pieces a runfile-style root: `include` and `lib64` links into
-/// `targets/`, unversioned `libX.so` links (so `-lcudart` works), and `version.json`.
+/// `targets/`, unversioned `libX.so` links (so `-lcudart` works), and `version.json`. A
+/// `lib` link too: the 13.2.78+ wheels' `nvcc.profile` searches `$(TOP)/lib/stubs` and
+/// `$(TOP)/lib`, not `targets/`, so without it their nvcc finds no library to link.
 pub fn finish_cuda(root: &Path, release: &Version, components: &[(String, String)]) -> Result<()> {
     let target = target_dir();
-    for (link, dir) in [("include", "include"), ("lib64", "lib")] {
+    for (link, dir) in [("include", "include"), ("lib64", "lib"), ("lib", "lib")] {
         let to = root.join(&target).join(dir);
         if to.is_dir() && fs_err::symlink_metadata(root.join(link)).is_err() {
             std::os::unix::fs::symlink(format!("{target}/{dir}"), root.join(link))

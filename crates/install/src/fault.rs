@@ -92,10 +92,37 @@ impl Fault {
         ) || matches!(self, Fault::Status { status, .. } if *status >= 500 || *status == 429)
     }
 
+    /// The network (or the server at the other end) failed, not what was asked: gpuenv
+    /// exits with its own status for it, so a script can retry.
+    pub fn is_network(&self) -> bool {
+        matches!(
+            self,
+            Fault::Dns { .. }
+                | Fault::Connect { .. }
+                | Fault::Timeout { .. }
+                | Fault::Status { .. }
+                | Fault::ShortBody { .. }
+                | Fault::Transfer { .. }
+                | Fault::Redirect { .. }
+                | Fault::Certificate { .. }
+        )
+    }
+
     pub fn io(path: &std::path::Path, e: impl std::fmt::Display) -> Fault {
         Fault::Io {
             path: path.display().to_string(),
             message: e.to_string(),
         }
     }
+}
+
+/// Every source failed for the network: the cause of "no source could install".
+#[derive(Debug, thiserror::Error)]
+#[error("no source could be reached: the network or the servers failed")]
+pub struct Unreachable;
+
+/// Whether `err` comes from the network (or a server) failing, anywhere in its chain.
+pub fn is_network_failure(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|e| e.is::<Unreachable>() || e.downcast_ref::<Fault>().is_some_and(Fault::is_network))
 }

@@ -431,7 +431,7 @@ fn finish_tree(plan: &Plan, components: &[(String, String)], root: &Path) -> Res
     match plan.kind {
         Kind::Cuda if plan.cuda_layout => {
             assemble::finish_cuda(root, &plan.version, components)?;
-            // NVIDIA's comes with cuda_cudart's archive; the wheels have none.
+            // NVIDIA's come with cuda_cudart's and cuda_nvml_dev's archives; the wheels have none.
             if stub::driver_stub(root)
                 .with_context(|| format!("writing the driver stub of {}", plan.name))?
             {
@@ -439,6 +439,11 @@ fn finish_tree(plan: &Plan, components: &[(String, String)], root: &Path) -> Res
                     "{}: wrote lib64/stubs/libcuda.so from its cuda.h",
                     plan.name
                 ));
+            }
+            if stub::nvml_stub(root)
+                .with_context(|| format!("writing the NVML stub of {}", plan.name))?
+            {
+                ui::verbose(format!("{}: wrote lib64/stubs/libnvidia-ml.so", plan.name));
             }
             if !root.join("bin/nvcc").is_file() {
                 bail!(Hinted::new(format!(
@@ -503,6 +508,9 @@ pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> R
     let mut err = Hinted::new(msg);
     for h in hints {
         err = err.hint(h);
+    }
+    if !reasons.is_empty() && reasons.iter().all(|(_, e)| fault::is_network_failure(e)) {
+        err = err.caused_by(fault::Unreachable);
     }
     bail!(err)
 }

@@ -184,6 +184,78 @@ pub fn prune(
     Ok(pruned)
 }
 
+/// What a prune would free, and a prune `--all`: the bytes of every file whose links are
+/// all in what it removes (so a file an installed toolchain, a kept tree or anything outside
+/// the cache also links frees nothing). The objects a prune removes are those whose other
+/// links all go with it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Frees {
+    pub prune: u64,
+    pub all: u64,
+}
+
+/// [`Frees`] of the cache as it is now, by the rules [`prune`] follows: only entries the
+/// cache names and the user owns are removed; an unpacked tree an installed toolchain links
+/// stays unless `--all`; index pages go only with `--all`.
+pub fn frees(cache: &Cache, installed: &Installed) -> Result<Frees, Refused> {
+    /// Per inode: size, links, links a prune removes, links the objects hold, links `--all`
+    /// removes.
+    #[derive(Default)]
+    struct Links {
+        size: u64,
+        nlink: u64,
+        pruned: u64,
+        objects: u64,
+        all: u64,
+    }
+    let mut inodes: std::collections::HashMap<(u64, u64), Links> = Default::default();
+    if cache.top(false)?.is_none() {
+        return Ok(Frees::default());
+    }
+    for (part, _) in PARTS {
+        let Some(dir) = cache.part(part, false)? else {
+            continue;
+        };
+        for name in dir.names()? {
+            let Some(st) = dir.stat(&name)? else {
+                continue;
+            };
+            let ours = part == "objects" || cache::ours(part, &name);
+            if !ours || !mine(st.st_uid) {
+                continue;
+            }
+            let text = name.to_string_lossy();
+            let pruned = match part {
+                "objects" | "meta" => false,
+                "unpacked" => !in_use(&dir, &text, installed)?,
+                _ => true,
+            };
+            dir.for_each_file(&name, &mut |st| {
+                let l = inodes.entry((st.st_dev, st.st_ino)).or_default();
+                l.size = st.st_size as u64;
+                // u32 on some targets (aarch64).
+                #[allow(clippy::unnecessary_cast)]
+                {
+                    l.nlink = st.st_nlink as u64;
+                }
+                l.pruned += u64::from(pruned);
+                l.objects += u64::from(part == "objects");
+                l.all += 1;
+            })?;
+        }
+    }
+    let mut out = Frees::default();
+    for l in inodes.values() {
+        if l.pruned + l.objects >= l.nlink {
+            out.prune += l.size;
+        }
+        if l.all >= l.nlink {
+            out.all += l.size;
+        }
+    }
+    Ok(out)
+}
+
 /// `<sha256>`, `<sha256>.seal`, `.tmp-<sha256>@…`: an install working on that archive holds
 /// its lock, so the prune waits for it.
 fn lock_for(

@@ -6,7 +6,9 @@
 //! each returning `CUDA_ERROR_STUB_LIBRARY` (34). It is written byte by byte (no compiler
 //! runs at install time, and the same cuda.h always gives the same file, so a lock's file
 //! list stays the same across machines). Programs linked against it load the real
-//! `libcuda.so.1` of the driver at run time.
+//! `libcuda.so.1` of the driver at run time. `lib64/stubs/libnvidia-ml.so` (`-lnvidia-ml`,
+//! `CUDA::nvml`; NVIDIA's is in `cuda_nvml_dev`, the wheel has only `nvml.h`) is made the
+//! same way, named `libnvidia-ml.so.1` like the driver's NVML.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -16,9 +18,14 @@ use gpuenv_core::{fsutil, outside};
 
 /// What the stub's functions return: `CUDA_ERROR_STUB_LIBRARY`, as NVIDIA's do.
 const STUB_ERROR: u8 = 34;
+/// What the NVML stub's functions return: `NVML_ERROR_LIBRARY_NOT_FOUND`.
+const NVML_STUB_ERROR: u8 = 12;
 /// CUDA 13 declares about 650 driver functions.
 const MAX_SYMBOLS: usize = 20_000;
 const SONAME: &str = "libcuda.so.1";
+const NVML_SONAME: &str = "libnvidia-ml.so.1";
+/// The NVML functions of NVIDIA's headers and driver library, for a toolkit without nvml.h.
+const NVML_FUNCTIONS: &str = include_str!("nvml-functions.txt");
 
 /// Adds `lib/stubs/libcuda.so` under the target dir of `root` when no archive brought one and
 /// the tree has the driver API's header to take the names from. True when it wrote one.
@@ -33,18 +40,82 @@ pub fn driver_stub(root: &Path) -> std::io::Result<bool> {
         return Ok(false);
     };
     let names = driver_functions(&String::from_utf8_lossy(&header));
+    write_stub(&stub, SONAME, &names, STUB_ERROR)
+}
+
+/// Adds `lib/stubs/libnvidia-ml.so` under the target dir of `root` when no archive brought
+/// one: the functions the tree's `nvml.h` declares (when it has one) and those NVIDIA's
+/// headers and driver declare, so `-lnvidia-ml` links without the `nvml` component too.
+/// True when it wrote one.
+pub fn nvml_stub(root: &Path) -> std::io::Result<bool> {
+    let target = root.join(target_dir());
+    let stub = target.join("lib/stubs/libnvidia-ml.so");
+    if fs_err::symlink_metadata(&stub).is_ok() {
+        return Ok(false);
+    }
+    let mut names = nvml_functions(NVML_FUNCTIONS);
+    if let Ok(header) = outside::read(&target.join("include/nvml.h"), outside::Kind::Header) {
+        names.extend(nvml_functions(&String::from_utf8_lossy(&header)));
+    }
+    write_stub(&stub, NVML_SONAME, &names, NVML_STUB_ERROR)
+}
+
+/// Writes the stub `soname` defining `names` at `stub`, readable by all. False when there is
+/// nothing to write (no names, an architecture without [`code`]).
+fn write_stub(
+    stub: &Path,
+    soname: &str,
+    names: &BTreeSet<String>,
+    value: u8,
+) -> std::io::Result<bool> {
     if names.is_empty() {
         return Ok(false);
     }
-    let Some(bytes) = shared_object(SONAME, &names, std::env::consts::ARCH) else {
+    let Some(bytes) = shared_object_returning(soname, names, std::env::consts::ARCH, value) else {
         return Ok(false);
     };
     fs_err::create_dir_all(stub.parent().expect("the stub has a directory"))?;
-    fsutil::write_atomic(&stub, &bytes)?;
+    fsutil::write_atomic(stub, &bytes)?;
     // Readable by every user the toolkit is (a temp file is private).
     use std::os::unix::fs::PermissionsExt;
-    fs_err::set_permissions(&stub, std::fs::Permissions::from_mode(0o644))?;
+    fs_err::set_permissions(stub, std::fs::Permissions::from_mode(0o644))?;
     Ok(true)
+}
+
+/// The NVML functions in `text` (`nvml.h`, or a list of names): each `nvmlX` followed by
+/// `(` that a `#define` does not name, and each name alone on a line. Only identifiers.
+pub fn nvml_functions(text: &str) -> BTreeSet<String> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let is_nvml = |w: &str| {
+        w.len() <= 128
+            && w.starts_with("nvml")
+            && w[4..].starts_with(|c: char| c.is_ascii_uppercase())
+            && w.chars().all(ident)
+    };
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if is_nvml(line) {
+            out.insert(line.to_string());
+            continue;
+        }
+        let mut prev = "";
+        let mut rest = line;
+        while let Some(start) = rest.find(ident) {
+            let tail = &rest[start..];
+            let end = tail.find(|c: char| !ident(c)).unwrap_or(tail.len());
+            let word = &tail[..end];
+            rest = &tail[end..];
+            if is_nvml(word) && rest.trim_start().starts_with('(') && prev != "define" {
+                out.insert(word.to_string());
+            }
+            prev = word;
+            if out.len() >= MAX_SYMBOLS {
+                return out;
+            }
+        }
+    }
+    out
 }
 
 /// The driver functions `cuda.h` declares, under the names a program built with it links
@@ -82,14 +153,14 @@ pub fn driver_functions(header: &str) -> BTreeSet<String> {
     out
 }
 
-/// The code every function runs: return [`STUB_ERROR`].
-fn code(arch: &str) -> Option<(u16, Vec<u8>)> {
+/// The code every function runs: return `value`.
+fn code(arch: &str, value: u8) -> Option<(u16, Vec<u8>)> {
     match arch {
-        // mov eax, 34; ret
-        "x86_64" => Some((62, vec![0xb8, STUB_ERROR, 0, 0, 0, 0xc3])),
-        // mov w0, #34; ret
+        // mov eax, value; ret
+        "x86_64" => Some((62, vec![0xb8, value, 0, 0, 0, 0xc3])),
+        // mov w0, #value; ret
         "aarch64" => {
-            let mov = 0x5280_0000u32 | (u32::from(STUB_ERROR) << 5);
+            let mov = 0x5280_0000u32 | (u32::from(value) << 5);
             let ret = 0xd65f_03c0u32;
             Some((183, [mov.to_le_bytes(), ret.to_le_bytes()].concat()))
         }
@@ -116,11 +187,22 @@ fn align(n: usize, to: usize) -> usize {
 }
 
 /// A little-endian ELF64 shared object named `soname` that defines `names` as functions
-/// running [`code`]: the headers, a SysV hash table, the dynamic symbols and strings, the
-/// code, and the dynamic section, with section headers for the linker. `None` for an
-/// architecture it does not know.
+/// returning [`STUB_ERROR`]: see [`shared_object_returning`].
 pub fn shared_object(soname: &str, names: &BTreeSet<String>, arch: &str) -> Option<Vec<u8>> {
-    let (machine, text) = code(arch)?;
+    shared_object_returning(soname, names, arch, STUB_ERROR)
+}
+
+/// A little-endian ELF64 shared object named `soname` that defines `names` as functions
+/// returning `value` ([`code`]): the headers, a SysV hash table, the dynamic symbols and
+/// strings, the code, and the dynamic section, with section headers for the linker. `None`
+/// for an architecture it does not know.
+pub fn shared_object_returning(
+    soname: &str,
+    names: &BTreeSet<String>,
+    arch: &str,
+    value: u8,
+) -> Option<Vec<u8>> {
+    let (machine, text) = code(arch, value)?;
     const PAGE: usize = 0x1000;
     let n = names.len() + 1; // with the null symbol
 
@@ -311,5 +393,32 @@ mod tests {
         assert_eq!(&a[..4], b"\x7fELF");
         assert!(a.windows(SONAME.len()).any(|w| w == SONAME.as_bytes()));
         assert!(shared_object(SONAME, &names, "riscv64").is_none());
+    }
+
+    #[test]
+    fn nvml_names_are_the_declared_functions() {
+        let header = "#define nvmlInit nvmlInit_v2\n#define nvmlClocksEventReasonAll (0x1ULL \\\n | 0x2)\nnvmlReturn_t DECLDIR nvmlInit_v2(void);\nconst DECLDIR char* nvmlErrorString (nvmlReturn_t result);\ntypedef struct nvmlDevice_st* nvmlDevice_t;\nnvmlReturn_t DECLDIR nvmlDeviceGetCount_v2(unsigned int *deviceCount);\n";
+        let names = nvml_functions(header);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            ["nvmlDeviceGetCount_v2", "nvmlErrorString", "nvmlInit_v2"]
+        );
+    }
+
+    #[test]
+    fn the_nvml_list_has_what_programs_link() {
+        let names = nvml_functions(NVML_FUNCTIONS);
+        assert!(names.len() > 400, "{}", names.len());
+        for f in [
+            "nvmlInit",
+            "nvmlInit_v2",
+            "nvmlShutdown",
+            "nvmlDeviceGetHandleByIndex_v2",
+            "nvmlDeviceGetPowerUsage",
+        ] {
+            assert!(names.contains(f), "{f}");
+        }
+        assert!(names.iter().all(|n| n.starts_with("nvml")));
     }
 }

@@ -169,8 +169,13 @@ pub enum ProjectError {
         why: &'static str,
     },
     /// What the TOML parser refused: the file is not the shape of a toolchain file.
+    /// `quoted`: the value written as a string, where a number stood for one.
     #[error("{at}: {message}")]
-    Syntax { at: Location, message: String },
+    Syntax {
+        at: Location,
+        message: String,
+        quoted: Option<String>,
+    },
     #[error("cannot read {}: {message}", shown(path))]
     Unreadable { path: PathBuf, message: String },
     #[error("{} is {what}, not a regular file", shown(path))]
@@ -200,6 +205,9 @@ impl Diagnostic for ProjectError {
             ProjectError::NotRegular { .. } => {
                 vec!["a toolchain file must be a file: rename or remove it".into()]
             }
+            ProjectError::Syntax {
+                quoted: Some(q), ..
+            } => vec![format!("quote it: {q} (unquoted, TOML reads a version as a number, and 13.10 as 13.1)")],
             ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache and archs, an optional [torch] check and index, and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
             ProjectError::Invalid { .. } | ProjectError::Unreadable { .. } => Vec::new(),
         }
@@ -276,6 +284,35 @@ pub fn load(path: &Path) -> Result<ProjectFile, ProjectError> {
     parse(path, text)
 }
 
+/// A number where a string belongs (`cuda = 13.0`, `cuda-arch = [8.0]`), written as the
+/// string it stood for: `cuda = "13.0"` for a whole `key = value` line, else `"8.0"`.
+fn quoted(text: &str, span: std::ops::Range<usize>, message: &str) -> Option<String> {
+    let number = message.starts_with("invalid type: floating point")
+        || message.starts_with("invalid type: integer");
+    if !number || !message.contains("expected a string") {
+        return None;
+    }
+    let value = text.get(span.clone())?.trim();
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let line_start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[span.end..]
+        .find('\n')
+        .map_or(text.len(), |i| span.end + i);
+    let line = &text[line_start..line_end];
+    let simple = line.split_once('=').and_then(|(key, v)| {
+        let key = key.trim();
+        let ok = v.trim() == value
+            && !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        ok.then(|| format!("{key} = \"{value}\""))
+    });
+    Some(simple.unwrap_or_else(|| format!("\"{value}\"")))
+}
+
 /// Parses the text of a toolchain file; `path` is only used in messages.
 pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
     let at = |offset: usize| {
@@ -295,6 +332,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         ProjectError::Syntax {
             at: at(offset),
             message: printable(e.message().trim()).into_owned(),
+            quoted: e.span().and_then(|span| quoted(text, span, e.message())),
         }
     })?;
 

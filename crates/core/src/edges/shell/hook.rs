@@ -10,6 +10,28 @@ const BASH: &str = include_str!("../../../shell/gpuenv.bash");
 const ZSH: &str = include_str!("../../../shell/gpuenv.zsh");
 const FISH: &str = include_str!("../../../shell/gpuenv.fish");
 
+/// The line that loads the hook, and the file it goes in.
+pub fn setup_line(shell: Shell) -> &'static str {
+    match shell {
+        Shell::Bash => "eval \"$(gpuenv hook bash)\" in ~/.bashrc",
+        Shell::Zsh => "eval \"$(gpuenv hook zsh)\" in ~/.zshrc",
+        Shell::Fish => "gpuenv hook fish | source in ~/.config/fish/config.fish",
+    }
+}
+
+/// What `gpuenv hook <hook_for>` prints when `reader`, another shell, runs it: code that
+/// bash, zsh and fish all run alike (one `echo` of a single-quoted line, then `false`), so
+/// the pasted line says which shell it is for and fails instead of doing nothing.
+pub fn wrong_shell_code(hook_for: Shell, reader: Shell) -> Vec<u8> {
+    let line = format!(
+        "gpuenv: this is the hook for {hook_for}, but {reader} is reading it; put {} instead",
+        setup_line(reader)
+    );
+    // Single quotes hold everything but a quote in all three shells; the line has none.
+    debug_assert!(!line.contains('\''));
+    format!("echo '{line}' >&2; false\n").into_bytes()
+}
+
 pub fn init_code(shell: Shell, gpuenv: &Path, shims: &Path) -> Vec<u8> {
     let q = |p: &Path| match shell {
         Shell::Bash | Shell::Zsh => quote::posix(p.as_os_str().as_bytes()),
