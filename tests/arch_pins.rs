@@ -386,7 +386,7 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
     let err = compile_with_own_gencode(&sb, &proj);
     assert!(err.is_empty(), "{err}");
     assert!(last_line(&cuda.join("nvcc.log")).ends_with("code=compute_90"));
-    // The device link only links what the objects hold: nothing is added there.
+    // The device link makes a separable build's loadable image: it gets them too, quietly.
     let dlink = [
         "-dlink",
         "-gencode",
@@ -395,8 +395,16 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
         "-o",
         "d.o",
     ];
-    succeeded(&run_shim(&sb, &proj, "nvcc", &dlink));
-    assert_eq!(last_line(&cuda.join("nvcc.log")), dlink.join(" "));
+    let out = run_shim(&sb, &proj, "nvcc", &dlink);
+    succeeded(&out);
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    assert_eq!(
+        last_line(&cuda.join("nvcc.log")),
+        format!(
+            "{} -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90",
+            dlink.join(" ")
+        )
+    );
 
     // hipcc: the missing --offload-arch.
     let out = run_shim(

@@ -71,6 +71,23 @@ fn nvcc_objects() -> Option<&'static Built> {
                 ]
                 .concat(),
             );
+            // Separable: relocatable cubins for 8.0 and 9.0, a device link for 8.0 only.
+            nvcc(
+                &[
+                    &["-c", "-rdc=true", "-Xcompiler", "-fPIC", "k.cu"],
+                    GENCODE_80_90,
+                    &["-o", "rdc-pic.o"],
+                ]
+                .concat(),
+            );
+            nvcc(&[
+                "-shared",
+                "-gencode",
+                "arch=compute_80,code=sm_80",
+                "rdc-pic.o",
+                "-o",
+                "rdc80.so",
+            ]);
             nvcc(
                 &[
                     &shared[..],
@@ -361,6 +378,27 @@ fn nvccs_default_static_cudart_and_an_rdc_object() {
         stdout.contains("SASS sm_80, sm_90; PTX compute_90"),
         "{stdout}"
     );
+}
+
+/// A separable (`-rdc`) build runs only what its device link put into `.nv_fatbin`: the
+/// relocatable cubins its `.so` keeps in `__nv_relfatbin` (sm_90 here) are never loaded.
+#[test]
+fn an_rdc_program_is_audited_from_its_loadable_image_only() {
+    let Some(b) = nvcc_objects() else { return };
+    let sb = project(Some("[toolchain]\ncuda-arch = [\"9.0\"]\n"));
+    write_exe(&sb.path("bin/nvidia-smi"), "#!/bin/sh\nprintf '9.0\\n'\n");
+    let out = audit(&sb, &[&object(b, "rdc80.so")], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("SASS sm_80"), "{stdout}");
+    assert!(!stdout.contains("SASS sm_80, sm_90"), "{stdout}");
+    assert!(
+        stdout.contains("error kernel-image: no kernel image for sm_90"),
+        "{stdout}"
+    );
+    // The object it was linked from still lists its relocatable cubins.
+    let stdout = succeeded(&audit(&sb, &[&object(b, "rdc-pic.o")], &[]));
+    assert!(stdout.contains("SASS sm_80, sm_90"), "{stdout}");
 }
 
 #[test]

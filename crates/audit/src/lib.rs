@@ -22,7 +22,10 @@ use fatbin::Image;
 use window::Window;
 
 /// Sections holding a CUDA fatbinary: linked objects, relocatable (`-rdc`) objects.
-pub const FATBIN_SECTIONS: &[&str] = &[".nv_fatbin", "__nv_relfatbin"];
+pub const FATBIN_SECTIONS: &[&str] = &[".nv_fatbin", RELOCATABLE_FATBIN];
+/// The section of relocatable (`-rdc`) cubins. A linked program or `.so` keeps it, but runs
+/// only what the device link (`-dlink`) put into `.nv_fatbin`: it is read for a `.o` only.
+pub const RELOCATABLE_FATBIN: &str = "__nv_relfatbin";
 /// Sections holding clang offload bundles (HIP).
 pub const BUNDLE_SECTIONS: &[&str] = &[".hip_fatbin", "__CLANG_OFFLOAD_BUNDLE__"];
 
@@ -134,6 +137,9 @@ where
         let fat = FATBIN_SECTIONS.iter().find(|n| **n == name);
         let bundled = BUNDLE_SECTIONS.iter().find(|n| **n == name);
         if fat.is_none() && bundled.is_none() {
+            continue;
+        }
+        if name == RELOCATABLE_FATBIN && kind != ObjectKind::Relocatable {
             continue;
         }
         let Some((offset, size)) = section.file_range() else {

@@ -4,8 +4,9 @@
 //! that names archs: without this a pinned arch could be left out of the binary silently.
 //!
 //! `[build] archs = "warn"` (the default) says which pinned archs are missing and where they
-//! are pinned; `"add"` (trusted files only) appends them to the compile; `"off"` says
-//! nothing. Only a compile that makes device code from GPU sources is looked at
+//! are pinned; `"add"` (trusted files only) appends them to the compile, and to nvcc's device
+//! link (`-dlink`, or a link of `-rdc` objects), which makes a separable build's loadable
+//! image; `"off"` says nothing. Only a compile that makes device code from GPU sources is looked at
 //! (`compiles_device_code`).
 //!
 //! Once per build: a build runs the compiler hundreds of times and has no id the proxy could
@@ -22,7 +23,9 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::context::Context;
-use crate::facts::arch::{compiles_device_code, hipcc_missing, missing_name, nvcc_missing};
+use crate::facts::arch::{
+    compiles_device_code, device_links, hipcc_missing, missing_name, nvcc_missing,
+};
 use crate::fsutil;
 use crate::project::{ArchPolicy, Location, ProjectFile};
 use crate::store::toolchain::Kind;
@@ -78,6 +81,14 @@ pub fn reach(
 ) -> Vec<OsString> {
     let Some(file) = file else { return args };
     let (policy, policy_at) = file.archs_policy();
+    if policy == ArchPolicy::Add && kind == Kind::Cuda && device_links(&args) {
+        // The compiles said what they leave out; the device link only gets the same targets,
+        // or a separable build's loadable image lacks what its objects hold.
+        if let Some(m) = missing(kind, file, &args) {
+            args.extend(m.flags);
+        }
+        return args;
+    }
     if policy == ArchPolicy::Off || !compiles_device_code(kind == Kind::Cuda, &args) {
         return args;
     }

@@ -205,6 +205,41 @@ pub fn compiles_device_code(cuda: bool, args: &[OsString]) -> bool {
     source || language_given
 }
 
+/// nvcc's steps that compile or stop before linking: not a device link.
+const NVCC_NOT_LINK: &[&str] = &[
+    "-c",
+    "--compile",
+    "-dc",
+    "--device-c",
+    "-dw",
+    "--device-w",
+    "-lib",
+    "--lib",
+    "-fatbin",
+    "--fatbin",
+];
+
+/// Whether an nvcc command line device-links (`-dlink`, or a link of objects only, where
+/// nvcc device-links `-rdc` objects itself): a separable build's loadable image is made
+/// there, from the targets this command line names, so a target the compiles got must be
+/// named here too. Adding one the objects lack is only nvlink's warning.
+pub fn device_links(args: &[OsString]) -> bool {
+    let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    let has = |set: &[&str]| words.iter().any(|w| set.contains(w));
+    if words.iter().any(|w| *w == "-dlink" || *w == "--device-link") {
+        return !NVCC_NOT_DEVICE_COMPILE
+            .iter()
+            .filter(|w| !matches!(**w, "-dlink" | "--device-link"))
+            .any(|w| words.contains(w));
+    }
+    if has(NVCC_NOT_DEVICE_COMPILE) || has(NVCC_NOT_LINK) || compiles_device_code(true, args) {
+        return false;
+    }
+    words
+        .iter()
+        .any(|w| !w.starts_with('-') && (w.ends_with(".o") || w.ends_with(".a")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,5 +377,28 @@ mod tests {
         assert!(compiles_device_code(false, &args("-x hip -c k.cpp")));
         assert!(!compiles_device_code(false, &args("-E k.hip")));
         assert!(!compiles_device_code(false, &args("k.o -o k")));
+    }
+
+    #[test]
+    fn device_links_are_dlink_steps_and_links_of_objects() {
+        for yes in [
+            "-dlink a.o b.o -o dlink.o",
+            "--device-link -Xcompiler=-fPIC a.o -o cmake_device_link.o",
+            "-shared r.o -o r.so",
+            "a.o libk.a -o prog",
+        ] {
+            assert!(device_links(&args(yes)), "{yes}");
+        }
+        for no in [
+            "-c k.cu -o k.o",
+            "-dc k.cu",
+            "k.cu -o k",
+            "-lib a.o -o libk.a",
+            "-E -dlink a.o",
+            "--version",
+            "-c k.cpp -o k.o",
+        ] {
+            assert!(!device_links(&args(no)), "{no}");
+        }
     }
 }
