@@ -541,3 +541,72 @@ fn a_cmake_target_with_its_own_cuda_architectures_is_told_what_it_leaves_out() {
     );
     assert_eq!(sass_in(&sb, &proj, object), ["sm_75", "sm_80", "sm_90"]);
 }
+
+/// A separable CMake build (`CUDA_SEPARABLE_COMPILATION ON`, as every cuda-samples program):
+/// its program runs only what CMake's device link makes, from the target's own
+/// `CUDA_ARCHITECTURES` (80). With `archs = "add"` the device link gets the pinned 9.0 too,
+/// and the program's loadable image holds sm_90: audit says so.
+#[test]
+fn a_separable_cmake_program_gets_the_added_arch_in_its_device_link() {
+    if !have_tool("cmake") || !have_tool("ninja") || !have_tool("g++") {
+        return;
+    }
+    let Some((sb, proj, _)) = real_cuda13_project(&format!(
+        "{KERNEL}void launch(float* x) {{ k<<<1, 1>>>(x); }}\n"
+    )) else {
+        return;
+    };
+    write(
+        &proj.join("main.cu"),
+        "void launch(float* x);\nint main() { launch(nullptr); return 0; }\n",
+    );
+    write(
+        &proj.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.20)\nproject(k LANGUAGES CXX CUDA)\nadd_executable(prog main.cu k.cu)\nset_target_properties(prog PROPERTIES CUDA_SEPARABLE_COMPILATION ON CUDA_ARCHITECTURES 80)\n",
+    );
+    let file = proj.join("gpuenv.toml");
+    write(&file, PINS_80_90);
+    let build = || {
+        let _ = fs::remove_dir_all(proj.join("build"));
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "run",
+                "--",
+                "sh",
+                "-c",
+                "cmake -S . -B build -G Ninja >/dev/null && cmake --build build -v",
+            ])
+            .output()
+            .unwrap();
+        succeeded(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned() + &stderr_of(&out)
+    };
+    let audit = || {
+        sb.gpuenv()
+            .current_dir(&proj)
+            .args(["audit", "build/prog"])
+            .output()
+            .unwrap()
+    };
+    let said = build();
+    assert!(said.contains("-dlink") || said.contains("--device-link"), "{said}");
+    assert_eq!(sass_in(&sb, &proj, "build/prog"), ["sm_80"]);
+    let out = audit();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("no kernel image for sm_90"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    add_missing_archs(&sb, &file);
+    build();
+    assert_eq!(sass_in(&sb, &proj, "build/prog"), ["sm_80", "sm_90"]);
+    let out = audit();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("runs SASS sm_90"), "{stdout}");
+}
