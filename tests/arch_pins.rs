@@ -592,10 +592,18 @@ fn a_separable_cmake_program_gets_the_added_arch_in_its_device_link() {
             .unwrap()
     };
     let said = build();
-    assert!(said.contains("-dlink") || said.contains("--device-link"), "{said}");
+    assert!(
+        said.contains("-dlink") || said.contains("--device-link"),
+        "{said}"
+    );
     assert_eq!(sass_in(&sb, &proj, "build/prog"), ["sm_80"]);
     let out = audit();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("no kernel image for sm_90"),
         "{}",
@@ -609,4 +617,121 @@ fn a_separable_cmake_program_gets_the_added_arch_in_its_device_link() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("runs SASS sm_90"), "{stdout}");
+}
+
+/// A setuptools extension whose `build_ext` runs nvcc with its own arch flags (8.0 only).
+const NVCC_SETUP_PY: &str = r#"import os, subprocess
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class Nvcc(build_ext):
+    def build_extension(self, ext):
+        out = self.get_ext_fullpath(ext.name)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        subprocess.check_call(["nvcc", "-shared", "-Xcompiler", "-fPIC",
+                               "-gencode", "arch=compute_80,code=sm_80", "k.cu", "-o", out])
+
+
+setup(name="k", version="0.1", ext_modules=[Extension("k", ["k.cu"])],
+      cmdclass={"build_ext": Nvcc})
+"#;
+
+/// pip hides a build's output unless it fails: the arch-loss notice said inside `pip wheel`
+/// is seen by no one, so it must not use up the once-per-build marker. A real setuptools
+/// extension, built with `pip wheel` (the torch venv's pip and setuptools, no index) and the
+/// real nvcc 13; the next compile someone sees is told.
+#[test]
+fn a_pip_wheel_build_does_not_use_up_the_arch_notice() {
+    let Some(venv) = common::real::torch_venv() else {
+        return;
+    };
+    let Some((sb, proj, _)) = real_cuda13_project(&format!(
+        "{KERNEL}void launch(float* x) {{ k<<<1, 1>>>(x); }}\n"
+    )) else {
+        return;
+    };
+    write(&proj.join("gpuenv.toml"), PINS_80_90);
+    write(&proj.join("setup.py"), NVCC_SETUP_PY);
+    write(
+        &proj.join("pyproject.toml"),
+        "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n",
+    );
+    if !have_tool("script") {
+        return;
+    }
+    // On a terminal (`script` gives it one), as a user runs pip.
+    let pip = format!(
+        "{} -m pip wheel --no-build-isolation --no-deps --no-index -w dist .",
+        venv.join("bin/python").display()
+    );
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("PIP_BUILD_TRACKER")
+        .args(["run", "--", "script", "-qec", &pip, "/dev/null"])
+        .output()
+        .unwrap();
+    let said = succeeded(&out) + &stderr_of(&out);
+    assert!(
+        fs::read_dir(proj.join("dist"))
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".whl")),
+        "{said}"
+    );
+    // pip hid the build's stderr; the notice reached the terminal as one line.
+    assert!(!said.contains("warning:"), "{said}");
+    assert_eq!(
+        said.matches("gpuenv: nvcc in a build whose output is hidden: its own arch flags leave out sm_90, pinned at").count(),
+        1,
+        "{said}"
+    );
+
+    // The next compile someone sees, missing the same arch, says it.
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "run",
+            "--",
+            "nvcc",
+            "-gencode",
+            "arch=compute_80,code=sm_80",
+            "-c",
+            "k.cu",
+            "-o",
+            "k.o",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let err = stderr_of(&out);
+    assert!(err.contains("leave out sm_90, pinned at"), "{err}");
+    // And now it is used up, as in any build.
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "run",
+            "--",
+            "nvcc",
+            "-gencode",
+            "arch=compute_80,code=sm_80",
+            "-c",
+            "k.cu",
+            "-o",
+            "k.o",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    assert!(
+        !stderr_of(&out).contains("leave out"),
+        "{}",
+        stderr_of(&out)
+    );
 }

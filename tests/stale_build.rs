@@ -167,7 +167,12 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
 
     // The doctor's FM-06 reads the same files: the tree was configured through 13.0's view
     // (its nvcc resolves to the proxy, but names its toolchain), so it is stale here.
-    let out = p.sb.gpuenv().current_dir(&p.proj).arg("doctor").output().unwrap();
+    let out =
+        p.sb.gpuenv()
+            .current_dir(&p.proj)
+            .arg("doctor")
+            .output()
+            .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     let fm06 = said
         .lines()
@@ -185,7 +190,10 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
 
     // Afresh, with Makefiles this time: the hint's command, pasted in the project root with
     // the other options, configures for 11.8, and the tree builds.
-    let fresh = err.split('`').find(|w| w.starts_with("cmake --fresh")).unwrap();
+    let fresh = err
+        .split('`')
+        .find(|w| w.starts_with("cmake --fresh"))
+        .unwrap();
     let configure = format!(
         "{fresh} -G 'Unix Makefiles' -DCMAKE_SYSROOT_LINK={}",
         p.debian.display()

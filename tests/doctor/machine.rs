@@ -132,7 +132,13 @@ fn fm06_a_cache_naming_another_toolkit_fails_and_one_naming_the_view_passes() {
     // Without CMAKE_HOME_DIRECTORY no `cmake --fresh` is guessed.
     assert_eq!(
         f.hint.as_deref(),
-        Some(format!("configure it afresh for cuda-12.4: `rm -rf {}` and configure again", build.display()).as_str())
+        Some(
+            format!(
+                "configure it afresh for cuda-12.4: `rm -rf {}` and configure again",
+                build.display()
+            )
+            .as_str()
+        )
     );
 
     // Configured through another toolkit's view (gpuenv's CUDACXX): that view's nvcc is the

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::diagnostic::Diagnostic as _;
 use gpuenv_core::facts::build_files::{cmake_cache, is_false};
 use gpuenv_core::outside;
-use gpuenv_core::diagnostic::Diagnostic as _;
 use gpuenv_core::resolve::Active;
 use gpuenv_core::stale;
 use gpuenv_core::toolchain::Kind;

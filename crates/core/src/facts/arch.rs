@@ -11,9 +11,7 @@ mod named;
 mod rocm;
 mod rules;
 
-pub use coverage::{
-    compiles_device_code, device_links, hipcc_missing, missing_name, nvcc_missing,
-};
+pub use coverage::{compiles_device_code, device_links, hipcc_missing, missing_name, nvcc_missing};
 pub use cuda::{Code, CudaArch, CudaArchError, Suffix};
 pub use flags::{hipcc_archs, nvcc_archs, HipArch, NvccArch};
 pub use named::{named, parse_torch_list, torch_list, torch_takes, ListEntry, NAMED_ARCHES};

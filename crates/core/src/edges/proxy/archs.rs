@@ -17,11 +17,16 @@
 //! no gap of `QUIET`: one stat and one small write per compile, and a changed set of missing
 //! archs (the flags were fixed, or another target of the build) is said at once. A marker
 //! that cannot be written only means the message is said again.
+//!
+//! A compile whose output a frontend hides (pip, uv: [`audience`]) does not use up that
+//! marker: it says the notice once per build on a marker of its own, to stderr and on the
+//! terminal (`/dev/tty`) when there is one, and the next compile someone sees says it too.
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use super::audience::{self, Audience};
 use crate::context::Context;
 use crate::facts::arch::{
     compiles_device_code, device_links, hipcc_missing, missing_name, nvcc_missing,
@@ -104,7 +109,28 @@ pub fn reach(
         .collect();
     let add = policy == ArchPolicy::Add;
     let key = format!("{}\0{kind}\0{names}\0{add}", file.path.to_string_lossy());
-    if first_in_build(ctx, &key, SystemTime::now()) {
+    // A build whose output a frontend hides (pip, uv) keeps the build's marker for the next
+    // compile someone sees, and says it once on its own marker: to stderr (`pip -v`, a
+    // failed build's log) and on the terminal.
+    let hidden = audience::of(ctx) == Audience::Hidden;
+    let marker = if hidden {
+        format!("{key}\0hidden")
+    } else {
+        key
+    };
+    if first_in_build(ctx, &marker, SystemTime::now()) {
+        if hidden {
+            let line = format!(
+                "gpuenv: {tool} in a build whose output is hidden: its own arch flags leave out {names}, pinned at {}; {}",
+                pinned.join(", "),
+                if add {
+                    format!("gpuenv adds {}", flags.join(" "))
+                } else {
+                    "its binaries will have no code for them (said again at the next compile you see)".to_string()
+                }
+            );
+            audience::to_terminal(&format!("{}\n", ui::printable(&line)));
+        }
         if add {
             let at = policy_at.map(|a| format!(" at {a}")).unwrap_or_default();
             ui::info(format!(

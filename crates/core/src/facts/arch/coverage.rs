@@ -226,7 +226,10 @@ const NVCC_NOT_LINK: &[&str] = &[
 pub fn device_links(args: &[OsString]) -> bool {
     let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
     let has = |set: &[&str]| words.iter().any(|w| set.contains(w));
-    if words.iter().any(|w| *w == "-dlink" || *w == "--device-link") {
+    if words
+        .iter()
+        .any(|w| *w == "-dlink" || *w == "--device-link")
+    {
         return !NVCC_NOT_DEVICE_COMPILE
             .iter()
             .filter(|w| !matches!(**w, "-dlink" | "--device-link"))

@@ -126,23 +126,25 @@ pub struct StaleBuild {
 impl Diagnostic for StaleBuild {
     fn hints(&self) -> Vec<String> {
         let dir = shell_word(&self.dir);
-        let mut hints = vec![if let (true, Some(source)) = (self.cmake, &self.source_dir) {
-            format!(
+        let mut hints = vec![
+            if let (true, Some(source)) = (self.cmake, &self.source_dir) {
+                format!(
                 "configure it afresh for {}: `cmake --fresh -S {} -B {dir}` (with your other options), or `rm -rf {dir}` and configure again",
                 self.active.name,
                 shell_word(source)
             )
-        } else if self.cmake {
-            format!(
-                "configure it afresh for {}: `rm -rf {dir}` and configure again",
-                self.active.name
-            )
-        } else {
-            format!(
-                "start it afresh for {}: `rm -rf {dir}`, then build again",
-                self.active.name
-            )
-        }];
+            } else if self.cmake {
+                format!(
+                    "configure it afresh for {}: `rm -rf {dir}` and configure again",
+                    self.active.name
+                )
+            } else {
+                format!(
+                    "start it afresh for {}: `rm -rf {dir}`, then build again",
+                    self.active.name
+                )
+            },
+        ];
         if let Some(old) = &self.configured_as {
             hints.push(format!(
                 "or build it with the toolkit it was configured with: `gpuenv use {}` (this shell) or `gpuenv pin {}`",
