@@ -71,6 +71,9 @@ fn nvcc_objects() -> Option<&'static Built> {
                 ]
                 .concat(),
             );
+            // A raw fatbinary and a static library, as users ship them.
+            nvcc(&[&["-fatbin", "k.cu"], GENCODE_80_90, &["-o", "k.fatbin"]].concat());
+            nvcc(&[&["-lib", "k.cu"], GENCODE_80_90, &["-o", "libk.a"]].concat());
             // Separable: relocatable cubins for 8.0 and 9.0, a device link for 8.0 only.
             nvcc(
                 &[
@@ -570,4 +573,68 @@ fn ptx_newer_than_the_driver_can_compile_is_no_kernel_and_a_new_enough_driver_pa
             "{stdout}"
         );
     }
+}
+
+/// What users have besides ELF objects: a raw `nvcc -fatbin` and an `nvcc -lib` archive are
+/// read for what they hold.
+#[test]
+fn a_raw_fatbinary_and_a_static_library_are_read() {
+    let Some(b) = nvcc_objects() else { return };
+    let sb = project(Some("[toolchain]\ncuda-arch = [\"9.0\", \"7.5\"]\n"));
+    for (file, kind) in [("k.fatbin", "CUDA fatbinary"), ("libk.a", "static library")] {
+        let out = audit(&sb, &[&object(b, file)], &[]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{file}: {stdout}{stderr}");
+        assert!(stdout.contains(&format!("({kind})")), "{stdout}");
+        assert!(
+            stdout.contains("SASS sm_80, sm_90; PTX compute_90"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("no kernel image for sm_75"), "{stdout}");
+    }
+}
+
+/// hipcc's `--genco` writes a raw offload bundle of code objects; `-fgpu-rdc -c` a `.o`
+/// whose targets' bitcode sits in sections named by target: neither is "no GPU code".
+#[test]
+fn a_hip_genco_bundle_and_an_fgpu_rdc_object_name_their_targets() {
+    let sb = project(Some("[toolchain]\nrocm-arch = [\"gfx90a\"]\n"));
+    if hip_object(&sb).is_none() {
+        return;
+    }
+    let hipcc = |args: &[&str]| {
+        let out = Command::new("hipcc")
+            .args(args)
+            .env_clear()
+            .env("HOME", sb.home())
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(sb.path(""))
+            .output()
+            .unwrap();
+        succeeded(&out);
+    };
+    hipcc(&[
+        "--genco",
+        "--offload-arch=gfx90a",
+        "--offload-arch=gfx940",
+        "k.hip",
+        "-o",
+        "k.co",
+    ]);
+    hipcc(&[
+        "-fgpu-rdc",
+        "-c",
+        "--offload-arch=gfx90a",
+        "k.hip",
+        "-o",
+        "rdc.o",
+    ]);
+    let co = sb.path("k.co");
+    let stdout = succeeded(&audit(&sb, &[co.to_str().unwrap()], &[]));
+    assert!(stdout.contains("(HIP code object bundle)"), "{stdout}");
+    assert!(stdout.contains("HIP code:  gfx90a, gfx940"), "{stdout}");
+    let rdc = sb.path("rdc.o");
+    let stdout = succeeded(&audit(&sb, &[rdc.to_str().unwrap()], &[]));
+    assert!(stdout.contains("HIP code:  gfx90a"), "{stdout}");
+    assert!(!stdout.contains("no GPU code"), "{stdout}");
 }
