@@ -399,6 +399,11 @@ fn an_rdc_program_is_audited_from_its_loadable_image_only() {
         stdout.contains("error kernel-image: no kernel image for sm_90"),
         "{stdout}"
     );
+    // The way out names `archs = "add"`: a build passing its own -gencode ignores the lists.
+    assert!(
+        stdout.contains("set `[build] archs = \"add\"` in gpuenv.toml, and gpuenv adds it to a build that passes its own arch flags; a build that passes none takes it from TORCH_CUDA_ARCH_LIST"),
+        "{stdout}"
+    );
     // The object it was linked from still lists its relocatable cubins.
     let stdout = succeeded(&audit(&sb, &[&object(b, "rdc-pic.o")], &[]));
     assert!(stdout.contains("SASS sm_80, sm_90"), "{stdout}");

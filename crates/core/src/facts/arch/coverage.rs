@@ -6,7 +6,7 @@
 
 use std::ffi::OsString;
 
-use super::cuda::{Code, CudaArch};
+use super::cuda::{Code, CudaArch, Suffix};
 use super::flags::{hipcc_archs, option_values, HipArch};
 use super::rocm::RocmTarget;
 
@@ -98,11 +98,19 @@ pub fn nvcc_missing(args: &[OsString], pins: &[CudaArch]) -> Option<Vec<(usize, 
     let built = nvcc_builds(args)?;
     let mut missing = Vec::new();
     for (i, pin) in pins.iter().enumerate() {
-        let has = built
-            .iter()
-            .find(|(t, _)| *t == pin.target())
-            .map(|(_, e)| *e)
-            .unwrap_or_default();
+        // SASS by the family rule the audit applies (`sm_100` runs on 10.3); a suffixed pin
+        // (`9.0a`, `10.0f`) asks for that target's own code, as PTX always does.
+        let has = Embeds {
+            sass: built.iter().any(|(t @ (major, minor, suffix), e)| {
+                e.sass
+                    && if pin.suffix == Suffix::None {
+                        pin.runs_sass_of(u32::from(*major), u32::from(*minor), *suffix)
+                    } else {
+                        *t == pin.target()
+                    }
+            }),
+            ptx: built.iter().any(|(t, e)| e.ptx && *t == pin.target()),
+        };
         let want_sass = matches!(pin.code, Code::Sass | Code::SassAndPtx);
         let want_ptx = pin.has_ptx();
         let code = match (want_sass && !has.sass, want_ptx && !has.ptx) {
@@ -380,6 +388,34 @@ mod tests {
         assert!(compiles_device_code(false, &args("-x hip -c k.cpp")));
         assert!(!compiles_device_code(false, &args("-E k.hip")));
         assert!(!compiles_device_code(false, &args("k.o -o k")));
+    }
+
+    #[test]
+    fn sass_of_an_earlier_minor_of_the_same_major_covers_a_pin_as_audit_says() {
+        assert_eq!(
+            missing("-gencode arch=compute_100,code=sm_100 -c k.cu", &["10.3"]),
+            Some(vec![])
+        );
+        assert_eq!(
+            missing("-gencode arch=compute_100f,code=sm_100f -c k.cu", &["10.3"]),
+            Some(vec![])
+        );
+        assert_eq!(
+            missing("-gencode arch=compute_100a,code=sm_100a -c k.cu", &["10.3"]),
+            Some(vec!["sm_103".to_string()])
+        );
+        assert_eq!(
+            missing("-gencode arch=compute_103,code=sm_103 -c k.cu", &["10.0"]),
+            Some(vec!["sm_100".to_string()])
+        );
+        // `+PTX` wants PTX of its own arch.
+        assert_eq!(
+            missing(
+                "-gencode arch=compute_100,code=sm_100 -c k.cu",
+                &["10.3+PTX"]
+            ),
+            Some(vec!["compute_103".to_string()])
+        );
     }
 
     #[test]
