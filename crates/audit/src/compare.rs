@@ -195,7 +195,7 @@ fn cuda_want(
                     list(&ptxs)
                 ),
             )
-            .hint(format!("{}", rebuild_hint(&cap, sm))),
+            .hint(rebuild_hint(&cap, sm)),
         );
     }
     let has_own_ptx = ptxs
