@@ -239,3 +239,43 @@ fn wheels_of_another_release_in_the_venv_are_not_reused_but_fetched_in_the_relea
         "{fetched:?}"
     );
 }
+
+/// `gpuenv install torch --component X` installs X with the toolkit (it exited 0 ignoring
+/// it), and refuses a component the source does not have rather than ignore it.
+#[test]
+fn install_torch_honours_or_refuses_its_components() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    let index = server.url("simple/");
+    let vars = [
+        ("GPUENV_PYPI_URL", index.as_str()),
+        ("VIRTUAL_ENV", venv.to_str().unwrap()),
+    ];
+    let out = gpuenv(
+        &sb,
+        &vars,
+        &["install", "torch", "--component", "no_such_component"],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("no_such_component"), "{}", text(&out));
+    assert!(!sb
+        .gpuenv_home()
+        .join("toolchains/cuda-13.0.2-torch")
+        .exists());
+
+    let out = gpuenv(
+        &sb,
+        &vars,
+        &["install", "torch", "--component", "cuda_profiler_api"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
+    assert!(
+        root.join("include/cuda_profiler_api.h").is_file(),
+        "{}",
+        text(&out)
+    );
+    assert!(root.join("bin/nvcc").is_file());
+}

@@ -14,7 +14,15 @@ use gpuenv_install::fetch::Fetcher;
 use gpuenv_install::source::Choice;
 use gpuenv_install::{torch, Profile, Progress, Selection};
 
-pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress) -> Result<()> {
+/// `components`: `--component` names, added to the toolkit as to any install (downloaded
+/// unless the venv has them); one the source does not have is refused by its plan.
+pub fn run(
+    ctx: &Context,
+    store: &Store,
+    fetcher: &Fetcher,
+    progress: &Progress,
+    components: &[String],
+) -> Result<()> {
     // ui::info is silent under -q.
     let say = |msg: String| ui::info(msg);
     let found = guard::locate_torch(ctx, None).map_err(|why| {
@@ -27,7 +35,7 @@ pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress)
     let sources = super::install::sources(ctx, fetcher, Choice::Pypi, None)?;
     let sel = Selection {
         profile: Profile::Minimal,
-        components: Vec::new(),
+        components: components.to_vec(),
     };
     let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
     for m in &mismatches {
@@ -59,7 +67,8 @@ pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress)
         HumanBytes(size),
         cuda.tree.display()
     ));
-    let done = gpuenv_install::install(store, fetcher, &plan, progress)?;
+    // Recorded as any install is, so `gpuenv lock` and a later `--component` can read it.
+    let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
     super::interrupt::installed_one();
     if done.already {
         say(format!(
