@@ -67,8 +67,7 @@ pub fn run(
         HumanBytes(size),
         cuda.tree.display()
     ));
-    // Recorded as any install is, so `gpuenv lock` and a later `--component` can read it.
-    let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
+    let done = gpuenv_install::install(store, fetcher, &plan, progress)?;
     super::interrupt::installed_one();
     if done.already {
         say(format!(
