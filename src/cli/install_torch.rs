@@ -57,6 +57,18 @@ pub fn run(
             m.release
         ));
     }
+    if !components.is_empty() && store.home().toolchains().join(&plan.name).exists() {
+        // Installed already: `install` would say so and leave the components out.
+        anyhow::bail!(Hinted::new(format!(
+            "{} is installed already, and components are not added in place to a toolkit linked into a venv",
+            plan.name
+        ))
+        .hint(format!(
+            "`gpuenv uninstall {}`, then `gpuenv install torch --component {}` again",
+            plan.name,
+            components.join(" --component ")
+        )));
+    }
     let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
     let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
     say(format!(
