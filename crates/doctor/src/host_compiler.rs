@@ -165,7 +165,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         (None, Some(row)) => (*row.value, row.exact, release_name(row.release)),
         (None, None) => {
             let why = match gpuenv_core::host_compiler::gcc_range(cuda, None) {
-                Err(why) => why,
+                Err(why) => why.to_string(),
                 Ok(_) => format!("gpuenv's data does not cover CUDA {cuda}"),
             };
             return Finding::skip(CHECK, why);

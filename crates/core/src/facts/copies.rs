@@ -115,7 +115,7 @@ const MAX_SIZE: u64 = 1 << 20;
 
 /// Reads and checks one copy; on failure the line (if any) and why.
 pub fn read(path: &Path, uid: u32) -> Result<Facts, (Option<usize>, String)> {
-    trusted_place(path, uid).map_err(|m| (None, m))?;
+    trusted_place(path, uid).map_err(|m| (None, m.to_string()))?;
     let bytes = fsutil::read_regular(path, MAX_SIZE).map_err(|e| {
         let m = match e {
             fsutil::ReadError::NotRegular(what) => format!("it is {what}, not a regular file"),
@@ -129,36 +129,49 @@ pub fn read(path: &Path, uid: u32) -> Result<Facts, (Option<usize>, String)> {
     Ok(Facts::from_checked(checked))
 }
 
+/// Why a copy is not read: it is not where only its owner (or root) could have written it.
+#[derive(Debug, thiserror::Error)]
+pub enum Untrusted {
+    #[error("{}", fsutil::io_reason(.0))]
+    Io(#[from] std::io::Error),
+    #[error("it is a symbolic link, which gpuenv does not follow for its data")]
+    Link,
+    #[error("it is owned by uid {owner}, not by this user ({uid}) or root")]
+    Owner { owner: u32, uid: u32 },
+    #[error("other users can write to it")]
+    Writable,
+    #[error("its directory {} is writable by every user", .0.display())]
+    DirWritable(PathBuf),
+    #[error("its directory {} is owned by uid {owner}, not by this user or root", dir.display())]
+    DirOwner { dir: PathBuf, owner: u32 },
+}
+
 /// A copy changes what gpuenv tells about every toolkit: only the user's own file (or
 /// root's, for a site store), in a directory others cannot write, is read.
-fn trusted_place(path: &Path, uid: u32) -> Result<(), String> {
-    let meta = fs_err::symlink_metadata(path).map_err(|e| fsutil::io_reason(&e))?;
+fn trusted_place(path: &Path, uid: u32) -> Result<(), Untrusted> {
+    let meta = fs_err::symlink_metadata(path)?;
     if meta.file_type().is_symlink() {
-        return Err("it is a symbolic link, which gpuenv does not follow for its data".into());
+        return Err(Untrusted::Link);
     }
     if meta.uid() != uid && meta.uid() != 0 {
-        return Err(format!(
-            "it is owned by uid {}, not by this user ({uid}) or root",
-            meta.uid()
-        ));
+        return Err(Untrusted::Owner {
+            owner: meta.uid(),
+            uid,
+        });
     }
     if meta.mode() & 0o022 != 0 {
-        return Err("other users can write to it".into());
+        return Err(Untrusted::Writable);
     }
     let dir = path.parent().unwrap_or(Path::new("/"));
-    let dmeta = fs_err::metadata(dir).map_err(|e| fsutil::io_reason(&e))?;
+    let dmeta = fs_err::metadata(dir)?;
     if dmeta.mode() & 0o002 != 0 {
-        return Err(format!(
-            "its directory {} is writable by every user",
-            dir.display()
-        ));
+        return Err(Untrusted::DirWritable(dir.to_path_buf()));
     }
     if dmeta.uid() != uid && dmeta.uid() != 0 {
-        return Err(format!(
-            "its directory {} is owned by uid {}, not by this user or root",
-            dir.display(),
-            dmeta.uid()
-        ));
+        return Err(Untrusted::DirOwner {
+            dir: dir.to_path_buf(),
+            owner: dmeta.uid(),
+        });
     }
     Ok(())
 }
