@@ -23,8 +23,8 @@ pub mod plan;
 pub mod project;
 pub mod quote;
 pub mod store;
-#[doc(hidden)]
-pub mod test_support;
+#[cfg(test)]
+mod test_support;
 pub mod ui;
 
 // The crate's public paths stay flat for the crates that use it; inside the core, code

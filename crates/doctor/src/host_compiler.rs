@@ -235,7 +235,12 @@ pub fn run(inputs: &Inputs) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpuenv_core::test_support::captured;
+
+    /// A captured real output in tests/captured.
+    fn captured(name: &str) -> String {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/captured");
+        fs_err::read_to_string(format!("{dir}/{name}")).unwrap()
+    }
 
     #[test]
     fn the_captured_nvcc_error_names_the_table_limit() {
