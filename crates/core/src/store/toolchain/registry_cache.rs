@@ -28,7 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use fs_err::os::unix::fs::OpenOptionsExt;
 
 use super::detect::Collectives;
-use super::registry::{Entry, Registry, Source};
+use super::registry::{Entry, Registry, Source, StateError};
 use super::system::System;
 use crate::fsutil;
 use crate::store::home::Home;
@@ -255,6 +255,37 @@ fn stamp(m: &std::fs::Metadata) -> String {
 fn settled(m: &std::fs::Metadata, now: SystemTime) -> bool {
     let now = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64);
     matches!(now, Ok(n) if n.saturating_sub(m.ctime()) >= 2)
+}
+
+impl Registry {
+    /// The registry of `home`, read through its compact copy in `own` (the home of the
+    /// user reading, which may be `home` itself): the copy is used only while it matches
+    /// the settings file as it is now, and is made again when it does not. An upstream's
+    /// copy lives in the reader's own home, so nothing is written into an upstream.
+    pub fn load_cached(home: &Home, own: &Home) -> Result<Registry, StateError> {
+        let path = home.settings();
+        let unreadable = |path: &PathBuf| {
+            let path = path.clone();
+            move |source| StateError::Unreadable { path, source }
+        };
+        let mut file = match fs_err::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Registry::default()),
+            Err(source) => return Err(StateError::Unreadable { path, source }),
+        };
+        let meta = file.metadata().map_err(unreadable(&path))?;
+        let cache = Cache::of(own, &path, &meta);
+        if let Some(registry) = cache.as_ref().and_then(Cache::read) {
+            return Ok(registry);
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut file, &mut text).map_err(unreadable(&path))?;
+        let registry = Registry::parse(home, path, &text)?;
+        if let Some(cache) = cache.filter(|_| registry.notice.is_none()) {
+            cache.write(&registry);
+        }
+        Ok(registry)
+    }
 }
 
 #[cfg(test)]
