@@ -12,6 +12,7 @@ mod hook;
 mod hook_env;
 mod install;
 mod install_component;
+mod install_from;
 mod install_locked;
 mod install_pinned;
 mod install_torch;
