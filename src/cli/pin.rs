@@ -3,9 +3,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
-use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::arch::{self, CudaArch, Problem, Verdict};
+use gpuenv_core::facts::{self, release_name};
 use gpuenv_core::install_hint;
 use gpuenv_core::project::{self, PinEdit, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
@@ -179,7 +179,7 @@ fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
     if spec.kind != Kind::Cuda || registry.find(spec).is_some() {
         return Ok(());
     }
-    let majors = || tables::releases().map(|rel| rel.0);
+    let majors = || facts::current().releases.iter().map(|r| r.release.0);
     let (lo, hi) = (majors().min().unwrap_or(0), majors().max().unwrap_or(0));
     if (lo..=hi).contains(&spec.version.major()) {
         return Ok(());

@@ -30,7 +30,7 @@ pub mod ui;
 // The crate's public paths stay flat for the crates that use it; inside the core, code
 // names the layer (`crate::plan::resolve`).
 pub use edges::{hints, module_export, proxy, session, shell};
-pub use facts::{cuda_tables, driver};
+pub use facts::driver;
 pub use plan::{
     auto_install, build_cache, env, guard, host_compiler, install_hint, module, resolve, stale,
 };

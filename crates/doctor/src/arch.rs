@@ -4,9 +4,8 @@
 
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
 use gpuenv_core::context::vars;
-use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::facts::arch::{self, CudaArch, ListEntry, Problem};
-use gpuenv_core::facts::{self, lookup, Coverage};
+use gpuenv_core::facts::{self, lookup, release_name, Coverage};
 use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui::printable;
@@ -87,7 +86,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         .and_then(|nvcc| facts::tree::gpu_archs(&nvcc, &inputs.home.tree_facts()));
     let (targets, exact, rel, release): (&[u32], bool, String, (u64, u64)) = match (
         &from_tree,
-        tables::sm_archs(&t.entry.version),
+        lookup::archs(facts::current(), t.entry.version.release()).known(),
     ) {
         (Some(archs), _) => {
             notes.seen(format!(

@@ -7,9 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
-use gpuenv_core::cuda_tables::{self as tables, release_name, GccRange};
 use gpuenv_core::diagnostic::Diagnostic;
-use gpuenv_core::facts;
+use gpuenv_core::facts::{self, lookup, release_name, GccRange};
 use gpuenv_core::host_compiler::{parse_gcc_version, user_choice, Choice, HostCompilerProblem};
 use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::Kind;
@@ -108,7 +107,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             ),
         );
         notes.hint(install_gxx(m));
-        if let Some(row) = tables::host_gcc(&t.entry.version) {
+        if let Some(row) = lookup::gcc(facts::current(), t.entry.version.release()).known() {
             notes.hint(format!(
                 "CUDA {} supports gcc <= {}: if your distribution's g++ is newer, install g++-{} and build with `export NVCC_PREPEND_FLAGS='-ccbin g++-{}'`",
                 release_name(row.release),
@@ -152,7 +151,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     let header = t.entry.include_dir.join(facts::tree::HOST_CONFIG);
     let (range, exact, rel) = match (
         facts::tree::gcc_max(&t.entry.include_dir),
-        tables::host_gcc(cuda),
+        lookup::gcc(facts::current(), cuda.release()).known(),
     ) {
         (Some(max), row) => (
             GccRange {
@@ -202,7 +201,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             "install g++-{max} and build with it: export NVCC_PREPEND_FLAGS='-ccbin g++-{max}' (CMake: CUDAHOSTCXX=g++-{max})",
             max = range.max
         ));
-        if let Some(newer) = tables::first_cuda_for_gcc(major) {
+        if let Some(newer) = lookup::first_cuda_for_gcc(facts::current(), major) {
             let newer = release_name(newer);
             notes.hint(format!(
                 "or use a toolkit that supports gcc {major}: {} and `gpuenv pin cuda-{newer}`",
@@ -245,7 +244,8 @@ mod tests {
     #[test]
     fn the_captured_nvcc_error_names_the_table_limit() {
         let text = captured("gcc12-vs-cuda11.8-error.txt");
-        let max = tables::host_gcc(&"11.8.89".parse().unwrap())
+        let max = lookup::gcc(facts::current(), (11, 8))
+            .known()
             .unwrap()
             .value
             .max;
