@@ -19,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "path_list",
             "pathpart",
             "quote",
+            "stamp",
             "test_support",
             "find_diagnostic",
             "diagnostics",

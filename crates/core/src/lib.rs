@@ -3,7 +3,7 @@
 //!
 //! Layers, bottom to top; a module imports only its own layer and those below
 //! (tests/core_layers.rs checks it): the base utilities at the root (`diagnostic`, `ui`,
-//! `fsutil`, `named`, `passwd`, `path_list`, `pathpart`, `quote`, `ask`), then `facts`, `context` (the process handle),
+//! `fsutil`, `named`, `passwd`, `path_list`, `pathpart`, `quote`, `stamp`, `ask`), then `facts`, `context` (the process handle),
 //! `store`, `project`, `plan`, `edges`.
 
 /// The project's home; messages link into its `docs/` from here (the one place naming it).
@@ -22,6 +22,7 @@ pub mod pathpart;
 pub mod plan;
 pub mod project;
 pub mod quote;
+pub mod stamp;
 pub mod store;
 #[cfg(test)]
 mod test_support;

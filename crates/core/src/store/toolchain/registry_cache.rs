@@ -19,18 +19,19 @@
 //! edit within the same tick could leave them as they were. A copy that cannot be written
 //! only costs the next call the parse.
 
-use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use fs_err::os::unix::fs::OpenOptionsExt;
+use sha2::Digest;
 
 use super::detect::Collectives;
 use super::registry::{Entry, Registry, Source, StateError};
 use super::system::System;
 use crate::fsutil;
+use crate::stamp::Stamp;
 use crate::store::home::Home;
 
 /// The first line of a copy; a new layout gets a new one.
@@ -56,10 +57,11 @@ impl Cache {
     /// file) is `meta`. `None` for a path that is not UTF-8.
     pub fn of(own: &Home, source: &Path, meta: &std::fs::Metadata) -> Option<Cache> {
         let source = source.to_str()?.to_string();
+        let stamp = Stamp::of(meta)?;
         Some(Cache {
             at: own.registry_cache().join(file_name(&source)),
-            stamp: stamp(meta),
-            settled: settled(meta, SystemTime::now()),
+            stamp: stamp.to_string(),
+            settled: stamp.settled(SystemTime::now()),
             source,
         })
     }
@@ -229,32 +231,12 @@ fn string(field: &str) -> Option<String> {
     Some(inner.to_string())
 }
 
-/// One file per settings path (the path itself is inside, and compared).
+/// One file per settings path (the path itself is inside, and compared), named by its
+/// sha256: the same name from every build of gpuenv.
 fn file_name(source: &str) -> String {
-    let mut h = std::hash::DefaultHasher::new();
-    source.hash(&mut h);
-    format!("{:016x}.copy", h.finish())
-}
-
-/// The settings file as the copy compares it: device, inode, size, and the modification
-/// and change times to the nanosecond.
-fn stamp(m: &std::fs::Metadata) -> String {
-    format!(
-        "{}:{}:{}:{}.{:09}:{}.{:09}",
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec()
-    )
-}
-
-/// Whether the file's last change is at least two seconds before `now`.
-fn settled(m: &std::fs::Metadata, now: SystemTime) -> bool {
-    let now = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64);
-    matches!(now, Ok(n) if n.saturating_sub(m.ctime()) >= 2)
+    let digest = sha2::Sha256::digest(source.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{hex}.copy")
 }
 
 impl Registry {
