@@ -13,6 +13,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "diagnostic",
             "ui",
+            "finding",
             "fsutil",
             "named",
             "passwd",

@@ -14,6 +14,7 @@ pub mod context;
 pub mod diagnostic;
 pub mod edges;
 pub mod facts;
+pub mod finding;
 pub mod fsutil;
 pub mod named;
 pub mod passwd;

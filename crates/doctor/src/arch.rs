@@ -34,7 +34,7 @@ pub fn gpu_visible(m: &Machine) -> bool {
 
 pub fn run(inputs: &Inputs) -> Finding {
     let Some(t) = inputs.active(Kind::Cuda) else {
-        return Finding::skip(CHECK, "no CUDA toolchain is active here");
+        return CHECK.skip("no CUDA toolchain is active here");
     };
     let m = &inputs.machine;
     let mut notes = Notes::default();
@@ -66,10 +66,8 @@ pub fn run(inputs: &Inputs) -> Finding {
             );
         }
         if !cuda_torch {
-            return Finding::skip(
-                CHECK,
-                "no arch list and no GPU visible, but no CUDA torch either to trip over it",
-            );
+            return CHECK
+                .skip("no arch list and no GPU visible, but no CUDA torch either to trip over it");
         }
         notes.problem(
             Status::Warn,
@@ -123,7 +121,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 Coverage::Newer(u) => format!("{u}; run `{}`", facts::REFRESH),
                 _ => format!("gpuenv's data does not cover CUDA {}", t.entry.version),
             };
-            return Finding::skip(CHECK, why);
+            return CHECK.skip(why);
         }
     };
     let (lo, hi) = (targets[0], targets[targets.len() - 1]);

@@ -64,7 +64,7 @@ pub fn read_driver(m: &Machine) -> Result<Driver, NoDriver> {
 pub fn run(inputs: &Inputs) -> Finding {
     let driver = match read_driver(&inputs.machine) {
         Ok(d) => d,
-        Err(why) => return Finding::skip(CHECK, why.to_string()),
+        Err(why) => return CHECK.skip(why.to_string()),
     };
     // What needs the driver: each active toolkit, and the CUDA runtime torch bundles.
     let mut needs: Vec<(String, Version)> = Vec::new();

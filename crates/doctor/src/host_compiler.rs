@@ -86,7 +86,7 @@ fn install_gxx(m: &Machine) -> String {
 
 pub fn run(inputs: &Inputs) -> Finding {
     let Some(t) = inputs.active(Kind::Cuda) else {
-        return Finding::skip(CHECK, "no CUDA toolchain is active here");
+        return CHECK.skip("no CUDA toolchain is active here");
     };
     let m = &inputs.machine;
     let chosen = host_compiler(m, inputs.active.host_compiler.as_ref());
@@ -120,9 +120,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
     let (cc, from) = match chosen {
         Ok(Some(found)) => found,
-        Ok(None) => {
-            return Finding::skip(CHECK, "no host compiler found (no gcc on PATH, no -ccbin)")
-        }
+        Ok(None) => return CHECK.skip("no host compiler found (no gcc on PATH, no -ccbin)"),
         Err(problem) => {
             let mut notes = Notes::default();
             notes.problem(Status::Error, problem.to_string());
@@ -139,13 +137,13 @@ pub fn run(inputs: &Inputs) -> Finding {
     // Once per doctor run, its cost does not matter.
     let text = match m.run(&cc, &["--version"]) {
         Ok(t) => t,
-        Err(e) => return Finding::skip(CHECK, e.to_string()),
+        Err(e) => return CHECK.skip(e.to_string()),
     };
     let Some(version) = parse_gcc_version(&text) else {
-        return Finding::skip(
-            CHECK,
-            format!("{} is not GCC; only GCC ranges are checked", cc.display()),
-        );
+        return CHECK.skip(format!(
+            "{} is not GCC; only GCC ranges are checked",
+            cc.display()
+        ));
     };
     let cuda = &t.entry.version;
     let header = t.entry.include_dir.join(facts::tree::HOST_CONFIG);
@@ -167,7 +165,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 Err(why) => why.to_string(),
                 Ok(_) => format!("gpuenv's data does not cover CUDA {cuda}"),
             };
-            return Finding::skip(CHECK, why);
+            return CHECK.skip(why);
         }
     };
     let mut notes = Notes::default();

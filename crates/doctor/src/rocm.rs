@@ -42,7 +42,7 @@ fn base(arch: &str) -> String {
 
 pub fn run(inputs: &Inputs) -> Finding {
     let Some(t) = inputs.active(Kind::Rocm) else {
-        return Finding::skip(CHECK, "no ROCm toolchain is active here");
+        return CHECK.skip("no ROCm toolchain is active here");
     };
     let m = &inputs.machine;
     let mut notes = Notes::default();
