@@ -134,3 +134,20 @@ fn the_proxy_binary_loads_libc_and_no_libgcc_s() {
         );
     }
 }
+
+/// The doctor is a command: the GPU probe and the machine's facts other commands use are
+/// the core's, so only `gpuenv doctor` (and what it runs on each node) imports the doctor.
+#[test]
+fn only_the_doctor_command_uses_the_doctor_crate() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let mut users = Vec::new();
+    for entry in fs_err::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let text = fs_err::read_to_string(&path).unwrap();
+        if text.contains("gpuenv_doctor") {
+            users.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    users.sort();
+    assert_eq!(users, ["doctor.rs"]);
+}

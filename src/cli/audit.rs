@@ -10,10 +10,10 @@ use gpuenv_audit::runtime::{classify, Runtime};
 use gpuenv_audit::{AuditError, Object};
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::plan::native;
 use gpuenv_core::resolve::{self, Request};
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::{fsutil, guard, project, ui};
-use gpuenv_doctor::{native, Machine};
 
 use super::Exit;
 
@@ -116,11 +116,7 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
     let has_code = !object.cuda.is_empty() || !object.hip.is_empty();
     let (mut no_gpu, mut gpus_found) = (Vec::new(), false);
     if has_code {
-        let machine = Machine {
-            root: ctx.system_root(),
-            ctx: ctx.clone(),
-        };
-        let found = native::native_archs(&machine);
+        let found = native::native_archs(ctx);
         gpus_found = !found.cuda.is_empty() || !found.rocm.is_empty();
         let gpu = |tool: &str| Source::Gpu { tool: tool.into() };
         wants.extend(

@@ -1,5 +1,3 @@
-use std::path::PathBuf;
-
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
@@ -7,11 +5,11 @@ use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::arch::{self, CudaArch, Problem, Verdict};
 use gpuenv_core::facts::{self, release_name};
 use gpuenv_core::install_hint;
+use gpuenv_core::plan::native;
 use gpuenv_core::project::{self, PinEdit, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 use gpuenv_core::{fsutil, ui};
-use gpuenv_doctor::{native, Machine};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
 #[derive(Debug, clap::Args)]
@@ -154,11 +152,7 @@ impl Args {
 
 /// This machine's GPUs as arch pins; an error naming what was asked when there are none.
 fn native_archs(ctx: &Context) -> Result<Vec<String>> {
-    let machine = Machine {
-        root: PathBuf::from("/"),
-        ctx: ctx.clone(),
-    };
-    let found = native::native_archs(&machine);
+    let found = native::native_archs(ctx);
     if found.cuda.is_empty() && found.rocm.is_empty() {
         bail!(Hinted::new(format!(
             "--arch native: this machine shows no GPU ({})",

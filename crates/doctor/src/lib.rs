@@ -9,7 +9,6 @@ pub mod cpu_torch;
 pub mod driver;
 pub mod host_compiler;
 pub mod machine;
-pub mod native;
 pub mod nccl;
 pub mod nodes;
 pub mod python;

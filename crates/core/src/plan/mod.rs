@@ -10,5 +10,6 @@ pub mod guard;
 pub mod host_compiler;
 pub mod install_hint;
 pub mod module;
+pub mod native;
 pub mod resolve;
 pub mod stale;
