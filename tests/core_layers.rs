@@ -165,11 +165,11 @@ fn imports_in(src: &Path, shown: &str) -> (Vec<Import>, BTreeSet<Vec<String>>) {
     files.sort();
     let modules: BTreeSet<Vec<String>> = files
         .iter()
-        .map(|f| module_path(f.strip_prefix(&src).unwrap()))
+        .map(|f| module_path(f.strip_prefix(src).unwrap()))
         .collect();
     let mut found = Vec::new();
     for file in &files {
-        let rel = file.strip_prefix(&src).unwrap();
+        let rel = file.strip_prefix(src).unwrap();
         if rel == Path::new("lib.rs") || rel == Path::new("main.rs") {
             continue; // the root declares the layers and re-exports their public paths
         }
