@@ -138,8 +138,49 @@ impl Cache {
         if fsutil::write_atomic(&self.at, text.as_bytes()).is_ok() {
             // The first layout's copy of the same file (`<hash>.json`), now never read.
             let _ = fs_err::remove_file(self.at.with_extension("json"));
+            self.remove_older_copies();
         }
     }
+
+    /// Earlier copies of the same settings file under other names (the first layout's
+    /// `<hash>.json`, a name from before copies were named by sha256), now never read.
+    fn remove_older_copies(&self) {
+        let Some(dir) = self.at.parent() else { return };
+        let Ok(entries) = fs_err::read_dir(dir) else {
+            return;
+        };
+        for path in entries.flatten().map(|e| e.path()) {
+            let ours = path == self.at;
+            let copy = path.extension().is_some_and(|e| e == "copy" || e == "json");
+            if !ours && copy && names_source(&path, &self.source) {
+                let _ = fs_err::remove_file(&path);
+            }
+        }
+    }
+}
+
+/// Whether the copy at `path` (the user's own regular file, not followed if a link) was
+/// made of the settings file `source`: every layout names it on its second line.
+fn names_source(path: &Path, source: &str) -> bool {
+    let Ok(file) = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !file.metadata().is_ok_and(|m| m.is_file() && m.uid() == me) {
+        return false;
+    }
+    let mut head = String::new();
+    let _ = file.file().take(64 * 1024).read_to_string(&mut head);
+    let mut lines = head.split('\n');
+    lines
+        .next()
+        .is_some_and(|m| m.starts_with("gpuenv registry cache "))
+        && lines.next() == Some(source)
 }
 
 /// What an entry has besides its fixed fields, as JSON (absent when it has none).
@@ -369,5 +410,29 @@ mod tests {
         c.settled = false;
         c.write(&registry(&["cuda-12.4.1"]));
         assert!(!c.path().exists());
+    }
+
+    #[test]
+    fn writing_a_copy_removes_the_older_copies_of_the_same_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = Home::new(dir.path());
+        let c = Cache {
+            at: own.registry_cache().join(file_name("/site/settings.toml")),
+            ..cache(&own, "1:2:3")
+        };
+        fs_err::create_dir_all(own.registry_cache()).unwrap();
+        let old = own.registry_cache().join("0123456789abcdef.copy");
+        let first = own.registry_cache().join("fedcba9876543210.json");
+        let other = own.registry_cache().join("1111111111111111.copy");
+        fs_err::write(&old, format!("{MAGIC}\n/site/settings.toml\nx\n")).unwrap();
+        fs_err::write(&first, "gpuenv registry cache 1\n/site/settings.toml\nx\n").unwrap();
+        fs_err::write(&other, format!("{MAGIC}\n/home/u/settings.toml\nx\n")).unwrap();
+        c.write(&registry(&["cuda-12.4"]));
+        assert!(c.read().is_some());
+        assert!(
+            !old.exists() && !first.exists(),
+            "an older copy of the file is left"
+        );
+        assert!(other.exists(), "another file's copy was removed");
     }
 }
