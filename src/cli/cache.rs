@@ -40,7 +40,7 @@ enum Action {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        let cache = super::install::cache(ctx, &home);
+        let cache = super::install_from::cache(ctx, &home);
         let installed = Installed::scan(&home.toolchains())?;
         match self.action {
             Action::Size { json } => size(&cache, &installed, json),

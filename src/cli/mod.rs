@@ -13,6 +13,7 @@ mod hook_env;
 mod install;
 mod install_advice;
 mod install_component;
+mod install_from;
 mod install_locked;
 mod install_pinned;
 mod install_torch;

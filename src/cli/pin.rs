@@ -1,17 +1,15 @@
-use std::path::PathBuf;
-
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
-use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::arch::{self, CudaArch, Problem, Verdict};
+use gpuenv_core::facts::{self, release_name};
 use gpuenv_core::install_hint;
+use gpuenv_core::plan::native;
 use gpuenv_core::project::{self, PinEdit, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 use gpuenv_core::{fsutil, ui};
-use gpuenv_doctor::{native, Machine};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
 #[derive(Debug, clap::Args)]
@@ -154,11 +152,7 @@ impl Args {
 
 /// This machine's GPUs as arch pins; an error naming what was asked when there are none.
 fn native_archs(ctx: &Context) -> Result<Vec<String>> {
-    let machine = Machine {
-        root: PathBuf::from("/"),
-        ctx: ctx.clone(),
-    };
-    let found = native::native_archs(&machine);
+    let found = native::native_archs(ctx);
     if found.cuda.is_empty() && found.rocm.is_empty() {
         bail!(Hinted::new(format!(
             "--arch native: this machine shows no GPU ({})",
@@ -179,7 +173,7 @@ fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
     if spec.kind != Kind::Cuda || registry.find(spec).is_some() {
         return Ok(());
     }
-    let majors = || tables::releases().map(|rel| rel.0);
+    let majors = || facts::current().releases.iter().map(|r| r.release.0);
     let (lo, hi) = (majors().min().unwrap_or(0), majors().max().unwrap_or(0));
     if (lo..=hi).contains(&spec.version.major()) {
         return Ok(());

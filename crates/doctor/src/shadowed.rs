@@ -25,8 +25,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     let wheels = runtime::wheel_libs(&prefixes);
     if wheels.is_empty() {
         let shown: Vec<String> = prefixes.iter().map(|p| p.display().to_string()).collect();
-        return Finding::skip(
-            CHECK,
+        return CHECK.skip(
             match shown.is_empty() {
                 true => {
                     "no Python environment found (no VIRTUAL_ENV, CONDA_PREFIX or python3 on PATH)"

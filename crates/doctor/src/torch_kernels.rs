@@ -7,7 +7,9 @@ use std::path::Path;
 
 use fs_err::os::unix::fs::OpenOptionsExt as _;
 
-use super::{native, Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::plan::native;
+
+use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_audit::arch::CudaArch;
 use gpuenv_audit::fatbin::ImageKind;
 use gpuenv_core::facts::{self, torch_index};
@@ -36,18 +38,17 @@ pub fn read_object(path: &Path) -> Result<gpuenv_audit::Object, String> {
 pub fn run(inputs: &Inputs) -> Finding {
     let torch = match &inputs.torch {
         Ok(t) if t.cuda.is_some() => t,
-        Ok(_) => return Finding::skip(CHECK, "the active Python's torch is not a CUDA build"),
-        Err(e) => return Finding::skip(CHECK, format!("no torch to check: {e}")),
+        Ok(_) => return CHECK.skip("the active Python's torch is not a CUDA build"),
+        Err(e) => return CHECK.skip(format!("no torch to check: {e}")),
     };
-    let found = native::native_archs(&inputs.machine);
+    let found = native::native_archs(&inputs.machine.ctx);
     let gpus: Vec<CudaArch> = found
         .cuda
         .iter()
         .filter_map(|a| CudaArch::parse_any(a).ok())
         .collect();
     if gpus.is_empty() {
-        return Finding::skip(
-            CHECK,
+        return CHECK.skip(
             format!("no NVIDIA GPU found here ({})", found.asked.join("; ")),
         );
     }

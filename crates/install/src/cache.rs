@@ -30,7 +30,8 @@ use sha2::Digest;
 
 use super::dir::{self, Dir, Untrusted};
 use super::objects::Objects;
-use super::pathpart::Sha256;
+pub use super::pathpart::{hex, is_sha256};
+use super::pathpart::{is_digits, Sha256};
 use gpuenv_core::diagnostic::Diagnostic;
 
 /// The directories gpuenv makes at the top of its cache.
@@ -106,15 +107,6 @@ pub fn ours(part: &str, name: &OsStr) -> bool {
         "objects" => super::objects::is_shard(name) || name == super::objects::TEMP,
         _ => false,
     }
-}
-
-/// 64 lowercase hex digits: the names gpuenv gives by sha256.
-pub fn is_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-pub(crate) fn is_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// `fsutil::write_atomic`'s temp file (`.tmp` and six letters or digits), left by a kill.
@@ -280,10 +272,6 @@ fn mark(top: &Dir) {
             "{SIGNATURE}\n{MADE_BY}\n# For information about cache directory tags see https://bford.info/cachedir/"
         );
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The sha256 of a file, read in large blocks.

@@ -20,7 +20,7 @@ use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::ui;
-use gpuenv_core::{fsutil, outside};
+use gpuenv_core::outside;
 
 pub(super) const ATTEMPTS: u32 = 4;
 pub(super) const BUF: usize = 1 << 20;
@@ -234,7 +234,7 @@ impl Fetcher {
                 let _ = trees.remove_tree(name.as_ref());
             }
         }
-        let tmp = fsutil::temp_dir(trees.path(), key)?;
+        let tmp = crate::dir::temp_dir(trees.path(), key)?;
         bar.set_message(format!("{} (unpacking)", a.component));
         let (label, url) = (a.file_name(), a.url.to_string());
         let result = unpack::unpack(&file, a.format, tmp.path(), &label, &url, &self.hooks);

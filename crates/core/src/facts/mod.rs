@@ -13,7 +13,6 @@ pub mod arch;
 pub mod build_cache;
 pub mod build_files;
 pub mod copies;
-pub mod cuda_tables;
 pub mod driver;
 pub mod driver_dirs;
 pub mod lookup;

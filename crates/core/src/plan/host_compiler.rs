@@ -139,9 +139,18 @@ pub fn choose(
     choose_in(toolchain, cuda, None, pin, probe)
 }
 
+/// Why the GCC range of a CUDA release is not known.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RangeUnknown {
+    #[error("{0}; run `{refresh}`", refresh = facts::REFRESH)]
+    Newer(facts::Unknown),
+    #[error("gpuenv's data does not cover CUDA {0}")]
+    Older(Version),
+}
+
 /// The newest GCC `cuda` accepts: its own `host_config.h` (under `include_dir`) when it
-/// says, else the data; `Err` with the words to show when neither knows.
-pub fn gcc_range(cuda: &Version, include_dir: Option<&Path>) -> Result<GccRange, String> {
+/// says, else the data; `Err` says why neither knows.
+pub fn gcc_range(cuda: &Version, include_dir: Option<&Path>) -> Result<GccRange, RangeUnknown> {
     let table = lookup::gcc(facts::current(), (cuda.major(), cuda.minor().unwrap_or(0)));
     if let Some(max) = include_dir.and_then(facts::tree::gcc_max) {
         let min = table.known().and_then(|f| f.value.min);
@@ -149,8 +158,8 @@ pub fn gcc_range(cuda: &Version, include_dir: Option<&Path>) -> Result<GccRange,
     }
     match table {
         Coverage::Known(f) => Ok(*f.value),
-        Coverage::Newer(u) => Err(format!("{u}; run `{}`", facts::REFRESH)),
-        Coverage::Older => Err(format!("gpuenv's data does not cover CUDA {cuda}")),
+        Coverage::Newer(u) => Err(RangeUnknown::Newer(u)),
+        Coverage::Older => Err(RangeUnknown::Older(cuda.clone())),
     }
 }
 
@@ -176,7 +185,11 @@ pub fn choose_in(
     }
     let range = match gcc_range(cuda, include_dir) {
         Ok(range) => range,
-        Err(why) => return Choice::Default { why },
+        Err(why) => {
+            return Choice::Default {
+                why: why.to_string(),
+            }
+        }
     };
     let max = range.max;
     let Some(default) = probe.which("g++") else {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use super::entry::{Broken, Entry, Source};
-use super::{registry_cache, Spec};
+use super::Spec;
 use crate::diagnostic::Diagnostic;
 use crate::facts::build_cache::{BuildCache, SharedStore};
 use crate::store::home::Home;
@@ -179,7 +179,7 @@ impl Diagnostic for StateError {
 }
 
 /// A settings file that is not UTF-8 is corrupt; any other refusal says why itself.
-fn refused(e: outside::ReadError) -> StateError {
+pub(super) fn refused(e: outside::ReadError) -> StateError {
     match e.why {
         outside::Why::Io(source) => StateError::Unreadable {
             path: e.path,
@@ -195,30 +195,6 @@ impl Registry {
         Ok(Registry::read(home)?.0)
     }
 
-    /// The registry of `home`, read through its compact copy in `own` (the home of the
-    /// user reading, which may be `home` itself): the copy is used only while it matches
-    /// the settings file as it is now, and is made again when it does not (see
-    /// [`super::registry_cache`]). An upstream's copy lives in the reader's own home, so
-    /// nothing is written into an upstream.
-    pub fn load_cached(home: &Home, own: &Home) -> Result<Registry, StateError> {
-        let path = home.settings();
-        let file = match outside::open(&path, outside::Kind::Settings) {
-            Ok(f) => f,
-            Err(e) if e.is_missing() => return Ok(Registry::default()),
-            Err(e) => return Err(refused(e)),
-        };
-        let cache = registry_cache::Cache::of(own, &path, file.metadata());
-        if let Some(registry) = cache.as_ref().and_then(registry_cache::Cache::read) {
-            return Ok(registry);
-        }
-        let text = file.text().map_err(refused)?;
-        let registry = Registry::parse(home, path, &text)?;
-        if let Some(cache) = cache.filter(|_| registry.notice.is_none()) {
-            cache.write(&registry);
-        }
-        Ok(registry)
-    }
-
     /// The registry and the text it was parsed from.
     fn read(home: &Home) -> Result<(Registry, String), StateError> {
         let path = home.settings();
@@ -231,7 +207,7 @@ impl Registry {
     }
 
     /// `text`, the contents of `home`'s settings file at `path`, parsed and checked.
-    fn parse(home: &Home, path: PathBuf, text: &str) -> Result<Registry, StateError> {
+    pub(super) fn parse(home: &Home, path: PathBuf, text: &str) -> Result<Registry, StateError> {
         let mut registry: Registry = toml::from_str(text).map_err(|e| StateError::Corrupt {
             message: e.message().to_string()
                 + &e.span()
