@@ -105,8 +105,20 @@ env -0 > "$OUT/after"
     let loaded = dump(&sb.path("out/loaded"));
     assert!(expected.contains_key("CUDA_HOME") && expected.contains_key("PATH"));
     for (k, v) in &expected {
+        // Per-user state: in the loading user's own home, never in the exporting store.
+        if k == "TORCH_EXTENSIONS_DIR" {
+            continue;
+        }
         assert_eq!(loaded.get(k), v.as_ref(), "{format}: {k} after module load");
     }
+    assert_eq!(
+        loaded["TORCH_EXTENSIONS_DIR"],
+        sb.home()
+            .join(".cache/gpuenv/torch-extensions/cuda-12.4")
+            .display()
+            .to_string(),
+        "{format}: the JIT dir is computed from HOME at load time"
+    );
     let view = sb.gpuenv_home().join("views/cuda-12.4");
     assert_eq!(loaded["CUDA_HOME"], view.display().to_string());
     assert!(

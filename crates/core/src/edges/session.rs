@@ -246,7 +246,10 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
             ui::warn_with_hints(n, n.hints());
         }
     }
-    let layered = upstream::layered(home, own);
+    let mut layered = upstream::layered(home, own);
+    if door != Door::Proxy && make_fresh_home(home, &layered) {
+        layered = upstream::layered(home, Registry::load_cached(home, home)?);
+    }
     use_facts_of(home);
     if door == Door::Command {
         if let Some(e) = upstream::from_context(ctx).1 {
@@ -260,6 +263,25 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
         }
     }
     Ok(layered)
+}
+
+/// A home gpuenv has not made yet (no settings, no shims: a site's new user, whose
+/// toolchains are all an upstream's) is made on first use, quietly: the proxy, the
+/// shims and the views of the upstreams' toolchains, as `gpuenv reshim` would. True when
+/// it was made; a home that cannot be made now is left for the warnings that name it.
+fn make_fresh_home(home: &Home, layered: &Layered) -> bool {
+    if layered.registry.toolchains.is_empty()
+        || home.shims().is_dir()
+        || fs_err::symlink_metadata(home.settings()).is_ok()
+    {
+        return false;
+    }
+    let Ok(proxy) = shims::proxy_source() else {
+        return false;
+    };
+    crate::store::Store::new(home.clone(), proxy)
+        .repair()
+        .is_ok_and(|r| r.broken.is_empty())
 }
 
 /// Each of `names` whose view is missing (an upstream's toolchain, when the upstream has
