@@ -14,6 +14,7 @@ pub mod nccl;
 pub mod nodes;
 pub mod python;
 pub mod rocm;
+pub mod shared_cache;
 pub mod shm;
 pub mod slurm;
 pub mod stale_path;
@@ -72,6 +73,10 @@ impl Check {
                 "{}/blob/main/docs/failure-modes.md#fm-{n}-{}",
                 gpuenv_core::REPOSITORY,
                 self.name
+            ),
+            None if self.id == shared_cache::CHECK.id => format!(
+                "{}/blob/main/docs/clusters.md#the-shared-compiler-cache",
+                gpuenv_core::REPOSITORY
             ),
             None => format!(
                 "{}/blob/main/docs/design.md#resolution",
@@ -237,6 +242,7 @@ pub fn run_all(inputs: &Inputs) -> Vec<Finding> {
         slurm::run(inputs),
         arch::run(inputs),
         broken_toolchain::run(inputs),
+        shared_cache::run(inputs),
     ]
 }
 
