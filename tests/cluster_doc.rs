@@ -6,9 +6,9 @@
 //! copies the binaries this test run built. The CUDA 13 wheels come from the test cache's
 //! downloads. `alice` and the `gpuenv-cache` group become the test's own.
 
-mod common;
 #[path = "common/accounts.rs"]
 mod accounts;
+mod common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -58,10 +58,13 @@ fn the_cluster_doc_runs_as_written_as_root_and_as_a_user() {
     if !index_reachable() {
         return;
     }
-    let doc = fs_err::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/clusters.md"))
-        .unwrap();
+    let doc =
+        fs_err::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/clusters.md")).unwrap();
     let (root_blocks, user_blocks) = (blocks(&doc, ROOT), blocks(&doc, USER));
-    assert!(root_blocks.len() >= 4 && !user_blocks.is_empty(), "{root_blocks:?}");
+    assert!(
+        root_blocks.len() >= 4 && !user_blocks.is_empty(),
+        "{root_blocks:?}"
+    );
 
     let site = Site::new();
     let user = Account::create(&site, "d");
@@ -78,13 +81,17 @@ fn the_cluster_doc_runs_as_written_as_root_and_as_a_user() {
     };
     site.dir("etc/profile.d");
     let steps: String = root_blocks.iter().map(|b| moved(b)).collect();
-    let script = format!("{FAKE_CARGO}set -e\ntrap 'echo \"failed: $BASH_COMMAND\" >&2' ERR\n{steps}");
+    let script =
+        format!("{FAKE_CARGO}set -e\ntrap 'echo \"failed: $BASH_COMMAND\" >&2' ERR\n{steps}");
     let mut root = Command::new("bash");
     root.args(["--norc", "--noprofile", "-c", &script])
         .env_clear()
         .env("HOME", site.dir("root-home"))
         // root's default PATH, /usr/local/bin moved as the blocks are.
-        .env("PATH", format!("{s}/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"))
+        .env(
+            "PATH",
+            format!("{s}/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"),
+        )
         .env("LANG", "C.UTF-8")
         .env("NO_COLOR", "1")
         .env("BUILT", proxy_bin().parent().unwrap())
@@ -111,12 +118,20 @@ fn the_cluster_doc_runs_as_written_as_root_and_as_a_user() {
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     let listed = succeeded(&out);
     assert!(listed.contains("cuda-13.0."), "{listed}\n{said}");
-    for wrong in ["warning", "cannot be used", "shims dir", "Permission denied"] {
+    for wrong in [
+        "warning",
+        "cannot be used",
+        "shims dir",
+        "Permission denied",
+    ] {
         assert!(!said.contains(wrong), "{wrong}: {said}");
     }
     let object = user.home.join("proj/k.o");
     let meta = fs_err::metadata(&object).unwrap();
-    assert!(meta.len() > 500 && meta.uid() == user.uid, "a real object of the user's");
+    assert!(
+        meta.len() > 500 && meta.uid() == user.uid,
+        "a real object of the user's"
+    );
 
     // The user's compile went into the shared cache, in directories the group may add to.
     let cache = site.path("shared/ccache");
@@ -124,7 +139,10 @@ fn the_cluster_doc_runs_as_written_as_root_and_as_a_user() {
         .into_iter()
         .filter(|p| p != &cache && fs_err::metadata(p).unwrap().uid() == user.uid)
         .collect();
-    assert!(!made.is_empty(), "nothing of the user's in the shared cache");
+    assert!(
+        !made.is_empty(),
+        "nothing of the user's in the shared cache"
+    );
     let gid = fs_err::metadata(&cache).unwrap().gid();
     for p in &made {
         let m = fs_err::metadata(p).unwrap();

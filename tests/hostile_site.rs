@@ -95,11 +95,17 @@ fn refused_upstream(sb: &Sandbox, store: &Path, why: &str) {
     let out = as_user(sb, store, &["list"]);
     let err = stderr(&out);
     assert!(
-        err.contains(&format!("the upstream {} cannot be used: ", store.display())),
+        err.contains(&format!(
+            "the upstream {} cannot be used: ",
+            store.display()
+        )),
         "{err}"
     );
     assert!(err.contains(why), "{err}");
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("cuda-12.4"), "{err}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("cuda-12.4"),
+        "{err}"
+    );
     assert_eq!(snapshot(store), before, "the store was written");
     // Nothing of its toolchains in the user's home either.
     assert!(!sb.gpuenv_home().join("views/cuda-12.4").exists());
@@ -131,7 +137,11 @@ fn an_upstream_every_user_may_write_is_refused_unless_sticky() {
     // A sticky directory lets nobody replace another's settings: used.
     fs::set_permissions(&store, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let out = as_user(&sb, &store, &["list"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("cuda-12.4"), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("cuda-12.4"),
+        "{}",
+        stderr(&out)
+    );
     fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(
         store.join("settings.toml"),
@@ -181,8 +191,15 @@ fn module_export_never_follows_a_kind_dir_link_out_of_its_dir() {
     let out = export(&sb, &modules);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains(&format!("{} is a link", modules.join("cuda").display())), "{err}");
-    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "written outside --dir");
+    assert!(
+        err.contains(&format!("{} is a link", modules.join("cuda").display())),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "written outside --dir"
+    );
 }
 
 #[test]
@@ -207,9 +224,22 @@ fn module_export_removes_only_what_its_own_home_wrote() {
     let root = cuda_runfile(&sb.path("opt/cuda-13.0"), "13.0.88");
     for args in [
         vec!["link", "cuda-13.0", root.to_str().unwrap()],
-        vec!["module", "export", "--format", "lmod", "--dir", modules.to_str().unwrap()],
+        vec![
+            "module",
+            "export",
+            "--format",
+            "lmod",
+            "--dir",
+            modules.to_str().unwrap(),
+        ],
     ] {
-        succeeded(&sb.gpuenv().env("GPUENV_HOME", &other).args(&args).output().unwrap());
+        succeeded(
+            &sb.gpuenv()
+                .env("GPUENV_HOME", &other)
+                .args(&args)
+                .output()
+                .unwrap(),
+        );
     }
     let theirs = modules.join("cuda/13.0.lua");
     assert!(theirs.is_file());
@@ -240,7 +270,12 @@ fn pin_never_writes_through_a_link_out_of_the_project() {
     let text = "[toolchain]\ncuda = \"12.4\"\n# someone else's\n";
     write(&victim, text);
     symlink(&victim, proj.join("gpuenv.toml")).unwrap();
-    let out = sb.gpuenv().current_dir(&proj).args(["pin", "--arch", "9.0"]).output().unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args(["pin", "--arch", "9.0"])
+        .output()
+        .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("outside the project"), "{err}");
@@ -249,7 +284,10 @@ fn pin_never_writes_through_a_link_out_of_the_project() {
 
     // A link to a file inside the project (shared between its checkouts) is edited there.
     fs::remove_file(proj.join("gpuenv.toml")).unwrap();
-    write(&proj.join("common/gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    write(
+        &proj.join("common/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n",
+    );
     symlink("common/gpuenv.toml", proj.join("gpuenv.toml")).unwrap();
     sb.gpuenv()
         .current_dir(&proj)
@@ -257,7 +295,9 @@ fn pin_never_writes_through_a_link_out_of_the_project() {
         .assert()
         .success();
     assert!(proj.join("gpuenv.toml").is_symlink());
-    assert!(fs::read_to_string(proj.join("common/gpuenv.toml")).unwrap().contains("cuda-arch"));
+    assert!(fs::read_to_string(proj.join("common/gpuenv.toml"))
+        .unwrap()
+        .contains("cuda-arch"));
 }
 
 /// `gpuenv doctor --json`'s shared-cache finding with this site config.
@@ -265,7 +305,10 @@ fn shared_cache_finding(sb: &Sandbox, dir: &Path) -> serde_json::Value {
     let config = sb.path("etc/config.toml");
     write(
         &config,
-        &format!("[build]\ncache = \"ccache\"\nshared = \"file://{}\"\n", dir.display()),
+        &format!(
+            "[build]\ncache = \"ccache\"\nshared = \"file://{}\"\n",
+            dir.display()
+        ),
     );
     let out = sb
         .gpuenv()

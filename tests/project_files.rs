@@ -21,7 +21,6 @@ fn linked() -> (Sandbox, std::path::PathBuf) {
     (sb, proj)
 }
 
-
 fn mode(p: &Path) -> u32 {
     fs::metadata(p).unwrap().mode() & 0o777
 }
@@ -29,7 +28,10 @@ fn mode(p: &Path) -> u32 {
 /// Runs gpuenv through `sh` with this umask.
 fn with_umask(sb: &Sandbox, dir: &Path, umask: &str, args: &str) {
     let out = std::process::Command::new("sh")
-        .args(["-c", &format!("umask {umask} && exec \"$GPUENV_BIN\" {args}")])
+        .args([
+            "-c",
+            &format!("umask {umask} && exec \"$GPUENV_BIN\" {args}"),
+        ])
         .env_clear()
         .env("HOME", sb.home())
         .env("PATH", "/usr/bin:/bin")
@@ -78,15 +80,29 @@ fn env_here(sb: &Sandbox, proj: &Path) -> (serde_json::Value, String) {
 fn pin_keeps_a_trusted_file_trusted_and_an_outside_edit_does_not() {
     let (sb, proj) = linked();
     let toml = proj.join("gpuenv.toml");
-    write(&toml, "[toolchain]\ncuda = \"12.4\"\n\n[env]\nNCCL_DEBUG = \"INFO\"\n");
+    write(
+        &toml,
+        "[toolchain]\ncuda = \"12.4\"\n\n[env]\nNCCL_DEBUG = \"INFO\"\n",
+    );
     let (env, said) = env_here(&sb, &proj);
-    assert!(env.get("NCCL_DEBUG").is_none(), "applied before trust: {env}");
+    assert!(
+        env.get("NCCL_DEBUG").is_none(),
+        "applied before trust: {env}"
+    );
     assert!(said.contains("not applied until you trust"), "{said}");
-    sb.gpuenv().current_dir(&proj).arg("trust").assert().success();
+    sb.gpuenv()
+        .current_dir(&proj)
+        .arg("trust")
+        .assert()
+        .success();
     assert_eq!(env_here(&sb, &proj).0["NCCL_DEBUG"], "INFO");
 
     // gpuenv's own edit, asked for by the user: still trusted.
-    sb.gpuenv().current_dir(&proj).args(["pin", "--arch", "9.0"]).assert().success();
+    sb.gpuenv()
+        .current_dir(&proj)
+        .args(["pin", "--arch", "9.0"])
+        .assert()
+        .success();
     let (env, said) = env_here(&sb, &proj);
     assert!(fs::read_to_string(&toml).unwrap().contains("cuda-arch"));
     assert_eq!(env["NCCL_DEBUG"], "INFO", "{said}");
@@ -100,6 +116,10 @@ fn pin_keeps_a_trusted_file_trusted_and_an_outside_edit_does_not() {
     assert!(env.get("NCCL_DEBUG").is_none(), "{env}");
     assert!(said.contains("not applied until you trust"), "{said}");
     // And a pin on the untrusted file does not trust it.
-    sb.gpuenv().current_dir(&proj).args(["pin", "--arch", "8.0"]).assert().success();
+    sb.gpuenv()
+        .current_dir(&proj)
+        .args(["pin", "--arch", "8.0"])
+        .assert()
+        .success();
     assert!(env_here(&sb, &proj).0.get("NCCL_DEBUG").is_none());
 }

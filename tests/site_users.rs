@@ -5,9 +5,9 @@
 //! Environment Modules (the torch JIT dir in their own home), and a colleague reads a
 //! shared project after `gpuenv trust --safe-directory`.
 
-mod common;
 #[path = "common/accounts.rs"]
 mod accounts;
+mod common;
 #[path = "common/modules.rs"]
 mod modules;
 
@@ -35,14 +35,19 @@ struct Store {
 
 fn as_root(site: &Site, bin: &Path, script: &str) -> Output {
     let mut cmd = Command::new("bash");
-    cmd.args(["--norc", "--noprofile", "-c", &format!("set -e\numask 022\n{script}")])
-        .env_clear()
-        .env("HOME", site.dir("root-home"))
-        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
-        .env("LANG", "C.UTF-8")
-        .env("NO_COLOR", "1")
-        .env("SITE", site.dir.path())
-        .env("GPUENV_DOWNLOAD_CACHE", test_cache().join("downloads"));
+    cmd.args([
+        "--norc",
+        "--noprofile",
+        "-c",
+        &format!("set -e\numask 022\n{script}"),
+    ])
+    .env_clear()
+    .env("HOME", site.dir("root-home"))
+    .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+    .env("LANG", "C.UTF-8")
+    .env("NO_COLOR", "1")
+    .env("SITE", site.dir.path())
+    .env("GPUENV_DOWNLOAD_CACHE", test_cache().join("downloads"));
     for v in REAL_VARS {
         if let Some(val) = std::env::var_os(v) {
             cmd.env(v, val);
@@ -85,7 +90,10 @@ impl Store {
         vec![
             (
                 "GPUENV_SYSTEM_CONFIG",
-                self.site.path("etc/gpuenv/config.toml").display().to_string(),
+                self.site
+                    .path("etc/gpuenv/config.toml")
+                    .display()
+                    .to_string(),
             ),
             ("SITE", self.site.dir.path().display().to_string()),
             ("NAME", self.name.clone()),
@@ -119,9 +127,16 @@ fn every_file_root_writes_in_the_store_is_readable_by_all_and_writable_by_root_a
         (home.join("settings.toml"), 0o644),
         (root.join(".gpuenv-install.toml"), 0o444),
         (root.join("version.json"), 0o444),
-        (store.site.path(&format!("modules/tcl/cuda/{}", &store.name[5..])), 0o644),
         (
-            store.site.path(&format!("modules/lmod/cuda/{}.lua", &store.name[5..])),
+            store
+                .site
+                .path(&format!("modules/tcl/cuda/{}", &store.name[5..])),
+            0o644,
+        ),
+        (
+            store
+                .site
+                .path(&format!("modules/lmod/cuda/{}.lua", &store.name[5..])),
             0o644,
         ),
     ] {
@@ -193,13 +208,19 @@ nvcc_shim="$HOME/.local/share/gpuenv/shims/nvcc"
         assert!(!said.contains(wrong), "{wrong}: {said}");
     }
     // A new project file follows the umask (027), as an editor's would.
-    assert_eq!(fs_err::read_to_string(h.join("toml-mode")).unwrap().trim(), "640");
+    assert_eq!(
+        fs_err::read_to_string(h.join("toml-mode")).unwrap().trim(),
+        "640"
+    );
     assert!(fs_err::read_to_string(h.join("nvcc-version"))
         .unwrap()
         .contains("Cuda compilation tools, release 13.0"));
     let version: serde_json::Value =
         serde_json::from_str(&fs_err::read_to_string(h.join("version.json")).unwrap()).unwrap();
-    assert!(version["cuda"]["version"].as_str().unwrap().starts_with("13.0"));
+    assert!(version["cuda"]["version"]
+        .as_str()
+        .unwrap()
+        .starts_with("13.0"));
     for obj in ["proj/k.o", "proj/k2.o"] {
         let meta = fs_err::metadata(h.join(obj)).unwrap();
         assert!(meta.len() > 1000, "{obj} is a real object");
@@ -241,7 +262,12 @@ cd proj && nvcc -c k.cu -o {system}.o
         assert!(fs_err::read_to_string(h.join(format!("{system}-nvcc")))
             .unwrap()
             .contains("release 13.0"));
-        assert!(fs_err::metadata(h.join(format!("proj/{system}.o"))).unwrap().len() > 1000);
+        assert!(
+            fs_err::metadata(h.join(format!("proj/{system}.o")))
+                .unwrap()
+                .len()
+                > 1000
+        );
     }
 }
 
@@ -267,15 +293,25 @@ fn a_colleague_reads_a_shared_project_after_trust_safe_directory() {
     let show = |who: &Account| store.run_as(who, "gpuenv show", &proj);
     let before = show(&colleague);
     let said = stderr(&before);
-    assert!(said.contains(&user.name) || said.contains("another user"), "{said}");
+    assert!(
+        said.contains(&user.name) || said.contains("another user"),
+        "{said}"
+    );
     assert!(!String::from_utf8_lossy(&before.stdout).contains("gpuenv.toml"));
 
     succeeded(&store.run_as(&colleague, "gpuenv trust --safe-directory .", &proj));
     let after = show(&colleague);
-    let text = format!("{}{}", String::from_utf8_lossy(&after.stdout), stderr(&after));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&after.stdout),
+        stderr(&after)
+    );
     succeeded(&after);
     assert!(text.contains(&store.name), "{text}");
-    assert!(text.contains(&proj.join("gpuenv.toml").display().to_string()), "{text}");
+    assert!(
+        text.contains(&proj.join("gpuenv.toml").display().to_string()),
+        "{text}"
+    );
     let nvcc = store.run_as(&colleague, "gpuenv run -- nvcc --version", &proj);
     assert!(succeeded(&nvcc).contains("release 13.0"));
 }

@@ -233,7 +233,9 @@ fn remove_stale(dir: &Path, keep: &[PathBuf], format: Format, home: &Path) -> Re
             if !f.file_type().is_ok_and(|t| t.is_file()) {
                 continue;
             }
-            if read_module_file(&path).is_some_and(|t| t.is_ok_and(|t| export::is_from_home(&t, home))) {
+            if read_module_file(&path)
+                .is_some_and(|t| t.is_ok_and(|t| export::is_from_home(&t, home)))
+            {
                 fs_err::remove_file(&path)?;
                 ui::info(format!(
                     "removed {} (its toolchain is no longer registered)",

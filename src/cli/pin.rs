@@ -6,12 +6,12 @@ use gpuenv_core::context::Context;
 use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::arch::{self, CudaArch, Problem, Verdict};
+use gpuenv_core::home::Home;
 use gpuenv_core::install_hint;
 use gpuenv_core::project::{self, PinEdit, PinValue};
-use gpuenv_core::home::Home;
-use gpuenv_core::trust;
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
+use gpuenv_core::trust;
 use gpuenv_core::{fsutil, ui};
 use gpuenv_doctor::{native, Machine};
 
@@ -109,7 +109,8 @@ impl Args {
             );
         }
         let target = edited_file(&path, &ctx.cwd)?;
-        let was_trusted = trust::is_trusted(&registry, &path, &fsutil::content_hash(before.as_bytes()));
+        let was_trusted =
+            trust::is_trusted(&registry, &path, &fsutil::content_hash(before.as_bytes()));
         // The project's own file, as an editor writes it: its mode kept, a new one's from the umask.
         fsutil::write_user_file(&target, after.as_bytes())
             .with_context(|| format!("cannot write {}", target.display()))?;

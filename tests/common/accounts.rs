@@ -122,13 +122,23 @@ impl Account {
     /// with only `vars` (and HOME, USER, LOGNAME, a system PATH ahead of `bin`).
     pub fn bash(&self, script: &str, bin: &Path, vars: &[(&str, &str)], cwd: &Path) -> Output {
         Command::new("setpriv")
-            .args(["--reuid", &self.name, "--regid", &self.name, "--init-groups", "--"])
+            .args([
+                "--reuid",
+                &self.name,
+                "--regid",
+                &self.name,
+                "--init-groups",
+                "--",
+            ])
             .args(["bash", "--norc", "--noprofile", "-c", script])
             .env_clear()
             .env("HOME", &self.home)
             .env("USER", &self.name)
             .env("LOGNAME", &self.name)
-            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()))
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
+            )
             .env("LANG", "C.UTF-8")
             .env("NO_COLOR", "1")
             .envs(vars.iter().copied())

@@ -136,7 +136,10 @@ pub fn run(inputs: &Inputs) -> Finding {
             }
         }
     }
-    notes.finish(CHECK, format!("{} (every user of it can add to it safely)", dir.display()))
+    notes.finish(
+        CHECK,
+        format!("{} (every user of it can add to it safely)", dir.display()),
+    )
 }
 
 /// This process's user and groups.
@@ -159,15 +162,25 @@ mod tests {
     use super::*;
 
     fn facts(uid: u32, gid: u32, mode: u32) -> DirFacts {
-        DirFacts { uid, gid, mode: 0o040000 | mode }
+        DirFacts {
+            uid,
+            gid,
+            mode: 0o040000 | mode,
+        }
     }
 
     #[test]
     fn a_setgid_group_dir_is_fine_for_its_members_and_readable_for_others() {
         let dir = Path::new("/shared/ccache");
-        let member = Me { uid: 1000, groups: vec![100, 500] };
+        let member = Me {
+            uid: 1000,
+            groups: vec![100, 500],
+        };
         assert!(judge(dir, facts(0, 500, 0o2775), &member).is_empty());
-        let other = Me { uid: 1001, groups: vec![100] };
+        let other = Me {
+            uid: 1001,
+            groups: vec![100],
+        };
         let found = judge(dir, facts(0, 500, 0o2775), &other);
         assert_eq!(found.len(), 1);
         assert!(found[0].1.contains("cannot write"), "{found:?}");
@@ -176,8 +189,16 @@ mod tests {
     #[test]
     fn world_writable_foreign_and_no_setgid_are_named() {
         let dir = Path::new("/shared/ccache");
-        let me = Me { uid: 1000, groups: vec![500] };
-        let texts = |f| judge(dir, f, &me).into_iter().map(|p| p.1).collect::<Vec<_>>();
+        let me = Me {
+            uid: 1000,
+            groups: vec![500],
+        };
+        let texts = |f| {
+            judge(dir, f, &me)
+                .into_iter()
+                .map(|p| p.1)
+                .collect::<Vec<_>>()
+        };
         assert!(texts(facts(0, 0, 0o1777))[0].contains("every user may write"));
         assert!(texts(facts(0, 500, 0o775))[0].contains("without the setgid bit"));
         assert!(texts(facts(1002, 500, 0o2775))[0].contains("belongs to user 1002"));

@@ -240,7 +240,13 @@ mod tests {
 
     #[test]
     fn lmod_file_sets_prepends_and_joins_the_cuda_family() {
-        let text = render("cuda-12.4.1", &entry(), &change(), Format::Lmod, Path::new("/h"));
+        let text = render(
+            "cuda-12.4.1",
+            &entry(),
+            &change(),
+            Format::Lmod,
+            Path::new("/h"),
+        );
         assert!(is_ours(&text));
         assert!(text.contains("family(\"cuda\")\n"), "{text}");
         assert!(
@@ -254,7 +260,13 @@ mod tests {
 
     #[test]
     fn tcl_file_starts_with_the_magic_line_and_conflicts_with_its_kind() {
-        let text = render("cuda-12.4.1", &entry(), &change(), Format::Tcl, Path::new("/h"));
+        let text = render(
+            "cuda-12.4.1",
+            &entry(),
+            &change(),
+            Format::Tcl,
+            Path::new("/h"),
+        );
         assert!(text.starts_with("#%Module1.0\n"));
         assert!(is_ours(&text));
         assert!(text.contains("conflict \"cuda\"\n"), "{text}");
@@ -274,7 +286,13 @@ mod tests {
             )],
         };
         for format in [Format::Lmod, Format::Tcl] {
-            let text = render("cuda-13.0.3", &entry(), &change, format, Path::new("/store"));
+            let text = render(
+                "cuda-13.0.3",
+                &entry(),
+                &change,
+                format,
+                Path::new("/store"),
+            );
             assert!(!text.contains("/store/torch-extensions"), "{text}");
             assert!(
                 text.contains(".cache/gpuenv/torch-extensions/cuda-13.0.3\""),

@@ -144,7 +144,10 @@ mod tests {
             ok("file:///shared/ccache")
                 .unwrap()
                 .variable(BuildCache::Ccache),
-            Some(("CCACHE_REMOTE_STORAGE", "file:/shared/ccache|umask=002".into()))
+            Some((
+                "CCACHE_REMOTE_STORAGE",
+                "file:/shared/ccache|umask=002".into()
+            ))
         );
         // ccache's HTTP backend takes the URL as is: GET/PUT/HEAD on `<url>/<key>`
         // (tests/shared_cache_http.rs runs it against a real server).
