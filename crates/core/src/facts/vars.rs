@@ -108,7 +108,7 @@ registry! {
         HIP_PATH: Both, "the env plan; `doctor`", "The same as `ROCM_PATH`.";
         HIP_PLATFORM: Set, "the env plan", "`amd` when a ROCm tree is active.";
         RCCL_HOME: Both, "the env plan; `doctor`", "RCCL in or beside the ROCm tree.";
-        TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one.";
+        TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one: in the own gpuenv home; an exported module file computes `$HOME/.cache/gpuenv/torch-extensions/<toolchain>` when loaded.";
         GPUENV_PROJECT_DIR: Both, "the env plan; the proxy", "The directory of the toolchain file in effect. The proxy reads it only when it compiles inside gpuenv's own `torch-extensions` directory (torch's `load()`), where no toolchain file is found walking up, so the project's pins and `[build]` settings apply there too.";
         GPUENV_ACTIVE: Set, "the env plan", "The active toolchains' names, comma-separated (for prompts).";
         PIP_EXTRA_INDEX_URL: Set, "the env plan", "The PyTorch wheel index of the pinned toolkit, for pip (a trusted file's `[torch] index = \"auto\"`).";
