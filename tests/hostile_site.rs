@@ -123,6 +123,21 @@ fn an_upstream_owned_by_another_non_root_user_is_refused() {
         &store,
         &format!("the directory belongs to uid {STRANGER}, not to you or root"),
     );
+    // Its view's nvcc, run by path (a stale CUDA_HOME), does not take the store's word for
+    // which toolchain it is: the proxy resolves as anywhere else (nothing is active here).
+    let out = std::process::Command::new(store.join("views/cuda-12.4/bin/nvcc"))
+        .arg("--version")
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .env("GPUENV_UPSTREAMS", &store)
+        .current_dir(sb.home())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(!out.status.success(), "{text}");
+    assert!(!text.contains("release 12.4"), "{text}");
+    assert!(text.contains("cannot be used"), "{text}");
     // Only its settings another user's: the same.
     chown_all(&store, 0);
     std::os::unix::fs::lchown(store.join("settings.toml"), Some(STRANGER), None).unwrap();

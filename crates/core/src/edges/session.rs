@@ -98,6 +98,11 @@ impl<'c> Session<'c> {
         // The copy of a settings file is kept in the user's own home, never in the view's
         // when that is an upstream's.
         let own = ctx.own_home().unwrap_or_else(|_| home.clone());
+        // Another home's view is used as an upstream is: only when no other user controls it
+        // (else the proxy resolves as anywhere else).
+        if own.root != home.root && upstream::not_safe(&home, owner_uid()).is_some() {
+            return Ok(None);
+        }
         let mut registry = Registry::load_cached(&home, &own)?;
         if !registry.toolchains.contains_key(&name) {
             home.upstreams = upstream::from_context(ctx).0;
@@ -232,6 +237,11 @@ impl<'c> Session<'c> {
 /// Reads the own registry and layers the upstreams' on it, saying what `door` says.
 /// Where a newer copy of the compatibility data may be: this home, then its upstreams
 /// (read only if a fact is asked: one lstat per home).
+fn owner_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 fn use_facts_of(home: &Home) {
     crate::facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams.clone()));
 }
