@@ -35,7 +35,8 @@ fn a_healthy_project_after_gpuenv_env_passes_every_check() {
             "FM-10",
             "FM-11",
             "FM-12",
-            "FM-13"
+            "FM-13",
+            "shared-cache"
         ]
     );
     let f = r.get("active-set");
@@ -108,7 +109,7 @@ fn warnings_alone_exit_zero_and_a_missing_dir_is_a_usage_error() {
     assert_eq!(r.code, 0);
     assert_eq!(
         r.summary,
-        serde_json::json!({"error": 0, "warn": 1, "ok": 11, "skip": 2})
+        serde_json::json!({"error": 0, "warn": 1, "ok": 11, "skip": 3})
     );
 
     let out = w

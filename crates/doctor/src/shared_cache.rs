@@ -13,7 +13,7 @@ use gpuenv_core::toolchain::upstream;
 
 pub const CHECK: Check = Check {
     id: "shared-cache",
-    name: "shared-cache",
+    name: "access",
 };
 
 /// What the directory is, as the checks need it.
