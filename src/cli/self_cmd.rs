@@ -315,6 +315,5 @@ fn write(path: &Path, text: &str) -> Result<()> {
     fs_err::create_dir_all(dir)?;
     fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
     fsutil::write_atomic(path, text.as_bytes())?;
-    fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o644))?;
     Ok(())
 }

@@ -8,17 +8,46 @@ use std::io::{Read, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` through a temp file in the same directory and a rename.
+/// Who may read what gpuenv writes: every file it keeps (in a home another user may use
+/// as an upstream, in a store, a view, a module dir) is readable by all and writable by
+/// its owner alone, whatever the umask or the temp file's own mode.
+pub const SHARED_FILE_MODE: u32 = 0o644;
+
+/// Writes `bytes` to `path` through a temp file in the same directory and a rename; the
+/// result is `rw-r--r--` ([`SHARED_FILE_MODE`]), set on the open file before the rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with_mode(path, bytes, |_| Some(SHARED_FILE_MODE))
+}
+
+/// Writes a file of the user's (a project's `gpuenv.toml` or `gpuenv.lock`) as an editor
+/// does: an existing file keeps its mode, a new one gets what the umask leaves of `rw-rw-rw-`.
+pub fn write_user_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with_mode(path, bytes, |existing| existing.map(|m| m & 0o777))
+}
+
+/// The temp file is made `rw-rw-rw-` less the umask; `mode` (given the mode of the file
+/// being replaced, if any) says what it becomes instead, set on the descriptor.
+fn write_with_mode(
+    path: &Path,
+    bytes: &[u8],
+    mode: impl FnOnce(Option<u32>) -> Option<u32>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     fs_err::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let existing = fs_err::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.permissions().mode());
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    // Keep an existing file's permissions (a user may have made it private).
-    if let Ok(meta) = fs_err::metadata(path) {
-        fs_err::set_permissions(tmp.path(), meta.permissions())?;
+    if let Some(mode) = mode(existing) {
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
+    tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
@@ -174,6 +203,37 @@ mod tests {
         replace_with_link(&state, &link).unwrap();
         assert_eq!(fs_err::read_link(&link).unwrap(), state);
         assert_eq!(fs_err::read_to_string(&victim).unwrap(), "mine");
+    }
+
+    fn mode_of(p: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn state_files_are_readable_by_all_whatever_they_were() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("settings.toml");
+        write_atomic(&state, b"a").unwrap();
+        assert_eq!(mode_of(&state), 0o644);
+        // One an older gpuenv wrote private is made readable again.
+        fs_err::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&state, b"b").unwrap();
+        assert_eq!(mode_of(&state), 0o644);
+    }
+
+    #[test]
+    fn user_files_keep_their_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gpuenv.toml");
+        fs_err::write(&file, "").unwrap();
+        for mode in [0o600, 0o664, 0o640] {
+            fs_err::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            write_user_file(&file, b"[toolchain]").unwrap();
+            assert_eq!(mode_of(&file), mode);
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod nodes;
 pub mod python;
 pub mod rocm;
 pub mod shadowed;
+pub mod shared_cache;
 pub mod shm;
 pub mod slurm;
 pub mod stale_path;
@@ -53,6 +54,9 @@ impl Check {
     pub fn docs(&self) -> String {
         match self.id.strip_prefix("FM-") {
             Some(n) => format!("docs/failure-modes.md#fm-{n}-{}", self.name),
+            None if self.id == shared_cache::CHECK.id => {
+                "docs/clusters.md#the-shared-compiler-cache".to_string()
+            }
             None => "docs/design.md#resolution".to_string(),
         }
     }
@@ -198,6 +202,7 @@ pub fn run_all(inputs: &Inputs) -> Vec<Finding> {
         shadowed::run(inputs),
         compat::run(inputs),
         torch_kernels::run(inputs),
+        shared_cache::run(inputs),
     ]
 }
 

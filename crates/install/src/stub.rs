@@ -75,10 +75,8 @@ fn write_stub(
         return Ok(false);
     };
     fs_err::create_dir_all(stub.parent().expect("the stub has a directory"))?;
+    // Readable by every user the toolkit is (`write_atomic` makes it rw-r--r--).
     fsutil::write_atomic(stub, &bytes)?;
-    // Readable by every user the toolkit is (a temp file is private).
-    use std::os::unix::fs::PermissionsExt;
-    fs_err::set_permissions(stub, std::fs::Permissions::from_mode(0o644))?;
     Ok(true)
 }
 

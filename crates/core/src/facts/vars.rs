@@ -108,7 +108,7 @@ registry! {
         HIP_PATH: Both, "the env plan; `doctor`", "The same as `ROCM_PATH`.";
         HIP_PLATFORM: Set, "the env plan", "`amd` when a ROCm tree is active.";
         RCCL_HOME: Both, "the env plan; `doctor`", "RCCL in or beside the ROCm tree.";
-        TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one.";
+        TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one: in the own gpuenv home; an exported module file computes `$HOME/.cache/gpuenv/torch-extensions/<toolchain>` when loaded.";
         TRITON_CACHE_DIR: Both, "the env plan", "Triton's kernel cache, one directory per CUDA toolchain (`$GPUENV_HOME/jit/triton/<name>`), unless the user set one.";
         CUPY_CACHE_DIR: Both, "the env plan", "CuPy's kernel cache, one directory per CUDA toolchain (`$GPUENV_HOME/jit/cupy/<name>`), unless the user set one.";
         FLASHINFER_WORKSPACE_BASE: Both, "the env plan", "The parent of FlashInfer's JIT cache (`.cache/flashinfer`), one directory per CUDA toolchain (`$GPUENV_HOME/jit/flashinfer/<name>`): nothing built with one toolkit is loaded with another (flashinfer#3229). Unless the user set one.";
