@@ -126,3 +126,38 @@ fn the_guard_stops_a_real_compile_and_lets_a_matching_one_through() {
     succeeded(&r.run(Path::new("nvcc"), &args, &[("PATH", &path)]));
     assert!(r.work.join("ext.o").exists());
 }
+
+#[test]
+fn without_g_plus_plus_the_proxy_names_the_missing_host_compiler_before_nvcc_runs() {
+    let Some(r) = setup() else { return };
+    // A PATH with the assembler and linker but no g++ (nor gcc, c++).
+    let bin = r.sb.path("bin-without-gxx");
+    fs::create_dir_all(&bin).unwrap();
+    for tool in ["as", "ld"] {
+        std::os::unix::fs::symlink(Path::new("/usr/bin").join(tool), bin.join(tool)).unwrap();
+    }
+    let path = bin.to_str().unwrap();
+    let out = r.run(&r.nvcc, &["-c", "k.cu", "-o", "k.o"], &[("PATH", path)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no g++ on PATH"), "{stderr}");
+    assert!(stderr.contains("sudo apt-get install g++"), "{stderr}");
+    assert!(stderr.contains("sudo dnf install gcc-c++"), "{stderr}");
+    assert!(stderr.contains("host-compiler = \"g++-N\""), "{stderr}");
+    // Said before nvcc ran: not nvcc's own riddle, and nothing compiled.
+    assert!(!stderr.contains("nvcc fatal"), "{stderr}");
+    assert!(!r.work.join("k.o").exists());
+
+    // A compiler the user names is theirs: nvcc runs with it.
+    let gxx = Path::new("/usr/bin/g++");
+    if !gxx.is_file() {
+        assert!(!in_ci(), "g++ is required under CI=true");
+        return;
+    }
+    succeeded(&r.run(
+        &r.nvcc,
+        &["-ccbin", "/usr/bin/g++", "-c", "k.cu", "-o", "k.o"],
+        &[("PATH", path)],
+    ));
+    assert!(fs::metadata(r.work.join("k.o")).unwrap().len() > 0);
+}

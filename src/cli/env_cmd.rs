@@ -4,13 +4,13 @@ use super::named_arg::named;
 use anyhow::Result;
 
 use gpuenv_core::context::{vars, Context};
-use gpuenv_core::store::locate::NoHome;
 use gpuenv_core::module;
 use gpuenv_core::project;
 use gpuenv_core::resolve::ResolveError;
 use gpuenv_core::session::Purpose;
 use gpuenv_core::shell::{self, Format};
 use gpuenv_core::store;
+use gpuenv_core::store::locate::NoHome;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui;
 
@@ -122,13 +122,11 @@ impl Args {
         let applied = if self.shell == Format::Slurm {
             // Without PATH (`srun --export=NONE`), the task would get the view's `bin` only
             // and find no `hostname`: the system directories stay after the toolkit's.
-            session
-                .environment(&active, Purpose::Command)?
-                .apply(&|k| {
-                    ctx.var_os(k).map(ToOwned::to_owned).or_else(|| {
-                        (k == vars::PATH).then(|| gpuenv_core::facts::SYSTEM_PATH.into())
-                    })
-                })
+            session.environment(&active, Purpose::Command)?.apply(&|k| {
+                ctx.var_os(k)
+                    .map(ToOwned::to_owned)
+                    .or_else(|| (k == vars::PATH).then(|| gpuenv_core::facts::SYSTEM_PATH.into()))
+            })
         } else {
             session.applied(&active, Purpose::Command)?
         };

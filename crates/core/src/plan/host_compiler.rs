@@ -366,12 +366,20 @@ mod tests {
         let problem = c.problem().unwrap();
         let problem = format!("{problem}\n{}", problem.hints().join("\n"));
         assert!(problem.contains("no g++ on PATH"), "{problem}");
-        assert!(problem.contains("Failed to preprocess host compiler properties"), "{problem}");
+        assert!(
+            problem.contains("Failed to preprocess host compiler properties"),
+            "{problem}"
+        );
         assert!(problem.contains("apt-get install g++"), "{problem}");
         assert!(problem.contains("dnf install gcc-c++"), "{problem}");
         assert!(problem.contains("host-compiler = "), "{problem}");
         // A pinned one on PATH is enough.
-        let c = choose("cuda-13.0.3", &v("13.0.3"), Some(("g++-11", &at())), &Fake(&[("g++-11", 11)]));
+        let c = choose(
+            "cuda-13.0.3",
+            &v("13.0.3"),
+            Some(("g++-11", &at())),
+            &Fake(&[("g++-11", 11)]),
+        );
         assert_eq!(c.compiler(), Some(Path::new("/usr/bin/g++-11")));
     }
 
