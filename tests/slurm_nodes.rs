@@ -739,8 +739,19 @@ fn srun_gpuenv_install_locked_repairs_the_node_the_task_prolog_refuses_and_docto
     let view = home.join("views/cuda-12.4.1");
     ran_on_n1_only(&out, &view);
 
-    // ...but the fix the refusal names, `srun gpuenv install --locked` on n2, runs there.
-    let out = on("n2", &proj, &["install", "--locked"]);
+    // ...but the fix the refusal names, docs/clusters.md's `srun -w n2 gpuenv install
+    // --locked` then `srun … gpuenv check --locked`, copied from the document, runs there.
+    let block = doc_block_after("With the TaskProlog in place, from the project:");
+    assert!(
+        block.contains("srun -w n2 gpuenv install --locked"),
+        "{block}"
+    );
+    let mut bash = u.client(nodes, "bash", &proj);
+    let out = bash
+        .envs(with_prolog.iter().copied())
+        .args(["-euc", &block])
+        .output()
+        .unwrap();
     let stdout = succeeded(&out);
     assert!(
         stdout.contains("the step runs gpuenv itself, so the TaskProlog lets it run"),
@@ -749,6 +760,74 @@ fn srun_gpuenv_install_locked_repairs_the_node_the_task_prolog_refuses_and_docto
     assert!(installed_on_n2.join("bin/nvcc").is_file());
     let out = task_on_both(&u, nodes, &proj, &vars);
     let stdout = succeeded(&out);
+    for node in ["n1", "n2"] {
+        assert!(
+            stdout.contains(&format!("ran on {node} with {}", view.display())),
+            "{stdout}"
+        );
+    }
+}
+
+/// The first `sh` block of docs/clusters.md after the line that contains `marker`.
+fn doc_block_after(marker: &str) -> String {
+    let doc =
+        fs_err::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/clusters.md")).unwrap();
+    let at = doc
+        .find(marker)
+        .unwrap_or_else(|| panic!("docs/clusters.md has no {marker:?}"));
+    let rest = &doc[at..];
+    let start = rest.find("```sh\n").expect("a sh block after it") + "```sh\n".len();
+    rest[start..start + rest[start..].find("```").expect("a closed block")].to_string()
+}
+
+#[test]
+fn the_clusters_doc_task_prolog_block_copy_pasted_gives_every_task_its_toolchain() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    let u = User::new();
+    let root = u.sb.path("shared/cuda-12.4");
+    cuda_runfile(&root, "12.4.131");
+    u.sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let proj = u.project("proj", PIN_12_4);
+
+    // The admin's block, as written, with the site's paths moved into the test's directory:
+    // /etc/slurm, /usr/local/bin/gpuenv (the binary under test) and `scontrol reconfigure`
+    // (the test cluster is shared by the other tests; the prolog is passed per job below).
+    let block = doc_block_after("**2. A TaskProlog on every node,**");
+    let etc = u.sb.path("etc/slurm");
+    fs_err::create_dir_all(&etc).unwrap();
+    write(&etc.join("slurm.conf"), "ClusterName=site\n");
+    let script = block
+        .replace("/etc/slurm/", &format!("{}/", etc.display()))
+        .replace("/usr/local/bin/gpuenv", gpuenv_bin().to_str().unwrap());
+    let admin = format!(
+        "scontrol() {{ echo \"scontrol $*\" >>{0}/scontrol.log; }}\n{script}{script}",
+        etc.display()
+    );
+    let out = Command::new("bash")
+        .args(["-euc", &admin])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    assert_eq!(
+        fs_err::read_to_string(etc.join("slurm.conf")).unwrap(),
+        format!(
+            "ClusterName=site\nTaskProlog={}/gpuenv-prolog\n",
+            etc.display()
+        ),
+        "one TaskProlog line, also when the block runs twice"
+    );
+    assert_eq!(
+        fs_err::read_to_string(etc.join("scontrol.log")).unwrap(),
+        "scontrol reconfigure\nscontrol reconfigure\n"
+    );
+
+    // That prolog, run by slurmd before each task on both nodes.
+    let prolog = etc.join("gpuenv-prolog");
+    let out = task_on_both(&u, nodes, &proj, &[("GPUENV_TEST_BIN", &prolog)]);
+    let stdout = succeeded(&out);
+    let view = u.sb.gpuenv_home().join("views/cuda-12.4");
     for node in ["n1", "n2"] {
         assert!(
             stdout.contains(&format!("ran on {node} with {}", view.display())),

@@ -52,7 +52,7 @@ impl Context {
             (x.join("gpuenv"), vars::XDG_DATA_HOME)
         } else {
             let (home, from) = match self.path_var(vars::HOME) {
-                Some(h) => (h, "HOME"),
+                Some(h) => (h, vars::HOME),
                 None => (
                     crate::passwd::account_home().ok_or(NoHome::Unset)?,
                     "from the password database; HOME is unset",

@@ -336,12 +336,18 @@ impl Registry {
             // Present first; then the highest version; among equal versions the unlabelled
             // (plain) name first.
             .max_by(|a, b| {
-                (here(a.1), &a.2.version, a.2.label.is_none(), std::cmp::Reverse(a.0)).cmp(&(
-                    here(b.1),
-                    &b.2.version,
-                    b.2.label.is_none(),
-                    std::cmp::Reverse(b.0),
-                ))
+                (
+                    here(a.1),
+                    &a.2.version,
+                    a.2.label.is_none(),
+                    std::cmp::Reverse(a.0),
+                )
+                    .cmp(&(
+                        here(b.1),
+                        &b.2.version,
+                        b.2.label.is_none(),
+                        std::cmp::Reverse(b.0),
+                    ))
             })
             .map(|(name, e, _)| (*name, *e))
     }
