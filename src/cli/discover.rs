@@ -66,9 +66,10 @@ impl Args {
                 println!("  skipped  {}: {why}", f.root.display());
                 continue;
             }
+            // Named after the release (version.json's), never nvcc's build number.
             let name = Spec {
                 kind: d.kind,
-                version: d.version.clone(),
+                version: d.release(),
                 label: f.label().map(str::to_string),
             }
             .to_string();
