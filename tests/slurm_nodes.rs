@@ -221,6 +221,23 @@ fn a_toolkit_on_one_nodes_disk_only_is_named_by_doctor_and_refused_by_the_task_p
         "{stdout}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("TaskProlog failed"));
+
+    // The prolog lets `gpuenv run` through on n2 (it is gpuenv's own step), and gpuenv run
+    // refuses there itself: nothing runs against a tree that is not on the node.
+    let out = u
+        .client(nodes, "srun", &proj)
+        .env("GPUENV_TEST_BIN", gpuenv_bin())
+        .args(["-Q", "-w", "n2", "gpuenv", "run", "--", "echo", "ran on n2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(!stdout.contains("ran on n2"), "{stdout}");
+    assert!(
+        stderr.contains("cuda-12.4 cannot be used on node n2: the root of cuda-12.4"),
+        "{stderr}"
+    );
 }
 
 #[test]
