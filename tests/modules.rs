@@ -279,7 +279,7 @@ fn discover_reads_site_module_files_without_running_them() {
     assert_eq!(
         names,
         [
-            ("cuda-11.8.89-module", cuda.to_str().unwrap()),
+            ("cuda-11.8-module", cuda.to_str().unwrap()),
             ("rocm-6.2.4-module", rocm_root.to_str().unwrap())
         ]
     );

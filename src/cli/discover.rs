@@ -79,9 +79,10 @@ impl Args {
                 skipped(&mut rows, &f.root, why.lines().next().unwrap_or_default());
                 continue;
             }
+            // Named after the release (version.json's), never nvcc's build number.
             let name = Spec {
                 kind: d.kind,
-                version: d.version.clone(),
+                version: d.release(),
                 label: f.label().map(str::to_string),
             }
             .to_string();

@@ -2,6 +2,13 @@
 //! node whose active toolchains are not the locked ones fails the task, naming each
 //! difference; with `GPUENV_PROLOG_INSTALL=locked` it first installs, as `install --locked`
 //! does, a locked toolchain the node does not have, for a trusted toolchain file only.
+//!
+//! A step that runs gpuenv itself (`srun gpuenv install --locked`, `srun gpuenv link`, the
+//! doctor's `--node-report`) is never refused: those are the fixes, and gpuenv checks its
+//! own toolchains. A TaskProlog sees the task's environment and `SLURM_*`, never its argv
+//! (measured on SLURM 22.05), so on the refusing path only it asks slurmctld for the step's
+//! name (`scontrol show step`, which srun sets to the program's file name); a prolog that
+//! cannot tell refuses, as before.
 
 use anyhow::{bail, Context as _, Result};
 
@@ -20,6 +27,42 @@ use super::lock::{compared_here, differences_here, load_beside, lock_path, Compa
 pub fn node(ctx: &Context) -> &str {
     ctx.var_nonempty(vars::SLURMD_NODENAME)
         .unwrap_or("this node")
+}
+
+/// The step's name in `scontrol show step` output: the `Name=` field.
+pub fn step_name(scontrol: &str) -> Option<&str> {
+    scontrol
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("Name="))
+        .filter(|n| !n.is_empty())
+}
+
+/// Whether this task's step runs gpuenv itself: its name (the program srun started, as a
+/// file name) is `gpuenv` or this binary's file name. Asked only when the prolog would
+/// refuse the task; any failure to ask is a no.
+pub fn step_runs_gpuenv(ctx: &Context) -> bool {
+    let (Some(job), Some(step)) = (
+        ctx.var_nonempty(vars::SLURM_JOB_ID),
+        ctx.var_nonempty(vars::SLURM_STEP_ID),
+    ) else {
+        return false;
+    };
+    let Ok(out) = std::process::Command::new("scontrol")
+        .args(["show", "step", &format!("{job}.{step}")])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+    else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(name) = step_name(&text).filter(|_| out.status.success()) else {
+        return false;
+    };
+    let own = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.file_name().map(|n| n.to_string_lossy().into_owned()));
+    name == "gpuenv" || own.as_deref() == Some(name)
 }
 
 /// Whether `GPUENV_PROLOG_INSTALL` asks the prolog to install; anything but `locked` or
@@ -174,4 +217,17 @@ fn refuse(node: &str, compared: Compared) -> Result<()> {
     bail!(
         err.hint("`gpuenv lock` records what is active instead, if that is what the project wants")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::step_name;
+
+    #[test]
+    fn the_step_name_is_the_name_field_of_scontrol_show_step() {
+        let out = "StepId=5.1 UserId=0 StartTime=2026-12-04T18:39:53 TimeLimit=UNLIMITED\n   State=RUNNING Partition=debug NodeList=n1\n   Nodes=1 CPUs=1 Tasks=1 Name=gpuenv Network=(null)\n";
+        assert_eq!(step_name(out), Some("gpuenv"));
+        assert_eq!(step_name("StepId=5.1 Name= Tasks=1"), None);
+        assert_eq!(step_name("slurm_load_steps error: Invalid job id"), None);
+    }
 }

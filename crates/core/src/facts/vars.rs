@@ -148,6 +148,7 @@ registry! {
         SLURMD_NODENAME: Read, "`doctor`", "The node a SLURM task runs on.";
         SLURM_EXPORT_ENV: Read, "`doctor`", "How a SLURM job passes the submitting shell's environment on.";
         SLURM_JOB_NUM_NODES: Read, "`doctor --all-nodes`", "How many nodes the allocation has: one report is expected from each.";
+        SLURM_STEP_ID: Read, "`env --shell slurm` (the TaskProlog)", "The step a task belongs to: a prolog that would refuse the task asks `scontrol show step` whether the step runs gpuenv itself, which it lets run.";
         LC_ALL: Set, "version detection", "`C` for the tools whose output gpuenv parses (`nvcc --version`).";
     }
     "CI runners and installs" {

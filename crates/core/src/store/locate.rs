@@ -17,6 +17,8 @@ pub enum NoHome {
     Unset,
     #[error("gpuenv's home {dir} (from {from}) contains `:`, which separates PATH entries: its shims dir cannot be put on PATH")]
     Colon { dir: String, from: &'static str },
+    #[error("the account's home {dir} ({from}) does not exist here, and gpuenv keeps its state under it; nothing was read or written")]
+    Missing { dir: String, from: &'static str },
 }
 
 impl Diagnostic for NoHome {
@@ -24,6 +26,9 @@ impl Diagnostic for NoHome {
         vec![match self {
             NoHome::Unset => "set GPUENV_HOME to the directory gpuenv should keep its state in",
             NoHome::Colon { .. } => "set GPUENV_HOME to a directory without `:` in its path",
+            NoHome::Missing { .. } => {
+                "set GPUENV_HOME to a directory that exists on every node (a shared file system), or have the admin create the home on this node; with `srun --export=NONE`, `--export=GPUENV_HOME` passes it on"
+            }
         }
         .into()]
     }
@@ -46,7 +51,22 @@ impl Context {
         } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
             (x.join("gpuenv"), vars::XDG_DATA_HOME)
         } else {
-            let home = self.home_dir().ok_or(NoHome::Unset)?;
+            let (home, from) = match self.path_var(vars::HOME) {
+                Some(h) => (h, vars::HOME),
+                None => (
+                    crate::passwd::account_home().ok_or(NoHome::Unset)?,
+                    "from the password database; HOME is unset",
+                ),
+            };
+            // gpuenv makes its own directories under the account's home, never the home
+            // itself: a node that lacks it (not mounted, never created) gets a message
+            // instead of an empty registry and files written into a stray `/home/...`.
+            if fs_err::symlink_metadata(&home).is_err() {
+                return Err(NoHome::Missing {
+                    dir: crate::ui::printable(&home.to_string_lossy()).to_string(),
+                    from,
+                });
+            }
             (home.join(".local/share/gpuenv"), vars::HOME)
         };
         if dir.as_os_str().as_bytes().contains(&b':') {
