@@ -99,6 +99,7 @@ impl Args {
                 ["`gpuenv pin <spec>` or `gpuenv default <spec>`"],
             );
         }
+        super::warn_host_compiler(&active);
         let applied = session.applied(&active, Purpose::Command)?;
         let vars: Vec<(&str, Option<&OsStr>)> = applied
             .after

@@ -294,6 +294,14 @@ fn warn_problems(problems: &[Problem]) {
     }
 }
 
+/// A host compiler nvcc would stop on (a pinned one that is missing, a default too new),
+/// said by every command that sets up a compile (`show`, `env`, `run`), not only by nvcc.
+fn warn_host_compiler(active: &ActiveSet) {
+    if let Some(problem) = active.host_compiler.as_ref().and_then(|c| c.problem()) {
+        ui::warn_with_hints(&problem, problem.hints());
+    }
+}
+
 /// Toolchains that got no shims (`shims::MAX_SHIMS_PER_TOOLCHAIN`), and why.
 fn warn_unshimmed(shims: &shims::Reshim) {
     for why in &shims.refused {

@@ -27,6 +27,7 @@ impl Args {
         let mut session = super::session(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(&mut session, &overrides, None)?;
+        super::warn_host_compiler(&active);
         let applied = session.applied(&active, Purpose::Command)?;
         let program = &self.command[0];
         let args = self.command[1..].iter().map(OsString::from).collect();

@@ -137,9 +137,7 @@ impl Args {
         }
         if let Some(choice) = &active.host_compiler {
             println!("host compiler: {choice}");
-            if let Some(problem) = choice.problem() {
-                ui::warn_with_hints(&problem, problem.hints());
-            }
+            super::warn_host_compiler(&active);
         }
         Ok(())
     }
