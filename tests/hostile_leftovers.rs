@@ -26,11 +26,126 @@ fn a_missing_pinned_host_compiler_is_said_by_env_and_run_as_by_show() {
         succeeded(&out);
         let err = stderr(&out);
         assert!(
-            err.contains("host-compiler = \"g++-no-such-version\" does not exist or is not on PATH"),
+            err.contains(
+                "host-compiler = \"g++-no-such-version\" does not exist or is not on PATH"
+            ),
             "{args:?} said nothing of the missing compiler:\n{err}"
         );
     };
     said(&["show"]);
     said(&["env"]);
     said(&["run", "--", "true"]);
+}
+
+/// `discover --modules` over `files` (name under the module dir, bytes), registering;
+/// its stderr, and the registered names with their roots.
+fn discover_modules(sb: &Sandbox, files: &[(&str, Vec<u8>)]) -> (String, Vec<(String, String)>) {
+    let mods = sb.path("site-modules");
+    for (name, bytes) in files {
+        let path = mods.join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, bytes).unwrap();
+    }
+    let out = sb
+        .gpuenv()
+        .env("MODULEPATH", &mods)
+        .args(["discover", "--modules", "--register"])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&sb.ok(&["list", "--json"])).unwrap();
+    let names = rows
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["root"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    (stderr(&out), names)
+}
+
+fn lua_setenv(var: &str, root: &std::path::Path) -> Vec<u8> {
+    format!("setenv(\"{var}\", \"{}\")\n", root.display()).into_bytes()
+}
+
+#[test]
+fn a_tcl_module_file_that_is_not_utf8_is_named_not_skipped_silently() {
+    let sb = Sandbox::new();
+    let root = cuda_runfile(&sb.path("sw/cuda-12.4"), "12.4.131");
+    let mut tcl = b"#%Module1.0\n# maintained by Jos\xe9\n".to_vec();
+    tcl.extend(format!("setenv CUDA_HOME {}\n", root.display()).bytes());
+    let (err, names) = discover_modules(
+        &sb,
+        &[("cuda/12.4", tcl), ("cuda/README", b"caf\xe9".to_vec())],
+    );
+    assert!(names.is_empty(), "{names:?}");
+    let file = sb.path("site-modules/cuda/12.4");
+    assert!(
+        err.contains(&format!("skipped {}: not UTF-8", file.display())),
+        "{err}"
+    );
+    assert!(
+        !err.contains("README"),
+        "a file that is no module file was named:\n{err}"
+    );
+}
+
+#[test]
+fn a_dot_dot_inside_a_lua_string_is_part_of_the_path() {
+    let sb = Sandbox::new();
+    let root = cuda_runfile(&sb.path("sw/cuda..12.6"), "12.6.77");
+    let (err, names) = discover_modules(&sb, &[("cuda/12.6.lua", lua_setenv("CUDA_HOME", &root))]);
+    assert_eq!(
+        names,
+        [(
+            "cuda-12.6.77-module".to_string(),
+            root.display().to_string()
+        )],
+        "{err}"
+    );
+    assert!(!err.contains("computed"), "{err}");
+}
+
+#[test]
+fn two_module_roots_of_one_version_keep_the_first_and_name_the_other() {
+    let sb = Sandbox::new();
+    let a = cuda_runfile(&sb.path("sw/a/cuda-12.4"), "12.4.131");
+    let b = cuda_runfile(&sb.path("sw/b/cuda-12.4"), "12.4.131");
+    let (err, names) = discover_modules(
+        &sb,
+        &[
+            ("cuda/12.4-a.lua", lua_setenv("CUDA_HOME", &a)),
+            ("cuda/12.4-b.lua", lua_setenv("CUDA_HOME", &b)),
+        ],
+    );
+    assert_eq!(
+        names,
+        [("cuda-12.4.131-module".to_string(), a.display().to_string())]
+    );
+    assert!(
+        err.contains(&format!(
+            "{}: not registered: the name cuda-12.4.131-module goes to {}",
+            b.display(),
+            a.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("gpuenv link cuda-12.4.131-<label>"), "{err}");
+}
+
+#[test]
+fn a_module_that_sets_cuda_home_to_a_rocm_tree_registers_nothing() {
+    let sb = Sandbox::new();
+    let tree = rocm(&sb.path("sw/rocm-6.2"), "6.2.4-120");
+    let (err, names) = discover_modules(&sb, &[("cuda/usr.lua", lua_setenv("CUDA_HOME", &tree))]);
+    assert!(names.is_empty(), "{names:?}");
+    assert!(
+        err.contains(&format!(
+            "names {} as its cuda root, but the tree there is rocm 6.2.4",
+            tree.display()
+        )),
+        "{err}"
+    );
 }

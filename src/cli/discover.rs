@@ -76,10 +76,33 @@ impl Args {
                 .toolchains
                 .iter()
                 .find(|(_, e)| same_dir(&e.root, &f.root));
+            // Two roots of one version and label (two module files, two conda
+            // environments) would be one name: the first keeps it, the other is said.
+            let found_before = to_register
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, e)| e.root.clone());
             let status = match already {
                 Some((n, _)) => format!("registered as {n}"),
                 None if registry.toolchains.contains_key(&name) => {
                     format!("not registered: the name {name} is taken by another root")
+                }
+                None if found_before.is_some() => {
+                    let first = found_before.unwrap_or_default();
+                    let why = format!(
+                        "not registered: the name {name} goes to {}, found first",
+                        first.display()
+                    );
+                    ui::warn_with_hints(
+                        format!("{}: {why}", f.root.display()),
+                        [format!(
+                            "`gpuenv link {}-{}-<label> {}` registers it under a name of its own",
+                            d.kind,
+                            d.version,
+                            f.root.display()
+                        )],
+                    );
+                    why
                 }
                 None => {
                     let entry = Entry::from_detected(d.clone(), f.root.clone(), Source::Discovered);
@@ -139,23 +162,39 @@ fn from_modules(ctx: &Context) -> Vec<Found> {
     }
     scan.roots
         .into_iter()
-        .map(|r| {
+        .filter_map(|r| {
             // Read, never run: the module file, not the user, named this tree.
-            let result = detect::detect_with(&r.root, detect::Run::Never);
-            if let Err(why) = &result {
+            let d = match detect::detect_with(&r.root, detect::Run::Never) {
+                Ok(d) => d,
+                Err(why) => {
+                    ui::warn(format!(
+                        "{}:{} names {}, which is not a toolchain: {why}",
+                        r.file.display(),
+                        r.line,
+                        r.root.display()
+                    ));
+                    return None;
+                }
+            };
+            // The variable says what the module sets up: `CUDA_HOME=/usr` on a machine
+            // with Debian's hipcc is not a ROCm toolchain to register.
+            if d.kind != r.kind {
                 ui::warn(format!(
-                    "{}:{} names {}, which is not a toolchain: {why}",
+                    "{}:{} names {} as its {} root, but the tree there is {} {}: skipped",
                     r.file.display(),
                     r.line,
-                    r.root.display()
+                    r.root.display(),
+                    r.kind,
+                    d.kind,
+                    d.version
                 ));
+                return None;
             }
-            Found {
+            Some(Found {
                 root: r.root,
                 origin: "module",
-                result,
-            }
+                result: Ok(d),
+            })
         })
-        .filter(|f| f.result.is_ok())
         .collect()
 }
