@@ -149,3 +149,49 @@ fn a_module_that_sets_cuda_home_to_a_rocm_tree_registers_nothing() {
         "{err}"
     );
 }
+
+#[test]
+fn a_yes_no_variable_with_another_value_is_an_error_naming_it() {
+    let (sb, proj) = pinned_project();
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"11.8\"\n");
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("GPUENV_AUTO_INSTALL", "maybe")
+        .args(["env"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("GPUENV_AUTO_INSTALL=maybe is not a yes/no value"),
+        "{err}"
+    );
+    assert!(err.contains("or unset it"), "{err}");
+    let out = sb
+        .gpuenv()
+        .env("GPUENV_KEEP_ARCHIVES", "yes\u{1b}[2J")
+        .env("GPUENV_CUDA_MIRROR", sb.path("no-mirror"))
+        .args(["install", "cuda-12.4"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("GPUENV_KEEP_ARCHIVES=yes\\x1b[2J is not a yes/no value"),
+        "{err}"
+    );
+    // The words for no are no, not an error.
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("GPUENV_AUTO_INSTALL", "off")
+        .args(["env"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&out).contains("gpuenv install cuda-11.8"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -65,15 +65,15 @@ pub(super) fn cache(ctx: &Context, home: &Home) -> Cache {
     }
 }
 
-pub(super) fn fetcher(ctx: &Context, home: &Home, offline: bool) -> Fetcher {
+pub(super) fn fetcher(ctx: &Context, home: &Home, offline: bool) -> Result<Fetcher> {
     let mut fetcher = Fetcher::new(
         Net::from_ctx(ctx),
         cache(ctx, home),
         offline,
         Hooks::from_ctx(ctx),
     );
-    fetcher.keep_archives = ctx.flag(vars::GPUENV_KEEP_ARCHIVES);
-    fetcher
+    fetcher.keep_archives = ctx.flag(vars::GPUENV_KEEP_ARCHIVES)?;
+    Ok(fetcher)
 }
 
 /// The sources `choice` and `--manifest` select, in the order `auto` tries them.
@@ -153,7 +153,7 @@ impl Args {
         if self.specs == ["torch"] {
             let store = super::store(ctx)?;
             gpuenv_install::writable_home(&home)?;
-            let fetcher = fetcher(ctx, &home, self.offline);
+            let fetcher = fetcher(ctx, &home, self.offline)?;
             let progress =
                 Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
             return super::install_torch::run(ctx, &store, &fetcher, &progress);
@@ -173,7 +173,7 @@ impl Args {
         // stop us before anything is downloaded, not after.
         let store = super::store(ctx)?;
         gpuenv_install::writable_home(&home)?;
-        let fetcher = fetcher(ctx, &home, self.offline);
+        let fetcher = fetcher(ctx, &home, self.offline)?;
         let cache_was_new = !fetcher.cache.root.exists();
         let progress =
             Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
@@ -379,7 +379,7 @@ pub(super) fn list_available(
     json: bool,
 ) -> Result<()> {
     let home = ctx.gpuenv_home()?;
-    let fetcher = fetcher(ctx, &home, false);
+    let fetcher = fetcher(ctx, &home, false)?;
     if kind == Kind::Rocm && manifest.is_none() {
         bail!(Hinted::new("ROCm releases come from a gpuenv manifest")
             .hint("gpuenv list --available rocm --manifest <path|url>"));

@@ -115,7 +115,7 @@ fn install_one(
     let progress =
         Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
     let attempt = |offline: bool| -> Result<Vec<String>> {
-        let fetcher = super::install::fetcher(ctx, home, offline);
+        let fetcher = super::install::fetcher(ctx, home, offline)?;
         let sources = super::install::sources(ctx, &fetcher, choice, manifest)?;
         let plan = gpuenv_install::plan(&sources, &spec, &sel)?;
         if plan.name != l.name {

@@ -194,7 +194,7 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
     let mut said = Vec::new();
 
     // NVIDIA: the first manifest of each major.minor (its GA) names the driver it ships.
-    let fetcher = super::install::fetcher(ctx, &home, offline);
+    let fetcher = super::install::fetcher(ctx, &home, offline)?;
     let mirror = ctx
         .var_nonempty(vars::GPUENV_CUDA_MIRROR)
         .unwrap_or(nvidia::DEFAULT_MIRROR);

@@ -9,12 +9,13 @@ use crate::facts::{copies, driver, torch_index, Unknown};
 use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve, stale};
 use crate::store::toolchain::{registry, upstream};
 use crate::store::{locate, shims};
-use crate::{ask, project, store};
+use crate::{ask, context, project, store};
 
 crate::diagnostics!(
     /// gpuenv-core's diagnostics.
     pub fn find:
     Hinted,
+    context::BadFlag,
     ask::AskError,
     auto_install::InstallFailed,
     auto_install::NotAllowed,
