@@ -195,3 +195,37 @@ fn a_yes_no_variable_with_another_value_is_an_error_naming_it() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_relative_home_or_download_cache_is_refused_not_made_per_directory() {
+    let sb = Sandbox::new();
+    let here = sb.path("somewhere");
+    fs::create_dir_all(&here).unwrap();
+    for (var, args) in [
+        ("GPUENV_HOME", &["list"][..]),
+        ("GPUENV_HOME", &["show"][..]),
+        ("GPUENV_DOWNLOAD_CACHE", &["cache", "size"][..]),
+        ("GPUENV_DOWNLOAD_CACHE", &["install", "cuda-12.4"][..]),
+    ] {
+        let out = sb
+            .gpuenv()
+            .current_dir(&here)
+            .env(var, "state/gpuenv")
+            .args(args)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{var} {args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{var}=state/gpuenv is a relative path: it would name another directory in each directory gpuenv runs in"
+            )),
+            "{var} {args:?}: {err}"
+        );
+        assert!(err.contains("to an absolute path"), "{err}");
+        assert!(
+            !here.join("state").exists(),
+            "{var} {args:?} made a directory here"
+        );
+    }
+}

@@ -36,7 +36,7 @@ enum Action {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        let cache = super::install::cache(ctx, &home);
+        let cache = super::install::cache(ctx, &home)?;
         let installed = Installed::scan(&home.toolchains())?;
         match self.action {
             Action::Size => size(&cache, &installed),

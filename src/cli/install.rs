@@ -58,17 +58,17 @@ pub struct Args {
 }
 
 /// The download cache: `GPUENV_DOWNLOAD_CACHE`, else `$GPUENV_HOME/downloads`.
-pub(super) fn cache(ctx: &Context, home: &Home) -> Cache {
-    match ctx.var_nonempty(vars::GPUENV_DOWNLOAD_CACHE) {
-        Some(dir) => Cache::new(ctx.cwd.join(dir)),
+pub(super) fn cache(ctx: &Context, home: &Home) -> Result<Cache> {
+    Ok(match ctx.absolute_dir(vars::GPUENV_DOWNLOAD_CACHE)? {
+        Some(dir) => Cache::new(dir),
         None => Cache::new(home.downloads()),
-    }
+    })
 }
 
 pub(super) fn fetcher(ctx: &Context, home: &Home, offline: bool) -> Result<Fetcher> {
     let mut fetcher = Fetcher::new(
         Net::from_ctx(ctx),
-        cache(ctx, home),
+        cache(ctx, home)?,
         offline,
         Hooks::from_ctx(ctx),
     );

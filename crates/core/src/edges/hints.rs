@@ -22,6 +22,7 @@ crate::diagnostics!(
     build_cache::BadVar,
     build_cache::NotInstalled,
     locate::NoHome,
+    locate::RelativeDir,
     driver::DriverTooOld,
     copies::Refused,
     torch_index::NoIndex,

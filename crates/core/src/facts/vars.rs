@@ -66,8 +66,8 @@ macro_rules! registry {
 
 registry! {
     "gpuenv's own settings" {
-        GPUENV_HOME: Read, "every command, the proxy", "gpuenv's state directory (default `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`).";
-        XDG_DATA_HOME: Read, "every command, the proxy", "Where the default `GPUENV_HOME` is (`$XDG_DATA_HOME/gpuenv`).";
+        GPUENV_HOME: Read, "every command, the proxy", "gpuenv's state directory (default `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`); an absolute path, a relative one is refused.";
+        XDG_DATA_HOME: Read, "every command, the proxy", "Where the default `GPUENV_HOME` is (`$XDG_DATA_HOME/gpuenv`); a relative path is ignored, as the XDG spec says.";
         HOME: Read, "every command, the proxy", "The account's home (without it, the password database's: a SLURM step with `--export=NONE`).";
         GPUENV_TOOLCHAIN: Both, "resolution; set by `gpuenv use`", "Comma-separated specs active in this shell: above the toolchain file, below `+spec` and `gpuenv run`.";
         GPUENV_UPSTREAMS: Read, "the registry", "Other gpuenv homes (a site's shared store), colon-separated, used read-only.";
@@ -91,7 +91,7 @@ registry! {
         GPUENV_CUDA_MIRROR: Read, "`install`", "NVIDIA's redist root: a URL, a `file://` URL or a directory.";
         GPUENV_PYPI_URL: Read, "`install`", "The package index of the `pypi` source; else `PIP_INDEX_URL`; else PyPI.";
         PIP_INDEX_URL: Read, "`install`", "pip's index, used when `GPUENV_PYPI_URL` is unset.";
-        GPUENV_DOWNLOAD_CACHE: Read, "`install`, `cache`", "The download cache (default `$GPUENV_HOME/downloads`).";
+        GPUENV_DOWNLOAD_CACHE: Read, "`install`, `cache`", "The download cache (default `$GPUENV_HOME/downloads`); an absolute path, a relative one is refused.";
         GPUENV_KEEP_ARCHIVES: Read yes/no, "`install`", "Yes: keep each archive after it is unpacked (a mirror of what was fetched).";
         GPUENV_HTTP_TIMEOUT: Read, "`install`", "Seconds to wait for data before a download counts as timed out (default 60).";
         HTTPS_PROXY: Read, "`install`", "The proxy for HTTPS downloads.";

@@ -17,6 +17,31 @@ pub enum NoHome {
     Unset,
     #[error("gpuenv's home {dir} (from {from}) contains `:`, which separates PATH entries: its shims dir cannot be put on PATH")]
     Colon { dir: String, from: &'static str },
+    #[error(transparent)]
+    Relative(#[from] RelativeDir),
+}
+
+/// A variable that names one of gpuenv's directories by a relative path, which would be
+/// another directory in each directory gpuenv runs in (another home per project).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{var}={} is a relative path: it would name another directory in each directory gpuenv runs in",
+    crate::ui::printable(value)
+)]
+pub struct RelativeDir {
+    pub var: &'static str,
+    pub value: String,
+}
+
+impl Diagnostic for RelativeDir {
+    fn hints(&self) -> Vec<String> {
+        vec![format!(
+            "set {} to an absolute path (`export {}=\"$PWD/{}\"` in the directory you meant)",
+            self.var,
+            self.var,
+            crate::ui::printable(&self.value)
+        )]
+    }
 }
 
 impl Diagnostic for NoHome {
@@ -24,6 +49,7 @@ impl Diagnostic for NoHome {
         vec![match self {
             NoHome::Unset => "set GPUENV_HOME to the directory gpuenv should keep its state in",
             NoHome::Colon { .. } => "set GPUENV_HOME to a directory without `:` in its path",
+            NoHome::Relative(e) => return e.hints(),
         }
         .into()]
     }
@@ -41,9 +67,13 @@ impl Context {
 
     /// The user's own home alone, its upstreams not looked up (the system config not read).
     pub fn own_home(&self) -> Result<Home, NoHome> {
-        let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
-            (self.cwd.join(h), vars::GPUENV_HOME)
-        } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
+        let (dir, from) = if let Some(h) = self.absolute_dir(vars::GPUENV_HOME)? {
+            (h, vars::GPUENV_HOME)
+        } else if let Some(x) = self
+            .path_var(vars::XDG_DATA_HOME)
+            // The XDG spec: a relative path there is invalid and ignored.
+            .filter(|x| x.is_absolute())
+        {
             (x.join("gpuenv"), vars::XDG_DATA_HOME)
         } else {
             let home = self.home_dir().ok_or(NoHome::Unset)?;
@@ -56,5 +86,20 @@ impl Context {
             });
         }
         Ok(Home::new(dir))
+    }
+
+    /// A variable naming one of gpuenv's directories (`GPUENV_HOME`,
+    /// `GPUENV_DOWNLOAD_CACHE`): unset or empty is `None`, a relative path is refused.
+    pub fn absolute_dir(
+        &self,
+        key: &'static str,
+    ) -> Result<Option<std::path::PathBuf>, RelativeDir> {
+        match self.path_var(key) {
+            Some(dir) if dir.is_relative() => Err(RelativeDir {
+                var: key,
+                value: dir.to_string_lossy().into_owned(),
+            }),
+            dir => Ok(dir),
+        }
     }
 }
