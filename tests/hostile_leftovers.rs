@@ -3,10 +3,18 @@
 //! a toolchain that changes under the prompt, a project directory deleted under the shell,
 //! and messages that must stay true whatever the input.
 
+#[path = "common/archives.rs"]
+mod archives;
 mod common;
+#[path = "common/install_fixtures.rs"]
+mod fixtures;
 #[allow(dead_code)] // not every group uses every helper
 #[path = "common/hostile.rs"]
 mod hostile;
+#[path = "common/server.rs"]
+mod server;
+
+use std::time::{Duration, Instant};
 
 use common::*;
 use fs_err as fs;
@@ -228,4 +236,49 @@ fn a_relative_home_or_download_cache_is_refused_not_made_per_directory() {
             "{var} {args:?} made a directory here"
         );
     }
+}
+
+#[test]
+fn cache_prune_while_an_install_runs_leaves_the_install_whole() {
+    let (server, mirror) = fixtures::redist_mirror(&["12.4.1"]);
+    let p = fixtures::platform();
+    // One archive comes slowly: the others are downloaded and unpacked, not yet linked,
+    // while the prunes run.
+    let slow = format!("redist/cuda_cudart/{p}/cuda_cudart-{p}-12.4.127-archive.tar.xz");
+    server.slow(&slow, Duration::from_millis(2500));
+    let sb = Sandbox::new();
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
+    let mut install = fixtures::spawn(&sb, &vars, fixtures::NVIDIA_12_4_1_MINIMAL);
+    let started = Instant::now();
+    while server.hits(&slow).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the install never asked for {slow}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The fast archives unpacked; then prune, plain and --all, as the slow one comes in.
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        install.try_wait().unwrap().is_none(),
+        "the install ended before the prune"
+    );
+    for args in [&["cache", "prune"][..], &["cache", "prune", "--all"]] {
+        let said = fixtures::ok(&sb, &vars, args);
+        if args.len() == 2 {
+            assert!(
+                said.contains("waiting for an install that uses the download cache"),
+                "{said}"
+            );
+        }
+    }
+    let out = install.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the install broke under a prune:\n{}",
+        fixtures::text(&out)
+    );
+    let version = fixtures::view_nvcc_version(&sb, "cuda-12.4.1");
+    assert!(version.contains("release 12.4"), "{version}");
+    fixtures::check_runfile_layout(&sb.toolchain("cuda-12.4.1"));
 }

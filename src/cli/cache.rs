@@ -37,10 +37,9 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
         let cache = super::install::cache(ctx, &home)?;
-        let installed = Installed::scan(&home.toolchains())?;
         match self.action {
-            Action::Size => size(&cache, &installed),
-            Action::Prune { all } => prune(&cache, &installed, all),
+            Action::Size => size(&cache, &Installed::scan(&home.toolchains())?),
+            Action::Prune { all } => prune(&cache, &home.toolchains(), all),
         }
     }
 }
@@ -74,8 +73,8 @@ fn size(cache: &Cache, installed: &Installed) -> Result<()> {
     Ok(())
 }
 
-fn prune(cache: &Cache, installed: &Installed, all: bool) -> Result<()> {
-    let pruned = prune::prune(cache, installed, all, &|name| {
+fn prune(cache: &Cache, toolchains: &std::path::Path, all: bool) -> Result<()> {
+    let pruned = prune::prune(cache, toolchains, all, &|name| {
         ui::info(format!("waiting for an install that uses {name}"))
     })?;
     if let Some(first) = pruned.left.first() {
