@@ -282,3 +282,36 @@ fn cache_prune_while_an_install_runs_leaves_the_install_whole() {
     assert!(version.contains("release 12.4"), "{version}");
     fixtures::check_runfile_layout(&sb.toolchain("cuda-12.4.1"));
 }
+
+#[test]
+fn cache_size_and_show_escape_the_paths_they_print() {
+    let (sb, proj) = pinned_project();
+    let cache = sb.path("cache\u{1b}]0;owned\u{7}\nhint: run me");
+    let out = sb
+        .gpuenv()
+        .env("GPUENV_DOWNLOAD_CACHE", &cache)
+        .args(["cache", "size"])
+        .output()
+        .unwrap();
+    let said = succeeded(&out) + &stderr(&out);
+    assert!(
+        said.contains("cache\\x1b]0;owned\\x07\\nhint: run me: "),
+        "{said}"
+    );
+    assert!(
+        !said.contains('\u{1b}') && !said.contains("\nhint: run me"),
+        "{said:?}"
+    );
+    // A project directory named to rewrite the terminal's title.
+    let odd = sb.path("p\u{1b}]0;x\u{7}");
+    fs::rename(&proj, &odd).unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(&odd)
+        .args(["show"])
+        .output()
+        .unwrap();
+    let said = succeeded(&out);
+    assert!(said.contains("p\\x1b]0;x\\x07/gpuenv.toml"), "{said}");
+    assert!(!said.contains('\u{1b}'), "{said:?}");
+}

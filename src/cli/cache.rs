@@ -49,7 +49,7 @@ fn size(cache: &Cache, installed: &Installed) -> Result<()> {
     let total: u64 = parts.iter().map(|u| u.bytes).sum();
     let kept: u64 = parts.iter().map(|u| u.installed).sum();
     let meta = parts[PARTS.len() - 1].bytes;
-    println!("{}: {}", cache.root.display(), HumanBytes(total));
+    println!("{}: {}", ui::shown(&cache.root), HumanBytes(total));
     for ((part, what), u) in PARTS.iter().zip(&parts) {
         let note = if u.installed > 0 {
             format!(
@@ -95,7 +95,7 @@ fn prune(cache: &Cache, toolchains: &std::path::Path, all: bool) -> Result<()> {
     ui::info(format!(
         "removed {} files from {} ({} freed; files installed toolchains share stay on disk with them)",
         freed.files,
-        cache.root.display(),
+        ui::shown(&cache.root),
         HumanBytes(freed.bytes)
     ));
     Ok(())

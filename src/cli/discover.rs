@@ -56,14 +56,14 @@ impl Args {
             let d = match &f.result {
                 Ok(d) => d,
                 Err(why) => {
-                    println!("  skipped  {}: {why}", f.root.display());
+                    println!("  skipped  {}: {why}", ui::shown(&f.root));
                     continue;
                 }
             };
             if let Err(why) = store.admissible(&f.root, Source::Discovered) {
                 let why = why.to_string();
                 let why = why.lines().next().unwrap_or_default();
-                println!("  skipped  {}: {why}", f.root.display());
+                println!("  skipped  {}: {why}", ui::shown(&f.root));
                 continue;
             }
             let name = Spec {
@@ -91,7 +91,7 @@ impl Args {
                     let first = found_before.unwrap_or_default();
                     let why = format!(
                         "not registered: the name {name} goes to {}, found first",
-                        first.display()
+                        ui::shown(&first)
                     );
                     ui::warn_with_hints(
                         format!("{}: {why}", f.root.display()),
@@ -119,7 +119,7 @@ impl Args {
                 d.kind,
                 "",
                 d.version,
-                f.root.display()
+                ui::shown(&f.root)
             );
         }
         if !self.register {

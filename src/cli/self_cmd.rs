@@ -149,7 +149,7 @@ fn show(ctx: &Context, json: bool) -> Result<()> {
     }
     println!("  torch   {}", torch.join(" "));
     for (path, date) in &loaded.older {
-        println!("  not used: {} (from {date}, older)", path.display());
+        println!("  not used: {} (from {date}, older)", ui::shown(path));
     }
     for c in &checks {
         let said = |tree: Option<String>, data: Option<String>| match (tree, data) {

@@ -89,13 +89,13 @@ impl Args {
         match &active.project {
             Some(p) if !p.held_back().is_empty() => println!(
                 "toolchain file: {} (not trusted: {} not applied)",
-                p.path.display(),
+                ui::shown(&p.path),
                 p.held_back().join(", ")
             ),
-            Some(p) => println!("toolchain file: {}", p.path.display()),
+            Some(p) => println!("toolchain file: {}", ui::shown(&p.path)),
             None => println!(
                 "toolchain file: none (looked from {} up)",
-                ctx.cwd.display()
+                ui::shown(&ctx.cwd)
             ),
         }
         if active.toolchains.is_empty() {

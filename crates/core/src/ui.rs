@@ -40,6 +40,12 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A path as a person reads it on stdout (`cache size`, `show`): control characters, a
+/// newline too, escaped as in every message.
+pub fn shown(path: &std::path::Path) -> String {
+    printable(&path.to_string_lossy()).into_owned()
+}
+
 /// A path as one word of a command to copy: as it is when only safe characters make it,
 /// else single-quoted, then made printable.
 pub fn shell_word(path: &std::path::Path) -> String {
