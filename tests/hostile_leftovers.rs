@@ -315,3 +315,83 @@ fn cache_size_and_show_escape_the_paths_they_print() {
     assert!(said.contains("p\\x1b]0;x\\x07/gpuenv.toml"), "{said}");
     assert!(!said.contains('\u{1b}'), "{said:?}");
 }
+
+/// CUDA 12.4 and 11.8 linked, `work/proj` pinned to `cuda = "torch"`, and two Pythons
+/// whose torch was built for 12.4 and 11.8: `py124/bin/python3` and `py118/bin/python3`.
+fn torch_world() -> Sandbox {
+    let sb = Sandbox::new();
+    for (name, version) in [("cuda-12.4", "12.4.131"), ("cuda-11.8", "11.8.89")] {
+        let root = cuda_runfile(&sb.path(&format!("opt/{name}")), version);
+        sb.ok(&["link", name, root.to_str().unwrap()]);
+    }
+    for (dir, torch, cuda) in [
+        ("py124", "2.5.1+cu124", "12.4"),
+        ("py118", "2.1.0+cu118", "11.8"),
+    ] {
+        let site = sb.path(&format!("{dir}/lib/python3.11/site-packages"));
+        torch_package(&site, torch, Some(cuda), None);
+        write_exe(
+            &sb.path(&format!("{dir}/bin/python3")),
+            &format!("#!/bin/sh\necho '{}'\n", site.display()),
+        );
+    }
+    write(
+        &sb.path("work/proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"torch\"\n",
+    );
+    sb
+}
+
+fn a_torch_pin_follows_the_python_put_first_on_path(shell: &str) {
+    use common::pty::*;
+    let sb = torch_world();
+    let (mut pane, prepend, show_check) = match shell {
+        "bash" => (
+            bash(&sb, &bash_rc("")),
+            "export PATH={}:$PATH",
+            "declare -f _gpuenv_fresh",
+        ),
+        "zsh" => (
+            zsh(&sb, &zsh_rc("")),
+            "export PATH={}:$PATH",
+            "functions _gpuenv_fresh",
+        ),
+        _ => (
+            fish(&sb, &fish_rc()),
+            "set -gx PATH {} $PATH",
+            "functions __gpuenv_fresh",
+        ),
+    };
+    let first = |dir: &str| prepend.replace("{}", &sb.path(dir).join("bin").display().to_string());
+    pane.run(&first("py124"));
+    assert_eq!(pane.run("cd proj").active, "cuda-12.4");
+    // Let the prompt arm its fast path (files old enough to trust by their times).
+    pane.run("sleep 1.2");
+    pane.run("true");
+    let check = pane.run(show_check);
+    assert!(
+        check.output.contains("$PWD"),
+        "{shell}: not armed: {check:?}"
+    );
+    let out = pane.run(&first("py118"));
+    assert_eq!(out.active, "cuda-11.8", "{shell}: {out:?}");
+    // And back, the toolkit follows again.
+    pane.run("sleep 1.2");
+    let out = pane.run(&first("py124"));
+    assert_eq!(out.active, "cuda-12.4", "{shell}: {out:?}");
+}
+
+#[test]
+fn bash_a_torch_pin_follows_the_python_put_first_on_path() {
+    a_torch_pin_follows_the_python_put_first_on_path("bash");
+}
+
+#[test]
+fn zsh_a_torch_pin_follows_the_python_put_first_on_path() {
+    a_torch_pin_follows_the_python_put_first_on_path("zsh");
+}
+
+#[test]
+fn fish_a_torch_pin_follows_the_python_put_first_on_path() {
+    a_torch_pin_follows_the_python_put_first_on_path("fish");
+}
