@@ -395,3 +395,48 @@ fn zsh_a_torch_pin_follows_the_python_put_first_on_path() {
 fn fish_a_torch_pin_follows_the_python_put_first_on_path() {
     a_torch_pin_follows_the_python_put_first_on_path("fish");
 }
+
+fn a_deleted_project_is_taken_back_once(shell: &str) {
+    use common::pty::*;
+    let (sb, proj) = pinned_project();
+    let work = sb.path("work/proj");
+    fs::create_dir_all(sb.path("work")).unwrap();
+    fs::rename(&proj, &work).unwrap();
+    let mut pane = match shell {
+        "bash" => bash(&sb, &bash_rc("")),
+        "zsh" => zsh(&sb, &zsh_rc("")),
+        _ => fish(&sb, &fish_rc()),
+    };
+    assert_eq!(pane.run("cd proj").active, "cuda-12.4");
+    let out = pane.run(&format!("rm -r '{}'", work.display()));
+    assert_eq!(
+        out.active, "none",
+        "{shell}: the deleted project's toolkit stayed: {out:?}"
+    );
+    assert!(!out.before_prompt.contains("error"), "{shell}: {out:?}");
+    for _ in 0..2 {
+        let out = pane.run("true");
+        assert_eq!(out.active, "none", "{shell}: {out:?}");
+        assert_eq!(
+            out.before_prompt, "",
+            "{shell}: said again at a later prompt"
+        );
+    }
+    let out = pane.run("echo \"[$CUDA_HOME]\"");
+    assert_eq!(out.output, "[]", "{shell}: {out:?}");
+}
+
+#[test]
+fn bash_a_deleted_project_is_taken_back_once() {
+    a_deleted_project_is_taken_back_once("bash");
+}
+
+#[test]
+fn zsh_a_deleted_project_is_taken_back_once() {
+    a_deleted_project_is_taken_back_once("zsh");
+}
+
+#[test]
+fn fish_a_deleted_project_is_taken_back_once() {
+    a_deleted_project_is_taken_back_once("fish");
+}

@@ -45,11 +45,29 @@ pub struct Context {
 
 impl Context {
     pub fn from_process() -> Result<Context, NoCwd> {
-        let cwd = std::env::current_dir().map_err(NoCwd)?;
+        Ok(Context::at(std::env::current_dir().map_err(NoCwd)?))
+    }
+
+    fn at(cwd: PathBuf) -> Context {
         let vars = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
             .collect();
-        Ok(Context { cwd, vars })
+        Context { cwd, vars }
+    }
+
+    /// [`Context::from_process`] for the prompt hook: a working directory deleted under
+    /// the shell is the shell's `$PWD` as it still names it (resolution walks up from
+    /// there, so the toolchain of a deleted project is taken back once, not an error at
+    /// every prompt).
+    pub fn from_process_at_prompt() -> Result<Context, NoCwd> {
+        let cwd = match std::env::current_dir() {
+            Ok(cwd) => cwd,
+            Err(e) => std::env::var_os(vars::PWD)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .ok_or(NoCwd(e))?,
+        };
+        Ok(Context::at(cwd))
     }
 
     /// A value gpuenv has to understand (a spec, a number, a URL): `None` when unset or
