@@ -440,3 +440,41 @@ fn zsh_a_deleted_project_is_taken_back_once() {
 fn fish_a_deleted_project_is_taken_back_once() {
     a_deleted_project_is_taken_back_once("fish");
 }
+
+#[test]
+fn a_short_local_archive_is_said_short_not_resumed() {
+    let sb = Sandbox::new();
+    let mirror = sb.path("mirror");
+    fixtures::write_tree(&mirror, &fixtures::redist_tree(&["12.4.1"]));
+    let p = fixtures::platform();
+    let archive = mirror.join(format!(
+        "cuda_cudart/{p}/cuda_cudart-{p}-12.4.127-archive.tar.xz"
+    ));
+    let bytes = fs::read(&archive).unwrap();
+    fs::write(&archive, &bytes[..bytes.len() / 2]).unwrap();
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.to_str().unwrap())];
+    for attempt in 0..2 {
+        let out = fixtures::gpuenv(&sb, &vars, fixtures::NVIDIA_12_4_1_MINIMAL);
+        let t = fixtures::text(&out);
+        assert!(!out.status.success(), "{t}");
+        assert!(
+            t.contains(&format!(
+                "{} is {} bytes, shorter than the {} bytes its manifest gives: it is not the whole archive",
+                archive.display(),
+                bytes.len() / 2,
+                bytes.len()
+            )),
+            "attempt {attempt}: {t}"
+        );
+        assert!(!t.contains("download resumes"), "attempt {attempt}: {t}");
+        fixtures::hint_last(&t);
+    }
+    let partial = sb.gpuenv_home().join("downloads/partial");
+    let left: Vec<_> = fs::read_dir(&partial)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "a partial copy of a local file was kept: {left:?}"
+    );
+}
