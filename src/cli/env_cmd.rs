@@ -64,7 +64,7 @@ impl Args {
                     super::prolog::refuse_unresolved(ctx)?;
                 }
                 return Err(e.context(format!(
-                    "the task's toolchains cannot be set up on node {}",
+                    "the task's toolchains cannot be set up on {}",
                     super::prolog::node(ctx)
                 )));
             }
@@ -84,7 +84,7 @@ impl Args {
                 if let Some(problem) = store::tree_problem(&t.name, &t.entry) {
                     return Err(store::NotOnThisNode {
                         name: t.name.clone(),
-                        node: node.to_string(),
+                        node: node.clone(),
                         problem,
                     }
                     .into());

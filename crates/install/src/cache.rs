@@ -253,6 +253,19 @@ impl Cache {
         lock_as(&locks.join(name), share, waiting)
     }
 
+    /// Whether the archive `sha256` is here, unpacked or whole, as far as names tell (its
+    /// contents are checked when it is used): what a message may call "from the cache".
+    pub fn holds(&self, sha256: &Sha256) -> bool {
+        let here = |part: &str| {
+            self.part(part, false)
+                .ok()
+                .flatten()
+                .and_then(|dir| dir.stat(sha256.as_str()).ok().flatten())
+                .is_some()
+        };
+        here("unpacked") || here("archives")
+    }
+
     /// The page last fetched from `url`: (content type, body). Only one the user or root
     /// wrote is believed: `--offline` installs what it names.
     pub fn read_meta(&self, url: &str) -> Option<(String, Vec<u8>)> {
