@@ -245,7 +245,7 @@ fn cache_prune_while_an_install_runs_leaves_the_install_whole() {
     // One archive comes slowly: the others are downloaded and unpacked, not yet linked,
     // while the prunes run.
     let slow = format!("redist/cuda_cudart/{p}/cuda_cudart-{p}-12.4.127-archive.tar.xz");
-    server.slow(&slow, Duration::from_millis(2500));
+    server.slow(&slow, Duration::from_millis(4000));
     let sb = Sandbox::new();
     let vars = [("GPUENV_CUDA_MIRROR", mirror.as_str())];
     let mut install = fixtures::spawn(&sb, &vars, fixtures::NVIDIA_12_4_1_MINIMAL);
