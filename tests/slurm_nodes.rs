@@ -407,7 +407,7 @@ fn a_node_whose_tree_is_not_the_locked_one_is_named_by_doctor_and_refused_by_the
             ),
             differs.clone(),
             format!(
-                "gpuenv: cuda-12.4 is a linked tree: the admin puts the locked one at {} on n2, as on the other nodes",
+                "gpuenv: cuda-12.4 is a linked tree: the admin puts the locked one at {} on node n2, as on the other nodes",
                 root.display()
             ),
         ] {

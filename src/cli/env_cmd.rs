@@ -85,7 +85,7 @@ impl Args {
                     super::prolog::refuse_unresolved(ctx)?;
                 }
                 return Err(e.context(format!(
-                    "the task's toolchains cannot be set up on node {}",
+                    "the task's toolchains cannot be set up on {}",
                     super::prolog::node(ctx)
                 )));
             }
@@ -105,7 +105,7 @@ impl Args {
                 if let Some(problem) = store::tree_problem(&t.name, &t.entry) {
                     return Err(store::NotOnThisNode {
                         name: t.name.clone(),
-                        node: node.to_string(),
+                        node: node.clone(),
                         problem,
                     }
                     .into());
@@ -120,6 +120,7 @@ impl Args {
                 ["`gpuenv pin <spec>` or `gpuenv default <spec>`"],
             );
         }
+        super::warn_host_compiler(&active);
         let applied = if self.shell == Format::Slurm {
             // Without PATH (`srun --export=NONE`), the task would get the view's `bin` only
             // and find no `hostname`: the system directories stay after the toolkit's.

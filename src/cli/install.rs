@@ -75,7 +75,7 @@ impl Args {
         if self.specs == ["torch"] {
             let store = super::store(ctx)?;
             gpuenv_install::writable_home(&home)?;
-            let fetcher = super::install_from::fetcher(ctx, &home, self.offline);
+            let fetcher = super::install_from::fetcher(ctx, &home, self.offline)?;
             let progress =
                 Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
             return super::install_torch::run(ctx, &store, &fetcher, &progress);
@@ -92,7 +92,7 @@ impl Args {
         // stop us before anything is downloaded, not after.
         let store = super::store(ctx)?;
         gpuenv_install::writable_home(&home)?;
-        let fetcher = super::install_from::fetcher(ctx, &home, self.offline);
+        let fetcher = super::install_from::fetcher(ctx, &home, self.offline)?;
         let cache_was_new = !fetcher.cache.root.exists();
         let progress =
             Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
@@ -357,7 +357,7 @@ pub(super) fn list_available(
     json: bool,
 ) -> Result<()> {
     let home = ctx.gpuenv_home()?;
-    let fetcher = super::install_from::fetcher(ctx, &home, false);
+    let fetcher = super::install_from::fetcher(ctx, &home, false)?;
     if kind == Kind::Rocm && manifest.is_none() {
         bail!(Hinted::new("ROCm releases come from a gpuenv manifest")
             .hint("gpuenv list --available rocm --manifest <path|url>"));

@@ -16,22 +16,22 @@ use gpuenv_install::source::pypi::{self, Pypi};
 use gpuenv_install::source::{Choice, Source};
 
 /// The download cache: `GPUENV_DOWNLOAD_CACHE`, else `$GPUENV_HOME/downloads`.
-pub(super) fn cache(ctx: &Context, home: &Home) -> Cache {
-    match ctx.var_nonempty(vars::GPUENV_DOWNLOAD_CACHE) {
-        Some(dir) => Cache::new(ctx.cwd.join(dir)),
+pub(super) fn cache(ctx: &Context, home: &Home) -> Result<Cache> {
+    Ok(match ctx.absolute_dir(vars::GPUENV_DOWNLOAD_CACHE)? {
+        Some(dir) => Cache::new(dir),
         None => Cache::new(home.downloads()),
-    }
+    })
 }
 
-pub(super) fn fetcher(ctx: &Context, home: &Home, offline: bool) -> Fetcher {
+pub(super) fn fetcher(ctx: &Context, home: &Home, offline: bool) -> Result<Fetcher> {
     let mut fetcher = Fetcher::new(
         Net::from_ctx(ctx),
-        cache(ctx, home),
+        cache(ctx, home)?,
         offline,
         Hooks::from_ctx(ctx),
     );
-    fetcher.keep_archives = ctx.flag(vars::GPUENV_KEEP_ARCHIVES);
-    fetcher
+    fetcher.keep_archives = ctx.flag(vars::GPUENV_KEEP_ARCHIVES)?;
+    Ok(fetcher)
 }
 
 /// The sources `choice` and `--manifest` select, in the order `auto` tries them.

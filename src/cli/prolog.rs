@@ -23,10 +23,13 @@ use gpuenv_install::source::Choice;
 
 use super::lock::{compared_here, differences_here, load_beside, lock_path, Compared};
 
-/// The node the prolog runs on, as SLURM names it.
-pub fn node(ctx: &Context) -> &str {
-    ctx.var_nonempty(vars::SLURMD_NODENAME)
-        .unwrap_or("this node")
+/// The node the prolog runs on as a message says it: `node gpu07` (SLURM's name, escaped),
+/// or `this node` when SLURM gave none.
+pub fn node(ctx: &Context) -> String {
+    match ctx.var_nonempty(vars::SLURMD_NODENAME) {
+        Some(name) => format!("node {}", ui::printable(name)),
+        None => "this node".to_string(),
+    }
 }
 
 /// The step's name in `scontrol show step` output: the `Name=` field.
@@ -115,7 +118,7 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
     // A cloned project's files choose what the node downloads only once the user said so.
     if !trust::trusted_as_is(&registry, &file) {
         bail!(Hinted::new(format!(
-            "{names} is not installed on node {node}; GPUENV_PROLOG_INSTALL=locked would install it as {} names, but {} is not trusted",
+            "{names} is not installed on {node}; GPUENV_PROLOG_INSTALL=locked would install it as {} names, but {} is not trusted",
             lock.path.display(),
             file.path.display()
         ))
@@ -128,14 +131,14 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
     let mut problems = Vec::new();
     for l in missing {
         ui::info(format!(
-            "{} is not on node {node}: installing it as {} locks it",
+            "{} is not on {node}: installing it as {} locks it",
             l.name,
             lock.path.display()
         ));
         let found = super::install_locked::one(ctx, &home, &registry, l, Choice::Auto, None, false)
             .with_context(|| {
                 format!(
-                    "installing {} on node {node} as {} locks it",
+                    "installing {} on {node} as {} locks it",
                     l.name,
                     lock.path.display()
                 )
@@ -144,7 +147,7 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
     }
     if !problems.is_empty() {
         bail!(Hinted::new(format!(
-            "node {node} cannot install what {} names:\n  {}",
+            "{node} cannot install what {} names:\n  {}",
             lock.path.display(),
             problems.join("\n  ")
         ))
@@ -159,7 +162,7 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
 /// gpuenv.lock names, with each difference and the fix.
 pub fn refuse_unlocked(session: &Session, active: &ActiveSet) -> Result<()> {
     match differences_here(session, active)? {
-        Some(compared) => refuse(node(session.ctx()), compared),
+        Some(compared) => refuse(&node(session.ctx()), compared),
         None => Ok(()),
     }
 }
@@ -170,7 +173,7 @@ pub fn refuse_unlocked(session: &Session, active: &ActiveSet) -> Result<()> {
 /// differs, `Ok`, and the resolution error stands.
 pub fn refuse_unresolved(ctx: &Context) -> Result<()> {
     match compared_here(ctx)? {
-        Some(compared) => refuse(node(ctx), compared),
+        Some(compared) => refuse(&node(ctx), compared),
         None => Ok(()),
     }
 }
@@ -187,7 +190,7 @@ fn refuse(node: &str, compared: Compared) -> Result<()> {
     }
     let dir = lock.path.parent().unwrap_or(&lock.path);
     let mut err = Hinted::new(format!(
-        "node {node} does not have the toolchains {} names:\n  {}",
+        "{node} does not have the toolchains {} names:\n  {}",
         lock.path.display(),
         problems.join("\n  ")
     ));

@@ -33,6 +33,7 @@ impl Args {
         let mut session = super::session(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(&mut session, &overrides, None)?;
+        super::warn_host_compiler(&active);
         session.keep_toolkit_libs(self.toolkit_libs);
         if let Some(node) = ctx.var_nonempty(vars::SLURMD_NODENAME) {
             // The TaskProlog lets gpuenv's own steps through, so `srun gpuenv run` refuses

@@ -41,7 +41,7 @@ impl Sha256 {
         if value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
             Ok(Sha256(value.to_ascii_lowercase()))
         } else {
-            Err(UnsafeValue::Sha256(value.escape_debug().to_string()))
+            Err(UnsafeValue::Sha256(gpuenv_core::ui::value(value)))
         }
     }
 

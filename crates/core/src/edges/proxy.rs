@@ -97,6 +97,9 @@ pub enum ProxyError {
     /// `GPUENV_AUTO_INSTALL` does not act on an untrusted file's pin.
     #[error(transparent)]
     AutoInstallNotAllowed(#[from] auto_install::NotAllowed),
+    /// A yes/no variable (`GPUENV_AUTO_INSTALL`) set to something else.
+    #[error(transparent)]
+    BadFlag(#[from] crate::context::BadFlag),
     /// `looked` says what resolution found: no file, or a file without such a pin.
     #[error("no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)")]
     NoToolchain { tool: String, looked: String },
@@ -121,6 +124,7 @@ impl Diagnostic for ProxyError {
             ProxyError::Installing(e) => return e.hints(),
             ProxyError::Store(e) => return e.hints(),
             ProxyError::AutoInstallNotAllowed(e) => return e.hints(),
+            ProxyError::BadFlag(e) => return e.hints(),
             ProxyError::Stale(e) => return e.hints(),
             ProxyError::StaleCheck(e) => return e.hints(),
             // Already printed in full by the guard.

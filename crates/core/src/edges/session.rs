@@ -174,7 +174,11 @@ impl<'c> Session<'c> {
         installer: Option<&dyn Installer>,
     ) -> Result<ActiveSet, E>
     where
-        E: From<StateError> + From<ResolveError> + From<InstallFailed> + From<NotAllowed>,
+        E: From<StateError>
+            + From<ResolveError>
+            + From<InstallFailed>
+            + From<NotAllowed>
+            + From<crate::context::BadFlag>,
     {
         let ctx = self.ctx;
         let torch = || guard::locate_torch(ctx, None);
@@ -188,13 +192,17 @@ impl<'c> Session<'c> {
                 }
                 Err(e) => e,
             };
+            // Asked only when a pin is missing, where its answer matters.
+            let auto =
+                auto_install::missing(&err).is_some() || auto_install::not_allowed(&err).is_some();
+            let auto = auto && auto_install::enabled(ctx)?;
             let missing = auto_install::missing(&err)
-                .filter(|_| auto_install::enabled(ctx))
+                .filter(|_| auto)
                 .filter(|_| installs < auto_install::MAX_INSTALLS);
             let (Some((spec, origin)), Some(installer)) = (missing, installer) else {
                 // An untrusted file's pin: say what would be installed and how to allow it.
-                let refused = auto_install::not_allowed(&err)
-                    .filter(|_| installer.is_some() && auto_install::enabled(ctx));
+                let refused =
+                    auto_install::not_allowed(&err).filter(|_| installer.is_some() && auto);
                 return Err(refused.map_or_else(|| err.into(), Into::into));
             };
             installer.install(ctx, spec, origin)?;

@@ -84,7 +84,8 @@ pub fn choose(paths: &[PathBuf], embedded: &Facts) -> Loaded {
         if fs_err::symlink_metadata(path).is_err() {
             continue;
         }
-        match read(path) {
+        let result = read(path).and_then(|f| as_complete(f, embedded).map_err(|m| (None, m)));
+        match result {
             Ok(facts) if facts.date >= out.facts.date => {
                 if let Some(prev) = out.origin.take() {
                     out.older.push((prev, out.facts.date));
@@ -102,6 +103,37 @@ pub fn choose(paths: &[PathBuf], embedded: &Facts) -> Loaded {
         }
     }
     out
+}
+
+/// A copy lists at least what gpuenv was built with: one with fewer rows (cut short, or
+/// stripped to hide a release's minimum driver) does not replace the built-in data, however
+/// new its date.
+fn as_complete(copy: Facts, embedded: &Facts) -> Result<Facts, String> {
+    let tables = [
+        (
+            "CUDA releases ([[release]])",
+            copy.releases.len(),
+            embedded.releases.len(),
+        ),
+        (
+            "minor-version rows ([[minor-compat]])",
+            copy.minor_compat.len(),
+            embedded.minor_compat.len(),
+        ),
+        (
+            "torch indexes ([[torch-index]])",
+            copy.torch.len(),
+            embedded.torch.len(),
+        ),
+    ];
+    for (what, has, built_in) in tables {
+        if has < built_in {
+            return Err(format!(
+                "it lists {has} {what}, fewer than the {built_in} gpuenv was built with"
+            ));
+        }
+    }
+    Ok(copy)
 }
 
 /// Reads and checks one copy; on failure the line (if any) and why.

@@ -19,6 +19,31 @@ pub enum NoHome {
     Colon { dir: String, from: &'static str },
     #[error("the account's home {dir} ({from}) does not exist here, and gpuenv keeps its state under it; nothing was read or written")]
     Missing { dir: String, from: &'static str },
+    #[error(transparent)]
+    Relative(#[from] RelativeDir),
+}
+
+/// A variable that names one of gpuenv's directories by a relative path, which would be
+/// another directory in each directory gpuenv runs in (another home per project).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{var}={} is a relative path: it would name another directory in each directory gpuenv runs in",
+    crate::ui::printable(value)
+)]
+pub struct RelativeDir {
+    pub var: &'static str,
+    pub value: String,
+}
+
+impl Diagnostic for RelativeDir {
+    fn hints(&self) -> Vec<String> {
+        vec![format!(
+            "set {} to an absolute path (`export {}=\"$PWD/{}\"` in the directory you meant)",
+            self.var,
+            self.var,
+            crate::ui::printable(&self.value)
+        )]
+    }
 }
 
 impl Diagnostic for NoHome {
@@ -29,6 +54,7 @@ impl Diagnostic for NoHome {
             NoHome::Missing { .. } => {
                 "set GPUENV_HOME to a directory that exists on every node (a shared file system), or have the admin create the home on this node; with `srun --export=NONE`, `--export=GPUENV_HOME` passes it on"
             }
+            NoHome::Relative(e) => return e.hints(),
         }
         .into()]
     }
@@ -46,9 +72,13 @@ impl Context {
 
     /// The user's own home alone, its upstreams not looked up (the system config not read).
     pub fn own_home(&self) -> Result<Home, NoHome> {
-        let (dir, from) = if let Some(h) = self.path_var(vars::GPUENV_HOME) {
-            (self.cwd.join(h), vars::GPUENV_HOME)
-        } else if let Some(x) = self.path_var(vars::XDG_DATA_HOME) {
+        let (dir, from) = if let Some(h) = self.absolute_dir(vars::GPUENV_HOME)? {
+            (h, vars::GPUENV_HOME)
+        } else if let Some(x) = self
+            .path_var(vars::XDG_DATA_HOME)
+            // The XDG spec: a relative path there is invalid and ignored.
+            .filter(|x| x.is_absolute())
+        {
             (x.join("gpuenv"), vars::XDG_DATA_HOME)
         } else {
             let (home, from) = match self.path_var(vars::HOME) {
@@ -76,5 +106,20 @@ impl Context {
             });
         }
         Ok(Home::new(dir))
+    }
+
+    /// A variable naming one of gpuenv's directories (`GPUENV_HOME`,
+    /// `GPUENV_DOWNLOAD_CACHE`): unset or empty is `None`, a relative path is refused.
+    pub fn absolute_dir(
+        &self,
+        key: &'static str,
+    ) -> Result<Option<std::path::PathBuf>, RelativeDir> {
+        match self.path_var(key) {
+            Some(dir) if dir.is_relative() => Err(RelativeDir {
+                var: key,
+                value: dir.to_string_lossy().into_owned(),
+            }),
+            dir => Ok(dir),
+        }
     }
 }

@@ -37,6 +37,16 @@ pub struct Fingerprint {
     pub settings: (PathBuf, Option<Stamp>),
     /// Other files the last result was computed from (the torch a `"torch"` pin read).
     pub extra: Vec<(PathBuf, Option<Stamp>)>,
+    /// Watched while a `"torch"` pin is in effect: which torch it reads depends on the
+    /// first `python3` on PATH (a venv put first on PATH without activating it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonOnPath>,
+}
+
+/// The first `python3` on PATH, if any.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PythonOnPath {
+    pub found: Option<PathBuf>,
 }
 
 pub use crate::stamp::Stamp;
@@ -64,9 +74,16 @@ impl Fingerprint {
             file,
             settings: (settings.to_path_buf(), stamp(settings)),
             extra: Vec::new(),
+            python: None,
         };
         fp.watch(extra);
         fp
+    }
+
+    /// Watches the first `python3` on `path` (see [`Fingerprint::python`]).
+    pub fn watch_python(&mut self, path: Option<&OsStr>) {
+        let found = crate::plan::guard::find_on_path(path, "python3");
+        self.python = Some(PythonOnPath { found });
     }
 
     /// Records `extra` as files the result depends on, replacing the previous ones.
