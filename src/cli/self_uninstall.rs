@@ -97,7 +97,9 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
             let Ok(meta) = fs_err::symlink_metadata(&path) else {
                 continue;
             };
-            let Some(text) = gpuenv_core::outside::read_text(&path, gpuenv_core::outside::Kind::ShellRc).ok() else {
+            let Some(text) =
+                gpuenv_core::outside::read_text(&path, gpuenv_core::outside::Kind::ShellRc).ok()
+            else {
                 continue;
             };
             let (kept, lines) = without_hook_lines(&text);
@@ -147,9 +149,8 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
         }
         for step in &steps {
             match step {
-                Step::Remove(p) => {
-                    gpuenv_install::dir::remove_all(p).with_context(|| format!("removing {}", p.display()))?
-                }
+                Step::Remove(p) => gpuenv_install::dir::remove_all(p)
+                    .with_context(|| format!("removing {}", p.display()))?,
                 Step::EditRc { path, text, .. } => edit_rc(path, text)?,
             }
         }

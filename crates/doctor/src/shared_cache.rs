@@ -87,9 +87,8 @@ pub fn run(inputs: &Inputs) -> Finding {
         .clone()
         .or_else(|| upstream::site_build(ctx).shared);
     let Some(SharedStore::Dir(dir)) = shared else {
-        return CHECK.skip(
-            "no shared build cache directory is set ([build] shared = \"file:///dir\")",
-        );
+        return CHECK
+            .skip("no shared build cache directory is set ([build] shared = \"file:///dir\")");
     };
     let mut notes = Notes::default();
     match fs_err::symlink_metadata(&dir) {

@@ -48,9 +48,10 @@ pub fn run(inputs: &Inputs) -> Finding {
         .filter_map(|a| CudaArch::parse_any(a).ok())
         .collect();
     if gpus.is_empty() {
-        return CHECK.skip(
-            format!("no NVIDIA GPU found here ({})", found.asked.join("; ")),
-        );
+        return CHECK.skip(format!(
+            "no NVIDIA GPU found here ({})",
+            found.asked.join("; ")
+        ));
     }
     let lib = torch.dir.join("lib/libtorch_cuda.so");
     let object = match read_object(&lib) {

@@ -19,8 +19,8 @@ use super::fault::Fault;
 use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
 use gpuenv_core::context::{vars, Context};
-use gpuenv_core::ui;
 use gpuenv_core::outside;
+use gpuenv_core::ui;
 
 pub(super) const ATTEMPTS: u32 = 4;
 pub(super) const BUF: usize = 1 << 20;

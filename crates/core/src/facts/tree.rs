@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::{fsutil, outside};
 use crate::stamp::Stamp;
+use crate::{fsutil, outside};
 
 /// The header holding nvcc's host compiler checks, under a toolkit's include dir.
 pub const HOST_CONFIG: &str = "crt/host_config.h";

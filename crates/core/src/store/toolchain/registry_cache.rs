@@ -30,9 +30,9 @@ use sha2::Digest;
 use super::detect::Collectives;
 use super::registry::{self, Entry, Registry, Source, StateError};
 use super::system::System;
-use crate::{fsutil, outside};
 use crate::stamp::Stamp;
 use crate::store::home::Home;
+use crate::{fsutil, outside};
 
 /// The first line of a copy; a new layout gets a new one.
 const MAGIC: &str = "gpuenv registry cache 2";
