@@ -141,7 +141,11 @@ fn an_upstream_owned_by_another_non_root_user_is_refused() {
     // Only its settings another user's: the same.
     chown_all(&store, 0);
     std::os::unix::fs::lchown(store.join("settings.toml"), Some(STRANGER), None).unwrap();
-    refused_upstream(&sb, &store, "belongs to uid 54321, not to you or root");
+    refused_upstream(
+        &sb,
+        &store,
+        "it belongs to another user, not to you or root",
+    );
 }
 
 #[test]
@@ -163,7 +167,7 @@ fn an_upstream_every_user_may_write_is_refused_unless_sticky() {
         std::fs::Permissions::from_mode(0o646),
     )
     .unwrap();
-    refused_upstream(&sb, &store, "every user may write");
+    refused_upstream(&sb, &store, "other users can write to it");
 }
 
 #[test]
@@ -177,11 +181,22 @@ fn an_upstreams_settings_replaced_by_a_link_while_in_use_are_refused() {
     fs::copy(store.join("settings.toml"), &elsewhere).unwrap();
     fs::remove_file(store.join("settings.toml")).unwrap();
     symlink(&elsewhere, store.join("settings.toml")).unwrap();
+    if is_root() {
+        std::os::unix::fs::lchown(&elsewhere, Some(STRANGER), None).unwrap();
+    } else {
+        fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
     let before = fs::read(&elsewhere).unwrap();
+    // The one rule for files that steer gpuenv: a link is followed once, and what it leads
+    // to must pass as the settings themselves would.
     refused_upstream(
         &sb,
         &store,
-        &format!("{} is a link", store.join("settings.toml").display()),
+        if is_root() {
+            "it belongs to another user, not to you or root"
+        } else {
+            "other users can write to it"
+        },
     );
     assert_eq!(fs::read(&elsewhere).unwrap(), before);
 }

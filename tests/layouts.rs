@@ -327,7 +327,8 @@ fn discover_json_lists_each_tree_found_and_its_status() {
     let cuda = by_root(&found, "usr/local/cuda-10.2");
     assert_eq!(cuda["kind"], "cuda");
     assert_eq!(cuda["version"], "10.2.89");
-    assert_eq!(cuda["name"], "cuda-10.2.89");
+    // version.txt's 10.2.89 is a build number, not a release: the name is the release.
+    assert_eq!(cuda["name"], "cuda-10.2");
     assert_eq!(cuda["status"], "new");
     assert_eq!(by_root(&found, "opt/rocm-6.2.0")["status"], "new");
     let skipped = by_root(&found, "usr/local/cuda-11.3");
@@ -340,5 +341,5 @@ fn discover_json_lists_each_tree_found_and_its_status() {
     let again = rows(&["discover", "--json"]);
     let cuda = by_root(&again, "usr/local/cuda-10.2");
     assert_eq!(cuda["status"], "registered");
-    assert_eq!(cuda["registered_as"], "cuda-10.2.89");
+    assert_eq!(cuda["registered_as"], "cuda-10.2");
 }

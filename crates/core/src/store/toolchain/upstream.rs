@@ -148,7 +148,8 @@ fn current_uid() -> u32 {
 /// Why an upstream may not steer this user's compiles, if so. Whoever may write its
 /// directory or settings decides what every compile of its users runs, so only a store of
 /// root's or the user's own, that no other user may write (a sticky directory excepted), is
-/// used; its settings file must be a file, never a link.
+/// used; its settings file passes the one rule for every file that steers gpuenv
+/// ([`outside::owner_and_mode`], checked as it is opened).
 pub fn not_safe(upstream: &Home, me: u32) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let ours = |uid: u32| uid == me || uid == 0;
@@ -165,26 +166,10 @@ pub fn not_safe(upstream: &Home, me: u32) -> Option<String> {
             dir.mode() & 0o7777
         ));
     }
-    let settings = upstream.settings();
-    let file = fs_err::symlink_metadata(&settings).ok()?;
-    if file.file_type().is_symlink() {
-        return Some(format!("{} is a link", settings.display()));
+    match outside::open(&upstream.settings(), outside::Kind::Settings) {
+        Err(e) if !e.is_missing() => Some(e.to_string()),
+        _ => None,
     }
-    if !ours(file.uid()) {
-        return Some(format!(
-            "{} belongs to uid {}, not to you or root",
-            settings.display(),
-            file.uid()
-        ));
-    }
-    if file.mode() & 0o002 != 0 {
-        return Some(format!(
-            "every user may write {} (mode {:04o})",
-            settings.display(),
-            file.mode() & 0o7777
-        ));
-    }
-    None
 }
 
 /// Adds the upstreams' toolchains to `own` and records in `home` where their views are.
