@@ -42,7 +42,7 @@ impl Args {
                 if let Some(problem) = store::tree_problem(&t.name, &t.entry) {
                     return Err(store::NotOnThisNode {
                         name: t.name.clone(),
-                        node: node.to_string(),
+                        node: format!("node {node}"),
                         problem,
                     }
                     .into());

@@ -22,17 +22,27 @@ pub const CHECK: Check = Check {
 
 /// Reads an object without following it into a FIFO or a device: opened without blocking,
 /// a regular file only.
-pub fn read_object(path: &Path) -> Result<gpuenv_audit::Object, String> {
+pub fn read_object(path: &Path) -> Result<gpuenv_audit::Object, ObjectError> {
     let file = fs_err::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| fsutil::io_reason(&e))?;
-    let meta = file.metadata().map_err(|e| fsutil::io_reason(&e))?;
+        .open(path)?;
+    let meta = file.metadata()?;
     if let Some(what) = fsutil::not_regular(&meta) {
-        return Err(format!("it is {what}, not a library"));
+        return Err(ObjectError::NotRegular(what));
     }
-    gpuenv_audit::read_file(file.into_parts().0).map_err(|e| e.to_string())
+    Ok(gpuenv_audit::read_file(file.into_parts().0)?)
+}
+
+/// Why torch's library could not be read as an object.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    #[error("{}", fsutil::io_reason(.0))]
+    Io(#[from] std::io::Error),
+    #[error("it is {0}, not a library")]
+    NotRegular(&'static str),
+    #[error(transparent)]
+    Audit(#[from] gpuenv_audit::AuditError),
 }
 
 pub fn run(inputs: &Inputs) -> Finding {

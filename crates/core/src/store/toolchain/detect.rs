@@ -92,8 +92,8 @@ pub fn detect_with(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
 
 /// A version file or header of the tree: `None` when there is none; one that is there but
 /// cannot be read (a FIFO, a device, too large, not text) is an error naming it.
-fn read(path: &Path, kind: outside::Kind) -> Result<Option<String>, String> {
-    outside::read_text_if_present(path, kind).map_err(|e| e.to_string())
+fn read(path: &Path, kind: outside::Kind) -> Result<Option<String>, outside::ReadError> {
+    outside::read_text_if_present(path, kind)
 }
 
 /// What is wrong with a `version.json`.
@@ -125,7 +125,7 @@ fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
     };
     let (include_dir, lib_dir) = cuda_dirs(root);
     let (version, version_from) = if let Some(text) =
-        read(&root.join("version.json"), VERSION).map_err(err)?
+        read(&root.join("version.json"), VERSION).map_err(|e| err(e.to_string()))?
     {
         let v = parse_cuda_version_json(&text).map_err(|e| err(format!("version.json: {e}")))?;
         // 11.x dates its SDK (`11.8.20220929`): the version is then cuda_nvcc's build.
@@ -135,14 +135,16 @@ fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
             "version.json (cuda_nvcc)"
         };
         (v, from.to_string())
-    } else if let Some(text) = read(&root.join("version.txt"), VERSION).map_err(err)? {
+    } else if let Some(text) =
+        read(&root.join("version.txt"), VERSION).map_err(|e| err(e.to_string()))?
+    {
         let v = parse_cuda_version_txt(&text)
             .ok_or_else(|| err("version.txt has no `CUDA Version X.Y.Z` line".into()))?;
         (v, "version.txt".to_string())
     } else if run == Run::Never {
         let header = include_dir.join("cuda.h");
         let v = read(&header, outside::Kind::Header)
-            .map_err(err)?
+            .map_err(|e| err(e.to_string()))?
             .and_then(|t| parse_cuda_h(&t))
             .ok_or_else(|| {
                 err("no version.json, version.txt or `#define CUDA_VERSION` in include/cuda.h (bin/nvcc is not run for a tree a module file names)".into())
@@ -236,7 +238,7 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         why,
     };
     let (version, version_from) = if let Some(text) =
-        read(&root.join(".info/version"), VERSION).map_err(err)?
+        read(&root.join(".info/version"), VERSION).map_err(|e| err(e.to_string()))?
     {
         let v = parse_rocm_info_version(&text)
             .ok_or_else(|| err(format!(".info/version holds `{}`", text.trim())))?;
@@ -250,7 +252,7 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         &root.join("include/hip/hip_version.h"),
         outside::Kind::Header,
     )
-    .map_err(err)?
+    .map_err(|e| err(e.to_string()))?
     {
         let v = parse_hip_version_h(&text).ok_or_else(|| {
             err("include/hip/hip_version.h has no HIP_VERSION_MAJOR/MINOR".into())
@@ -288,7 +290,7 @@ fn detect_rocm_system(prefix: &Path) -> Result<Detected, NotAToolchain> {
         why,
     };
     let (version, version_from) = if let Some(v) = read(&prefix.join("share/hip/version"), VERSION)
-        .map_err(err)?
+        .map_err(|e| err(e.to_string()))?
         .and_then(|t| parse_hip_version_file(&t))
     {
         (v, "share/hip/version".to_string())
@@ -297,7 +299,7 @@ fn detect_rocm_system(prefix: &Path) -> Result<Detected, NotAToolchain> {
             &prefix.join("include/hip/hip_version.h"),
             outside::Kind::Header,
         )
-        .map_err(err)?
+        .map_err(|e| err(e.to_string()))?
         .ok_or_else(|| err("no share/hip/version or include/hip/hip_version.h".into()))?;
         let v = parse_hip_version_h(&text).ok_or_else(|| {
             err("include/hip/hip_version.h has no HIP_VERSION_MAJOR/MINOR".into())
