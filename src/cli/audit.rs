@@ -10,10 +10,11 @@ use gpuenv_audit::runtime::{classify, Runtime};
 use gpuenv_audit::{AuditError, Object};
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::resolve::{self, Request};
+use gpuenv_core::plan::native;
+use gpuenv_core::project::ProjectFile;
+use gpuenv_core::resolve::ActiveSet;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::{fsutil, guard, project, ui};
-use gpuenv_doctor::{native, Machine};
 
 use super::Exit;
 
@@ -33,11 +34,20 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let path = ctx.cwd.join(&self.file);
         let object = read(&path)?;
-        let (wants, no_gpu, gpus_found) = wants(ctx, &object)?;
+        // One session: the toolchains active here and the toolchain file in effect (another
+        // user's is passed over, as everywhere), resolved once.
+        let mut session = super::session(ctx)?;
+        let resolved = session.resolve::<anyhow::Error>(&[], &Kind::ALL, None);
+        let file = match &resolved {
+            Ok(active) => active.project.clone(),
+            // A pin that does not resolve still leaves the file's arch pins to compare.
+            Err(_) => gpuenv_core::trust::in_effect(&ctx.cwd, session.registry())?.file,
+        };
+        let (wants, no_gpu, gpus_found) = wants(ctx, &object, file.as_ref());
         let inputs = Inputs {
             wants: wants.clone(),
             active: if needs_runtime(&object) {
-                active_toolchains(ctx)
+                active_toolchains(resolved)
             } else {
                 Vec::new()
             },
@@ -102,7 +112,11 @@ fn read(path: &Path) -> Result<Object> {
 /// The archs the object must cover, GPUs first (their findings then name the GPU), then
 /// the toolchain file's pins, then the arch-list variables; and, when no GPU is found,
 /// what was asked.
-fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool)> {
+fn wants(
+    ctx: &Context,
+    object: &Object,
+    file: Option<&ProjectFile>,
+) -> (Vec<Want>, Vec<String>, bool) {
     let mut wants = Vec::new();
     let cuda = |arch: CudaArch, source: Source| Want {
         arch: Arch::Cuda(arch),
@@ -117,11 +131,7 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
     let has_code = !object.cuda.is_empty() || !object.hip.is_empty();
     let (mut no_gpu, mut gpus_found) = (Vec::new(), false);
     if has_code {
-        let machine = Machine {
-            root: ctx.system_root(),
-            ctx: ctx.clone(),
-        };
-        let found = native::native_archs(&machine);
+        let found = native::native_archs(ctx);
         gpus_found = !found.cuda.is_empty() || !found.rocm.is_empty();
         let gpu = |tool: &str| Source::Gpu { tool: tool.into() };
         wants.extend(
@@ -143,9 +153,7 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
             })
             .collect();
     }
-    // The file this user applies here: another user's is passed over, as everywhere.
-    let (_, registry) = super::registry(ctx)?;
-    if let Some(file) = gpuenv_core::trust::in_effect(&ctx.cwd, &registry)?.file {
+    if let Some(file) = file {
         let pin = |at: &project::Location| Source::Pin {
             file: at.path.clone(),
             line: at.line,
@@ -173,19 +181,12 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
                 .filter_map(|a| rocm(a, var(vars::PYTORCH_ROCM_ARCH))),
         );
     }
-    Ok((wants, no_gpu, gpus_found))
+    (wants, no_gpu, gpus_found)
 }
 
 /// The toolchains active here, for the runtime check; a pin that does not resolve is said
 /// once and leaves that check out.
-fn active_toolchains(ctx: &Context) -> Vec<ActiveToolchain> {
-    let resolved = super::registry(ctx).and_then(|(_, registry)| {
-        let torch = || guard::locate_torch(ctx, None);
-        Ok(resolve::resolve(
-            &Request::new(ctx, &[], &torch),
-            &registry,
-        )?)
-    });
+fn active_toolchains(resolved: Result<ActiveSet>) -> Vec<ActiveToolchain> {
     let active = match resolved {
         Ok(a) => a,
         Err(e) => {
@@ -228,16 +229,9 @@ fn has_ptx(object: &Object) -> bool {
         .any(|i| i.kind == gpuenv_audit::fatbin::ImageKind::Ptx)
 }
 
-/// The NVIDIA driver here, as the doctor reads it (`/proc/driver/nvidia/version`, else
-/// nvidia-smi within the probe deadline); `None` without one.
+/// The NVIDIA driver here, as the doctor reads it; `None` without one.
 fn driver(ctx: &Context) -> Option<String> {
-    let machine = Machine {
-        root: ctx.system_root(),
-        ctx: ctx.clone(),
-    };
-    gpuenv_doctor::driver::read_driver(&machine)
-        .ok()
-        .map(|d| d.text)
+    native::driver_version(ctx)
 }
 
 fn needs_torch(object: &Object) -> bool {

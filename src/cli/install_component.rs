@@ -87,7 +87,7 @@ pub fn run(
             sel.components.push(c);
         }
     }
-    let sources = super::install::sources(ctx, fetcher, choice, ask.manifest)?;
+    let sources = super::install_from::sources(ctx, fetcher, choice, ask.manifest)?;
     let plan = gpuenv_install::plan(&sources, &spec, &sel)?;
     if plan.name != name {
         bail!(Hinted::new(format!(

@@ -32,7 +32,7 @@ pub fn run(
     })?;
     let cuda = torch::cuda_of(&found)?;
     let spec: Spec = format!("cuda-{}", cuda.release).parse()?;
-    let sources = super::install::sources(ctx, fetcher, Choice::Pypi, None)?;
+    let sources = super::install_from::sources(ctx, fetcher, Choice::Pypi, None)?;
     let sel = Selection {
         profile: Profile::Minimal,
         components: components.to_vec(),
