@@ -386,7 +386,7 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
     let err = compile_with_own_gencode(&sb, &proj);
     assert!(err.is_empty(), "{err}");
     assert!(last_line(&cuda.join("nvcc.log")).ends_with("code=compute_90"));
-    // The device link only links what the objects hold: nothing is added there.
+    // The device link makes a separable build's loadable image: it gets them too, quietly.
     let dlink = [
         "-dlink",
         "-gencode",
@@ -395,8 +395,16 @@ fn archs_add_in_a_trusted_file_appends_the_missing_targets_to_the_compile() {
         "-o",
         "d.o",
     ];
-    succeeded(&run_shim(&sb, &proj, "nvcc", &dlink));
-    assert_eq!(last_line(&cuda.join("nvcc.log")), dlink.join(" "));
+    let out = run_shim(&sb, &proj, "nvcc", &dlink);
+    succeeded(&out);
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    assert_eq!(
+        last_line(&cuda.join("nvcc.log")),
+        format!(
+            "{} -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90",
+            dlink.join(" ")
+        )
+    );
 
     // hipcc: the missing --offload-arch.
     let out = run_shim(
@@ -532,4 +540,198 @@ fn a_cmake_target_with_its_own_cuda_architectures_is_told_what_it_leaves_out() {
         "{said}"
     );
     assert_eq!(sass_in(&sb, &proj, object), ["sm_75", "sm_80", "sm_90"]);
+}
+
+/// A separable CMake build (`CUDA_SEPARABLE_COMPILATION ON`, as every cuda-samples program):
+/// its program runs only what CMake's device link makes, from the target's own
+/// `CUDA_ARCHITECTURES` (80). With `archs = "add"` the device link gets the pinned 9.0 too,
+/// and the program's loadable image holds sm_90: audit says so.
+#[test]
+fn a_separable_cmake_program_gets_the_added_arch_in_its_device_link() {
+    if !have_tool("cmake") || !have_tool("ninja") || !have_tool("g++") {
+        return;
+    }
+    let Some((sb, proj, _)) = real_cuda13_project(&format!(
+        "{KERNEL}void launch(float* x) {{ k<<<1, 1>>>(x); }}\n"
+    )) else {
+        return;
+    };
+    write(
+        &proj.join("main.cu"),
+        "void launch(float* x);\nint main() { launch(nullptr); return 0; }\n",
+    );
+    write(
+        &proj.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.20)\nproject(k LANGUAGES CXX CUDA)\nadd_executable(prog main.cu k.cu)\nset_target_properties(prog PROPERTIES CUDA_SEPARABLE_COMPILATION ON CUDA_ARCHITECTURES 80)\n",
+    );
+    let file = proj.join("gpuenv.toml");
+    write(&file, PINS_80_90);
+    let build = || {
+        let _ = fs::remove_dir_all(proj.join("build"));
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "run",
+                "--",
+                "sh",
+                "-c",
+                "cmake -S . -B build -G Ninja >/dev/null && cmake --build build -v",
+            ])
+            .output()
+            .unwrap();
+        succeeded(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned() + &stderr_of(&out)
+    };
+    let audit = || {
+        sb.gpuenv()
+            .current_dir(&proj)
+            .args(["audit", "build/prog"])
+            .output()
+            .unwrap()
+    };
+    let said = build();
+    assert!(
+        said.contains("-dlink") || said.contains("--device-link"),
+        "{said}"
+    );
+    assert_eq!(sass_in(&sb, &proj, "build/prog"), ["sm_80"]);
+    let out = audit();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("no kernel image for sm_90"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    add_missing_archs(&sb, &file);
+    build();
+    assert_eq!(sass_in(&sb, &proj, "build/prog"), ["sm_80", "sm_90"]);
+    let out = audit();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("runs SASS sm_90"), "{stdout}");
+}
+
+/// A setuptools extension whose `build_ext` runs nvcc with its own arch flags (8.0 only).
+const NVCC_SETUP_PY: &str = r#"import os, subprocess
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class Nvcc(build_ext):
+    def build_extension(self, ext):
+        out = self.get_ext_fullpath(ext.name)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        subprocess.check_call(["nvcc", "-shared", "-Xcompiler", "-fPIC",
+                               "-gencode", "arch=compute_80,code=sm_80", "k.cu", "-o", out])
+
+
+setup(name="k", version="0.1", ext_modules=[Extension("k", ["k.cu"])],
+      cmdclass={"build_ext": Nvcc})
+"#;
+
+/// pip hides a build's output unless it fails: the arch-loss notice said inside `pip wheel`
+/// is seen by no one, so it must not use up the once-per-build marker. A real setuptools
+/// extension, built with `pip wheel` (the torch venv's pip and setuptools, no index) and the
+/// real nvcc 13; the next compile someone sees is told.
+#[test]
+fn a_pip_wheel_build_does_not_use_up_the_arch_notice() {
+    let Some(venv) = common::real::torch_venv() else {
+        return;
+    };
+    let Some((sb, proj, _)) = real_cuda13_project(&format!(
+        "{KERNEL}void launch(float* x) {{ k<<<1, 1>>>(x); }}\n"
+    )) else {
+        return;
+    };
+    write(&proj.join("gpuenv.toml"), PINS_80_90);
+    write(&proj.join("setup.py"), NVCC_SETUP_PY);
+    write(
+        &proj.join("pyproject.toml"),
+        "[build-system]\nrequires = [\"setuptools\"]\nbuild-backend = \"setuptools.build_meta\"\n",
+    );
+    if !have_tool("script") {
+        return;
+    }
+    // On a terminal (`script` gives it one), as a user runs pip.
+    let pip = format!(
+        "{} -m pip wheel --no-build-isolation --no-deps --no-index -w dist .",
+        venv.join("bin/python").display()
+    );
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("PIP_BUILD_TRACKER")
+        .args(["run", "--", "script", "-qec", &pip, "/dev/null"])
+        .output()
+        .unwrap();
+    let said = succeeded(&out) + &stderr_of(&out);
+    assert!(
+        fs::read_dir(proj.join("dist"))
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".whl")),
+        "{said}"
+    );
+    // pip hid the build's stderr; the notice reached the terminal as one line.
+    assert!(!said.contains("warning:"), "{said}");
+    assert_eq!(
+        said.matches("gpuenv: nvcc in a build whose output is hidden: its own arch flags leave out sm_90, pinned at").count(),
+        1,
+        "{said}"
+    );
+
+    // The next compile someone sees, missing the same arch, says it.
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "run",
+            "--",
+            "nvcc",
+            "-gencode",
+            "arch=compute_80,code=sm_80",
+            "-c",
+            "k.cu",
+            "-o",
+            "k.o",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let err = stderr_of(&out);
+    assert!(err.contains("leave out sm_90, pinned at"), "{err}");
+    // And now it is used up, as in any build.
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("PATH", "/usr/bin:/bin")
+        .args([
+            "run",
+            "--",
+            "nvcc",
+            "-gencode",
+            "arch=compute_80,code=sm_80",
+            "-c",
+            "k.cu",
+            "-o",
+            "k.o",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    assert!(
+        !stderr_of(&out).contains("leave out"),
+        "{}",
+        stderr_of(&out)
+    );
 }

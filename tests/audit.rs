@@ -71,6 +71,26 @@ fn nvcc_objects() -> Option<&'static Built> {
                 ]
                 .concat(),
             );
+            // A raw fatbinary and a static library, as users ship them.
+            nvcc(&[&["-fatbin", "k.cu"], GENCODE_80_90, &["-o", "k.fatbin"]].concat());
+            nvcc(&[&["-lib", "k.cu"], GENCODE_80_90, &["-o", "libk.a"]].concat());
+            // Separable: relocatable cubins for 8.0 and 9.0, a device link for 8.0 only.
+            nvcc(
+                &[
+                    &["-c", "-rdc=true", "-Xcompiler", "-fPIC", "k.cu"],
+                    GENCODE_80_90,
+                    &["-o", "rdc-pic.o"],
+                ]
+                .concat(),
+            );
+            nvcc(&[
+                "-shared",
+                "-gencode",
+                "arch=compute_80,code=sm_80",
+                "rdc-pic.o",
+                "-o",
+                "rdc80.so",
+            ]);
             nvcc(
                 &[
                     &shared[..],
@@ -363,6 +383,32 @@ fn nvccs_default_static_cudart_and_an_rdc_object() {
     );
 }
 
+/// A separable (`-rdc`) build runs only what its device link put into `.nv_fatbin`: the
+/// relocatable cubins its `.so` keeps in `__nv_relfatbin` (sm_90 here) are never loaded.
+#[test]
+fn an_rdc_program_is_audited_from_its_loadable_image_only() {
+    let Some(b) = nvcc_objects() else { return };
+    let sb = project(Some("[toolchain]\ncuda-arch = [\"9.0\"]\n"));
+    write_exe(&sb.path("bin/nvidia-smi"), "#!/bin/sh\nprintf '9.0\\n'\n");
+    let out = audit(&sb, &[&object(b, "rdc80.so")], &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("SASS sm_80"), "{stdout}");
+    assert!(!stdout.contains("SASS sm_80, sm_90"), "{stdout}");
+    assert!(
+        stdout.contains("error kernel-image: no kernel image for sm_90"),
+        "{stdout}"
+    );
+    // The way out names `archs = "add"`: a build passing its own -gencode ignores the lists.
+    assert!(
+        stdout.contains("set `[build] archs = \"add\"` in gpuenv.toml, and gpuenv adds it to a build that passes its own arch flags; a build that passes none takes it from TORCH_CUDA_ARCH_LIST"),
+        "{stdout}"
+    );
+    // The object it was linked from still lists its relocatable cubins.
+    let stdout = succeeded(&audit(&sb, &[&object(b, "rdc-pic.o")], &[]));
+    assert!(stdout.contains("SASS sm_80, sm_90"), "{stdout}");
+}
+
 #[test]
 fn a_runtime_of_another_release_than_the_active_toolchain_is_a_warning() {
     let Some(b) = nvcc_objects() else { return };
@@ -532,4 +578,68 @@ fn ptx_newer_than_the_driver_can_compile_is_no_kernel_and_a_new_enough_driver_pa
             "{stdout}"
         );
     }
+}
+
+/// What users have besides ELF objects: a raw `nvcc -fatbin` and an `nvcc -lib` archive are
+/// read for what they hold.
+#[test]
+fn a_raw_fatbinary_and_a_static_library_are_read() {
+    let Some(b) = nvcc_objects() else { return };
+    let sb = project(Some("[toolchain]\ncuda-arch = [\"9.0\", \"7.5\"]\n"));
+    for (file, kind) in [("k.fatbin", "CUDA fatbinary"), ("libk.a", "static library")] {
+        let out = audit(&sb, &[&object(b, file)], &[]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{file}: {stdout}{stderr}");
+        assert!(stdout.contains(&format!("({kind})")), "{stdout}");
+        assert!(
+            stdout.contains("SASS sm_80, sm_90; PTX compute_90"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("no kernel image for sm_75"), "{stdout}");
+    }
+}
+
+/// hipcc's `--genco` writes a raw offload bundle of code objects; `-fgpu-rdc -c` a `.o`
+/// whose targets' bitcode sits in sections named by target: neither is "no GPU code".
+#[test]
+fn a_hip_genco_bundle_and_an_fgpu_rdc_object_name_their_targets() {
+    let sb = project(Some("[toolchain]\nrocm-arch = [\"gfx90a\"]\n"));
+    if hip_object(&sb).is_none() {
+        return;
+    }
+    let hipcc = |args: &[&str]| {
+        let out = Command::new("hipcc")
+            .args(args)
+            .env_clear()
+            .env("HOME", sb.home())
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(sb.path(""))
+            .output()
+            .unwrap();
+        succeeded(&out);
+    };
+    hipcc(&[
+        "--genco",
+        "--offload-arch=gfx90a",
+        "--offload-arch=gfx940",
+        "k.hip",
+        "-o",
+        "k.co",
+    ]);
+    hipcc(&[
+        "-fgpu-rdc",
+        "-c",
+        "--offload-arch=gfx90a",
+        "k.hip",
+        "-o",
+        "rdc.o",
+    ]);
+    let co = sb.path("k.co");
+    let stdout = succeeded(&audit(&sb, &[co.to_str().unwrap()], &[]));
+    assert!(stdout.contains("(HIP code object bundle)"), "{stdout}");
+    assert!(stdout.contains("HIP code:  gfx90a, gfx940"), "{stdout}");
+    let rdc = sb.path("rdc.o");
+    let stdout = succeeded(&audit(&sb, &[rdc.to_str().unwrap()], &[]));
+    assert!(stdout.contains("HIP code:  gfx90a"), "{stdout}");
+    assert!(!stdout.contains("no GPU code"), "{stdout}");
 }

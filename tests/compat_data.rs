@@ -213,6 +213,58 @@ fn the_torch_index_follows_the_pinned_toolkit_and_says_when_pytorch_has_none() {
     );
 }
 
+/// In a ROCm project the CUDA indexes are wrong: `torch index` says so instead of
+/// suggesting cu132, and the doctor's FM-03 invents no `whl/rocm5.2` index.
+#[test]
+fn a_rocm_project_gets_no_cuda_torch_index_and_no_invented_rocm_one() {
+    let sb = Sandbox::new();
+    let root = rocm(&sb.path("opt/rocm-5.2.3"), "5.2.3");
+    sb.ok(&["link", "rocm-5.2", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\nrocm = \"5.2\"\n");
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .args(["torch", "index", "--driver", "580.65.06", "--gpu", "9.0"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.contains("chooses among PyTorch's CUDA wheel indexes, but rocm-5.2 (ROCm 5.2"),
+        "{err}"
+    );
+    assert!(!err.contains("cu13"), "{err}");
+
+    // A CUDA torch in the environment of a project that pins ROCm, not torch.
+    let venv = sb.path("venv");
+    torch_package(
+        &venv.join("lib/python3.11/site-packages"),
+        "2.9.0+cu130",
+        Some("13.0"),
+        None,
+    );
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("VIRTUAL_ENV", &venv)
+        .args(["doctor"])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    let fm03 = report
+        .lines()
+        .find(|l| l.contains("FM-03"))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(fm03.starts_with("warn"), "{report}");
+    assert!(!report.contains("whl/rocm"), "{report}");
+}
+
 #[test]
 fn torch_index_auto_exports_the_index_for_pip_and_uv_only_from_a_trusted_file() {
     let sb = Sandbox::new();

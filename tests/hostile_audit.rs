@@ -1,6 +1,7 @@
 //! `gpuenv audit` reads objects that gpuenv did not write: a fatbinary or offload bundle cut
 //! short or claiming huge sizes, a section header pointing past the end of the file, escape
-//! sequences in a target triple, something that is not an ELF object at all. Each gives a
+//! sequences in a target triple, something that is not an ELF object at all, a raw
+//! fatbinary cut short, an archive member that lies about its size, an 8 GiB `.a`. Each gives a
 //! clear error naming the file and the byte, exit status 2, never a panic or a hang. The
 //! inputs are built here: a real object from `cc`, with the GPU section added by `objcopy`.
 
@@ -279,4 +280,103 @@ fn an_elf_object_cut_in_half_is_damaged_headers() {
     let half = sb.path("half.o");
     fs::write(&half, &bytes[..bytes.len() / 2]).unwrap();
     refused(&audit(&sb, &half), "its ELF headers are damaged");
+}
+
+/// An `ar` member header: name, zeros for date/uid/gid, mode, `size` as written.
+fn ar_member(name: &str, size: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = format!(
+        "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+        format!("{name}/"),
+        0,
+        0,
+        0,
+        644,
+        size
+    )
+    .into_bytes();
+    assert_eq!(h.len(), 60);
+    h.extend(data);
+    if data.len() % 2 == 1 {
+        h.push(b'\n');
+    }
+    h
+}
+
+#[test]
+fn a_raw_fatbinary_cut_short_is_damage_named_as_such() {
+    let sb = Sandbox::new();
+    let good = two_entries();
+    let file = sb.path("k.fatbin");
+    fs::write(&file, &good).unwrap();
+    let stdout = succeeded(&audit(&sb, &file));
+    assert!(stdout.contains("(CUDA fatbinary)"), "{stdout}");
+    fs::write(&file, &good[..good.len() - CUBIN.len() / 2 - 8]).unwrap();
+    refused(
+        &audit(&sb, &file),
+        "it is a CUDA fatbinary, and damaged: the fatbinary header at byte 0 claims",
+    );
+}
+
+#[test]
+fn an_archive_member_that_lies_about_its_size_is_refused_naming_it() {
+    let sb = Sandbox::new();
+    let Some(o) = object_with(&sb.path("w"), "good.o", ".nv_fatbin", &two_entries()) else {
+        return;
+    };
+    let object = fs::read(&o).unwrap();
+    let mut good = b"!<arch>\n".to_vec();
+    good.extend(ar_member("good.o", &object.len().to_string(), &object));
+    let lib = sb.path("libk.a");
+    fs::write(&lib, &good).unwrap();
+    let stdout = succeeded(&audit(&sb, &lib));
+    assert!(stdout.contains("(static library)"), "{stdout}");
+    assert!(stdout.contains("CUDA code: SASS sm_80, sm_90"), "{stdout}");
+
+    let mut lying = b"!<arch>\n".to_vec();
+    lying.extend(ar_member("good.o", "9999999999", &object));
+    fs::write(&lib, &lying).unwrap();
+    refused(
+        &audit(&sb, &lib),
+        "its member good.o claims 9999999999 bytes at byte 68, past the end of the file",
+    );
+
+    // A member that is a damaged object is named with what is wrong in it.
+    let mut damaged = b"!<arch>\n".to_vec();
+    damaged.extend(ar_member("cut.o", "64", &object[..64]));
+    fs::write(&lib, &damaged).unwrap();
+    refused(
+        &audit(&sb, &lib),
+        "its member cut.o (byte 68): its ELF headers are damaged",
+    );
+}
+
+/// An 8 GiB static library (sparse here: its second member is all holes) is audited by
+/// its headers: the run reads kilobytes, not the file.
+#[test]
+fn a_huge_static_library_is_read_by_its_headers_only() {
+    let sb = Sandbox::new();
+    let Some(o) = object_with(&sb.path("w"), "good.o", ".nv_fatbin", &two_entries()) else {
+        return;
+    };
+    let object = fs::read(&o).unwrap();
+    // The most a member header can say (10 digits): 8.4 GiB.
+    let huge: u64 = 9_000_000_000;
+    let mut head = b"!<arch>\n".to_vec();
+    head.extend(ar_member("good.o", &object.len().to_string(), &object));
+    head.extend(ar_member("holes.o", &huge.to_string(), &[]));
+    let lib = sb.path("libhuge.a");
+    fs::write(&lib, &head).unwrap();
+    let file = fs::OpenOptions::new().write(true).open(&lib).unwrap();
+    file.set_len(head.len() as u64 + huge).unwrap();
+    drop(file);
+    let out = sb
+        .gpuenv()
+        .env("PATH", sb.path("no-tools"))
+        .arg("audit")
+        .arg(&lib)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stdout = succeeded(&out);
+    assert!(stdout.contains("CUDA code: SASS sm_80, sm_90"), "{stdout}");
 }

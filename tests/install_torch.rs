@@ -239,3 +239,85 @@ fn wheels_of_another_release_in_the_venv_are_not_reused_but_fetched_in_the_relea
         "{fetched:?}"
     );
 }
+
+/// `gpuenv install torch --component X` installs X with the toolkit (it exited 0 ignoring
+/// it), and refuses a component the source does not have rather than ignore it.
+#[test]
+fn install_torch_honours_or_refuses_its_components() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    let index = server.url("simple/");
+    let vars = [
+        ("GPUENV_PYPI_URL", index.as_str()),
+        ("VIRTUAL_ENV", venv.to_str().unwrap()),
+    ];
+    let out = gpuenv(
+        &sb,
+        &vars,
+        &["install", "torch", "--component", "no_such_component"],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("no_such_component"), "{}", text(&out));
+    assert!(!sb
+        .gpuenv_home()
+        .join("toolchains/cuda-13.0.2-torch")
+        .exists());
+
+    let out = gpuenv(
+        &sb,
+        &vars,
+        &["install", "torch", "--component", "cuda_profiler_api"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
+    assert!(
+        root.join("include/cuda_profiler_api.h").is_file(),
+        "{}",
+        text(&out)
+    );
+    assert!(root.join("bin/nvcc").is_file());
+}
+
+/// A component for the toolkit `install torch` made: never "installed by an older gpuenv",
+/// never exit 0 leaving it out. Its tree links into the venv, so it is made again with the
+/// component, which is then in it.
+#[test]
+fn a_component_for_a_torch_toolkit_says_how_and_then_is_in_it() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    install_torch(&sb, &server, &venv);
+    let index = server.url("simple/");
+    let vars = [
+        ("GPUENV_PYPI_URL", index.as_str()),
+        ("VIRTUAL_ENV", venv.to_str().unwrap()),
+    ];
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
+    for args in [
+        &["install", "cuda-13.0", "--component", "cuda_profiler_api"][..],
+        &["install", "torch", "--component", "cuda_profiler_api"],
+    ] {
+        let out = gpuenv(&sb, &vars, args);
+        let said = text(&out);
+        assert!(!out.status.success(), "{args:?}: {said}");
+        assert!(!said.contains("older gpuenv"), "{said}");
+        assert!(
+            said.contains("`gpuenv uninstall cuda-13.0.2-torch`, then `gpuenv install torch --component cuda_profiler_api`"),
+            "{args:?}: {said}"
+        );
+        assert!(!root.join("include/cuda_profiler_api.h").exists());
+    }
+    // The hint, followed.
+    let out = gpuenv(&sb, &vars, &["uninstall", "cuda-13.0.2-torch"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = gpuenv(
+        &sb,
+        &vars,
+        &["install", "torch", "--component", "cuda_profiler_api"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(root.join("include/cuda_profiler_api.h").is_file());
+}

@@ -332,6 +332,66 @@ fn own_offload_archs_that_leave_out_a_pinned_target_are_told_and_with_add_built(
     assert!(targets(&proj.join("own.o"), "gfx940"));
 }
 
+/// Debian's ROCm 5.2 has device libraries up to gfx1036 and gfx940: `gpuenv pin --arch
+/// gfx1100` is refused (every compile would fail with "cannot find ROCm device library"),
+/// gfx90a is pinned, and the doctor names a gfx1100 written into the file by hand.
+#[test]
+fn rocm_arch_pins_are_checked_against_the_toolkits_device_libraries() {
+    let Some((sb, proj)) = registered() else {
+        return;
+    };
+    write(&proj.join("gpuenv.toml"), "[toolchain]\nrocm = \"5.2\"\n");
+    let pin = |arch: &str| {
+        sb.gpuenv()
+            .current_dir(&proj)
+            .args(["pin", "--arch", arch])
+            .output()
+            .unwrap()
+    };
+    let out = pin("gfx1100");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("rocm-5.2-debian (ROCm 5.2")
+            && err.contains("has no device library for gfx1100"),
+        "{err}"
+    );
+    assert!(err.contains("gfx90a"), "the targets it has: {err}");
+    assert!(!fs::read_to_string(proj.join("gpuenv.toml"))
+        .unwrap()
+        .contains("gfx1100"));
+
+    succeeded(&pin("gfx90a"));
+    assert!(fs::read_to_string(proj.join("gpuenv.toml"))
+        .unwrap()
+        .contains("rocm-arch = [\"gfx90a\"]"));
+    let doctor = |sb: &Sandbox| {
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .arg("doctor")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = doctor(&sb);
+    assert!(!said.contains("no device library"), "{said}");
+
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\nrocm = \"5.2\"\nrocm-arch = [\"gfx90a\", \"gfx1100\"]\n",
+    );
+    let said = doctor(&sb);
+    let line = said
+        .lines()
+        .find(|l| l.contains("no device library"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        line.starts_with("error FM-07") && line.contains("names gfx1100, which rocm-5.2-debian"),
+        "{said}"
+    );
+}
+
 #[test]
 fn which_names_the_system_program_the_proxy_runs_where_nothing_is_active() {
     let Some((sb, _)) = registered() else { return };

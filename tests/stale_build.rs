@@ -154,16 +154,51 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
         "CMakeCUDACompiler.cmake:".to_string(),
         "but cuda-11.8-debian (11.8.89) is active here: pinned to 11.8 in".to_string(),
         format!("`rm -rf {}`", build.display()),
-        "cmake --fresh".to_string(),
+        format!(
+            "`cmake --fresh -S {} -B {}`",
+            p.proj.display(),
+            build.display()
+        ),
         "`gpuenv use cuda-13.0`".to_string(),
         "GPUENV_STALE_CHECK=off".to_string(),
     ] {
         assert!(err.contains(&said), "{said:?} not in:\n{err}");
     }
 
-    // Afresh, with Makefiles this time: configured for 11.8 and built.
-    fs::remove_dir_all(&build).unwrap();
-    p.configure("Unix Makefiles", true);
+    // The doctor's FM-06 reads the same files: the tree was configured through 13.0's view
+    // (its nvcc resolves to the proxy, but names its toolchain), so it is stale here.
+    let out =
+        p.sb.gpuenv()
+            .current_dir(&p.proj)
+            .arg("doctor")
+            .output()
+            .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let fm06 = said
+        .lines()
+        .find(|l| l.contains("FM-06"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        fm06.starts_with("error FM-06")
+            && fm06.contains(&format!(
+                "the build directory {} was configured with cuda-13.0",
+                build.display()
+            )),
+        "{said}"
+    );
+    assert!(said.contains("cmake --fresh -S "), "{said}");
+
+    // Afresh, with Makefiles this time: the hint's command, pasted in the project root with
+    // the other options, configures for 11.8, and the tree builds.
+    let fresh = err
+        .split('`')
+        .find(|w| w.starts_with("cmake --fresh"))
+        .unwrap();
+    let configure = format!(
+        "{fresh} -G 'Unix Makefiles' -DCMAKE_SYSROOT_LINK={}",
+        p.debian.display()
+    );
+    succeeded(&p.run(&["sh", "-c", &configure]));
     succeeded(&p.build());
     assert!(p
         .compiler_file()

@@ -78,7 +78,7 @@ impl Args {
             let fetcher = super::install_from::fetcher(ctx, &home, self.offline)?;
             let progress =
                 Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
-            return super::install_torch::run(ctx, &store, &fetcher, &progress);
+            return super::install_torch::run(ctx, &store, &fetcher, &progress, &self.components);
         }
         let specs: Vec<Spec> = if self.specs.is_empty() {
             super::install_pinned::missing_pins(ctx, &super::layered(ctx)?.1)?

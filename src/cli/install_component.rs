@@ -44,6 +44,17 @@ pub fn run(
             "add them to that tree the way it was installed, or `gpuenv unlink {name}` and then `gpuenv install {name} --component {list}` installs gpuenv's own with them"
         )));
     }
+    let spec: Spec = name.parse()?;
+    if spec.label.as_deref() == Some(gpuenv_core::install_hint::TORCH_LABEL) {
+        // Part of its tree is links into a venv's wheels, not archives gpuenv fetched: it
+        // is made again, with the components, from that venv.
+        bail!(Hinted::new(format!(
+            "{name} was made by `gpuenv install torch` and links into a Python environment's NVIDIA wheels: components are not added to it in place"
+        ))
+        .hint(format!(
+            "with that environment active: `gpuenv uninstall {name}`, then `gpuenv install torch --component {list}`"
+        )));
+    }
     let Some(rec) = record::read(&entry.root) else {
         bail!(Hinted::new(format!(
             "{name} was installed by an older gpuenv, which kept no record of its archives, so nothing can be added to it"
@@ -76,7 +87,6 @@ pub fn run(
             sel.components.push(c);
         }
     }
-    let spec: Spec = name.parse()?;
     let sources = super::install_from::sources(ctx, fetcher, choice, ask.manifest)?;
     let plan = gpuenv_install::plan(&sources, &spec, &sel)?;
     if plan.name != name {

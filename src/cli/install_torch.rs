@@ -14,7 +14,15 @@ use gpuenv_install::fetch::Fetcher;
 use gpuenv_install::source::Choice;
 use gpuenv_install::{torch, Profile, Progress, Selection};
 
-pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress) -> Result<()> {
+/// `components`: `--component` names, added to the toolkit as to any install (downloaded
+/// unless the venv has them); one the source does not have is refused by its plan.
+pub fn run(
+    ctx: &Context,
+    store: &Store,
+    fetcher: &Fetcher,
+    progress: &Progress,
+    components: &[String],
+) -> Result<()> {
     // ui::info is silent under -q.
     let say = |msg: String| ui::info(msg);
     let found = guard::locate_torch(ctx, None).map_err(|why| {
@@ -27,7 +35,7 @@ pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress)
     let sources = super::install_from::sources(ctx, fetcher, Choice::Pypi, None)?;
     let sel = Selection {
         profile: Profile::Minimal,
-        components: Vec::new(),
+        components: components.to_vec(),
     };
     let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
     for m in &mismatches {
@@ -48,6 +56,18 @@ pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress)
             cuda.release,
             m.release
         ));
+    }
+    if !components.is_empty() && store.home().toolchains().join(&plan.name).exists() {
+        // Installed already: `install` would say so and leave the components out.
+        anyhow::bail!(Hinted::new(format!(
+            "{} is installed already, and components are not added in place to a toolkit linked into a venv",
+            plan.name
+        ))
+        .hint(format!(
+            "`gpuenv uninstall {}`, then `gpuenv install torch --component {}` again",
+            plan.name,
+            components.join(" --component ")
+        )));
     }
     let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
     let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();

@@ -48,6 +48,7 @@ impl Args {
             }
         }
         let mut cuda_archs: Vec<CudaArch> = Vec::new();
+        let mut rocm_archs: Vec<arch::RocmTarget> = Vec::new();
         if let Some(mut arch) = self.arch {
             if arch.iter().any(|a| a == "native") {
                 arch.retain(|a| a != "native");
@@ -70,6 +71,7 @@ impl Args {
             edit.cuda_arch = shown(cuda.iter().map(CudaArch::to_string).collect());
             edit.rocm_arch = shown(rocm.iter().map(|t| t.to_string()).collect());
             cuda_archs = cuda;
+            rocm_archs = rocm;
         }
 
         // Edit the file in this directory, whichever of the two names it has.
@@ -99,6 +101,17 @@ impl Args {
                     PinValue::Torch => None,
                 });
             check_archs(&cuda_archs, cuda.as_ref(), &registry)?;
+        }
+        if !rocm_archs.is_empty() {
+            let rocm = specs
+                .iter()
+                .find(|s| s.kind == Kind::Rocm)
+                .cloned()
+                .or_else(|| match &existing.pin(Kind::Rocm)?.value {
+                    PinValue::Spec(s) => Some(s.clone()),
+                    PinValue::Torch => None,
+                });
+            check_rocm_archs(&rocm_archs, rocm.as_ref(), &registry)?;
         }
         let after = project::edit(&before, &edit)
             .with_context(|| format!("cannot edit {}", path.display()))?;
@@ -300,6 +313,38 @@ fn check_archs(archs: &[CudaArch], cuda: Option<&Spec>, registry: &Registry) -> 
         ui::warn(problem);
     }
     Ok(())
+}
+
+/// ROCm targets the pinned, registered ROCm has no device library for: hipcc cannot compile
+/// for them, so they are refused. Nothing is said when the ROCm is not registered yet or
+/// its device libraries are not where gpuenv looks.
+fn check_rocm_archs(
+    targets: &[arch::RocmTarget],
+    rocm: Option<&Spec>,
+    registry: &Registry,
+) -> Result<()> {
+    let Some((name, entry)) = rocm.and_then(|s| registry.find(s)) else {
+        return Ok(());
+    };
+    let Some(libs) = arch::device_libs(&entry.root) else {
+        return Ok(());
+    };
+    let missing = libs.missing(targets);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = missing.iter().map(|t| t.processor.clone()).collect();
+    let has: Vec<&str> = libs.processors.iter().map(String::as_str).collect();
+    bail!(Hinted::new(format!(
+        "{name} (ROCm {}) has no device library for {} (no oclc_isa_version_*.bc for it in {}): hipcc cannot compile for it; gpuenv.toml was left unchanged",
+        entry.version,
+        names.join(", "),
+        libs.dir.display()
+    ))
+    .hint(format!(
+        "pin targets {name} has device libraries for ({}), or a newer ROCm",
+        has.join(", ")
+    )))
 }
 
 /// The kind a `torch` pin is for: ROCm for a ROCm build of the active Python's torch, else

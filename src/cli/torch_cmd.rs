@@ -132,6 +132,14 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
         None
     } else {
         let active = super::resolve_here(session, &[], None)?;
+        if let (None, Some(rocm)) = (active.get(Kind::Cuda), active.get(Kind::Rocm)) {
+            // Its indexes are CUDA's; a ROCm project would be sent to a wheel it cannot use.
+            anyhow::bail!(gpuenv_core::diagnostic::Hinted::new(format!(
+                "`gpuenv torch index` chooses among PyTorch's CUDA wheel indexes, but {} (ROCm {}) is active here ({})",
+                rocm.name, rocm.entry.version, rocm.reason
+            ))
+            .hint("PyTorch publishes ROCm wheels for some ROCm releases only (https://pytorch.org/get-started/locally/ lists them); `--any-toolkit` chooses a CUDA index by the driver and GPUs alone"));
+        }
         active.get(Kind::Cuda).map(|t| {
             (
                 t.entry.version.major(),

@@ -118,10 +118,55 @@ fn fm06_a_cache_naming_another_toolkit_fails_and_one_naming_the_view_passes() {
     );
     let f = w.check("FM-06");
     assert_eq!(f.status, "error");
-    assert_eq!(
-        f.summary,
-        format!("{} has CUDA_TOOLKIT_ROOT_DIR=/usr/local/cuda-11.3, but the active toolkit is cuda-12.4 at {}", cache.display(), w.view("cuda-12.4").display())
+    // The proxy's verdict and wording: the doctor reads the tree as its stale check does.
+    let build = cache.parent().unwrap();
+    assert!(
+        f.summary.starts_with(&format!(
+            "the build directory {} was configured with the toolkit at /usr/local/cuda-11.3 (read from {}:2), but cuda-12.4 (12.4.131) is active here",
+            build.display(),
+            cache.display()
+        )),
+        "{}",
+        f.summary
     );
+    // Without CMAKE_HOME_DIRECTORY no `cmake --fresh` is guessed.
+    assert_eq!(
+        f.hint.as_deref(),
+        Some(
+            format!(
+                "configure it afresh for cuda-12.4: `rm -rf {}` and configure again",
+                build.display()
+            )
+            .as_str()
+        )
+    );
+
+    // Configured through another toolkit's view (gpuenv's CUDACXX): that view's nvcc is the
+    // proxy too, but its path names its toolchain. CMake's compiler file is read first.
+    let other = w.view("cuda-13.0");
+    write(
+        &cache,
+        &format!("CMAKE_HOME_DIRECTORY:INTERNAL={}/ext\n", w.proj.display()),
+    );
+    write(
+        &build.join("CMakeFiles/3.25.1/CMakeCUDACompiler.cmake"),
+        &format!("set(CMAKE_CUDA_COMPILER \"{}/bin/nvcc\")\nset(CMAKE_CUDA_COMPILER_VERSION \"13.0.88\")\n", other.display()),
+    );
+    let f = w.check("FM-06");
+    assert_eq!(f.status, "error", "{}", f.summary);
+    assert!(
+        f.summary.contains(&format!(
+            "configured with CUDA 13.0.88, nvcc {}/bin/nvcc (read from",
+            other.display()
+        )),
+        "{}",
+        f.summary
+    );
+    assert_eq!(
+        f.hint.as_deref(),
+        Some(format!("configure it afresh for cuda-12.4: `cmake --fresh -S {}/ext -B {}` (with your other options), or `rm -rf {}` and configure again", w.proj.display(), build.display(), build.display()).as_str())
+    );
+    fs_err::remove_dir_all(build.join("CMakeFiles")).unwrap();
 
     let view = w.view("cuda-12.4");
     write(

@@ -33,12 +33,7 @@ impl ImageArch {
     /// Whether machine code (SASS) built for it runs on a GPU of compute capability `gpu`:
     /// the same major and a minor no higher; exactly that GPU for `a`.
     pub fn sass_runs_on(self, gpu: &CudaArch) -> bool {
-        match self.suffix {
-            Suffix::A => self.sm == gpu.sm(),
-            Suffix::None | Suffix::F => {
-                self.major() == u32::from(gpu.major) && self.minor() <= u32::from(gpu.minor)
-            }
-        }
+        gpu.runs_sass_of(self.major(), self.minor(), self.suffix)
     }
 
     /// Whether the driver can compile PTX built for it for a GPU of capability `gpu`.

@@ -113,7 +113,7 @@ fn read_bundle<'d, R: ReadRef<'d>>(
 
 /// `hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-` (or `hip-amdgcn-amd-amdhsa-gfx906`) -> its target
 /// ID; the host's entry and other offload kinds -> None.
-fn amd_target(triple: &str, at: u64) -> Result<Option<GfxTarget>, BundleError> {
+pub fn amd_target(triple: &str, at: u64) -> Result<Option<GfxTarget>, BundleError> {
     let Some((_, id)) = triple.split_once("amdgcn-amd-amdhsa") else {
         return Ok(None);
     };

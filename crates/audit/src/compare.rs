@@ -195,9 +195,7 @@ fn cuda_want(
                     list(&ptxs)
                 ),
             )
-            .hint(format!(
-                "rebuild with {cap} in TORCH_CUDA_ARCH_LIST or CUDAARCHS (gpuenv exports a `cuda-arch` pin as both), or pass `-gencode arch=compute_{sm},code=sm_{sm}`"
-            )),
+            .hint(rebuild_hint(&cap, sm)),
         );
     }
     let has_own_ptx = ptxs
@@ -227,6 +225,15 @@ fn cuda_want(
         );
     }
     out
+}
+
+/// How to rebuild with an arch: the exported lists reach a build that sets no arch flags of
+/// its own; one that passes `-gencode` (a setup.py's, a CMake target's
+/// `CUDA_ARCHITECTURES`) ignores them, and there the flag or `[build] archs = "add"` does it.
+fn rebuild_hint(cap: &str, sm: u32) -> String {
+    format!(
+        "rebuild with `-gencode arch=compute_{sm},code=sm_{sm}`: pin {cap} (`gpuenv pin --arch {cap}`) and set `[build] archs = \"add\"` in gpuenv.toml, and gpuenv adds it to a build that passes its own arch flags; a build that passes none takes it from TORCH_CUDA_ARCH_LIST or CUDAARCHS, which gpuenv exports from the pin"
+    )
 }
 
 /// Why the driver cannot compile this PTX image, if it cannot.

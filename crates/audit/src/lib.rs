@@ -22,7 +22,10 @@ use fatbin::Image;
 use window::Window;
 
 /// Sections holding a CUDA fatbinary: linked objects, relocatable (`-rdc`) objects.
-pub const FATBIN_SECTIONS: &[&str] = &[".nv_fatbin", "__nv_relfatbin"];
+pub const FATBIN_SECTIONS: &[&str] = &[".nv_fatbin", RELOCATABLE_FATBIN];
+/// The section of relocatable (`-rdc`) cubins. A linked program or `.so` keeps it, but runs
+/// only what the device link (`-dlink`) put into `.nv_fatbin`: it is read for a `.o` only.
+pub const RELOCATABLE_FATBIN: &str = "__nv_relfatbin";
 /// Sections holding clang offload bundles (HIP).
 pub const BUNDLE_SECTIONS: &[&str] = &[".hip_fatbin", "__CLANG_OFFLOAD_BUNDLE__"];
 
@@ -34,6 +37,12 @@ pub enum ObjectKind {
     Relocatable,
     Executable,
     Other,
+    /// A static library (`.a`): what its members hold, together.
+    Archive,
+    /// A raw CUDA fatbinary (`nvcc -fatbin`).
+    Fatbin,
+    /// A raw HIP offload bundle (`hipcc --genco`).
+    Bundle,
 }
 
 impl ObjectKind {
@@ -43,6 +52,9 @@ impl ObjectKind {
             ObjectKind::Relocatable => "relocatable object",
             ObjectKind::Executable => "executable",
             ObjectKind::Other => "ELF file",
+            ObjectKind::Archive => "static library",
+            ObjectKind::Fatbin => "CUDA fatbinary",
+            ObjectKind::Bundle => "HIP code object bundle",
         }
     }
 }
@@ -89,7 +101,33 @@ pub enum AuditError {
         section: &'static str,
         source: bundle::BundleError,
     },
+    #[error("it is a CUDA fatbinary, and damaged: {0}")]
+    RawFatbin(fatbin::FatbinError),
+    #[error("it is a HIP offload bundle, and damaged: {0}")]
+    RawBundle(bundle::BundleError),
+    #[error("it is a static library (ar archive), and damaged: {0}")]
+    Archive(object::Error),
+    #[error("it is a thin archive: its members are other files, which audit does not follow; audit those files")]
+    ThinArchive,
+    #[error("its member {member} claims {size} bytes at byte {offset}, past the end of the file")]
+    MemberBeyond {
+        member: String,
+        offset: u64,
+        size: u64,
+    },
+    #[error("its member {member} (byte {offset}): {source}")]
+    Member {
+        member: String,
+        offset: u64,
+        source: Box<AuditError>,
+    },
 }
+
+/// A `.a`'s first bytes.
+const ARCHIVE_MAGIC: &[u8] = b"!<arch>\n";
+/// Sections of a HIP `-fgpu-rdc` object: one per target, the triple after this prefix, holding
+/// that target's bitcode (linked into code at the program's device link).
+const RDC_BUNDLE_PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
 
 /// Reads an ELF object from a file, through a cache: only its headers and GPU sections are
 /// read, so a 2 GB library costs what its fatbinary costs.
@@ -100,8 +138,34 @@ pub fn read_file(file: std::fs::File) -> Result<Object, AuditError> {
 /// Reads an ELF object from `data` (a byte slice, or an `object::ReadCache` over a file, so
 /// only headers and GPU sections are read).
 pub fn read<'d, R: ReadRef<'d>>(data: R) -> Result<Object, AuditError> {
-    let len = data.len().unwrap_or(0).min(16);
+    let total = data.len().unwrap_or(0);
+    let len = total.min(bundle::MAGIC.len() as u64);
     let start = data.read_bytes_at(0, len).unwrap_or(&[]);
+    if start.starts_with(ARCHIVE_MAGIC) {
+        return read_archive(data);
+    }
+    read_single(data, start, total)
+}
+
+/// One object (not an archive: a member that is one holds no code gpuenv reads).
+fn read_single<'d, R: ReadRef<'d>>(
+    data: R,
+    start: &[u8],
+    total: u64,
+) -> Result<Object, AuditError> {
+    if start.starts_with(&fatbin::MAGIC.to_le_bytes()) {
+        let cuda = fatbin::parse(Window::new(data, 0, total)).map_err(AuditError::RawFatbin)?;
+        return Ok(Object::of(ObjectKind::Fatbin, cuda, Vec::new(), 0));
+    }
+    if start.starts_with(bundle::MAGIC) || start.starts_with(bundle::COMPRESSED_MAGIC) {
+        let found = bundle::parse(Window::new(data, 0, total)).map_err(AuditError::RawBundle)?;
+        return Ok(Object::of(
+            ObjectKind::Bundle,
+            Vec::new(),
+            found.targets,
+            found.compressed,
+        ));
+    }
     if !start.starts_with(&elf::ELFMAG) {
         return Err(AuditError::NotElf {
             start: shown_start(start),
@@ -112,6 +176,73 @@ pub fn read<'d, R: ReadRef<'d>>(data: R) -> Result<Object, AuditError> {
         Some(&elf::ELFCLASS32) => read_elf::<elf::FileHeader32<Endianness>, R>(data),
         _ => read_elf::<elf::FileHeader64<Endianness>, R>(data),
     }
+}
+
+impl Object {
+    fn of(
+        kind: ObjectKind,
+        mut cuda: Vec<Image>,
+        mut hip: Vec<GfxTarget>,
+        hip_compressed: usize,
+    ) -> Object {
+        cuda.sort_by_key(|i| (i.kind, i.arch));
+        cuda.dedup_by_key(|i| (i.kind, i.arch));
+        hip.sort();
+        hip.dedup();
+        Object {
+            kind,
+            cuda,
+            hip,
+            hip_compressed,
+            needed: Vec::new(),
+            static_cudart: false,
+        }
+    }
+}
+
+/// A static library: each member read as the object it is (headers and GPU sections only,
+/// through a window on the archive), their code together. A member that is not ELF (a
+/// symbol table, a text file) holds no GPU code; a damaged one is an error naming it.
+fn read_archive<'d, R: ReadRef<'d>>(data: R) -> Result<Object, AuditError> {
+    let archive = object::read::archive::ArchiveFile::parse(data).map_err(AuditError::Archive)?;
+    if archive.is_thin() {
+        // Its members are other files, named inside it: never followed.
+        return Err(AuditError::ThinArchive);
+    }
+    let total = data.len().unwrap_or(0);
+    let (mut cuda, mut hip, mut compressed) = (Vec::new(), Vec::new(), 0);
+    for member in archive.members() {
+        let member = member.map_err(AuditError::Archive)?;
+        let (offset, size) = member.file_range();
+        let name = ui_name(member.name());
+        if offset.checked_add(size).is_none_or(|end| end > total) {
+            return Err(AuditError::MemberBeyond {
+                member: name,
+                offset,
+                size,
+            });
+        }
+        let window = Window::new(data, offset, size);
+        let start = window
+            .get(0, size.min(bundle::MAGIC.len() as u64))
+            .unwrap_or(&[]);
+        match read_single(window, start, size) {
+            Ok(o) => {
+                cuda.extend(o.cuda);
+                hip.extend(o.hip);
+                compressed += o.hip_compressed;
+            }
+            Err(AuditError::NotElf { .. }) => {}
+            Err(e) => {
+                return Err(AuditError::Member {
+                    member: name,
+                    offset,
+                    source: Box::new(e),
+                })
+            }
+        }
+    }
+    Ok(Object::of(ObjectKind::Archive, cuda, hip, compressed))
 }
 
 fn read_elf<'d, Elf, R>(data: R) -> Result<Object, AuditError>
@@ -131,9 +262,22 @@ where
     let mut hip_compressed = 0;
     for section in file.sections() {
         let Ok(name) = section.name() else { continue };
+        // A HIP `-fgpu-rdc` object: its targets are in its sections' names.
+        if let Some(triple) = name
+            .strip_prefix(RDC_BUNDLE_PREFIX)
+            .filter(|t| !t.is_empty() && kind == ObjectKind::Relocatable)
+        {
+            if let Ok(Some(target)) = bundle::amd_target(triple, 0) {
+                hip.push(target);
+            }
+            continue;
+        }
         let fat = FATBIN_SECTIONS.iter().find(|n| **n == name);
         let bundled = BUNDLE_SECTIONS.iter().find(|n| **n == name);
         if fat.is_none() && bundled.is_none() {
+            continue;
+        }
+        if name == RELOCATABLE_FATBIN && kind != ObjectKind::Relocatable {
             continue;
         }
         let Some((offset, size)) = section.file_range() else {
@@ -218,6 +362,15 @@ where
     file.symbols()
         .chain(file.dynamic_symbols())
         .any(|s| !s.is_undefined() && s.name() == Ok(name))
+}
+
+/// A member's name as messages show it: printable, at most 100 bytes.
+fn ui_name(name: &[u8]) -> String {
+    let name = &name[..name.len().min(100)];
+    String::from_utf8_lossy(name)
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 /// The first bytes of a file that is not ELF, for the message: printable ones as text.

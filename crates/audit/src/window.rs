@@ -79,6 +79,30 @@ impl<'d, R: ReadRef<'d>> Window<R> {
     }
 }
 
+/// A window reads as a file of its own: an archive's member is parsed as the object it is.
+impl<'d, R: ReadRef<'d>> ReadRef<'d> for Window<R> {
+    fn len(self) -> Result<u64, ()> {
+        Ok(self.len)
+    }
+
+    fn read_bytes_at(self, offset: u64, size: u64) -> Result<&'d [u8], ()> {
+        self.get(offset, size).ok_or(())
+    }
+
+    fn read_bytes_at_until(
+        self,
+        range: std::ops::Range<u64>,
+        delimiter: u8,
+    ) -> Result<&'d [u8], ()> {
+        if range.end > self.len {
+            return Err(());
+        }
+        let start = self.start.checked_add(range.start).ok_or(())?;
+        let end = self.start.checked_add(range.end).ok_or(())?;
+        self.data.read_bytes_at_until(start..end, delimiter)
+    }
+}
+
 /// All of `bytes` as a window (tests, and callers that hold the section already).
 pub fn of(bytes: &[u8]) -> Window<&[u8]> {
     Window::new(bytes, 0, bytes.len() as u64)

@@ -6,9 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::diagnostic::Diagnostic as _;
 use gpuenv_core::facts::build_files::{cmake_cache, is_false};
 use gpuenv_core::outside;
 use gpuenv_core::resolve::Active;
+use gpuenv_core::stale;
 use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
@@ -66,10 +68,14 @@ fn use_key(kind: Kind) -> &'static str {
 }
 
 /// A cached path is the toolchain's if it is in its view or root (also after resolving
-/// links), or is gpuenv's proxy, which resolves the active toolchain itself.
+/// links), or is gpuenv's proxy, which resolves the active toolchain itself. A view's path
+/// names its toolchain: its nvcc resolves to the proxy too, but runs that view's toolkit.
 fn belongs(inputs: &Inputs, t: &Active, value: &str) -> bool {
     let p = Path::new(value);
     let canon = |p: &Path| fs_err::canonicalize(p).ok();
+    if p.starts_with(inputs.home.views()) {
+        return inputs.owned_by(t, p);
+    }
     inputs.owned_by(t, p)
         || p.starts_with(inputs.shims_dir())
         || canon(p).is_some_and(|c| {
@@ -126,7 +132,22 @@ pub fn run(inputs: &Inputs) -> Finding {
                 );
             }
         }
+        // A CUDA tree is judged as the proxy's stale check judges it, from the same files
+        // (CMake's compiler file first) through the same parser; the cache's other keys
+        // below only when that finds nothing.
+        let mut cuda_judged = false;
+        if let Some(t) = inputs.active(Kind::Cuda).filter(|_| !all_off) {
+            if let Some(mut stale) = stale_tree(inputs, t, build_dir) {
+                stale.source_dir = stale::find::source_dir(build_dir);
+                notes.problem(Status::Error, stale.to_string());
+                notes.hint(stale.hints().into_iter().next().unwrap_or_default());
+                cuda_judged = true;
+            }
+        }
         for t in &inputs.active.toolchains {
+            if cuda_judged && t.entry.kind == Kind::Cuda {
+                continue;
+            }
             for key in path_keys(t.entry.kind) {
                 let Some(value) = cache.get(*key).filter(|v| !is_false(v)) else {
                     continue;
@@ -144,7 +165,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 }
             }
         }
-        if notes.problem_count() > before {
+        if notes.problem_count() > before && !cuda_judged {
             notes.hint(format!(
                 "rm -rf {}   (then rebuild: CMake configures afresh for the active toolchain)",
                 build_dir.display()
@@ -162,6 +183,16 @@ pub fn run(inputs: &Inputs) -> Finding {
         ),
     };
     notes.finish(CHECK, ok)
+}
+
+/// The proxy's refusal for a compile in `build_dir` under `t`, if it would refuse.
+fn stale_tree(inputs: &Inputs, t: &Active, build_dir: &Path) -> Option<stale::StaleBuild> {
+    let recorded = stale::find::recorded(build_dir, &[build_dir])?;
+    let known = stale::Toolchains {
+        home: &inputs.home,
+        registry: &inputs.registry,
+    };
+    stale::compare(&recorded, t, &t.reason.to_string(), &known)
 }
 
 #[cfg(test)]

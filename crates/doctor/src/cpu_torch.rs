@@ -44,7 +44,9 @@ pub fn wheel_index(kind: Kind, v: &Version) -> Option<String> {
             torch_index::for_release(facts::current(), (v.major(), v.minor().unwrap_or(0)))
                 .map(|i| i.url())
         }
-        Kind::Rocm => Some(format!("{}/rocm{}", facts::PYTORCH_WHEELS, v.truncated(2))),
+        // gpuenv's data lists no ROCm indexes, and PyTorch has one for some ROCm releases
+        // only: none is made up.
+        Kind::Rocm => None,
     }
 }
 
@@ -68,7 +70,13 @@ pub fn run(inputs: &Inputs) -> Finding {
         if torch.built_for(kind).is_some() && !is_cpu_only(torch) {
             continue;
         }
-        let pinned = matches!(t.reason, Reason::File(..) | Reason::Torch(..));
+        // A torch built for the other GPU kind in a project that pins this toolkit, not
+        // torch, may not be the project's at all: said, not an error.
+        let pinned = match t.reason {
+            Reason::Torch(..) => true,
+            Reason::File(..) => is_cpu_only(torch),
+            _ => false,
+        };
         let status = if pinned { Status::Error } else { Status::Warn };
         let field = match kind {
             Kind::Cuda => "cuda",
@@ -90,6 +98,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             Some(index) => format!(
                 "pip install --force-reinstall torch torchvision torchaudio --index-url {index}"
             ),
+            None if kind == Kind::Rocm => "install a ROCm build of torch: PyTorch publishes them for some ROCm releases only (https://pytorch.org/get-started/locally/ lists them)".to_string(),
             None => gpuenv_core::guard::torch_for_toolkit(&t.entry.version)
                 .trim_start_matches("or ")
                 .to_string(),

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
-use gpuenv_core::facts::arch::RocmTarget;
+use gpuenv_core::facts::arch::{device_libs, RocmTarget};
 use gpuenv_core::toolchain::{system, Kind};
 
 pub const CHECK: Check = Check {
@@ -86,6 +86,44 @@ pub fn run(inputs: &Inputs) -> Finding {
             _ => (Vec::new(), String::new()),
         },
     };
+    // Targets the toolkit cannot compile for: no device library for them.
+    let targets: Vec<RocmTarget> = archs
+        .iter()
+        .filter_map(|a| RocmTarget::parse(a).ok())
+        .collect();
+    if let Some(libs) = device_libs(&t.entry.root) {
+        let missing: Vec<&str> = libs
+            .missing(&targets)
+            .iter()
+            .map(|t| t.processor.as_str())
+            .collect();
+        if missing.is_empty() {
+            if !targets.is_empty() {
+                notes.seen(format!(
+                    "device libraries in {} for every target",
+                    libs.dir.display()
+                ));
+            }
+        } else {
+            notes.problem(
+                Status::Error,
+                format!(
+                    "{from} = {} names {}, which {} ({}) has no device library for (no oclc_isa_version_*.bc in {}): hipcc fails to compile for it",
+                    archs.join(";"),
+                    missing.join(", "),
+                    t.name,
+                    t.entry.version,
+                    libs.dir.display()
+                ),
+            );
+            let has: Vec<&str> = libs.processors.iter().map(String::as_str).collect();
+            notes.hint(format!(
+                "pin targets {} has device libraries for ({}), or a newer ROCm",
+                t.name,
+                has.join(", ")
+            ));
+        }
+    }
     let gpus = match m.run_tool("rocminfo", &[]) {
         None => {
             notes.seen("no rocminfo on PATH: the GPUs' archs were not checked");

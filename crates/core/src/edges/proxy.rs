@@ -30,6 +30,7 @@ use crate::ui;
 
 mod archs;
 pub mod args;
+mod audience;
 mod check;
 mod jit;
 mod process;

@@ -11,11 +11,11 @@ mod named;
 mod rocm;
 mod rules;
 
-pub use coverage::{compiles_device_code, hipcc_missing, missing_name, nvcc_missing};
+pub use coverage::{compiles_device_code, device_links, hipcc_missing, missing_name, nvcc_missing};
 pub use cuda::{Code, CudaArch, CudaArchError, Suffix};
 pub use flags::{hipcc_archs, nvcc_archs, HipArch, NvccArch};
 pub use named::{named, parse_torch_list, torch_list, torch_takes, ListEntry, NAMED_ARCHES};
-pub use rocm::{rocm_list, RocmTarget, RocmTargetError};
+pub use rocm::{device_libs, rocm_list, DeviceLibs, RocmTarget, RocmTargetError};
 pub use rules::{
     can_build, problem_with, release_to_suggest, releases_for, suffix_from, Problem, Verdict,
 };

@@ -160,6 +160,8 @@ registry! {
         SLURMD_NODENAME: Read, "`doctor`", "The node a SLURM task runs on.";
         SLURM_EXPORT_ENV: Read, "`doctor`", "How a SLURM job passes the submitting shell's environment on.";
         SLURM_JOB_NUM_NODES: Read, "`doctor --all-nodes`", "How many nodes the allocation has: one report is expected from each.";
+        PIP_BUILD_TRACKER: Read, "the proxy", "Set by pip while it builds a package: the build's output is hidden unless it fails, so the arch-loss notice is not used up there.";
+        _PYPROJECT_HOOKS_BUILD_BACKEND: Read, "the proxy", "Set in a PEP 517 build backend run by pip, `build` or another frontend that captures its output: as `PIP_BUILD_TRACKER`.";
         SLURM_STEP_ID: Read, "`env --shell slurm` (the TaskProlog)", "The step a task belongs to: a prolog that would refuse the task asks `scontrol show step` whether the step runs gpuenv itself, which it lets run.";
         LC_ALL: Set, "version detection", "`C` for the tools whose output gpuenv parses (`nvcc --version`).";
     }

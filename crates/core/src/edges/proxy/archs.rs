@@ -4,8 +4,9 @@
 //! that names archs: without this a pinned arch could be left out of the binary silently.
 //!
 //! `[build] archs = "warn"` (the default) says which pinned archs are missing and where they
-//! are pinned; `"add"` (trusted files only) appends them to the compile; `"off"` says
-//! nothing. Only a compile that makes device code from GPU sources is looked at
+//! are pinned; `"add"` (trusted files only) appends them to the compile, and to nvcc's device
+//! link (`-dlink`, or a link of `-rdc` objects), which makes a separable build's loadable
+//! image; `"off"` says nothing. Only a compile that makes device code from GPU sources is looked at
 //! (`compiles_device_code`).
 //!
 //! Once per build: a build runs the compiler hundreds of times and has no id the proxy could
@@ -16,13 +17,20 @@
 //! no gap of `QUIET`: one stat and one small write per compile, and a changed set of missing
 //! archs (the flags were fixed, or another target of the build) is said at once. A marker
 //! that cannot be written only means the message is said again.
+//!
+//! A compile whose output a frontend hides (pip, uv: [`audience`]) does not use up that
+//! marker: it says the notice once per build on a marker of its own, to stderr and on the
+//! terminal (`/dev/tty`) when there is one, and the next compile someone sees says it too.
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use super::audience::{self, Audience};
 use crate::context::Context;
-use crate::facts::arch::{compiles_device_code, hipcc_missing, missing_name, nvcc_missing};
+use crate::facts::arch::{
+    compiles_device_code, device_links, hipcc_missing, missing_name, nvcc_missing,
+};
 use crate::fsutil;
 use crate::project::{ArchPolicy, Location, ProjectFile};
 use crate::store::toolchain::Kind;
@@ -78,6 +86,14 @@ pub fn reach(
 ) -> Vec<OsString> {
     let Some(file) = file else { return args };
     let (policy, policy_at) = file.archs_policy();
+    if policy == ArchPolicy::Add && kind == Kind::Cuda && device_links(&args) {
+        // The compiles said what they leave out; the device link only gets the same targets,
+        // or a separable build's loadable image lacks what its objects hold.
+        if let Some(m) = missing(kind, file, &args) {
+            args.extend(m.flags);
+        }
+        return args;
+    }
     if policy == ArchPolicy::Off || !compiles_device_code(kind == Kind::Cuda, &args) {
         return args;
     }
@@ -93,7 +109,28 @@ pub fn reach(
         .collect();
     let add = policy == ArchPolicy::Add;
     let key = format!("{}\0{kind}\0{names}\0{add}", file.path.to_string_lossy());
-    if first_in_build(ctx, &key, SystemTime::now()) {
+    // A build whose output a frontend hides (pip, uv) keeps the build's marker for the next
+    // compile someone sees, and says it once on its own marker: to stderr (`pip -v`, a
+    // failed build's log) and on the terminal.
+    let hidden = audience::of(ctx) == Audience::Hidden;
+    let marker = if hidden {
+        format!("{key}\0hidden")
+    } else {
+        key
+    };
+    if first_in_build(ctx, &marker, SystemTime::now()) {
+        if hidden {
+            let line = format!(
+                "gpuenv: {tool} in a build whose output is hidden: its own arch flags leave out {names}, pinned at {}; {}",
+                pinned.join(", "),
+                if add {
+                    format!("gpuenv adds {}", flags.join(" "))
+                } else {
+                    "its binaries will have no code for them (said again at the next compile you see)".to_string()
+                }
+            );
+            audience::to_terminal(&format!("{}\n", ui::printable(&line)));
+        }
         if add {
             let at = policy_at.map(|a| format!(" at {a}")).unwrap_or_default();
             ui::info(format!(

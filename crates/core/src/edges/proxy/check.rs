@@ -54,7 +54,12 @@ pub fn stale(
         None => (toolchain, why_active(ctx, registry, toolchain)),
     };
     match stale::compare(&recorded, against, &why, &known) {
-        Some(refusal) => Err(ProxyError::Stale(Box::new(refusal))),
+        Some(mut refusal) => {
+            if refusal.cmake {
+                refusal.source_dir = stale::find::source_dir(&refusal.dir);
+            }
+            Err(ProxyError::Stale(Box::new(refusal)))
+        }
         None => Ok(()),
     }
 }

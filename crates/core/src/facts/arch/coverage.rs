@@ -6,7 +6,7 @@
 
 use std::ffi::OsString;
 
-use super::cuda::{Code, CudaArch};
+use super::cuda::{Code, CudaArch, Suffix};
 use super::flags::{hipcc_archs, option_values, HipArch};
 use super::rocm::RocmTarget;
 
@@ -98,11 +98,19 @@ pub fn nvcc_missing(args: &[OsString], pins: &[CudaArch]) -> Option<Vec<(usize, 
     let built = nvcc_builds(args)?;
     let mut missing = Vec::new();
     for (i, pin) in pins.iter().enumerate() {
-        let has = built
-            .iter()
-            .find(|(t, _)| *t == pin.target())
-            .map(|(_, e)| *e)
-            .unwrap_or_default();
+        // SASS by the family rule the audit applies (`sm_100` runs on 10.3); a suffixed pin
+        // (`9.0a`, `10.0f`) asks for that target's own code, as PTX always does.
+        let has = Embeds {
+            sass: built.iter().any(|(t @ (major, minor, suffix), e)| {
+                e.sass
+                    && if pin.suffix == Suffix::None {
+                        pin.runs_sass_of(u32::from(*major), u32::from(*minor), *suffix)
+                    } else {
+                        *t == pin.target()
+                    }
+            }),
+            ptx: built.iter().any(|(t, e)| e.ptx && *t == pin.target()),
+        };
         let want_sass = matches!(pin.code, Code::Sass | Code::SassAndPtx);
         let want_ptx = pin.has_ptx();
         let code = match (want_sass && !has.sass, want_ptx && !has.ptx) {
@@ -203,6 +211,44 @@ pub fn compiles_device_code(cuda: bool, args: &[OsString]) -> bool {
         .iter()
         .any(|w| !w.starts_with('-') && extensions.iter().any(|e| w.ends_with(e)));
     source || language_given
+}
+
+/// nvcc's steps that compile or stop before linking: not a device link.
+const NVCC_NOT_LINK: &[&str] = &[
+    "-c",
+    "--compile",
+    "-dc",
+    "--device-c",
+    "-dw",
+    "--device-w",
+    "-lib",
+    "--lib",
+    "-fatbin",
+    "--fatbin",
+];
+
+/// Whether an nvcc command line device-links (`-dlink`, or a link of objects only, where
+/// nvcc device-links `-rdc` objects itself): a separable build's loadable image is made
+/// there, from the targets this command line names, so a target the compiles got must be
+/// named here too. Adding one the objects lack is only nvlink's warning.
+pub fn device_links(args: &[OsString]) -> bool {
+    let words: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    let has = |set: &[&str]| words.iter().any(|w| set.contains(w));
+    if words
+        .iter()
+        .any(|w| *w == "-dlink" || *w == "--device-link")
+    {
+        return !NVCC_NOT_DEVICE_COMPILE
+            .iter()
+            .filter(|w| !matches!(**w, "-dlink" | "--device-link"))
+            .any(|w| words.contains(w));
+    }
+    if has(NVCC_NOT_DEVICE_COMPILE) || has(NVCC_NOT_LINK) || compiles_device_code(true, args) {
+        return false;
+    }
+    words
+        .iter()
+        .any(|w| !w.starts_with('-') && (w.ends_with(".o") || w.ends_with(".a")))
 }
 
 #[cfg(test)]
@@ -342,5 +388,56 @@ mod tests {
         assert!(compiles_device_code(false, &args("-x hip -c k.cpp")));
         assert!(!compiles_device_code(false, &args("-E k.hip")));
         assert!(!compiles_device_code(false, &args("k.o -o k")));
+    }
+
+    #[test]
+    fn sass_of_an_earlier_minor_of_the_same_major_covers_a_pin_as_audit_says() {
+        assert_eq!(
+            missing("-gencode arch=compute_100,code=sm_100 -c k.cu", &["10.3"]),
+            Some(vec![])
+        );
+        assert_eq!(
+            missing("-gencode arch=compute_100f,code=sm_100f -c k.cu", &["10.3"]),
+            Some(vec![])
+        );
+        assert_eq!(
+            missing("-gencode arch=compute_100a,code=sm_100a -c k.cu", &["10.3"]),
+            Some(vec!["sm_103".to_string()])
+        );
+        assert_eq!(
+            missing("-gencode arch=compute_103,code=sm_103 -c k.cu", &["10.0"]),
+            Some(vec!["sm_100".to_string()])
+        );
+        // `+PTX` wants PTX of its own arch.
+        assert_eq!(
+            missing(
+                "-gencode arch=compute_100,code=sm_100 -c k.cu",
+                &["10.3+PTX"]
+            ),
+            Some(vec!["compute_103".to_string()])
+        );
+    }
+
+    #[test]
+    fn device_links_are_dlink_steps_and_links_of_objects() {
+        for yes in [
+            "-dlink a.o b.o -o dlink.o",
+            "--device-link -Xcompiler=-fPIC a.o -o cmake_device_link.o",
+            "-shared r.o -o r.so",
+            "a.o libk.a -o prog",
+        ] {
+            assert!(device_links(&args(yes)), "{yes}");
+        }
+        for no in [
+            "-c k.cu -o k.o",
+            "-dc k.cu",
+            "k.cu -o k",
+            "-lib a.o -o libk.a",
+            "-E -dlink a.o",
+            "--version",
+            "-c k.cpp -o k.o",
+        ] {
+            assert!(!device_links(&args(no)), "{no}");
+        }
     }
 }

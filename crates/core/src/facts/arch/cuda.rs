@@ -101,6 +101,18 @@ impl CudaArch {
         (self.major, self.minor, self.suffix)
     }
 
+    /// Whether machine code (SASS) built for `(major, minor, suffix)` runs on this GPU: the
+    /// same major and a minor no higher (`sm_100` and `sm_100f` run on 10.3); exactly this
+    /// GPU for `a`. The one rule for the audit and the proxy's arch notice.
+    pub fn runs_sass_of(&self, major: u32, minor: u32, suffix: Suffix) -> bool {
+        match suffix {
+            Suffix::A => major * 10 + minor == self.sm(),
+            Suffix::None | Suffix::F => {
+                major == u32::from(self.major) && minor <= u32::from(self.minor)
+            }
+        }
+    }
+
     pub fn has_ptx(&self) -> bool {
         matches!(self.code, Code::Ptx | Code::SassAndPtx)
     }

@@ -1,7 +1,9 @@
 //! An AMD GPU target as LLVM names it: a processor (`gfx90a`, `gfx942`, `gfx1100`) and
 //! target features after single colons (`gfx942:sramecc+:xnack-`).
 
+use std::collections::BTreeSet;
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 /// The target features a target ID may set, each at most once, on (`+`) or off (`-`).
 const FEATURES: &[&str] = &["sramecc", "xnack"];
@@ -161,5 +163,87 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+}
+
+/// Where a ROCm tree keeps its device libraries, under its root: AMD's packages
+/// (`/opt/rocm-6.2/amdgcn/bitcode`), Debian's (`/usr/lib/x86_64-linux-gnu/amdgcn/bitcode`).
+/// hipcc links one `oclc_isa_version_<n>.bc` per target: a target without one cannot be
+/// compiled for ("cannot find ROCm device library for gfx1100").
+const DEVICE_LIB_DIRS: &[&str] = &[
+    "amdgcn/bitcode",
+    "lib/x86_64-linux-gnu/amdgcn/bitcode",
+    "lib/aarch64-linux-gnu/amdgcn/bitcode",
+];
+
+/// The processors a ROCm tree has device libraries for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceLibs {
+    pub dir: PathBuf,
+    /// `gfx90a`, from `oclc_isa_version_90a.bc`.
+    pub processors: BTreeSet<String>,
+}
+
+impl DeviceLibs {
+    /// The targets of `pins` it has no device library for.
+    pub fn missing<'a>(&self, pins: &'a [RocmTarget]) -> Vec<&'a RocmTarget> {
+        pins.iter()
+            .filter(|t| !self.processors.contains(&t.processor))
+            .collect()
+    }
+}
+
+/// The device libraries of the ROCm tree at `root`, or None when it has no directory of
+/// them where gpuenv looks (nothing is then said about its targets). Names only: nothing
+/// in the directory is opened.
+pub fn device_libs(root: &Path) -> Option<DeviceLibs> {
+    DEVICE_LIB_DIRS.iter().find_map(|rel| {
+        let dir = root.join(rel);
+        let processors: BTreeSet<String> = fs_err::read_dir(&dir)
+            .ok()?
+            .flatten()
+            .filter_map(|e| isa_processor(&e.file_name().to_string_lossy()))
+            .collect();
+        (!processors.is_empty()).then_some(DeviceLibs { dir, processors })
+    })
+}
+
+/// `oclc_isa_version_90a.bc` -> `gfx90a`.
+fn isa_processor(file: &str) -> Option<String> {
+    let n = file
+        .strip_prefix("oclc_isa_version_")?
+        .strip_suffix(".bc")?;
+    let p = format!("gfx{n}");
+    is_processor(&p).then_some(p)
+}
+
+#[cfg(test)]
+mod device_lib_tests {
+    use super::*;
+
+    #[test]
+    fn a_trees_device_libraries_name_its_targets() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("lib/x86_64-linux-gnu/amdgcn/bitcode");
+        fs_err::create_dir_all(&dir).unwrap();
+        for f in [
+            "oclc_isa_version_90a.bc",
+            "oclc_isa_version_1030.bc",
+            "ocml.bc",
+            "oclc_isa_version_zz.bc",
+        ] {
+            fs_err::write(dir.join(f), "").unwrap();
+        }
+        let libs = device_libs(root.path()).unwrap();
+        assert_eq!(
+            libs.processors.iter().collect::<Vec<_>>(),
+            ["gfx1030", "gfx90a"]
+        );
+        let pins = [
+            RocmTarget::parse("gfx90a:xnack+").unwrap(),
+            RocmTarget::parse("gfx1100").unwrap(),
+        ];
+        assert_eq!(libs.missing(&pins), [&pins[1]]);
+        assert!(device_libs(&root.path().join("none")).is_none());
     }
 }

@@ -84,6 +84,15 @@ fn cmake(dir: &Path) -> Option<Recorded> {
     Recorded::new(dir, evidence)
 }
 
+/// A CMake tree's source directory, as its cache records it (`CMAKE_HOME_DIRECTORY`); read
+/// only for a refusal's hint, so a compile that goes ahead never reads a large cache. A
+/// relative or empty value is no source directory.
+pub fn source_dir(dir: &Path) -> Option<PathBuf> {
+    let cache = build_files::cmake_cache(&read_head(&dir.join(CMAKE_CACHE), Kind::CMakeCache)?);
+    let source = PathBuf::from(&cache.get("CMAKE_HOME_DIRECTORY")?.value);
+    source.is_absolute().then_some(source)
+}
+
 /// The evidence `keys` give, in their order; false and empty values say nothing.
 fn pick(file: &Path, settings: &Settings, keys: &[(&str, What)]) -> Vec<Evidence> {
     keys.iter()

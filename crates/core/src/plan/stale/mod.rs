@@ -117,19 +117,34 @@ pub struct StaleBuild {
     pub why: String,
     /// A CMake tree (`cmake --fresh` applies).
     pub cmake: bool,
+    /// A CMake tree's source directory (its cache's `CMAKE_HOME_DIRECTORY`), read only once
+    /// refused ([`find::source_dir`]): the hint's `cmake --fresh` needs `-S`, or run from the
+    /// project root it configures the wrong tree.
+    pub source_dir: Option<PathBuf>,
 }
 
 impl Diagnostic for StaleBuild {
     fn hints(&self) -> Vec<String> {
         let dir = shell_word(&self.dir);
-        let mut hints = vec![if self.cmake {
-            format!("configure it afresh for {}: `rm -rf {dir}` and configure again (or `cmake --fresh -B {dir}` with your other options)", self.active.name)
-        } else {
-            format!(
-                "start it afresh for {}: `rm -rf {dir}`, then build again",
-                self.active.name
+        let mut hints = vec![
+            if let (true, Some(source)) = (self.cmake, &self.source_dir) {
+                format!(
+                "configure it afresh for {}: `cmake --fresh -S {} -B {dir}` (with your other options), or `rm -rf {dir}` and configure again",
+                self.active.name,
+                shell_word(source)
             )
-        }];
+            } else if self.cmake {
+                format!(
+                    "configure it afresh for {}: `rm -rf {dir}` and configure again",
+                    self.active.name
+                )
+            } else {
+                format!(
+                    "start it afresh for {}: `rm -rf {dir}`, then build again",
+                    self.active.name
+                )
+            },
+        ];
         if let Some(old) = &self.configured_as {
             hints.push(format!(
                 "or build it with the toolkit it was configured with: `gpuenv use {}` (this shell) or `gpuenv pin {}`",
@@ -269,6 +284,7 @@ pub fn compare(
             .file
             .components()
             .any(|c| c.as_os_str() == "CMakeFiles" || c.as_os_str() == find::CMAKE_CACHE),
+        source_dir: None,
     })
 }
 
