@@ -39,7 +39,11 @@ fn wheel_installer(prefix: &Path) -> Option<String> {
             let name = e.file_name();
             let name = name.to_string_lossy();
             if name.starts_with("gpuenv-") && name.ends_with(".dist-info") {
-                let text = gpuenv_core::outside::read_text(&e.path().join("INSTALLER"), gpuenv_core::outside::Kind::PackageMetadata).ok()?;
+                let text = gpuenv_core::outside::read_text(
+                    &e.path().join("INSTALLER"),
+                    gpuenv_core::outside::Kind::PackageMetadata,
+                )
+                .ok()?;
                 return Some(text.trim().to_string());
             }
         }

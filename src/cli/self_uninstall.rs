@@ -97,7 +97,9 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
             let Ok(meta) = fs_err::symlink_metadata(&path) else {
                 continue;
             };
-            let Some(text) = gpuenv_core::outside::read_text(&path, gpuenv_core::outside::Kind::ShellRc).ok() else {
+            let Some(text) =
+                gpuenv_core::outside::read_text(&path, gpuenv_core::outside::Kind::ShellRc).ok()
+            else {
                 continue;
             };
             let (kept, lines) = without_hook_lines(&text);

@@ -44,7 +44,11 @@ pub fn wheel_index(kind: Kind, v: &Version) -> Option<String> {
             torch_index::for_release(facts::current(), (v.major(), v.minor().unwrap_or(0)))
                 .map(|i| i.url())
         }
-        Kind::Rocm => Some(format!("{}/rocm{}", facts::PYTORCH_WHEELS, v.truncated(2))),
+        Kind::Rocm => Some(format!(
+            "{}/rocm{}",
+            facts::wheel_base::base(),
+            v.truncated(2)
+        )),
     }
 }
 
@@ -113,7 +117,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                     Status::Error,
                     format!("{name} {pkg_label} is a {pv} build, but torch {label} is {tv}"),
                 );
-                let index = format!("{}/{tv}", facts::PYTORCH_WHEELS);
+                let index = format!("{}/{tv}", facts::wheel_base::base());
                 notes.hint(format!(
                     "reinstall them together from one index: pip install --force-reinstall torch=={} torchvision torchaudio --index-url {index}",
                     label.split('+').next().unwrap_or(&label)

@@ -29,6 +29,7 @@ pub mod tree;
 pub mod update;
 pub mod vars;
 pub mod version;
+pub mod wheel_base;
 
 use std::fmt;
 
@@ -59,7 +60,7 @@ pub struct ReleaseFacts {
     pub source: &'static str,
 }
 
-/// One `[[torch-index]]` row: `https://download.pytorch.org/whl/<name>`.
+/// One `[[torch-index]]` row: `https://download.pytorch.org/whl/<name>` (or a mirror's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TorchIndex {
     pub name: &'static str,
@@ -71,12 +72,9 @@ pub struct TorchIndex {
 
 impl TorchIndex {
     pub fn url(&self) -> String {
-        format!("{PYTORCH_WHEELS}/{}", self.name)
+        format!("{}/{}", wheel_base::base(), self.name)
     }
 }
-
-/// Where PyTorch's wheel indexes live.
-pub const PYTORCH_WHEELS: &str = "https://download.pytorch.org/whl";
 
 /// One copy of the data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
