@@ -39,7 +39,8 @@ fn a_healthy_project_after_gpuenv_env_passes_every_check() {
             "FM-13",
             "FM-14",
             "FM-15",
-            "FM-16"
+            "FM-16",
+            "FM-17"
         ]
     );
     let f = r.get("active-set");
@@ -112,7 +113,7 @@ fn warnings_alone_exit_zero_and_a_missing_dir_is_a_usage_error() {
     assert_eq!(r.code, 0);
     assert_eq!(
         r.summary,
-        serde_json::json!({"error": 0, "warn": 1, "ok": 13, "skip": 3})
+        serde_json::json!({"error": 0, "warn": 1, "ok": 13, "skip": 4})
     );
 
     let out = w

@@ -13,6 +13,7 @@ pub mod machine;
 pub mod native;
 pub mod nccl;
 pub mod nodes;
+pub mod nvidia_wheels;
 pub mod python;
 pub mod rocm;
 pub mod shadowed;
@@ -237,6 +238,7 @@ pub fn run_all(inputs: &Inputs) -> Vec<Finding> {
         shadowed::run(inputs),
         compat::run(inputs),
         torch_kernels::run(inputs),
+        nvidia_wheels::run(inputs),
     ]
 }
 

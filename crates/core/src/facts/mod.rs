@@ -18,6 +18,7 @@ pub mod driver;
 pub mod driver_dirs;
 pub mod lookup;
 pub mod nvidia_target;
+pub mod pep440;
 pub mod ptx;
 pub mod python;
 pub mod reserved;
