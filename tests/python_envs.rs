@@ -337,3 +337,63 @@ fn conda_override_cuda_stands_in_only_where_no_driver_is_seen() {
     );
     assert!(vars.get("CONDA_OVERRIDE_CUDA").is_none(), "{vars}");
 }
+
+#[test]
+fn write_pyproject_routes_torch_to_the_pinned_index_keeping_the_file_and_check_says_when_it_drifts()
+{
+    let Some(w) = world() else { return };
+    let file = w.proj.join("pyproject.toml");
+    let before = fs_err::read_to_string(&file).unwrap();
+    write(&file, &format!("# the app\n{before}# trailing comment\n"));
+    let mirror = w.server.url("/whl");
+    let gpuenv = |args: &[&str]| {
+        w.sb.gpuenv()
+            .current_dir(&w.proj)
+            .env("GPUENV_TORCH_INDEX_URL", &mirror)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let check = || -> serde_json::Value {
+        let out = gpuenv(&["check", "--json"]);
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    assert_eq!(check()["pyproject"], serde_json::json!([]));
+
+    succeeded(&gpuenv(&["torch", "index", "--write-pyproject"]));
+    let text = fs_err::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("# the app\n[project]\nname = \"app\"\n"),
+        "{text}"
+    );
+    assert!(text.contains("# trailing comment\n"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "[[tool.uv.index]]\nname = \"pytorch\"\nurl = \"{mirror}/cu132\"\nexplicit = true\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("torch = { index = \"pytorch\" }"), "{text}");
+    assert_eq!(check()["pyproject"], serde_json::json!([]));
+    let uv = w.uv();
+    w.run(&[&uv, "lock"]);
+    assert_eq!(w.locked_torch(), format!("2.15.0+cu132 {mirror}/cu132"));
+
+    // The pin moves; the file still names cu132: check says so, and the rewrite follows.
+    w.pin("13.0");
+    let said = check();
+    let lines = said["pyproject"].as_array().unwrap();
+    assert!(!lines.is_empty(), "{said}");
+    assert!(
+        lines[0]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{mirror}/cu132")),
+        "{said}"
+    );
+    succeeded(&gpuenv(&["torch", "index", "--write-pyproject"]));
+    assert_eq!(check()["pyproject"], serde_json::json!([]));
+    w.run(&[&uv, "lock"]);
+    assert_eq!(w.locked_torch(), format!("2.15.0+cu130 {mirror}/cu130"));
+}
