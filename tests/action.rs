@@ -319,7 +319,8 @@ fn github_file_commands_written_by_gpuenv_read_back_exactly_as_the_runner_reads_
         &proj.join("gpuenv.toml"),
         &format!(
             "[toolchain]\ncuda = \"12.4\"\n[env]\nHOSTILE = {}\n",
-            toml::Value::String(hostile.into())
+            // A JSON string is a TOML basic string (the same escapes).
+            serde_json::to_string(hostile).unwrap()
         ),
     );
     let trust = sb

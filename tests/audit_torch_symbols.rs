@@ -80,7 +80,7 @@ fn an_extension_built_against_the_installed_torch_passes_and_against_another_fai
     let f = finding(&out);
     assert_eq!(f["status"], "ok", "{f}");
     assert!(
-        f["message"]
+        f["summary"]
             .as_str()
             .unwrap()
             .starts_with("torch 2.15.0+cu132 at "),
@@ -108,7 +108,7 @@ fn an_extension_built_against_the_installed_torch_passes_and_against_another_fai
     let f = finding(&out);
     assert_eq!(out.status.code(), Some(1), "{f}");
     assert_eq!(f["status"], "error", "{f}");
-    let message = f["message"].as_str().unwrap();
+    let message = f["summary"].as_str().unwrap();
     assert!(message.contains("torch 2.3.0+cu121 at "), "{message}");
     assert!(
         message.contains(

@@ -160,7 +160,7 @@ fn linking_a_non_toolchain_or_a_taken_name_changes_nothing() {
         &["link", "cuda-12.4", other.to_str().unwrap()],
     );
     assert!(
-        err.contains("is cuda 10.2.89, which the name cuda-12.4 does not describe"),
+        err.contains("is cuda 10.2 (cuda 10.2.89 from version.txt is a build number; the release it is part of is 10.2), which the name cuda-12.4 does not describe"),
         "{err}"
     );
     let err = fails(

@@ -15,7 +15,7 @@ use fs_err as fs;
 struct World {
     sb: Sandbox,
     proj: PathBuf,
-    /// A directory with a `ccache` that logs its arguments and runs them.
+    /// A directory with a `ccache` that logs its arguments and runs them (and a `g++`).
     cache_bin: PathBuf,
 }
 
@@ -37,6 +37,14 @@ fn world(project: &str) -> World {
             log.display()
         ),
     );
+    // A host compiler on each PATH the compiles get (the proxy stops without one); the
+    // nvcc stub never runs it.
+    for bin in [cache_bin.clone(), sb.path("empty-bin")] {
+        write_exe(
+            &bin.join("g++"),
+            "#!/bin/sh\necho 'g++ (Debian 12.2.0-14) 12.2.0'\n",
+        );
+    }
     World {
         sb,
         proj,

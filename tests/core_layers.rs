@@ -13,6 +13,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "diagnostic",
             "ui",
+            "finding",
             "fsutil",
             "outside",
             "named",
@@ -20,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "path_list",
             "pathpart",
             "quote",
+            "stamp",
             "test_support",
             "find_diagnostic",
             "diagnostics",
@@ -39,7 +41,11 @@ fn layer_of(top: &str) -> Option<usize> {
 }
 
 fn core_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src")
+    workspace().join("crates/core/src")
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -126,7 +132,7 @@ fn paths(rest: &str, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
             }
             s => path.push(s.to_string()),
         }
-        if rest[i..].starts_with("::") && path.len() < 3 {
+        if rest[i..].starts_with("::") && path.len() < 8 {
             i += 2;
             continue;
         }
@@ -147,18 +153,25 @@ struct Import {
 }
 
 fn imports() -> (Vec<Import>, BTreeSet<Vec<String>>) {
-    let src = core_src();
+    imports_in(&core_src(), "crates/core/src")
+}
+
+/// Every `crate::`/`super::` import of the crate whose sources are `src` (shown as `shown`),
+/// and the module path of each file. The crate roots (`lib.rs`, `main.rs`) and other
+/// crates' roots under `src/bin` are left out: a root declares and re-exports the modules.
+fn imports_in(src: &Path, shown: &str) -> (Vec<Import>, BTreeSet<Vec<String>>) {
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    rust_files(src, &mut files);
+    files.retain(|f| !f.strip_prefix(src).unwrap().starts_with("bin"));
     files.sort();
     let modules: BTreeSet<Vec<String>> = files
         .iter()
-        .map(|f| module_path(f.strip_prefix(&src).unwrap()))
+        .map(|f| module_path(f.strip_prefix(src).unwrap()))
         .collect();
     let mut found = Vec::new();
     for file in &files {
-        let rel = file.strip_prefix(&src).unwrap();
-        if rel == Path::new("lib.rs") {
+        let rel = file.strip_prefix(src).unwrap();
+        if rel == Path::new("lib.rs") || rel == Path::new("main.rs") {
             continue; // the root declares the layers and re-exports their public paths
         }
         let from = module_path(rel);
@@ -191,7 +204,7 @@ fn imports() -> (Vec<Import>, BTreeSet<Vec<String>>) {
                 paths(&rest[pos + 7..], &prefix, &mut targets);
                 for to in targets.into_iter().filter(|t| !t.is_empty()) {
                     found.push(Import {
-                        file: format!("crates/core/src/{}", rel.display()),
+                        file: format!("{shown}/{}", rel.display()),
                         line: n + 1,
                         from: from.clone(),
                         to,
@@ -252,7 +265,47 @@ fn the_modules_of_the_core_import_each_other_without_a_cycle() {
             graph.entry(a).or_default().insert(b);
         }
     }
-    // Depth-first search; a back edge closes a cycle, printed as the path around it.
+    let cycles = cycles(&graph);
+    assert!(graph.len() > 20, "the graph has only {:?}", graph.keys());
+    assert!(cycles.is_empty(), "\n{}", cycles.join("\n"));
+}
+
+/// The file (module path) that defines `path`: the longest of its prefixes that is a file.
+fn file_of(path: &[String], modules: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
+    (1..=path.len())
+        .rev()
+        .map(|n| path[..n].to_vec())
+        .find(|p| modules.contains(p))
+}
+
+/// The cycles among the files of the crate at `src`, each as the files around it. A
+/// module and the modules inside it (`store/mod.rs` and `store/home.rs`) are one unit
+/// whose parent declares and re-exports its children; every other import between two
+/// files is an edge.
+fn file_cycles(src: &Path, shown: &str) -> Vec<String> {
+    let (found, modules) = imports_in(src, shown);
+    let inside = |a: &[String], b: &[String]| a.len() <= b.len() && b[..a.len()] == *a;
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut files: BTreeMap<Vec<String>, String> = BTreeMap::new();
+    for i in &found {
+        let Some(to) = file_of(&i.to, &modules) else {
+            continue;
+        };
+        if inside(&to, &i.from) || inside(&i.from, &to) {
+            continue;
+        }
+        let name = |m: &[String]| m.join("::");
+        files
+            .entry(i.from.clone())
+            .or_insert_with(|| i.file.clone());
+        graph.entry(name(&to)).or_default();
+        graph.entry(name(&i.from)).or_default().insert(name(&to));
+    }
+    cycles(&graph)
+}
+
+/// Depth-first search; a back edge closes a cycle, printed as the path around it.
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     fn visit(
         n: &str,
         graph: &BTreeMap<String, BTreeSet<String>>,
@@ -275,11 +328,62 @@ fn the_modules_of_the_core_import_each_other_without_a_cycle() {
         }
         stack.pop();
     }
-    let mut cycles = Vec::new();
+    let mut found = Vec::new();
     let mut done = BTreeSet::new();
     for n in graph.keys() {
-        visit(n, &graph, &mut Vec::new(), &mut done, &mut cycles);
+        visit(n, graph, &mut Vec::new(), &mut done, &mut found);
     }
-    assert!(graph.len() > 20, "the graph has only {:?}", graph.keys());
-    assert!(cycles.is_empty(), "\n{}", cycles.join("\n"));
+    found
+}
+
+#[test]
+fn the_files_of_each_crate_import_each_other_without_a_cycle() {
+    let mut found = Vec::new();
+    for (src, shown) in [
+        (workspace().join("src"), "src"),
+        (core_src(), "crates/core/src"),
+        (workspace().join("crates/install/src"), "crates/install/src"),
+        (workspace().join("crates/doctor/src"), "crates/doctor/src"),
+        (workspace().join("crates/audit/src"), "crates/audit/src"),
+    ] {
+        found.extend(
+            file_cycles(&src, shown)
+                .into_iter()
+                .map(|c| format!("{shown}: {c}")),
+        );
+    }
+    assert!(found.is_empty(), "\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_file_check_sees_a_cycle_between_two_sibling_files() {
+    let dir = std::env::temp_dir().join(format!("core-layers-{}", std::process::id()));
+    let write = |rel: &str, text: &str| {
+        let p = dir.join(rel);
+        fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+        fs_err::write(p, text).unwrap();
+    };
+    write("lib.rs", "pub mod store;\n");
+    write(
+        "store/mod.rs",
+        "mod registry;\nmod cache;\npub use registry::Registry;\n",
+    );
+    write(
+        "store/registry.rs",
+        "use super::cache::Cache;\npub struct Registry;\n",
+    );
+    write(
+        "store/cache.rs",
+        "use crate::store::{registry::Registry, Thing};\npub struct Cache;\n",
+    );
+    let with_cycle = file_cycles(&dir, "x");
+    write("store/registry.rs", "pub struct Registry;\n");
+    let without = file_cycles(&dir, "x");
+    fs_err::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        with_cycle,
+        ["store::cache -> store::registry -> store::cache"],
+        "the parent's re-export of its children is no cycle; the siblings' imports are"
+    );
+    assert!(without.is_empty(), "{without:?}");
 }

@@ -134,3 +134,54 @@ fn the_proxy_binary_loads_libc_and_no_libgcc_s() {
         );
     }
 }
+
+/// The doctor is a command: the GPU probe and the machine's facts other commands use are
+/// the core's, so only `gpuenv doctor` (and what it runs on each node) imports the doctor.
+#[test]
+fn only_the_doctor_command_uses_the_doctor_crate() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let mut users = Vec::new();
+    for entry in fs_err::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let text = fs_err::read_to_string(&path).unwrap();
+        if text.contains("gpuenv_doctor") {
+            users.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    users.sort();
+    assert_eq!(users, ["doctor.rs"]);
+}
+
+/// The Session is the only way into resolution for the commands: none resolves directly.
+#[test]
+fn no_command_resolves_around_the_session() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for dir in [src.clone(), src.join("cli"), src.join("bin")] {
+        for entry in fs_err::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = fs_err::read_to_string(&path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if [
+                    "resolve::resolve(",
+                    "resolve::resolve_kinds(",
+                    "Request::new(",
+                ]
+                .iter()
+                .any(|c| code.contains(c))
+                {
+                    found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "resolve through Session::resolve:\n{}",
+        found.join("\n")
+    );
+}

@@ -57,17 +57,24 @@ fn a_project_pinning_an_unregistered_toolchain_ends_with_how_to_get_it() {
     let out = sb.gpuenv().current_dir(&proj).arg("show").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
+    // What the file pins comes first (`show` says it even when it cannot resolve it); the
+    // output ends with the error and how to get the toolchain.
     let lines: Vec<&str> = err.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("error: "))
+        .expect(&err);
     assert!(
-        lines[0].starts_with("error: cuda-12.4 is not installed: the pin at ")
-            && lines[0].ends_with("asks for it, and no registered toolchain matches"),
+        lines[at].starts_with("error: cuda-12.4 is not installed: the pin at ")
+            && lines[at].ends_with("asks for it, and no registered toolchain matches"),
         "{err}"
     );
     assert_eq!(
-        lines[1..],
+        lines[at + 1..],
         ["hint: install it with `gpuenv install cuda-12.4`, or register a toolkit already on disk with `gpuenv link cuda-12.4 <path>` (`gpuenv list` shows what is registered)"],
         "{err}"
     );
+    assert!(lines[..at].iter().all(|l| l.starts_with("info: ")), "{err}");
 }
 
 #[test]

@@ -323,29 +323,41 @@ fn list_show_and_doctor_say_what_is_missing_and_how_to_fix_it() {
 }
 
 #[test]
-fn pin_through_a_symlinked_toolchain_file_edits_the_file_it_points_to() {
+fn pin_through_a_symlinked_toolchain_file_edits_it_only_inside_the_project() {
     let sb = Sandbox::new();
     let tk = cuda_runfile(&sb.path("tk"), "12.1.105");
     sb.ok(&["link", "cuda-12.1", tk.to_str().unwrap()]);
     let shared = sb.path("shared/gpuenv.toml");
-    write(
-        &shared,
-        "# shared by every checkout\n[toolchain]\ncuda = \"11.8\"\n",
-    );
+    let before = "# shared by every checkout\n[toolchain]\ncuda = \"11.8\"\n";
+    write(&shared, before);
     let proj = sb.path("proj");
     fs::create_dir_all(&proj).unwrap();
+    // A link out of the project: refused, the other file untouched.
     symlink("../shared/gpuenv.toml", proj.join("gpuenv.toml")).unwrap();
     let out = run(&sb, &proj, &["pin", "cuda-12.1"]);
-    succeeded(&out);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("outside the project"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fs::read_to_string(&shared).unwrap(), before);
+
+    // A link to a file of the project's own (shared by its checkouts): edited there.
+    fs::remove_file(proj.join("gpuenv.toml")).unwrap();
+    let inside = proj.join("config/gpuenv.toml");
+    write(&inside, before);
+    symlink("config/gpuenv.toml", proj.join("gpuenv.toml")).unwrap();
+    succeeded(&run(&sb, &proj, &["pin", "cuda-12.1"]));
     assert_eq!(
         fs::read_link(proj.join("gpuenv.toml")).unwrap(),
-        Path::new("../shared/gpuenv.toml"),
+        Path::new("config/gpuenv.toml"),
         "the link stays a link"
     );
-    let text = fs::read_to_string(&shared).unwrap();
+    let text = fs::read_to_string(&inside).unwrap();
     assert!(text.contains("# shared by every checkout"), "{text}");
     assert!(text.contains("cuda = \"12.1\""), "{text}");
-    let leftovers: Vec<_> = tree(&sb.path("shared")).into_keys().collect();
+    let leftovers: Vec<_> = tree(&proj.join("config")).into_keys().collect();
     assert_eq!(
         leftovers,
         [PathBuf::from("gpuenv.toml")],

@@ -85,11 +85,10 @@ fn gpuenv_in(sb: &Sandbox, dir: &Path, args: &[&str]) -> Output {
 fn give_to_another_user(path: &Path) -> bool {
     match std::os::unix::fs::lchown(path, Some(65534), None) {
         Ok(()) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("chown to uid 65534 needs root, and CI=true needs this test: {e}")
-        }
         Err(e) => {
-            eprintln!("SKIPPED: cannot give a file to another user here (not root?): {e}");
+            cannot_run(format!(
+                "cannot give a file to another user here (chown to uid 65534 needs root): {e}"
+            ));
             false
         }
     }

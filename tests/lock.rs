@@ -335,7 +335,7 @@ fn the_task_prolog_refuses_a_build_that_is_not_the_locked_one_and_installs_a_mis
             &[
                 "print gpuenv: node n2 does not have the toolchains",
                 "gpuenv.lock:6:1: cuda-12.4.1: archive libcublas: locked, but not there",
-                "print gpuenv: on n2, `gpuenv install --locked` in",
+                "print gpuenv: on node n2, `gpuenv install --locked` in",
             ],
         );
         assert!(!cublas.exists(), "a tree that is there is never replaced");
@@ -375,7 +375,7 @@ fn the_task_prolog_names_a_locked_toolchain_not_installed_on_the_node_as_check_l
         &[
             "print gpuenv: node n2 does not have the toolchains",
             "gpuenv.lock:6:1: cuda-12.4.1 is locked but not installed here",
-            "print gpuenv: on n2, `gpuenv install --locked` in",
+            "print gpuenv: on node n2, `gpuenv install --locked` in",
         ],
     );
     let line = "cuda-12.4.1 is locked but not installed here";

@@ -105,8 +105,20 @@ env -0 > "$OUT/after"
     let loaded = dump(&sb.path("out/loaded"));
     assert!(expected.contains_key("CUDA_HOME") && expected.contains_key("PATH"));
     for (k, v) in &expected {
+        // Per-user state: in the loading user's own home, never in the exporting store.
+        if k == "TORCH_EXTENSIONS_DIR" {
+            continue;
+        }
         assert_eq!(loaded.get(k), v.as_ref(), "{format}: {k} after module load");
     }
+    assert_eq!(
+        loaded["TORCH_EXTENSIONS_DIR"],
+        sb.home()
+            .join(".cache/gpuenv/torch-extensions/cuda-12.4")
+            .display()
+            .to_string(),
+        "{format}: the JIT dir is computed from HOME at load time"
+    );
     let view = sb.gpuenv_home().join("views/cuda-12.4");
     assert_eq!(loaded["CUDA_HOME"], view.display().to_string());
     assert!(
@@ -267,7 +279,7 @@ fn discover_reads_site_module_files_without_running_them() {
     assert_eq!(
         names,
         [
-            ("cuda-11.8.89-module", cuda.to_str().unwrap()),
+            ("cuda-11.8-module", cuda.to_str().unwrap()),
             ("rocm-6.2.4-module", rocm_root.to_str().unwrap())
         ]
     );
@@ -383,4 +395,55 @@ fn lmod_and_gpuenv_env_the_later_one_wins_cleanly() {
 #[test]
 fn tcl_modules_and_gpuenv_env_the_later_one_wins_cleanly() {
     the_later_of_module_and_gpuenv_env_wins_cleanly(System::Tcl);
+}
+
+/// A module loaded where there is no HOME (a SLURM step with `--export=NONE`) leaves
+/// `TORCH_EXTENSIONS_DIR` unset (torch's own default) rather than pointing it anywhere
+/// shared; the rest of the module still applies.
+fn without_home_the_jit_dir_is_left_unset(system: System) {
+    let Some(init) = modules::init_line(system) else {
+        return;
+    };
+    let sb = two_toolkits();
+    let format = match system {
+        System::Lmod => "lmod",
+        System::Tcl => "tcl",
+    };
+    let modules_dir = sb.path("modules");
+    sb.ok(&[
+        "module",
+        "export",
+        "--format",
+        format,
+        "--dir",
+        modules_dir.to_str().unwrap(),
+    ]);
+    run(
+        &sb,
+        &init,
+        r#"
+unset HOME
+module load cuda/12.4
+echo "${TORCH_EXTENSIONS_DIR-unset} $CUDA_HOME" > "$OUT/loaded"
+"#,
+        START_PATH,
+        &sb.home(),
+    );
+    let loaded = fs::read_to_string(sb.path("out/loaded")).unwrap();
+    let view = sb.gpuenv_home().join("views/cuda-12.4");
+    assert_eq!(
+        loaded.trim(),
+        format!("unset {}", view.display()),
+        "{format}"
+    );
+}
+
+#[test]
+fn lmod_without_home_leaves_the_jit_dir_unset() {
+    without_home_the_jit_dir_is_left_unset(System::Lmod);
+}
+
+#[test]
+fn tcl_without_home_leaves_the_jit_dir_unset() {
+    without_home_the_jit_dir_is_left_unset(System::Tcl);
 }

@@ -43,7 +43,7 @@ fn setup() -> Option<Real> {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && stdout.contains("cuda-11.8.89-debian"),
+        out.status.success() && stdout.contains("cuda-11.8-debian"),
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -105,7 +105,7 @@ fn discovered_under_a_discover_root_with_its_own_programs_only() {
     );
     // The multiarch dir (not a system dir here: it is under the discover root), reached
     // through the view's lib64.
-    let lib64 = r.sb.gpuenv_home().join("views/cuda-11.8.89-debian/lib64");
+    let lib64 = r.sb.gpuenv_home().join("views/cuda-11.8-debian/lib64");
     assert!(
         env.contains(&format!("\"LD_LIBRARY_PATH\": \"{}\"", lib64.display())),
         "{env}"

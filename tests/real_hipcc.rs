@@ -331,3 +331,32 @@ fn own_offload_archs_that_leave_out_a_pinned_target_are_told_and_with_add_built(
     assert!(err.contains("gpuenv adds --offload-arch=gfx940"), "{err}");
     assert!(targets(&proj.join("own.o"), "gfx940"));
 }
+
+#[test]
+fn which_names_the_system_program_the_proxy_runs_where_nothing_is_active() {
+    let Some((sb, _)) = registered() else { return };
+    fs::create_dir_all(sb.path("elsewhere")).unwrap();
+    let which = sb
+        .gpuenv()
+        .current_dir(sb.path("elsewhere"))
+        .args(["which", "rocminfo"])
+        .output()
+        .unwrap();
+    assert_eq!(succeeded(&which).trim(), "/usr/bin/rocminfo");
+    let json = sb
+        .gpuenv()
+        .current_dir(sb.path("elsewhere"))
+        .args(["which", "rocminfo", "--json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&succeeded(&json)).unwrap();
+    assert_eq!(json["toolchain"], "rocm-5.2-debian", "{json}");
+    // Another of its programs, without a toolchain file or default anywhere.
+    let which = sb
+        .gpuenv()
+        .current_dir(sb.path("elsewhere"))
+        .args(["which", "rocm_agent_enumerator"])
+        .output()
+        .unwrap();
+    assert_eq!(succeeded(&which).trim(), "/usr/bin/rocm_agent_enumerator");
+}

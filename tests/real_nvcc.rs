@@ -126,3 +126,112 @@ fn the_guard_stops_a_real_compile_and_lets_a_matching_one_through() {
     succeeded(&r.run(Path::new("nvcc"), &args, &[("PATH", &path)]));
     assert!(r.work.join("ext.o").exists());
 }
+
+#[test]
+fn without_g_plus_plus_the_proxy_names_the_missing_host_compiler_before_nvcc_runs() {
+    let Some(r) = setup() else { return };
+    // A PATH with the assembler and linker but no g++ (nor gcc, c++).
+    let bin = r.sb.path("bin-without-gxx");
+    fs::create_dir_all(&bin).unwrap();
+    for tool in ["as", "ld"] {
+        std::os::unix::fs::symlink(Path::new("/usr/bin").join(tool), bin.join(tool)).unwrap();
+    }
+    let path = bin.to_str().unwrap();
+    let out = r.run(&r.nvcc, &["-c", "k.cu", "-o", "k.o"], &[("PATH", path)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no g++ on PATH"), "{stderr}");
+    assert!(stderr.contains("sudo apt-get install g++"), "{stderr}");
+    assert!(stderr.contains("sudo dnf install gcc-c++"), "{stderr}");
+    assert!(stderr.contains("host-compiler = \"g++-N\""), "{stderr}");
+    // Said before nvcc ran: not nvcc's own riddle, and nothing compiled.
+    assert!(!stderr.contains("nvcc fatal"), "{stderr}");
+    assert!(!r.work.join("k.o").exists());
+
+    // A compiler the user names is theirs: nvcc runs with it.
+    let gxx = Path::new("/usr/bin/g++");
+    if !gxx.is_file() {
+        assert!(!in_ci(), "g++ is required under CI=true");
+        return;
+    }
+    succeeded(&r.run(
+        &r.nvcc,
+        &["-ccbin", "/usr/bin/g++", "-c", "k.cu", "-o", "k.o"],
+        &[("PATH", path)],
+    ));
+    assert!(fs::metadata(r.work.join("k.o")).unwrap().len() > 0);
+}
+
+#[test]
+fn one_name_per_release_nvccs_build_number_is_not_a_name_and_an_old_one_still_resolves() {
+    let Some(r) = setup() else { return };
+    let root = real_cuda13().unwrap();
+    // The wheels' tree has no version.json: nvcc says V13.0.88, a build number.
+    let out =
+        r.sb.gpuenv()
+            .args(["link", "cuda-13.0.88", root.to_str().unwrap()])
+            .output()
+            .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("(cuda 13.0.88 from bin/nvcc --version is a build number; the release it is part of is 13.0)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("name it cuda-13.0 "), "{stderr}");
+
+    // A copy whose version.json names its release (as NVIDIA's installers write it) is that
+    // release, whatever its nvcc's build number.
+    let released = r.sb.path("cuda-13.0.2");
+    common::real::another_nvcc(&root, &released);
+    write(
+        &released.join("version.json"),
+        r#"{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}, "cuda_nvcc": {"name": "CUDA NVCC", "version": "13.0.88"}}"#,
+    );
+    r.sb.ok(&["link", "cuda-13.0.2", released.to_str().unwrap()]);
+
+    // A registry an older gpuenv wrote, with the linked tree named after nvcc's build.
+    let settings = r.sb.gpuenv_home().join("settings.toml");
+    let text = fs::read_to_string(&settings).unwrap();
+    assert!(text.contains("[toolchains.\"cuda-13.0\"]"), "{text}");
+    fs::write(
+        &settings,
+        text.replace(
+            "[toolchains.\"cuda-13.0\"]",
+            "[toolchains.\"cuda-13.0.88\"]",
+        ),
+    )
+    .unwrap();
+
+    // `cuda = "13.0"` is the release 13.0.2, not the larger build number.
+    let which =
+        r.sb.gpuenv()
+            .current_dir(&r.work)
+            .args(["which", "nvcc"])
+            .output()
+            .unwrap();
+    let which = succeeded(&which);
+    assert_eq!(which.trim(), released.join("bin/nvcc").to_str().unwrap());
+    // The old name still resolves, and `list` says how to rename it.
+    let out =
+        r.sb.gpuenv()
+            .current_dir(&r.work)
+            .args(["run", "cuda-13.0.88", "--", "nvcc", "--version"])
+            .output()
+            .unwrap();
+    assert!(succeeded(&out).contains("release 13.0, V13.0.88"));
+    let out = r.sb.gpuenv().arg("list").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    succeeded(&out);
+    assert!(
+        stderr.contains("cuda-13.0.88 is named after cuda 13.0.88 (bin/nvcc --version), not the release it is part of: gpuenv names it cuda-13.0 now (the old name still resolves)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "`gpuenv unlink cuda-13.0.88 && gpuenv link cuda-13.0 {}` renames it",
+            root.display()
+        )),
+        "{stderr}"
+    );
+}

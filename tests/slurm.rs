@@ -312,10 +312,7 @@ fn doctor_all_nodes_in_an_allocation_reports_each_node_and_their_differences() {
             "no NVIDIA driver on this machine: {report}"
         );
     }
-    assert!(
-        facts[4].as_str().unwrap().contains("MiB")
-            || facts[4].as_str().unwrap().contains("mounted")
-    );
+    assert_eq!(facts[4], this_machines_shm(), "{report}");
     assert_eq!(report["differences"], serde_json::json!([]));
     assert_eq!(report["expected_nodes"], 1);
 
@@ -332,5 +329,25 @@ fn doctor_all_nodes_in_an_allocation_reports_each_node_and_their_differences() {
         err.contains("salloc -N <nodes> gpuenv doctor --all-nodes"),
         "{err}"
     );
-    let _ = fs::metadata(&u.proj);
+}
+
+/// `/dev/shm` as the node report words it, read here from `/proc/mounts` (tmpfs prints
+/// its size in KiB): the node is this machine.
+fn this_machines_shm() -> String {
+    let mounts = fs::read_to_string("/proc/mounts").unwrap();
+    let Some(options) = mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(1) == Some(&"/dev/shm")).then(|| f.get(3).copied().unwrap_or("").to_string())
+    }) else {
+        return "not mounted".into();
+    };
+    match options.split(',').find_map(|o| {
+        o.strip_prefix("size=")?
+            .strip_suffix('k')?
+            .parse::<u64>()
+            .ok()
+    }) {
+        Some(kib) => format!("{} MiB", kib / 1024),
+        None => "mounted without a size limit".into(),
+    }
 }

@@ -8,7 +8,11 @@
 //! node 2 gets from the store; another nvcc never does. A project's gpuenv.lock holds on
 //! every node: doctor names the node whose tree is not the locked one and the TaskProlog
 //! refuses its tasks; told to (`GPUENV_PROLOG_INSTALL=locked`), the prolog installs a locked
-//! toolkit a node lacks from the site's download cache, for a trusted project only.
+//! toolkit a node lacks from the site's download cache, for a trusted project only. The
+//! prolog never blocks gpuenv's own fixes (`srun gpuenv install --locked`, the doctor's node
+//! report); a second, non-root account's job runs on both nodes with it, also with
+//! `--export=NONE`-style steps (no PATH, no HOME), and an account whose home is missing on
+//! the nodes gets a message, nothing written.
 
 #[path = "common/archives.rs"]
 mod archives;
@@ -28,7 +32,7 @@ use std::process::{Command, Output};
 use common::real::{another_nvcc, ccache_stat, real_cuda13, SCALE_KERNEL};
 use common::*;
 use fixtures::{redist_mirror, NVIDIA_12_4_1_MINIMAL};
-use slurm_nodes::Nodes;
+use slurm_nodes::{Account, Nodes};
 
 const PIN_12_4: &str = "[toolchain]\ncuda = \"12.4\"\n";
 const PIN_13_0: &str = "[toolchain]\ncuda = \"13.0\"\n";
@@ -217,6 +221,23 @@ fn a_toolkit_on_one_nodes_disk_only_is_named_by_doctor_and_refused_by_the_task_p
         "{stdout}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("TaskProlog failed"));
+
+    // The prolog lets `gpuenv run` through on n2 (it is gpuenv's own step), and gpuenv run
+    // refuses there itself: nothing runs against a tree that is not on the node.
+    let out = u
+        .client(nodes, "srun", &proj)
+        .env("GPUENV_TEST_BIN", gpuenv_bin())
+        .args(["-Q", "-w", "n2", "gpuenv", "run", "--", "echo", "ran on n2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(!stdout.contains("ran on n2"), "{stdout}");
+    assert!(
+        stderr.contains("cuda-12.4 cannot be used on node n2: the root of cuda-12.4"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -386,7 +407,7 @@ fn a_node_whose_tree_is_not_the_locked_one_is_named_by_doctor_and_refused_by_the
             ),
             differs.clone(),
             format!(
-                "gpuenv: cuda-12.4 is a linked tree: the admin puts the locked one at {} on n2, as on the other nodes",
+                "gpuenv: cuda-12.4 is a linked tree: the admin puts the locked one at {} on node n2, as on the other nodes",
                 root.display()
             ),
         ] {
@@ -483,4 +504,351 @@ fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_sit
         "n2 downloaded nothing: the archives came from the site cache"
     );
     on("n2", &proj, &["check", "--locked"]);
+}
+
+/// `sh -c <script>` as `account` through `srun` from `dir`, with only `vars` (no HOME, no
+/// PATH unless given), as a job of that account.
+fn srun_as(
+    account: &Account,
+    nodes: &Nodes,
+    dir: &Path,
+    vars: &[(&str, &Path)],
+    srun_args: &[&str],
+) -> Output {
+    let mut cmd = account.command("/usr/bin/srun");
+    cmd.env_clear()
+        .env("SLURM_CONF", &nodes.conf)
+        .env("LANG", "C.UTF-8")
+        .current_dir(dir);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.args(["-Q"]).args(srun_args).output().unwrap()
+}
+
+#[test]
+fn a_non_root_users_job_runs_on_both_nodes_with_the_task_prolog_also_without_path_or_home() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    let u = User::new();
+    let home = u.sb.path("alice");
+    fs_err::create_dir_all(&home).unwrap();
+    let Some(alice) = Account::new(&home) else {
+        return;
+    };
+    // The shared file system: others may enter the test's directory; the toolkit is root's.
+    std::fs::set_permissions(
+        u.sb.dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let root = u.sb.path("shared/cuda-12.4");
+    cuda_runfile(&root, "12.4.131");
+    alice.owns(&home);
+    let proj = home.join("proj");
+    fs_err::create_dir_all(&proj).unwrap();
+    write(&proj.join("gpuenv.toml"), PIN_12_4);
+    alice.owns(&proj);
+    alice.owns(&proj.join("gpuenv.toml"));
+
+    let bin_dir = gpuenv_bin().parent().unwrap().to_path_buf();
+    let path = format!("{}:/usr/bin:/bin", bin_dir.display());
+    let path = Path::new(&path);
+    let out = alice
+        .command(gpuenv_bin())
+        .args(["link", "cuda-12.4", root.to_str().unwrap()])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", path)
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    succeeded(&out);
+
+    // The account's job, with its environment: the prolog gives each task the toolchain.
+    let view = home.join(".local/share/gpuenv/views/cuda-12.4");
+    let out = srun_as(
+        &alice,
+        nodes,
+        &proj,
+        &[
+            ("HOME", &home),
+            ("PATH", path),
+            ("GPUENV_TEST_BIN", &gpuenv_bin()),
+        ],
+        &[
+            "-N2",
+            "--ntasks-per-node=1",
+            "-l",
+            "sh",
+            "-c",
+            "echo \"ran on $SLURMD_NODENAME as $(id -un) with $CUDA_HOME\"",
+        ],
+    );
+    let stdout = succeeded(&out);
+    for node in ["n1", "n2"] {
+        let want = format!("ran on {node} as {} with {}", alice.name, view.display());
+        assert!(stdout.contains(&want), "no {want} in\n{stdout}");
+    }
+
+    // `--export=<list>` as `--export=NONE` passes no PATH and no HOME: the prolog finds the
+    // account's home in the password database, and the task keeps the system directories.
+    let out = srun_as(
+        &alice,
+        nodes,
+        &proj,
+        &[("GPUENV_TEST_BIN", &gpuenv_bin())],
+        &[
+            "--export=GPUENV_TEST_BIN",
+            "-N2",
+            "--ntasks-per-node=1",
+            "-l",
+            "hostname",
+        ],
+    );
+    let stdout = succeeded(&out);
+    assert_eq!(
+        by_task(&out),
+        [("0".into(), "n1".into()), ("1".into(), "n2".into())],
+        "{stdout}"
+    );
+    let out = srun_as(
+        &alice,
+        nodes,
+        &proj,
+        &[("GPUENV_TEST_BIN", &gpuenv_bin())],
+        &[
+            "--export=GPUENV_TEST_BIN",
+            "-w",
+            "n2",
+            "printenv",
+            "PATH",
+            "CUDA_HOME",
+        ],
+    );
+    let stdout = succeeded(&out);
+    assert_eq!(
+        stdout,
+        format!(
+            "{}:/usr/local/bin:/usr/bin:/bin\n{}\n",
+            view.join("bin").display(),
+            view.display()
+        )
+    );
+}
+
+#[test]
+fn an_account_whose_home_is_missing_on_the_nodes_gets_a_message_and_nothing_is_written() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    let u = User::new();
+    let missing = u.sb.path("no-such-home");
+    let Some(bob) = Account::new(&missing.join("bob")) else {
+        return;
+    };
+    std::fs::set_permissions(
+        u.sb.dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let proj = u.sb.path("bob-proj");
+    fs_err::create_dir_all(&proj).unwrap();
+    write(&proj.join("gpuenv.toml"), PIN_12_4);
+    bob.owns(&proj);
+    bob.owns(&proj.join("gpuenv.toml"));
+    let vars = [("GPUENV_TEST_BIN", gpuenv_bin())];
+    let vars: Vec<(&str, &Path)> = vars.iter().map(|(k, v)| (*k, v.as_path())).collect();
+
+    // In a pinned project, the task is refused with what is wrong and what to do.
+    let out = srun_as(
+        &bob,
+        nodes,
+        &proj,
+        &vars,
+        &["--export=GPUENV_TEST_BIN", "-w", "n1", "hostname"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "gpuenv: the account's home {} (from the password database; HOME is unset) does not exist here",
+            missing.join("bob").display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("gpuenv: set GPUENV_HOME to a directory that exists on every node"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("n1\n"), "{stdout}");
+
+    // Outside a project the prolog is none of its business: the task runs, with the
+    // environment SLURM gives it (no PATH: SLURM 22.05 itself then finds no `hostname`).
+    let out = srun_as(
+        &bob,
+        nodes,
+        u.sb.dir.path(),
+        &vars,
+        &["--export=GPUENV_TEST_BIN", "-w", "n1", "/bin/hostname"],
+    );
+    assert_eq!(succeeded(&out), "n1\n");
+    assert!(
+        !missing.exists(),
+        "nothing was written under the missing home"
+    );
+}
+
+#[test]
+fn srun_gpuenv_install_locked_repairs_the_node_the_task_prolog_refuses_and_doctor_names_it() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
+    let u = User::new();
+    // Each node keeps its toolchains on its own disk; the site's download cache is shared.
+    let home = u.node_local(nodes).join("gpuenv");
+    let cache = u.sb.path("site-cache");
+    let proj = u.project("proj", PIN_12_4);
+    let vars = [
+        ("GPUENV_HOME", home.as_path()),
+        ("GPUENV_CUDA_MIRROR", Path::new(&mirror)),
+        ("GPUENV_DOWNLOAD_CACHE", cache.as_path()),
+    ];
+    // Every step below runs with the site's TaskProlog.
+    let prolog = gpuenv_bin();
+    let with_prolog = [&vars[..], &[("GPUENV_TEST_BIN", prolog.as_path())]].concat();
+    let on = |node: &str, dir: &Path, args: &[&str]| {
+        let mut cmd = u.client(nodes, "srun", dir);
+        cmd.envs(with_prolog.iter().copied())
+            .args(["-Q", "-w", node, "gpuenv"])
+            .args(args);
+        cmd.output().unwrap()
+    };
+    succeeded(&on("n1", u.sb.dir.path(), NVIDIA_12_4_1_MINIMAL));
+    succeeded(&on("n1", &proj, &["lock"]));
+    let installed_on_n2 = u.on_node(nodes, "n2").join("gpuenv/toolchains/cuda-12.4.1");
+
+    // The doctor's own step runs on n2 under the prolog, and names the node and the
+    // difference, not a riddle about gpuenv's path.
+    let out = u
+        .client(nodes, "salloc", &proj)
+        .envs(with_prolog.iter().copied())
+        .args(["-Q", "-N2", "gpuenv", "doctor", "--all-nodes"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(!text.contains("nodes reported"), "{text}");
+    assert!(text.contains("differs: lock\n"), "{text}");
+    assert!(text.contains("matches gpuenv.lock  on n1"), "{text}");
+    let n2 = text
+        .lines()
+        .find(|l| {
+            l.ends_with("  on n2") && l.contains("cuda-12.4.1 is locked but not installed here")
+        })
+        .unwrap_or_else(|| panic!("n2's lock difference is not named in\n{text}"));
+    assert!(n2.trim_start().starts_with("differs: "), "{n2}");
+
+    // Tasks on n2 are refused...
+    let out = task_on_both(&u, nodes, &proj, &vars);
+    let view = home.join("views/cuda-12.4.1");
+    ran_on_n1_only(&out, &view);
+
+    // ...but the fix the refusal names, docs/clusters.md's `srun -w n2 gpuenv install
+    // --locked` then `srun … gpuenv check --locked`, copied from the document, runs there.
+    let block = doc_block_after("With the TaskProlog in place, from the project:");
+    assert!(
+        block.contains("srun -w n2 gpuenv install --locked"),
+        "{block}"
+    );
+    let mut bash = u.client(nodes, "bash", &proj);
+    let out = bash
+        .envs(with_prolog.iter().copied())
+        .args(["-euc", &block])
+        .output()
+        .unwrap();
+    let stdout = succeeded(&out);
+    assert!(
+        stdout.contains("the step runs gpuenv itself, so the TaskProlog lets it run"),
+        "{stdout}"
+    );
+    assert!(installed_on_n2.join("bin/nvcc").is_file());
+    let out = task_on_both(&u, nodes, &proj, &vars);
+    let stdout = succeeded(&out);
+    for node in ["n1", "n2"] {
+        assert!(
+            stdout.contains(&format!("ran on {node} with {}", view.display())),
+            "{stdout}"
+        );
+    }
+}
+
+/// The first `sh` block of docs/clusters.md after the line that contains `marker`.
+fn doc_block_after(marker: &str) -> String {
+    let doc =
+        fs_err::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/clusters.md")).unwrap();
+    let at = doc
+        .find(marker)
+        .unwrap_or_else(|| panic!("docs/clusters.md has no {marker:?}"));
+    let rest = &doc[at..];
+    let start = rest.find("```sh\n").expect("a sh block after it") + "```sh\n".len();
+    rest[start..start + rest[start..].find("```").expect("a closed block")].to_string()
+}
+
+#[test]
+fn the_clusters_doc_task_prolog_block_copy_pasted_gives_every_task_its_toolchain() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    let u = User::new();
+    let root = u.sb.path("shared/cuda-12.4");
+    cuda_runfile(&root, "12.4.131");
+    u.sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let proj = u.project("proj", PIN_12_4);
+
+    // The admin's block, as written, with the site's paths moved into the test's directory:
+    // /etc/slurm, /usr/local/bin/gpuenv (the binary under test) and `scontrol reconfigure`
+    // (the test cluster is shared by the other tests; the prolog is passed per job below).
+    let block = doc_block_after("**2. A TaskProlog on every node,**");
+    let etc = u.sb.path("etc/slurm");
+    fs_err::create_dir_all(&etc).unwrap();
+    write(&etc.join("slurm.conf"), "ClusterName=site\n");
+    let script = block
+        .replace("/etc/slurm/", &format!("{}/", etc.display()))
+        .replace("/usr/local/bin/gpuenv", gpuenv_bin().to_str().unwrap());
+    let admin = format!(
+        "scontrol() {{ echo \"scontrol $*\" >>{0}/scontrol.log; }}\n{script}{script}",
+        etc.display()
+    );
+    let out = Command::new("bash")
+        .args(["-euc", &admin])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    assert_eq!(
+        fs_err::read_to_string(etc.join("slurm.conf")).unwrap(),
+        format!(
+            "ClusterName=site\nTaskProlog={}/gpuenv-prolog\n",
+            etc.display()
+        ),
+        "one TaskProlog line, also when the block runs twice"
+    );
+    assert_eq!(
+        fs_err::read_to_string(etc.join("scontrol.log")).unwrap(),
+        "scontrol reconfigure\nscontrol reconfigure\n"
+    );
+
+    // That prolog, run by slurmd before each task on both nodes.
+    let prolog = etc.join("gpuenv-prolog");
+    let out = task_on_both(&u, nodes, &proj, &[("GPUENV_TEST_BIN", &prolog)]);
+    let stdout = succeeded(&out);
+    let view = u.sb.gpuenv_home().join("views/cuda-12.4");
+    for node in ["n1", "n2"] {
+        assert!(
+            stdout.contains(&format!("ran on {node} with {}", view.display())),
+            "{stdout}"
+        );
+    }
 }

@@ -152,7 +152,7 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
             build.display()
         ),
         "CMakeCUDACompiler.cmake:".to_string(),
-        "but cuda-11.8.89-debian (11.8.89) is active here: pinned to 11.8 in".to_string(),
+        "but cuda-11.8-debian (11.8.89) is active here: pinned to 11.8 in".to_string(),
         format!("`rm -rf {}`", build.display()),
         "cmake --fresh".to_string(),
         "`gpuenv use cuda-13.0`".to_string(),
@@ -175,7 +175,7 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
     let err = refused(&p.build());
     assert!(
         err.contains(&format!(
-            "the build directory {} was configured with cuda-11.8.89-debian (CUDA 11.8.89",
+            "the build directory {} was configured with cuda-11.8-debian (CUDA 11.8.89",
             build.display()
         )) && err.contains("but cuda-13.0 (13.0"),
         "{err}"

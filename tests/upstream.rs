@@ -195,11 +195,15 @@ fn cd_into_a_project_pinned_to_an_upstream_toolchain_puts_its_nvcc_on_path_at_th
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stdout}\n{stderr}");
+    // The fresh home was made on first use: its shims come first on PATH, and the view
+    // CUDA_HOME names is in the user's own home.
     let own_nvcc = sb.gpuenv_home().join("views/cuda-11.8/bin/nvcc");
+    let own_shim = sb.gpuenv_home().join("shims/nvcc");
     assert!(
-        stdout.starts_with(&format!("{}\n", own_nvcc.display())),
-        "the view in the user's own home: {stdout}"
+        stdout.starts_with(&format!("{}\n", own_shim.display())),
+        "the shim in the user's own home: {stdout}"
     );
+    assert!(own_nvcc.is_symlink(), "the view in the user's own home");
     assert!(stdout.contains("release 11.8"), "{stdout}\n{stderr}");
     assert_eq!(
         snapshot(&sb.path("site")),

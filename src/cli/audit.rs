@@ -12,10 +12,11 @@ use gpuenv_audit::symbols;
 use gpuenv_audit::{AuditError, Object};
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::resolve::{self, Request};
+use gpuenv_core::plan::native;
+use gpuenv_core::project::ProjectFile;
+use gpuenv_core::resolve::ActiveSet;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::{fsutil, guard, project, ui};
-use gpuenv_doctor::{native, Machine};
 
 use super::Exit;
 
@@ -35,11 +36,20 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let path = ctx.cwd.join(&self.file);
         let object = read(&path)?;
-        let (wants, no_gpu, gpus_found) = wants(ctx, &object)?;
+        // One session: the toolchains active here and the toolchain file in effect (another
+        // user's is passed over, as everywhere), resolved once.
+        let mut session = super::session(ctx)?;
+        let resolved = session.resolve::<anyhow::Error>(&[], &Kind::ALL, None);
+        let file = match &resolved {
+            Ok(active) => active.project.clone(),
+            // A pin that does not resolve still leaves the file's arch pins to compare.
+            Err(_) => gpuenv_core::trust::in_effect(&ctx.cwd, session.registry())?.file,
+        };
+        let (wants, no_gpu, gpus_found) = wants(ctx, &object, file.as_ref());
         let inputs = Inputs {
             wants: wants.clone(),
             active: if needs_runtime(&object) {
-                active_toolchains(ctx)
+                active_toolchains(resolved)
             } else {
                 Vec::new()
             },
@@ -78,7 +88,7 @@ impl Args {
 fn read(path: &Path) -> Result<Object> {
     let shown = path.display();
     let file = open_regular(path).map_err(|why| {
-        Hinted::new(why)
+        Hinted::new(why.to_string())
             .hint("give the path of a built object: an extension's .so, a .o or a program")
     })?;
     gpuenv_audit::read_file(file).map_err(|e| {
@@ -95,18 +105,18 @@ fn read(path: &Path) -> Result<Object> {
 }
 
 /// A file opened without blocking (a FIFO does not hang) that is a regular file, or why not.
-fn open_regular(path: &Path) -> Result<std::fs::File, String> {
+fn open_regular(path: &Path) -> Result<std::fs::File> {
     let shown = path.display();
     let file = fs_err::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| format!("cannot read {shown}: {}", fsutil::io_reason(&e)))?;
+        .map_err(|e| anyhow::anyhow!("cannot read {shown}: {}", fsutil::io_reason(&e)))?;
     let meta = file
         .metadata()
-        .map_err(|e| format!("cannot read {shown}: {}", fsutil::io_reason(&e)))?;
+        .map_err(|e| anyhow::anyhow!("cannot read {shown}: {}", fsutil::io_reason(&e)))?;
     if let Some(what) = fsutil::not_regular(&meta) {
-        return Err(format!("{shown} is {what}, not an ELF object"));
+        anyhow::bail!("{shown} is {what}, not an ELF object");
     }
     Ok(file.into_parts().0)
 }
@@ -124,13 +134,12 @@ fn torch_symbols(ctx: &Context, path: &Path) -> Finding {
         .clone()
         .unwrap_or_else(|| "(version unknown)".into());
     let shown = format!("{version} at {}", torch.dir.display());
-    let read_undefined = || -> Result<Vec<String>, String> {
-        let file = open_regular(path)?;
-        symbols::undefined_in_file(file).map_err(|e| e.to_string())
+    let read_undefined = || -> Result<Vec<String>> {
+        Ok(symbols::undefined_in_file(open_regular(path)?)?)
     };
     let undefined = match read_undefined() {
         Ok(u) => u,
-        Err(why) => return symbols::skipped(why),
+        Err(why) => return symbols::skipped(why.to_string()),
     };
     let mut defines = std::collections::HashSet::new();
     let lib = torch.dir.join("lib");
@@ -142,11 +151,11 @@ fn torch_symbols(ctx: &Context, path: &Path) -> Finding {
         }
         let read = open_regular(&file).and_then(|f| {
             symbols::defined_in_file(f, &mut defines)
-                .map_err(|e| format!("cannot read {}: {e}", file.display()))
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))
         });
         match read {
             Ok(()) => found += 1,
-            Err(why) => return symbols::unreadable(why),
+            Err(why) => return symbols::unreadable(why.to_string()),
         }
     }
     if found == 0 {
@@ -162,7 +171,11 @@ fn torch_symbols(ctx: &Context, path: &Path) -> Finding {
 /// The archs the object must cover, GPUs first (their findings then name the GPU), then
 /// the toolchain file's pins, then the arch-list variables; and, when no GPU is found,
 /// what was asked.
-fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool)> {
+fn wants(
+    ctx: &Context,
+    object: &Object,
+    file: Option<&ProjectFile>,
+) -> (Vec<Want>, Vec<String>, bool) {
     let mut wants = Vec::new();
     let cuda = |arch: CudaArch, source: Source| Want {
         arch: Arch::Cuda(arch),
@@ -177,11 +190,7 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
     let has_code = !object.cuda.is_empty() || !object.hip.is_empty();
     let (mut no_gpu, mut gpus_found) = (Vec::new(), false);
     if has_code {
-        let machine = Machine {
-            root: ctx.system_root(),
-            ctx: ctx.clone(),
-        };
-        let found = native::native_archs(&machine);
+        let found = native::native_archs(ctx);
         gpus_found = !found.cuda.is_empty() || !found.rocm.is_empty();
         let gpu = |tool: &str| Source::Gpu { tool: tool.into() };
         wants.extend(
@@ -203,9 +212,7 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
             })
             .collect();
     }
-    // The file this user applies here: another user's is passed over, as everywhere.
-    let (_, registry) = super::registry(ctx)?;
-    if let Some(file) = gpuenv_core::trust::in_effect(&ctx.cwd, &registry)?.file {
+    if let Some(file) = file {
         let pin = |at: &project::Location| Source::Pin {
             file: at.path.clone(),
             line: at.line,
@@ -233,19 +240,12 @@ fn wants(ctx: &Context, object: &Object) -> Result<(Vec<Want>, Vec<String>, bool
                 .filter_map(|a| rocm(a, var(vars::PYTORCH_ROCM_ARCH))),
         );
     }
-    Ok((wants, no_gpu, gpus_found))
+    (wants, no_gpu, gpus_found)
 }
 
 /// The toolchains active here, for the runtime check; a pin that does not resolve is said
 /// once and leaves that check out.
-fn active_toolchains(ctx: &Context) -> Vec<ActiveToolchain> {
-    let resolved = super::registry(ctx).and_then(|(_, registry)| {
-        let torch = || guard::locate_torch(ctx, None);
-        Ok(resolve::resolve(
-            &Request::new(ctx, &[], &torch),
-            &registry,
-        )?)
-    });
+fn active_toolchains(resolved: Result<ActiveSet>) -> Vec<ActiveToolchain> {
     let active = match resolved {
         Ok(a) => a,
         Err(e) => {
@@ -288,16 +288,9 @@ fn has_ptx(object: &Object) -> bool {
         .any(|i| i.kind == gpuenv_audit::fatbin::ImageKind::Ptx)
 }
 
-/// The NVIDIA driver here, as the doctor reads it (`/proc/driver/nvidia/version`, else
-/// nvidia-smi within the probe deadline); `None` without one.
+/// The NVIDIA driver here, as the doctor reads it; `None` without one.
 fn driver(ctx: &Context) -> Option<String> {
-    let machine = Machine {
-        root: ctx.system_root(),
-        ctx: ctx.clone(),
-    };
-    gpuenv_doctor::driver::read_driver(&machine)
-        .ok()
-        .map(|d| d.text)
+    native::driver_version(ctx)
 }
 
 fn needs_torch(object: &Object) -> bool {

@@ -40,11 +40,11 @@ enum Action {
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
-        let cache = super::install::cache(ctx, &home);
+        let cache = super::install_from::cache(ctx, &home)?;
         let installed = Installed::scan(&home.toolchains())?;
         match self.action {
             Action::Size { json } => size(&cache, &installed, json),
-            Action::Prune { all } => prune(&cache, &installed, all),
+            Action::Prune { all } => prune(&cache, &home.toolchains(), all),
         }
     }
 }
@@ -77,7 +77,7 @@ fn size(cache: &Cache, installed: &Installed, json: bool) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!("{}: {}", cache.root.display(), HumanBytes(total));
+    println!("{}: {}", ui::shown(&cache.root), HumanBytes(total));
     for ((part, what), u) in PARTS.iter().zip(&parts) {
         let note = if u.installed > 0 {
             format!(
@@ -102,8 +102,8 @@ fn size(cache: &Cache, installed: &Installed, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn prune(cache: &Cache, installed: &Installed, all: bool) -> Result<()> {
-    let pruned = prune::prune(cache, installed, all, &|name| {
+fn prune(cache: &Cache, toolchains: &std::path::Path, all: bool) -> Result<()> {
+    let pruned = prune::prune(cache, toolchains, all, &|name| {
         ui::info(format!("waiting for an install that uses {name}"))
     })?;
     if let Some(first) = pruned.left.first() {
@@ -124,7 +124,7 @@ fn prune(cache: &Cache, installed: &Installed, all: bool) -> Result<()> {
     ui::info(format!(
         "removed {} files from {} ({} freed; files installed toolchains share stay on disk with them)",
         freed.files,
-        cache.root.display(),
+        ui::shown(&cache.root),
         HumanBytes(freed.bytes)
     ));
     Ok(())

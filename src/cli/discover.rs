@@ -63,7 +63,7 @@ impl Args {
             if self.json {
                 rows.push(serde_json::json!({"root": root, "status": "skipped", "why": why}));
             } else {
-                println!("  skipped  {}: {why}", root.display());
+                println!("  skipped  {}: {why}", ui::shown(root));
             }
         };
         for f in &found {
@@ -79,9 +79,10 @@ impl Args {
                 skipped(&mut rows, &f.root, why.lines().next().unwrap_or_default());
                 continue;
             }
+            // Named after the release (version.json's), never nvcc's build number.
             let name = Spec {
                 kind: d.kind,
-                version: d.version.clone(),
+                version: d.release(),
                 label: f.label().map(str::to_string),
             }
             .to_string();
@@ -89,6 +90,12 @@ impl Args {
                 .toolchains
                 .iter()
                 .find(|(_, e)| same_dir(&e.root, &f.root));
+            // Two roots of one version and label (two module files, two conda
+            // environments) would be one name: the first keeps it, the other is said.
+            let found_before = to_register
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, e)| e.root.clone());
             let (state, registered_as, status) = match already {
                 Some((n, _)) => ("registered", Some(n.as_str()), format!("registered as {n}")),
                 None if registry.toolchains.contains_key(&name) => (
@@ -96,6 +103,23 @@ impl Args {
                     None,
                     format!("not registered: the name {name} is taken by another root"),
                 ),
+                None if found_before.is_some() => {
+                    let first = found_before.unwrap_or_default();
+                    let why = format!(
+                        "not registered: the name {name} goes to {}, found first",
+                        ui::shown(&first)
+                    );
+                    ui::warn_with_hints(
+                        format!("{}: {why}", ui::shown(&f.root)),
+                        [format!(
+                            "`gpuenv link {}-{}-<label> {}` registers it under a name of its own",
+                            d.kind,
+                            d.version,
+                            f.root.display()
+                        )],
+                    );
+                    ("name-taken", None, why)
+                }
                 None => {
                     let entry = Entry::from_detected(d.clone(), f.root.clone(), Source::Discovered);
                     to_register.push((name.clone(), entry));
@@ -126,7 +150,7 @@ impl Args {
                 d.kind,
                 "",
                 d.version,
-                f.root.display()
+                ui::shown(&f.root)
             );
         }
         if self.json {
@@ -172,23 +196,39 @@ fn from_modules(ctx: &Context) -> Vec<Found> {
     }
     scan.roots
         .into_iter()
-        .map(|r| {
+        .filter_map(|r| {
             // Read, never run: the module file, not the user, named this tree.
-            let result = detect::detect_with(&r.root, detect::Run::Never);
-            if let Err(why) = &result {
+            let d = match detect::detect_with(&r.root, detect::Run::Never) {
+                Ok(d) => d,
+                Err(why) => {
+                    ui::warn(format!(
+                        "{}:{} names {}, which is not a toolchain: {why}",
+                        r.file.display(),
+                        r.line,
+                        r.root.display()
+                    ));
+                    return None;
+                }
+            };
+            // The variable says what the module sets up: `CUDA_HOME=/usr` on a machine
+            // with Debian's hipcc is not a ROCm toolchain to register.
+            if d.kind != r.kind {
                 ui::warn(format!(
-                    "{}:{} names {}, which is not a toolchain: {why}",
+                    "{}:{} names {} as its {} root, but the tree there is {} {}: skipped",
                     r.file.display(),
                     r.line,
-                    r.root.display()
+                    r.root.display(),
+                    r.kind,
+                    d.kind,
+                    d.version
                 ));
+                return None;
             }
-            Found {
+            Some(Found {
                 root: r.root,
                 origin: "module",
-                result,
-            }
+                result: Ok(d),
+            })
         })
-        .filter(|f| f.result.is_ok())
         .collect()
 }

@@ -198,6 +198,20 @@ fn all_nodes(ctx: &Context, dir: &std::path::Path, json: bool) -> Result<()> {
         anstream::print!("{}", nodes::render_text(&reports, &diffs, expected));
     }
     let missing = expected.is_some_and(|n| n != reports.len());
+    if missing && !json {
+        // What the silent nodes printed instead (a TaskProlog's refusal, a shell's "not
+        // found") says why they sent no report.
+        let said: Vec<&str> = stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('{'))
+            .collect();
+        if !said.is_empty() {
+            println!("what the nodes printed instead of a report:");
+            for line in said {
+                println!("    {}", ui::printable(line));
+            }
+        }
+    }
     if !diffs.is_empty() || missing || reports.iter().any(|r| r.errors > 0) {
         return Err(Exit(1).into());
     }

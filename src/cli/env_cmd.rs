@@ -6,10 +6,12 @@ use gpuenv_core::diagnostic::Hinted;
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::module;
+use gpuenv_core::project;
 use gpuenv_core::resolve::ResolveError;
 use gpuenv_core::session::Purpose;
 use gpuenv_core::shell::{self, ci, Format};
 use gpuenv_core::store;
+use gpuenv_core::store::locate::NoHome;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui;
 
@@ -29,6 +31,9 @@ impl Args {
         let slurm = self.shell == Format::Slurm;
         let result = self.print(ctx);
         if let (true, Err(e)) = (slurm, &result) {
+            // gpuenv's own step (`srun gpuenv install --locked`, the doctor's node report)
+            // is how the node gets fixed or reported: it runs, told why nothing was set.
+            let lets_run = super::prolog::step_runs_gpuenv(ctx);
             // slurmd logs a TaskProlog's stderr where the user never looks; `print` lines
             // go to the task's output, next to SLURM's "TaskProlog failed".
             let report = ui::Report::of(e.as_ref(), super::FIND);
@@ -37,6 +42,10 @@ impl Args {
                 .chain(&report.hints);
             for line in texts.flat_map(|t| t.lines()) {
                 println!("print gpuenv: {line}");
+            }
+            if lets_run {
+                println!("print gpuenv: the step runs gpuenv itself, so the TaskProlog lets it run (with no toolchain set) to repair or report node {}", super::prolog::node(ctx));
+                return Ok(());
             }
         }
         result
@@ -48,7 +57,18 @@ impl Args {
             // locked toolchain would fail.
             super::prolog::install_missing(ctx)?;
         }
-        let mut session = super::session(ctx)?;
+        let mut session = match super::session(ctx) {
+            // A TaskProlog runs for every task: outside a project, a node without the
+            // user's home is none of its business.
+            Err(e)
+                if self.shell == Format::Slurm
+                    && e.downcast_ref::<NoHome>().is_some()
+                    && matches!(project::locate(&ctx.cwd), Ok(None)) =>
+            {
+                return Ok(())
+            }
+            session => session?,
+        };
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(&mut session, &overrides, None);
         // The task's output is read far from the node: say which one could not resolve.
@@ -65,7 +85,7 @@ impl Args {
                     super::prolog::refuse_unresolved(ctx)?;
                 }
                 return Err(e.context(format!(
-                    "the task's toolchains cannot be set up on node {}",
+                    "the task's toolchains cannot be set up on {}",
                     super::prolog::node(ctx)
                 )));
             }
@@ -85,7 +105,7 @@ impl Args {
                 if let Some(problem) = store::tree_problem(&t.name, &t.entry) {
                     return Err(store::NotOnThisNode {
                         name: t.name.clone(),
-                        node: node.to_string(),
+                        node: node.clone(),
                         problem,
                     }
                     .into());
@@ -100,7 +120,18 @@ impl Args {
                 ["`gpuenv pin <spec>` or `gpuenv default <spec>`"],
             );
         }
-        let applied = session.applied(&active, Purpose::Command)?;
+        super::warn_host_compiler(&active);
+        let applied = if self.shell == Format::Slurm {
+            // Without PATH (`srun --export=NONE`), the task would get the view's `bin` only
+            // and find no `hostname`: the system directories stay after the toolkit's.
+            session.environment(&active, Purpose::Command)?.apply(&|k| {
+                ctx.var_os(k)
+                    .map(ToOwned::to_owned)
+                    .or_else(|| (k == vars::PATH).then(|| gpuenv_core::facts::SYSTEM_PATH.into()))
+            })
+        } else {
+            session.applied(&active, Purpose::Command)?
+        };
         let vars: Vec<(&str, Option<&OsStr>)> = applied
             .after
             .iter()

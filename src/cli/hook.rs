@@ -35,7 +35,11 @@ fn other_shell_reading(ctx: &Context, hook_for: Shell) -> Option<Shell> {
         return None;
     }
     let parent = proc.join(std::os::unix::process::parent_id().to_string());
-    let comm = fs_err::read_to_string(parent.join("comm")).ok()?;
+    let comm = gpuenv_core::outside::read_text(
+        &parent.join("comm"),
+        gpuenv_core::outside::Kind::SystemFile,
+    )
+    .ok()?;
     // A login shell's name starts with `-`.
     let reader: Shell = comm.trim().trim_start_matches('-').parse().ok()?;
     if reader == hook_for {

@@ -108,18 +108,30 @@ pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
         .flat_map(|s| s.fp.extra.iter().map(|(p, _)| p.clone()))
         .collect();
     let mut fp = Fingerprint::take(&ctx.cwd, watched, &home.settings(), &extra);
+    let path = ctx.var_os(vars::PATH);
+    if old.as_ref().is_some_and(|s| s.fp.python.is_some()) {
+        fp.watch_python(path);
+    }
     let pwd = ctx.var(vars::PWD);
     if !force && old.as_ref().is_some_and(|s| s.fp == fp) {
-        let check = fast_path::arm(home, &fp, pwd);
+        let check = fast_path::arm(home, &fp, pwd, path);
         return Prompt { step: None, check };
     }
     let current = |k: &str| ctx.var_os(k).map(ToOwned::to_owned);
     let step = match wanted_change(ctx, home) {
-        Ok((change, read)) => {
-            fp.watch(&read);
+        Ok(wanted) => {
+            fp.watch(&wanted.read);
+            fp.python = None;
+            if wanted.torch {
+                fp.watch_python(path);
+            }
+            let change = wanted.change;
             hook_env::step(old.as_ref(), fp, &current, &|base| change.apply(base))
         }
         Err(e) => {
+            // A `"torch"` pin that found no torch may find one once a venv is first on
+            // PATH: the error is said again then, not kept.
+            fp.watch_python(path);
             let step = hook_env::revert_all(old.as_ref(), fp, &current);
             let undone = step.assignments.iter().any(|(k, _)| k != STATE_VAR);
             let why = ui::error_one_line(e.as_ref(), gpuenv_install::FIND);
@@ -133,16 +145,29 @@ pub fn prompt(ctx: &Context, home: &Home, force: bool) -> Prompt {
             step
         }
     };
-    let check = fast_path::arm(home, &step.state.fp, pwd);
+    // PATH as the shell will have it once this step is applied.
+    let path_after = match step.assignments.iter().find(|(k, _)| k == vars::PATH) {
+        Some((_, v)) => v.as_deref(),
+        None => path,
+    };
+    let check = fast_path::arm(home, &step.state.fp, pwd, path_after);
     Prompt {
         step: Some(step),
         check,
     }
 }
 
-/// The change for this directory, and the files besides the toolchain file and the
-/// registry that it was computed from (the upstreams' settings, the torch a pin read).
-fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf>)> {
+/// The change for a directory, and what besides the toolchain file and the registry it
+/// was computed from.
+struct Wanted {
+    change: env::Change,
+    /// Files: the upstreams' settings, the torch a pin read, the lock.
+    read: Vec<PathBuf>,
+    /// A `"torch"` pin is in effect: the first `python3` on PATH counts too.
+    torch: bool,
+}
+
+fn wanted_change(ctx: &Context, home: &Home) -> Result<Wanted> {
     // Own toolchains and the upstreams', read again after an auto-install.
     let mut session = Session::open_at(ctx, home.clone(), Door::Hook)?;
     let installer = RunGpuenv::ThisProgram;
@@ -166,9 +191,19 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<(env::Change, Vec<PathBuf
     if !active.passed_over.is_empty() {
         read.extend(active.project.as_ref().map(|p| p.path.clone()));
     }
-    read.extend(active.toolchains.iter().filter_map(|t| match &t.reason {
-        Reason::Torch(_, _, torch) => Some(torch.join("version.py")),
-        _ => None,
-    }));
-    Ok((change, read))
+    let torch: Vec<PathBuf> = active
+        .toolchains
+        .iter()
+        .filter_map(|t| match &t.reason {
+            Reason::Torch(_, _, torch) => Some(torch.join("version.py")),
+            _ => None,
+        })
+        .collect();
+    let torch_pin = !torch.is_empty();
+    read.extend(torch);
+    Ok(Wanted {
+        change,
+        read,
+        torch: torch_pin,
+    })
 }

@@ -4,22 +4,15 @@ use std::io::IsTerminal;
 use anyhow::{bail, Result};
 use indicatif::HumanBytes;
 
-use gpuenv_core::context::{vars, Context};
+use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::{Diagnostic, Hinted};
 use gpuenv_core::driver;
-use gpuenv_core::facts::sources;
 use gpuenv_core::home::Home;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
-use gpuenv_install::cache::Cache;
-use gpuenv_install::fetch::{Fetcher, Net};
-use gpuenv_install::hooks::Hooks;
 use gpuenv_install::record;
-use gpuenv_install::source::manifest::ManifestSource;
-use gpuenv_install::source::nvidia::{self, Nvidia};
-use gpuenv_install::source::pypi::{self, Pypi};
-use gpuenv_install::source::{Choice, Source};
+use gpuenv_install::source::Choice;
 use gpuenv_install::{Profile, Progress, Selection};
 
 /// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv
@@ -57,78 +50,6 @@ pub struct Args {
     components: Vec<String>,
 }
 
-/// The download cache: `GPUENV_DOWNLOAD_CACHE`, else `$GPUENV_HOME/downloads`.
-pub(super) fn cache(ctx: &Context, home: &Home) -> Cache {
-    match ctx.var_nonempty(vars::GPUENV_DOWNLOAD_CACHE) {
-        Some(dir) => Cache::new(ctx.cwd.join(dir)),
-        None => Cache::new(home.downloads()),
-    }
-}
-
-pub(super) fn fetcher(ctx: &Context, home: &Home, offline: bool) -> Fetcher {
-    let mut fetcher = Fetcher::new(
-        Net::from_ctx(ctx),
-        cache(ctx, home),
-        offline,
-        Hooks::from_ctx(ctx),
-    );
-    fetcher.keep_archives = ctx.flag(vars::GPUENV_KEEP_ARCHIVES);
-    fetcher
-}
-
-/// The sources `choice` and `--manifest` select, in the order `auto` tries them.
-pub(super) fn sources<'a>(
-    ctx: &Context,
-    fetcher: &'a Fetcher,
-    choice: Choice,
-    manifest: Option<&str>,
-) -> Result<Vec<Box<dyn Source + 'a>>> {
-    if let Some(m) = manifest {
-        if !matches!(choice, Choice::Auto | Choice::Manifest) {
-            bail!(Hinted::new(format!(
-                "--manifest goes with --source manifest, not --source {choice:?}"
-            ))
-            .hint("drop one of them"));
-        }
-        let url = gpuenv_install::location(&ctx.cwd, m, false)?;
-        return Ok(vec![Box::new(ManifestSource { fetcher, url })]);
-    }
-    let mirror = ctx
-        .var_nonempty(vars::GPUENV_CUDA_MIRROR)
-        .unwrap_or(nvidia::DEFAULT_MIRROR);
-    let index = ctx
-        .var_nonempty(vars::GPUENV_PYPI_URL)
-        .or_else(|| ctx.var_nonempty(vars::PIP_INDEX_URL))
-        .unwrap_or(pypi::DEFAULT_INDEX);
-    let nvidia = || -> Result<Box<dyn Source + 'a>> {
-        Ok(Box::new(Nvidia {
-            fetcher,
-            root: gpuenv_install::location(&ctx.cwd, mirror, true)?,
-        }))
-    };
-    let pypi = || -> Result<Box<dyn Source + 'a>> {
-        Ok(Box::new(Pypi {
-            fetcher,
-            index: gpuenv_install::location(&ctx.cwd, index, true)?,
-        }))
-    };
-    Ok(match choice {
-        Choice::Auto => sources::AUTO
-            .iter()
-            .map(|s| match s {
-                sources::Source::Nvidia => nvidia(),
-                sources::Source::Pypi => pypi(),
-            })
-            .collect::<Result<_>>()?,
-        Choice::Nvidia => vec![nvidia()?],
-        Choice::Pypi => vec![pypi()?],
-        Choice::Manifest => {
-            bail!(Hinted::new("--source manifest needs --manifest <path|url>")
-                .hint("gpuenv install rocm-6.2 --manifest ./toolchains.toml"))
-        }
-    })
-}
-
 /// A spec's toolchain as it is registered now.
 enum Existing {
     /// Not there (or a broken install): install it.
@@ -154,7 +75,7 @@ impl Args {
         if self.specs == ["torch"] {
             let store = super::store(ctx)?;
             gpuenv_install::writable_home(&home)?;
-            let fetcher = fetcher(ctx, &home, self.offline);
+            let fetcher = super::install_from::fetcher(ctx, &home, self.offline)?;
             let progress =
                 Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
             return super::install_torch::run(ctx, &store, &fetcher, &progress);
@@ -171,7 +92,7 @@ impl Args {
         // stop us before anything is downloaded, not after.
         let store = super::store(ctx)?;
         gpuenv_install::writable_home(&home)?;
-        let fetcher = fetcher(ctx, &home, self.offline);
+        let fetcher = super::install_from::fetcher(ctx, &home, self.offline)?;
         let cache_was_new = !fetcher.cache.root.exists();
         let progress =
             Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
@@ -232,7 +153,7 @@ impl Args {
         ctx: &Context,
         home: &Home,
         store: &gpuenv_core::store::Store,
-        fetcher: &Fetcher,
+        fetcher: &gpuenv_install::fetch::Fetcher,
         progress: &Progress,
         ask: &super::install_component::Ask,
         spec: &Spec,
@@ -261,7 +182,8 @@ impl Args {
             Existing::Install => {}
         }
         let (sel, from) = self.selection(home, spec);
-        let mut sources = sources(ctx, fetcher, self.source, self.manifest.as_deref())?;
+        let mut sources =
+            super::install_from::sources(ctx, fetcher, self.source, self.manifest.as_deref())?;
         // Where it came from first: an offline reinstall needs no other source.
         if let Some(from) = from {
             sources.sort_by_key(|s| s.name() != from);
@@ -435,12 +357,12 @@ pub(super) fn list_available(
     json: bool,
 ) -> Result<()> {
     let home = ctx.gpuenv_home()?;
-    let fetcher = fetcher(ctx, &home, false);
+    let fetcher = super::install_from::fetcher(ctx, &home, false)?;
     if kind == Kind::Rocm && manifest.is_none() {
         bail!(Hinted::new("ROCm releases come from a gpuenv manifest")
             .hint("gpuenv list --available rocm --manifest <path|url>"));
     }
-    let sources = sources(ctx, &fetcher, choice, manifest)?;
+    let sources = super::install_from::sources(ctx, &fetcher, choice, manifest)?;
     let mut reasons = Vec::new();
     let mut found = None;
     for s in &sources {

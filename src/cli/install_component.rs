@@ -77,7 +77,7 @@ pub fn run(
         }
     }
     let spec: Spec = name.parse()?;
-    let sources = super::install::sources(ctx, fetcher, choice, ask.manifest)?;
+    let sources = super::install_from::sources(ctx, fetcher, choice, ask.manifest)?;
     let plan = gpuenv_install::plan(&sources, &spec, &sel)?;
     if plan.name != name {
         bail!(Hinted::new(format!(

@@ -114,9 +114,10 @@ fn install_one(
     gpuenv_install::writable_home(home)?;
     let progress =
         Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
+    let user_offline = offline;
     let attempt = |offline: bool| -> Result<Vec<String>> {
-        let fetcher = super::install::fetcher(ctx, home, offline);
-        let sources = super::install::sources(ctx, &fetcher, choice, manifest)?;
+        let fetcher = super::install_from::fetcher(ctx, home, offline)?;
+        let sources = super::install_from::sources(ctx, &fetcher, choice, manifest)?;
         let plan = gpuenv_install::plan(&sources, &spec, &sel)?;
         if plan.name != l.name {
             return Ok(vec![format!(
@@ -131,12 +132,17 @@ fn install_one(
                 .map(|d| format!("the {} source: {d}", plan.source))
                 .collect());
         }
+        let cached = plan.archives.iter().all(|a| fetcher.cache.holds(&a.sha256));
+        if offline && !cached && !user_offline {
+            // Only a try of the cache first, and it lacks some: the network is next.
+            anyhow::bail!("not every archive is in the download cache");
+        }
         ui::info(format!(
             "installing {} from {} as locked ({} archives{})",
             l.name,
             plan.source,
             plan.archives.len(),
-            if offline { ", from the cache" } else { "" }
+            if cached { ", from the cache" } else { "" }
         ));
         gpuenv_install::install_recorded(&store, &fetcher, &plan, Some(&sel), &progress)?;
         super::interrupt::installed_one();

@@ -24,7 +24,7 @@ pub fn run(ctx: &Context, store: &Store, fetcher: &Fetcher, progress: &Progress)
     })?;
     let cuda = torch::cuda_of(&found)?;
     let spec: Spec = format!("cuda-{}", cuda.release).parse()?;
-    let sources = super::install::sources(ctx, fetcher, Choice::Pypi, None)?;
+    let sources = super::install_from::sources(ctx, fetcher, Choice::Pypi, None)?;
     let sel = Selection {
         profile: Profile::Minimal,
         components: Vec::new(),

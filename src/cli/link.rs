@@ -28,17 +28,26 @@ impl Args {
                 .hint("give the directory that holds bin/nvcc (CUDA) or bin/hipcc (ROCm), e.g. /usr/local/cuda-12.4")
                 .caused_by(e)
         })?;
-        if detected.kind != spec.kind || !spec.version.is_prefix_of(&detected.version) {
+        let release = detected.release();
+        if detected.kind != spec.kind || !spec.version.is_prefix_of(&release) {
+            // One name per release: nvcc's build number (V13.0.88) is not one.
+            let build = if release != detected.version {
+                format!(
+                    " ({} {} from {} is a build number; the release it is part of is {release})",
+                    detected.kind, detected.version, detected.version_from
+                )
+            } else {
+                String::new()
+            };
             bail!(Hinted::new(format!(
-                "{} is {} {}, which the name {} does not describe",
+                "{} is {} {release}{build}, which the name {} does not describe",
                 root.display(),
                 detected.kind,
-                detected.version,
                 self.name
             ))
             .hint(format!(
-                "name it {}-{} (the version is read from the tree, never from the name)",
-                detected.kind, detected.version
+                "name it {}-{release} (the version is read from the tree, never from the name: a release as NVIDIA numbers it, from version.json)",
+                detected.kind
             )));
         }
         let (kind, version) = (detected.kind, detected.version.clone());

@@ -156,6 +156,42 @@ impl Args {
             );
         }
         super::warn_problems(&problems);
+        for (name, e) in &registry.toolchains {
+            if let Some((new, why)) = renamed(name, e) {
+                let fix = match layered.upstream_of(name) {
+                    Some(u) => format!("the admin of {} renames it there", u.display()),
+                    None => format!(
+                        "`gpuenv unlink {name} && gpuenv link {new} {}` renames it (pins of {} or {name} keep matching)",
+                        ui::shell_word(&e.root),
+                        Spec { kind: e.kind, version: e.release(), label: None }
+                    ),
+                };
+                ui::info_with_hints(
+                    format!("{name} is named after {why}, not the release it is part of: gpuenv names it {new} now (the old name still resolves)"),
+                    [fix],
+                );
+            }
+        }
         Ok(())
     }
+}
+
+/// The name gpuenv gives `entry` now, and what the old one carried, when `name` has more
+/// than the release (an older gpuenv named linked and discovered trees after nvcc's build
+/// number: `cuda-13.0.88` for release 13.0).
+fn renamed(name: &str, entry: &gpuenv_core::toolchain::entry::Entry) -> Option<(String, String)> {
+    let spec: Spec = name.parse().ok()?;
+    let release = entry.release();
+    if spec.version.is_prefix_of(&release) {
+        return None;
+    }
+    let new = Spec {
+        kind: entry.kind,
+        version: release,
+        label: spec.label,
+    };
+    Some((
+        new.to_string(),
+        format!("{} {} ({})", entry.kind, entry.version, entry.version_from),
+    ))
 }

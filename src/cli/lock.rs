@@ -157,7 +157,8 @@ fn write_lock(path: &Path, text: &str) -> Result<()> {
         .hint("remove it, then `gpuenv lock` again")),
         _ => {}
     }
-    fsutil::write_atomic(path, text.as_bytes())
+    // The project's file, as an editor writes it: a new one follows the umask.
+    fsutil::write_user_file(path, text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
 }
 

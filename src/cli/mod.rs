@@ -13,6 +13,7 @@ mod hook_env;
 mod install;
 mod install_advice;
 mod install_component;
+mod install_from;
 mod install_locked;
 mod install_pinned;
 mod install_torch;
@@ -163,19 +164,21 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    let result = Context::from_process()
-        .map_err(anyhow::Error::from)
-        .and_then(|ctx| {
-            ui::set_level(log_level(&cli, &ctx));
-            gpuenv_core::ask::configure(&ctx);
-            // The doctor reports an old proxy rather than replacing it.
-            if !matches!(cli.command, Command::Doctor(_)) {
-                refresh_proxy(&ctx);
-            }
-            let result = dispatch(cli.command, &ctx);
-            warn_refused_facts();
-            result
-        });
+    let ctx = match cli.command {
+        Command::HookEnv(_) => Context::from_process_at_prompt(),
+        _ => Context::from_process(),
+    };
+    let result = ctx.map_err(anyhow::Error::from).and_then(|ctx| {
+        ui::set_level(log_level(&cli, &ctx));
+        gpuenv_core::ask::configure(&ctx);
+        // The doctor reports an old proxy rather than replacing it.
+        if !matches!(cli.command, Command::Doctor(_)) {
+            refresh_proxy(&ctx);
+        }
+        let result = dispatch(cli.command, &ctx);
+        warn_refused_facts();
+        result
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => match e.downcast_ref::<Exit>() {
@@ -326,6 +329,14 @@ fn notice(registry: &Registry) {
 fn warn_problems(problems: &[Problem]) {
     for p in problems {
         ui::warn_with_hints(p, [p.hint()]);
+    }
+}
+
+/// A host compiler nvcc would stop on (a pinned one that is missing, a default too new),
+/// said by every command that sets up a compile (`show`, `env`, `run`), not only by nvcc.
+fn warn_host_compiler(active: &ActiveSet) {
+    if let Some(problem) = active.host_compiler.as_ref().and_then(|c| c.problem()) {
+        ui::warn_with_hints(&problem, problem.hints());
     }
 }
 

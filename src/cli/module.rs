@@ -1,4 +1,3 @@
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
@@ -74,12 +73,14 @@ impl ExportArgs {
             );
         }
         session::ensure_views(&home, &registry, names.iter().map(|n| n.as_str()))?;
+        module_dir(&dir)?;
         let mut refused = 0;
         let mut written = Vec::new();
         for name in names {
             let text = module_text(&home, &registry, name, self.format);
             let entry = &registry.toolchains[name];
             let path = export::file_path(&dir, name, entry.kind, self.format)?;
+            kind_dir(&dir, path.parent().expect("a module file has a directory"))?;
             written.push(path.clone());
             match write_ours(&path, &text)? {
                 Wrote::New => ui::info(format!("wrote {}", path.display())),
@@ -95,7 +96,7 @@ impl ExportArgs {
             }
         }
         if self.names.is_empty() {
-            remove_stale(&dir, &written, self.format)?;
+            remove_stale(&dir, &written, self.format, &home.root)?;
         }
         if refused > 0 {
             return Err(Exit(1).into());
@@ -129,7 +130,7 @@ fn module_text(home: &Home, registry: &Registry, name: &str, format: Format) -> 
     };
     // Read by other shells on other nodes: no `[env]`, nothing of this shell's modules.
     let change = session::change_for(&active, registry, home, false, None);
-    export::render(name, &entry, &change, format)
+    export::render(name, &entry, &change, format, &home.root)
 }
 
 enum Wrote {
@@ -139,36 +140,98 @@ enum Wrote {
     NotOurs,
 }
 
+/// A module file's text, if it is a regular file gpuenv can read (never a FIFO or device).
+fn read_module_file(path: &Path) -> Option<std::result::Result<String, ()>> {
+    match outside::read_text(path, outside::Kind::ModuleFile) {
+        Ok(text) => Some(Ok(text)),
+        Err(e) if e.is_missing() => None,
+        Err(_) => Some(Err(())),
+    }
+}
+
+/// `--dir`, made when missing; a link there must lead to a directory (a dangling one is
+/// named, not "File exists").
+fn module_dir(dir: &Path) -> Result<()> {
+    match fs_err::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() && !dir.is_dir() => bail!(Hinted::new(format!(
+            "--dir {} is a link to {}, which is not a directory",
+            dir.display(),
+            fs_err::read_link(dir).unwrap_or_default().display()
+        ))
+        .hint("make the directory it points to, or give another --dir")),
+        Ok(_) if !dir.is_dir() => bail!(Hinted::new(format!(
+            "--dir {} is not a directory",
+            dir.display()
+        ))
+        .hint("give a directory for the module files")),
+        Ok(_) => Ok(()),
+        Err(_) => Ok(fs_err::create_dir_all(dir)?),
+    }
+}
+
+/// `DIR/<kind>`, made when missing; a link or anything else there is refused: gpuenv
+/// writes module files only inside `--dir`.
+fn kind_dir(dir: &Path, kind: &Path) -> Result<()> {
+    match fs_err::symlink_metadata(kind) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) => bail!(Hinted::new(format!(
+            "{} is {}, not a directory: gpuenv writes module files only inside {}",
+            kind.display(),
+            if m.file_type().is_symlink() {
+                "a link"
+            } else {
+                "not a directory"
+            },
+            dir.display()
+        ))
+        .hint(format!(
+            "remove {} or export to another --dir",
+            kind.display()
+        ))),
+        Err(_) => {
+            fs_err::create_dir(kind)?;
+            Ok(())
+        }
+    }
+}
+
 /// Writes `text` unless the file is someone else's; an unchanged file is not touched.
+/// (`fsutil::write_atomic` makes it readable by every user of the module tree.)
 fn write_ours(path: &Path, text: &str) -> Result<Wrote> {
-    let wrote = match outside::read_text(path, outside::Kind::ModuleFile) {
-        Ok(old) if old == text => return Ok(Wrote::Same),
-        Ok(old) if !export::is_ours(&old) => return Ok(Wrote::NotOurs),
-        Ok(_) => Wrote::Replaced,
-        Err(e) if e.is_missing() => Wrote::New,
+    let wrote = match read_module_file(path) {
+        Some(Ok(old)) if old == text => return Ok(Wrote::Same),
+        Some(Ok(old)) if !export::is_ours(&old) => return Ok(Wrote::NotOurs),
+        Some(Ok(_)) => Wrote::Replaced,
+        None => Wrote::New,
         // Unreadable (or not text): not provably ours.
-        Err(_) => return Ok(Wrote::NotOurs),
+        Some(Err(())) => return Ok(Wrote::NotOurs),
     };
     fsutil::write_atomic(path, text.as_bytes())?;
-    // Module files are read by every user of the module tree.
-    fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o644))?;
     Ok(wrote)
 }
 
-/// gpuenv's own module files for toolchains no longer registered.
-fn remove_stale(dir: &Path, keep: &[PathBuf], format: Format) -> Result<()> {
+/// The module files this home exported for toolchains it no longer has (another home's
+/// files in the same directory are left alone).
+fn remove_stale(dir: &Path, keep: &[PathBuf], format: Format, home: &Path) -> Result<()> {
     for kind in gpuenv_core::toolchain::Kind::ALL {
-        let Ok(rd) = fs_err::read_dir(dir.join(kind.as_str())) else {
+        let kind_dir = dir.join(kind.as_str());
+        if !fs_err::symlink_metadata(&kind_dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let Ok(rd) = fs_err::read_dir(&kind_dir) else {
             continue;
         };
         for f in rd.flatten() {
             let path = f.path();
             let lua = path.extension().is_some_and(|e| e == "lua");
-            if keep.contains(&path) || !path.is_file() || lua != (format == Format::Lmod) {
+            if keep.contains(&path) || lua != (format == Format::Lmod) {
                 continue;
             }
-            if outside::read_text(&path, outside::Kind::ModuleFile)
-                .is_ok_and(|t| export::is_ours(&t))
+            if !f.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            if read_module_file(&path)
+                .is_some_and(|t| t.is_ok_and(|t| export::is_from_home(&t, home)))
             {
                 fs_err::remove_file(&path)?;
                 ui::info(format!(

@@ -1,17 +1,19 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
-use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::arch::{self, CudaArch, Problem, Verdict};
+use gpuenv_core::facts::{self, release_name};
+use gpuenv_core::home::Home;
 use gpuenv_core::install_hint;
+use gpuenv_core::plan::native;
 use gpuenv_core::project::{self, PinEdit, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
+use gpuenv_core::trust;
 use gpuenv_core::{fsutil, ui};
-use gpuenv_doctor::{native, Machine};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
 #[derive(Debug, clap::Args)]
@@ -28,7 +30,7 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let (_home, registry) = super::registry(ctx)?;
+        let (home, registry) = super::registry(ctx)?;
         let (torch, specs): (Vec<String>, Vec<String>) =
             self.specs.into_iter().partition(|s| s == "torch");
         let specs = super::parse_specs(&specs)?;
@@ -106,11 +108,15 @@ impl Args {
                 path.display()
             );
         }
-        // A linked toolchain file (shared between checkouts) stays a link: the file it
-        // points to is the one edited, in its own directory.
-        let target = fsutil::final_target(&path)?;
-        fsutil::write_atomic(&target, after.as_bytes())
+        let target = edited_file(&path, &ctx.cwd)?;
+        let was_trusted =
+            trust::is_trusted(&registry, &path, &fsutil::content_hash(before.as_bytes()));
+        // The project's own file, as an editor writes it: its mode kept, a new one's from the umask.
+        fsutil::write_user_file(&target, after.as_bytes())
             .with_context(|| format!("cannot write {}", target.display()))?;
+        if was_trusted {
+            keep_trusted(&home, &path, &before, &after)?;
+        }
 
         for kind in &edit.torch {
             ui::info(format!(
@@ -152,13 +158,56 @@ impl Args {
     }
 }
 
+/// The file to write for the toolchain file at `path`: itself, or the end of its links
+/// when that is inside the project (`dir`, a file shared between its checkouts); a link
+/// out of the project is refused, so that `pin` never writes into another file.
+fn edited_file(path: &Path, dir: &Path) -> Result<PathBuf> {
+    let target = fsutil::final_target(path)?;
+    if target == path {
+        return Ok(target);
+    }
+    let inside = || -> Option<bool> {
+        let project = fs_err::canonicalize(dir).ok()?;
+        let parent = fs_err::canonicalize(target.parent()?).ok()?;
+        Some(parent.starts_with(project))
+    };
+    if inside() != Some(true) {
+        bail!(Hinted::new(format!(
+            "{} is a link to {}, outside the project {}: gpuenv pin writes no file outside the project",
+            path.display(),
+            target.display(),
+            dir.display()
+        ))
+        .hint(format!(
+            "edit {} yourself, or replace the link with a file of the project's own",
+            target.display()
+        )));
+    }
+    Ok(target)
+}
+
+/// gpuenv's own edit, asked for by the user, keeps a trusted file trusted: the record of
+/// the bytes it had moves to the bytes it has now (an edit from outside still needs
+/// `gpuenv trust`).
+fn keep_trusted(home: &Home, path: &Path, before: &str, after: &str) -> Result<()> {
+    let (old, new) = (
+        fsutil::content_hash(before.as_bytes()),
+        fsutil::content_hash(after.as_bytes()),
+    );
+    Registry::update(home, |r| {
+        for t in r.trusted.iter_mut() {
+            if t.path == path && t.sha256 == old {
+                t.sha256.clone_from(&new);
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })
+    .with_context(|| format!("{} was edited but stays untrusted", path.display()))
+}
+
 /// This machine's GPUs as arch pins; an error naming what was asked when there are none.
 fn native_archs(ctx: &Context) -> Result<Vec<String>> {
-    let machine = Machine {
-        root: PathBuf::from("/"),
-        ctx: ctx.clone(),
-    };
-    let found = native::native_archs(&machine);
+    let found = native::native_archs(ctx);
     if found.cuda.is_empty() && found.rocm.is_empty() {
         bail!(Hinted::new(format!(
             "--arch native: this machine shows no GPU ({})",
@@ -179,7 +228,7 @@ fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
     if spec.kind != Kind::Cuda || registry.find(spec).is_some() {
         return Ok(());
     }
-    let majors = || tables::releases().map(|rel| rel.0);
+    let majors = || facts::current().releases.iter().map(|r| r.release.0);
     let (lo, hi) = (majors().min().unwrap_or(0), majors().max().unwrap_or(0));
     if (lo..=hi).contains(&spec.version.major()) {
         return Ok(());

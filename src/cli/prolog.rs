@@ -2,6 +2,13 @@
 //! node whose active toolchains are not the locked ones fails the task, naming each
 //! difference; with `GPUENV_PROLOG_INSTALL=locked` it first installs, as `install --locked`
 //! does, a locked toolchain the node does not have, for a trusted toolchain file only.
+//!
+//! A step that runs gpuenv itself (`srun gpuenv install --locked`, `srun gpuenv link`, the
+//! doctor's `--node-report`) is never refused: those are the fixes, and gpuenv checks its
+//! own toolchains. A TaskProlog sees the task's environment and `SLURM_*`, never its argv
+//! (measured on SLURM 22.05), so on the refusing path only it asks slurmctld for the step's
+//! name (`scontrol show step`, which srun sets to the program's file name); a prolog that
+//! cannot tell refuses, as before.
 
 use anyhow::{bail, Context as _, Result};
 
@@ -16,10 +23,49 @@ use gpuenv_install::source::Choice;
 
 use super::lock::{compared_here, differences_here, load_beside, lock_path, Compared};
 
-/// The node the prolog runs on, as SLURM names it.
-pub fn node(ctx: &Context) -> &str {
-    ctx.var_nonempty(vars::SLURMD_NODENAME)
-        .unwrap_or("this node")
+/// The node the prolog runs on as a message says it: `node gpu07` (SLURM's name, escaped),
+/// or `this node` when SLURM gave none.
+pub fn node(ctx: &Context) -> String {
+    match ctx.var_nonempty(vars::SLURMD_NODENAME) {
+        Some(name) => format!("node {}", ui::printable(name)),
+        None => "this node".to_string(),
+    }
+}
+
+/// The step's name in `scontrol show step` output: the `Name=` field.
+pub fn step_name(scontrol: &str) -> Option<&str> {
+    scontrol
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("Name="))
+        .filter(|n| !n.is_empty())
+}
+
+/// Whether this task's step runs gpuenv itself: its name (the program srun started, as a
+/// file name) is `gpuenv` or this binary's file name. Asked only when the prolog would
+/// refuse the task; any failure to ask is a no.
+pub fn step_runs_gpuenv(ctx: &Context) -> bool {
+    let (Some(job), Some(step)) = (
+        ctx.var_nonempty(vars::SLURM_JOB_ID),
+        ctx.var_nonempty(vars::SLURM_STEP_ID),
+    ) else {
+        return false;
+    };
+    let Ok(out) = std::process::Command::new("scontrol")
+        .args(["show", "step", &format!("{job}.{step}")])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+    else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(name) = step_name(&text).filter(|_| out.status.success()) else {
+        return false;
+    };
+    let own = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.file_name().map(|n| n.to_string_lossy().into_owned()));
+    name == "gpuenv" || own.as_deref() == Some(name)
 }
 
 /// Whether `GPUENV_PROLOG_INSTALL` asks the prolog to install; anything but `locked` or
@@ -72,7 +118,7 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
     // A cloned project's files choose what the node downloads only once the user said so.
     if !trust::trusted_as_is(&registry, &file) {
         bail!(Hinted::new(format!(
-            "{names} is not installed on node {node}; GPUENV_PROLOG_INSTALL=locked would install it as {} names, but {} is not trusted",
+            "{names} is not installed on {node}; GPUENV_PROLOG_INSTALL=locked would install it as {} names, but {} is not trusted",
             lock.path.display(),
             file.path.display()
         ))
@@ -85,14 +131,14 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
     let mut problems = Vec::new();
     for l in missing {
         ui::info(format!(
-            "{} is not on node {node}: installing it as {} locks it",
+            "{} is not on {node}: installing it as {} locks it",
             l.name,
             lock.path.display()
         ));
         let found = super::install_locked::one(ctx, &home, &registry, l, Choice::Auto, None, false)
             .with_context(|| {
                 format!(
-                    "installing {} on node {node} as {} locks it",
+                    "installing {} on {node} as {} locks it",
                     l.name,
                     lock.path.display()
                 )
@@ -101,7 +147,7 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
     }
     if !problems.is_empty() {
         bail!(Hinted::new(format!(
-            "node {node} cannot install what {} names:\n  {}",
+            "{node} cannot install what {} names:\n  {}",
             lock.path.display(),
             problems.join("\n  ")
         ))
@@ -116,7 +162,7 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
 /// gpuenv.lock names, with each difference and the fix.
 pub fn refuse_unlocked(session: &Session, active: &ActiveSet) -> Result<()> {
     match differences_here(session, active)? {
-        Some(compared) => refuse(node(session.ctx()), compared),
+        Some(compared) => refuse(&node(session.ctx()), compared),
         None => Ok(()),
     }
 }
@@ -127,7 +173,7 @@ pub fn refuse_unlocked(session: &Session, active: &ActiveSet) -> Result<()> {
 /// differs, `Ok`, and the resolution error stands.
 pub fn refuse_unresolved(ctx: &Context) -> Result<()> {
     match compared_here(ctx)? {
-        Some(compared) => refuse(node(ctx), compared),
+        Some(compared) => refuse(&node(ctx), compared),
         None => Ok(()),
     }
 }
@@ -144,7 +190,7 @@ fn refuse(node: &str, compared: Compared) -> Result<()> {
     }
     let dir = lock.path.parent().unwrap_or(&lock.path);
     let mut err = Hinted::new(format!(
-        "node {node} does not have the toolchains {} names:\n  {}",
+        "{node} does not have the toolchains {} names:\n  {}",
         lock.path.display(),
         problems.join("\n  ")
     ));
@@ -174,4 +220,17 @@ fn refuse(node: &str, compared: Compared) -> Result<()> {
     bail!(
         err.hint("`gpuenv lock` records what is active instead, if that is what the project wants")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::step_name;
+
+    #[test]
+    fn the_step_name_is_the_name_field_of_scontrol_show_step() {
+        let out = "StepId=5.1 UserId=0 StartTime=2026-12-04T18:39:53 TimeLimit=UNLIMITED\n   State=RUNNING Partition=debug NodeList=n1\n   Nodes=1 CPUs=1 Tasks=1 Name=gpuenv Network=(null)\n";
+        assert_eq!(step_name(out), Some("gpuenv"));
+        assert_eq!(step_name("StepId=5.1 Name= Tasks=1"), None);
+        assert_eq!(step_name("slurm_load_steps error: Invalid job id"), None);
+    }
 }

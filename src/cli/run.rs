@@ -2,10 +2,11 @@ use std::ffi::OsString;
 
 use anyhow::Result;
 
-use gpuenv_core::context::Context;
+use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::session::{self, Purpose};
 use gpuenv_core::shell::quote;
+use gpuenv_core::store;
 use gpuenv_core::toolchain::Spec;
 
 /// Run a command with the environment of the given toolchains (or of those active here)
@@ -32,7 +33,22 @@ impl Args {
         let mut session = super::session(ctx)?;
         let overrides = super::parse_specs(&self.specs)?;
         let active = super::resolve_here(&mut session, &overrides, None)?;
+        super::warn_host_compiler(&active);
         session.keep_toolkit_libs(self.toolkit_libs);
+        if let Some(node) = ctx.var_nonempty(vars::SLURMD_NODENAME) {
+            // The TaskProlog lets gpuenv's own steps through, so `srun gpuenv run` refuses
+            // a tree that is not on this node itself, as the prolog would.
+            for t in &active.toolchains {
+                if let Some(problem) = store::tree_problem(&t.name, &t.entry) {
+                    return Err(store::NotOnThisNode {
+                        name: t.name.clone(),
+                        node: format!("node {node}"),
+                        problem,
+                    }
+                    .into());
+                }
+            }
+        }
         let applied = session.applied(&active, Purpose::Command)?;
         let program = &self.command[0];
         let args = self.command[1..].iter().map(OsString::from).collect();

@@ -167,7 +167,7 @@ fn show(ctx: &Context, json: bool) -> Result<()> {
     }
     println!("  torch   {}", torch.join(" "));
     for (path, date) in &loaded.older {
-        println!("  not used: {} (from {date}, older)", path.display());
+        println!("  not used: {} (from {date}, older)", ui::shown(path));
     }
     for c in &checks {
         let said = |tree: Option<String>, data: Option<String>| match (tree, data) {
@@ -212,7 +212,7 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
     let mut said = Vec::new();
 
     // NVIDIA: the first manifest of each major.minor (its GA) names the driver it ships.
-    let fetcher = super::install::fetcher(ctx, &home, offline);
+    let fetcher = super::install_from::fetcher(ctx, &home, offline)?;
     let mirror = ctx
         .var_nonempty(vars::GPUENV_CUDA_MIRROR)
         .unwrap_or(nvidia::DEFAULT_MIRROR);
@@ -315,6 +315,5 @@ fn write(path: &Path, text: &str) -> Result<()> {
     fs_err::create_dir_all(dir)?;
     fs_err::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
     fsutil::write_atomic(path, text.as_bytes())?;
-    fs_err::set_permissions(path, std::fs::Permissions::from_mode(0o644))?;
     Ok(())
 }

@@ -149,9 +149,8 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
         }
         for step in &steps {
             match step {
-                Step::Remove(p) => {
-                    fsutil::remove_all(p).with_context(|| format!("removing {}", p.display()))?
-                }
+                Step::Remove(p) => gpuenv_install::dir::remove_all(p)
+                    .with_context(|| format!("removing {}", p.display()))?,
                 Step::EditRc { path, text, .. } => edit_rc(path, text)?,
             }
         }

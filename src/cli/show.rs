@@ -103,13 +103,13 @@ impl Args {
         match &active.project {
             Some(p) if !p.held_back().is_empty() => println!(
                 "toolchain file: {} (not trusted: {} not applied)",
-                p.path.display(),
+                ui::shown(&p.path),
                 p.held_back().join(", ")
             ),
-            Some(p) => println!("toolchain file: {}", p.path.display()),
+            Some(p) => println!("toolchain file: {}", ui::shown(&p.path)),
             None => println!(
                 "toolchain file: none (looked from {} up)",
-                ctx.cwd.display()
+                ui::shown(&ctx.cwd)
             ),
         }
         if active.toolchains.is_empty() {
@@ -154,9 +154,7 @@ impl Args {
         }
         if let Some(choice) = &active.host_compiler {
             println!("host compiler: {choice}");
-            if let Some(problem) = choice.problem() {
-                ui::warn_with_hints(&problem, problem.hints());
-            }
+            super::warn_host_compiler(&active);
         }
         Ok(())
     }

@@ -9,10 +9,10 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::driver;
 use gpuenv_core::facts::{self, release_name, schema, torch_index};
+use gpuenv_core::plan::native;
 use gpuenv_core::session::Session;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui;
-use gpuenv_doctor::{native, Machine};
 
 use super::Exit;
 
@@ -148,22 +148,16 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
             )
         })
     };
-    let m = Machine {
-        root: ctx.system_root(),
-        ctx: ctx.clone(),
-    };
     let driver = match &a.driver {
         Some(d) if schema::valid_driver(d) => Some(d.clone()),
         Some(d) => anyhow::bail!(gpuenv_core::diagnostic::Hinted::new(format!(
             "--driver {d} is not a driver version"
         ))
         .hint("give it as nvidia-smi shows it, e.g. --driver 575.57.08")),
-        None => m
-            .read(driver::PROC_VERSION)
-            .and_then(|t| driver::parse_proc_version(&t)),
+        None => driver::read_proc_version(&ctx.system_root()),
     };
     let caps: Vec<String> = if a.gpus.is_empty() {
-        native::native_archs(&m).cuda
+        native::native_archs(ctx).cuda
     } else {
         a.gpus.clone()
     };

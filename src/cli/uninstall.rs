@@ -38,7 +38,7 @@ impl Args {
             ));
         }
         // Renamed away first, so the tree is gone at once however long deleting takes.
-        gpuenv_core::fsutil::remove_tree(root)?;
+        gpuenv_install::dir::remove_tree(root)?;
         ui::info(format!("uninstalled {name} (removed {})", root.display()));
         super::warn_dropped_defaults(&forgotten.dropped_defaults);
         let registry = forgotten.registry;

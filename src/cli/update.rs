@@ -64,8 +64,9 @@ pub fn outdated(
 ) -> Result<Vec<Outdated>> {
     let registry = Registry::load(home)?;
     let specs = super::parse_specs_each(names)?;
-    let fetcher = super::install::fetcher(ctx, home, false);
-    let sources = super::install::sources(ctx, &fetcher, from.source, from.manifest.as_deref())?;
+    let fetcher = super::install_from::fetcher(ctx, home, false)?;
+    let sources =
+        super::install_from::sources(ctx, &fetcher, from.source, from.manifest.as_deref())?;
     let mut releases: BTreeMap<Kind, Option<(&'static str, Vec<Version>)>> = BTreeMap::new();
     let mut out = Vec::new();
     for (name, entry) in &registry.toolchains {
@@ -156,8 +157,8 @@ impl Args {
             ui::info("every installed toolkit is on the newest patch release of its minor");
             return Ok(());
         }
-        let fetcher = super::install::fetcher(ctx, &home, false);
-        let sources = super::install::sources(
+        let fetcher = super::install_from::fetcher(ctx, &home, false)?;
+        let sources = super::install_from::sources(
             ctx,
             &fetcher,
             self.from.source,

@@ -3,6 +3,7 @@ use serde_json::json;
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::proxy::{self, Tool};
 
 use super::Exit;
 
@@ -28,22 +29,10 @@ impl Args {
         let mut session = super::session(ctx)?;
         let active = super::resolve_here(&mut session, &[], None)?;
         let home = session.home();
-        if active.toolchains.is_empty() {
-            super::print_error(
-                &Hinted::new(format!(
-                    "no toolchain is active in {} (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)",
-                    ctx.cwd.display()
-                ))
-                .hint("`gpuenv pin <spec>` pins one here, `gpuenv default <spec>` sets one everywhere")
-                .into(),
-            );
-            return Err(Exit(1).into());
-        }
-        for t in &active.toolchains {
-            let Some(path) = t.entry.tool(&self.tool) else {
-                continue;
-            };
-            if self.json {
+        // As the proxy finds it: an active toolchain's, else a system toolchain's own.
+        let found = proxy::find_tool(&self.tool, &active, session.registry());
+        let (path, out) = match found {
+            Some(Tool::Active(t, path)) => {
                 let out = json!({
                     "tool": self.tool,
                     "path": path,
@@ -54,22 +43,47 @@ impl Args {
                     "view": home.view(&t.name),
                     "reason": t.reason.to_string(),
                 });
-                println!("{}", serde_json::to_string_pretty(&out)?);
-            } else {
-                println!("{}", path.display());
+                (path, out)
             }
-            return Ok(());
+            Some(Tool::System { toolchain, program }) => {
+                let out = json!({
+                    "tool": self.tool,
+                    "path": program,
+                    "toolchain": toolchain,
+                    "reason": "a system toolchain's own program, run as it is: no toolchain of its kind is active here",
+                });
+                (program, out)
+            }
+            None if active.toolchains.is_empty() => {
+                super::print_error(
+                    &Hinted::new(format!(
+                        "no toolchain is active in {} (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)",
+                        ctx.cwd.display()
+                    ))
+                    .hint("`gpuenv pin <spec>` pins one here, `gpuenv default <spec>` sets one everywhere")
+                    .into(),
+                );
+                return Err(Exit(1).into());
+            }
+            None => {
+                let names: Vec<String> = active
+                    .toolchains
+                    .iter()
+                    .map(|t| format!("{} ({})", t.name, t.reason))
+                    .collect();
+                super::print_error(&anyhow::anyhow!(
+                    "{} is not in the active toolchain(s): {}",
+                    self.tool,
+                    names.join(", ")
+                ));
+                return Err(Exit(1).into());
+            }
+        };
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        } else {
+            println!("{}", path.display());
         }
-        let names: Vec<String> = active
-            .toolchains
-            .iter()
-            .map(|t| format!("{} ({})", t.name, t.reason))
-            .collect();
-        super::print_error(&anyhow::anyhow!(
-            "{} is not in the active toolchain(s): {}",
-            self.tool,
-            names.join(", ")
-        ));
-        Err(Exit(1).into())
+        Ok(())
     }
 }

@@ -48,10 +48,9 @@ pub fn nodes() -> Option<&'static Nodes> {
     NODES_UP
         .get_or_init(|| {
             if let Some(missing) = TOOLS.iter().find(|t| !Path::new(t).is_file()) {
-                if std::env::var("CI").as_deref() == Ok("true") {
-                    panic!("{missing} is required under CI=true (.ci/run installs slurmctld slurmd slurm-client munge)");
-                }
-                eprintln!("SKIPPED: {missing} is not installed");
+                crate::common::cannot_run(format!(
+                    "{missing} is not installed (.ci/run installs slurmctld slurmd slurm-client munge)"
+                ));
                 return None;
             }
             Some(Nodes::up())
@@ -196,5 +195,72 @@ impl Nodes {
     /// A SLURM client command (`srun`, `salloc`) with this cluster's config and a time limit.
     pub fn client(&self, program: &str) -> Command {
         client(&self.conf, program)
+    }
+}
+
+/// A real second account for a test (`useradd -M`: its home is the directory given, which
+/// the account may or may not have), named `gpuenv28b<pid>x<n>`; removed (`userdel`) when
+/// dropped, also when the test fails. `None` (skipped; a panic under CI=true) when the tests
+/// do not run as root or `useradd`/`setpriv` are missing.
+pub struct Account {
+    pub name: String,
+}
+
+impl Account {
+    pub fn new(home: &Path) -> Option<Account> {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let missing = ["/usr/sbin/useradd", "/usr/sbin/userdel", "/usr/bin/setpriv"]
+            .into_iter()
+            .find(|t| !Path::new(t).is_file());
+        if real_uid() != 0 || missing.is_some() {
+            let why = format!(
+                "a second account needs root and useradd/userdel/setpriv ({})",
+                missing.unwrap_or("not root")
+            );
+            if super::in_ci() {
+                panic!("{why}; under CI this test must run");
+            }
+            eprintln!("SKIPPED: {why}");
+            return None;
+        }
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("gpuenv28b{}x{n}", std::process::id());
+        run_ok(
+            Command::new("/usr/sbin/useradd")
+                .args(["-M", "-U", "-s", "/bin/sh", "-d"])
+                .arg(home)
+                .arg(&name),
+        );
+        Some(Account { name })
+    }
+
+    /// `program` run as this account (its own uid and group, no other groups).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new("/usr/bin/setpriv");
+        cmd.args([
+            "--reuid",
+            &self.name,
+            "--regid",
+            &self.name,
+            "--clear-groups",
+            "--",
+        ])
+        .arg(program);
+        cmd
+    }
+
+    /// Gives `path` (not what is under it) to this account.
+    pub fn owns(&self, path: &Path) {
+        run_ok(
+            Command::new("chown")
+                .arg(format!("{0}:{0}", self.name))
+                .arg(path),
+        );
+    }
+}
+
+impl Drop for Account {
+    fn drop(&mut self) {
+        let _ = Command::new("/usr/sbin/userdel").arg(&self.name).status();
     }
 }

@@ -20,7 +20,7 @@ pub fn compare(object: &Object, inputs: &Inputs) -> Vec<Finding> {
         out.push(Finding::new(
             "device-code",
             Status::Warn,
-            "no GPU code in it: no CUDA fatbinary (.nv_fatbin, __nv_relfatbin) and no HIP offload bundle (.hip_fatbin)".into(),
+            "no GPU code in it: no CUDA fatbinary (.nv_fatbin, __nv_relfatbin) and no HIP offload bundle (.hip_fatbin)",
         ));
     }
     if object.hip_compressed > 0 {
@@ -389,10 +389,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            found[1].message,
+            found[1].summary,
             "sm_86 (pinned in gpuenv.toml:3): runs SASS sm_80"
         );
-        assert_eq!(found[2].message, "no kernel image for sm_75 (pinned in gpuenv.toml:3): it has SASS sm_80, sm_90 and PTX compute_90");
+        assert_eq!(found[2].summary, "no kernel image for sm_75 (pinned in gpuenv.toml:3): it has SASS sm_80, sm_90 and PTX compute_90");
     }
 
     #[test]
@@ -417,7 +417,7 @@ mod tests {
                 ("ptx", Status::Warn)
             ]
         );
-        assert!(found[0].message.contains("compute_90 PTX"), "{found:?}");
+        assert!(found[0].summary.contains("compute_90 PTX"), "{found:?}");
     }
 
     #[test]
@@ -458,7 +458,7 @@ mod tests {
         );
         assert!(
             found[1]
-                .message
+                .summary
                 .contains("libcudart.so.12 (the CUDA 12 runtime)"),
             "{found:?}"
         );
@@ -489,7 +489,7 @@ mod tests {
             [("code-object", Status::Ok), ("code-object", Status::Error)]
         );
         assert_eq!(
-            found[1].message,
+            found[1].summary,
             "no code object for gfx942 (in PYTORCH_ROCM_ARCH): it has gfx90a, gfx940"
         );
     }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use owo_colors::OwoColorize;
+use gpuenv_core::finding::Counts;
 use serde::Serialize;
 
 use gpuenv_core::ui::printable;
@@ -90,27 +90,7 @@ pub fn render_text(report: &Report) -> String {
             "  needs:     no CUDA runtime library (linked in statically)"
         );
     }
-    for f in &report.findings {
-        let status = format!("{:<5}", f.status.as_str());
-        let status = match f.status {
-            Status::Ok => status.green().to_string(),
-            Status::Skip => status.dimmed().to_string(),
-            Status::Warn => status.yellow().bold().to_string(),
-            Status::Error => status.red().bold().to_string(),
-        };
-        let _ = writeln!(out, "{status} {}: {}", f.id, p(&f.message));
-        for h in f.hint.iter().flat_map(|h| h.lines()) {
-            let _ = writeln!(out, "      {} {}", "hint:".cyan().bold(), p(h));
-        }
-    }
-    let _ = writeln!(
-        out,
-        "{} error(s), {} warning(s), {} ok, {} skipped",
-        report.count(Status::Error),
-        report.count(Status::Warn),
-        report.count(Status::Ok),
-        report.count(Status::Skip)
-    );
+    gpuenv_core::finding::render_text(&mut out, &report.findings);
     out
 }
 
@@ -133,13 +113,6 @@ pub fn render_json(report: &Report) -> String {
     struct Compared<'a> {
         arch: String,
         source: &'a Source,
-    }
-    #[derive(Serialize)]
-    struct Counts {
-        error: usize,
-        warn: usize,
-        ok: usize,
-        skip: usize,
     }
     #[derive(Serialize)]
     struct Json<'a> {
@@ -191,12 +164,7 @@ pub fn render_json(report: &Report) -> String {
             })
             .collect(),
         findings: &report.findings,
-        summary: Counts {
-            error: report.count(Status::Error),
-            warn: report.count(Status::Warn),
-            ok: report.count(Status::Ok),
-            skip: report.count(Status::Skip),
-        },
+        summary: Counts::of(&report.findings),
     };
     let mut out = serde_json::to_string_pretty(&json).expect("the report always serializes");
     out.push('\n');

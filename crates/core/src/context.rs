@@ -18,6 +18,25 @@ pub struct NoCwd(#[source] pub std::io::Error);
 /// that is not UTF-8 (a directory named in Latin-1 on PATH) is kept exactly as it is.
 /// Variables whose *name* is not UTF-8 are left out; gpuenv never sets them, and a command
 /// it runs inherits them untouched.
+/// A yes/no variable set to something else.
+#[derive(Debug, thiserror::Error)]
+#[error("{name}={} is not a yes/no value", crate::ui::printable(value))]
+pub struct BadFlag {
+    pub name: String,
+    pub value: String,
+}
+
+impl crate::diagnostic::Diagnostic for BadFlag {
+    fn hints(&self) -> Vec<String> {
+        vec![format!(
+            "set {} to one of {} (yes) or {} (no), or unset it",
+            self.name,
+            vars::YES.join(", "),
+            vars::NO.join(", ")
+        )]
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     pub cwd: PathBuf,
@@ -26,11 +45,29 @@ pub struct Context {
 
 impl Context {
     pub fn from_process() -> Result<Context, NoCwd> {
-        let cwd = std::env::current_dir().map_err(NoCwd)?;
+        Ok(Context::at(std::env::current_dir().map_err(NoCwd)?))
+    }
+
+    fn at(cwd: PathBuf) -> Context {
         let vars = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
             .collect();
-        Ok(Context { cwd, vars })
+        Context { cwd, vars }
+    }
+
+    /// [`Context::from_process`] for the prompt hook: a working directory deleted under
+    /// the shell is the shell's `$PWD` as it still names it (resolution walks up from
+    /// there, so the toolchain of a deleted project is taken back once, not an error at
+    /// every prompt).
+    pub fn from_process_at_prompt() -> Result<Context, NoCwd> {
+        let cwd = match std::env::current_dir() {
+            Ok(cwd) => cwd,
+            Err(e) => std::env::var_os(vars::PWD)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .ok_or(NoCwd(e))?,
+        };
+        Ok(Context::at(cwd))
     }
 
     /// A value gpuenv has to understand (a spec, a number, a URL): `None` when unset or
@@ -49,14 +86,25 @@ impl Context {
         self.var(key).filter(|v| !v.is_empty())
     }
 
-    /// A yes/no variable: on when set to 1, true, yes or on (any case).
-    pub fn flag(&self, key: &str) -> bool {
-        matches!(
-            self.var_nonempty(key)
-                .map(str::to_ascii_lowercase)
-                .as_deref(),
-            Some("1" | "true" | "yes" | "on")
-        )
+    /// A yes/no variable of the registry ([`vars::YES`], [`vars::NO`], any case; unset or
+    /// empty is no). Any other value is an error: `maybe` is not taken for "no".
+    pub fn flag(&self, key: &str) -> Result<bool, BadFlag> {
+        debug_assert!(
+            vars::find(key).is_some_and(|v| v.yes_no),
+            "{key} is not a yes/no variable of facts::vars"
+        );
+        let Some(value) = self.vars.get(key).filter(|v| !v.is_empty()) else {
+            return Ok(false);
+        };
+        let word = value.to_str().map(str::to_ascii_lowercase);
+        match word.as_deref() {
+            Some(w) if vars::YES.contains(&w) => Ok(true),
+            Some(w) if vars::NO.contains(&w) => Ok(false),
+            _ => Err(BadFlag {
+                name: key.to_string(),
+                value: value.to_string_lossy().into_owned(),
+            }),
+        }
     }
 
     /// A variable naming a directory or file: set and not empty, any bytes.
@@ -86,17 +134,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_flag_is_on_only_for_the_usual_yes_words() {
+    fn a_flag_is_yes_no_or_an_error_naming_it() {
+        let var = vars::GPUENV_KEEP_ARCHIVES;
         let ctx = |value: &str| Context {
             cwd: PathBuf::from("/"),
-            vars: [("F".to_string(), OsString::from(value))].into(),
+            vars: [(var.to_string(), OsString::from(value))].into(),
         };
-        for on in ["1", "true", "YES", "On"] {
-            assert!(ctx(on).flag("F"), "{on}");
+        for on in ["1", "true", "YES", "On", "y"] {
+            assert!(ctx(on).flag(var).unwrap(), "{on}");
         }
-        for off in ["", "0", "no", "off", "2", "y", " 1", "true\n"] {
-            assert!(!ctx(off).flag("F"), "{off:?}");
+        for off in ["", "0", "no", "OFF", "False", "n"] {
+            assert!(!ctx(off).flag(var).unwrap(), "{off:?}");
         }
-        assert!(!Context::default().flag("F"));
+        assert!(!Context::default().flag(var).unwrap());
+        for bad in ["maybe", "2", " 1", "true\n"] {
+            let err = ctx(bad).flag(var).unwrap_err();
+            assert_eq!(err.value, bad);
+            assert!(
+                err.to_string().starts_with("GPUENV_KEEP_ARCHIVES="),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            ctx("\x1b]0;x").flag(var).unwrap_err().to_string(),
+            "GPUENV_KEEP_ARCHIVES=\\x1b]0;x is not a yes/no value"
+        );
     }
 }

@@ -8,17 +8,46 @@ use std::io::{Read, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` through a temp file in the same directory and a rename.
+/// Who may read what gpuenv writes: every file it keeps (in a home another user may use
+/// as an upstream, in a store, a view, a module dir) is readable by all and writable by
+/// its owner alone, whatever the umask or the temp file's own mode.
+pub const SHARED_FILE_MODE: u32 = 0o644;
+
+/// Writes `bytes` to `path` through a temp file in the same directory and a rename; the
+/// result is `rw-r--r--` ([`SHARED_FILE_MODE`]), set on the open file before the rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with_mode(path, bytes, |_| Some(SHARED_FILE_MODE))
+}
+
+/// Writes a file of the user's (a project's `gpuenv.toml` or `gpuenv.lock`) as an editor
+/// does: an existing file keeps its mode, a new one gets what the umask leaves of `rw-rw-rw-`.
+pub fn write_user_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with_mode(path, bytes, |existing| existing.map(|m| m & 0o777))
+}
+
+/// The temp file is made `rw-rw-rw-` less the umask; `mode` (given the mode of the file
+/// being replaced, if any) says what it becomes instead, set on the descriptor.
+fn write_with_mode(
+    path: &Path,
+    bytes: &[u8],
+    mode: impl FnOnce(Option<u32>) -> Option<u32>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     fs_err::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let existing = fs_err::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.permissions().mode());
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    // Keep an existing file's permissions (a user may have made it private).
-    if let Ok(meta) = fs_err::metadata(path) {
-        fs_err::set_permissions(tmp.path(), meta.permissions())?;
+    if let Some(mode) = mode(existing) {
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
+    tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
@@ -129,83 +158,6 @@ pub fn same_bytes(a: &Path, b: &Path) -> std::io::Result<bool> {
     }
 }
 
-// Trees on their way in or out sit beside where they belong: `.tmp-<key>@<random>` while
-// one is built, `.old-<key>@<pid>` while one is deleted. `@` appears in no toolchain name
-// and no digest, so the leftovers of one key never match another's (`cuda-12.4` and
-// `cuda-12.4.1`, `cuda-12.4.1` and `cuda-12.4.1-foo`). Callers make and clean them only
-// under the key's lock: whatever its holder finds was left by a process that died.
-
-fn scratch_prefix(state: &str, key: &str) -> String {
-    format!(".{state}-{key}@")
-}
-
-/// A new, empty temp dir in `dir` to build the tree `key`; removed when dropped unless kept.
-pub fn temp_dir(dir: &Path, key: &str) -> std::io::Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix(&scratch_prefix("tmp", key))
-        .tempdir_in(dir)
-}
-
-/// Removes what killed processes left in `dir` for `key`. Call it holding `key`'s lock.
-pub fn remove_leftovers(dir: &Path, key: &str) {
-    let Ok(rd) = fs_err::read_dir(dir) else {
-        return;
-    };
-    let mine = [scratch_prefix("tmp", key), scratch_prefix("old", key)];
-    for e in rd.flatten() {
-        let name = e.file_name();
-        if mine.iter().any(|p| name.to_string_lossy().starts_with(p)) {
-            let _ = remove_all(&e.path());
-        }
-    }
-}
-
-/// Removes the tree at `path` (if any) so that no reader sees it half-removed: it is first
-/// renamed to `.old-<name>@<pid>` beside itself, then deleted.
-pub fn remove_tree(path: &Path) -> std::io::Result<()> {
-    if fs_err::symlink_metadata(path).is_err() {
-        return Ok(());
-    }
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let doomed = path.with_file_name(format!(
-        "{}{}",
-        scratch_prefix("old", &name),
-        std::process::id()
-    ));
-    // One of a dead process that had our pid.
-    let _ = remove_all(&doomed);
-    fs_err::rename(path, &doomed)?;
-    remove_all(&doomed)
-}
-
-/// Deletes a file or a tree, also one whose directories were made read-only.
-pub fn remove_all(path: &Path) -> std::io::Result<()> {
-    let meta = fs_err::symlink_metadata(path)?;
-    if !meta.is_dir() {
-        return fs_err::remove_file(path);
-    }
-    match fs_err::remove_dir_all(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            writable_dirs(path)?;
-            fs_err::remove_dir_all(path)
-        }
-        other => other,
-    }
-}
-
-fn writable_dirs(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = fs_err::metadata(dir)?.permissions().mode();
-    fs_err::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700))?;
-    for e in fs_err::read_dir(dir)? {
-        let e = e?;
-        if e.file_type()?.is_dir() {
-            writable_dirs(&e.path())?;
-        }
-    }
-    Ok(())
-}
-
 /// The SHA-256 of `bytes` in hex: what identifies a file's content (a trusted toolchain
 /// file, a cached compiler's answer).
 pub fn content_hash(bytes: &[u8]) -> String {
@@ -253,6 +205,37 @@ mod tests {
         assert_eq!(fs_err::read_to_string(&victim).unwrap(), "mine");
     }
 
+    fn mode_of(p: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn state_files_are_readable_by_all_whatever_they_were() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("settings.toml");
+        write_atomic(&state, b"a").unwrap();
+        assert_eq!(mode_of(&state), 0o644);
+        // One an older gpuenv wrote private is made readable again.
+        fs_err::set_permissions(&state, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&state, b"b").unwrap();
+        assert_eq!(mode_of(&state), 0o644);
+    }
+
+    #[test]
+    fn user_files_keep_their_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gpuenv.toml");
+        fs_err::write(&file, "").unwrap();
+        for mode in [0o600, 0o664, 0o640] {
+            fs_err::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            write_user_file(&file, b"[toolchain]").unwrap();
+            assert_eq!(mode_of(&file), mode);
+        }
+    }
+
     #[test]
     fn final_target_follows_relative_and_absolute_links() {
         let dir = tempfile::tempdir().unwrap();
@@ -288,35 +271,5 @@ mod tests {
         assert_eq!(line_col(text, 0), (1, 1));
         assert_eq!(line_col(text, 3), (2, 2));
         assert_eq!(line_col(text, 5), (3, 1));
-    }
-
-    #[test]
-    fn leftovers_of_one_name_never_match_a_longer_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let mine = temp_dir(dir.path(), "cuda-12.4").unwrap().keep();
-        let longer = temp_dir(dir.path(), "cuda-12.4.1").unwrap().keep();
-        let labelled = temp_dir(dir.path(), "cuda-12.4-foo").unwrap().keep();
-        remove_leftovers(dir.path(), "cuda-12.4");
-        assert!(!mine.exists());
-        assert!(
-            longer.exists() && labelled.exists(),
-            "another toolchain's temp dir was removed"
-        );
-    }
-
-    #[test]
-    fn a_read_only_tree_is_removed() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let tree = dir.path().join("t");
-        fs_err::create_dir_all(tree.join("a/b")).unwrap();
-        fs_err::write(tree.join("a/b/f"), "x").unwrap();
-        for d in ["a/b", "a", ""] {
-            let p = tree.join(d);
-            fs_err::set_permissions(&p, std::fs::Permissions::from_mode(0o555)).unwrap();
-        }
-        remove_tree(&tree).unwrap();
-        assert!(!tree.exists());
-        assert_eq!(fs_err::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Layers, bottom to top; a module imports only its own layer and those below
 //! (tests/core_layers.rs checks it): the base utilities at the root (`diagnostic`, `ui`,
-//! `fsutil`, `outside` (every read of a file gpuenv did not write), `named`, `passwd`, `path_list`, `pathpart`, `quote`, `ask`), then `facts`, `context` (the process handle),
+//! `fsutil`, `outside` (every read of a file gpuenv did not write), `named`, `passwd`, `path_list`, `pathpart`, `quote`, `stamp`, `ask`), then `facts`, `context` (the process handle),
 //! `store`, `project`, `plan`, `edges`.
 
 /// The project's home; messages link into its `docs/` from here (the one place naming it).
@@ -14,6 +14,7 @@ pub mod context;
 pub mod diagnostic;
 pub mod edges;
 pub mod facts;
+pub mod finding;
 pub mod fsutil;
 pub mod named;
 pub mod outside;
@@ -23,15 +24,16 @@ pub mod pathpart;
 pub mod plan;
 pub mod project;
 pub mod quote;
+pub mod stamp;
 pub mod store;
-#[doc(hidden)]
-pub mod test_support;
+#[cfg(test)]
+mod test_support;
 pub mod ui;
 
 // The crate's public paths stay flat for the crates that use it; inside the core, code
 // names the layer (`crate::plan::resolve`).
 pub use edges::{hints, module_export, proxy, session, shell};
-pub use facts::{cuda_tables, driver};
+pub use facts::driver;
 pub use plan::{
     auto_install, build_cache, env, guard, host_compiler, install_hint, module, resolve, stale,
 };

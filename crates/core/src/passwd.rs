@@ -55,9 +55,17 @@ pub fn describe_uid(uid: u32) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn the_running_account_has_a_home() {
+    fn the_running_account_has_its_home_from_the_password_database() {
         let home = super::account_home().expect("this account is in the password database");
-        assert!(home.is_absolute(), "{}", home.display());
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let entry = std::process::Command::new("getent")
+            .args(["passwd", &uid.to_string()])
+            .output()
+            .expect("getent runs");
+        let entry = String::from_utf8(entry.stdout).unwrap();
+        let dir = entry.trim_end().split(':').nth(5).expect("a passwd line");
+        assert_eq!(home, std::path::Path::new(dir), "{entry}");
     }
 
     #[test]

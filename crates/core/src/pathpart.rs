@@ -29,7 +29,7 @@ pub fn part<'a>(what: &'static str, value: &'a str) -> Result<&'a str, UnsafePar
     };
     Err(UnsafePart {
         what,
-        value: value.escape_debug().to_string(),
+        value: crate::ui::value(value),
         why,
     })
 }

@@ -40,6 +40,31 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// How much of a value from outside (a server's string, a manifest's field) a message shows.
+pub const MAX_SHOWN: usize = 300;
+
+/// A value from outside inside a message: escaped as [`printable`] does, a newline too (it
+/// cannot start a line of its own, such as a forged `hint:`), and cut to [`MAX_SHOWN`]
+/// characters with what was left out said. The one function messages show such values by.
+pub fn value(text: &str) -> String {
+    let mut chars = text.char_indices();
+    let cut = chars.nth(MAX_SHOWN).map(|(at, _)| at);
+    match cut {
+        None => printable(text).into_owned(),
+        Some(at) => format!(
+            "{}… ({} more bytes)",
+            printable(&text[..at]),
+            text.len() - at
+        ),
+    }
+}
+
+/// A path as a person reads it on stdout (`cache size`, `show`): control characters, a
+/// newline too, escaped as in every message.
+pub fn shown(path: &std::path::Path) -> String {
+    printable(&path.to_string_lossy()).into_owned()
+}
+
 /// A path as one word of a command to copy: as it is when only safe characters make it,
 /// else single-quoted, then made printable.
 pub fn shell_word(path: &std::path::Path) -> String {
@@ -259,6 +284,15 @@ mod tests {
             "\\x1b]52;c;aGk=\\x07x\\ny\\x9b"
         );
         assert_eq!(printable("a\u{202e}b"), "a\\u{202e}b");
+        let long = format!("x\ny{}", "z".repeat(1000));
+        let shown = value(&long);
+        assert!(shown.starts_with("x\\ny"), "{shown}");
+        assert!(
+            shown.ends_with(&format!("… ({} more bytes)", long.len() - MAX_SHOWN)),
+            "{shown}"
+        );
+        assert!(!shown.contains('\n'));
+        assert_eq!(value("é\u{1b}"), "é\\x1b");
     }
 
     #[derive(Debug, thiserror::Error)]

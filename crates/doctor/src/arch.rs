@@ -4,9 +4,8 @@
 
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
 use gpuenv_core::context::vars;
-use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::facts::arch::{self, CudaArch, ListEntry, Problem};
-use gpuenv_core::facts::{self, lookup, Coverage};
+use gpuenv_core::facts::{self, lookup, release_name, Coverage};
 use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui::printable;
@@ -35,7 +34,7 @@ pub fn gpu_visible(m: &Machine) -> bool {
 
 pub fn run(inputs: &Inputs) -> Finding {
     let Some(t) = inputs.active(Kind::Cuda) else {
-        return Finding::skip(CHECK, "no CUDA toolchain is active here");
+        return CHECK.skip("no CUDA toolchain is active here");
     };
     let m = &inputs.machine;
     let mut notes = Notes::default();
@@ -67,10 +66,8 @@ pub fn run(inputs: &Inputs) -> Finding {
             );
         }
         if !cuda_torch {
-            return Finding::skip(
-                CHECK,
-                "no arch list and no GPU visible, but no CUDA torch either to trip over it",
-            );
+            return CHECK
+                .skip("no arch list and no GPU visible, but no CUDA torch either to trip over it");
         }
         notes.problem(
             Status::Warn,
@@ -87,7 +84,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         .and_then(|nvcc| facts::tree::gpu_archs(&nvcc, &inputs.home.tree_facts()));
     let (targets, exact, rel, release): (&[u32], bool, String, (u64, u64)) = match (
         &from_tree,
-        tables::sm_archs(&t.entry.version),
+        lookup::archs(facts::current(), t.entry.version.release()).known(),
     ) {
         (Some(archs), _) => {
             notes.seen(format!(
@@ -124,7 +121,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 Coverage::Newer(u) => format!("{u}; run `{}`", facts::REFRESH),
                 _ => format!("gpuenv's data does not cover CUDA {}", t.entry.version),
             };
-            return Finding::skip(CHECK, why);
+            return CHECK.skip(why);
         }
     };
     let (lo, hi) = (targets[0], targets[targets.len() - 1]);

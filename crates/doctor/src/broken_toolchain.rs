@@ -20,7 +20,7 @@ pub fn is_about_the_tree(p: &Problem) -> bool {
 pub fn run(inputs: &Inputs) -> Finding {
     let registered = inputs.registry.toolchains.len();
     if registered == 0 {
-        return Finding::skip(CHECK, "no toolchain is registered");
+        return CHECK.skip("no toolchain is registered");
     }
     let mut notes = Notes::default();
     for p in store::health(&inputs.home, &inputs.registry) {

@@ -83,13 +83,10 @@ pub fn run(inputs: &Inputs) -> Finding {
     let dir = inputs.machine.cwd();
     let caches = find(dir);
     if inputs.active.toolchains.is_empty() {
-        return Finding::skip(
-            CHECK,
-            format!(
-                "no toolchain is active here to compare {} CMakeCache.txt with",
-                caches.len()
-            ),
-        );
+        return CHECK.skip(format!(
+            "no toolchain is active here to compare {} CMakeCache.txt with",
+            caches.len()
+        ));
     }
     let mut notes = Notes::default();
     for path in &caches {

@@ -84,7 +84,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         Err(why) => {
             notes.seen(format!("libcuda {compat} from {dir}"));
             return match notes.is_clean() {
-                true => Finding::skip(CHECK, format!("libcuda {compat} from {dir} is first on LD_LIBRARY_PATH; the kernel driver cannot be compared: {why}")),
+                true => CHECK.skip(format!("libcuda {compat} from {dir} is first on LD_LIBRARY_PATH; the kernel driver cannot be compared: {why}")),
                 false => notes.finish(CHECK, ""),
             };
         }

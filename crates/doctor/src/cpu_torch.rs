@@ -55,7 +55,7 @@ pub fn wheel_index(kind: Kind, v: &Version) -> Option<String> {
 pub fn run(inputs: &Inputs) -> Finding {
     let torch = match &inputs.torch {
         Ok(t) => t,
-        Err(why) => return Finding::skip(CHECK, why.to_string()),
+        Err(why) => return CHECK.skip(why.to_string()),
     };
     let mut notes = Notes::default();
     let label = torch.label();

@@ -3,9 +3,8 @@
 //! (proprietary and open kernel modules word it differently), else from `nvidia-smi`.
 
 use super::{Check, Finding, Inputs, Machine, Notes, RunError, Status};
-use gpuenv_core::cuda_tables::{self as tables, release_name};
 use gpuenv_core::driver::{parse_nvidia_smi, parse_proc_version, PROC_VERSION};
-use gpuenv_core::facts::{self, lookup};
+use gpuenv_core::facts::{self, lookup, release_name};
 use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::{Kind, Version};
 
@@ -65,7 +64,7 @@ pub fn read_driver(m: &Machine) -> Result<Driver, NoDriver> {
 pub fn run(inputs: &Inputs) -> Finding {
     let driver = match read_driver(&inputs.machine) {
         Ok(d) => d,
-        Err(why) => return Finding::skip(CHECK, why.to_string()),
+        Err(why) => return CHECK.skip(why.to_string()),
     };
     // What needs the driver: each active toolkit, and the CUDA runtime torch bundles.
     let mut needs: Vec<(String, Version)> = Vec::new();
@@ -78,7 +77,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         }
     }
 
-    let newest = tables::newest_cuda_for_driver(&driver.version);
+    let newest = lookup::newest_cuda_for_driver(facts::current(), &driver.version.to_string());
     let runs = newest.map_or("no CUDA release gpuenv knows".to_string(), |r| {
         format!("CUDA up to {}", release_name(r))
     });
@@ -89,7 +88,10 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
     let mut fine = Vec::new();
     for (what, cuda) in &needs {
-        let Some(need) = tables::driver_need(cuda) else {
+        let Some(need) = lookup::driver_need(facts::current(), cuda.release())
+            .ok()
+            .flatten()
+        else {
             let data = facts::current();
             let release = (cuda.major(), cuda.minor().unwrap_or(0));
             let Err(unknown) = lookup::driver_need(data, release) else {

@@ -7,9 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{Check, Finding, Inputs, Machine, Notes, Status};
-use gpuenv_core::cuda_tables::{self as tables, release_name, GccRange};
 use gpuenv_core::diagnostic::Diagnostic;
-use gpuenv_core::facts;
+use gpuenv_core::facts::{self, lookup, release_name, GccRange};
 use gpuenv_core::host_compiler::{parse_gcc_version, user_choice, Choice, HostCompilerProblem};
 use gpuenv_core::install_hint;
 use gpuenv_core::toolchain::Kind;
@@ -87,7 +86,7 @@ fn install_gxx(m: &Machine) -> String {
 
 pub fn run(inputs: &Inputs) -> Finding {
     let Some(t) = inputs.active(Kind::Cuda) else {
-        return Finding::skip(CHECK, "no CUDA toolchain is active here");
+        return CHECK.skip("no CUDA toolchain is active here");
     };
     let m = &inputs.machine;
     let chosen = host_compiler(m, inputs.active.host_compiler.as_ref());
@@ -108,7 +107,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             ),
         );
         notes.hint(install_gxx(m));
-        if let Some(row) = tables::host_gcc(&t.entry.version) {
+        if let Some(row) = lookup::gcc(facts::current(), t.entry.version.release()).known() {
             notes.hint(format!(
                 "CUDA {} supports gcc <= {}: if your distribution's g++ is newer, install g++-{} and build with `export NVCC_PREPEND_FLAGS='-ccbin g++-{}'`",
                 release_name(row.release),
@@ -121,9 +120,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
     let (cc, from) = match chosen {
         Ok(Some(found)) => found,
-        Ok(None) => {
-            return Finding::skip(CHECK, "no host compiler found (no gcc on PATH, no -ccbin)")
-        }
+        Ok(None) => return CHECK.skip("no host compiler found (no gcc on PATH, no -ccbin)"),
         Err(problem) => {
             let mut notes = Notes::default();
             notes.problem(Status::Error, problem.to_string());
@@ -140,19 +137,19 @@ pub fn run(inputs: &Inputs) -> Finding {
     // Once per doctor run, its cost does not matter.
     let text = match m.run(&cc, &["--version"]) {
         Ok(t) => t,
-        Err(e) => return Finding::skip(CHECK, e.to_string()),
+        Err(e) => return CHECK.skip(e.to_string()),
     };
     let Some(version) = parse_gcc_version(&text) else {
-        return Finding::skip(
-            CHECK,
-            format!("{} is not GCC; only GCC ranges are checked", cc.display()),
-        );
+        return CHECK.skip(format!(
+            "{} is not GCC; only GCC ranges are checked",
+            cc.display()
+        ));
     };
     let cuda = &t.entry.version;
     let header = t.entry.include_dir.join(facts::tree::HOST_CONFIG);
     let (range, exact, rel) = match (
         facts::tree::gcc_max(&t.entry.include_dir),
-        tables::host_gcc(cuda),
+        lookup::gcc(facts::current(), cuda.release()).known(),
     ) {
         (Some(max), row) => (
             GccRange {
@@ -165,10 +162,10 @@ pub fn run(inputs: &Inputs) -> Finding {
         (None, Some(row)) => (*row.value, row.exact, release_name(row.release)),
         (None, None) => {
             let why = match gpuenv_core::host_compiler::gcc_range(cuda, None) {
-                Err(why) => why,
+                Err(why) => why.to_string(),
                 Ok(_) => format!("gpuenv's data does not cover CUDA {cuda}"),
             };
-            return Finding::skip(CHECK, why);
+            return CHECK.skip(why);
         }
     };
     let mut notes = Notes::default();
@@ -202,7 +199,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             "install g++-{max} and build with it: export NVCC_PREPEND_FLAGS='-ccbin g++-{max}' (CMake: CUDAHOSTCXX=g++-{max})",
             max = range.max
         ));
-        if let Some(newer) = tables::first_cuda_for_gcc(major) {
+        if let Some(newer) = lookup::first_cuda_for_gcc(facts::current(), major) {
             let newer = release_name(newer);
             notes.hint(format!(
                 "or use a toolkit that supports gcc {major}: {} and `gpuenv pin cuda-{newer}`",
@@ -235,12 +232,18 @@ pub fn run(inputs: &Inputs) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpuenv_core::test_support::captured;
+
+    /// A captured real output in tests/captured.
+    fn captured(name: &str) -> String {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/captured");
+        fs_err::read_to_string(format!("{dir}/{name}")).unwrap()
+    }
 
     #[test]
     fn the_captured_nvcc_error_names_the_table_limit() {
         let text = captured("gcc12-vs-cuda11.8-error.txt");
-        let max = tables::host_gcc(&"11.8.89".parse().unwrap())
+        let max = lookup::gcc(facts::current(), (11, 8))
+            .known()
             .unwrap()
             .value
             .max;

@@ -10,13 +10,13 @@ pub mod cpu_torch;
 pub mod driver;
 pub mod host_compiler;
 pub mod machine;
-pub mod native;
 pub mod nccl;
 pub mod nodes;
 pub mod nvidia_wheels;
 pub mod python;
 pub mod rocm;
 pub mod shadowed;
+pub mod shared_cache;
 pub mod shm;
 pub mod slurm;
 pub mod stale_path;
@@ -26,7 +26,6 @@ pub mod torch_match;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use owo_colors::OwoColorize;
 use serde::Serialize;
 
 use gpuenv_core::guard::{LocateError, TorchVersion};
@@ -39,26 +38,8 @@ use gpuenv_core::ui::{self, printable};
 
 pub use machine::{Machine, RunError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Ok,
-    /// The check cannot decide here (no driver, no torch, not applicable).
-    Skip,
-    Warn,
-    Error,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Skip => "skip",
-            Status::Warn => "warn",
-            Status::Error => "error",
-        }
-    }
-}
+use gpuenv_core::finding::Counts;
+pub use gpuenv_core::finding::{Finding, Status};
 
 /// A check's stable identity: the failure mode (docs/failure-modes.md) it diagnoses.
 #[derive(Debug, Clone, Copy)]
@@ -74,24 +55,12 @@ impl Check {
     pub fn docs(&self) -> String {
         match self.id.strip_prefix("FM-") {
             Some(n) => format!("docs/failure-modes.md#fm-{n}-{}", self.name),
+            None if self.id == shared_cache::CHECK.id => {
+                "docs/clusters.md#the-shared-compiler-cache".to_string()
+            }
             None => "docs/design.md#resolution".to_string(),
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    pub id: &'static str,
-    pub name: &'static str,
-    pub status: Status,
-    /// What the check saw, in one line.
-    pub summary: String,
-    /// Everything behind the summary: each problem, and what was looked at.
-    pub details: Vec<String>,
-    /// The exact command or setting that fixes it (one way out per line).
-    pub hint: Option<String>,
-    /// The section of the docs about this failure mode.
-    pub docs: String,
 }
 
 /// Collects what a check saw and turns it into one finding: the worst problem sets the
@@ -153,22 +122,18 @@ impl Notes {
             summary,
             details,
             hint: (status > Status::Skip && !self.hints.is_empty()).then(|| self.hints.join("\n")),
-            docs: check.docs(),
+            docs: Some(check.docs()),
         }
     }
 }
 
-impl Finding {
-    pub fn skip(check: Check, why: impl Into<String>) -> Finding {
-        Finding {
-            id: check.id,
-            name: check.name,
-            status: Status::Skip,
-            summary: why.into(),
-            details: Vec::new(),
-            hint: None,
-            docs: check.docs(),
-        }
+impl Check {
+    /// The finding of a check that cannot decide here, and why.
+    pub fn skip(self, why: impl Into<String>) -> Finding {
+        let mut f = Finding::new(self.id, Status::Skip, why);
+        f.name = self.name;
+        f.docs = Some(self.docs());
+        f
     }
 }
 
@@ -239,6 +204,7 @@ pub fn run_all(inputs: &Inputs) -> Vec<Finding> {
         compat::run(inputs),
         torch_kernels::run(inputs),
         nvidia_wheels::run(inputs),
+        shared_cache::run(inputs),
     ]
 }
 
@@ -279,9 +245,7 @@ fn active_set(inputs: &Inputs) -> Finding {
         return notes.finish(ACTIVE_SET, "");
     }
     if inputs.active.toolchains.is_empty() && notes.is_clean() {
-        return Finding::skip(
-            ACTIVE_SET,
-            "no toolchain is active here (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)",
+        return ACTIVE_SET.skip("no toolchain is active here (no GPUENV_TOOLCHAIN, no gpuenv.toml from here up, no default)",
         );
     }
     let names: Vec<String> = inputs
@@ -324,49 +288,14 @@ pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
     // Findings quote PATH entries, file contents and tool output: shown without raw
     // control characters.
-    let p = |s: &str| printable(s).into_owned();
-    let _ = writeln!(out, "gpuenv doctor: {}", p(&report.dir.to_string_lossy()));
-    for f in &report.findings {
-        let status = format!("{:<5}", f.status.as_str());
-        let status = match f.status {
-            Status::Ok => status.green().to_string(),
-            Status::Skip => status.dimmed().to_string(),
-            Status::Warn => status.yellow().bold().to_string(),
-            Status::Error => status.red().bold().to_string(),
-        };
-        let _ = writeln!(out, "{status} {} {}: {}", f.id, f.name, p(&f.summary));
-        if f.status >= Status::Warn {
-            for d in &f.details {
-                let _ = writeln!(out, "        {}", p(d));
-            }
-        }
-        for h in f.hint.iter().flat_map(|h| h.lines()) {
-            let _ = writeln!(out, "      {} {}", "hint:".cyan().bold(), p(h));
-        }
-        if f.status >= Status::Warn {
-            let _ = writeln!(out, "      {} {}", "see:".dimmed(), f.docs);
-        }
-    }
-    let _ = writeln!(
-        out,
-        "{} error(s), {} warning(s), {} ok, {} skipped",
-        report.count(Status::Error),
-        report.count(Status::Warn),
-        report.count(Status::Ok),
-        report.count(Status::Skip)
-    );
+    let dir = printable(&report.dir.to_string_lossy()).into_owned();
+    let _ = writeln!(out, "gpuenv doctor: {dir}");
+    gpuenv_core::finding::render_text(&mut out, &report.findings);
     out
 }
 
 /// The report for machines: the same findings as typed data, fields in a stable order.
 pub fn render_json(report: &Report) -> String {
-    #[derive(Serialize)]
-    struct Counts {
-        error: usize,
-        warn: usize,
-        ok: usize,
-        skip: usize,
-    }
     #[derive(Serialize)]
     struct Json<'a> {
         dir: &'a Path,
@@ -376,12 +305,7 @@ pub fn render_json(report: &Report) -> String {
     let json = Json {
         dir: &report.dir,
         findings: &report.findings,
-        summary: Counts {
-            error: report.count(Status::Error),
-            warn: report.count(Status::Warn),
-            ok: report.count(Status::Ok),
-            skip: report.count(Status::Skip),
-        },
+        summary: Counts::of(&report.findings),
     };
     let mut out = serde_json::to_string_pretty(&json).expect("findings always serialize");
     out.push('\n');

@@ -4,11 +4,10 @@
 
 use gpuenv_core::context::vars;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use gpuenv_core::ask::{self, AskError};
 use gpuenv_core::context::Context;
 use gpuenv_core::guard;
+use gpuenv_core::plan::native;
 
 #[derive(Debug, Clone)]
 pub struct Machine {
@@ -18,19 +17,7 @@ pub struct Machine {
     pub ctx: Context,
 }
 
-/// Why a tool gave no output to read.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// It could not be started, or did not answer in time (`gpuenv_core::ask`).
-    #[error(transparent)]
-    Ask(#[from] AskError),
-    #[error("`{command}` exited with {status}: {output}")]
-    Failed {
-        command: String,
-        status: std::process::ExitStatus,
-        output: String,
-    },
-}
+pub use gpuenv_core::plan::native::RunError;
 
 impl Machine {
     /// `abs` (an absolute system path such as `/proc/mounts`) under the root.
@@ -70,28 +57,9 @@ impl Machine {
         Some(self.run(&path, args))
     }
 
-    /// Runs `program` with the machine's environment (and nothing else), returning stdout
-    /// and stderr together. A non-zero exit is an error carrying the output; a tool that
-    /// hangs (nvidia-smi on a wedged driver does) is stopped at `ask`'s deadline.
+    /// Runs `program` with the machine's environment (see [`native::run`]).
     pub fn run(&self, program: &Path, args: &[&str]) -> Result<String, RunError> {
-        let answer = ask::output(
-            Command::new(program)
-                .args(args)
-                .env_clear()
-                .envs(&self.ctx.vars)
-                .current_dir(&self.ctx.cwd),
-        )?;
-        let text = answer.text();
-        if answer.status.success() {
-            Ok(text)
-        } else {
-            let shown = format!("{} {}", program.display(), args.join(" "));
-            Err(RunError::Failed {
-                command: shown.trim().to_string(),
-                status: answer.status,
-                output: text.trim().to_string(),
-            })
-        }
+        native::run(&self.ctx, program, args)
     }
 }
 

@@ -100,7 +100,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     check_vars(inputs, &mut notes);
     let torch = match &inputs.torch {
         Ok(t) => t,
-        Err(why) if notes.is_clean() => return Finding::skip(CHECK, why.to_string()),
+        Err(why) if notes.is_clean() => return CHECK.skip(why.to_string()),
         Err(_) => return notes.finish(CHECK, ""),
     };
     let kind = if torch.hip.is_some() {
@@ -108,13 +108,10 @@ pub fn run(inputs: &Inputs) -> Finding {
     } else if torch.cuda.is_some() {
         Kind::Cuda
     } else if notes.is_clean() {
-        return Finding::skip(
-            CHECK,
-            format!(
-                "torch {} is CPU-only, so it uses no NCCL (FM-03 says whether that is a problem)",
-                torch.label()
-            ),
-        );
+        return CHECK.skip(format!(
+            "torch {} is CPU-only, so it uses no NCCL (FM-03 says whether that is a problem)",
+            torch.label()
+        ));
     } else {
         return notes.finish(CHECK, "");
     };

@@ -197,8 +197,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         }
     }
     if !torch_seen && notes.is_clean() {
-        return Finding::skip(
-            CHECK,
+        return CHECK.skip(
             "no torch distribution (torch-*.dist-info) in the active Python environment",
         );
     }

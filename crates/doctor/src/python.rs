@@ -35,7 +35,7 @@ fn shebang_interpreter(script: &Path) -> Option<PathBuf> {
 pub fn run(inputs: &Inputs) -> Finding {
     let m = &inputs.machine;
     let Some(python) = m.which("python3").or_else(|| m.which("python")) else {
-        return Finding::skip(CHECK, "no python3 on PATH");
+        return CHECK.skip("no python3 on PATH");
     };
     let py_prefix = prefix_of(&python);
     let mut notes = Notes::default();

@@ -16,21 +16,7 @@ pub const CHECK: Check = Check {
 
 const HEADER: &str = "hip/hip_runtime.h";
 
-/// The gfx names of the GPU agents in `rocminfo` output (`Name:  gfx90a`), in order, once
-/// each. ISA lines (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`) and CPU agents are not GPUs.
-pub fn parse_rocminfo(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let Some(name) = line.trim().strip_prefix("Name:") else {
-            continue;
-        };
-        let name = name.trim();
-        if RocmTarget::parse(name).is_ok() && !out.iter().any(|n| n == name) {
-            out.push(name.to_string());
-        }
-    }
-    out
-}
+pub use gpuenv_core::plan::native::parse_rocminfo;
 
 /// `gfx90a:xnack-` and `gfx90a` target the same GPU.
 fn base(arch: &str) -> String {
@@ -42,7 +28,7 @@ fn base(arch: &str) -> String {
 
 pub fn run(inputs: &Inputs) -> Finding {
     let Some(t) = inputs.active(Kind::Rocm) else {
-        return Finding::skip(CHECK, "no ROCm toolchain is active here");
+        return CHECK.skip("no ROCm toolchain is active here");
     };
     let m = &inputs.machine;
     let mut notes = Notes::default();

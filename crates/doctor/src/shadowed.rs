@@ -25,16 +25,11 @@ pub fn run(inputs: &Inputs) -> Finding {
     let wheels = runtime::wheel_libs(&prefixes);
     if wheels.is_empty() {
         let shown: Vec<String> = prefixes.iter().map(|p| p.display().to_string()).collect();
-        return Finding::skip(
-            CHECK,
-            match shown.is_empty() {
-                true => {
-                    "no Python environment found (no VIRTUAL_ENV, CONDA_PREFIX or python3 on PATH)"
-                        .to_string()
-                }
-                false => format!("no NVIDIA CUDA wheels in {}", shown.join(", ")),
-            },
-        );
+        return CHECK.skip(match shown.is_empty() {
+            true => "no Python environment found (no VIRTUAL_ENV, CONDA_PREFIX or python3 on PATH)"
+                .to_string(),
+            false => format!("no NVIDIA CUDA wheels in {}", shown.join(", ")),
+        });
     }
     let mut notes = Notes::default();
     let mut seen: Vec<PathBuf> = Vec::new();

@@ -73,16 +73,11 @@ fn human(bytes: u64) -> String {
 pub fn run(inputs: &Inputs) -> Finding {
     let m = &inputs.machine;
     let Some(why) = container(m) else {
-        return Finding::skip(
-            CHECK,
-            "not in a container (no /.dockerenv, /run/.containerenv or container cgroup): /dev/shm is the host's",
+        return CHECK.skip("not in a container (no /.dockerenv, /run/.containerenv or container cgroup): /dev/shm is the host's",
         );
     };
     let Some(size) = m.read("/proc/mounts").as_deref().and_then(shm_size) else {
-        return Finding::skip(
-            CHECK,
-            "in a container, but /proc/mounts has no /dev/shm to size",
-        );
+        return CHECK.skip("in a container, but /proc/mounts has no /dev/shm to size");
     };
     let mut notes = Notes::default();
     notes.seen(format!("in a container: {why}"));

@@ -26,7 +26,7 @@ pub fn export_drops_env(value: &str) -> bool {
 pub fn run(inputs: &Inputs) -> Finding {
     let m = &inputs.machine;
     let Some(job) = m.var(vars::SLURM_JOB_ID) else {
-        return Finding::skip(CHECK, "not in a SLURM job (SLURM_JOB_ID is unset)");
+        return CHECK.skip("not in a SLURM job (SLURM_JOB_ID is unset)");
     };
     let node = m.var(vars::SLURMD_NODENAME).unwrap_or("this node");
     let mut notes = Notes::default();

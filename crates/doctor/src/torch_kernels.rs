@@ -7,7 +7,9 @@ use std::path::Path;
 
 use fs_err::os::unix::fs::OpenOptionsExt as _;
 
-use super::{native, Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::plan::native;
+
+use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_audit::arch::CudaArch;
 use gpuenv_audit::fatbin::ImageKind;
 use gpuenv_core::facts::{self, torch_index};
@@ -20,36 +22,46 @@ pub const CHECK: Check = Check {
 
 /// Reads an object without following it into a FIFO or a device: opened without blocking,
 /// a regular file only.
-pub fn read_object(path: &Path) -> Result<gpuenv_audit::Object, String> {
+pub fn read_object(path: &Path) -> Result<gpuenv_audit::Object, ObjectError> {
     let file = fs_err::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| fsutil::io_reason(&e))?;
-    let meta = file.metadata().map_err(|e| fsutil::io_reason(&e))?;
+        .open(path)?;
+    let meta = file.metadata()?;
     if let Some(what) = fsutil::not_regular(&meta) {
-        return Err(format!("it is {what}, not a library"));
+        return Err(ObjectError::NotRegular(what));
     }
-    gpuenv_audit::read_file(file.into_parts().0).map_err(|e| e.to_string())
+    Ok(gpuenv_audit::read_file(file.into_parts().0)?)
+}
+
+/// Why torch's library could not be read as an object.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    #[error("{}", fsutil::io_reason(.0))]
+    Io(#[from] std::io::Error),
+    #[error("it is {0}, not a library")]
+    NotRegular(&'static str),
+    #[error(transparent)]
+    Audit(#[from] gpuenv_audit::AuditError),
 }
 
 pub fn run(inputs: &Inputs) -> Finding {
     let torch = match &inputs.torch {
         Ok(t) if t.cuda.is_some() => t,
-        Ok(_) => return Finding::skip(CHECK, "the active Python's torch is not a CUDA build"),
-        Err(e) => return Finding::skip(CHECK, format!("no torch to check: {e}")),
+        Ok(_) => return CHECK.skip("the active Python's torch is not a CUDA build"),
+        Err(e) => return CHECK.skip(format!("no torch to check: {e}")),
     };
-    let found = native::native_archs(&inputs.machine);
+    let found = native::native_archs(&inputs.machine.ctx);
     let gpus: Vec<CudaArch> = found
         .cuda
         .iter()
         .filter_map(|a| CudaArch::parse_any(a).ok())
         .collect();
     if gpus.is_empty() {
-        return Finding::skip(
-            CHECK,
-            format!("no NVIDIA GPU found here ({})", found.asked.join("; ")),
-        );
+        return CHECK.skip(format!(
+            "no NVIDIA GPU found here ({})",
+            found.asked.join("; ")
+        ));
     }
     let lib = torch.dir.join("lib/libtorch_cuda.so");
     let object = match read_object(&lib) {

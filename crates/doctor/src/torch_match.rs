@@ -21,16 +21,14 @@ pub const CHECK: Check = Check {
 pub fn run(inputs: &Inputs) -> Finding {
     let torch = match &inputs.torch {
         Ok(t) => t,
-        Err(why) => return Finding::skip(CHECK, why.to_string()),
+        Err(why) => return CHECK.skip(why.to_string()),
     };
     let kind = if torch.hip.is_some() {
         Kind::Rocm
     } else if torch.cuda.is_some() {
         Kind::Cuda
     } else {
-        return Finding::skip(
-            CHECK,
-            format!(
+        return CHECK.skip(format!(
                 "torch {} is CPU-only, so no compiler can mismatch it (FM-03 says whether that is a problem)",
                 torch.label()
             ),
@@ -173,9 +171,7 @@ fn unmanaged(
 ) -> Finding {
     let label = torch.label();
     let Some((path, which)) = compiler_torch_would_use(inputs, kind) else {
-        return Finding::skip(
-            CHECK,
-            format!(
+        return CHECK.skip(format!(
                 "torch {label} is a {kind} build, but no {kind} toolchain is active and no {} is reachable to compare",
                 kind.compiler()
             ),
@@ -183,17 +179,14 @@ fn unmanaged(
     };
     let text = match inputs.machine.run(&path, &["--version"]) {
         Ok(text) => text,
-        Err(e) => return Finding::skip(CHECK, e.to_string()),
+        Err(e) => return CHECK.skip(e.to_string()),
     };
     let parsed = match kind {
         Kind::Cuda => detect::parse_nvcc_version(&text),
         Kind::Rocm => detect::parse_hip_version(&text),
     };
     let Some(version) = parsed else {
-        return Finding::skip(
-            CHECK,
-            format!("`{} --version` printed no version", path.display()),
-        );
+        return CHECK.skip(format!("`{} --version` printed no version", path.display()));
     };
     notes.seen(format!("{which}: {} ({kind} {version})", path.display()));
     if let Verdict::Mismatch { torch: built } = guard::compare(kind, &version, torch, rule) {

@@ -14,7 +14,6 @@ use super::{components_of, fetch_all, finish_tree, lock_toolchain, seal, writabl
 use crate::fetch::Fetcher;
 use crate::source::components::recorded;
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::fsutil;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::detect;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
@@ -53,8 +52,8 @@ pub fn add(
         return Ok(Vec::new());
     }
     let dirs = fetch_all(fetcher, &new, progress)?;
-    fsutil::remove_leftovers(&home.toolchains(), name);
-    let tmp = fsutil::temp_dir(&home.toolchains(), name).with_context(|| {
+    crate::dir::remove_leftovers(&home.toolchains(), name);
+    let tmp = crate::dir::temp_dir(&home.toolchains(), name).with_context(|| {
         format!(
             "creating a temporary directory in {}",
             home.toolchains().display()
@@ -108,7 +107,7 @@ pub fn add(
     let built = tmp.keep();
     exchange(&built, &root).with_context(|| format!("putting the new {name} in place"))?;
     // `built` now holds the old tree.
-    let _ = fsutil::remove_all(&built);
+    let _ = crate::dir::remove_all(&built);
     let entry = Entry::from_detected(detect::detect(&root)?, root.clone(), Origin::Installed);
     store.register(vec![(name.clone(), entry)])?;
     Ok(new.iter().map(|a| a.component.clone()).collect())

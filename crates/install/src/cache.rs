@@ -30,7 +30,8 @@ use sha2::Digest;
 
 use super::dir::{self, Dir, Untrusted};
 use super::objects::Objects;
-use super::pathpart::Sha256;
+pub use super::pathpart::{hex, is_sha256};
+use super::pathpart::{is_digits, Sha256};
 use gpuenv_core::diagnostic::Diagnostic;
 
 /// The directories gpuenv makes at the top of its cache.
@@ -42,6 +43,9 @@ pub const PARTS: [&str; 6] = [
 pub const SEAL: &str = ".seal";
 /// `locks/<sha256>.lock`.
 const LOCK: &str = ".lock";
+/// The lock every process that uses the cache holds shared (installs, from their first
+/// fetch until their toolchains are linked) and `cache prune` holds alone.
+const USERS_LOCK: &str = "users.lock";
 
 /// The standard cache directory tag (<https://bford.info/cachedir/>), which backup tools
 /// skip; its comment line says gpuenv made the directory.
@@ -87,7 +91,7 @@ pub fn ours(part: &str, name: &OsStr) -> bool {
     match part {
         "archives" | "partial" => is_sha256(name),
         "meta" => is_sha256(name) || is_atomic_temp(name),
-        "locks" => name.strip_suffix(LOCK).is_some_and(is_sha256),
+        "locks" => name == USERS_LOCK || name.strip_suffix(LOCK).is_some_and(is_sha256),
         "unpacked" => {
             is_sha256(name)
                 || name.strip_suffix(SEAL).is_some_and(is_sha256)
@@ -106,15 +110,6 @@ pub fn ours(part: &str, name: &OsStr) -> bool {
         "objects" => super::objects::is_shard(name) || name == super::objects::TEMP,
         _ => false,
     }
-}
-
-/// 64 lowercase hex digits: the names gpuenv gives by sha256.
-pub fn is_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-pub(crate) fn is_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// `fsutil::write_atomic`'s temp file (`.tmp` and six letters or digits), left by a kill.
@@ -219,15 +214,48 @@ impl Cache {
     /// Takes the lock of the archive `sha256`, calling `waiting` first if another process
     /// holds it.
     pub fn lock(&self, sha256: &Sha256, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+        self.lock_named(&format!("{sha256}{LOCK}"), Share::Alone, waiting)
+    }
+
+    /// Held by a process that works in the cache (an install: what it downloads and
+    /// unpacks is not linked into its toolchain until the end), so a prune never removes
+    /// what it is about to link. Many may hold it at once.
+    pub fn using(&self, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+        self.lock_named(USERS_LOCK, Share::Shared, waiting)
+    }
+
+    /// Held by `cache prune`: it waits for the installs working in the cache to finish.
+    pub fn alone(&self, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+        self.lock_named(USERS_LOCK, Share::Alone, waiting)
+    }
+
+    fn lock_named(
+        &self,
+        name: &str,
+        share: Share,
+        waiting: impl FnOnce(),
+    ) -> anyhow::Result<FileLock> {
         let locks = self.made("locks")?;
-        let name = format!("{sha256}{LOCK}");
-        if let Some(st) = locks.stat(&name)? {
+        if let Some(st) = locks.stat(name)? {
             if dir::kind(&st) == rustix::fs::FileType::Symlink {
                 // Planted: the link goes itself, never followed.
-                locks.remove_file(&name)?;
+                locks.remove_file(name)?;
             }
         }
-        lock(&locks.join(name), waiting)
+        lock_as(&locks.join(name), share, waiting)
+    }
+
+    /// Whether the archive `sha256` is here, unpacked or whole, as far as names tell (its
+    /// contents are checked when it is used): what a message may call "from the cache".
+    pub fn holds(&self, sha256: &Sha256) -> bool {
+        let here = |part: &str| {
+            self.part(part, false)
+                .ok()
+                .flatten()
+                .and_then(|dir| dir.stat(sha256.as_str()).ok().flatten())
+                .is_some()
+        };
+        here("unpacked") || here("archives")
     }
 
     /// The page last fetched from `url`: (content type, body). Only one the user or root
@@ -282,10 +310,6 @@ fn mark(top: &Dir) {
     }
 }
 
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The sha256 of a file, read in large blocks.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     let mut f = fs_err::File::open(path)?;
@@ -306,8 +330,20 @@ pub struct FileLock {
     _file: fs_err::File,
 }
 
+/// Whether others may hold a lock at the same time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    Alone,
+    Shared,
+}
+
 /// Takes the lock at `path`, calling `waiting` first if another process holds it.
 pub fn lock(path: &Path, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+    lock_as(path, Share::Alone, waiting)
+}
+
+/// [`lock`], shared with other holders of a shared lock when `share` says so.
+pub fn lock_as(path: &Path, share: Share, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
     use anyhow::Context;
     use fs_err::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
@@ -328,12 +364,17 @@ pub fn lock(path: &Path, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => open(false),
         other => other,
     }?;
-    match file.file().try_lock() {
+    let (f, shared) = (file.file(), share == Share::Shared);
+    let tried = if shared {
+        f.try_lock_shared()
+    } else {
+        f.try_lock()
+    };
+    match tried {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             waiting();
-            file.file()
-                .lock()
+            if shared { f.lock_shared() } else { f.lock() }
                 .with_context(|| format!("locking {}", path.display()))?;
         }
         Err(std::fs::TryLockError::Error(e)) => {
@@ -362,6 +403,7 @@ mod tests {
             ("unpacked", ".tmpA1b2C3".to_string()),
             ("meta", sha.clone()),
             ("locks", format!("{sha}.lock")),
+            ("locks", "users.lock".to_string()),
             ("objects", "0f".to_string()),
             ("objects", ".tmp".to_string()),
         ] {

@@ -213,9 +213,8 @@ impl Dir {
             Some(st) if kind(&st) != FileType::Directory => return self.remove_file(name),
             Some(_) => {}
         }
-        let mut doomed = OsString::from(".old-");
-        doomed.push(name);
-        doomed.push(format!("@{}", std::process::id()));
+        let mut doomed = scratch_prefix("old", name);
+        doomed.push(std::process::id().to_string());
         // One of a dead process that had our pid.
         self.remove_all(&doomed)?;
         self.rename(name, self, &doomed)?;
@@ -336,6 +335,73 @@ impl Dir {
     }
 }
 
+// Trees on their way in or out sit beside where they belong: `.tmp-<key>@<random>` while
+// one is built, `.old-<key>@<pid>` while one is deleted. `@` appears in no toolchain name
+// and no digest, so the leftovers of one key never match another's (`cuda-12.4` and
+// `cuda-12.4.1`, `cuda-12.4.1` and `cuda-12.4.1-foo`). Callers make and clean them only
+// under the key's lock: whatever its holder finds was left by a process that died.
+
+fn scratch_prefix(state: &str, key: &OsStr) -> OsString {
+    let mut prefix = OsString::from(format!(".{state}-"));
+    prefix.push(key);
+    prefix.push("@");
+    prefix
+}
+
+/// A new, empty temp dir in `dir` to build the tree `key`; removed when dropped unless kept.
+pub fn temp_dir(dir: &Path, key: &str) -> io::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(&scratch_prefix("tmp", key.as_ref()))
+        .tempdir_in(dir)
+}
+
+/// Removes what killed processes left in `dir` for `key`. Call it holding `key`'s lock.
+pub fn remove_leftovers(dir: &Path, key: &str) {
+    let Ok(dir) = Dir::open_path(dir) else {
+        return;
+    };
+    let mine = [
+        scratch_prefix("tmp", key.as_ref()),
+        scratch_prefix("old", key.as_ref()),
+    ];
+    for name in dir.names().unwrap_or_default() {
+        if mine
+            .iter()
+            .any(|p| name.as_bytes().starts_with(p.as_bytes()))
+        {
+            let _ = dir.remove_all(&name);
+        }
+    }
+}
+
+/// The directory `path` is in, opened, and its last component.
+fn parent_of(path: &Path) -> io::Result<(Dir, &OsStr)> {
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} names no entry to remove", path.display()),
+        )
+    })?;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    Ok((Dir::open_path(parent.unwrap_or(Path::new(".")))?, name))
+}
+
+/// [`Dir::remove_tree`] of the entry at `path` (nothing when there is none).
+pub fn remove_tree(path: &Path) -> io::Result<()> {
+    match parent_of(path) {
+        Ok((dir, name)) => dir.remove_tree(name),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes the file or tree at `path` in place, also one whose directories were made
+/// read-only, never following a link.
+pub fn remove_all(path: &Path) -> io::Result<()> {
+    let (dir, name) = parent_of(path)?;
+    dir.remove_all(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,11 +444,45 @@ mod tests {
         assert_eq!(now & 0o7777, 0o1777);
     }
 
+    /// Runs `f` as an account file modes bind: this one, or, as root (whom they do not
+    /// bind), a child process as uid and gid 65534 that is given everything under `owned`.
+    fn as_bound_by_modes(owned: &Path, f: impl FnOnce() -> bool) -> bool {
+        if !rustix::process::geteuid().is_root() {
+            return f();
+        }
+        fn give(path: &Path) {
+            std::os::unix::fs::lchown(path, Some(65534), Some(65534)).unwrap();
+            if path.is_dir() && !path.is_symlink() {
+                for e in fs_err::read_dir(path).unwrap() {
+                    give(&e.unwrap().path());
+                }
+            }
+        }
+        give(owned);
+        // SAFETY: the child only drops its ids, runs `f` and exits; glibc's fork keeps its
+        // allocator usable in the child.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+        if pid == 0 {
+            let ok = unsafe {
+                libc::setgroups(0, std::ptr::null()) == 0
+                    && libc::setgid(65534) == 0
+                    && libc::setuid(65534) == 0
+            } && std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+                .unwrap_or(false);
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+
     #[test]
     fn a_read_only_tree_is_removed_and_nothing_beside_it() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let top = Dir::open_path(dir.path()).unwrap();
         let tree = dir.path().join("t");
         fs_err::create_dir_all(tree.join("a/b")).unwrap();
         fs_err::write(tree.join("a/b/f"), "x").unwrap();
@@ -391,7 +491,25 @@ mod tests {
             let mode = std::fs::Permissions::from_mode(0o555);
             fs_err::set_permissions(tree.join(d), mode).unwrap();
         }
-        top.remove_tree("t").unwrap();
+        let removed = as_bound_by_modes(dir.path(), || remove_tree(&tree).is_ok());
+        assert!(removed, "the read-only tree was not removed");
+        let top = Dir::open_path(dir.path()).unwrap();
         assert_eq!(top.names().unwrap(), vec![OsString::from("keep")]);
+    }
+
+    #[test]
+    fn leftovers_of_one_name_never_match_a_longer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = temp_dir(dir.path(), "cuda-12.4").unwrap().keep();
+        let longer = temp_dir(dir.path(), "cuda-12.4.1").unwrap().keep();
+        let labelled = temp_dir(dir.path(), "cuda-12.4-foo").unwrap().keep();
+        let old = dir.path().join(".old-cuda-12.4@1");
+        fs_err::create_dir(&old).unwrap();
+        remove_leftovers(dir.path(), "cuda-12.4");
+        assert!(!mine.exists() && !old.exists());
+        assert!(
+            longer.exists() && labelled.exists(),
+            "another toolchain's temp dir was removed"
+        );
     }
 }

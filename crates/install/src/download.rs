@@ -261,6 +261,14 @@ fn copy_local(a: &Archive, part: &Path, bar: &ProgressBar) -> Result<(), Fault> 
         }
         bar.inc(n as u64);
     }
+    if let Some(want) = a.size.filter(|&s| len < s) {
+        let _ = fs_err::remove_file(part);
+        return Err(Fault::ShortFile {
+            path: src.display().to_string(),
+            got: len,
+            want,
+        });
+    }
     finish(a, part, hasher, len)
 }
 

@@ -20,6 +20,10 @@ pub enum Fault {
     Status { url: String, status: u16 },
     #[error("the download of {url} ended early ({got} of {want} bytes)")]
     ShortBody { url: String, got: u64, want: u64 },
+    /// A local archive (a directory or `file://` mirror) shorter than its manifest says:
+    /// not a download cut short, so nothing to resume.
+    #[error("{path} is {got} bytes, shorter than the {want} bytes its manifest gives: it is not the whole archive; nothing was installed")]
+    ShortFile { path: String, got: u64, want: u64 },
     #[error("fetching {url} failed: {message}")]
     Transfer { url: String, message: String },
     #[error("{url} redirects in a loop, or through more redirects than anyone should: {message}")]
@@ -65,6 +69,7 @@ impl Diagnostic for Fault {
             Fault::Timeout { .. } => "try again (a partial download resumes); GPUENV_HTTP_TIMEOUT sets the seconds to wait for data".into(),
             Fault::NotFound { .. } => "the mirror does not have this file; `gpuenv list --available cuda` shows what it has".into(),
             Fault::ShortBody { .. } => "try again: the part already fetched is kept and the download resumes".into(),
+            Fault::ShortFile { .. } => "copy the whole archive to that path again (a local file is read as it is, never resumed), or point GPUENV_CUDA_MIRROR or --manifest at a complete mirror".into(),
             Fault::HashMismatch { .. } => "the file on the server is corrupt or was replaced; try again later, and if it persists tell the mirror's owner".into(),
             Fault::UnsafeArchiveEntry { .. } => "the archive is corrupt or hostile: check where it comes from".into(),
             Fault::CorruptArchive { url, .. } => format!("it matches the sha256 its source gives, so the file published at {url} is itself broken: tell whoever publishes it (gpuenv removed its copy from the download cache)"),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -19,8 +19,8 @@ use super::fault::Fault;
 use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::outside;
 use gpuenv_core::ui;
-use gpuenv_core::{fsutil, outside};
 
 pub(super) const ATTEMPTS: u32 = 4;
 pub(super) const BUF: usize = 1 << 20;
@@ -90,6 +90,9 @@ pub struct Fetcher {
     pub keep_archives: bool,
     /// Bytes fetched from the network (not from the cache), for the summary.
     pub fetched: AtomicU64,
+    /// The cache's users lock ([`Cache::using`]), taken at the first archive and held as
+    /// long as the fetcher lives: until what it unpacked is linked into a toolchain.
+    using: Mutex<Option<cache::FileLock>>,
 }
 
 impl Fetcher {
@@ -102,7 +105,21 @@ impl Fetcher {
             hooks,
             keep_archives: false,
             fetched: AtomicU64::new(0),
+            using: Mutex::new(None),
         }
+    }
+
+    /// Takes the cache's users lock once, before any archive's own lock (a prune takes
+    /// them in the same order), so a `cache prune` waits for this install to finish.
+    fn use_cache(&self, bar: &ProgressBar) -> anyhow::Result<()> {
+        let mut using = self.using.lock().expect("no worker panics holding it");
+        if using.is_none() {
+            *using = Some(
+                self.cache
+                    .using(|| bar.set_message("waiting for `gpuenv cache prune` to finish"))?,
+            );
+        }
+        Ok(())
     }
 
     pub(super) fn client(&self, url: &Url) -> Result<&Client, Fault> {
@@ -169,6 +186,7 @@ impl Fetcher {
     /// needed. Concurrent processes wanting the same archive take turns. Nothing in the
     /// cache is followed through a link or reused from another user.
     pub fn unpacked(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
+        self.use_cache(bar)?;
         let key = a.sha256.as_str();
         let trees = self.cache.made("unpacked")?;
         let dir = trees.join(key);
@@ -234,7 +252,7 @@ impl Fetcher {
                 let _ = trees.remove_tree(name.as_ref());
             }
         }
-        let tmp = fsutil::temp_dir(trees.path(), key)?;
+        let tmp = crate::dir::temp_dir(trees.path(), key)?;
         bar.set_message(format!("{} (unpacking)", a.component));
         let (label, url) = (a.file_name(), a.url.to_string());
         let result = unpack::unpack(&file, a.format, tmp.path(), &label, &url, &self.hooks);

@@ -310,11 +310,11 @@ pub fn install_recorded(
     }
     // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
     // nobody is still working on them. A tree that never got registered is one of them.
-    fsutil::remove_leftovers(&home.toolchains(), &name);
-    fsutil::remove_tree(&root)?;
+    crate::dir::remove_leftovers(&home.toolchains(), &name);
+    crate::dir::remove_tree(&root)?;
 
     let dirs = fetch_all(fetcher, &plan.archives, progress)?;
-    let tmp = fsutil::temp_dir(&home.toolchains(), &name).with_context(|| {
+    let tmp = crate::dir::temp_dir(&home.toolchains(), &name).with_context(|| {
         format!(
             "creating a temporary directory in {}",
             home.toolchains().display()
@@ -360,7 +360,7 @@ pub fn install_recorded(
         });
     if let Err(e) = registered {
         // Not registered, so not installed: the tree goes too.
-        let _ = fsutil::remove_tree(&root);
+        let _ = crate::dir::remove_tree(&root);
         return Err(e);
     }
     // Installed again: the tree has its own record now.

@@ -18,9 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::Digest;
 
-use super::cache::{hex, is_digits, is_sha256};
 use super::dir::{self, Dir};
-use super::pathpart::Sha256;
+use super::pathpart::{hex, is_digits, is_sha256, Sha256};
 
 /// The store's own temp dir (`objects/.tmp`).
 pub const TEMP: &str = ".tmp";
@@ -263,14 +262,13 @@ fn intact(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::sha256_file;
     use std::os::unix::fs::PermissionsExt;
 
     fn file(dir: &Path, name: &str, bytes: &str, mode: u32) -> (PathBuf, Sha256) {
         let path = dir.join(name);
         fs_err::write(&path, bytes).unwrap();
         fs_err::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-        let sha = Sha256::parse(&sha256_file(&path).unwrap()).unwrap();
+        let sha = Sha256::parse(&hex(&sha2::Sha256::digest(bytes))).unwrap();
         (path, sha)
     }
 

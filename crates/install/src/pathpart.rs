@@ -41,7 +41,7 @@ impl Sha256 {
         if value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
             Ok(Sha256(value.to_ascii_lowercase()))
         } else {
-            Err(UnsafeValue::Sha256(value.escape_debug().to_string()))
+            Err(UnsafeValue::Sha256(gpuenv_core::ui::value(value)))
         }
     }
 
@@ -70,6 +70,19 @@ pub fn part<'a>(what: &'static str, value: &'a str) -> Result<&'a str, UnsafeVal
         value: p.value,
         why: p.why,
     })
+}
+
+/// 64 lowercase hex digits: the names gpuenv gives by sha256.
+pub fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+pub(crate) fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

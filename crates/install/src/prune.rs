@@ -111,10 +111,11 @@ pub fn size(cache: &Cache, installed: &Installed) -> Result<Vec<Usage>, Refused>
 /// everything: every unpacked tree, object and index page. Only names gpuenv makes are
 /// removed ([`cache::ours`]), and no link is followed. Returns what was freed (bytes
 /// installed toolchains keep are not counted). `waiting(name)` is called when an install
-/// holds a lock.
+/// holds a lock. What the toolchains in `toolchains` hold is read once running installs
+/// are done, so what they just linked counts as installed.
 pub fn prune(
     cache: &Cache,
-    installed: &Installed,
+    toolchains: &Path,
     all: bool,
     waiting: &dyn Fn(&str),
 ) -> anyhow::Result<Pruned> {
@@ -122,6 +123,10 @@ pub fn prune(
     if cache.top(false)?.is_none() {
         return Ok(pruned);
     }
+    // What running installs unpacked is not linked into their toolchains yet: wait for
+    // them (they hold this lock shared until they are done).
+    let _alone = cache.alone(|| waiting("the download cache"))?;
+    let installed = &Installed::scan(toolchains)?;
     let mut seen = HashSet::new();
     for part in ["partial", "archives", "unpacked", "objects", "meta"] {
         if matches!(part, "objects" | "meta") && !all {

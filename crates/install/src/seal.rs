@@ -70,9 +70,8 @@ pub fn seal(tree: &Path, list: &Path, objects: &Objects) -> io::Result<()> {
         },
         &mut |_, _| {},
     )?;
-    gpuenv_core::fsutil::write_atomic(list, text.as_bytes())?;
-    // Readable by every user the tree is (a temp file is private).
-    fs_err::set_permissions(list, std::fs::Permissions::from_mode(0o644))
+    // Readable by every user the tree is (`write_atomic` makes it rw-r--r--).
+    gpuenv_core::fsutil::write_atomic(list, text.as_bytes())
 }
 
 /// Checks `tree` against the list written by [`seal`]. When it matches, each of its files

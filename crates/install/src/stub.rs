@@ -75,10 +75,8 @@ fn write_stub(
         return Ok(false);
     };
     fs_err::create_dir_all(stub.parent().expect("the stub has a directory"))?;
+    // Readable by every user the toolkit is (`write_atomic` makes it rw-r--r--).
     fsutil::write_atomic(stub, &bytes)?;
-    // Readable by every user the toolkit is (a temp file is private).
-    use std::os::unix::fs::PermissionsExt;
-    fs_err::set_permissions(stub, std::fs::Permissions::from_mode(0o644))?;
     Ok(true)
 }
 
@@ -153,16 +151,22 @@ pub fn driver_functions(header: &str) -> BTreeSet<String> {
     out
 }
 
-/// The code every function runs: return `value`.
-fn code(arch: &str, value: u8) -> Option<(u16, Vec<u8>)> {
+/// The machine, the largest page size its kernels use, and the code every function runs
+/// (return `value`). Segments are aligned to that page so the code and the dynamic
+/// section never share a page: aarch64 kernels run with 4, 16 or 64 KiB pages.
+fn code(arch: &str, value: u8) -> Option<(u16, usize, Vec<u8>)> {
     match arch {
         // mov eax, value; ret
-        "x86_64" => Some((62, vec![0xb8, value, 0, 0, 0, 0xc3])),
+        "x86_64" => Some((62, 0x1000, vec![0xb8, value, 0, 0, 0, 0xc3])),
         // mov w0, #value; ret
         "aarch64" => {
             let mov = 0x5280_0000u32 | (u32::from(value) << 5);
             let ret = 0xd65f_03c0u32;
-            Some((183, [mov.to_le_bytes(), ret.to_le_bytes()].concat()))
+            Some((
+                183,
+                0x10000,
+                [mov.to_le_bytes(), ret.to_le_bytes()].concat(),
+            ))
         }
         _ => None,
     }
@@ -202,8 +206,7 @@ pub fn shared_object_returning(
     arch: &str,
     value: u8,
 ) -> Option<Vec<u8>> {
-    let (machine, text) = code(arch, value)?;
-    const PAGE: usize = 0x1000;
+    let (machine, page, text) = code(arch, value)?;
     let n = names.len() + 1; // with the null symbol
 
     let mut dynstr = vec![0u8];
@@ -235,7 +238,7 @@ pub fn shared_object_returning(
     let dynstr_off = dynsym_off + dynsym_size;
     let text_off = align(dynstr_off + dynstr.len(), 16);
     let text_end = text_off + text.len();
-    let dynamic_off = align(text_end, PAGE);
+    let dynamic_off = align(text_end, page);
     let dynamic: [(u64, u64); 7] = [
         (14, soname_at as u64),    // DT_SONAME
         (4, hash_off as u64),      // DT_HASH
@@ -290,8 +293,8 @@ pub fn shared_object_returning(
             u64le(f, v);
         }
     };
-    phdr(&mut f, 1, 4 | 1, 0, text_end, PAGE as u64);
-    phdr(&mut f, 1, 4 | 2, dynamic_off, dynamic_size, PAGE as u64);
+    phdr(&mut f, 1, 4 | 1, 0, text_end, page as u64);
+    phdr(&mut f, 1, 4 | 2, dynamic_off, dynamic_size, page as u64);
     phdr(&mut f, 2, 4 | 2, dynamic_off, dynamic_size, 8);
 
     pad_to(&mut f, hash_off);
@@ -420,5 +423,126 @@ mod tests {
             assert!(names.contains(f), "{f}");
         }
         assert!(names.iter().all(|n| n.starts_with("nvml")));
+    }
+
+    /// The stub as a reader sees it, through `object`: its machine, soname, the dynamic
+    /// symbols the hash table finds, and its loadable segments (offset, size, alignment).
+    struct ReadBack {
+        machine: u16,
+        soname: Vec<u8>,
+        found: Vec<(String, bool)>,
+        dynamic_tags: Vec<u64>,
+        loads: Vec<(u64, u64, u64, u32)>,
+    }
+
+    fn read_back(bytes: &[u8], names: &BTreeSet<String>) -> ReadBack {
+        use object::elf;
+        use object::read::elf::{Dyn as _, ElfFile64, FileHeader as _, ProgramHeader as _};
+        use object::{Object, ObjectKind, ObjectSymbol, SymbolKind};
+        let file = ElfFile64::<object::Endianness>::parse(bytes).unwrap();
+        assert_eq!(file.kind(), ObjectKind::Dynamic);
+        let endian = file.endian();
+        let header = file.elf_header();
+        let sections = file.elf_section_table();
+        let (dynamic, strtab) = sections.dynamic(endian, bytes).unwrap().unwrap();
+        let strings = sections.strings(endian, bytes, strtab).unwrap();
+        let mut soname = Vec::new();
+        let mut dynamic_tags = Vec::new();
+        for d in dynamic {
+            dynamic_tags.push(d.d_tag(endian));
+            if d.d_tag(endian) == u64::from(elf::DT_SONAME) {
+                soname = d.string(endian, strings).unwrap().to_vec();
+            }
+        }
+        let symbols = file.elf_dynamic_symbol_table();
+        let (hash, _) = sections.hash(endian, bytes).unwrap().unwrap();
+        let versions = object::read::elf::VersionTable::default();
+        let found = names
+            .iter()
+            .map(|n| {
+                let by_hash = hash
+                    .find(
+                        endian,
+                        n.as_bytes(),
+                        elf::hash(n.as_bytes()),
+                        None,
+                        symbols,
+                        &versions,
+                    )
+                    .is_some();
+                (n.clone(), by_hash)
+            })
+            .collect();
+        for sym in file.dynamic_symbols() {
+            assert_eq!(sym.kind(), SymbolKind::Text, "{:?}", sym.name());
+            assert!(sym.is_definition() && sym.is_global(), "{:?}", sym.name());
+        }
+        assert_eq!(file.dynamic_symbols().count(), names.len());
+        let loads = file
+            .elf_program_headers()
+            .iter()
+            .filter(|p| p.p_type(endian) == elf::PT_LOAD)
+            .map(|p| {
+                assert_eq!(p.p_offset(endian), p.p_vaddr(endian));
+                (
+                    p.p_offset(endian),
+                    p.p_memsz(endian),
+                    p.p_align(endian),
+                    p.p_flags(endian),
+                )
+            })
+            .collect();
+        ReadBack {
+            machine: header.e_machine(endian),
+            soname,
+            found,
+            dynamic_tags,
+            loads,
+        }
+    }
+
+    #[test]
+    fn a_reader_finds_the_soname_every_symbol_and_the_dynamic_entries() {
+        let names = driver_functions(CUDA_H);
+        for arch in ["x86_64", "aarch64"] {
+            let r = read_back(&shared_object(SONAME, &names, arch).unwrap(), &names);
+            assert_eq!(r.soname, SONAME.as_bytes(), "{arch}");
+            assert!(r.found.iter().all(|(_, f)| *f), "{arch}: {:?}", r.found);
+            use object::elf::*;
+            let tags = [
+                DT_SONAME, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_NULL,
+            ];
+            let tags: Vec<u64> = tags.iter().map(|t| u64::from(*t)).collect();
+            assert_eq!(r.dynamic_tags, tags, "{arch}");
+        }
+        let x86 = shared_object(SONAME, &names, "x86_64").unwrap();
+        assert_eq!(read_back(&x86, &names).machine, object::elf::EM_X86_64);
+        let arm = shared_object(SONAME, &names, "aarch64").unwrap();
+        assert_eq!(read_back(&arm, &names).machine, object::elf::EM_AARCH64);
+    }
+
+    #[test]
+    fn code_and_data_never_share_a_page_of_the_largest_size_the_machine_uses() {
+        let names = driver_functions(CUDA_H);
+        for (arch, page) in [("x86_64", 0x1000u64), ("aarch64", 0x10000)] {
+            let r = read_back(&shared_object(SONAME, &names, arch).unwrap(), &names);
+            let [(code_at, code_size, code_align, code_flags), (data_at, _, data_align, data_flags)] =
+                r.loads[..]
+            else {
+                panic!("{arch}: two loadable segments, not {:?}", r.loads);
+            };
+            use object::elf::{PF_R, PF_W, PF_X};
+            assert_eq!(
+                (code_flags, data_flags),
+                (PF_R | PF_X, PF_R | PF_W),
+                "{arch}"
+            );
+            assert_eq!((code_align, data_align), (page, page), "{arch}");
+            assert_eq!(code_at, 0);
+            assert!(
+                data_at % page == 0 && data_at >= (code_at + code_size).div_ceil(page) * page,
+                "{arch}: the dynamic section at {data_at:#x} is on a page of the code"
+            );
+        }
     }
 }

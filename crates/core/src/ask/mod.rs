@@ -116,14 +116,20 @@ fn shown(cmd: &Command) -> String {
 }
 
 enum Event {
-    Out(Vec<u8>),
-    Err(Vec<u8>),
+    /// A chunk read from stdout (`true`) or stderr (`false`).
+    Read(bool, Vec<u8>),
+    /// That pipe is at its end (or cannot be read).
+    Closed(bool),
     Exited(std::io::Result<ExitStatus>),
 }
 
 /// Most of a program's stdout or stderr kept: an answer is a few lines. Past it the pipe is
 /// closed, and a program that goes on writing stops (SIGPIPE) or meets the deadline.
 const MAX_OUTPUT: u64 = 1 << 20;
+
+/// How long, once the program has exited, its pipes may take to reach their end: what it
+/// wrote is already in them; only a child it left behind holds them open longer.
+const AFTER_EXIT: Duration = Duration::from_millis(200);
 
 /// Runs `cmd` with stdin closed, collecting stdout and stderr, for at most [`limit`]. A
 /// program still running then is killed (`SIGKILL`, with its whole process group) and the
@@ -154,19 +160,27 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
     let group = Group::new(child.id() as libc::pid_t);
     drop(held);
     let (tx, rx) = mpsc::channel();
-    let drain = |pipe: Option<Box<dyn Read + Send>>, wrap: fn(Vec<u8>) -> Event| {
+    // Both pipes are read on threads so a chatty program never blocks on a full pipe, in
+    // chunks so what came before a leftover child's open pipe is kept.
+    let drain = |pipe: Option<Box<dyn Read + Send>>, out: bool| {
         let tx = tx.clone();
         std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(p) = pipe {
-                let _ = p.take(MAX_OUTPUT).read_to_end(&mut buf);
+            let mut buf = [0u8; 8192];
+            let mut kept = 0u64;
+            if let Some(mut p) = pipe {
+                while let Ok(n @ 1..) = p.read(&mut buf) {
+                    // Past the cap the pipe is closed (below, by dropping it).
+                    kept += n as u64;
+                    if kept > MAX_OUTPUT || tx.send(Event::Read(out, buf[..n].to_vec())).is_err() {
+                        break;
+                    }
+                }
             }
-            let _ = tx.send(wrap(buf));
+            let _ = tx.send(Event::Closed(out));
         });
     };
-    // Both pipes are read on threads so a chatty program never blocks on a full pipe.
-    drain(child.stdout.take().map(|p| Box::new(p) as _), Event::Out);
-    drain(child.stderr.take().map(|p| Box::new(p) as _), Event::Err);
+    drain(child.stdout.take().map(|p| Box::new(p) as _), true);
+    drain(child.stderr.take().map(|p| Box::new(p) as _), false);
     {
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -174,13 +188,19 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
         });
     }
     drop(tx);
-    let (mut stdout, mut stderr, mut status) = (None, None, None);
-    while status.is_none() || stdout.is_none() || stderr.is_none() {
-        let left = deadline.saturating_duration_since(Instant::now());
+    let (mut stdout, mut stderr, mut status) = (Vec::new(), Vec::new(), None);
+    let mut open = [true, true];
+    let mut until = deadline;
+    while status.is_none() || open.contains(&true) {
+        let left = until.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(Event::Out(b)) => stdout = Some(b),
-            Ok(Event::Err(b)) => stderr = Some(b),
-            Ok(Event::Exited(Ok(s))) => status = Some(s),
+            Ok(Event::Read(true, b)) => stdout.extend(b),
+            Ok(Event::Read(false, b)) => stderr.extend(b),
+            Ok(Event::Closed(out)) => open[usize::from(!out)] = false,
+            Ok(Event::Exited(Ok(s))) => {
+                status = Some(s);
+                until = deadline.min(Instant::now() + AFTER_EXIT);
+            }
             Ok(Event::Exited(Err(source))) => return Err(AskError::Wait { command, source }),
             // It answered; what it left behind holding the output open goes with the group.
             Err(_) if status.is_some() => break,
@@ -192,8 +212,8 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
     }
     Ok(Answer {
         status: status.expect("the loop ends with a status"),
-        stdout: stdout.unwrap_or_default(),
-        stderr: stderr.unwrap_or_default(),
+        stdout,
+        stderr,
     })
 }
 
@@ -228,15 +248,21 @@ mod tests {
 
     #[test]
     fn output_kept_open_by_a_leftover_child_is_not_waited_for() {
+        // The leftover `sleep` holds both pipes open for 20 s; the deadline is longer.
+        let started = Instant::now();
         let a = output_within(
-            Command::new("sh").args(["-c", "echo hi; sleep 600 & exit 0"]),
-            Duration::from_millis(500),
+            Command::new("sh").args(["-c", "echo hi; echo err >&2; sleep 20 & exit 0"]),
+            Duration::from_secs(120),
+        )
+        .unwrap();
+        assert!(a.status.success());
+        assert_eq!(a.stdout, b"hi\n", "what it wrote before exiting is kept");
+        assert_eq!(a.stderr, b"err\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "it waited for the leftover child: {:?}",
+            started.elapsed()
         );
-        // Either way it returned: the status is there, the pipes may still be open.
-        match a {
-            Ok(a) => assert!(a.status.success()),
-            Err(e) => assert!(matches!(e, AskError::TimedOut { .. }), "{e}"),
-        }
     }
 
     #[test]

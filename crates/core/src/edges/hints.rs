@@ -9,12 +9,13 @@ use crate::facts::{copies, driver, torch_index, wheel_base, Unknown};
 use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve, stale};
 use crate::store::toolchain::{registry, upstream};
 use crate::store::{locate, shims};
-use crate::{ask, outside, project, store};
+use crate::{ask, context, outside, project, store};
 
 crate::diagnostics!(
     /// gpuenv-core's diagnostics.
     pub fn find:
     Hinted,
+    context::BadFlag,
     ask::AskError,
     outside::ReadError,
     auto_install::InstallFailed,
@@ -22,6 +23,7 @@ crate::diagnostics!(
     build_cache::BadVar,
     build_cache::NotInstalled,
     locate::NoHome,
+    locate::RelativeDir,
     driver::DriverTooOld,
     copies::Refused,
     torch_index::NoIndex,

@@ -60,6 +60,24 @@ pub fn is_ours(text: &str) -> bool {
     text.lines().take(3).any(|l| l.contains(MARK))
 }
 
+/// The line naming the gpuenv home a module file was exported from: one module directory
+/// may hold the files of several homes, and each home removes only its own.
+pub fn home_line(home: &Path) -> String {
+    format!("exported from the gpuenv home {}", home.display())
+}
+
+/// True for a file this home wrote (gpuenv's mark and this home's line in its first lines).
+pub fn is_from_home(text: &str, home: &Path) -> bool {
+    let line = home_line(home);
+    is_ours(text) && text.lines().take(4).any(|l| l.ends_with(&line))
+}
+
+/// Where in the user's own home a module file points `TORCH_EXTENSIONS_DIR`: JIT builds
+/// are per-user state, never in the (read-only) store the module file was exported from.
+/// Computed when the module is loaded, from `HOME`; left unset without one (torch then uses
+/// its own default).
+pub const USER_TORCH_EXTENSIONS: &str = ".cache/gpuenv/torch-extensions";
+
 /// What the module file says about its toolchain, for `whatis` and `help`.
 fn describe(name: &str, entry: &Entry) -> (String, String) {
     let what = match entry.kind {
@@ -75,16 +93,23 @@ fn describe(name: &str, entry: &Entry) -> (String, String) {
     (whatis, help)
 }
 
-pub fn render(name: &str, entry: &Entry, change: &Change, format: Format) -> String {
+/// The module file of `name`, exported from `home`.
+pub fn render(name: &str, entry: &Entry, change: &Change, format: Format, home: &Path) -> String {
     match format {
-        Format::Lmod => render_lmod(name, entry, change),
-        Format::Tcl => render_tcl(name, entry, change),
+        Format::Lmod => render_lmod(name, entry, change, home),
+        Format::Tcl => render_tcl(name, entry, change, home),
     }
 }
 
-fn render_lmod(name: &str, entry: &Entry, change: &Change) -> String {
+/// Whether the plan's value of this variable is per-user state, computed at load time.
+fn per_user(var: &str) -> bool {
+    var == crate::context::vars::TORCH_EXTENSIONS_DIR
+}
+
+fn render_lmod(name: &str, entry: &Entry, change: &Change, home: &Path) -> String {
     let (whatis, help) = describe(name, entry);
     let mut out = format!("-- {MARK}; re-export replaces it, so edit a copy instead.\n");
+    out += &format!("-- {}\n", home_line(home));
     out += &format!("whatis({})\n", lua(&format!("Name: {name}")));
     out += &format!("whatis({})\n", lua(&format!("Version: {}", entry.version)));
     out += &format!("whatis({})\n", lua(&format!("Description: {whatis}")));
@@ -94,6 +119,13 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change) -> String {
         match op {
             Op::Set(k, v) => out += &format!("setenv({}, {})\n", lua(k), lua(&text(v))),
             Op::Unset(k) => out += &format!("unsetenv({})\n", lua(k)),
+            Op::Default(k, _, _) if per_user(k) => {
+                out += &format!(
+                    "local home = os.getenv(\"HOME\")\nif home then\n    pushenv({}, pathJoin(home, {}))\nend\n",
+                    lua(k),
+                    lua(&format!("{USER_TORCH_EXTENSIONS}/{name}"))
+                )
+            }
             // Modules cannot tell a user's value from another module's: set it, and put back
             // what was there on unload.
             Op::Default(k, v, _) => out += &format!("pushenv({}, {})\n", lua(k), lua(&text(v))),
@@ -109,10 +141,11 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change) -> String {
     out
 }
 
-fn render_tcl(name: &str, entry: &Entry, change: &Change) -> String {
+fn render_tcl(name: &str, entry: &Entry, change: &Change, home: &Path) -> String {
     let (whatis, help) = describe(name, entry);
     let mut out =
         format!("#%Module1.0\n## {MARK}; re-export replaces it, so edit a copy instead.\n");
+    out += &format!("## {}\n", home_line(home));
     out += &format!("module-whatis {}\n", tcl(&whatis));
     out += "proc ModulesHelp {} {\n";
     for line in help.lines() {
@@ -124,6 +157,14 @@ fn render_tcl(name: &str, entry: &Entry, change: &Change) -> String {
         match op {
             Op::Set(k, v) => out += &format!("setenv {} {}\n", tcl(k), tcl(&text(v))),
             Op::Unset(k) => out += &format!("unsetenv {}\n", tcl(k)),
+            Op::Default(k, _, _) if per_user(k) => {
+                let rest = tcl(&format!("/{USER_TORCH_EXTENSIONS}/{name}"));
+                out += &format!(
+                    "if {{[info exists ::env(HOME)]}} {{\n    pushenv {} \"$::env(HOME){}\n}}\n",
+                    tcl(k),
+                    &rest[1..]
+                )
+            }
             Op::Default(k, v, _) => out += &format!("pushenv {} {}\n", tcl(k), tcl(&text(v))),
             Op::Prepend(k, entries) => {
                 for e in entries.iter().rev() {
@@ -199,7 +240,13 @@ mod tests {
 
     #[test]
     fn lmod_file_sets_prepends_and_joins_the_cuda_family() {
-        let text = render("cuda-12.4.1", &entry(), &change(), Format::Lmod);
+        let text = render(
+            "cuda-12.4.1",
+            &entry(),
+            &change(),
+            Format::Lmod,
+            Path::new("/h"),
+        );
         assert!(is_ours(&text));
         assert!(text.contains("family(\"cuda\")\n"), "{text}");
         assert!(
@@ -213,7 +260,13 @@ mod tests {
 
     #[test]
     fn tcl_file_starts_with_the_magic_line_and_conflicts_with_its_kind() {
-        let text = render("cuda-12.4.1", &entry(), &change(), Format::Tcl);
+        let text = render(
+            "cuda-12.4.1",
+            &entry(),
+            &change(),
+            Format::Tcl,
+            Path::new("/h"),
+        );
         assert!(text.starts_with("#%Module1.0\n"));
         assert!(is_ours(&text));
         assert!(text.contains("conflict \"cuda\"\n"), "{text}");
@@ -221,6 +274,33 @@ mod tests {
             text.contains("setenv \"CUDA_HOME\" \"/v/cuda 12\"\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn torch_extensions_are_in_the_loading_users_home() {
+        let change = Change {
+            ops: vec![Op::Default(
+                "TORCH_EXTENSIONS_DIR".into(),
+                "/store/torch-extensions/cuda-13.0.3".into(),
+                "/store/torch-extensions".into(),
+            )],
+        };
+        for format in [Format::Lmod, Format::Tcl] {
+            let text = render(
+                "cuda-13.0.3",
+                &entry(),
+                &change,
+                format,
+                Path::new("/store"),
+            );
+            assert!(!text.contains("/store/torch-extensions"), "{text}");
+            assert!(
+                text.contains(".cache/gpuenv/torch-extensions/cuda-13.0.3\""),
+                "{text}"
+            );
+            assert!(is_from_home(&text, Path::new("/store")));
+            assert!(!is_from_home(&text, Path::new("/other")));
+        }
     }
 
     #[test]

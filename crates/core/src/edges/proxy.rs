@@ -97,6 +97,9 @@ pub enum ProxyError {
     /// `GPUENV_AUTO_INSTALL` does not act on an untrusted file's pin.
     #[error(transparent)]
     AutoInstallNotAllowed(#[from] auto_install::NotAllowed),
+    /// A yes/no variable (`GPUENV_AUTO_INSTALL`) set to something else.
+    #[error(transparent)]
+    BadFlag(#[from] crate::context::BadFlag),
     /// `looked` says what resolution found: no file, or a file without such a pin.
     #[error("no toolchain is active for {tool} here (no GPUENV_TOOLCHAIN, {looked}, no default)")]
     NoToolchain { tool: String, looked: String },
@@ -121,6 +124,7 @@ impl Diagnostic for ProxyError {
             ProxyError::Installing(e) => return e.hints(),
             ProxyError::Store(e) => return e.hints(),
             ProxyError::AutoInstallNotAllowed(e) => return e.hints(),
+            ProxyError::BadFlag(e) => return e.hints(),
             ProxyError::Stale(e) => return e.hints(),
             ProxyError::StaleCheck(e) => return e.hints(),
             // Already printed in full by the guard.
@@ -251,12 +255,9 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
     let home = session.home();
     let registry = session.registry();
 
-    let Some((toolchain, real)) = active
-        .toolchains
-        .iter()
-        .find_map(|t| Some((t, t.entry.tool(&tool)?)))
-    else {
-        if let Some(program) = system_program(&tool, &active, registry) {
+    let (toolchain, real) = match find_tool(&tool, &active, registry) {
+        Some(Tool::Active(toolchain, real)) => (toolchain, real),
+        Some(Tool::System { program, .. }) => {
             // The distribution's own program, as it was before gpuenv: nothing chose a
             // toolchain of its kind here, so its environment is not gpuenv's to set.
             return Ok(Exec {
@@ -265,7 +266,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
                 env: vec![(DEPTH_VAR.to_string(), Some((depth + 1).to_string().into()))],
             });
         }
-        return Err(no_tool(&tool, &active, ctx));
+        None => return Err(no_tool(&tool, &active, ctx)),
     };
     if same_file(&real, self_exe) {
         return Err(ProxyError::IsProxy { path: real, tool });
@@ -388,14 +389,36 @@ fn compiler_args(
     Ok(args::add(kind, &args, &additions))
 }
 
-/// A registered system toolchain's own program `tool` (Debian's `/usr/bin/rocminfo`),
-/// when no toolchain of its kind is active.
-fn system_program(tool: &str, active: &ActiveSet, registry: &Registry) -> Option<PathBuf> {
+/// Where a tool comes from.
+#[derive(Debug)]
+pub enum Tool<'a> {
+    /// The real program of an active toolchain.
+    Active(&'a Active, PathBuf),
+    /// A registered system toolchain's own program (Debian's `/usr/bin/rocminfo`), when
+    /// no toolchain of its kind is active: run as it was before gpuenv.
+    System { toolchain: String, program: PathBuf },
+}
+
+/// The program `tool` runs here: the first active toolchain's that has it, else a system
+/// toolchain's own. The proxy runs it and `gpuenv which` names it: one lookup for both.
+pub fn find_tool<'a>(tool: &str, active: &'a ActiveSet, registry: &Registry) -> Option<Tool<'a>> {
+    if let Some((t, real)) = active
+        .toolchains
+        .iter()
+        .find_map(|t| Some((t, t.entry.tool(tool)?)))
+    {
+        return Some(Tool::Active(t, real));
+    }
     registry
         .toolchains
-        .values()
-        .filter(|e| e.system.is_some() && active.get(e.kind).is_none())
-        .find_map(|e| e.tool(tool))
+        .iter()
+        .filter(|(_, e)| e.system.is_some() && active.get(e.kind).is_none())
+        .find_map(|(name, e)| {
+            Some(Tool::System {
+                toolchain: name.clone(),
+                program: e.tool(tool)?,
+            })
+        })
 }
 
 /// The path this proxy was started as: argv[0] if it has a `/`, else the first `tool` on

@@ -103,6 +103,11 @@ impl<'c> Session<'c> {
         // The copy of a settings file is kept in the user's own home, never in the view's
         // when that is an upstream's.
         let own = ctx.own_home().unwrap_or_else(|_| home.clone());
+        // Another home's view is used as an upstream is: only when no other user controls it
+        // (else the proxy resolves as anywhere else).
+        if own.root != home.root && upstream::not_safe(&home, owner_uid()).is_some() {
+            return Ok(None);
+        }
         let mut registry = Registry::load_cached(&home, &own)?;
         if !registry.toolchains.contains_key(&name) {
             home.upstreams = upstream::from_context(ctx).0;
@@ -169,7 +174,11 @@ impl<'c> Session<'c> {
         installer: Option<&dyn Installer>,
     ) -> Result<ActiveSet, E>
     where
-        E: From<StateError> + From<ResolveError> + From<InstallFailed> + From<NotAllowed>,
+        E: From<StateError>
+            + From<ResolveError>
+            + From<InstallFailed>
+            + From<NotAllowed>
+            + From<crate::context::BadFlag>,
     {
         let ctx = self.ctx;
         let torch = || guard::locate_torch(ctx, None);
@@ -183,13 +192,17 @@ impl<'c> Session<'c> {
                 }
                 Err(e) => e,
             };
+            // Asked only when a pin is missing, where its answer matters.
+            let auto =
+                auto_install::missing(&err).is_some() || auto_install::not_allowed(&err).is_some();
+            let auto = auto && auto_install::enabled(ctx)?;
             let missing = auto_install::missing(&err)
-                .filter(|_| auto_install::enabled(ctx))
+                .filter(|_| auto)
                 .filter(|_| installs < auto_install::MAX_INSTALLS);
             let (Some((spec, origin)), Some(installer)) = (missing, installer) else {
                 // An untrusted file's pin: say what would be installed and how to allow it.
-                let refused = auto_install::not_allowed(&err)
-                    .filter(|_| installer.is_some() && auto_install::enabled(ctx));
+                let refused =
+                    auto_install::not_allowed(&err).filter(|_| installer.is_some() && auto);
                 return Err(refused.map_or_else(|| err.into(), Into::into));
             };
             installer.install(ctx, spec, origin)?;
@@ -327,6 +340,11 @@ impl<'c> Session<'c> {
 /// Reads the own registry and layers the upstreams' on it, saying what `door` says.
 /// Where a newer copy of the compatibility data may be: this home, then its upstreams
 /// (read only if a fact is asked: one lstat per home).
+fn owner_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 fn use_facts_of(home: &Home) {
     crate::facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams.clone()));
 }
@@ -360,7 +378,10 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
         }
     }
     use_index_base(ctx, &own)?;
-    let layered = upstream::layered(home, own);
+    let mut layered = upstream::layered(home, own);
+    if door != Door::Proxy && make_fresh_home(home, &layered) {
+        layered = upstream::layered(home, Registry::load_cached(home, home)?);
+    }
     use_facts_of(home);
     if door == Door::Command {
         if let Some(e) = upstream::from_context(ctx).1 {
@@ -374,6 +395,25 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
         }
     }
     Ok(layered)
+}
+
+/// A home gpuenv has not made yet (no settings, no shims: a site's new user, whose
+/// toolchains are all an upstream's) is made on first use, quietly: the proxy, the
+/// shims and the views of the upstreams' toolchains, as `gpuenv reshim` would. True when
+/// it was made; a home that cannot be made now is left for the warnings that name it.
+fn make_fresh_home(home: &Home, layered: &Layered) -> bool {
+    if layered.registry.toolchains.is_empty()
+        || home.shims().is_dir()
+        || fs_err::symlink_metadata(home.settings()).is_ok()
+    {
+        return false;
+    }
+    let Ok(proxy) = shims::proxy_source() else {
+        return false;
+    };
+    crate::store::Store::new(home.clone(), proxy)
+        .repair()
+        .is_ok_and(|r| r.broken.is_empty())
 }
 
 /// Each of `names` whose view is missing (an upstream's toolchain, when the upstream has

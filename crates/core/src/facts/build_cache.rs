@@ -78,7 +78,11 @@ impl TryFrom<String> for SharedStore {
         }
         if let Some(path) = s.strip_prefix("file://") {
             let path = std::path::Path::new(path);
-            if !path.is_absolute() || path.components().any(|c| c.as_os_str() == "..") {
+            // `|` starts ccache's attributes (gpuenv adds its own).
+            if !path.is_absolute()
+                || path.components().any(|c| c.as_os_str() == "..")
+                || path.as_os_str().to_string_lossy().contains('|')
+            {
                 return Err(bad());
             }
             return Ok(SharedStore::Dir(path.to_path_buf()));
@@ -109,9 +113,12 @@ impl SharedStore {
     /// The variable that points `cache` at this store, and its value.
     pub fn variable(&self, cache: BuildCache) -> Option<(&'static str, String)> {
         match (cache, self) {
-            (BuildCache::Ccache, SharedStore::Dir(p)) => {
-                Some(("CCACHE_REMOTE_STORAGE", format!("file:{}", p.display())))
-            }
+            // Group-writable files and directories, so the other users of a setgid
+            // group directory can add to what one user's compile made (docs/clusters.md).
+            (BuildCache::Ccache, SharedStore::Dir(p)) => Some((
+                "CCACHE_REMOTE_STORAGE",
+                format!("file:{}|umask=002", p.display()),
+            )),
             (BuildCache::Ccache, SharedStore::Http(url)) => {
                 Some(("CCACHE_REMOTE_STORAGE", url.clone()))
             }
@@ -137,7 +144,10 @@ mod tests {
             ok("file:///shared/ccache")
                 .unwrap()
                 .variable(BuildCache::Ccache),
-            Some(("CCACHE_REMOTE_STORAGE", "file:/shared/ccache".into()))
+            Some((
+                "CCACHE_REMOTE_STORAGE",
+                "file:/shared/ccache|umask=002".into()
+            ))
         );
         // ccache's HTTP backend takes the URL as is: GET/PUT/HEAD on `<url>/<key>`
         // (tests/shared_cache_http.rs runs it against a real server).
@@ -160,6 +170,7 @@ mod tests {
             "redis://x",
             "http://a b",
             "http://a|read-only",
+            "file:///a|umask=000",
             "",
         ] {
             assert!(ok(bad).is_err(), "{bad}");

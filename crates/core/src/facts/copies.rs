@@ -84,7 +84,9 @@ pub fn choose(paths: &[PathBuf], embedded: &Facts) -> Loaded {
         if fs_err::symlink_metadata(path).is_err() {
             continue;
         }
-        match read(path) {
+        let result =
+            read(path).and_then(|f| as_complete(f, embedded).map_err(|e| (None, e.to_string())));
+        match result {
             Ok(facts) if facts.date >= out.facts.date => {
                 if let Some(prev) = out.origin.take() {
                     out.older.push((prev, out.facts.date));
@@ -104,9 +106,42 @@ pub fn choose(paths: &[PathBuf], embedded: &Facts) -> Loaded {
     out
 }
 
+/// A copy lists at least what gpuenv was built with: one with fewer rows (cut short, or
+/// stripped to hide a release's minimum driver) does not replace the built-in data, however
+/// new its date.
+fn as_complete(copy: Facts, embedded: &Facts) -> Result<Facts, Incomplete> {
+    let tables = [
+        (
+            "CUDA releases ([[release]])",
+            copy.releases.len(),
+            embedded.releases.len(),
+        ),
+        (
+            "minor-version rows ([[minor-compat]])",
+            copy.minor_compat.len(),
+            embedded.minor_compat.len(),
+        ),
+        (
+            "torch indexes ([[torch-index]])",
+            copy.torch.len(),
+            embedded.torch.len(),
+        ),
+    ];
+    for (what, has, built_in) in tables {
+        if has < built_in {
+            return Err(Incomplete {
+                what,
+                has,
+                built_in,
+            });
+        }
+    }
+    Ok(copy)
+}
+
 /// Reads and checks one copy; on failure the line (if any) and why.
 pub fn read(path: &Path) -> Result<Facts, (Option<usize>, String)> {
-    not_a_link(path).map_err(|m| (None, m))?;
+    not_a_link(path).map_err(|e| (None, e.to_string()))?;
     let bytes =
         outside::read(path, outside::Kind::CompatData).map_err(|e| (None, e.why.to_string()))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| (None, "it is not UTF-8 text".into()))?;
@@ -116,12 +151,30 @@ pub fn read(path: &Path) -> Result<Facts, (Option<usize>, String)> {
 
 /// A copy changes what gpuenv tells about every toolkit: a link is not followed for it
 /// (the owner rule, in [`outside::read`], covers the rest).
-fn not_a_link(path: &Path) -> Result<(), String> {
-    let meta = fs_err::symlink_metadata(path).map_err(|e| fsutil::io_reason(&e))?;
+fn not_a_link(path: &Path) -> Result<(), NotFollowed> {
+    let meta = fs_err::symlink_metadata(path)?;
     if meta.file_type().is_symlink() {
-        return Err("it is a symbolic link, which gpuenv does not follow for its data".into());
+        return Err(NotFollowed::Link);
     }
     Ok(())
+}
+
+/// Why a copy's path is not read.
+#[derive(Debug, thiserror::Error)]
+enum NotFollowed {
+    #[error("{}", fsutil::io_reason(.0))]
+    Io(#[from] std::io::Error),
+    #[error("it is a symbolic link, which gpuenv does not follow for its data")]
+    Link,
+}
+
+/// A copy with fewer rows in a table than the built-in data.
+#[derive(Debug, thiserror::Error)]
+#[error("it lists {has} {what}, fewer than the {built_in} gpuenv was built with")]
+struct Incomplete {
+    what: &'static str,
+    has: usize,
+    built_in: usize,
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::diagnostic::Diagnostic;
-use crate::facts::cuda_tables;
 use crate::facts::version::Version;
+use crate::facts::{self, lookup};
 
 /// Where the kernel module reports its version, relative to the system root.
 pub const PROC_VERSION: &str = "/proc/driver/nvidia/version";
@@ -59,7 +59,7 @@ impl Diagnostic for DriverTooOld {
 /// A warning when `driver` cannot run programs built with `cuda` at all (below the minor
 /// version compatibility floor of its release); `None` when it can or the release is unknown.
 pub fn too_old_for(cuda: &Version, driver: &str) -> Option<DriverTooOld> {
-    let need = cuda_tables::driver_need(cuda)?;
+    let need = lookup::driver_need(facts::current(), cuda.release()).ok()??;
     let version: Version = driver.parse().ok()?;
     (!need.hard_met_by(&version)).then(|| DriverTooOld {
         cuda: cuda.clone(),

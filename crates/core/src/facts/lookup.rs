@@ -2,6 +2,7 @@
 //! of its major (12.7) takes the nearest older row, marked inexact; a release newer than
 //! every row of the fact is [`Unknown`]; older than the first row of its major, nothing.
 
+use super::version::Version;
 use super::{release_name, Fact, Facts, GccRange, ReleaseFacts, Unknown};
 
 /// A row found for a release: exact, or the nearest older row of the same major.
@@ -95,6 +96,15 @@ pub struct DriverNeed {
     pub full: &'static str,
     /// Below this nothing of the release runs (CUDA minor version compatibility's floor).
     pub hard: &'static str,
+}
+
+impl DriverNeed {
+    pub fn full_met_by(&self, driver: &Version) -> bool {
+        driver_key(&driver.to_string()) >= driver_key(self.full)
+    }
+    pub fn hard_met_by(&self, driver: &Version) -> bool {
+        driver_key(&driver.to_string()) >= driver_key(self.hard)
+    }
 }
 
 /// A release's drivers: `Ok(None)` when the data is older than the release's major.
@@ -207,5 +217,59 @@ mod tests {
         assert_eq!(driver_key("570.26"), Some([570, 26, 0]));
         assert_eq!(driver_key("five"), None);
         assert_eq!(newest_cuda_for_driver(e(), "575.57.08"), Some((12, 9)));
+    }
+
+    fn ver(s: &str) -> Version {
+        s.parse().unwrap()
+    }
+
+    fn need(v: &str) -> Option<DriverNeed> {
+        driver_need(e(), ver(v).release()).ok().flatten()
+    }
+
+    #[test]
+    fn every_release_from_10_2_to_13_has_a_row() {
+        for r in ["10.2.89", "11.8.89", "12.4.131", "12.9.86", "13.0.88"] {
+            let rel = ver(r).release();
+            assert!(need(r).is_some(), "{r}");
+            assert!(gcc(e(), rel).known().is_some(), "{r}");
+            assert!(archs(e(), rel).known().is_some(), "{r}");
+        }
+        assert!(gcc(e(), (13, 2)).known().unwrap().exact);
+        assert!(need("9.2").is_none());
+    }
+
+    #[test]
+    fn a_release_past_the_data_is_not_answered() {
+        assert_eq!(gcc(e(), ver("13.9.1").release()).known(), None);
+        assert_eq!(need("13.2.78"), None);
+        assert!(gcc(e(), (11, 8)).known().unwrap().exact);
+    }
+
+    #[test]
+    fn driver_needs_have_a_minor_version_compatibility_floor_from_11_on() {
+        let n = need("12.4.131").unwrap();
+        assert_eq!(
+            (n.full.to_string(), n.hard.to_string()),
+            ("550.54.14".into(), "525.60.13".into())
+        );
+        let n = need("10.2.89").unwrap();
+        assert_eq!(n.hard, n.full);
+        // 11.0 predates minor version compatibility's floor.
+        let n = need("11.0").unwrap();
+        assert_eq!(n.hard, "450.51.05");
+        assert_eq!(newest_cuda_for_driver(e(), "450.119.03"), Some((11, 0)));
+        assert_eq!(newest_cuda_for_driver(e(), "575.57.08"), Some((12, 9)));
+        assert!(n.full_met_by(&ver("450.51.5")));
+    }
+
+    #[test]
+    fn gcc_and_arch_lookups_for_hints() {
+        assert_eq!(gcc(e(), (11, 8)).known().unwrap().value.max, 11);
+        assert_eq!(first_cuda_for_gcc(e(), 12), Some((12, 0)));
+        assert_eq!(first_cuda_for_gcc(e(), 16), Some((13, 4)));
+        assert_eq!(releases_for_sm(e(), 35), Some(((10, 2), (11, 8))));
+        assert_eq!(releases_for_sm(e(), 70), Some(((10, 2), (12, 9))));
+        assert!(!archs(e(), (13, 0)).known().unwrap().value.contains(&70));
     }
 }

@@ -13,7 +13,6 @@ pub mod arch;
 pub mod build_cache;
 pub mod build_files;
 pub mod copies;
-pub mod cuda_tables;
 pub mod driver;
 pub mod driver_dirs;
 pub mod lookup;
@@ -33,6 +32,11 @@ pub mod version;
 pub mod wheel_base;
 
 use std::fmt;
+
+/// The system directories a login shell's PATH starts from (the `ENV_PATH` of Debian's and
+/// Fedora's `/etc/login.defs`): what a SLURM task started with `--export=NONE`, which has
+/// no PATH at all, keeps after the toolkit's directories.
+pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 pub use copies::{current, loaded, set_candidates, Loaded};
 pub use lookup::{Coverage, DriverNeed};

@@ -125,14 +125,29 @@ pub fn parse_torch_arch(s: &str) -> Option<(u32, bool)> {
     (minor <= 9).then_some(((major * 10 + minor) as u32, ptx))
 }
 
+/// `YYYY-MM-DD`, a day that exists (no 2026-13-45, no 2025-02-29).
 fn valid_date(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() == 10
+    let shaped = b.len() == 10
         && b[4] == b'-'
         && b[7] == b'-'
         && b.iter()
             .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+    if !shaped {
+        return false;
+    }
+    let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().unwrap_or(0);
+    let (year, month, day) = (num(0..4), num(5..7), num(8..10));
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    year >= 1 && (1..=days).contains(&day)
 }
 
 fn valid_text(s: &str) -> bool {
@@ -162,7 +177,10 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
     if !valid_date(raw.date.get_ref()) {
         return Err(err(
             raw.date.span().start,
-            format!("date = {:?} is not a YYYY-MM-DD date", raw.date.get_ref()),
+            format!(
+                "date = {:?} is not a YYYY-MM-DD date that exists",
+                raw.date.get_ref()
+            ),
         ));
     }
     let mut out = Checked {

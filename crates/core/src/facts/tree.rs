@@ -2,10 +2,10 @@
 //! GCC from `include/crt/host_config.h` (`#if __GNUC__ > 15`), the archs from
 //! `nvcc --list-gpu-arch` (run once per nvcc binary, cached by its identity).
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::stamp::Stamp;
 use crate::{fsutil, outside};
 
 /// The header holding nvcc's host compiler checks, under a toolkit's include dir.
@@ -47,18 +47,15 @@ pub fn parse_gpu_arch_list(text: &str) -> Vec<u32> {
     out
 }
 
-/// The cache file for one nvcc binary: its device, inode, size and change time, so a
-/// replaced binary is asked again.
+/// The cache file for one binary (nvcc, ptxas), named by its stamp, so a replaced binary is asked
+/// again.
 pub(crate) fn cache_file(cache_dir: &Path, nvcc: &Path) -> Option<PathBuf> {
-    let m = fs_err::metadata(nvcc).ok()?;
-    Some(cache_dir.join(format!(
-        "{:x}-{:x}-{:x}-{:x}.{:x}",
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.ctime(),
-        m.ctime_nsec()
-    )))
+    let s = Stamp::at(nvcc)?;
+    let name = format!(
+        "{:x}-{:x}-{:x}-{:x}-{:x}",
+        s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns
+    );
+    Some(cache_dir.join(name))
 }
 
 /// The archs `nvcc` can build, from its own answer (cached under `cache_dir`); `None` when

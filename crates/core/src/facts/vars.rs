@@ -30,12 +30,23 @@ pub struct Var {
     pub doc: &'static str,
     /// The heading it is listed under in `docs/variables.md`.
     pub section: &'static str,
+    /// A yes/no variable: [`YES`] or [`NO`] (any case), anything else is an error.
+    pub yes_no: bool,
 }
 
-/// `NAME: Use, "by", "doc";` under section headings: a constant per variable (its doc line
-/// is the constant's doc) and [`ALL`], in the order given.
+/// The words a yes/no variable takes for yes, and for no (any case; empty is unset). What
+/// uv's boolish variables take; any other value is an error naming the variable, as uv's
+/// is, never a silent "no".
+pub const YES: [&str; 6] = ["1", "true", "yes", "on", "y", "t"];
+pub const NO: [&str; 6] = ["0", "false", "no", "off", "n", "f"];
+
+/// `NAME: Use, "by", "doc";` under section headings (`NAME: Use yes/no, …` for a yes/no
+/// variable): a constant per variable (its doc line is the constant's doc) and [`ALL`], in
+/// the order given.
 macro_rules! registry {
-    ($($section:literal { $($name:ident: $uses:ident, $by:literal, $doc:literal;)* })*) => {
+    (@yes_no) => { false };
+    (@yes_no $yes:ident) => { true };
+    ($($section:literal { $($name:ident: $uses:ident $($yes:ident/no)?, $by:literal, $doc:literal;)* })*) => {
         $($(
             #[doc = $doc]
             #[allow(non_upper_case_globals)]
@@ -48,14 +59,15 @@ macro_rules! registry {
             by: $by,
             doc: $doc,
             section: $section,
+            yes_no: registry!(@yes_no $($yes)?),
         },)*)*];
     };
 }
 
 registry! {
     "gpuenv's own settings" {
-        GPUENV_HOME: Read, "every command, the proxy", "gpuenv's state directory (default `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`).";
-        XDG_DATA_HOME: Read, "every command, the proxy", "Where the default `GPUENV_HOME` is (`$XDG_DATA_HOME/gpuenv`).";
+        GPUENV_HOME: Read, "every command, the proxy", "gpuenv's state directory (default `$XDG_DATA_HOME/gpuenv`, else `~/.local/share/gpuenv`); an absolute path, a relative one is refused.";
+        XDG_DATA_HOME: Read, "every command, the proxy", "Where the default `GPUENV_HOME` is (`$XDG_DATA_HOME/gpuenv`); a relative path is ignored, as the XDG spec says.";
         HOME: Read, "every command, the proxy", "The account's home (without it, the password database's: a SLURM step with `--export=NONE`).";
         GPUENV_TOOLCHAIN: Both, "resolution; set by `gpuenv use`", "Comma-separated specs active in this shell: above the toolchain file, below `+spec` and `gpuenv run`.";
         GPUENV_UPSTREAMS: Read, "the registry", "Other gpuenv homes (a site's shared store), colon-separated, used read-only.";
@@ -65,7 +77,7 @@ registry! {
         GPUENV_STALE_CHECK: Read, "the proxy", "`off`: compile in a build directory (CMake tree, PyTorch extension build) configured for another CUDA toolkit than the active one, instead of refusing (default `on`).";
         GPUENV_TORCH_INDEX_URL: Read, "the env plan, the guard, `torch index`, the doctor", "Where PyTorch's wheel indexes live (a mirror of `https://download.pytorch.org/whl`); over `[torch] index-url` in the settings and the site config. Every index gpuenv names or exports is under it.";
         GPUENV_BUILD_CACHE: Read, "the proxy, `show`", "The compiler cache the proxy compiles through: `ccache`, `sccache` or `off`; over `[build] cache`.";
-        GPUENV_AUTO_INSTALL: Read, "the proxy, the shell hook", "`1`: a shim or the shell hook installs a pinned toolkit that is missing instead of failing.";
+        GPUENV_AUTO_INSTALL: Read yes/no, "the proxy, the shell hook", "Yes: a shim or the shell hook installs a pinned toolkit that is missing instead of failing.";
         GPUENV_PROLOG_INSTALL: Read, "`env --shell slurm` (the TaskProlog)", "`locked`: in a project with a gpuenv.lock, the SLURM TaskProlog installs a locked toolchain the node does not have (as `install --locked`: the download cache first, then its source) when the user trusted its gpuenv.toml; unset, it only compares and refuses.";
         GPUENV_PROBE_TIMEOUT: Read, "every command, the proxy, the shell hook", "Seconds a program gpuenv asks something (`g++ --version`, `nvidia-smi`) may take before it is stopped (default 10).";
         GPUENV_LOG: Read, "every command, the proxy", "How much to say: `quiet`, `info` (default) or `verbose`; `-q` and `-v` win over it.";
@@ -80,8 +92,8 @@ registry! {
         GPUENV_CUDA_MIRROR: Read, "`install`", "NVIDIA's redist root: a URL, a `file://` URL or a directory.";
         GPUENV_PYPI_URL: Read, "`install`", "The package index of the `pypi` source; else `PIP_INDEX_URL`; else PyPI.";
         PIP_INDEX_URL: Read, "`install`", "pip's index, used when `GPUENV_PYPI_URL` is unset.";
-        GPUENV_DOWNLOAD_CACHE: Read, "`install`, `cache`", "The download cache (default `$GPUENV_HOME/downloads`).";
-        GPUENV_KEEP_ARCHIVES: Read, "`install`", "`1`: keep each archive after it is unpacked (a mirror of what was fetched).";
+        GPUENV_DOWNLOAD_CACHE: Read, "`install`, `cache`", "The download cache (default `$GPUENV_HOME/downloads`); an absolute path, a relative one is refused.";
+        GPUENV_KEEP_ARCHIVES: Read yes/no, "`install`", "Yes: keep each archive after it is unpacked (a mirror of what was fetched).";
         GPUENV_HTTP_TIMEOUT: Read, "`install`", "Seconds to wait for data before a download counts as timed out (default 60).";
         HTTPS_PROXY: Read, "`install`", "The proxy for HTTPS downloads.";
         https_proxy: Read, "`install`", "The same as `HTTPS_PROXY`, which wins.";
@@ -109,7 +121,7 @@ registry! {
         HIP_PATH: Both, "the env plan; `doctor`", "The same as `ROCM_PATH`.";
         HIP_PLATFORM: Set, "the env plan", "`amd` when a ROCm tree is active.";
         RCCL_HOME: Both, "the env plan; `doctor`", "RCCL in or beside the ROCm tree.";
-        TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one.";
+        TORCH_EXTENSIONS_DIR: Both, "the env plan", "One directory per toolchain for JIT-built torch extensions, unless the user set one: in the own gpuenv home; an exported module file computes `$HOME/.cache/gpuenv/torch-extensions/<toolchain>` when loaded.";
         TRITON_CACHE_DIR: Both, "the env plan", "Triton's kernel cache, one directory per CUDA toolchain (`$GPUENV_HOME/jit/triton/<name>`), unless the user set one.";
         CUPY_CACHE_DIR: Both, "the env plan", "CuPy's kernel cache, one directory per CUDA toolchain (`$GPUENV_HOME/jit/cupy/<name>`), unless the user set one.";
         FLASHINFER_WORKSPACE_BASE: Both, "the env plan", "The parent of FlashInfer's JIT cache (`.cache/flashinfer`), one directory per CUDA toolchain (`$GPUENV_HOME/jit/flashinfer/<name>`): nothing built with one toolkit is loaded with another (flashinfer#3229). Unless the user set one.";
@@ -151,6 +163,7 @@ registry! {
         SLURMD_NODENAME: Read, "`doctor`", "The node a SLURM task runs on.";
         SLURM_EXPORT_ENV: Read, "`doctor`", "How a SLURM job passes the submitting shell's environment on.";
         SLURM_JOB_NUM_NODES: Read, "`doctor --all-nodes`", "How many nodes the allocation has: one report is expected from each.";
+        SLURM_STEP_ID: Read, "`env --shell slurm` (the TaskProlog)", "The step a task belongs to: a prolog that would refuse the task asks `scontrol show step` whether the step runs gpuenv itself, which it lets run.";
         LC_ALL: Set, "version detection", "`C` for the tools whose output gpuenv parses (`nvcc --version`).";
     }
     "CI runners and installs" {
@@ -189,8 +202,17 @@ pub fn markdown() -> String {
                 "\n## {section}\n\n| Variable | gpuenv | By | What |\n|---|---|---|---|\n"
             ));
         }
+        let values = if v.yes_no {
+            format!(
+                " Yes/no: {} for yes, {} for no (any case); another value is an error.",
+                words(&YES),
+                words(&NO)
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {}{values} |\n",
             v.name,
             v.uses.as_str(),
             v.by,
@@ -198,6 +220,15 @@ pub fn markdown() -> String {
         ));
     }
     out
+}
+
+/// `` `1`, `true` or `t` ``.
+fn words(list: &[&str]) -> String {
+    let quoted: Vec<String> = list.iter().map(|w| format!("`{w}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,11 @@ impl Version {
         self.parts.get(1).copied()
     }
 
+    /// The release whose row of the data describes this version: (major, minor or 0).
+    pub fn release(&self) -> (u64, u64) {
+        (self.major(), self.minor().unwrap_or(0))
+    }
+
     pub fn parts(&self) -> &[u64] {
         &self.parts
     }

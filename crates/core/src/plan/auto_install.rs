@@ -117,7 +117,7 @@ impl Diagnostic for NotAllowed {
 /// cannot satisfy never loops.
 pub const MAX_INSTALLS: usize = 2;
 
-pub fn enabled(ctx: &Context) -> bool {
+pub fn enabled(ctx: &Context) -> Result<bool, crate::context::BadFlag> {
     ctx.flag(vars::GPUENV_AUTO_INSTALL)
 }
 

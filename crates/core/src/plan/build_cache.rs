@@ -231,7 +231,7 @@ mod tests {
             wrapped.env,
             [(
                 "CCACHE_REMOTE_STORAGE".to_string(),
-                Some("file:/shared/ccache".into())
+                Some("file:/shared/ccache|umask=002".into())
             )]
         );
         // The user's own variable wins.

@@ -30,6 +30,9 @@ pub enum Choice {
     Use { compiler: PathBuf, why: String },
     /// The pinned compiler is not there.
     PinMissing { command: String, at: Location },
+    /// No `g++` on PATH and none pinned: nvcc would stop with "Failed to preprocess host
+    /// compiler properties".
+    NoCompiler { toolchain: String },
     /// The default g++ is too new and no `g++-N` the toolkit accepts is on PATH.
     NoneFits {
         toolchain: String,
@@ -54,6 +57,9 @@ impl Choice {
                 command: command.clone(),
                 at: at.to_string(),
             }),
+            Choice::NoCompiler { toolchain } => Some(HostCompilerProblem::NoCompiler {
+                toolchain: toolchain.clone(),
+            }),
             Choice::NoneFits {
                 toolchain,
                 default,
@@ -73,6 +79,8 @@ impl Choice {
 pub enum HostCompilerProblem {
     #[error("{at}: host-compiler = {command:?} does not exist or is not on PATH")]
     PinMissing { command: String, at: String },
+    #[error("no host compiler: {toolchain}'s nvcc compiles the host code with g++, and there is no g++ on PATH (nvcc would stop with \"Failed to preprocess host compiler properties\")")]
+    NoCompiler { toolchain: String },
     #[error("the default g++ is gcc {default}, newer than {toolchain} supports (gcc <= {max}), and no g++-{max} or older is on PATH: nvcc would stop with \"unsupported GNU version! gcc versions later than {max} are not supported!\"")]
     NoneFits {
         toolchain: String,
@@ -90,6 +98,7 @@ impl crate::diagnostic::Diagnostic for HostCompilerProblem {
             HostCompilerProblem::PinMissing { command, .. } => {
                 format!("install it ({}), or change the pin", package_hint(command))
             }
+            HostCompilerProblem::NoCompiler { .. } => "install one (Debian/Ubuntu: `sudo apt-get install g++`; Fedora/RHEL: `sudo dnf install gcc-c++`), or name one on PATH with host-compiler = \"g++-N\" under [toolchain] in gpuenv.toml".into(),
             HostCompilerProblem::NoneFits { max, .. } => format!("apt-get install g++-{max} (gpuenv then passes it to nvcc as -ccbin), or pin one with host-compiler = \"g++-{max}\" under [toolchain] in gpuenv.toml"),
             HostCompilerProblem::NoSuchCompiler { .. } => "install that compiler, or fix the -ccbin / NVCC_CCBIN setting to name one that exists".into(),
         }]
@@ -104,6 +113,7 @@ impl fmt::Display for Choice {
             Choice::PinMissing { command, at } => {
                 write!(f, "{command} pinned in {at}, but it is not on PATH")
             }
+            Choice::NoCompiler { .. } => write!(f, "none: no g++ on PATH"),
             Choice::NoneFits {
                 toolchain,
                 default,
@@ -139,9 +149,18 @@ pub fn choose(
     choose_in(toolchain, cuda, None, pin, probe)
 }
 
+/// Why the GCC range of a CUDA release is not known.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RangeUnknown {
+    #[error("{0}; run `{refresh}`", refresh = facts::REFRESH)]
+    Newer(facts::Unknown),
+    #[error("gpuenv's data does not cover CUDA {0}")]
+    Older(Version),
+}
+
 /// The newest GCC `cuda` accepts: its own `host_config.h` (under `include_dir`) when it
-/// says, else the data; `Err` with the words to show when neither knows.
-pub fn gcc_range(cuda: &Version, include_dir: Option<&Path>) -> Result<GccRange, String> {
+/// says, else the data; `Err` says why neither knows.
+pub fn gcc_range(cuda: &Version, include_dir: Option<&Path>) -> Result<GccRange, RangeUnknown> {
     let table = lookup::gcc(facts::current(), (cuda.major(), cuda.minor().unwrap_or(0)));
     if let Some(max) = include_dir.and_then(facts::tree::gcc_max) {
         let min = table.known().and_then(|f| f.value.min);
@@ -149,8 +168,8 @@ pub fn gcc_range(cuda: &Version, include_dir: Option<&Path>) -> Result<GccRange,
     }
     match table {
         Coverage::Known(f) => Ok(*f.value),
-        Coverage::Newer(u) => Err(format!("{u}; run `{}`", facts::REFRESH)),
-        Coverage::Older => Err(format!("gpuenv's data does not cover CUDA {cuda}")),
+        Coverage::Newer(u) => Err(RangeUnknown::Newer(u)),
+        Coverage::Older => Err(RangeUnknown::Older(cuda.clone())),
     }
 }
 
@@ -174,16 +193,20 @@ pub fn choose_in(
             },
         };
     }
-    let range = match gcc_range(cuda, include_dir) {
-        Ok(range) => range,
-        Err(why) => return Choice::Default { why },
-    };
-    let max = range.max;
     let Some(default) = probe.which("g++") else {
-        return Choice::Default {
-            why: "no g++ on PATH".into(),
+        return Choice::NoCompiler {
+            toolchain: toolchain.to_string(),
         };
     };
+    let range = match gcc_range(cuda, include_dir) {
+        Ok(range) => range,
+        Err(why) => {
+            return Choice::Default {
+                why: why.to_string(),
+            }
+        }
+    };
+    let max = range.max;
     let Some(version) = probe.gcc_version(&default) else {
         return Choice::Default {
             why: format!("{} is not GCC", default.display()),
@@ -348,6 +371,29 @@ mod tests {
         let problem = format!("{problem}\n{}", problem.hints().join("\n"));
         assert!(problem.contains("gcc <= 11"), "{problem}");
         assert!(problem.contains("apt-get install g++-11"), "{problem}");
+    }
+
+    #[test]
+    fn no_g_plus_plus_on_path_is_a_problem_naming_the_packages_and_the_pin() {
+        let c = choose("cuda-13.0.3", &v("13.0.3"), None, &Fake(&[("g++-11", 11)]));
+        let problem = c.problem().unwrap();
+        let problem = format!("{problem}\n{}", problem.hints().join("\n"));
+        assert!(problem.contains("no g++ on PATH"), "{problem}");
+        assert!(
+            problem.contains("Failed to preprocess host compiler properties"),
+            "{problem}"
+        );
+        assert!(problem.contains("apt-get install g++"), "{problem}");
+        assert!(problem.contains("dnf install gcc-c++"), "{problem}");
+        assert!(problem.contains("host-compiler = "), "{problem}");
+        // A pinned one on PATH is enough.
+        let c = choose(
+            "cuda-13.0.3",
+            &v("13.0.3"),
+            Some(("g++-11", &at())),
+            &Fake(&[("g++-11", 11)]),
+        );
+        assert_eq!(c.compiler(), Some(Path::new("/usr/bin/g++-11")));
     }
 
     #[test]

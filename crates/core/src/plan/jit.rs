@@ -9,7 +9,7 @@ use std::process::Command;
 
 use crate::ask;
 use crate::facts::arch::CudaArch;
-use crate::facts::{cuda_tables, tree, vars};
+use crate::facts::{self, lookup, tree, vars};
 use crate::fsutil;
 use crate::store::toolchain::detect::parse_nvcc_version;
 use crate::store::toolchain::Version;
@@ -57,7 +57,8 @@ pub fn ptxas_release(ptxas: &Path, cache_dir: &Path) -> Option<Version> {
 
 /// Whether a ptxas of `release` builds machine code for `arch`, by the release data.
 fn builds(release: &Version, arch: &CudaArch) -> Option<bool> {
-    cuda_tables::sm_archs(release)
+    lookup::archs(facts::current(), release.release())
+        .known()
         .filter(|row| row.exact)
         .map(|row| {
             row.value

@@ -11,6 +11,7 @@ pub mod host_compiler;
 pub mod install_hint;
 pub mod jit;
 pub mod module;
+pub mod native;
 pub mod resolve;
 pub mod runtime;
 pub mod stale;

@@ -213,7 +213,7 @@ pub fn resolve_kinds(
     kinds: &[Kind],
 ) -> Result<ActiveSet, ResolveError> {
     let env_specs = match req.env_toolchain {
-        Some(v) => parse_specs(&format!("GPUENV_TOOLCHAIN={v}"), v)?,
+        Some(v) => parse_specs(&format!("GPUENV_TOOLCHAIN={}", crate::ui::value(v)), v)?,
         None => Vec::new(),
     };
     let here = crate::project::trust::in_effect(req.cwd, registry)?;
@@ -230,7 +230,10 @@ pub fn resolve_kinds(
             (
                 s.clone(),
                 Reason::EnvVar(s.clone()),
-                format!("GPUENV_TOOLCHAIN={}", req.env_toolchain.unwrap_or_default()),
+                format!(
+                    "GPUENV_TOOLCHAIN={}",
+                    crate::ui::value(req.env_toolchain.unwrap_or_default())
+                ),
             )
         } else if let Some(pin) = project.as_ref().and_then(|p| p.pin(kind)) {
             from_file = project.as_ref();

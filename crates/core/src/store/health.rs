@@ -124,9 +124,10 @@ pub fn tree_problem(name: &str, entry: &Entry) -> Option<Problem> {
 /// An active toolchain whose tree is not usable on this node: a TaskProlog refuses the
 /// task's environment rather than point it at a toolkit that is not there.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{name} cannot be used on node {node}: {problem}")]
+#[error("{name} cannot be used on {node}: {problem}")]
 pub struct NotOnThisNode {
     pub name: String,
+    /// As a message says it: `node gpu07`, or `this node`.
     pub node: String,
     pub problem: Problem,
 }

@@ -93,18 +93,27 @@ pub fn load(path: &Path) -> Result<Lock, LockError> {
     parse(path, text)
 }
 
+/// Why a component name or an archive's version is not one plain path component.
+#[derive(Debug, thiserror::Error)]
+enum NotPlain {
+    #[error(transparent)]
+    Part(#[from] crate::pathpart::UnsafeValue),
+    #[error("the {what} `{}` has characters no {what} has", value.escape_debug())]
+    Characters { what: &'static str, value: String },
+}
+
 /// The name of a component or an archive's version: one path component of plain characters.
-fn plain(what: &'static str, v: &str) -> Result<(), String> {
-    crate::pathpart::part(what, v).map_err(|e| e.to_string())?;
+fn plain(what: &'static str, v: &str) -> Result<(), NotPlain> {
+    crate::pathpart::part(what, v)?;
     if v.chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+'))
     {
         Ok(())
     } else {
-        Err(format!(
-            "the {what} `{}` has characters no {what} has",
-            v.escape_debug()
-        ))
+        Err(NotPlain::Characters {
+            what,
+            value: v.to_string(),
+        })
     }
 }
 
@@ -310,13 +319,13 @@ fn record(
     }
     let mut components = Vec::new();
     for c in t.components.iter().flatten() {
-        plain("component", c.get_ref()).map_err(|m| bad(c, m))?;
+        plain("component", c.get_ref()).map_err(|m| bad(c, m.to_string()))?;
         components.push(c.get_ref().clone());
     }
     let mut archives = Vec::new();
     for a in t.archive.iter().flatten() {
-        plain("component", a.component.get_ref()).map_err(|m| bad(&a.component, m))?;
-        plain("version", a.version.get_ref()).map_err(|m| bad(&a.version, m))?;
+        plain("component", a.component.get_ref()).map_err(|m| bad(&a.component, m.to_string()))?;
+        plain("version", a.version.get_ref()).map_err(|m| bad(&a.version, m.to_string()))?;
         let url = Url::parse(a.url.get_ref()).map_err(|e| bad(&a.url, format!("url: {e}")))?;
         if !matches!(url.scheme(), "http" | "https" | "file") {
             return Err(bad(

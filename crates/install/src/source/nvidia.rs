@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Context as _, Result};
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::outside;
+use gpuenv_core::{outside, ui};
 use reqwest::Url;
 use serde_json::Value;
 
@@ -119,14 +119,14 @@ fn archive(key: &str, comp: &Value, entry: &Value, url: &Url) -> Result<Archive>
         _ => None,
     });
     pathpart::part("file name", rel.rsplit('/').next().unwrap_or(rel))?;
-    let format =
-        Format::from_name(rel).with_context(|| format!("unknown archive type of {rel}"))?;
+    let format = Format::from_name(rel)
+        .with_context(|| format!("unknown archive type of {}", ui::value(rel)))?;
     Ok(Archive {
         component: pathpart::part("component", key)?.to_string(),
         version,
         url: url
             .join(rel)
-            .with_context(|| format!("bad relative_path {rel}"))?,
+            .with_context(|| format!("bad relative_path {}", ui::value(rel)))?,
         sha256,
         size,
         format,

@@ -29,7 +29,7 @@ fn checked(filename: String, sha256: Option<&str>) -> Result<(String, Option<Sha
         sha256.map(Sha256::parse).transpose()
     };
     let sha256 = check().map_err(|e| {
-        Hinted::new(format!("the link to {}", filename.escape_debug()))
+        Hinted::new(format!("the link to {}", gpuenv_core::ui::value(&filename)))
             .hint(pathpart::SOURCE_HINT)
             .caused_by(e)
     })?;

@@ -47,7 +47,14 @@ pub struct Check {
 /// shell then always runs gpuenv) when `$PWD` is unknown or is not the directory `fp` was
 /// taken in, when a file changed too recently to trust its time, when no stamp can be
 /// written, or when the toolchain file cannot be read as text as it was stamped.
-pub fn arm(home: &Home, fp: &Fingerprint, pwd: Option<&str>) -> Option<Check> {
+/// `path`: PATH as the shell has it after this run, compared too when `fp` watches the
+/// `python3` on PATH (a shell cannot ask which one is first without a process).
+pub fn arm(
+    home: &Home,
+    fp: &Fingerprint,
+    pwd: Option<&str>,
+    path: Option<&std::ffi::OsStr>,
+) -> Option<Check> {
     let pwd = pwd?;
     let recent = SystemTime::now().checked_sub(RACY)?;
     let recent_ns = recent.duration_since(UNIX_EPOCH).ok()?.as_nanos();
@@ -69,9 +76,18 @@ pub fn arm(home: &Home, fp: &Fingerprint, pwd: Option<&str>) -> Option<Check> {
         Some((path, stamp)) => vec![(path.clone(), text_as_stamped(path, *stamp)?)],
         None => Vec::new(),
     };
+    let mut vars = fp.vars.clone();
+    if fp.python.is_some() {
+        // A PATH that is not UTF-8 cannot be compared as text: the shell asks gpuenv.
+        let value = match path {
+            Some(p) => Some(p.to_str()?.to_string()),
+            None => None,
+        };
+        vars.push((crate::facts::vars::PATH.to_string(), value));
+    }
     Some(Check {
         pwd: pwd.to_string(),
-        vars: fp.vars.clone(),
+        vars,
         same_time,
         same_text,
         absent,
@@ -276,8 +292,8 @@ mod tests {
     fn a_racy_or_foreign_directory_is_never_armed() {
         let home = Home::new("/nonexistent");
         let mut f = fp("/p", None);
-        assert!(arm(&home, &f, None).is_none(), "no $PWD");
-        assert!(arm(&home, &f, Some("/elsewhere")).is_none());
+        assert!(arm(&home, &f, None, None).is_none(), "no $PWD");
+        assert!(arm(&home, &f, Some("/elsewhere"), None).is_none());
         // A toolchain file written just now: a second edit may keep its time.
         let just_now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -291,7 +307,7 @@ mod tests {
                 ..Stamp::default()
             },
         ));
-        assert!(arm(&home, &f, Some("/p")).is_none());
+        assert!(arm(&home, &f, Some("/p"), None).is_none());
     }
 
     #[test]

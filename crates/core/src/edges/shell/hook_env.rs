@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -38,43 +37,22 @@ pub struct Fingerprint {
     pub settings: (PathBuf, Option<Stamp>),
     /// Other files the last result was computed from (the torch a `"torch"` pin read).
     pub extra: Vec<(PathBuf, Option<Stamp>)>,
+    /// Watched while a `"torch"` pin is in effect: which torch it reads depends on the
+    /// first `python3` on PATH (a venv put first on PATH without activating it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonOnPath>,
 }
 
-/// A file as the fast path compares it: its modification time and size, and which file it
-/// is (device and inode) and when it last changed (its change time, which no one can set
-/// back): a file replaced by one of the same size and time is a different file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stamp {
-    pub mtime_ns: u128,
-    pub size: u64,
-    /// Absent in states written before they were recorded: such a state then differs once.
-    #[serde(default)]
-    pub dev: u64,
-    #[serde(default)]
-    pub ino: u64,
-    #[serde(default)]
-    pub ctime_ns: i128,
+/// The first `python3` on PATH, if any.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PythonOnPath {
+    pub found: Option<PathBuf>,
 }
 
-fn stamp_of(meta: &std::fs::Metadata) -> Option<Stamp> {
-    use std::os::unix::fs::MetadataExt;
-    let mtime_ns = meta
-        .modified()
-        .ok()?
-        .duration_since(UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
-    Some(Stamp {
-        mtime_ns,
-        size: meta.len(),
-        dev: meta.dev(),
-        ino: meta.ino(),
-        ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
-    })
-}
+pub use crate::stamp::Stamp;
 
 pub fn stamp(path: &Path) -> Option<Stamp> {
-    stamp_of(&fs_err::metadata(path).ok()?)
+    Stamp::at(path)
 }
 
 impl Fingerprint {
@@ -87,7 +65,7 @@ impl Fingerprint {
         extra: &[PathBuf],
     ) -> Fingerprint {
         let file = match project::locate(cwd) {
-            Ok(found) => found.map(|f| (f.path, stamp_of(&f.meta).unwrap_or_default())),
+            Ok(found) => found.map(|f| (f.path, Stamp::of(&f.meta).unwrap_or_default())),
             Err(e) => Some((e.path().to_path_buf(), stamp(e.path()).unwrap_or_default())),
         };
         let mut fp = Fingerprint {
@@ -96,9 +74,16 @@ impl Fingerprint {
             file,
             settings: (settings.to_path_buf(), stamp(settings)),
             extra: Vec::new(),
+            python: None,
         };
         fp.watch(extra);
         fp
+    }
+
+    /// Watches the first `python3` on `path` (see [`Fingerprint::python`]).
+    pub fn watch_python(&mut self, path: Option<&OsStr>) {
+        let found = crate::plan::guard::find_on_path(path, "python3");
+        self.python = Some(PythonOnPath { found });
     }
 
     /// Records `extra` as files the result depends on, replacing the previous ones.

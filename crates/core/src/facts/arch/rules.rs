@@ -1,9 +1,9 @@
 //! Which CUDA release can build an arch: the SM numbers come from the release tables
-//! (`cuda_tables`), the suffixes from when nvcc learnt them.
+//! (`facts::lookup`), the suffixes from when nvcc learnt them.
 
 use super::cuda::{CudaArch, Suffix};
-use crate::facts::cuda_tables as tables;
 use crate::facts::version::Version;
+use crate::facts::{self, lookup};
 
 /// The first release whose nvcc takes the suffix: `sm_90a` came with CUDA 12.0,
 /// family-specific targets (`sm_100f`) with 12.9.
@@ -48,7 +48,7 @@ impl Verdict {
 }
 
 pub fn can_build(cuda: &Version, arch: &CudaArch) -> Verdict {
-    let Some(row) = tables::sm_archs(cuda) else {
+    let Some(row) = lookup::archs(facts::current(), cuda.release()).known() else {
         return Verdict::Unknown;
     };
     let targets: &'static [u32] = row.value;
@@ -73,7 +73,7 @@ pub fn problem_with(release: (u64, u64), targets: &[u32], arch: &CudaArch) -> Op
 
 /// The oldest and the newest release in the tables that build `arch`, suffix included.
 pub fn releases_for(arch: &CudaArch) -> Option<((u64, u64), (u64, u64))> {
-    let (oldest, newest) = tables::releases_for_sm(arch.sm())?;
+    let (oldest, newest) = lookup::releases_for_sm(facts::current(), arch.sm())?;
     match suffix_from(arch.suffix) {
         Some(from) if from > newest => None,
         Some(from) => Some((oldest.max(from), newest)),

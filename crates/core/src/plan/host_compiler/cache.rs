@@ -8,15 +8,15 @@
 //! so an edit within the same tick could leave them as they were.
 
 use crate::facts::vars;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
 use super::{parse_gcc_version, version_output, PathProbe, Probe};
 use crate::context::Context;
 use crate::fsutil;
+use crate::stamp::Stamp;
 use crate::store::home::Home;
 use crate::store::toolchain::Version;
 
@@ -58,10 +58,11 @@ impl Probe for CachedProbe<'_> {
     }
 
     fn gcc_version(&self, compiler: &Path) -> Option<Version> {
-        let (Some(name), Some(file)) = (compiler.to_str(), identity(compiler)) else {
+        let (Some(name), Some(stamp)) = (compiler.to_str(), Stamp::at(compiler)) else {
             return self.probe.gcc_version(compiler);
         };
         let at = self.dir.join(entry_name(name));
+        let file = stamp.to_string();
         if let Some(entry) = read(&at).filter(|e| e.compiler == name && e.file == file) {
             return parse_gcc_version(&entry.banner);
         }
@@ -70,7 +71,8 @@ impl Probe for CachedProbe<'_> {
         // Not remembered: a failed run, a file that changed while it ran, or one changed
         // within the last seconds (file times tick coarsely: an edit in the same tick
         // could keep them).
-        if success && identity(compiler).as_ref() == Some(&file) && settled(compiler, self.now) {
+        let after = Stamp::at(compiler);
+        if success && after == Some(stamp) && stamp.settled(self.now) {
             let entry = Entry {
                 compiler: name.to_string(),
                 file,
@@ -82,30 +84,6 @@ impl Probe for CachedProbe<'_> {
         }
         parse_gcc_version(&text)
     }
-}
-
-/// The file `path` leads to, as the cache compares it: device, inode, size, and the
-/// modification and change times to the nanosecond (a package upgrade or an edit in place
-/// changes one of them; the change time cannot be set back).
-fn identity(path: &Path) -> Option<String> {
-    let m = fs_err::metadata(path).ok()?;
-    Some(format!(
-        "{}:{}:{}:{}.{:09}:{}.{:09}",
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec()
-    ))
-}
-
-/// Whether the file's last change is at least two seconds before `now`.
-fn settled(path: &Path, now: SystemTime) -> bool {
-    let changed = fs_err::metadata(path).map(|m| m.ctime());
-    let now = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64);
-    matches!((changed, now), (Ok(c), Ok(n)) if n.saturating_sub(c) >= 2)
 }
 
 fn entry_name(compiler: &str) -> String {
@@ -120,7 +98,7 @@ fn read(at: &Path) -> Option<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::time::Duration;
 
     /// A fake g++ at `path` that says `version` and logs each run to `<path>.log`, written

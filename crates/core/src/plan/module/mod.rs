@@ -205,14 +205,20 @@ fn read_file(file: &Path, module: &str, steers: Steers, scan: &mut Scan) {
             return;
         }
     };
-    let Ok(text) = String::from_utf8(bytes) else {
-        if file.extension().is_some_and(|e| e == "lua") {
-            scan.warnings.push(format!(
-                "skipped {}: not UTF-8 text, so not a module file gpuenv can read",
-                file.display()
-            ));
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            // Said for a file that is a module file by its name or first line (a Tcl one
+            // in Latin-1 too): skipping it silently would hide the toolkit it names.
+            let lossy = String::from_utf8_lossy(e.as_bytes());
+            if parse::syntax_of(file, &lossy).is_some() {
+                scan.warnings.push(format!(
+                    "skipped {}: not UTF-8 text, so not a module file gpuenv can read",
+                    file.display()
+                ));
+            }
+            return;
         }
-        return;
     };
     let Some(syntax) = parse::syntax_of(file, &text) else {
         return;
@@ -265,6 +271,11 @@ mod tests {
             b"setenv(\"CUDA_HOME\", os.getenv(\"X\"))\n",
         );
         write(&mp.join("bin/1.lua"), b"\xff\xfe\0\0");
+        write(
+            &mp.join("latin/1"),
+            b"#%Module1.0\nsetenv CUDA_HOME /sw/caf\xe9\n",
+        );
+        write(&mp.join("latin/README"), b"caf\xe9\n");
         std::os::unix::fs::symlink(&mp, mp.join("cuda/loop")).unwrap();
         let scan = scan_modulepath(&format!("{}::{}", mp.display(), mp.display()));
         let found: Vec<(String, String)> = scan
@@ -282,5 +293,7 @@ mod tests {
         let w = scan.warnings.join("\n");
         assert!(w.contains("bad/1.lua:1: CUDA_HOME is computed"), "{w}");
         assert!(w.contains("bin/1.lua: not UTF-8"), "{w}");
+        assert!(w.contains("latin/1: not UTF-8"), "{w}");
+        assert!(!w.contains("README"), "{w}");
     }
 }

@@ -159,8 +159,28 @@ fn lua_literal(s: &str) -> Option<String> {
     Some(body.to_string())
 }
 
+/// The operands of Lua's `..`, outside string literals only: `"/sw/cuda..old"` is one.
 fn split_concat(e: &str) -> Vec<&str> {
-    e.split("..").collect()
+    let mut out = Vec::new();
+    let (mut start, mut quote) = (0, None);
+    let bytes = e.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match (quote, bytes[i]) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, c @ (b'"' | b'\'')) => quote = Some(c),
+            (None, b'.') if bytes.get(i + 1) == Some(&b'.') => {
+                out.push(&e[start..i]);
+                start = i + 2;
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(&e[start..]);
+    out
 }
 
 fn split_top_comma(s: &str) -> Option<(&str, &str)> {
@@ -355,6 +375,23 @@ setenv("ROCM_PATH", os.getenv("HOME") .. "/rocm")
         );
         assert_eq!(p.skipped.len(), 1, "{:?}", p.skipped);
         assert_eq!(p.skipped[0].0, 8);
+    }
+
+    #[test]
+    fn a_dot_dot_inside_a_lua_string_is_text_not_concatenation() {
+        let text = r#"local base = "/sw/cuda..old"
+setenv("CUDA_HOME", base .. '/..x' .. "/y")
+setenv("CUDA_PATH", "/sw/a" .. "..")
+"#;
+        let p = parse(text, Syntax::Lua);
+        assert_eq!(
+            roots(&p),
+            [
+                ("CUDA_HOME".into(), "/sw/cuda..old/..x/y".into(), 2),
+                ("CUDA_PATH".into(), "/sw/a..".into(), 3)
+            ]
+        );
+        assert!(p.skipped.is_empty(), "{:?}", p.skipped);
     }
 
     #[test]

@@ -92,8 +92,8 @@ pub fn detect_with(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
 
 /// A version file or header of the tree: `None` when there is none; one that is there but
 /// cannot be read (a FIFO, a device, too large, not text) is an error naming it.
-fn read(path: &Path, kind: outside::Kind) -> Result<Option<String>, String> {
-    outside::read_text_if_present(path, kind).map_err(|e| e.to_string())
+fn read(path: &Path, kind: outside::Kind) -> Result<Option<String>, outside::ReadError> {
+    outside::read_text_if_present(path, kind)
 }
 
 /// What is wrong with a `version.json`.
@@ -125,18 +125,26 @@ fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
     };
     let (include_dir, lib_dir) = cuda_dirs(root);
     let (version, version_from) = if let Some(text) =
-        read(&root.join("version.json"), VERSION).map_err(err)?
+        read(&root.join("version.json"), VERSION).map_err(|e| err(e.to_string()))?
     {
         let v = parse_cuda_version_json(&text).map_err(|e| err(format!("version.json: {e}")))?;
-        (v, "version.json".to_string())
-    } else if let Some(text) = read(&root.join("version.txt"), VERSION).map_err(err)? {
+        // 11.x dates its SDK (`11.8.20220929`): the version is then cuda_nvcc's build.
+        let from = if cuda_json_release(&text).is_some() {
+            FROM_VERSION_JSON
+        } else {
+            "version.json (cuda_nvcc)"
+        };
+        (v, from.to_string())
+    } else if let Some(text) =
+        read(&root.join("version.txt"), VERSION).map_err(|e| err(e.to_string()))?
+    {
         let v = parse_cuda_version_txt(&text)
             .ok_or_else(|| err("version.txt has no `CUDA Version X.Y.Z` line".into()))?;
         (v, "version.txt".to_string())
     } else if run == Run::Never {
         let header = include_dir.join("cuda.h");
         let v = read(&header, outside::Kind::Header)
-            .map_err(err)?
+            .map_err(|e| err(e.to_string()))?
             .and_then(|t| parse_cuda_h(&t))
             .ok_or_else(|| {
                 err("no version.json, version.txt or `#define CUDA_VERSION` in include/cuda.h (bin/nvcc is not run for a tree a module file names)".into())
@@ -230,7 +238,7 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         why,
     };
     let (version, version_from) = if let Some(text) =
-        read(&root.join(".info/version"), VERSION).map_err(err)?
+        read(&root.join(".info/version"), VERSION).map_err(|e| err(e.to_string()))?
     {
         let v = parse_rocm_info_version(&text)
             .ok_or_else(|| err(format!(".info/version holds `{}`", text.trim())))?;
@@ -244,7 +252,7 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         &root.join("include/hip/hip_version.h"),
         outside::Kind::Header,
     )
-    .map_err(err)?
+    .map_err(|e| err(e.to_string()))?
     {
         let v = parse_hip_version_h(&text).ok_or_else(|| {
             err("include/hip/hip_version.h has no HIP_VERSION_MAJOR/MINOR".into())
@@ -282,7 +290,7 @@ fn detect_rocm_system(prefix: &Path) -> Result<Detected, NotAToolchain> {
         why,
     };
     let (version, version_from) = if let Some(v) = read(&prefix.join("share/hip/version"), VERSION)
-        .map_err(err)?
+        .map_err(|e| err(e.to_string()))?
         .and_then(|t| parse_hip_version_file(&t))
     {
         (v, "share/hip/version".to_string())
@@ -291,7 +299,7 @@ fn detect_rocm_system(prefix: &Path) -> Result<Detected, NotAToolchain> {
             &prefix.join("include/hip/hip_version.h"),
             outside::Kind::Header,
         )
-        .map_err(err)?
+        .map_err(|e| err(e.to_string()))?
         .ok_or_else(|| err("no share/hip/version or include/hip/hip_version.h".into()))?;
         let v = parse_hip_version_h(&text).ok_or_else(|| {
             err("include/hip/hip_version.h has no HIP_VERSION_MAJOR/MINOR".into())
@@ -341,6 +349,36 @@ fn run_hipconfig(tool: &Path) -> Result<String, AskError> {
 /// `version.json` of CUDA 11.1+. 11.x writes a build date as the third component of
 /// `cuda.version` (`11.8.20220929`), so the nvcc component's version is used there; newer
 /// releases write the plain release label (`12.4.1`).
+/// Where a CUDA tree's version is its release: version.json's `cuda.version`.
+pub const FROM_VERSION_JSON: &str = "version.json";
+
+/// The CUDA release a tree is, as NVIDIA numbers it (13.0.2), from its version and where
+/// that was read: only version.json's `cuda.version` is a release; nvcc's `V13.0.88`,
+/// `cuda.h`, version.txt and 11.x's `cuda_nvcc` are build numbers, which tell the
+/// major.minor only. ROCm's versions are its releases. The one rule every name follows
+/// (installed, linked, discovered, module).
+pub fn release(kind: Kind, version: &Version, version_from: &str) -> Version {
+    if kind == Kind::Cuda && version_from != FROM_VERSION_JSON {
+        version.truncated(2)
+    } else {
+        version.clone()
+    }
+}
+
+impl Detected {
+    /// [`release`] of this tree: the version its name carries.
+    pub fn release(&self) -> Version {
+        release(self.kind, &self.version, &self.version_from)
+    }
+}
+
+/// version.json's `cuda.version` when it is a release (11.x writes a date there).
+fn cuda_json_release(text: &str) -> Option<Version> {
+    let json: serde_json::Value = serde_json::from_str(text).ok()?;
+    let v: Version = json.get("cuda")?.get("version")?.as_str()?.parse().ok()?;
+    v.parts().get(2).is_none_or(|p| *p < 1_000_000).then_some(v)
+}
+
 pub fn parse_cuda_version_json(text: &str) -> Result<Version, VersionJsonError> {
     let json: serde_json::Value =
         serde_json::from_str(text).map_err(|e| VersionJsonError::Json(e.to_string()))?;
@@ -434,6 +472,29 @@ mod tests {
             parse_cuda_version_json(&captured("cuda-version.json-11.8")),
             Ok(v("11.8.89"))
         );
+        // Which is nvcc's build number: the release is 11.8.
+        assert_eq!(cuda_json_release(&captured("cuda-version.json-11.8")), None);
+        assert_eq!(
+            release(Kind::Cuda, &v("11.8.89"), "version.json (cuda_nvcc)"),
+            v("11.8")
+        );
+    }
+
+    #[test]
+    fn the_release_is_version_jsons_and_nvccs_build_number_tells_major_minor_only() {
+        assert_eq!(
+            release(Kind::Cuda, &v("13.0.2"), FROM_VERSION_JSON),
+            v("13.0.2")
+        );
+        assert_eq!(
+            release(Kind::Cuda, &v("13.0.88"), "bin/nvcc --version"),
+            v("13.0")
+        );
+        assert_eq!(release(Kind::Cuda, &v("12.4"), "include/cuda.h"), v("12.4"));
+        assert_eq!(
+            release(Kind::Rocm, &v("6.2.4"), ".info/version"),
+            v("6.2.4")
+        );
     }
 
     #[test]
@@ -441,6 +502,7 @@ mod tests {
         let text = r#"{"cuda": {"name": "CUDA SDK", "version": "12.4.1"},
                        "cuda_nvcc": {"name": "CUDA NVCC", "version": "12.4.131"}}"#;
         assert_eq!(parse_cuda_version_json(text), Ok(v("12.4.1")));
+        assert_eq!(cuda_json_release(text), Some(v("12.4.1")));
         assert!(parse_cuda_version_json("{")
             .unwrap_err()
             .to_string()

@@ -68,6 +68,11 @@ impl Entry {
     /// The real program `name` of this toolchain: its compiler driver and, for a system
     /// toolchain, its own programs only (never another program of `/usr/bin`); else a
     /// toolkit program in `<root>/bin` (never the python of a conda environment).
+    /// The release this toolchain is (`detect::release`): what its name should carry.
+    pub fn release(&self) -> super::Version {
+        super::detect::release(self.kind, &self.version, &self.version_from)
+    }
+
     pub fn tool(&self, name: &str) -> Option<PathBuf> {
         let in_bin = self.root.join("bin").join(name);
         match &self.system {

@@ -72,9 +72,9 @@ impl FromStr for Kind {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum NameError {
-    #[error("unknown toolchain kind `{0}`: expected `cuda` or `rocm`")]
+    #[error("unknown toolchain kind `{}`: expected `cuda` or `rocm`", crate::ui::value(.0))]
     Kind(String),
-    #[error("`{0}` is not a toolchain name or spec: expected <kind>-<version>[-<label>], like cuda-12.4, cuda-11.3-conda or rocm-6.2.4")]
+    #[error("`{}` is not a toolchain name or spec: expected <kind>-<version>[-<label>], like cuda-12.4, cuda-11.3-conda or rocm-6.2.4", crate::ui::value(.0))]
     Shape(String),
     #[error(transparent)]
     Path(#[from] crate::pathpart::UnsafePart),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use super::entry::{Broken, Entry, Source};
-use super::{registry_cache, Spec};
+use super::Spec;
 use crate::diagnostic::Diagnostic;
 use crate::facts::build_cache::{BuildCache, SharedStore};
 use crate::store::home::Home;
@@ -185,7 +185,7 @@ impl Diagnostic for StateError {
 }
 
 /// A settings file that is not UTF-8 is corrupt; any other refusal says why itself.
-fn refused(e: outside::ReadError) -> StateError {
+pub(super) fn refused(e: outside::ReadError) -> StateError {
     match e.why {
         outside::Why::Io(source) => StateError::Unreadable {
             path: e.path,
@@ -201,30 +201,6 @@ impl Registry {
         Ok(Registry::read(home)?.0)
     }
 
-    /// The registry of `home`, read through its compact copy in `own` (the home of the
-    /// user reading, which may be `home` itself): the copy is used only while it matches
-    /// the settings file as it is now, and is made again when it does not (see
-    /// [`super::registry_cache`]). An upstream's copy lives in the reader's own home, so
-    /// nothing is written into an upstream.
-    pub fn load_cached(home: &Home, own: &Home) -> Result<Registry, StateError> {
-        let path = home.settings();
-        let file = match outside::open(&path, outside::Kind::Settings) {
-            Ok(f) => f,
-            Err(e) if e.is_missing() => return Ok(Registry::default()),
-            Err(e) => return Err(refused(e)),
-        };
-        let cache = registry_cache::Cache::of(own, &path, file.metadata());
-        if let Some(registry) = cache.as_ref().and_then(registry_cache::Cache::read) {
-            return Ok(registry);
-        }
-        let text = file.text().map_err(refused)?;
-        let registry = Registry::parse(home, path, &text)?;
-        if let Some(cache) = cache.filter(|_| registry.notice.is_none()) {
-            cache.write(&registry);
-        }
-        Ok(registry)
-    }
-
     /// The registry and the text it was parsed from.
     fn read(home: &Home) -> Result<(Registry, String), StateError> {
         let path = home.settings();
@@ -237,7 +213,7 @@ impl Registry {
     }
 
     /// `text`, the contents of `home`'s settings file at `path`, parsed and checked.
-    fn parse(home: &Home, path: PathBuf, text: &str) -> Result<Registry, StateError> {
+    pub(super) fn parse(home: &Home, path: PathBuf, text: &str) -> Result<Registry, StateError> {
         let mut registry: Registry = toml::from_str(text).map_err(|e| StateError::Corrupt {
             message: e.message().to_string()
                 + &e.span()
@@ -327,26 +303,45 @@ impl Registry {
         Ok(out)
     }
 
-    /// The highest registered version the spec selects; an exact name wins outright.
+    /// The highest registered release the spec selects; an exact name wins outright. A
+    /// toolchain whose root is missing on this machine (a tree on another node's disk) is
+    /// chosen only when no other one matches. Releases are compared before names: an old
+    /// registry's `cuda-13.0.88` (nvcc's build number) is release 13.0, below `cuda-13.0.3`.
     pub fn find(&self, spec: &Spec) -> Option<(&str, &Entry)> {
         if let Some((name, e)) = self.toolchains.get_key_value(&spec.to_string()) {
             return Some((name, e));
         }
-        self.toolchains
+        let matching: Vec<(&str, &Entry, Spec)> = self
+            .toolchains
             .iter()
             .filter_map(|(name, e)| {
                 let n: Spec = name.parse().ok()?;
                 spec.matches(&n).then_some((name.as_str(), e, n))
             })
-            // Highest version; among equal versions the unlabelled (plain) name first.
+            .collect();
+        // One lstat per candidate, only when there is a choice to make.
+        let here = |e: &Entry| matching.len() < 2 || fs_err::symlink_metadata(&e.root).is_ok();
+        matching
+            .iter()
+            // Present first; then the highest release, then name; among equal versions the
+            // unlabelled (plain) name first.
             .max_by(|a, b| {
-                (&a.2.version, a.2.label.is_none(), std::cmp::Reverse(a.0)).cmp(&(
-                    &b.2.version,
-                    b.2.label.is_none(),
-                    std::cmp::Reverse(b.0),
-                ))
+                (
+                    here(a.1),
+                    a.1.release(),
+                    &a.2.version,
+                    a.2.label.is_none(),
+                    std::cmp::Reverse(a.0),
+                )
+                    .cmp(&(
+                        here(b.1),
+                        b.1.release(),
+                        &b.2.version,
+                        b.2.label.is_none(),
+                        std::cmp::Reverse(b.0),
+                    ))
             })
-            .map(|(name, e, _)| (name, e))
+            .map(|(name, e, _)| (*name, *e))
     }
 
     pub fn default_specs(&self) -> Result<Vec<Spec>, super::NameError> {
@@ -428,6 +423,34 @@ mod tests {
         assert_eq!(find("cuda-11").as_deref(), Some("cuda-11.8"));
         assert_eq!(find("cuda-10"), None);
         assert_eq!(find("rocm-6"), None);
+    }
+
+    #[test]
+    fn a_match_whose_root_is_missing_here_gives_way_to_one_that_is_here() {
+        let here = tempfile::tempdir().unwrap();
+        let mut r = registry(&[
+            ("cuda-13.0.88", Kind::Cuda, "13.0.88"),
+            ("cuda-13.0.3", Kind::Cuda, "13.0.3"),
+        ]);
+        r.toolchains.get_mut("cuda-13.0.3").unwrap().root = here.path().to_path_buf();
+        let find = |r: &Registry, s: &str| r.find(&s.parse().unwrap()).map(|(n, _)| n.to_string());
+        assert_eq!(find(&r, "cuda-13.0").as_deref(), Some("cuda-13.0.3"));
+        // The only match is chosen, here or not (the prolog then names the missing root).
+        r.toolchains.remove("cuda-13.0.3");
+        assert_eq!(find(&r, "cuda-13.0").as_deref(), Some("cuda-13.0.88"));
+    }
+
+    #[test]
+    fn an_old_name_after_nvccs_build_number_still_resolves_and_ranks_as_its_release() {
+        let mut r = registry(&[
+            ("cuda-13.0.88", Kind::Cuda, "13.0.88"),
+            ("cuda-13.0.3", Kind::Cuda, "13.0.3"),
+        ]);
+        r.toolchains.get_mut("cuda-13.0.88").unwrap().version_from = "bin/nvcc --version".into();
+        let find = |s: &str| r.find(&s.parse().unwrap()).map(|(n, _)| n.to_string());
+        assert_eq!(find("cuda-13.0").as_deref(), Some("cuda-13.0.3"));
+        assert_eq!(find("cuda-13").as_deref(), Some("cuda-13.0.3"));
+        assert_eq!(find("cuda-13.0.88").as_deref(), Some("cuda-13.0.88"));
     }
 
     #[test]

@@ -19,19 +19,20 @@
 //! edit within the same tick could leave them as they were. A copy that cannot be written
 //! only costs the next call the parse.
 
-use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use fs_err::os::unix::fs::OpenOptionsExt;
+use sha2::Digest;
 
 use super::detect::Collectives;
-use super::registry::{Entry, Registry, Source};
+use super::registry::{self, Entry, Registry, Source, StateError};
 use super::system::System;
-use crate::fsutil;
+use crate::stamp::Stamp;
 use crate::store::home::Home;
+use crate::{fsutil, outside};
 
 /// The first line of a copy; a new layout gets a new one.
 const MAGIC: &str = "gpuenv registry cache 2";
@@ -56,10 +57,11 @@ impl Cache {
     /// file) is `meta`. `None` for a path that is not UTF-8.
     pub fn of(own: &Home, source: &Path, meta: &std::fs::Metadata) -> Option<Cache> {
         let source = source.to_str()?.to_string();
+        let stamp = Stamp::of(meta)?;
         Some(Cache {
             at: own.registry_cache().join(file_name(&source)),
-            stamp: stamp(meta),
-            settled: settled(meta, SystemTime::now()),
+            stamp: stamp.to_string(),
+            settled: stamp.settled(SystemTime::now()),
             source,
         })
     }
@@ -136,8 +138,49 @@ impl Cache {
         if fsutil::write_atomic(&self.at, text.as_bytes()).is_ok() {
             // The first layout's copy of the same file (`<hash>.json`), now never read.
             let _ = fs_err::remove_file(self.at.with_extension("json"));
+            self.remove_older_copies();
         }
     }
+
+    /// Earlier copies of the same settings file under other names (the first layout's
+    /// `<hash>.json`, a name from before copies were named by sha256), now never read.
+    fn remove_older_copies(&self) {
+        let Some(dir) = self.at.parent() else { return };
+        let Ok(entries) = fs_err::read_dir(dir) else {
+            return;
+        };
+        for path in entries.flatten().map(|e| e.path()) {
+            let ours = path == self.at;
+            let copy = path.extension().is_some_and(|e| e == "copy" || e == "json");
+            if !ours && copy && names_source(&path, &self.source) {
+                let _ = fs_err::remove_file(&path);
+            }
+        }
+    }
+}
+
+/// Whether the copy at `path` (the user's own regular file, not followed if a link) was
+/// made of the settings file `source`: every layout names it on its second line.
+fn names_source(path: &Path, source: &str) -> bool {
+    let Ok(file) = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !file.metadata().is_ok_and(|m| m.is_file() && m.uid() == me) {
+        return false;
+    }
+    let mut head = String::new();
+    let _ = file.file().take(64 * 1024).read_to_string(&mut head);
+    let mut lines = head.split('\n');
+    lines
+        .next()
+        .is_some_and(|m| m.starts_with("gpuenv registry cache "))
+        && lines.next() == Some(source)
 }
 
 /// What an entry has besides its fixed fields, as JSON (absent when it has none).
@@ -229,32 +272,37 @@ fn string(field: &str) -> Option<String> {
     Some(inner.to_string())
 }
 
-/// One file per settings path (the path itself is inside, and compared).
+/// One file per settings path (the path itself is inside, and compared), named by its
+/// sha256: the same name from every build of gpuenv.
 fn file_name(source: &str) -> String {
-    let mut h = std::hash::DefaultHasher::new();
-    source.hash(&mut h);
-    format!("{:016x}.copy", h.finish())
+    let digest = sha2::Sha256::digest(source.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{hex}.copy")
 }
 
-/// The settings file as the copy compares it: device, inode, size, and the modification
-/// and change times to the nanosecond.
-fn stamp(m: &std::fs::Metadata) -> String {
-    format!(
-        "{}:{}:{}:{}.{:09}:{}.{:09}",
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec()
-    )
-}
-
-/// Whether the file's last change is at least two seconds before `now`.
-fn settled(m: &std::fs::Metadata, now: SystemTime) -> bool {
-    let now = now.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64);
-    matches!(now, Ok(n) if n.saturating_sub(m.ctime()) >= 2)
+impl Registry {
+    /// The registry of `home`, read through its compact copy in `own` (the home of the
+    /// user reading, which may be `home` itself): the copy is used only while it matches
+    /// the settings file as it is now, and is made again when it does not. An upstream's
+    /// copy lives in the reader's own home, so nothing is written into an upstream.
+    pub fn load_cached(home: &Home, own: &Home) -> Result<Registry, StateError> {
+        let path = home.settings();
+        let file = match outside::open(&path, outside::Kind::Settings) {
+            Ok(f) => f,
+            Err(e) if e.is_missing() => return Ok(Registry::default()),
+            Err(e) => return Err(registry::refused(e)),
+        };
+        let cache = Cache::of(own, &path, file.metadata());
+        if let Some(registry) = cache.as_ref().and_then(Cache::read) {
+            return Ok(registry);
+        }
+        let text = file.text().map_err(registry::refused)?;
+        let registry = Registry::parse(home, path, &text)?;
+        if let Some(cache) = cache.filter(|_| registry.notice.is_none()) {
+            cache.write(&registry);
+        }
+        Ok(registry)
+    }
 }
 
 #[cfg(test)]
@@ -356,5 +404,29 @@ mod tests {
         c.settled = false;
         c.write(&registry(&["cuda-12.4.1"]));
         assert!(!c.path().exists());
+    }
+
+    #[test]
+    fn writing_a_copy_removes_the_older_copies_of_the_same_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = Home::new(dir.path());
+        let c = Cache {
+            at: own.registry_cache().join(file_name("/site/settings.toml")),
+            ..cache(&own, "1:2:3")
+        };
+        fs_err::create_dir_all(own.registry_cache()).unwrap();
+        let old = own.registry_cache().join("0123456789abcdef.copy");
+        let first = own.registry_cache().join("fedcba9876543210.json");
+        let other = own.registry_cache().join("1111111111111111.copy");
+        fs_err::write(&old, format!("{MAGIC}\n/site/settings.toml\nx\n")).unwrap();
+        fs_err::write(&first, "gpuenv registry cache 1\n/site/settings.toml\nx\n").unwrap();
+        fs_err::write(&other, format!("{MAGIC}\n/home/u/settings.toml\nx\n")).unwrap();
+        c.write(&registry(&["cuda-12.4"]));
+        assert!(c.read().is_some());
+        assert!(
+            !old.exists() && !first.exists(),
+            "an older copy of the file is left"
+        );
+        assert!(other.exists(), "another file's copy was removed");
     }
 }

@@ -150,6 +150,38 @@ pub fn roots(home: &Home, own: &Registry) -> Vec<PathBuf> {
     out
 }
 
+fn current_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Why an upstream may not steer this user's compiles, if so. Whoever may write its
+/// directory or settings decides what every compile of its users runs, so only a store of
+/// root's or the user's own, that no other user may write (a sticky directory excepted), is
+/// used; its settings file passes the one rule for every file that steers gpuenv
+/// ([`outside::owner_and_mode`], checked as it is opened).
+pub fn not_safe(upstream: &Home, me: u32) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let ours = |uid: u32| uid == me || uid == 0;
+    let dir = fs_err::metadata(&upstream.root).ok()?;
+    if !ours(dir.uid()) {
+        return Some(format!(
+            "the directory belongs to uid {}, not to you or root",
+            dir.uid()
+        ));
+    }
+    if dir.mode() & 0o002 != 0 && dir.mode() & 0o1000 == 0 {
+        return Some(format!(
+            "every user may write to it (mode {:04o})",
+            dir.mode() & 0o7777
+        ));
+    }
+    match outside::open(&upstream.settings(), outside::Kind::Settings) {
+        Err(e) if !e.is_missing() => Some(e.to_string()),
+        _ => None,
+    }
+}
+
 /// Adds the upstreams' toolchains to `own` and records in `home` where their views are.
 pub fn layered(home: &mut Home, own: Registry) -> Layered {
     let mine = Home::new(&home.root);
@@ -177,6 +209,13 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
         if !root.is_dir() {
             layered.warnings.push(format!(
                 "the upstream {} is gone or not a directory; its toolchains are not available",
+                root.display()
+            ));
+            continue;
+        }
+        if let Some(why) = not_safe(&upstream, current_uid()) {
+            layered.warnings.push(format!(
+                "the upstream {} cannot be used: {why}",
                 root.display()
             ));
             continue;

@@ -1,10 +1,16 @@
 //! This machine's GPUs as arch pins (`gpuenv pin --arch native`): NVIDIA's compute
 //! capabilities from `nvidia-smi`, AMD's gfx names from `rocminfo` (else
-//! `rocm_agent_enumerator`), each tool run with a timeout.
+//! `rocm_agent_enumerator`), each tool run with a timeout. A fact of the machine, used by
+//! `pin`, `torch index`, `audit` and the doctor alike.
 
-use super::machine::Machine;
-use super::rocm::parse_rocminfo;
-use gpuenv_core::facts::arch::{CudaArch, RocmTarget};
+use std::path::Path;
+use std::process::Command;
+
+use crate::ask;
+use crate::context::{vars, Context};
+use crate::facts::arch::{CudaArch, RocmTarget};
+use crate::facts::driver;
+use crate::plan::guard::find_on_path;
 
 /// The archs found, and what was asked (for the message when there are none).
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -38,7 +44,67 @@ pub fn parse_agents(text: &str) -> Vec<String> {
     out
 }
 
-/// The first line of a tool's answer, without the command line `Machine::run` puts first.
+/// The gfx names of the GPU agents in `rocminfo` output (`Name:  gfx90a`), in order, once
+/// each. ISA lines (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`) and CPU agents are not GPUs.
+pub fn parse_rocminfo(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let Some(name) = line.trim().strip_prefix("Name:") else {
+            continue;
+        };
+        let name = name.trim();
+        if RocmTarget::parse(name).is_ok() && !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Why a tool gave no output to read.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// It could not be started, or did not answer in time (`crate::ask`).
+    #[error(transparent)]
+    Ask(#[from] ask::AskError),
+    #[error("`{command}` exited with {status}: {output}")]
+    Failed {
+        command: String,
+        status: std::process::ExitStatus,
+        output: String,
+    },
+}
+
+/// Runs `program` with the context's environment (and nothing else) in its directory,
+/// returning stdout and stderr together. A non-zero exit is an error carrying the output;
+/// a tool that hangs (nvidia-smi on a wedged driver does) is stopped at `ask`'s deadline.
+pub fn run(ctx: &Context, program: &Path, args: &[&str]) -> Result<String, RunError> {
+    let answer = ask::output(
+        Command::new(program)
+            .args(args)
+            .env_clear()
+            .envs(&ctx.vars)
+            .current_dir(&ctx.cwd),
+    )?;
+    let text = answer.text();
+    if answer.status.success() {
+        Ok(text)
+    } else {
+        let shown = format!("{} {}", program.display(), args.join(" "));
+        Err(RunError::Failed {
+            command: shown.trim().to_string(),
+            status: answer.status,
+            output: text.trim().to_string(),
+        })
+    }
+}
+
+/// Runs `tool` from the context's PATH; `None` if it is not on PATH.
+pub fn run_tool(ctx: &Context, tool: &str, args: &[&str]) -> Option<Result<String, RunError>> {
+    let program = find_on_path(ctx.var_os(vars::PATH), tool)?;
+    Some(run(ctx, &program, args))
+}
+
+/// The first line of a tool's answer, without the command line [`run`] puts first.
 /// What a tool said, in one line for a message: colours and other escape sequences taken
 /// out (a tool's output is not gpuenv's to print as is), and of a Python traceback only the
 /// exception it ends with (ROCm's `rocm_agent_enumerator` prints one without a GPU).
@@ -60,9 +126,21 @@ fn first_line(text: &str) -> String {
     line.chars().take(160).collect()
 }
 
-pub fn native_archs(m: &Machine) -> Native {
+/// The NVIDIA driver's version here: `/proc/driver/nvidia/version`, else `nvidia-smi` on
+/// the context's PATH (within the probe deadline); `None` without a driver.
+pub fn driver_version(ctx: &Context) -> Option<String> {
+    if let Some(v) = driver::read_proc_version(&ctx.system_root()) {
+        return Some(v);
+    }
+    let text = run_tool(ctx, "nvidia-smi", &[])?.ok()?;
+    driver::parse_nvidia_smi(&text).map(|(v, _)| v)
+}
+
+/// This machine's GPUs, asked with the tools on the context's PATH.
+pub fn native_archs(ctx: &Context) -> Native {
     let mut found = Native::default();
-    match m.run_tool(
+    match run_tool(
+        ctx,
         "nvidia-smi",
         &["--query-gpu=compute_cap", "--format=csv,noheader"],
     ) {
@@ -83,7 +161,7 @@ pub fn native_archs(m: &Machine) -> Native {
         ("rocminfo", parse_rocminfo as fn(&str) -> Vec<String>),
         ("rocm_agent_enumerator", parse_agents),
     ] {
-        match m.run_tool(tool, &[]) {
+        match run_tool(ctx, tool, &[]) {
             None => found.asked.push(format!("{tool}: not on PATH")),
             Some(Ok(text)) => {
                 found.rocm = parse(&text);

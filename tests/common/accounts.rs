@@ -1,0 +1,156 @@
+//! Real second accounts for what users share: made with `useradd` for one test (names start
+//! with `gpuenv28a` and carry the test's tag and this process's id, so parallel tests and
+//! other suites never collide), removed when dropped, also when the test fails. Commands run
+//! as them through `setpriv`. Their files live in a site directory every account can
+//! traverse (a temp dir made 0755 under /tmp), never under /root.
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Whether accounts can be made here (root, with useradd and setpriv); under CI a missing
+/// piece fails the test, elsewhere it is skipped.
+pub fn can_make_accounts() -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        super::cannot_run("making test accounts needs root");
+        return false;
+    }
+    for tool in ["useradd", "userdel", "setpriv"] {
+        if !super::have_tool(tool) {
+            return false;
+        }
+    }
+    true
+}
+
+/// A site directory every account can reach: `<tmp>/gpuenv28a-site…`, mode 0755.
+pub struct Site {
+    pub dir: tempfile::TempDir,
+}
+
+impl Site {
+    pub fn new() -> Site {
+        let dir = tempfile::Builder::new()
+            .prefix("gpuenv28a-site")
+            .tempdir_in("/tmp")
+            .unwrap();
+        fs_err::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        Site { dir }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// `rel` made (with its parents) as root, mode 0755.
+    pub fn dir(&self, rel: &str) -> PathBuf {
+        let p = self.path(rel);
+        fs_err::create_dir_all(&p).unwrap();
+        fs_err::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    /// Both binaries in `<site>/usr/local/bin`, as an admin installs them system-wide (the
+    /// build's own directory may be under /root, which no account can reach).
+    pub fn install_binaries(&self) -> PathBuf {
+        let bin = self.dir("usr/local/bin");
+        let built = super::proxy_bin().parent().unwrap().to_path_buf();
+        for name in ["gpuenv", "gpuenv-shim"] {
+            let to = bin.join(name);
+            if fs_err::hard_link(built.join(name), &to).is_err() {
+                fs_err::copy(built.join(name), &to).unwrap();
+            }
+            fs_err::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        bin
+    }
+}
+
+/// A user account that exists while this value does.
+pub struct Account {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub home: PathBuf,
+}
+
+impl Account {
+    /// `gpuenv28a<tag><pid>` with its home at `<site>/home/<name>` (made, theirs, 0755).
+    pub fn create(site: &Site, tag: &str) -> Account {
+        let name = format!("gpuenv28a{tag}{}", std::process::id() % 100_000);
+        assert!(name.len() <= 32, "{name} is too long for an account name");
+        let home = site.dir("home").join(&name);
+        // A leftover of a killed run of the same pid.
+        let _ = Command::new("userdel").arg(&name).output();
+        let out = Command::new("useradd")
+            .args(["-M", "-U", "-s", "/bin/bash", "-d"])
+            .arg(&home)
+            .arg(&name)
+            .output()
+            .unwrap();
+        super::succeeded(&out);
+        let id = |flag: &str| -> u32 {
+            let out = Command::new("id").args([flag, &name]).output().unwrap();
+            super::succeeded(&out).trim().parse().unwrap()
+        };
+        let (uid, gid) = (id("-u"), id("-g"));
+        fs_err::create_dir_all(&home).unwrap();
+        std::os::unix::fs::chown(&home, Some(uid), Some(gid)).unwrap();
+        fs_err::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Account {
+            name,
+            uid,
+            gid,
+            home,
+        }
+    }
+
+    /// Adds the account to `group` (made when missing).
+    pub fn join(&self, group: &str) {
+        let _ = Command::new("groupadd").args(["-f", group]).output();
+        super::succeeded(
+            &Command::new("usermod")
+                .args(["-aG", group, &self.name])
+                .output()
+                .unwrap(),
+        );
+    }
+
+    /// `script` in bash as this account (its groups from the group database), in `cwd`,
+    /// with only `vars` (and HOME, USER, LOGNAME, a system PATH ahead of `bin`).
+    pub fn bash(&self, script: &str, bin: &Path, vars: &[(&str, &str)], cwd: &Path) -> Output {
+        Command::new("setpriv")
+            .args([
+                "--reuid",
+                &self.name,
+                "--regid",
+                &self.name,
+                "--init-groups",
+                "--",
+            ])
+            .args(["bash", "--norc", "--noprofile", "-c", script])
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("USER", &self.name)
+            .env("LOGNAME", &self.name)
+            .env(
+                "PATH",
+                format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
+            )
+            .env("LANG", "C.UTF-8")
+            .env("NO_COLOR", "1")
+            .envs(vars.iter().copied())
+            .current_dir(cwd)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Account {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).output();
+        let _ = Command::new("groupdel").arg(&self.name).output();
+    }
+}
