@@ -134,9 +134,8 @@ fn torch_symbols(ctx: &Context, path: &Path) -> Finding {
         .clone()
         .unwrap_or_else(|| "(version unknown)".into());
     let shown = format!("{version} at {}", torch.dir.display());
-    let read_undefined = || -> Result<Vec<String>> {
-        Ok(symbols::undefined_in_file(open_regular(path)?)?)
-    };
+    let read_undefined =
+        || -> Result<Vec<String>> { Ok(symbols::undefined_in_file(open_regular(path)?)?) };
     let undefined = match read_undefined() {
         Ok(u) => u,
         Err(why) => return symbols::skipped(why.to_string()),

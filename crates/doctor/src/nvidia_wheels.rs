@@ -197,9 +197,8 @@ pub fn run(inputs: &Inputs) -> Finding {
         }
     }
     if !torch_seen && notes.is_clean() {
-        return CHECK.skip(
-            "no torch distribution (torch-*.dist-info) in the active Python environment",
-        );
+        return CHECK
+            .skip("no torch distribution (torch-*.dist-info) in the active Python environment");
     }
     let at: Vec<String> = sites.iter().map(|p| p.display().to_string()).collect();
     notes.seen(format!("read the METADATA of {}", at.join(", ")));
