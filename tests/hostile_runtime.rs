@@ -2,7 +2,7 @@
 //! LD_LIBRARY_PATH that is a FIFO, a link loop, a file or a dangling link (and a
 //! `libcuda.so.1` in it that is a FIFO); a `libtorch_cuda.so` cut short, huge, or a FIFO; an
 //! `nvidia-smi` that never answers; a compat directory another account cannot read (run as that
-//! account with `setpriv`). Each gives a clear finding within the probe timeout,
+//! account with `setpriv`); a package METADATA that is huge, binary or a FIFO. Each gives a clear finding within the probe timeout,
 //! never a hang, and `gpuenv run` keeps such entries where they were.
 
 mod common;
@@ -247,4 +247,46 @@ fn a_compat_dir_another_account_cannot_read_is_named_for_that_account() {
         )
         .as_str()
     );
+}
+
+#[test]
+fn a_metadata_that_is_huge_binary_or_a_fifo_is_a_warning_naming_it() {
+    let cases: [(&str, &Make, &str); 3] = [
+        (
+            "huge",
+            // 8 GiB of nothing (sparse): refused from its size, never read.
+            &|p: &Path| fs::File::create(p).unwrap().set_len(8 << 30).unwrap(),
+            "METADATA",
+        ),
+        (
+            "binary",
+            &|p: &Path| {
+                fs::write(p, b"Name: nvidia-nvjitlink\nVersion: \xff\xfe\x00\x01\n").unwrap()
+            },
+            "METADATA",
+        ),
+        ("a FIFO", &|p: &Path| mkfifo(p), "METADATA"),
+    ];
+    for (what, make, says) in cases {
+        let (sb, _) = pinned_project();
+        let site = sb.path("venv/lib/python3.11/site-packages");
+        write(
+            &site.join("torch-2.15.0.dist-info/METADATA"),
+            "Name: torch\nVersion: 2.15.0\nRequires-Dist: nvidia-nvjitlink>=13.2.86\n",
+        );
+        let meta = site.join("nvidia_nvjitlink-13.0.88.dist-info/METADATA");
+        fs::create_dir_all(meta.parent().unwrap()).unwrap();
+        make(&meta);
+        let venv = sb.path("venv");
+        let started = Instant::now();
+        let (_, json) = doctor(&sb, &[("VIRTUAL_ENV", venv.to_str().unwrap())]);
+        assert!(started.elapsed() < Duration::from_secs(30), "{what}");
+        let f = finding(&json, "FM-17");
+        assert_eq!(f["status"], "warn", "{what}: {f}");
+        let summary = f["summary"].as_str().unwrap();
+        assert!(
+            summary.contains(&meta.display().to_string()) && summary.contains(says),
+            "{what}: {summary}"
+        );
+    }
 }

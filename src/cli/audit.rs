@@ -1,12 +1,14 @@
 use fs_err::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use gpuenv_audit::arch::{CudaArch, GfxTarget};
 use gpuenv_audit::compare::{self, ActiveToolchain, Arch, Inputs, Source, ToolKind, Want};
+use gpuenv_audit::finding::Finding;
 use gpuenv_audit::report::{self, Report};
 use gpuenv_audit::runtime::{classify, Runtime};
+use gpuenv_audit::symbols;
 use gpuenv_audit::{AuditError, Object};
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
@@ -58,9 +60,13 @@ impl Args {
                 .flatten(),
             driver: has_ptx(&object).then(|| driver(ctx)).flatten(),
         };
+        let mut findings = compare::compare(&object, &inputs);
+        if needs_torch(&object) {
+            findings.push(torch_symbols(ctx, &path));
+        }
         let report = Report {
             file: self.file,
-            findings: compare::compare(&object, &inputs),
+            findings,
             object,
             compared: wants,
         };
@@ -81,22 +87,11 @@ impl Args {
 /// through a cache so only its headers and GPU sections are loaded.
 fn read(path: &Path) -> Result<Object> {
     let shown = path.display();
-    let file = fs_err::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            Hinted::new(format!("cannot read {shown}: {}", fsutil::io_reason(&e)))
-                .hint("give the path of a built object: an extension's .so, a .o or a program")
-        })?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Hinted::new(format!("cannot read {shown}: {}", fsutil::io_reason(&e))))?;
-    if let Some(what) = fsutil::not_regular(&meta) {
-        bail!(Hinted::new(format!("{shown} is {what}, not an ELF object"))
-            .hint("give the path of a built object: an extension's .so, a .o or a program"));
-    }
-    gpuenv_audit::read_file(file.into_parts().0).map_err(|e| {
+    let file = open_regular(path).map_err(|why| {
+        Hinted::new(why.to_string())
+            .hint("give the path of a built object: an extension's .so, a .o or a program")
+    })?;
+    gpuenv_audit::read_file(file).map_err(|e| {
         let hint = match e {
             AuditError::NotElf { .. } => {
                 "gpuenv audit reads ELF objects: an extension's .so, a .o or a program"
@@ -107,6 +102,69 @@ fn read(path: &Path) -> Result<Object> {
             .hint(hint)
             .into()
     })
+}
+
+/// A file opened without blocking (a FIFO does not hang) that is a regular file, or why not.
+fn open_regular(path: &Path) -> Result<std::fs::File> {
+    let shown = path.display();
+    let file = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {shown}: {}", fsutil::io_reason(&e)))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("cannot read {shown}: {}", fsutil::io_reason(&e)))?;
+    if let Some(what) = fsutil::not_regular(&meta) {
+        anyhow::bail!("{shown} is {what}, not an ELF object");
+    }
+    Ok(file.into_parts().0)
+}
+
+/// The symbols the extension takes from torch's libraries against those the installed
+/// torch's `lib/` defines (dynamic symbol tables only: a 1 GB libtorch_cuda costs its
+/// `.dynsym`).
+fn torch_symbols(ctx: &Context, path: &Path) -> Finding {
+    let torch = match guard::locate_torch(ctx, None) {
+        Ok(t) => t,
+        Err(e) => return symbols::skipped(format!("no torch to compare its symbols with: {e}")),
+    };
+    let version = torch
+        .version
+        .clone()
+        .unwrap_or_else(|| "(version unknown)".into());
+    let shown = format!("{version} at {}", torch.dir.display());
+    let read_undefined =
+        || -> Result<Vec<String>> { Ok(symbols::undefined_in_file(open_regular(path)?)?) };
+    let undefined = match read_undefined() {
+        Ok(u) => u,
+        Err(why) => return symbols::skipped(why.to_string()),
+    };
+    let mut defines = std::collections::HashSet::new();
+    let lib = torch.dir.join("lib");
+    let mut found = 0;
+    for name in symbols::TORCH_LIBS {
+        let file = lib.join(name);
+        if fs_err::symlink_metadata(&file).is_err() {
+            continue;
+        }
+        let read = open_regular(&file).and_then(|f| {
+            symbols::defined_in_file(f, &mut defines)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))
+        });
+        match read {
+            Ok(()) => found += 1,
+            Err(why) => return symbols::unreadable(why.to_string()),
+        }
+    }
+    if found == 0 {
+        return symbols::skipped(format!(
+            "torch {shown} has none of its libraries ({}) in {}",
+            symbols::TORCH_LIBS.join(", "),
+            lib.display()
+        ));
+    }
+    symbols::check(&undefined, &shown, &defines)
 }
 
 /// The archs the object must cover, GPUs first (their findings then name the GPU), then

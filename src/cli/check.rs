@@ -75,12 +75,26 @@ impl Args {
             }
         };
 
-        let (status, code, problem): (_, _, Option<anyhow::Error>) = match outcome {
+        let (status, mut code, problem): (_, _, Option<anyhow::Error>) = match outcome {
             Err(why) => ("unknown", 2, Some(why.into())),
             Ok((Verdict::Match, _)) => ("match", 0, None),
             Ok((Verdict::Off, _)) => ("off", 0, None),
             Ok((_, refusal)) => ("mismatch", 1, refusal.map(Into::into)),
         };
+        // `uv lock` follows pyproject.toml's sources over gpuenv's UV_INDEX: a file that sends
+        // torch elsewhere than the pin installs a torch the guard then refuses.
+        let pyproject = match super::pyproject_cmd::check(&active, &ctx.cwd) {
+            Ok(lines) => lines,
+            Err(e) => {
+                // Cannot tell what uv will install.
+                super::print_error(&e);
+                code = code.max(2);
+                Vec::new()
+            }
+        };
+        if !pyproject.is_empty() && code == 0 {
+            code = 1;
+        }
         let report = problem
             .as_ref()
             .map(|e| Report::of(e.as_ref(), super::FIND))
@@ -99,6 +113,7 @@ impl Args {
                 "policy": policy.check.to_string(),
                 "message": report.inline(),
                 "hints": report.hints,
+                "pyproject": pyproject,
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
         } else {
@@ -114,6 +129,12 @@ impl Args {
                 )),
                 (Some(e), ..) => super::print_error(e),
                 _ => {}
+            }
+            for line in &pyproject {
+                ui::warn_with_hints(
+                    format!("pyproject.toml: {line}"),
+                    ["`gpuenv torch index --write-pyproject` points it at the pinned toolkit's index"],
+                );
             }
         }
         if code == 0 {

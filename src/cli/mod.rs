@@ -27,6 +27,7 @@ mod outdated;
 mod pin;
 mod prefix;
 mod prolog;
+mod pyproject_cmd;
 mod reshim;
 mod run;
 mod self_cmd;

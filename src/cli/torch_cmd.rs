@@ -47,6 +47,11 @@ struct IndexArgs {
     /// Choose by driver and GPUs only, whatever toolkit is active
     #[arg(long)]
     any_toolkit: bool,
+    /// Write the pinned toolkit's index into this project's pyproject.toml, for `uv lock`
+    /// and `uv sync`: an explicit [[tool.uv.index]] named `pytorch` and [tool.uv.sources]
+    /// for torch, torchvision and torchaudio (comments and order kept)
+    #[arg(long, conflicts_with_all = ["list", "json", "driver", "gpus", "any_toolkit"])]
+    write_pyproject: bool,
 }
 
 impl Args {
@@ -56,6 +61,10 @@ impl Args {
         let mut session = super::session(ctx)?;
         if a.list {
             return list(a.json);
+        }
+        if a.write_pyproject {
+            let active = super::resolve_here(&mut session, &[], None)?;
+            return super::pyproject_cmd::write(&active, &ctx.cwd);
         }
         let machine = machine(&mut session, &a)?;
         match torch_index::choose(facts::current(), &machine) {

@@ -40,6 +40,7 @@ fn a_healthy_project_after_gpuenv_env_passes_every_check() {
             "FM-14",
             "FM-15",
             "FM-16",
+            "FM-17",
             "shared-cache"
         ]
     );
@@ -113,7 +114,7 @@ fn warnings_alone_exit_zero_and_a_missing_dir_is_a_usage_error() {
     assert_eq!(r.code, 0);
     assert_eq!(
         r.summary,
-        serde_json::json!({"error": 0, "warn": 1, "ok": 13, "skip": 4})
+        serde_json::json!({"error": 0, "warn": 1, "ok": 13, "skip": 5})
     );
 
     let out = w

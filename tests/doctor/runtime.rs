@@ -180,3 +180,71 @@ fn fm12_plus_ptx_from_a_toolkit_newer_than_the_driver_is_named_and_a_new_enough_
     let f = w.check("FM-12");
     assert_eq!(f.status, "ok", "{}", f.summary);
 }
+
+/// torch 2.15.0's CUDA requirement and the part of cuda-toolkit 13.2.2's METADATA it uses,
+/// as PyPI ships them, beside an nvJitLink `pip install` of something else left behind.
+fn drifted_nvjitlink(w: &World) {
+    let put = |dir: &str, meta: &str| write(&w.site.join(dir).join("METADATA"), meta);
+    put(
+        "torch-2.15.0.dist-info",
+        "Metadata-Version: 2.4\nName: torch\nVersion: 2.15.0\nRequires-Dist: filelock\nRequires-Dist: cuda-toolkit[cublas,cudart,cufft,cufile,cupti,cusolver,cusparse,nvjitlink,nvrtc,nvtx]==13.2.2; platform_system == \"Linux\"\nRequires-Dist: nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\"\nRequires-Dist: optree>=0.13.0; extra == \"optree\"\n\nThe description: Requires-Dist: nvidia-fake==1 is not a header.\n",
+    );
+    put(
+        "cuda_toolkit-13.2.2.dist-info",
+        "Metadata-Version: 2.4\nName: cuda-toolkit\nVersion: 13.2.2\nProvides-Extra: cufft\nRequires-Dist: nvidia-cufft==12.2.0.57.*; (sys_platform == 'linux' and platform_machine == 'aarch64' or sys_platform == 'linux' and platform_machine == 'x86_64' or sys_platform == 'win32' and platform_machine == 'AMD64') and extra == 'cufft'\nRequires-Dist: nvidia-nvjitlink<14,>=13.2.86; (sys_platform == 'linux' and platform_machine == 'aarch64' or sys_platform == 'linux' and platform_machine == 'x86_64' or sys_platform == 'win32' and platform_machine == 'AMD64') and extra == 'cufft'\nProvides-Extra: cccl\nRequires-Dist: nvidia-cuda-cccl==13.2.86.*; sys_platform == 'linux' and extra == 'cccl'\n",
+    );
+    put(
+        "nvidia_nvjitlink-13.0.88.dist-info",
+        "Metadata-Version: 2.1\nName: nvidia-nvjitlink\nVersion: 13.0.88\n",
+    );
+    put(
+        "nvidia_cufft-12.2.0.57.dist-info",
+        "Metadata-Version: 2.1\nName: nvidia-cufft\nVersion: 12.2.0.57\n",
+    );
+    // Not an extra torch asks for: any version will do.
+    put(
+        "nvidia_cuda_cccl-13.3.5.0.6.dist-info",
+        "Metadata-Version: 2.1\nName: nvidia-cuda-cccl\nVersion: 13.3.5.0.6\n",
+    );
+}
+
+#[test]
+fn fm17_an_nvjitlink_older_than_cuda_toolkit_asks_is_named_with_the_install_that_fixes_it() {
+    let w = healthy();
+    drifted_nvjitlink(&w);
+    let f = w.check("FM-17");
+    assert_eq!(
+        (f.name.as_str(), f.status.as_str()),
+        ("nvidia-wheel-drift", "error"),
+        "{}",
+        f.summary
+    );
+    assert_eq!(
+        f.summary,
+        format!(
+            "nvidia-nvjitlink 13.0.88 in {} breaks nvidia-nvjitlink<14,>=13.2.86 (asked by cuda-toolkit 13.2.2, for torch 2.15.0)",
+            w.site.display()
+        )
+    );
+    assert_eq!(
+        f.hint.as_deref(),
+        Some("pip install \"nvidia-nvjitlink<14,>=13.2.86\"")
+    );
+
+    // Fixed: nothing to say.
+    fs_err::remove_dir_all(w.site.join("nvidia_nvjitlink-13.0.88.dist-info")).unwrap();
+    write(
+        &w.site.join("nvidia_nvjitlink-13.2.86.dist-info/METADATA"),
+        "Metadata-Version: 2.1\nName: nvidia-nvjitlink\nVersion: 13.2.86\n",
+    );
+    assert_eq!(w.check("FM-17").status, "ok");
+}
+
+#[test]
+fn fm17_the_real_torch_venv_is_consistent() {
+    let Some(venv) = torch_venv() else { return };
+    let mut w = healthy();
+    w.set("VIRTUAL_ENV", &venv.display().to_string());
+    let f = w.check("FM-17");
+    assert_eq!(f.status, "ok", "{} {:?}", f.summary, f.details);
+}

@@ -11,6 +11,7 @@ pub mod fatbin;
 pub mod finding;
 pub mod report;
 pub mod runtime;
+pub mod symbols;
 pub mod want;
 pub mod window;
 

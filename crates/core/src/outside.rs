@@ -59,6 +59,8 @@ pub enum Kind {
     CacheEntry,
     /// A shell's startup file (`~/.bashrc`), read for the lines gpuenv's docs put there.
     ShellRc,
+    /// A Python project's `pyproject.toml`.
+    Pyproject,
 }
 
 const KIB: u64 = 1024;
@@ -101,6 +103,8 @@ impl Kind {
             Kind::Script => 64 * KIB,
             Kind::CacheEntry => 64 * KIB,
             Kind::ShellRc => MIB,
+            // Real ones are a few KiB.
+            Kind::Pyproject => MIB,
         }
     }
 
@@ -128,6 +132,7 @@ impl Kind {
             Kind::Script => "script",
             Kind::CacheEntry => "cache entry",
             Kind::ShellRc => "shell startup file",
+            Kind::Pyproject => "pyproject.toml",
         }
     }
 

@@ -122,7 +122,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                     Status::Error,
                     format!("{name} {pkg_label} is a {pv} build, but torch {label} is {tv}"),
                 );
-                let index = format!("{}/{tv}", facts::PYTORCH_WHEELS);
+                let index = format!("{}/{tv}", facts::wheel_base::base());
                 notes.hint(format!(
                     "reinstall them together from one index: pip install --force-reinstall torch=={} torchvision torchaudio --index-url {index}",
                     label.split('+').next().unwrap_or(&label)

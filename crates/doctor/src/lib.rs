@@ -12,6 +12,7 @@ pub mod host_compiler;
 pub mod machine;
 pub mod nccl;
 pub mod nodes;
+pub mod nvidia_wheels;
 pub mod python;
 pub mod rocm;
 pub mod shadowed;
@@ -202,6 +203,7 @@ pub fn run_all(inputs: &Inputs) -> Vec<Finding> {
         shadowed::run(inputs),
         compat::run(inputs),
         torch_kernels::run(inputs),
+        nvidia_wheels::run(inputs),
         shared_cache::run(inputs),
     ]
 }

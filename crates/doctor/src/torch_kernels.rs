@@ -120,7 +120,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         match indexes.first() {
             Some(newest) => notes.hint(format!(
                 "install a torch built for {gpu} from PyTorch's `{newest}` index ({}/{newest}; `gpuenv torch index --list` shows each index's archs; also has it: {})",
-                facts::PYTORCH_WHEELS,
+                facts::wheel_base::base(),
                 indexes.join(", ")
             )),
             None => notes.hint(

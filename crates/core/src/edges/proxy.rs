@@ -285,6 +285,7 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         }
         // About the directory, so before the guard, which is about this compile's torch.
         check::stale(ctx, &session, &toolchain, &active, &args)?;
+        crate::edges::session::use_index_base(ctx, mine).map_err(StateError::from)?;
         check::guard(ctx, registry, &toolchain, &active, &args)?;
         args = compiler_args(ctx, home, kind, &mut active, args)?;
         args = archs::reach(ctx, &tool, kind, active.project.as_ref(), args);

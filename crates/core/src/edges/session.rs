@@ -237,6 +237,7 @@ impl<'c> Session<'c> {
         // few files as it can.
         if purpose != Purpose::Proxy {
             self.for_run_time(active, &mut change);
+            self.for_conda(active, &mut change);
         }
         // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
         if purpose == Purpose::Hook && !change.ops.is_empty() {
@@ -246,6 +247,27 @@ impl<'c> Session<'c> {
             ));
         }
         Ok(change)
+    }
+
+    /// conda and pixi refuse CUDA packages where they see no `__cuda` virtual package (CI
+    /// runners, `docker build`): where no driver is found, the pinned toolkit's major.minor
+    /// stands in. Where a driver is seen, conda's own reading of it is the truth.
+    fn for_conda(&self, active: &ActiveSet, change: &mut Change) {
+        let Some(cuda) = active.get(Kind::Cuda) else {
+            return;
+        };
+        let proc_version = self
+            .ctx
+            .system_root()
+            .join(crate::facts::driver::PROC_VERSION.trim_start_matches('/'));
+        if fs_err::symlink_metadata(&proc_version).is_ok() {
+            return;
+        }
+        let v = &cuda.entry.version;
+        change.ops.push(Op::Set(
+            vars::CONDA_OVERRIDE_CUDA.into(),
+            format!("{}.{}", v.major(), v.minor().unwrap_or(0)).into(),
+        ));
     }
 
     /// What keeps programs working: the active Python environment's NVIDIA wheels are not
@@ -327,6 +349,24 @@ fn use_facts_of(home: &Home) {
     crate::facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams.clone()));
 }
 
+/// Where PyTorch's wheel indexes are for this process (`facts::wheel_base`): the variable,
+/// the user's own settings (never an upstream's), the site config. The site config is read
+/// only when neither of the others names a mirror.
+pub fn use_index_base(
+    ctx: &Context,
+    own: &Registry,
+) -> Result<(), crate::facts::wheel_base::BadIndexUrl> {
+    let var = ctx.var_nonempty(vars::GPUENV_TORCH_INDEX_URL);
+    let site = match (var, &own.torch.index_url) {
+        (None, None) => upstream::site_index_url(ctx),
+        _ => None,
+    };
+    let base =
+        crate::facts::wheel_base::choose(var, own.torch.index_url.as_deref(), site.as_deref())?;
+    crate::facts::wheel_base::set(base);
+    Ok(())
+}
+
 fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateError> {
     if door == Door::Command {
         ui::verbose(format!("reading {}", home.settings().display()));
@@ -337,6 +377,7 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
             ui::warn_with_hints(n, n.hints());
         }
     }
+    use_index_base(ctx, &own)?;
     let mut layered = upstream::layered(home, own);
     if door != Door::Proxy && make_fresh_home(home, &layered) {
         layered = upstream::layered(home, Registry::load_cached(home, home)?);

@@ -17,6 +17,7 @@ pub mod driver;
 pub mod driver_dirs;
 pub mod lookup;
 pub mod nvidia_target;
+pub mod pep440;
 pub mod ptx;
 pub mod python;
 pub mod reserved;
@@ -28,6 +29,7 @@ pub mod tree;
 pub mod update;
 pub mod vars;
 pub mod version;
+pub mod wheel_base;
 
 use std::fmt;
 
@@ -63,7 +65,7 @@ pub struct ReleaseFacts {
     pub source: &'static str,
 }
 
-/// One `[[torch-index]]` row: `https://download.pytorch.org/whl/<name>`.
+/// One `[[torch-index]]` row: `https://download.pytorch.org/whl/<name>` (or a mirror's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TorchIndex {
     pub name: &'static str,
@@ -75,12 +77,9 @@ pub struct TorchIndex {
 
 impl TorchIndex {
     pub fn url(&self) -> String {
-        format!("{PYTORCH_WHEELS}/{}", self.name)
+        format!("{}/{}", wheel_base::base(), self.name)
     }
 }
-
-/// Where PyTorch's wheel indexes live.
-pub const PYTORCH_WHEELS: &str = "https://download.pytorch.org/whl";
 
 /// One copy of the data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

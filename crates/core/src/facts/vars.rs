@@ -75,6 +75,7 @@ registry! {
         GPUENV_DISCOVER_ROOTS: Read, "`gpuenv discover`", "Roots to search instead of `/`, colon-separated.";
         GPUENV_TORCH_CHECK: Read, "the proxy, `check`, `doctor`", "The torch guard's policy: `minor` (default), `major` or `off`; over `[torch] check`.";
         GPUENV_STALE_CHECK: Read, "the proxy", "`off`: compile in a build directory (CMake tree, PyTorch extension build) configured for another CUDA toolkit than the active one, instead of refusing (default `on`).";
+        GPUENV_TORCH_INDEX_URL: Read, "the env plan, the guard, `torch index`, the doctor", "Where PyTorch's wheel indexes live (a mirror of `https://download.pytorch.org/whl`); over `[torch] index-url` in the settings and the site config. Every index gpuenv names or exports is under it.";
         GPUENV_BUILD_CACHE: Read, "the proxy, `show`", "The compiler cache the proxy compiles through: `ccache`, `sccache` or `off`; over `[build] cache`.";
         GPUENV_AUTO_INSTALL: Read yes/no, "the proxy, the shell hook", "Yes: a shim or the shell hook installs a pinned toolkit that is missing instead of failing.";
         GPUENV_PROLOG_INSTALL: Read, "`env --shell slurm` (the TaskProlog)", "`locked`: in a project with a gpuenv.lock, the SLURM TaskProlog installs a locked toolchain the node does not have (as `install --locked`: the download cache first, then its source) when the user trusted its gpuenv.toml; unset, it only compares and refuses.";
@@ -130,6 +131,8 @@ registry! {
         GPUENV_ACTIVE: Set, "the env plan", "The active toolchains' names, comma-separated (for prompts).";
         PIP_EXTRA_INDEX_URL: Set, "the env plan", "The PyTorch wheel index of the pinned toolkit, for pip (a trusted file's `[torch] index = \"auto\"`).";
         UV_TORCH_BACKEND: Set, "the env plan", "The same index's name (`cu132`), for uv (a trusted file's `[torch] index = \"auto\"`).";
+        UV_INDEX: Set, "the env plan", "The same index, named `pytorch`, for `uv lock`, `uv sync` and `uv add`, which ignore `UV_TORCH_BACKEND` (a trusted file's `[torch] index = \"auto\"`). uv asks it before PyPI and before a project's own `[[tool.uv.index]]`, so torch comes from it, and uv.lock records its URL, so a changed pin re-resolves.";
+        CONDA_OVERRIDE_CUDA: Set, "the env plan", "The pinned CUDA toolkit's major.minor, where no NVIDIA driver is found, so conda and pixi see a `__cuda` virtual package (CI runners, `docker build`). Never set where a driver is seen.";
     }
     "Path lists gpuenv edits" {
         PATH: Both, "the env plan, the proxy, `doctor`", "The view's `bin` first; other toolkits' entries removed; the shims dir ahead of all.";

@@ -325,6 +325,10 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
                 // pip looks in both indexes; uv's own switch picks PyTorch's index itself.
                 set(&mut ops, vars::PIP_EXTRA_INDEX_URL, index.url().into());
                 set(&mut ops, vars::UV_TORCH_BACKEND, index.name.into());
+                // `uv lock`/`uv sync` ignore UV_TORCH_BACKEND (astral-sh/uv#17236); an index
+                // named here is asked before PyPI, and its URL is recorded in uv.lock, so a
+                // changed pin re-resolves torch.
+                set(&mut ops, vars::UV_INDEX, uv_index(&index.url()).into());
             }
         }
     }
@@ -344,6 +348,11 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
         set(&mut ops, vars::GPUENV_ACTIVE, names.join(",").into());
     }
     Change { ops }
+}
+
+/// `UV_INDEX`'s value for PyTorch's index: a named index, as `--index name=url` takes.
+pub fn uv_index(url: &str) -> String {
+    format!("pytorch={url}")
 }
 
 /// PyTorch's wheel index for the active CUDA toolkit's release, if PyTorch has one.

@@ -6,6 +6,7 @@ mod edit;
 mod gated;
 mod locate;
 pub mod owner;
+pub mod pyproject;
 pub mod trust;
 
 use std::collections::BTreeMap;

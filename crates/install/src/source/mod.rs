@@ -4,7 +4,7 @@
 pub mod components;
 pub mod manifest;
 pub mod nvidia;
-pub mod pep440;
+pub use gpuenv_core::facts::pep440;
 pub mod pypi;
 pub mod simple;
 

@@ -325,7 +325,7 @@ pub fn refusal(
         Kind::Cuda => torch_for_toolkit(&tc_short),
         Kind::Rocm => format!(
             "or install a torch built for {kind} {tc_short} (e.g. pip install torch --index-url {}/rocm{tc_short})",
-            crate::facts::PYTORCH_WHEELS
+            crate::facts::wheel_base::base()
         ),
     });
     hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());

@@ -42,6 +42,9 @@ pub struct Registry {
     /// `[build]`: the user's default compiler cache for every project.
     #[serde(default, skip_serializing_if = "BuildSettings::is_empty")]
     pub build: BuildSettings,
+    /// `[torch]`: where PyTorch's wheel indexes are mirrored.
+    #[serde(default, skip_serializing_if = "TorchSettings::is_empty")]
+    pub torch: TorchSettings,
     /// Other gpuenv homes whose toolchains are used read-only (a site's shared store).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upstreams: Vec<PathBuf>,
@@ -119,6 +122,8 @@ pub enum StateError {
     /// Not a regular file, too large, or (an upstream's) another user's to write.
     #[error("{0}")]
     Refused(outside::ReadError),
+    #[error(transparent)]
+    IndexUrl(#[from] crate::facts::wheel_base::BadIndexUrl),
     #[error("cannot write gpuenv's state file {path}")]
     Unwritable {
         path: PathBuf,
@@ -171,6 +176,7 @@ impl Diagnostic for StateError {
                 "make it writable, or point GPUENV_HOME at a directory you own".into(),
             ],
             StateError::Refused(e) => e.hints(),
+            StateError::IndexUrl(e) => e.hints(),
             StateError::Unreadable { .. }
             | StateError::Lock { .. }
             | StateError::Unwritable { .. } => Vec::new(),
@@ -358,6 +364,21 @@ pub struct BuildSettings {
 impl BuildSettings {
     pub fn is_empty(&self) -> bool {
         self.cache.is_none() && self.shared.is_none()
+    }
+}
+
+/// The `[torch]` table of settings.toml and of the site config.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TorchSettings {
+    /// A mirror of `https://download.pytorch.org/whl` (see `facts::wheel_base`).
+    #[serde(default, rename = "index-url", skip_serializing_if = "Option::is_none")]
+    pub index_url: Option<String>,
+}
+
+impl TorchSettings {
+    pub fn is_empty(&self) -> bool {
+        self.index_url.is_none()
     }
 }
 

@@ -26,6 +26,9 @@ pub struct SystemConfig {
     /// `[build]`: the site's compiler cache and shared store, below the user's settings.
     #[serde(default)]
     pub build: super::registry::BuildSettings,
+    /// `[torch]`: the site's mirror of PyTorch's wheel indexes, below the user's settings.
+    #[serde(default)]
+    pub torch: super::registry::TorchSettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +40,7 @@ pub struct SystemConfigError {
 
 impl crate::diagnostic::Diagnostic for SystemConfigError {
     fn hints(&self) -> Vec<String> {
-        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]` and a `[build]` table (`cache`, `shared`); fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
+        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`, a `[build]` table (`cache`, `shared`) and a `[torch]` table (`index-url`); fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
     }
 }
 
@@ -79,6 +82,13 @@ pub fn site_build(ctx: &Context) -> super::registry::BuildSettings {
     read_system_config(&system_config_path(ctx))
         .map(|c| c.build)
         .unwrap_or_default()
+}
+
+/// The site config's `[torch] index-url`, if it has one (a broken file: none, as above).
+pub fn site_index_url(ctx: &Context) -> Option<String> {
+    read_system_config(&system_config_path(ctx))
+        .ok()
+        .and_then(|c| c.torch.index_url)
 }
 
 /// The upstreams the environment and the system config name, in search order, and why

@@ -181,6 +181,8 @@ fn clause(op: &str, want: &str, v: &PyVersion) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requirement {
     pub name: String,
+    /// The extras asked for (`cuda-toolkit[cublas,nvjitlink]`), normalized.
+    pub extras: Vec<String>,
     pub specifier: Specifier,
     pub marker: Option<String>,
 }
@@ -199,12 +201,21 @@ impl Requirement {
             return None;
         }
         rest = rest.trim();
+        let mut extras = Vec::new();
         if rest.starts_with('[') {
-            rest = &rest[rest.find(']')? + 1..];
+            let close = rest.find(']')?;
+            extras = rest[1..close]
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(normalize)
+                .collect();
+            rest = &rest[close + 1..];
         }
         let rest = rest.trim().trim_start_matches('(').trim_end_matches(')');
         Some(Requirement {
             name: normalize(name),
+            extras,
             specifier: Specifier::parse(rest)?,
             marker,
         })
