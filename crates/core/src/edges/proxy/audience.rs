@@ -65,14 +65,9 @@ fn frontend_above() -> bool {
     false
 }
 
-/// At most 4 KiB of a `/proc` file: any process's, so read to a limit.
+/// A `/proc` file of any process, through the bounded reader (empty when it cannot be read).
 fn read_small(path: &Path) -> Vec<u8> {
-    use std::io::Read as _;
-    let mut out = Vec::new();
-    if let Ok(f) = fs_err::File::open(path) {
-        let _ = f.take(4096).read_to_end(&mut out);
-    }
-    out
+    crate::outside::read(path, crate::outside::Kind::SystemFile).unwrap_or_default()
 }
 
 /// The parent pid in `/proc/<pid>/stat`: the field after the state, which follows the last
