@@ -3,8 +3,11 @@
 //! newline or a user's password, from the variable or the settings, is refused with a clear
 //! error, and nothing is exported or written.
 
+#[path = "common/accounts.rs"]
+mod accounts;
 mod common;
 
+use accounts::Account;
 use common::*;
 
 fn trusted(sb: &Sandbox) -> std::path::PathBuf {
@@ -73,43 +76,6 @@ fn an_index_url_with_a_newline_or_a_password_is_refused() {
     assert!(out.stdout.is_empty());
 }
 
-/// A real second account (`gpuenv33…`), removed when dropped (also when the test fails).
-struct Account {
-    name: String,
-    uid: u32,
-}
-
-impl Account {
-    fn new() -> Option<Account> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 || !have_tool("useradd") {
-            cannot_run("a second account needs root and useradd");
-            return None;
-        }
-        let name = format!("gpuenv33p{}", std::process::id() % 100_000);
-        let ok = std::process::Command::new("useradd")
-            .args(["-M", "-N", "-s", "/usr/sbin/nologin", &name])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "useradd {name}");
-        let out = std::process::Command::new("id")
-            .args(["-u", &name])
-            .output()
-            .unwrap();
-        let uid = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-        Some(Account { name, uid })
-    }
-}
-
-impl Drop for Account {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("userdel")
-            .arg(&self.name)
-            .status();
-    }
-}
-
 fn write_pyproject(sb: &Sandbox, proj: &std::path::Path) -> std::process::Output {
     sb.gpuenv()
         .current_dir(proj)
@@ -163,7 +129,9 @@ fn a_pyproject_that_is_not_toml_a_link_or_another_accounts_is_refused_and_left_a
     assert_eq!(fs_err::read_to_string(&elsewhere).unwrap(), good);
 
     // Another account's file.
-    let Some(other) = Account::new() else { return };
+    let Some(other) = Account::other("py") else {
+        return;
+    };
     fs_err::remove_file(&file).unwrap();
     write(&file, good);
     std::os::unix::fs::chown(&file, Some(other.uid), None).unwrap();

@@ -6,6 +6,8 @@
 //! error naming the file, its kind and why; an endless reply from a mirror is refused
 //! naming its size and URL. Each input is made here and goes through the real binary.
 
+#[path = "common/accounts.rs"]
+mod accounts;
 mod common;
 // Shared with the other hostile groups; `shell` is theirs.
 #[allow(dead_code)]
@@ -20,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
+use accounts::Account;
 use common::*;
 use fs_err as fs;
 use hostile::stderr;
@@ -400,46 +403,11 @@ fn a_probe_that_hangs_leaves_no_child_behind() {
     }
 }
 
-/// A real second account, removed when dropped (also when the test fails).
-struct Account {
-    name: String,
-    uid: u32,
-}
-
-impl Account {
-    fn new() -> Option<Account> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 || !have_tool("useradd") {
-            cannot_run("a second account needs root and useradd");
-            return None;
-        }
-        let name = format!("gpuenv30a{}", std::process::id() % 100_000);
-        let ok = std::process::Command::new("useradd")
-            .args(["-M", "-N", "-s", "/usr/sbin/nologin", &name])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "useradd {name}");
-        let out = std::process::Command::new("id")
-            .args(["-u", &name])
-            .output()
-            .unwrap();
-        let uid = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-        Some(Account { name, uid })
-    }
-}
-
-impl Drop for Account {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("userdel")
-            .arg(&self.name)
-            .status();
-    }
-}
-
 #[test]
 fn one_owner_rule_for_every_file_that_steers_gpuenv() {
-    let Some(other) = Account::new() else { return };
+    let Some(other) = Account::other("rd") else {
+        return;
+    };
     let (sb, proj) = hostile::pinned_project();
     let chown = |p: &Path, uid: u32, mode: u32| {
         std::os::unix::fs::chown(p, Some(uid), None).unwrap();

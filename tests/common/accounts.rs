@@ -107,6 +107,32 @@ impl Account {
         }
     }
 
+    /// An account without a home (`gpuenv28a<tag><pid>`), for files that must belong to
+    /// someone else; `None` where accounts cannot be made (a skip outside CI).
+    pub fn other(tag: &str) -> Option<Account> {
+        if !can_make_accounts() {
+            return None;
+        }
+        let name = format!("gpuenv28a{tag}{}", std::process::id() % 100_000);
+        let _ = Command::new("userdel").arg(&name).output();
+        let out = Command::new("useradd")
+            .args(["-M", "-U", "-s", "/usr/sbin/nologin", &name])
+            .output()
+            .unwrap();
+        super::succeeded(&out);
+        let id = |flag: &str| -> u32 {
+            let out = Command::new("id").args([flag, &name]).output().unwrap();
+            super::succeeded(&out).trim().parse().unwrap()
+        };
+        let (uid, gid) = (id("-u"), id("-g"));
+        Some(Account {
+            name,
+            uid,
+            gid,
+            home: PathBuf::from("/nonexistent"),
+        })
+    }
+
     /// Adds the account to `group` (made when missing).
     pub fn join(&self, group: &str) {
         let _ = Command::new("groupadd").args(["-f", group]).output();
