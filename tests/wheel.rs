@@ -125,3 +125,82 @@ fn installed_from_the_wheel_gpuenv_finds_its_proxy_and_the_proxy_outlives_the_ve
     );
     nvcc("after the upgrade");
 }
+
+/// `uv tool install .` and `pipx install .` in the clone: both build the wheel through
+/// maturin (in the tree: the release build .ci/run made is reused) and put both binaries in
+/// the tool's environment, linked from its bin dir; `gpuenv self info` tells which.
+#[test]
+fn uv_tool_and_pipx_install_from_the_clone() {
+    let Some(tools) = py_tools() else { return };
+    if !common::real::index_reachable() {
+        return;
+    }
+    let cargo = std::env::var_os("CARGO").expect("cargo runs the tests");
+    let cargo_dir = Path::new(&cargo).parent().unwrap().to_path_buf();
+    let sb = Sandbox::new();
+    let bin = sb.path("bin");
+    let clone = env!("CARGO_MANIFEST_DIR");
+    let cache = common::real::test_cache();
+    let install = |tool: &str, args: &[&str], env: &[(&str, &Path)]| {
+        let mut cmd = Command::new(tools.join("bin").join(tool));
+        cmd.args(args)
+            .current_dir(clone)
+            .env("HOME", sb.home())
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}:/usr/bin:/bin",
+                    tools.join("bin").display(),
+                    cargo_dir.display()
+                ),
+            )
+            .env("UV_CACHE_DIR", cache.join("uv-cache"))
+            .env("PIP_CACHE_DIR", cache.join("pip-cache"))
+            .env("UV_PYTHON_DOWNLOADS", "never");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        run(&mut cmd);
+    };
+    let info = |gpuenv: &Path| {
+        let out = in_home(&sb, gpuenv.parent().unwrap(), gpuenv, &["self", "info"]);
+        succeeded(&out)
+    };
+
+    let uv_tools = sb.path("uv-tools");
+    install(
+        "uv",
+        &["tool", "install", "."],
+        &[("UV_TOOL_DIR", &uv_tools), ("UV_TOOL_BIN_DIR", &bin)],
+    );
+    assert!(uv_tools.join("gpuenv/bin/gpuenv-shim").is_file());
+    let said = info(&bin.join("gpuenv"));
+    assert!(
+        said.contains("as a uv tool") && said.contains("uv tool upgrade gpuenv"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "proxy {}",
+            uv_tools.join("gpuenv/bin/gpuenv-shim").display()
+        )),
+        "{said}"
+    );
+
+    let pipx_home = sb.path("pipx");
+    let pipx_bin = sb.path("pipx-bin");
+    install(
+        "pipx",
+        &["install", "."],
+        &[("PIPX_HOME", &pipx_home), ("PIPX_BIN_DIR", &pipx_bin)],
+    );
+    let said = info(&pipx_bin.join("gpuenv"));
+    assert!(
+        said.contains("with pipx") && said.contains("pipx upgrade gpuenv"),
+        "{said}"
+    );
+    assert!(
+        pipx_home.join("venvs/gpuenv/bin/gpuenv-shim").is_file(),
+        "{said}"
+    );
+}

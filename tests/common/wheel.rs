@@ -20,10 +20,10 @@ pub fn py_tools() -> Option<PathBuf> {
     if missing.is_empty() {
         return Some(venv);
     }
+    let venv = venv.display();
     super::cannot_run(format!(
-        "{} not installed in {} (.ci/run installs them: python3 -m venv {0}; {0}/bin/pip install maturin twine uv pipx)",
-        missing.join(", "),
-        venv.display()
+        "{missing} not installed in {venv} (.ci/run installs them: python3 -m venv {venv}; {venv}/bin/pip install maturin twine uv pipx)",
+        missing = missing.join(", "),
     ));
     None
 }

@@ -25,7 +25,7 @@ pub enum ShimError {
 impl Diagnostic for ShimError {
     fn hints(&self) -> Vec<String> {
         match self {
-            ShimError::ProxyMissing { .. } => vec!["build it with `cargo build --release --workspace`, or install both with `cargo install --locked --path .`".into()],
+            ShimError::ProxyMissing { .. } => vec!["install gpuenv again, which puts both binaries side by side: `uv tool install --reinstall .` (or `pip install --force-reinstall .`) in a clone, or `cargo install --locked --path .`; a build in place: `cargo build --release --workspace`".into()],
             ShimError::CurrentExe(_) | ShimError::Io(_) => Vec::new(),
         }
     }
