@@ -10,28 +10,10 @@ mod common;
 use accounts::Account;
 use common::*;
 
-fn trusted(sb: &Sandbox) -> std::path::PathBuf {
-    let root = cuda_runfile(&sb.path("opt/cuda-13.2"), "13.2.78");
-    sb.ok(&["link", "cuda-13.2", root.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(
-        &proj.join("gpuenv.toml"),
-        "[toolchain]\ncuda = \"13.2\"\n\n[torch]\nindex = \"auto\"\n",
-    );
-    succeeded(
-        &sb.gpuenv()
-            .current_dir(&proj)
-            .arg("trust")
-            .output()
-            .unwrap(),
-    );
-    proj
-}
-
 #[test]
 fn an_index_url_with_a_newline_or_a_password_is_refused() {
     let sb = Sandbox::new();
-    let proj = trusted(&sb);
+    let proj = trusted_torch_auto_13_2(&sb);
     let settings = sb.gpuenv_home().join("settings.toml");
     let before = fs_err::read_to_string(&settings).unwrap();
     for (bad, why) in [
@@ -87,7 +69,7 @@ fn write_pyproject(sb: &Sandbox, proj: &std::path::Path) -> std::process::Output
 #[test]
 fn a_pyproject_that_is_not_toml_a_link_or_another_accounts_is_refused_and_left_as_it_was() {
     let sb = Sandbox::new();
-    let proj = trusted(&sb);
+    let proj = trusted_torch_auto_13_2(&sb);
     let file = proj.join("pyproject.toml");
 
     // Not TOML: the line is named, nothing is written.

@@ -215,24 +215,6 @@ fn uv_lock_and_sync_and_pip_take_torch_from_the_pinned_toolkits_index() {
     assert_eq!(names, ["torch-2.15.0+cu130-py3-none-any.whl"]);
 }
 
-fn trusted_13_2(sb: &Sandbox) -> PathBuf {
-    let root = cuda_runfile(&sb.path("opt/cuda-13.2"), "13.2.78");
-    sb.ok(&["link", "cuda-13.2", root.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(
-        &proj.join("gpuenv.toml"),
-        "[toolchain]\ncuda = \"13.2\"\n\n[torch]\nindex = \"auto\"\n",
-    );
-    succeeded(
-        &sb.gpuenv()
-            .current_dir(&proj)
-            .arg("trust")
-            .output()
-            .unwrap(),
-    );
-    proj
-}
-
 fn env_json(sb: &Sandbox, proj: &Path, vars: &[(&str, &str)]) -> serde_json::Value {
     let mut cmd = sb.gpuenv();
     cmd.current_dir(proj).args(["env", "--shell", "json"]);
@@ -245,7 +227,7 @@ fn env_json(sb: &Sandbox, proj: &Path, vars: &[(&str, &str)]) -> serde_json::Val
 #[test]
 fn the_index_base_is_a_setting_every_named_index_uses() {
     let sb = Sandbox::new();
-    let proj = trusted_13_2(&sb);
+    let proj = trusted_torch_auto_13_2(&sb);
     let vars = env_json(&sb, &proj, &[]);
     assert_eq!(
         vars["PIP_EXTRA_INDEX_URL"],
@@ -315,7 +297,7 @@ fn the_guards_refusal_names_the_mirror() {
 #[test]
 fn conda_override_cuda_stands_in_only_where_no_driver_is_seen() {
     let sb = Sandbox::new();
-    let proj = trusted_13_2(&sb);
+    let proj = trusted_torch_auto_13_2(&sb);
     let none = sb.path("no-driver");
     fs_err::create_dir_all(&none).unwrap();
     let vars = env_json(

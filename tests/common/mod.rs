@@ -253,3 +253,23 @@ pub fn torch_package(site: &Path, version: &str, cuda: Option<&str>, hip: Option
     write(&torch.join("include/torch/extension.h"), "");
     site.to_path_buf()
 }
+
+/// A trusted project pinned to a linked CUDA 13.2 with `[torch] index = "auto"`: what the
+/// PyTorch-index tests start from.
+pub fn trusted_torch_auto_13_2(sb: &Sandbox) -> PathBuf {
+    let root = cuda_runfile(&sb.path("opt/cuda-13.2"), "13.2.78");
+    sb.ok(&["link", "cuda-13.2", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"13.2\"\n\n[torch]\nindex = \"auto\"\n",
+    );
+    succeeded(
+        &sb.gpuenv()
+            .current_dir(&proj)
+            .arg("trust")
+            .output()
+            .unwrap(),
+    );
+    proj
+}
