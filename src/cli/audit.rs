@@ -58,7 +58,9 @@ impl Args {
             torch_cuda: needs_torch(&object)
                 .then(|| guard::locate_torch(ctx, None).ok()?.cuda)
                 .flatten(),
-            driver: has_ptx(&object).then(|| driver(ctx)).flatten(),
+            driver: has_ptx(&object)
+                .then(|| native::driver_version(ctx))
+                .flatten(),
         };
         let mut findings = compare::compare(&object, &inputs);
         if needs_torch(&object) {
@@ -285,11 +287,6 @@ fn has_ptx(object: &Object) -> bool {
         .cuda
         .iter()
         .any(|i| i.kind == gpuenv_audit::fatbin::ImageKind::Ptx)
-}
-
-/// The NVIDIA driver here, as the doctor reads it; `None` without one.
-fn driver(ctx: &Context) -> Option<String> {
-    native::driver_version(ctx)
 }
 
 fn needs_torch(object: &Object) -> bool {
