@@ -2,7 +2,8 @@
 //! forward-compatibility directories survive switching; in a venv with NVIDIA's CUDA wheels
 //! (the real torch from the index) no toolkit directory shadows a wheel's library, shown by
 //! the file a real process's loader mapped (`/proc/self/maps`); with nothing pinned, torch's
-//! own `CUDA_HOME` guess in a hooked shell lands on the system CUDA, not in gpuenv's home.
+//! own `CUDA_HOME` guess in a hooked shell lands on the system CUDA, not in gpuenv's home,
+//! and where there is no CUDA outside gpuenv, on what it would find without gpuenv.
 
 mod common;
 #[path = "common/hostile.rs"]
@@ -285,6 +286,57 @@ fn with_the_hook_and_nothing_pinned_torchs_cuda_home_is_the_system_cuda_on_path(
     assert_eq!(
         read("cuda_home").trim(),
         sb.gpuenv_home().join("views/cuda-13.0").to_str().unwrap()
+    );
+}
+
+#[test]
+fn with_the_hook_and_no_cuda_outside_gpuenv_torch_and_which_nvcc_find_what_they_would_without_it() {
+    let Some(root) = real_cuda13() else { return };
+    let Some(venv) = torch_venv() else { return };
+    let sb = Sandbox::new();
+    // A toolchain registered (so the shims hold an nvcc), nothing pinned, no default, and
+    // no nvcc on PATH outside gpuenv.
+    sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
+    fs_err::create_dir_all(sb.path("proj")).unwrap();
+    let path = format!("{}/bin:/usr/bin:/bin", venv.display());
+    let probe = "python -c 'from torch.utils.cpp_extension import CUDA_HOME; print(CUDA_HOME)' 2>/dev/null > \"$OUT/cuda_home$1\"\n\
+        { command -v nvcc || echo none; } > \"$OUT/nvcc$1\"\n";
+    // The same shell and probe, once without the hook (what torch finds on this machine
+    // without gpuenv: /usr/local/cuda where it exists, else nothing), then hooked outside
+    // any project, in a pinned project, and outside it again.
+    let script = format!(
+        "probe() {{\n{probe}}}\nprobe _plain\n\
+         eval \"$(\"$GPUENV_BIN\" hook bash)\"\n\
+         cd \"$HOME\"; _gpuenv_hook; probe _hooked\n\
+         cd \"$P\"; _gpuenv_hook; probe _pinned\n\
+         cd \"$HOME\"; _gpuenv_hook; probe _left\n"
+    );
+    write(
+        &sb.path("proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"13.0\"\n",
+    );
+    let env: [(&str, &OsStr); 2] = [("PATH", path.as_ref()), ("VIRTUAL_ENV", venv.as_os_str())];
+    let o = shell(&sb, "bash", &script, &env);
+    let read = |n: &str| fs_err::read_to_string(sb.path("out").join(n)).unwrap();
+    let home = sb.gpuenv_home();
+    for at in ["_hooked", "_left"] {
+        assert_eq!(
+            read(&format!("cuda_home{at}")),
+            read("cuda_home_plain"),
+            "{at}: {}",
+            hostile::stderr(&o)
+        );
+        assert_eq!(read(&format!("nvcc{at}")), read("nvcc_plain"), "{at}");
+        assert!(!read(&format!("cuda_home{at}")).contains(home.to_str().unwrap()));
+    }
+    // In the pinned project the shims are back first on PATH and torch takes the view.
+    assert_eq!(
+        read("nvcc_pinned").trim(),
+        home.join("shims/nvcc").to_str().unwrap()
+    );
+    assert_eq!(
+        read("cuda_home_pinned").trim(),
+        home.join("views/cuda-13.0").to_str().unwrap()
     );
 }
 

@@ -49,10 +49,17 @@ fn cd_in_and_out(pane: &mut Pane, sb: &Sandbox, all_nvcc: &str) {
     let before = sb.path("before.env");
     let after = sb.path("after.env");
 
-    // In work/, outside any project: nothing is active; nvcc is only the shim.
+    // In work/, outside any project: nothing is active, and with no CUDA outside gpuenv
+    // (the panes' PATH has none; /usr/local/cuda where a machine has it) the shims are off
+    // PATH, so `which nvcc` finds what it would without gpuenv.
+    let outside: Vec<&str> = if Path::new("/usr/local/cuda").is_dir() {
+        vec![shim.as_str()]
+    } else {
+        vec![]
+    };
     let out = pane.run(&format!("env | sort > '{}'", before.display()));
     assert_eq!(out.active, "none");
-    assert_eq!(pane.run(all_nvcc).lines(), [shim.as_str()]);
+    assert_eq!(pane.run(all_nvcc).lines(), outside);
 
     // cd into a subdirectory of a project: the very next prompt shows its toolkit.
     let out = pane.run("cd 'proj a/src'");
@@ -76,8 +83,13 @@ fn cd_in_and_out(pane: &mut Pane, sb: &Sandbox, all_nvcc: &str) {
     // cd out: the toolkit is gone from the prompt, CUDA_HOME and PATH.
     let out = pane.run("cd ..");
     assert_eq!(out.active, "none");
-    assert_eq!(pane.run("echo \"[$CUDA_HOME]\"").output, "[]");
-    assert_eq!(pane.run(all_nvcc).lines(), [shim.as_str()]);
+    let cuda_home = if outside.is_empty() {
+        "[]"
+    } else {
+        "[/usr/local/cuda]"
+    };
+    assert_eq!(pane.run("echo \"[$CUDA_HOME]\"").output, cuda_home);
+    assert_eq!(pane.run(all_nvcc).lines(), outside);
 
     // `gpuenv use` (the hook's shell function) switches this shell at once; `none` undoes it.
     let out = pane.run("gpuenv use cuda-10.2");

@@ -235,12 +235,13 @@ impl<'c> Session<'c> {
         let mut change = change_for(active, registry, &self.home, true, lmfiles);
         // The proxy runs compilers, which load none of the wheels' libraries, and reads as
         // few files as it can.
+        let mut shims_off = false;
         if purpose != Purpose::Proxy {
-            self.for_run_time(active, &mut change);
+            shims_off = self.for_run_time(active, &mut change);
             self.for_conda(active, &mut change);
         }
         // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
-        if purpose == Purpose::Hook && !change.ops.is_empty() {
+        if purpose == Purpose::Hook && !change.ops.is_empty() && !shims_off {
             change.ops.push(Op::Prepend(
                 vars::PATH.into(),
                 vec![self.home.shims().into_os_string()],
@@ -272,8 +273,10 @@ impl<'c> Session<'c> {
 
     /// What keeps programs working: the active Python environment's NVIDIA wheels are not
     /// shadowed, and where no CUDA toolchain is active, `CUDA_HOME` (unless the user set
-    /// one) is what torch would guess without gpuenv's shims first on PATH.
-    fn for_run_time(&self, active: &ActiveSet, change: &mut Change) {
+    /// one) is what torch would guess without gpuenv's shims first on PATH. Where it would
+    /// guess nothing, the shims leave PATH (true is returned): torch, CMake and every
+    /// `which nvcc` then find what they would without gpuenv, never a dir in its home.
+    fn for_run_time(&self, active: &ActiveSet, change: &mut Change) -> bool {
         let ctx = self.ctx;
         let prefixes = runtime::python_prefixes(
             ctx.path_var(vars::VIRTUAL_ENV).as_deref(),
@@ -292,14 +295,18 @@ impl<'c> Session<'c> {
         let Some(cuda) = active.get(Kind::Cuda) else {
             let mut ours = vec![self.home.root.clone()];
             ours.extend(self.home.upstreams.iter().cloned());
-            if let Some(guess) = runtime::torch_cuda_home(ctx.var_os(vars::PATH), &ours) {
-                change.ops.push(Op::Default(
+            match runtime::torch_cuda_home(ctx.var_os(vars::PATH), &ours) {
+                Some(guess) => change.ops.push(Op::Default(
                     vars::CUDA_HOME.into(),
                     guess.into_os_string(),
                     self.home.root.clone(),
-                ));
+                )),
+                None => {
+                    change.ops.push(runtime::without_shims(self.home.shims()));
+                    return true;
+                }
             }
-            return;
+            return false;
         };
         // Triton's bundled ptxas against the pinned archs (read only where both exist).
         let pins = active.project.as_ref().map(|p| p.cuda_arch.as_slice());
@@ -324,6 +331,7 @@ impl<'c> Session<'c> {
                 }
             }
         }
+        false
     }
 
     /// `environment` applied to the context's current values: what to exec with.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::facts::python::{nvidia_wheel_libs, site_packages_of_prefix};
 use crate::facts::vars;
 use crate::path_list;
-use crate::plan::env::{Change, Op};
+use crate::plan::env::{Change, Foreign, Op};
 
 /// The active Python environment's prefixes, found without running Python: `$VIRTUAL_ENV`,
 /// `$CONDA_PREFIX`, else the prefix of the first `python3` on PATH (`<prefix>/bin/python3`,
@@ -102,6 +102,19 @@ pub fn torch_cuda_home(path: Option<&OsStr>, ours: &[PathBuf]) -> Option<PathBuf
     }
     let default = Path::new("/usr/local/cuda");
     default.is_dir().then(|| default.to_path_buf())
+}
+
+/// The op that takes gpuenv's shims dir off PATH, where nothing of gpuenv's is in effect
+/// for CUDA and a program looking for `nvcc` on PATH must find what it would without
+/// gpuenv (torch's `CUDA_HOME` guess would otherwise be gpuenv's home).
+pub fn without_shims(shims: PathBuf) -> Op {
+    Op::Remove(
+        vars::PATH.into(),
+        Foreign {
+            dirs: std::sync::Arc::new([shims].into_iter().collect()),
+            ..Foreign::default()
+        },
+    )
 }
 
 #[cfg(test)]
