@@ -9,8 +9,8 @@ use crate::facts::{self, lookup::driver_key, release_name};
 /// PTX ISA (major, minor) -> the CUDA release that introduced it. Source: the PTX ISA
 /// documentation's "PTX release history" (docs.nvidia.com/cuda/parallel-thread-execution,
 /// as cuda-python's `get_minimal_required_cuda_ver_from_ptx_ver` maps it, through 9.1);
-/// 9.2–9.5 follow the same one-to-one 13.x numbering (PTX ISA 9.4 ships with CUDA 13.4,
-/// 9.5 with 13.5).
+/// 9.2–9.5 measured: `nvcc -ptx -arch=compute_90` of the nvidia-cuda-nvcc 13.2.86, 13.3.73,
+/// 13.4.92 and 13.5.37 wheels writes `.version 9.2`, `9.3`, `9.4` and `9.5`.
 /// A PTX ISA and a CUDA release, each (major, minor).
 type IsaRelease = ((u16, u16), (u64, u64));
 
