@@ -556,3 +556,53 @@ fn a_torch_toolkit_without_a_record_says_how_and_then_the_component_is_in_it() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(root.join("include/cuda_profiler_api.h").is_file());
 }
+
+/// A torch toolkit in a lock records how it was made like any installed one; where it is
+/// not registered, `install --locked` says it comes from `gpuenv install torch` (a venv's
+/// wheels are nothing a lock can bring) rather than planning it from the index.
+#[test]
+fn a_locked_torch_toolkit_is_said_to_come_from_install_torch() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    install_torch(&sb, &server, &venv);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"cuda-13.0.2-torch\"\n",
+    );
+    let out = sb.gpuenv().current_dir(&proj).arg("lock").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let lock = fs_err::read_to_string(proj.join("gpuenv.lock")).unwrap();
+    assert!(
+        lock.contains("name = \"cuda-13.0.2-torch\"") && lock.contains("from = \"pypi\""),
+        "{lock}"
+    );
+
+    let clone = Sandbox::new();
+    let proj = clone.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"cuda-13.0.2-torch\"\n",
+    );
+    write(&proj.join("gpuenv.lock"), &lock);
+    let index = server.url("simple/");
+    let out = clone
+        .gpuenv()
+        .current_dir(&proj)
+        .env("GPUENV_PYPI_URL", &index)
+        .args(["install", "--locked"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("cuda-13.0.2-torch: made by `gpuenv install torch` from a Python environment's wheels, not registered here: `gpuenv install torch`, with the Python environment of that torch active, then `gpuenv check --locked`"),
+        "{t}"
+    );
+    assert!(!clone
+        .gpuenv_home()
+        .join("toolchains/cuda-13.0.2-torch")
+        .exists());
+}
