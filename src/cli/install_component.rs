@@ -143,13 +143,11 @@ fn linked_plan(
     };
     let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(sources, &release, sel)?, &cuda);
     // Those of the components it has were said when it was made.
-    let new: Vec<_> = mismatches
-        .into_iter()
-        .filter(|m| {
-            let c = recorded(&m.component);
-            !rec.archives.iter().any(|a| recorded(&a.component) == c)
-        })
-        .collect();
-    super::install_torch::warn_mismatches(&cuda, &new);
+    for m in mismatches.iter().filter(|m| {
+        let c = recorded(&m.component);
+        !rec.archives.iter().any(|a| recorded(&a.component) == c)
+    }) {
+        ui::warn(m.warning(&cuda));
+    }
     Ok(plan)
 }

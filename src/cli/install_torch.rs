@@ -49,7 +49,9 @@ pub fn run(
             );
         }
     }
-    warn_mismatches(&cuda, &mismatches);
+    for m in &mismatches {
+        ui::warn(m.warning(&cuda));
+    }
     let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
     let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
     say(format!(
@@ -112,28 +114,4 @@ fn add(
     };
     super::install_component::run(ctx, store, fetcher, progress, name, entry, &ask)?;
     Ok(())
-}
-
-/// Says which wheels of the venv are of another version than the release's: the toolkit
-/// gets those downloaded.
-pub fn warn_mismatches(cuda: &torch::TorchCuda, mismatches: &[torch::Mismatch]) {
-    for m in mismatches {
-        // The nvcc wheel requires these without versions; a mix stops ptxas.
-        let why = if ["cuda_nvcc", "nvvm", "cuda_crt", "cuda_runtime"]
-            .contains(&m.component.as_str())
-        {
-            "nvcc of one release with another's pieces fails at ptxas (\"Unsupported .version\")"
-        } else {
-            "its headers and libraries would be another release's than the toolkit's nvcc"
-        };
-        ui::warn(format!(
-            "{} has nvidia-{} {}, not {} of CUDA {}: {why}, so the toolkit gets {} downloaded",
-            cuda.site.display(),
-            m.component.replace('_', "-"),
-            m.venv,
-            m.release,
-            cuda.release,
-            m.release
-        ));
-    }
 }

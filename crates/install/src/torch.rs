@@ -123,6 +123,29 @@ pub struct Mismatch {
     pub release: String,
 }
 
+impl Mismatch {
+    /// What a user is told: the toolkit gets the release's wheel downloaded, and why.
+    pub fn warning(&self, cuda: &TorchCuda) -> String {
+        // The nvcc wheel requires these without versions; a mix stops ptxas.
+        let why = if ["cuda_nvcc", "nvvm", "cuda_crt", "cuda_runtime"]
+            .contains(&self.component.as_str())
+        {
+            "nvcc of one release with another's pieces fails at ptxas (\"Unsupported .version\")"
+        } else {
+            "its headers and libraries would be another release's than the toolkit's nvcc"
+        };
+        format!(
+            "{} has nvidia-{} {}, not {} of CUDA {}: {why}, so the toolkit gets {} downloaded",
+            cuda.site.display(),
+            self.component.replace('_', "-"),
+            self.venv,
+            self.release,
+            cuda.release,
+            self.release
+        )
+    }
+}
+
 /// The venv's version of an archive's wheel, when it is another than the archive's.
 fn mismatch(site: &Path, a: &crate::Archive) -> Option<Mismatch> {
     let have = installed_version(site, &format!("nvidia_{}", a.component))?;
