@@ -278,32 +278,266 @@ fn install_torch_honours_or_refuses_its_components() {
         text(&out)
     );
     assert!(root.join("bin/nvcc").is_file());
+    let rec = fs_err::read_to_string(root.join(".gpuenv-install.toml")).unwrap();
+    assert!(
+        rec.contains("components = [\"cuda_profiler_api\"]"),
+        "{rec}"
+    );
 }
 
-/// A component for the toolkit `install torch` made: never "installed by an older gpuenv",
-/// never exit 0 leaving it out. Its tree links into the venv, so it is made again with the
-/// component, which is then in it.
-#[test]
-fn a_component_for_a_torch_toolkit_says_how_and_then_is_in_it() {
-    let server = Server::start();
-    serve(&server, "", &pypi_tree());
-    let sb = Sandbox::new();
-    let venv = venv(&sb);
-    install_torch(&sb, &server, &venv);
+/// `gpuenv install <args>` with `venv` active, from the local index.
+fn install_in(sb: &Sandbox, server: &Server, venv: &Path, args: &[&str]) -> std::process::Output {
     let index = server.url("simple/");
     let vars = [
         ("GPUENV_PYPI_URL", index.as_str()),
         ("VIRTUAL_ENV", venv.to_str().unwrap()),
     ];
+    gpuenv(sb, &vars, args)
+}
+
+/// Every entry of `root`: its path, and the link's target or the file's inode and size.
+fn listing(root: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in fs_err::read_dir(&dir).unwrap().flatten() {
+            let m = fs_err::symlink_metadata(e.path()).unwrap();
+            let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+            if m.is_dir() {
+                stack.push(e.path());
+                out.push(format!("{rel}/"));
+            } else if m.file_type().is_symlink() {
+                let to = fs_err::read_link(e.path()).unwrap();
+                out.push(format!("{rel} -> {}", to.display()));
+            } else {
+                out.push(format!("{rel} {} {}", m.ino(), m.len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The wheels the server sent since request `from`.
+fn wheels_fetched(server: &Server, from: usize) -> Vec<String> {
+    server.log()[from..]
+        .iter()
+        .map(|h| h.path.clone())
+        .filter(|p| p.ends_with(".whl"))
+        .collect()
+}
+
+/// The toolkit `install torch` made records what it is made of (the venv's wheel tree and
+/// wheels, the archives it downloaded), so a component is added to it in place, by its
+/// release (`install cuda-13.0 --component`, which said it "was installed by an older
+/// gpuenv") and by `install torch --component` (which exited 0 leaving it out): only that
+/// wheel is fetched, the rest of the tree stays (downloads the same files, the venv still
+/// linked), and `list`/`show` say it is there.
+#[test]
+fn a_component_is_added_in_place_to_the_toolkit_install_torch_made() {
+    let release: &[&str] = &["install", "cuda-13.0", "--component", "cuda_profiler_api"];
+    let torch: &[&str] = &["install", "torch", "--component", "cuda_profiler_api"];
+    for args in [release, torch] {
+        let server = Server::start();
+        serve(&server, "", &pypi_tree());
+        let sb = Sandbox::new();
+        let venv = venv(&sb);
+        let site = venv.join("lib/python3.11/site-packages");
+        install_torch(&sb, &server, &venv);
+        let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
+        let rec = fs_err::read_to_string(root.join(".gpuenv-install.toml")).unwrap();
+        for said in [
+            "from = \"pypi\"".to_string(),
+            "profile = \"minimal\"".into(),
+            format!("tree = \"{}\"", site.join("nvidia/cu13").display()),
+            "component = \"cuda_runtime\"\nversion = \"13.0.96\"".into(),
+            "component = \"cuda_nvcc\"\nversion = \"13.0.88\"".into(),
+        ] {
+            assert!(rec.contains(&said), "{said}\n{rec}");
+        }
+        let before = listing(&root);
+        let from = server.log().len();
+
+        let out = install_in(&sb, &server, &venv, args);
+        let t = text(&out);
+        assert!(out.status.success(), "{args:?}: {t}");
+        assert!(
+            t.contains("added cuda_profiler_api to cuda-13.0.2-torch (from pypi"),
+            "{args:?}: {t}"
+        );
+        let fetched = wheels_fetched(&server, from);
+        assert_eq!(fetched.len(), 1, "{fetched:?}");
+        assert!(
+            fetched[0].contains("nvidia_cuda_profiler_api-13.0.85"),
+            "{fetched:?}"
+        );
+        let header = root.join("include/cuda_profiler_api.h");
+        assert!(header.is_file() && !header.is_symlink(), "{t}");
+        // The rest is as it was: the same files (inodes), the same links into the venv.
+        let after = listing(&root);
+        let gone: Vec<_> = before
+            .iter()
+            .filter(|l| !after.contains(l) && !l.starts_with(".gpuenv-install.toml"))
+            .filter(|l| !l.starts_with("version.json"))
+            .collect();
+        assert!(gone.is_empty(), "{gone:?}");
+        assert_eq!(
+            fs_err::read_link(root.join("include/cuda_runtime.h")).unwrap(),
+            site.join("nvidia/cu13/include/cuda_runtime.h")
+        );
+        assert!(!site
+            .join("nvidia/cu13/include/cuda_profiler_api.h")
+            .exists());
+        let rec = fs_err::read_to_string(root.join(".gpuenv-install.toml")).unwrap();
+        assert!(
+            rec.contains("components = [\"cuda_profiler_api\"]") && rec.contains("tree = "),
+            "{rec}"
+        );
+
+        // `list` and `show` say what it is made of, the component too.
+        let list: serde_json::Value =
+            serde_json::from_str(&ok(&sb, &[], &["list", "--json"])).unwrap();
+        let row = &list.as_array().unwrap()[0];
+        assert_eq!(row["name"], "cuda-13.0.2-torch", "{list}");
+        let made_of = |v: &serde_json::Value| -> Vec<String> {
+            v["components"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{v}"))
+                .iter()
+                .map(|c| c.as_str().unwrap().to_string())
+                .collect()
+        };
+        let components = made_of(row);
+        for c in ["cuda_profiler_api", "cuda_nvcc", "cuda_cudart", "cuda_cccl"] {
+            assert!(
+                components.iter().any(|have| have == c),
+                "{c}: {components:?}"
+            );
+        }
+        let proj = sb.path("proj");
+        write(
+            &proj.join("gpuenv.toml"),
+            "[toolchain]\ncuda = \"cuda-13.0.2-torch\"\n",
+        );
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .args(["show", "--json"])
+            .output()
+            .unwrap();
+        let show: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(made_of(&show["toolchains"][0]), components, "{show}");
+        // Its nvcc works through the view as before.
+        let mut cmd = sb.gpuenv();
+        cmd.current_dir(&proj)
+            .args(["run", "--", "nvcc", "--version"]);
+        let out = cmd.output().unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("V13.0.88"),
+            "{}",
+            text(&out)
+        );
+
+        // Asked again: it has it.
+        let out = install_in(&sb, &server, &venv, args);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            text(&out).contains("cuda-13.0.2-torch already has cuda_profiler_api"),
+            "{}",
+            text(&out)
+        );
+        // Uninstalled, it leaves no record behind for a plain `install cuda-13.0` to take
+        // its minimal profile from.
+        ok(&sb, &[], &["uninstall", "cuda-13.0.2-torch"]);
+        let kept = sb
+            .gpuenv_home()
+            .join("toolchains/.cuda-13.0.2-torch.uninstalled.toml");
+        assert!(!kept.exists());
+    }
+}
+
+/// The component's wheel fails (a 500 from the index, every retry): the toolkit is as it
+/// was, record and all, with nothing left beside it; once the index answers, it is added.
+#[test]
+fn a_failed_add_leaves_the_torch_toolkit_as_it_was() {
+    let server = Server::start();
+    let tree = pypi_tree();
+    serve(&server, "", &tree);
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    install_torch(&sb, &server, &venv);
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    let root = toolchains.join("cuda-13.0.2-torch");
+    let before = listing(&root);
+    let rec = fs_err::read(root.join(".gpuenv-install.toml")).unwrap();
+    let entries = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = fs_err::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let beside = entries(&toolchains);
+    let wheel = tree
+        .iter()
+        .map(|(p, ..)| p.as_str())
+        .find(|p| p.starts_with("files/nvidia_cuda_profiler_api-"))
+        .unwrap()
+        .to_string();
+    server.fail(&wheel, 500);
+
+    let args = ["install", "torch", "--component", "cuda_profiler_api"];
+    let out = install_in(&sb, &server, &venv, &args);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("500"), "{t}");
+    assert!(!server.hits(&wheel).is_empty());
+    assert_eq!(listing(&root), before, "{t}");
+    assert_eq!(
+        fs_err::read(root.join(".gpuenv-install.toml")).unwrap(),
+        rec
+    );
+    assert_eq!(entries(&toolchains), beside, "{t}");
+    let list = ok(&sb, &[], &["list", "--json"]);
+    assert!(!list.contains("cuda_profiler_api"), "{list}");
+
+    server.heal(&wheel);
+    let out = install_in(&sb, &server, &venv, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(root.join("include/cuda_profiler_api.h").is_file());
+}
+
+/// A toolkit an older `install torch` made has no record of the venv it links into:
+/// never "installed by an older gpuenv" with a hint that cannot work, never exit 0 leaving
+/// the component out; it says how, and the way it says works.
+#[test]
+fn a_torch_toolkit_without_a_record_says_how_and_then_the_component_is_in_it() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    install_torch(&sb, &server, &venv);
     let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
+    // As an older gpuenv left it (its trees are read-only).
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fs_err::remove_file(root.join(".gpuenv-install.toml")).unwrap();
+    fs_err::set_permissions(&root, std::fs::Permissions::from_mode(0o555)).unwrap();
     for args in [
         &["install", "cuda-13.0", "--component", "cuda_profiler_api"][..],
         &["install", "torch", "--component", "cuda_profiler_api"],
     ] {
-        let out = gpuenv(&sb, &vars, args);
+        let out = install_in(&sb, &server, &venv, args);
         let said = text(&out);
         assert!(!out.status.success(), "{args:?}: {said}");
         assert!(!said.contains("older gpuenv"), "{said}");
+        assert!(
+            said.contains("cuda-13.0.2-torch was made by an older `gpuenv install torch`"),
+            "{args:?}: {said}"
+        );
         assert!(
             said.contains("`gpuenv uninstall cuda-13.0.2-torch`, then `gpuenv install torch --component cuda_profiler_api`"),
             "{args:?}: {said}"
@@ -311,13 +545,64 @@ fn a_component_for_a_torch_toolkit_says_how_and_then_is_in_it() {
         assert!(!root.join("include/cuda_profiler_api.h").exists());
     }
     // The hint, followed.
-    let out = gpuenv(&sb, &vars, &["uninstall", "cuda-13.0.2-torch"]);
+    let out = install_in(&sb, &server, &venv, &["uninstall", "cuda-13.0.2-torch"]);
     assert!(out.status.success(), "{}", text(&out));
-    let out = gpuenv(
+    let out = install_in(
         &sb,
-        &vars,
+        &server,
+        &venv,
         &["install", "torch", "--component", "cuda_profiler_api"],
     );
     assert!(out.status.success(), "{}", text(&out));
     assert!(root.join("include/cuda_profiler_api.h").is_file());
+}
+
+/// A torch toolkit in a lock records how it was made like any installed one; where it is
+/// not registered, `install --locked` says it comes from `gpuenv install torch` (a venv's
+/// wheels are nothing a lock can bring) rather than planning it from the index.
+#[test]
+fn a_locked_torch_toolkit_is_said_to_come_from_install_torch() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree());
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    install_torch(&sb, &server, &venv);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"cuda-13.0.2-torch\"\n",
+    );
+    let out = sb.gpuenv().current_dir(&proj).arg("lock").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let lock = fs_err::read_to_string(proj.join("gpuenv.lock")).unwrap();
+    assert!(
+        lock.contains("name = \"cuda-13.0.2-torch\"") && lock.contains("from = \"pypi\""),
+        "{lock}"
+    );
+
+    let clone = Sandbox::new();
+    let proj = clone.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"cuda-13.0.2-torch\"\n",
+    );
+    write(&proj.join("gpuenv.lock"), &lock);
+    let index = server.url("simple/");
+    let out = clone
+        .gpuenv()
+        .current_dir(&proj)
+        .env("GPUENV_PYPI_URL", &index)
+        .args(["install", "--locked"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("cuda-13.0.2-torch: made by `gpuenv install torch` from a Python environment's wheels, not registered here: `gpuenv install torch`, with the Python environment of that torch active, then `gpuenv check --locked`"),
+        "{t}"
+    );
+    assert!(!clone
+        .gpuenv_home()
+        .join("toolchains/cuda-13.0.2-torch")
+        .exists());
 }

@@ -117,3 +117,65 @@ fn a_toolkit_for_a_real_torch_builds_a_cuda_extension_and_torchs_own_ccache_make
     );
     eprintln!("CUDAExtension build: cold {cold:.1}s, after rm -rf build {warm:.1}s");
 }
+
+/// REAL, the case: `gpuenv install cuda-13.2 --component cuda_cuobjdump` on the
+/// toolkit `install torch` made of the real venv (it said "installed by an older gpuenv")
+/// adds NVIDIA's real cuobjdump in place, which then lists the sm_90 cubin the toolkit's
+/// own nvcc compiles; the venv's libraries are still linked, not copied.
+#[test]
+fn a_component_is_added_in_place_to_the_toolkit_of_a_real_torch() {
+    if !have_tool("g++") {
+        return;
+    }
+    let Some(venv) = torch_venv() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let out = install_torch(&sb, &venv);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.2.2-torch");
+    assert!(!root.join("bin/cuobjdump").exists());
+    let out = common::real::real_gpuenv(&sb)
+        .env("VIRTUAL_ENV", &venv)
+        .args(["install", "cuda-13.2", "--component", "cuda_cuobjdump"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("added cuda_cuobjdump to cuda-13.2.2-torch (from pypi"),
+        "{said}"
+    );
+    assert!(fs_err::read_link(root.join("lib64/libcublas.so.13"))
+        .unwrap()
+        .starts_with(&venv));
+
+    let dir = sb.path("k");
+    write(
+        &dir.join("k.cu"),
+        "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n",
+    );
+    let run = |args: &[&str]| {
+        let out = sb
+            .gpuenv()
+            .current_dir(&dir)
+            .args(["run", "cuda-13.2.2-torch", "--"])
+            .args(args)
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{args:?}: {all}");
+        all
+    };
+    run(&["nvcc", "-cubin", "-arch=sm_90", "k.cu", "-o", "k.cubin"]);
+    let listed = run(&["cuobjdump", "-lelf", "k.cubin"]);
+    assert!(listed.contains("sm_90"), "{listed}");
+}

@@ -1,5 +1,6 @@
 //! `gpuenv install NAME --component X` when NAME is installed: adds the components to it
-//! from the source that installed it, fetching only theirs (`gpuenv_install::add`).
+//! from the source that installed it, fetching only theirs (`gpuenv_install::add`). A
+//! toolkit `install torch` made is planned again for the venv its record names.
 
 use anyhow::{bail, Result};
 
@@ -14,7 +15,7 @@ use gpuenv_install::fetch::Fetcher;
 use gpuenv_install::record;
 use gpuenv_install::source::components::recorded;
 use gpuenv_install::source::Choice;
-use gpuenv_install::{Progress, Selection};
+use gpuenv_install::{torch, Progress, Selection};
 
 /// What an add is asked for, and where from.
 pub struct Ask<'a> {
@@ -45,17 +46,18 @@ pub fn run(
         )));
     }
     let spec: Spec = name.parse()?;
-    if spec.label.as_deref() == Some(gpuenv_core::install_hint::TORCH_LABEL) {
-        // Part of its tree is links into a venv's wheels, not archives gpuenv fetched: it
-        // is made again, with the components, from that venv.
+    let rec = record::read(&entry.root);
+    let torch = spec.label.as_deref() == Some(gpuenv_core::install_hint::TORCH_LABEL);
+    if torch && rec.as_ref().is_none_or(|r| r.linked.is_empty()) {
+        // Part of its tree is links into a venv's wheels, and nothing says which.
         bail!(Hinted::new(format!(
-            "{name} was made by `gpuenv install torch` and links into a Python environment's NVIDIA wheels: components are not added to it in place"
+            "{name} was made by an older `gpuenv install torch`, which kept no record of the Python environment it links into, so nothing can be added to it in place"
         ))
         .hint(format!(
             "with that environment active: `gpuenv uninstall {name}`, then `gpuenv install torch --component {list}`"
         )));
     }
-    let Some(rec) = record::read(&entry.root) else {
+    let Some(rec) = rec else {
         bail!(Hinted::new(format!(
             "{name} was installed by an older gpuenv, which kept no record of its archives, so nothing can be added to it"
         ))
@@ -88,7 +90,11 @@ pub fn run(
         }
     }
     let sources = super::install_from::sources(ctx, fetcher, choice, ask.manifest)?;
-    let plan = gpuenv_install::plan(&sources, &spec, &sel)?;
+    let plan = if rec.linked.is_empty() {
+        gpuenv_install::plan(&sources, &spec, &sel)?
+    } else {
+        linked_plan(&sources, name, &spec, &rec, &sel)?
+    };
     if plan.name != name {
         bail!(Hinted::new(format!(
             "the {} source has {}, not {name}, so nothing can be added to {name}",
@@ -109,4 +115,39 @@ pub fn run(
         indicatif::HumanBytes(fetcher.fetched.load(std::sync::atomic::Ordering::Relaxed))
     ));
     Ok(true)
+}
+
+/// The plan of `name`, a toolkit `install torch` made, with the selection `sel`: the
+/// release's, without what the venv its record names has (as when it was made). Wheels of
+/// that venv in another version than the release's are said, as there.
+fn linked_plan(
+    sources: &[Box<dyn gpuenv_install::Source + '_>],
+    name: &str,
+    spec: &Spec,
+    rec: &record::Record,
+    sel: &Selection,
+) -> Result<gpuenv_install::Plan> {
+    let [linked] = rec.linked.as_slice() else {
+        bail!(Hinted::new(format!(
+            "the install record of {name} names {} Python environments; `gpuenv install torch` links one",
+            rec.linked.len()
+        ))
+        .hint(format!(
+            "`gpuenv uninstall {name}`, then `gpuenv install torch --component …` with that environment active"
+        )));
+    };
+    let cuda = torch::cuda_of_linked(name, linked, &spec.version)?;
+    let release = Spec {
+        label: None,
+        ..spec.clone()
+    };
+    let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(sources, &release, sel)?, &cuda);
+    // Those of the components it has were said when it was made.
+    for m in mismatches.iter().filter(|m| {
+        let c = recorded(&m.component);
+        !rec.archives.iter().any(|a| recorded(&a.component) == c)
+    }) {
+        ui::warn(m.warning(&cuda));
+    }
+    Ok(plan)
 }

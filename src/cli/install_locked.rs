@@ -10,6 +10,7 @@ use anyhow::Result;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::home::Home;
+use gpuenv_core::install_hint::{Came, TORCH_LABEL};
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::Spec;
@@ -74,6 +75,11 @@ pub fn one(
                 l.source.as_str(),
                 l.root.as_deref().map(|r| ui::printable(&r.to_string_lossy()).into_owned()).unwrap_or_default(),
                 l.name
+            )],
+            // Made of a venv's wheels, which no lock can bring.
+            (Origin::Installed, _) if l.name.parse::<Spec>().is_ok_and(|s| s.label.as_deref() == Some(TORCH_LABEL)) => vec![format!(
+                "made by `gpuenv install torch` from a Python environment's wheels, not registered here: {}, then `gpuenv check --locked`",
+                gpuenv_core::install_hint::reinstall_command(&l.name.parse()?, Came::Elsewhere)
             )],
             (Origin::Installed, None) => vec![
                 "the lock does not say which archives made it (no `from`): `gpuenv install` it, then `gpuenv lock` again".to_string(),

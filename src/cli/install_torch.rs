@@ -8,14 +8,16 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::guard;
 use gpuenv_core::store::Store;
+use gpuenv_core::toolchain::registry::{Entry, Registry};
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
 use gpuenv_install::fetch::Fetcher;
 use gpuenv_install::source::Choice;
-use gpuenv_install::{torch, Profile, Progress, Selection};
+use gpuenv_install::{record, torch, Profile, Progress, Selection};
 
 /// `components`: `--component` names, added to the toolkit as to any install (downloaded
-/// unless the venv has them); one the source does not have is refused by its plan.
+/// unless the venv has them), in place when it is installed already; one the source does
+/// not have is refused by its plan.
 pub fn run(
     ctx: &Context,
     store: &Store,
@@ -38,36 +40,17 @@ pub fn run(
         components: components.to_vec(),
     };
     let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
-    for m in &mismatches {
-        // The nvcc wheel requires these without versions; a mix stops ptxas.
-        let why = if ["cuda_nvcc", "nvvm", "cuda_crt", "cuda_runtime"]
-            .contains(&m.component.as_str())
-        {
-            "nvcc of one release with another's pieces fails at ptxas (\"Unsupported .version\")"
-        } else {
-            "its headers and libraries would be another release's than the toolkit's nvcc"
-        };
-        ui::warn(format!(
-            "{} has nvidia-{} {}, not {} of CUDA {}: {why}, so the toolkit gets {} downloaded",
-            cuda.site.display(),
-            m.component.replace('_', "-"),
-            m.venv,
-            m.release,
-            cuda.release,
-            m.release
-        ));
+    if !components.is_empty() {
+        let registry = Registry::load(store.home())?;
+        if let Some(entry) = registry.toolchains.get(&plan.name) {
+            // Installed already: the components are added to it in place.
+            return add(
+                ctx, store, fetcher, progress, &plan.name, entry, &cuda, components,
+            );
+        }
     }
-    if !components.is_empty() && store.home().toolchains().join(&plan.name).exists() {
-        // Installed already: `install` would say so and leave the components out.
-        anyhow::bail!(Hinted::new(format!(
-            "{} is installed already, and components are not added in place to a toolkit linked into a venv",
-            plan.name
-        ))
-        .hint(format!(
-            "`gpuenv uninstall {}`, then `gpuenv install torch --component {}` again",
-            plan.name,
-            components.join(" --component ")
-        )));
+    for m in &mismatches {
+        ui::warn(m.warning(&cuda));
     }
     let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
     let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
@@ -79,7 +62,7 @@ pub fn run(
         HumanBytes(size),
         cuda.tree.display()
     ));
-    let done = gpuenv_install::install(store, fetcher, &plan, progress)?;
+    let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
     super::interrupt::installed_one();
     if done.already {
         say(format!(
@@ -100,5 +83,35 @@ pub fn run(
         cuda.site.display(),
         n = done.name
     ));
+    Ok(())
+}
+
+/// `install torch --component X` where its toolkit is registered: X is added to it, with a
+/// note when it links into another venv than the active one (X goes to it as it is).
+#[allow(clippy::too_many_arguments)]
+fn add(
+    ctx: &Context,
+    store: &Store,
+    fetcher: &Fetcher,
+    progress: &Progress,
+    name: &str,
+    entry: &Entry,
+    cuda: &torch::TorchCuda,
+    components: &[String],
+) -> Result<()> {
+    let linked = record::read(&entry.root).and_then(|r| r.linked.into_iter().next());
+    if let Some(l) = linked.filter(|l| l.tree != cuda.tree) {
+        ui::info(format!(
+            "{name} links into {}, not the active {}: the components go to it as it is",
+            l.tree.display(),
+            cuda.tree.display()
+        ));
+    }
+    let ask = super::install_component::Ask {
+        components,
+        choice: Choice::Auto,
+        manifest: None,
+    };
+    super::install_component::run(ctx, store, fetcher, progress, name, entry, &ask)?;
     Ok(())
 }

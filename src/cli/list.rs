@@ -47,6 +47,9 @@ struct Row<'a> {
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     broken: Option<String>,
+    /// What an installed tree is made of, by its install record (archives, linked wheels).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    components: Vec<String>,
     /// What is wrong: "root missing", "broken", "view missing".
     #[serde(skip_serializing_if = "Vec::is_empty")]
     problems: Vec<&'static str>,
@@ -106,6 +109,7 @@ impl Args {
                         .any(|d| registry.find(d).is_some_and(|(n, _)| n == name)),
                     reason: active_here.map(|t| t.reason.to_string()),
                     broken: e.broken().map(|b| b.to_string()),
+                    components: super::made_of(e),
                     problems: problems
                         .iter()
                         .filter(|p| p.name() == Some(name))

@@ -325,6 +325,16 @@ fn notice(registry: &Registry) {
     }
 }
 
+/// What an installed toolchain is made of, by its install record (`list`, `show`); empty
+/// for one gpuenv did not install, or installed before records.
+fn made_of(entry: &gpuenv_core::toolchain::registry::Entry) -> Vec<String> {
+    use gpuenv_core::toolchain::registry::Source as Origin;
+    if entry.source != Origin::Installed {
+        return Vec::new();
+    }
+    gpuenv_install::record::read(&entry.root).map_or_else(Vec::new, |r| r.made_of())
+}
+
 /// Each thing missing from the store, with the command that fixes it.
 fn warn_problems(problems: &[Problem]) {
     for p in problems {

@@ -63,6 +63,7 @@ impl Args {
                         "root": t.entry.root,
                         "view": view::paths(home, &t.name, &t.entry).root,
                         "reason": t.reason.to_string(),
+                        "components": super::made_of(&t.entry),
                         "problems": problems
                             .iter()
                             .filter(|p| p.name() == Some(&t.name))

@@ -36,6 +36,8 @@ struct State {
     puts: bool,
     /// Paths answered with a body that never ends.
     endless: Vec<String>,
+    /// path -> the error status every request for it gets
+    failing: HashMap<String, u16>,
 }
 
 pub struct Server {
@@ -110,6 +112,18 @@ impl Server {
     /// hangs up), as a hostile mirror would.
     pub fn endless(&self, path: &str) {
         self.state.lock().unwrap().endless.push(path.to_string());
+    }
+
+    /// Requests for `path` are answered with `status` (a 500 of a broken mirror), until
+    /// [`Server::heal`].
+    pub fn fail(&self, path: &str, status: u16) {
+        let path = format!("/{}", path.trim_start_matches('/'));
+        self.state.lock().unwrap().failing.insert(path, status);
+    }
+
+    pub fn heal(&self, path: &str) {
+        let path = format!("/{}", path.trim_start_matches('/'));
+        self.state.lock().unwrap().failing.remove(&path);
     }
 
     pub fn redirect(&self, path: &str, to: &str) {
@@ -235,6 +249,17 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             sent += chunk.len();
             set(200, sent);
         }
+        return Ok(());
+    }
+    let failing = state.lock().unwrap().failing.get(&path).copied();
+    if let Some(status) = failing {
+        set(status, 0);
+        write!(
+            out,
+            "HTTP/1.1 {status} Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )?;
+        let _ = out.flush();
+        let _ = out.shutdown(std::net::Shutdown::Both);
         return Ok(());
     }
     if let Some(to) = redirect {

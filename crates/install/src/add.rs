@@ -2,7 +2,9 @@
 //! the new archives are fetched and unpacked. The new tree is built beside the old one from
 //! hard links to the old one's files plus the new component's, checked like any install,
 //! and exchanged with the old tree in one rename: a build never sees it half-changed, and a
-//! failure leaves the old tree as it was.
+//! failure leaves the old tree as it was. A tree linked into a venv's wheels (`install
+//! torch`) is made in the install's order: its links into the venv are left out of the
+//! copy, the archives placed, then the venv linked again where no archive put a file.
 
 use std::path::Path;
 
@@ -19,7 +21,8 @@ use gpuenv_core::toolchain::detect;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 
 /// Adds to the installed `plan.name` the archives of `plan` that `old` (its record) does not
-/// have. `sel` is what the new record says was asked for. Returns the components added.
+/// have, and links the venv wheels of `plan.linked` it did not link. `sel` is what the new
+/// record says was asked for. Returns the components added.
 pub fn add(
     store: &Store,
     fetcher: &Fetcher,
@@ -39,18 +42,32 @@ pub fn add(
         _ => bail!(Hinted::new(format!("{name} is not installed"))
             .hint(format!("`gpuenv install {name}` installs it"))),
     }
+    let had = |c: &str| {
+        let c = recorded(c);
+        let linked = old.linked.iter().flat_map(|l| &l.wheels);
+        old.archives.iter().any(|o| recorded(&o.component) == c)
+            || linked.clone().any(|w| recorded(&w.component) == c)
+    };
     let new: Vec<_> = plan
         .archives
         .iter()
-        .filter(|a| {
-            let c = recorded(&a.component);
-            !old.archives.iter().any(|o| recorded(&o.component) == c)
-        })
+        .filter(|a| !had(&a.component))
         .cloned()
         .collect();
-    if new.is_empty() {
-        return Ok(Vec::new());
+    // Wheels the venv got since: linked once the tree is made again.
+    let new_wheels: Vec<String> = plan
+        .linked
+        .iter()
+        .flat_map(|l| &l.wheels)
+        .filter(|w| !had(&w.component))
+        .map(|w| w.component.clone())
+        .collect();
+    let mut added: Vec<String> = new.iter().map(|a| a.component.clone()).collect();
+    added.extend(new_wheels);
+    if added.is_empty() {
+        return Ok(added);
     }
+    let names = added.join(", ");
     let dirs = fetch_all(fetcher, &new, progress)?;
     crate::dir::remove_leftovers(&home.toolchains(), name);
     let tmp = crate::dir::temp_dir(&home.toolchains(), name).with_context(|| {
@@ -59,12 +76,14 @@ pub fn add(
             home.toolchains().display()
         )
     })?;
-    link_tree(&root, tmp.path()).with_context(|| format!("copying {}", root.display()))?;
+    let venvs: Vec<&Path> = old.linked.iter().map(|l| l.tree.as_path()).collect();
+    link_tree(&root, tmp.path(), &venvs).with_context(|| format!("copying {}", root.display()))?;
     for (a, dir) in new.iter().zip(&dirs) {
         assemble::place(dir, &a.mapping, &a.component, tmp.path())
             .with_context(|| format!("adding {} to {name}", a.file_name()))?;
     }
     assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
+    super::link_wheel_trees(plan, tmp.path())?;
     let mut archives = old.archives.clone();
     archives.extend(new.iter().map(ArchiveRecord::of));
     let mut components: Vec<(String, String)> = old
@@ -84,23 +103,16 @@ pub fn add(
         .recorded_components(),
         manifest: old.manifest.clone(),
         archives,
+        linked: plan.linked.clone(),
     };
     record::write(tmp.path(), &rec).with_context(|| format!("recording how {name} was made"))?;
     seal::read_only(tmp.path())?;
-    let detected = detect::detect(tmp.path()).map_err(|e| {
-        anyhow::anyhow!(
-            "{name} with {} is not a working toolchain: {e}",
-            names(&new)
-        )
-    })?;
+    let detected = detect::detect(tmp.path())
+        .map_err(|e| anyhow::anyhow!("{name} with {} is not a working toolchain: {e}", names))?;
     if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
         bail!(Hinted::new(format!(
             "{name} with {} would be {} {}, not {} {}",
-            names(&new),
-            detected.kind,
-            detected.version,
-            plan.kind,
-            plan.version
+            names, detected.kind, detected.version, plan.kind, plan.version
         ))
         .hint("the source's metadata is wrong; report it to whoever publishes it"));
     }
@@ -110,21 +122,13 @@ pub fn add(
     let _ = crate::dir::remove_all(&built);
     let entry = Entry::from_detected(detect::detect(&root)?, root.clone(), Origin::Installed);
     store.register(vec![(name.clone(), entry)])?;
-    Ok(new.iter().map(|a| a.component.clone()).collect())
-}
-
-fn names(archives: &[super::Archive]) -> String {
-    archives
-        .iter()
-        .map(|a| a.component.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+    Ok(added)
 }
 
 /// `to` as a copy of `from` made of hard links (the files are the download cache's, read
 /// only), links as they are; without the files gpuenv writes (version.json, the record),
-/// which are written anew.
-fn link_tree(from: &Path, to: &Path) -> Result<()> {
+/// which are written anew, and without the links into `venvs`, which are linked anew.
+fn link_tree(from: &Path, to: &Path, venvs: &[&Path]) -> Result<()> {
     let mut stack = vec![std::path::PathBuf::new()];
     while let Some(rel) = stack.pop() {
         for item in fs_err::read_dir(from.join(&rel))? {
@@ -139,7 +143,11 @@ fn link_tree(from: &Path, to: &Path) -> Result<()> {
                 fs_err::create_dir_all(&dst)?;
                 stack.push(rel);
             } else if meta.file_type().is_symlink() {
-                std::os::unix::fs::symlink(fs_err::read_link(item.path())?, &dst)
+                let target = fs_err::read_link(item.path())?;
+                if target.is_absolute() && venvs.iter().any(|v| target.starts_with(v)) {
+                    continue;
+                }
+                std::os::unix::fs::symlink(&target, &dst)
                     .with_context(|| format!("linking {}", dst.display()))?;
             } else if fs_err::hard_link(item.path(), &dst).is_err() {
                 fs_err::copy(item.path(), &dst)?;

@@ -115,7 +115,7 @@ pub struct Plan {
     pub cuda_layout: bool,
     /// Trees laid out like a CUDA wheel's (`include/`, `lib/`) whose files the toolchain
     /// links to rather than downloads: the NVIDIA wheels a torch venv already has.
-    pub linked: Vec<PathBuf>,
+    pub linked: Vec<torch::Linked>,
     /// The gpuenv manifest it comes from, if it does: the record keeps it, so an uninstall
     /// can name the command that installs it again.
     pub manifest: Option<Url>,
@@ -327,15 +327,16 @@ pub fn install_recorded(
     // What the archives brought is checked before gpuenv adds its own links, which point
     // into the venv on purpose (`install torch`).
     assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
-    for tree in &plan.linked {
-        assemble::link_wheel_tree(tree, tmp.path())
-            .with_context(|| format!("linking {name} to {}", tree.display()))?;
-    }
+    link_wheel_trees(plan, tmp.path())?;
     finish_tree(plan, &components_of(&plan.archives), tmp.path())?;
-    // A tree linked into a venv is not made of archives alone: nothing to record.
-    if let Some(sel) = sel.filter(|_| plan.linked.is_empty()) {
-        record::write(tmp.path(), &record::Record::of(plan, sel))
-            .with_context(|| format!("recording how {name} was made"))?;
+    if let Some(sel) = sel {
+        let rec = record::Record::of(plan, sel);
+        // A venv at a path TOML cannot hold (not UTF-8) goes unrecorded: such a toolkit
+        // gets no component in place, as one from before records.
+        if rec.linked.iter().all(|l| l.tree.to_str().is_some()) {
+            record::write(tmp.path(), &rec)
+                .with_context(|| format!("recording how {name} was made"))?;
+        }
     }
     // Its files share inodes with the download cache: a write to one would change both.
     seal::read_only(tmp.path())?;
@@ -415,6 +416,16 @@ fn fetch_all(fetcher: &Fetcher, archives: &[Archive], progress: &Progress) -> Re
         Some(e) => Err(e),
         None => Ok(dirs),
     }
+}
+
+/// Links the plan's venv wheel trees into `root` where nothing is placed: after every
+/// archive, so what is downloaded wins over what is linked.
+fn link_wheel_trees(plan: &Plan, root: &Path) -> Result<()> {
+    for l in &plan.linked {
+        assemble::link_wheel_tree(&l.tree, root)
+            .with_context(|| format!("linking {} to {}", plan.name, l.tree.display()))?;
+    }
+    Ok(())
 }
 
 /// (component, version) of each archive: what version.json lists.

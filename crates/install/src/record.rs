@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::source::components::recorded;
+use crate::torch::Linked;
 use crate::{Plan, Profile, Selection};
 use gpuenv_core::install_hint::{self, Came};
 use gpuenv_core::named::Named;
@@ -36,6 +37,10 @@ pub struct Record {
     pub manifest: Option<String>,
     #[serde(default, rename = "archive")]
     pub archives: Vec<ArchiveRecord>,
+    /// The venv wheels it links to (`gpuenv install torch`); none for a tree of archives
+    /// alone, whose record stays as older gpuenvs wrote and read it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub linked: Vec<Linked>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,7 +71,22 @@ impl Record {
             components: sel.components.iter().map(|c| recorded(c)).collect(),
             manifest: plan.manifest.as_ref().map(ToString::to_string),
             archives: plan.archives.iter().map(ArchiveRecord::of).collect(),
+            linked: plan.linked.clone(),
         }
+    }
+
+    /// What the tree is made of: each archive's component and each linked wheel's, under
+    /// their recorded names, sorted, without repeats.
+    pub fn made_of(&self) -> Vec<String> {
+        let archives = self.archives.iter().map(|a| a.component.as_str());
+        let wheels = self.linked.iter().flat_map(|l| &l.wheels);
+        let mut out: Vec<String> = archives
+            .chain(wheels.map(|w| w.component.as_str()))
+            .map(recorded)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// The manifest it came from as a shell word for a hint: a local file as its path, a
@@ -138,9 +158,11 @@ pub fn kept_path(toolchains: &Path, name: &str) -> std::path::PathBuf {
     toolchains.join(format!(".{name}.uninstalled.toml"))
 }
 
-/// Keeps `root`'s record for a later reinstall of `name` (nothing when it has none).
+/// Keeps `root`'s record for a later reinstall of `name` (nothing when it has none). Not
+/// one linked into a venv: `install torch` makes that again from whichever venv is active,
+/// and a kept one would hand its profile to a plain `gpuenv install cuda-13.0`.
 pub fn keep(root: &Path, toolchains: &Path, name: &str) -> anyhow::Result<()> {
-    if let Some(rec) = read(root) {
+    if let Some(rec) = read(root).filter(|r| r.linked.is_empty()) {
         let text = toml::to_string(&rec)?;
         fsutil::write_atomic(&kept_path(toolchains, name), text.as_bytes())?;
     }
@@ -242,6 +264,7 @@ mod tests {
             components: Vec::new(),
             manifest: manifest.map(String::from),
             archives: Vec::new(),
+            linked: Vec::new(),
         };
         let rocm: Spec = "rocm-6.2.4".parse().unwrap();
         assert_eq!(

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::sources;
 use gpuenv_core::install_hint;
@@ -13,6 +15,25 @@ use gpuenv_core::install_hint;
 use crate::Plan;
 use gpuenv_core::guard::TorchVersion;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
+
+/// A tree of NVIDIA's wheels in a Python environment (`site-packages/nvidia/cu13`) that a
+/// toolkit links to instead of downloading, and the release's wheels it found there: what
+/// the plan and the install record say besides the archives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Linked {
+    pub tree: PathBuf,
+    #[serde(default, rename = "wheel")]
+    pub wheels: Vec<Wheel>,
+}
+
+/// One of the release's wheels, installed in the venv in the release's own version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Wheel {
+    pub component: String,
+    pub version: String,
+}
 
 /// Where a torch's CUDA wheels are and which release they belong to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +123,29 @@ pub struct Mismatch {
     pub release: String,
 }
 
+impl Mismatch {
+    /// What a user is told: the toolkit gets the release's wheel downloaded, and why.
+    pub fn warning(&self, cuda: &TorchCuda) -> String {
+        // The nvcc wheel requires these without versions; a mix stops ptxas.
+        let why = if ["cuda_nvcc", "nvvm", "cuda_crt", "cuda_runtime"]
+            .contains(&self.component.as_str())
+        {
+            "nvcc of one release with another's pieces fails at ptxas (\"Unsupported .version\")"
+        } else {
+            "its headers and libraries would be another release's than the toolkit's nvcc"
+        };
+        format!(
+            "{} has nvidia-{} {}, not {} of CUDA {}: {why}, so the toolkit gets {} downloaded",
+            cuda.site.display(),
+            self.component.replace('_', "-"),
+            self.venv,
+            self.release,
+            cuda.release,
+            self.release
+        )
+    }
+}
+
 /// The venv's version of an archive's wheel, when it is another than the archive's.
 fn mismatch(site: &Path, a: &crate::Archive) -> Option<Mismatch> {
     let have = installed_version(site, &format!("nvidia_{}", a.component))?;
@@ -122,22 +166,124 @@ pub fn for_venv(mut plan: Plan, cuda: &TorchCuda) -> (Plan, Vec<Mismatch>) {
         .iter()
         .filter_map(|a| mismatch(&cuda.site, a))
         .collect();
-    plan.archives.retain(|a| {
+    let (archives, in_venv): (Vec<_>, Vec<_>) = plan.archives.into_iter().partition(|a| {
         installed_version(&cuda.site, &format!("nvidia_{}", a.component)).is_none()
             || mismatches.iter().any(|m| m.component == a.component)
     });
+    plan.archives = archives;
     plan.name = format!(
         "cuda-{}-{}",
         plan.version,
         gpuenv_core::install_hint::TORCH_LABEL
     );
-    plan.linked = vec![cuda.tree.clone()];
+    plan.linked = vec![Linked {
+        tree: cuda.tree.clone(),
+        wheels: in_venv
+            .into_iter()
+            .map(|a| Wheel {
+                component: a.component,
+                version: a.version,
+            })
+            .collect(),
+    }];
     (plan, mismatches)
+}
+
+/// The venv's wheels the toolkit `name` of `release` links into, by its record, as
+/// [`cuda_of`] found them when it was made; an error with the fix when that tree is gone.
+/// The record is gpuenv's, but what it names is checked before anything is linked to it.
+pub fn cuda_of_linked(name: &str, linked: &Linked, release: &Version) -> Result<TorchCuda> {
+    let tree = &linked.tree;
+    let again = format!(
+        "`gpuenv uninstall {name}`, then `gpuenv install torch --component …` with the Python environment of that torch active"
+    );
+    let shaped = tree.is_absolute()
+        && tree.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            n.strip_prefix("cu")
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        })
+        && tree
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == "nvidia")
+        && !tree
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir));
+    let Some(site) = tree.parent().and_then(Path::parent).filter(|_| shaped) else {
+        bail!(Hinted::new(format!(
+            "the install record of {name} says it links into {}, which is not a `site-packages/nvidia/cuNN` tree of NVIDIA's wheels",
+            tree.display()
+        ))
+        .hint(again));
+    };
+    if !tree.join("include").is_dir() || !tree.join("lib").is_dir() {
+        bail!(Hinted::new(format!(
+            "{name} links into the NVIDIA wheels at {}, which are gone: nothing can be added to it",
+            tree.display()
+        ))
+        .hint(again));
+    }
+    Ok(TorchCuda {
+        site: site.to_path_buf(),
+        tree: tree.clone(),
+        release: release.clone(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recorded_venv_tree_is_used_only_where_it_is_a_wheel_tree_that_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path().join("lib/python3.11/site-packages");
+        let tree = site.join("nvidia/cu13");
+        for d in ["include", "lib"] {
+            fs_err::create_dir_all(tree.join(d)).unwrap();
+        }
+        let release: Version = "13.0.2".parse().unwrap();
+        let of = |tree: &Path| {
+            let linked = Linked {
+                tree: tree.to_path_buf(),
+                wheels: Vec::new(),
+            };
+            cuda_of_linked("cuda-13.0.2-torch", &linked, &release)
+        };
+        let found = of(&tree).unwrap();
+        assert_eq!((found.site, found.tree), (site.clone(), tree.clone()));
+        // What a tampered record might name instead: never linked to.
+        for odd in [
+            PathBuf::from("nvidia/cu13"),
+            dir.path().to_path_buf(),
+            PathBuf::from("/etc"),
+            site.join("nvidia/cu13/../cu13"),
+            site.join("nvidia/cuda"),
+            site.join("other/cu13"),
+        ] {
+            let err = format!("{:#}", of(&odd).unwrap_err());
+            assert!(
+                err.contains("not a `site-packages/nvidia/cuNN` tree"),
+                "{odd:?}: {err}"
+            );
+        }
+        fs_err::remove_dir_all(tree.join("lib")).unwrap();
+        let err = of(&tree).unwrap_err();
+        let report = gpuenv_core::ui::Report::of(err.as_ref(), crate::FIND);
+        assert!(
+            report.inline().contains("which are gone"),
+            "{}",
+            report.inline()
+        );
+        assert!(
+            report
+                .hints
+                .join("\n")
+                .contains("`gpuenv uninstall cuda-13.0.2-torch`"),
+            "{:?}",
+            report.hints
+        );
+    }
 
     #[test]
     fn a_cpu_or_cuda_12_torch_cannot_be_completed_and_says_what_to_do() {

@@ -351,5 +351,7 @@ fn record(
         // A lock does not say where a manifest is: `install --locked --manifest` is told.
         manifest: None,
         archives,
+        // What a venv gives is in the file list's digest; a lock names no venv.
+        linked: Vec::new(),
     })
 }
