@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::facts::arch::{self, CudaArch};
-use crate::facts::vars;
+use crate::facts::{vars, Facts, InEffect};
 use crate::path_list;
 use crate::plan::resolve::ActiveSet;
 use crate::store::home::Home;
@@ -189,7 +189,14 @@ fn path_str(p: &Path) -> OsString {
 }
 
 /// The change that makes `active` the environment: the one function every other part uses.
-pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool) -> Change {
+/// `with_env`: the data in effect where the project's `[env]` and `[torch] index` may apply
+/// (once trusted); its copy is read only if the index is asked for.
+pub fn plan(
+    active: &ActiveSet,
+    registry: &Registry,
+    home: &Home,
+    with_env: Option<&InEffect>,
+) -> Change {
     let mut ops = Vec::new();
     let set = |ops: &mut Vec<Op>, k: &str, v: OsString| ops.push(Op::Set(k.to_string(), v));
     let prepend = |ops: &mut Vec<Op>, k: &str, v: &Path| {
@@ -317,11 +324,14 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
             );
         }
         // `env()` and `torch_index()` are empty until the file is trusted.
-        if with_env {
+        if let Some(facts) = with_env {
             for (k, v) in file.env().into_iter().flatten() {
                 set(&mut ops, k, v.into());
             }
-            if let Some(index) = file.torch_index().and(torch_index(active)) {
+            if let Some(index) = file
+                .torch_index()
+                .and_then(|_| torch_index(facts.facts(), active))
+            {
                 // pip looks in both indexes; uv's own switch picks PyTorch's index itself.
                 set(&mut ops, vars::PIP_EXTRA_INDEX_URL, index.url().into());
                 set(&mut ops, vars::UV_TORCH_BACKEND, index.name.into());
@@ -356,12 +366,9 @@ pub fn uv_index(url: &str) -> String {
 }
 
 /// PyTorch's wheel index for the active CUDA toolkit's release, if PyTorch has one.
-fn torch_index(active: &ActiveSet) -> Option<&'static crate::facts::TorchIndex> {
+fn torch_index(facts: &Facts, active: &ActiveSet) -> Option<&'static crate::facts::TorchIndex> {
     let v = &active.get(Kind::Cuda)?.entry.version;
-    crate::facts::torch_index::for_release(
-        crate::facts::current(),
-        (v.major(), v.minor().unwrap_or(0)),
-    )
+    crate::facts::torch_index::for_release(facts, (v.major(), v.minor().unwrap_or(0)))
 }
 
 /// `TORCH_EXTENSIONS_DIR`, unless the user set one: JIT extensions (`load()`) built by one
