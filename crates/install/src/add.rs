@@ -16,7 +16,7 @@ use crate::source::components::recorded;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::detect;
-use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
+use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 
 /// Adds to the installed `plan.name` the archives of `plan` that `old` (its record) does not
 /// have. `sel` is what the new record says was asked for. Returns the components added.
@@ -87,7 +87,7 @@ pub fn add(
     };
     record::write(tmp.path(), &rec).with_context(|| format!("recording how {name} was made"))?;
     seal::read_only(tmp.path())?;
-    let detected = detect::detect(tmp.path()).map_err(|e| {
+    let detected = detect::detect(tmp.path(), Origin::Installed).map_err(|e| {
         anyhow::anyhow!(
             "{name} with {} is not a working toolchain: {e}",
             names(&new)
@@ -108,7 +108,7 @@ pub fn add(
     exchange(&built, &root).with_context(|| format!("putting the new {name} in place"))?;
     // `built` now holds the old tree.
     let _ = crate::dir::remove_all(&built);
-    let entry = Entry::from_detected(detect::detect(&root)?, root.clone(), Origin::Installed);
+    let entry = detect::detect(&root, Origin::Installed)?;
     store.register(vec![(name.clone(), entry)])?;
     Ok(new.iter().map(|a| a.component.clone()).collect())
 }

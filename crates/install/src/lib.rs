@@ -37,7 +37,7 @@ use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
 use gpuenv_core::fsutil;
 use gpuenv_core::home::Home;
 use gpuenv_core::store::Store;
-use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
+use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::{detect, Kind, Spec, Version};
 use gpuenv_core::ui::{self, Report};
 pub use reqwest::Url;
@@ -340,7 +340,7 @@ pub fn install_recorded(
     // Its files share inodes with the download cache: a write to one would change both.
     seal::read_only(tmp.path())?;
     fetcher.hooks.checkpoint("assemble");
-    let detected = detect::detect(tmp.path()).map_err(|e| {
+    let detected = detect::detect(tmp.path(), Origin::Installed).map_err(|e| {
         anyhow::anyhow!("the installed tree of {name} is not a working toolchain: {e}")
     })?;
     if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
@@ -352,12 +352,9 @@ pub fn install_recorded(
     }
     fs_err::rename(tmp.keep(), &root)?;
     fetcher.hooks.checkpoint("register");
-    let registered = detect::detect(&root)
+    let registered = detect::detect(&root, Origin::Installed)
         .with_context(|| format!("reading {}", root.display()))
-        .and_then(|d| {
-            let entry = Entry::from_detected(d, root.clone(), Origin::Installed);
-            Ok(store.register(vec![(name.clone(), entry)])?)
-        });
+        .and_then(|entry| Ok(store.register(vec![(name.clone(), entry)])?));
     if let Err(e) = registered {
         // Not registered, so not installed: the tree goes too.
         let _ = crate::dir::remove_tree(&root);

@@ -1,5 +1,6 @@
-//! What a tree is: kind, version (read from the tree, never from its name) and where its
-//! headers and libraries live. The parsers are pure; `detect` reads the tree.
+//! Reading what a tree is ([`Entry`]): kind, version (read from the tree, never from its
+//! name) and where its headers and libraries live. The parsers are pure; `detect` reads the
+//! tree.
 
 use crate::outside;
 
@@ -8,35 +9,10 @@ use crate::facts::vars;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde::{Deserialize, Serialize};
-
-use super::system::{self, System};
+use super::entry::{Collectives, Entry, Source, FROM_VERSION_JSON};
+use super::system;
 use super::{Kind, Version};
 use crate::ask::{self, AskError};
-
-/// A toolchain tree as found on disk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Detected {
-    pub kind: Kind,
-    pub version: Version,
-    /// Where the version was read, for `list` and error messages.
-    pub version_from: String,
-    pub include_dir: PathBuf,
-    pub lib_dir: PathBuf,
-    /// NCCL (CUDA) or RCCL (ROCm) inside the tree or beside it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub collectives: Option<Collectives>,
-    /// Set for a toolchain spread over a distribution prefix (Debian's packages).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<System>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Collectives {
-    pub root: PathBuf,
-    pub include_dir: PathBuf,
-    pub lib_dir: PathBuf,
-}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum NotAToolchain {
@@ -63,13 +39,14 @@ pub enum Run {
     Never,
 }
 
-/// Reads a tree. `root` should be absolute.
-pub fn detect(root: &Path) -> Result<Detected, NotAToolchain> {
-    detect_with(root, Run::Allowed)
+/// Reads a tree into the entry it is registered as, from `source`. `root` should be
+/// absolute.
+pub fn detect(root: &Path, source: Source) -> Result<Entry, NotAToolchain> {
+    detect_with(root, source, Run::Allowed)
 }
 
-/// Reads a tree, running nothing in it when `run` is [`Run::Never`].
-pub fn detect_with(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
+/// [`detect`], running nothing in the tree when `run` is [`Run::Never`].
+pub fn detect_with(root: &Path, source: Source, run: Run) -> Result<Entry, NotAToolchain> {
     if !root.exists() {
         return Err(NotAToolchain::Missing(root.to_path_buf()));
     }
@@ -78,11 +55,11 @@ pub fn detect_with(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
     }
     // Before bin/nvcc: Debian's `/usr/bin/nvcc` is a wrapper, `/usr` a ROCm prefix.
     if system::is_rocm_prefix(root) {
-        detect_rocm_system(root)
+        detect_rocm_system(root, source)
     } else if root.join("bin/nvcc").is_file() {
-        detect_cuda(root, run)
+        detect_cuda(root, source, run)
     } else if root.join("bin/hipcc").is_file() {
-        detect_rocm(root, run)
+        detect_rocm(root, source, run)
     } else {
         Err(NotAToolchain::NoCompiler {
             root: root.to_path_buf(),
@@ -118,7 +95,7 @@ fn run_version(tool: &Path) -> Result<String, AskError> {
     Ok(out.text())
 }
 
-fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
+fn detect_cuda(root: &Path, source: Source, run: Run) -> Result<Entry, NotAToolchain> {
     let err = |why: String| NotAToolchain::CudaVersion {
         root: root.to_path_buf(),
         why,
@@ -158,9 +135,11 @@ fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         (v, "bin/nvcc --version".to_string())
     };
     let collectives = find_nccl(root, &lib_dir);
-    Ok(Detected {
+    Ok(Entry {
         kind: Kind::Cuda,
         version,
+        root: root.to_path_buf(),
+        source,
         version_from,
         include_dir,
         lib_dir,
@@ -232,7 +211,7 @@ fn has_lib(dir: &Path, stem: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
+fn detect_rocm(root: &Path, source: Source, run: Run) -> Result<Entry, NotAToolchain> {
     let err = |why: String| NotAToolchain::RocmVersion {
         root: root.to_path_buf(),
         why,
@@ -271,9 +250,11 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
             include_dir: root.join("include"),
             lib_dir: root.join("lib"),
         });
-    Ok(Detected {
+    Ok(Entry {
         kind: Kind::Rocm,
         version,
+        root: root.to_path_buf(),
+        source,
         version_from,
         include_dir: root.join("include"),
         lib_dir: root.join("lib"),
@@ -284,7 +265,7 @@ fn detect_rocm(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
 
 /// Debian/Ubuntu's ROCm packages under a prefix: the version from HIP's files (running
 /// Debian's `hipconfig` needs HIP_PATH set and is slower), libraries in the multiarch dir.
-fn detect_rocm_system(prefix: &Path) -> Result<Detected, NotAToolchain> {
+fn detect_rocm_system(prefix: &Path, source: Source) -> Result<Entry, NotAToolchain> {
     let err = |why: String| NotAToolchain::RocmVersion {
         root: prefix.to_path_buf(),
         why,
@@ -315,9 +296,11 @@ fn detect_rocm_system(prefix: &Path) -> Result<Detected, NotAToolchain> {
             include_dir: prefix.join("include"),
             lib_dir: lib_dir.clone(),
         });
-    Ok(Detected {
+    Ok(Entry {
         kind: Kind::Rocm,
         version,
+        root: prefix.to_path_buf(),
+        source,
         version_from,
         include_dir: prefix.join("include"),
         lib_dir,
@@ -349,29 +332,6 @@ fn run_hipconfig(tool: &Path) -> Result<String, AskError> {
 /// `version.json` of CUDA 11.1+. 11.x writes a build date as the third component of
 /// `cuda.version` (`11.8.20220929`), so the nvcc component's version is used there; newer
 /// releases write the plain release label (`12.4.1`).
-/// Where a CUDA tree's version is its release: version.json's `cuda.version`.
-pub const FROM_VERSION_JSON: &str = "version.json";
-
-/// The CUDA release a tree is, as NVIDIA numbers it (13.0.2), from its version and where
-/// that was read: only version.json's `cuda.version` is a release; nvcc's `V13.0.88`,
-/// `cuda.h`, version.txt and 11.x's `cuda_nvcc` are build numbers, which tell the
-/// major.minor only. ROCm's versions are its releases. The one rule every name follows
-/// (installed, linked, discovered, module).
-pub fn release(kind: Kind, version: &Version, version_from: &str) -> Version {
-    if kind == Kind::Cuda && version_from != FROM_VERSION_JSON {
-        version.truncated(2)
-    } else {
-        version.clone()
-    }
-}
-
-impl Detected {
-    /// [`release`] of this tree: the version its name carries.
-    pub fn release(&self) -> Version {
-        release(self.kind, &self.version, &self.version_from)
-    }
-}
-
 /// version.json's `cuda.version` when it is a release (11.x writes a date there).
 fn cuda_json_release(text: &str) -> Option<Version> {
     let json: serde_json::Value = serde_json::from_str(text).ok()?;
@@ -464,6 +424,22 @@ mod tests {
 
     fn v(s: &str) -> Version {
         s.parse().unwrap()
+    }
+
+    /// `Entry::release` of a tree of `kind` whose `version` was read from `from`.
+    fn release(kind: Kind, version: &Version, from: &str) -> Version {
+        Entry {
+            kind,
+            version: version.clone(),
+            root: "/t".into(),
+            source: Source::Linked,
+            version_from: from.into(),
+            include_dir: "/t/include".into(),
+            lib_dir: "/t/lib".into(),
+            collectives: None,
+            system: None,
+        }
+        .release()
     }
 
     #[test]
