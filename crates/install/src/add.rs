@@ -8,9 +8,10 @@ use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
 
+use super::install::{components_of, fetch_all, finish_tree};
 use super::record::{self, ArchiveRecord, Record};
 use super::{assemble, Plan, Progress, Selection};
-use super::{components_of, fetch_all, finish_tree, lock_toolchain, seal, writable_home};
+use super::{lock_toolchain, seal, writable_home};
 use crate::fetch::Fetcher;
 use crate::source::components::recorded;
 use gpuenv_core::diagnostic::Hinted;
