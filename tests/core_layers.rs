@@ -387,3 +387,98 @@ fn the_file_check_sees_a_cycle_between_two_sibling_files() {
     );
     assert!(without.is_empty(), "{without:?}");
 }
+
+/// State a `static` can hold and change after start: a global by another name.
+const SETTABLE: &[&str] = &[
+    "OnceLock",
+    "OnceCell",
+    "LazyLock",
+    "Lazy<",
+    "Mutex",
+    "RwLock",
+    "Atomic",
+    "static mut",
+];
+
+/// `file:line` of each `static` under `dir` that can be set while the program runs.
+fn settable_statics(dir: &Path, shown: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let text = fs_err::read_to_string(&file).unwrap();
+        for (n, code) in code_lines(&text).iter().enumerate() {
+            let code = code.trim_start();
+            let is_static = code.starts_with("static ") || code.starts_with("pub static ");
+            if is_static && SETTABLE.iter().any(|s| code.contains(s)) {
+                let rel = file.strip_prefix(dir).unwrap().display();
+                found.push(format!("{shown}/{rel}:{}: {code}", n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// Which copy of the compatibility data is in effect depends on the gpuenv home (and its
+/// upstreams): the session owns that value and hands it down as an argument, so two homes
+/// in one process (a test, a proxy started from another home's view) never share it.
+#[test]
+fn the_facts_in_effect_are_handed_down_never_kept_process_wide() {
+    // The mirror of PyTorch's indexes is a setting, not a copy of the data; it stays
+    // process-wide until it too is handed down.
+    let allowed = [
+        "crates/core/src/facts/wheel_base.rs:10: static BASE: OnceLock<String> = OnceLock::new();",
+    ];
+    let found: Vec<String> = settable_statics(&core_src().join("facts"), "crates/core/src/facts")
+        .into_iter()
+        .filter(|f| !allowed.contains(&f.as_str()))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "keep the facts in a value (facts::InEffect, owned by the Session) and pass `&Facts` down:\n{}",
+        found.join("\n")
+    );
+    let mut readers = Vec::new();
+    for (src, shown) in [
+        (workspace().join("src"), "src"),
+        (workspace().join("crates"), "crates"),
+    ] {
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for file in files {
+            let text = fs_err::read_to_string(&file).unwrap();
+            for (n, code) in code_lines(&text).iter().enumerate() {
+                if ["facts::current(", "set_candidates(", "facts::loaded("]
+                    .iter()
+                    .any(|g| code.contains(g))
+                {
+                    let rel = file.strip_prefix(&src).unwrap().display();
+                    readers.push(format!("{shown}/{rel}:{}: {}", n + 1, code.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        readers.is_empty(),
+        "take the facts as an argument (`Session::facts`, `Inputs::facts`), not from a global:\n{}",
+        readers.join("\n")
+    );
+}
+
+#[test]
+fn the_statics_check_sees_a_global_set_once() {
+    let dir = std::env::temp_dir().join(format!("core-statics-{}", std::process::id()));
+    fs_err::create_dir_all(&dir).unwrap();
+    fs_err::write(
+        dir.join("copies.rs"),
+        "const FILE: &str = \"x\";\nstatic EMBEDDED: Facts = Facts {};\n// static A: OnceLock<u8>\nstatic LOADED: OnceLock<Loaded> = OnceLock::new();\n",
+    )
+    .unwrap();
+    let found = settable_statics(&dir, "x");
+    fs_err::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        found,
+        ["x/copies.rs:4: static LOADED: OnceLock<Loaded> = OnceLock::new();"]
+    );
+}

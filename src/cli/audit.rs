@@ -61,6 +61,7 @@ impl Args {
             driver: has_ptx(&object)
                 .then(|| native::driver_version(ctx))
                 .flatten(),
+            facts: *session.facts(),
         };
         let mut findings = compare::compare(&object, &inputs);
         if needs_torch(&object) {

@@ -64,6 +64,7 @@ impl Args {
                 Ok((
                     verdict.clone(),
                     guard::refusal(
+                        session.facts(),
                         session.registry(),
                         &side,
                         t,
@@ -83,7 +84,7 @@ impl Args {
         };
         // `uv lock` follows pyproject.toml's sources over gpuenv's UV_INDEX: a file that sends
         // torch elsewhere than the pin installs a torch the guard then refuses.
-        let pyproject = match super::pyproject_cmd::check(&active, &ctx.cwd) {
+        let pyproject = match super::pyproject_cmd::check(session.facts(), &active, &ctx.cwd) {
             Ok(lines) => lines,
             Err(e) => {
                 // Cannot tell what uv will install.

@@ -121,8 +121,7 @@ impl Args {
                     ("name-taken", None, why)
                 }
                 None => {
-                    let entry = Entry::from_detected(d.clone(), f.root.clone(), Source::Discovered);
-                    to_register.push((name.clone(), entry));
+                    to_register.push((name.clone(), d.clone()));
                     if self.register {
                         (
                             "registering",
@@ -198,7 +197,7 @@ fn from_modules(ctx: &Context) -> Vec<Found> {
         .into_iter()
         .filter_map(|r| {
             // Read, never run: the module file, not the user, named this tree.
-            let d = match detect::detect_with(&r.root, detect::Run::Never) {
+            let d = match detect::detect_with(&r.root, Source::Discovered, detect::Run::Never) {
                 Ok(d) => d,
                 Err(why) => {
                     ui::warn(format!(

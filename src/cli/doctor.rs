@@ -65,7 +65,7 @@ impl Args {
         let lock = self
             .node_report
             .then(|| lock_fact(&session, &active, &resolve_error));
-        let (home, layered) = session.into_parts();
+        let (home, layered, facts) = session.into_parts();
         let registry = layered.registry;
         let torch = guard::locate_torch(&ctx, None);
         let old_proxy = shims::proxy_source().ok().and_then(|source| {
@@ -76,6 +76,7 @@ impl Args {
         let root = ctx.system_root();
         let inputs = Inputs {
             machine: Machine { root, ctx },
+            facts: *facts.facts(),
             home,
             registry,
             active,

@@ -240,8 +240,9 @@ impl Args {
             started.elapsed().as_secs_f64()
         ));
         if done.kind == Kind::Cuda {
+            let facts = home.facts_in_effect().saying_refused(true);
             if let Some(warning) = driver::read_proc_version(&ctx.system_root())
-                .and_then(|d| driver::too_old_for(&done.version, &d))
+                .and_then(|d| driver::too_old_for(facts.facts(), &done.version, &d))
             {
                 ui::warn_with_hints(&warning, warning.hints());
             }

@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::toolchain::registry::{Entry, Source};
+use gpuenv_core::toolchain::registry::Source;
 use gpuenv_core::toolchain::{detect, Spec};
 use gpuenv_core::ui;
 
@@ -23,7 +23,7 @@ impl Args {
         let spec: Spec = self.name.parse()?;
         let root = ctx.cwd.join(&self.path);
         store.admissible(&root, Source::Linked)?;
-        let detected = detect::detect(&root).map_err(|e| {
+        let detected = detect::detect(&root, Source::Linked).map_err(|e| {
             Hinted::new(format!("cannot link {}", self.name))
                 .hint("give the directory that holds bin/nvcc (CUDA) or bin/hipcc (ROCm), e.g. /usr/local/cuda-12.4")
                 .caused_by(e)
@@ -51,8 +51,7 @@ impl Args {
             )));
         }
         let (kind, version) = (detected.kind, detected.version.clone());
-        let entry = Entry::from_detected(detected, root.clone(), Source::Linked);
-        let changed = store.register(vec![(self.name.clone(), entry)])?;
+        let changed = store.register(vec![(self.name.clone(), detected)])?;
         super::notice(&changed.registry);
         super::warn_unshimmed(&changed.shims);
         ui::info(format!(

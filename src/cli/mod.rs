@@ -51,7 +51,6 @@ use clap::{Parser, Subcommand};
 use gpuenv_core::auto_install::Installer;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
-use gpuenv_core::facts;
 use gpuenv_core::home::Home;
 use gpuenv_core::project::{self, PinValue};
 use gpuenv_core::resolve::{self, ActiveSet};
@@ -175,9 +174,7 @@ pub fn main() -> ExitCode {
         if !matches!(cli.command, Command::Doctor(_)) {
             refresh_proxy(&ctx);
         }
-        let result = dispatch(cli.command, &ctx);
-        warn_refused_facts();
-        result
+        dispatch(cli.command, &ctx)
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -188,13 +185,6 @@ pub fn main() -> ExitCode {
                 ExitCode::from(status_of(&e))
             }
         },
-    }
-}
-
-/// A copy of the data that was refused is said once, after the command's own output.
-fn warn_refused_facts() {
-    for refused in facts::copies::loaded_if_asked().map_or(&[][..], |l| &l.refused[..]) {
-        ui::warn_with_hints(refused, refused.hints());
     }
 }
 
@@ -315,7 +305,8 @@ fn refuse_upstream(ctx: &Context, name: &str, command: &str) -> Result<()> {
 
 /// The own registry and the upstreams', with a warning for each upstream that cannot be used.
 fn layered(ctx: &Context) -> Result<(Home, upstream::Layered)> {
-    Ok(session(ctx)?.into_parts())
+    let (home, layered, _) = session(ctx)?.into_parts();
+    Ok((home, layered))
 }
 
 /// Says what is odd about the state file, if anything.
@@ -442,10 +433,10 @@ fn resolve_here_kinds(
 ) -> Result<ActiveSet> {
     let mut active: ActiveSet = session.resolve::<anyhow::Error>(overrides, kinds, installer)?;
     // The proxy's probe: g++ is asked once per compiler file (host_compiler::cache).
-    active.attach_host_compiler(&host_compiler::cache::CachedProbe::new(
-        session.ctx(),
-        session.home(),
-    ));
+    active.attach_host_compiler(
+        session.facts(),
+        &host_compiler::cache::CachedProbe::new(session.ctx(), session.home()),
+    );
     if let Some(p) = &active.project {
         ui::verbose(format!("toolchain file: {}", p.path.display()));
     }

@@ -129,7 +129,7 @@ fn module_text(home: &Home, registry: &Registry, name: &str, format: Format) -> 
         ..ActiveSet::default()
     };
     // Read by other shells on other nodes: no `[env]`, nothing of this shell's modules.
-    let change = session::change_for(&active, registry, home, false, None);
+    let change = session::change_for(&active, registry, home, None, None);
     export::render(name, &entry, &change, format, &home.root)
 }
 

@@ -5,7 +5,7 @@ use anyhow::{bail, Context as _, Result};
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::arch::{self, CudaArch, Problem, Verdict};
-use gpuenv_core::facts::{self, release_name};
+use gpuenv_core::facts::{release_name, Facts};
 use gpuenv_core::home::Home;
 use gpuenv_core::install_hint;
 use gpuenv_core::plan::native;
@@ -30,7 +30,8 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
-        let (home, registry) = super::registry(ctx)?;
+        let (home, layered, facts) = super::session(ctx)?.into_parts();
+        let (registry, facts) = (layered.registry, facts.facts());
         let (torch, specs): (Vec<String>, Vec<String>) =
             self.specs.into_iter().partition(|s| s == "torch");
         let specs = super::parse_specs(&specs)?;
@@ -88,7 +89,7 @@ impl Args {
         // A broken file is reported, never overwritten.
         let existing = project::parse(&path, &before)?;
         for spec in &specs {
-            check_known(spec, &registry)?;
+            check_known(facts, spec, &registry)?;
         }
         if !cuda_archs.is_empty() {
             // The toolkit the arch list will go with: the one pinned now, else the file's.
@@ -100,7 +101,7 @@ impl Args {
                     PinValue::Spec(s) => Some(s.clone()),
                     PinValue::Torch => None,
                 });
-            check_archs(&cuda_archs, cuda.as_ref(), &registry)?;
+            check_archs(facts, &cuda_archs, cuda.as_ref(), &registry)?;
         }
         if !rocm_archs.is_empty() {
             let rocm = specs
@@ -237,11 +238,11 @@ fn native_archs(ctx: &Context) -> Result<Vec<String>> {
 
 /// A CUDA pin that matches nothing registered and no release gpuenv knows of is refused
 /// (`cuda-99`); one that only is not installed yet is accepted with a warning later.
-fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
+fn check_known(facts: &Facts, spec: &Spec, registry: &Registry) -> Result<()> {
     if spec.kind != Kind::Cuda || registry.find(spec).is_some() {
         return Ok(());
     }
-    let majors = || facts::current().releases.iter().map(|r| r.release.0);
+    let majors = || facts.releases.iter().map(|r| r.release.0);
     let (lo, hi) = (majors().min().unwrap_or(0), majors().max().unwrap_or(0));
     if (lo..=hi).contains(&spec.version.major()) {
         return Ok(());
@@ -254,7 +255,12 @@ fn check_known(spec: &Spec, registry: &Registry) -> Result<()> {
 
 /// Arch entries the pinned toolkit cannot target: refused when the toolkit is registered
 /// (its version is known), a warning when it is only a spec or newer than the table.
-fn check_archs(archs: &[CudaArch], cuda: Option<&Spec>, registry: &Registry) -> Result<()> {
+fn check_archs(
+    facts: &Facts,
+    archs: &[CudaArch],
+    cuda: Option<&Spec>,
+    registry: &Registry,
+) -> Result<()> {
     let (version, known): (Option<Version>, bool) = match cuda {
         Some(spec) => match registry.find(spec) {
             Some((_, e)) => (Some(e.version.clone()), true),
@@ -265,7 +271,7 @@ fn check_archs(archs: &[CudaArch], cuda: Option<&Spec>, registry: &Registry) -> 
     for a in archs {
         let sm = a.sm_name();
         let Some(version) = &version else {
-            if arch::releases_for(a).is_none() {
+            if arch::releases_for(facts, a).is_none() {
                 ui::warn(format!(
                     "no CUDA release gpuenv knows of can target {a} ({sm})"
                 ));
@@ -277,12 +283,12 @@ fn check_archs(archs: &[CudaArch], cuda: Option<&Spec>, registry: &Registry) -> 
             exact,
             targets,
             problem: Some(problem),
-        } = arch::can_build(version, a)
+        } = arch::can_build(facts, version, a)
         else {
             continue;
         };
         let rel = release_name(release);
-        let which = match arch::releases_for(a) {
+        let which = match arch::releases_for(facts, a) {
             Some((first, last)) => format!(
                 "CUDA {} to {} can target {sm}",
                 release_name(first),

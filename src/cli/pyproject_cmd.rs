@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::facts::{self, torch_index, TorchIndex};
+use gpuenv_core::facts::{torch_index, Facts, TorchIndex};
 use gpuenv_core::project::owner;
 use gpuenv_core::project::pyproject;
 use gpuenv_core::resolve::ActiveSet;
@@ -26,9 +26,9 @@ pub fn path(active: &ActiveSet, cwd: &Path) -> PathBuf {
 }
 
 /// PyTorch's index for the pinned CUDA toolkit, if PyTorch has one.
-pub fn pinned_index(active: &ActiveSet) -> Option<&'static TorchIndex> {
+pub fn pinned_index(facts: &Facts, active: &ActiveSet) -> Option<&'static TorchIndex> {
     let v = &active.get(Kind::Cuda)?.entry.version;
-    torch_index::for_release(facts::current(), (v.major(), v.minor().unwrap_or(0)))
+    torch_index::for_release(facts, (v.major(), v.minor().unwrap_or(0)))
 }
 
 /// The file's text, or why it is not read: missing (`Ok(None)`), a link, another
@@ -62,8 +62,8 @@ fn read(path: &Path) -> Result<Option<String>> {
 
 /// `gpuenv torch index --write-pyproject`: the pinned toolkit's index as an explicit
 /// `[[tool.uv.index]]` with torch, torchvision and torchaudio routed to it.
-pub fn write(active: &ActiveSet, cwd: &Path) -> Result<()> {
-    let Some(index) = pinned_index(active) else {
+pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
+    let Some(index) = pinned_index(facts, active) else {
         anyhow::bail!(Hinted::new(
             "no PyTorch CUDA index to write: no CUDA toolkit is pinned here, or PyTorch publishes no index for its release"
         )
@@ -97,8 +97,8 @@ pub fn write(active: &ActiveSet, cwd: &Path) -> Result<()> {
 
 /// What `gpuenv check` says of the file: each way it sends torch elsewhere than the
 /// pinned toolkit's index. Nothing when there is no file or no pinned index.
-pub fn check(active: &ActiveSet, cwd: &Path) -> Result<Vec<String>> {
-    let Some(index) = pinned_index(active) else {
+pub fn check(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<Vec<String>> {
+    let Some(index) = pinned_index(facts, active) else {
         return Ok(Vec::new());
     };
     let path = path(active, cwd);

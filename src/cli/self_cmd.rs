@@ -13,6 +13,7 @@ use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::{self, release_name, schema, update, Facts};
 use gpuenv_core::fsutil;
 use gpuenv_core::outside;
+use gpuenv_core::session::Session;
 use gpuenv_core::toolchain::{Kind, Version};
 use gpuenv_core::ui;
 use gpuenv_install::fetch::Fetcher;
@@ -94,9 +95,8 @@ struct TreeCheck {
     data_archs: Option<Vec<u32>>,
 }
 
-fn tree_checks(ctx: &Context) -> Result<Vec<TreeCheck>> {
-    let (home, registry) = super::registry(ctx)?;
-    let data = facts::current();
+fn tree_checks(session: &Session) -> Vec<TreeCheck> {
+    let (home, registry, data) = (session.home(), session.registry(), session.facts());
     let mut out = Vec::new();
     for (name, e) in &registry.toolchains {
         if e.kind != Kind::Cuda {
@@ -120,12 +120,13 @@ fn tree_checks(ctx: &Context) -> Result<Vec<TreeCheck>> {
                 .map(|f| f.value.to_vec()),
         });
     }
-    Ok(out)
+    out
 }
 
 fn show(ctx: &Context, json: bool) -> Result<()> {
-    let checks = tree_checks(ctx)?;
-    let loaded = facts::loaded();
+    let session = super::session(ctx)?;
+    let checks = tree_checks(&session);
+    let loaded = session.facts_in_effect().loaded();
     let f = &loaded.facts;
     let origin = loaded
         .origin
@@ -207,8 +208,9 @@ fn today() -> String {
 }
 
 fn update_data(ctx: &Context, offline: bool) -> Result<()> {
-    let (home, registry) = super::registry(ctx)?;
-    let mut data = update::to_checked(facts::current());
+    let (home, layered, facts) = super::session(ctx)?.into_parts();
+    let registry = layered.registry;
+    let mut data = update::to_checked(facts.facts());
     let mut said = Vec::new();
 
     // NVIDIA: the first manifest of each major.minor (its GA) names the driver it ships.

@@ -8,7 +8,7 @@ use serde_json::json;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::driver;
-use gpuenv_core::facts::{self, release_name, schema, torch_index};
+use gpuenv_core::facts::{release_name, schema, torch_index, Facts};
 use gpuenv_core::plan::native;
 use gpuenv_core::session::Session;
 use gpuenv_core::toolchain::Kind;
@@ -60,14 +60,15 @@ impl Args {
         // The session's home also names the copies of the data to look at.
         let mut session = super::session(ctx)?;
         if a.list {
-            return list(a.json);
+            return list(session.facts(), a.json);
         }
         if a.write_pyproject {
             let active = super::resolve_here(&mut session, &[], None)?;
-            return super::pyproject_cmd::write(&active, &ctx.cwd);
+            return super::pyproject_cmd::write(session.facts(), &active, &ctx.cwd);
         }
         let machine = machine(&mut session, &a)?;
-        match torch_index::choose(facts::current(), &machine) {
+        let facts = session.facts();
+        match torch_index::choose(facts, &machine) {
             Ok(pick) => {
                 let url = pick.index.url();
                 let pip = format!("pip install torch --index-url {url}");
@@ -79,7 +80,7 @@ impl Args {
                         "why": pick.why,
                         "pip": pip,
                         "uv_torch_backend": pick.index.name,
-                        "data_date": facts::current().date,
+                        "data_date": facts.date,
                     });
                     println!("{}", serde_json::to_string_pretty(&out)?);
                 } else {
@@ -102,8 +103,7 @@ impl Args {
     }
 }
 
-fn list(json: bool) -> Result<()> {
-    let f = facts::current();
+fn list(f: &Facts, json: bool) -> Result<()> {
     let shown = |archs: Option<&[(u32, bool)]>| {
         archs.map_or("(archs not known)".to_string(), |a| {
             a.iter()

@@ -7,6 +7,7 @@ use crate::arch::{CudaArch, GfxTarget, ImageArch, Suffix};
 use crate::fatbin::{Image, ImageKind};
 use crate::runtime::{classify, Runtime};
 use crate::Object;
+use gpuenv_core::facts::{ptx, Facts};
 
 pub use crate::finding::{Finding, Status};
 pub use crate::want::{ActiveToolchain, Arch, Inputs, Source, ToolKind, Want};
@@ -44,6 +45,7 @@ pub fn compare(object: &Object, inputs: &Inputs) -> Vec<Finding> {
                     arch,
                     &want.source,
                     inputs.driver.as_deref(),
+                    &inputs.facts,
                 ));
             }
             Arch::Rocm(target) if !object.hip.is_empty() => {
@@ -122,6 +124,7 @@ fn cuda_want(
     want: &CudaArch,
     from: &Source,
     driver: Option<&str>,
+    facts: &Facts,
 ) -> Vec<Finding> {
     // The GPU the arch stands for: what runs there does not depend on the suffix asked.
     let gpu = CudaArch::new(want.major, want.minor);
@@ -152,7 +155,7 @@ fn cuda_want(
         // Every PTX that would JIT for it is newer than the driver here can compile.
         let each: Option<Vec<_>> = jits
             .iter()
-            .map(|i| Some((*i, ptx_too_new(i, d)?)))
+            .map(|i| Some((*i, ptx_too_new(facts, i, d)?)))
             .collect();
         each?.into_iter().max_by_key(|(i, _)| i.arch.sm)
     }) {
@@ -237,8 +240,8 @@ fn rebuild_hint(cap: &str, sm: u32) -> String {
 }
 
 /// Why the driver cannot compile this PTX image, if it cannot.
-fn ptx_too_new(image: &Image, driver: &str) -> Option<gpuenv_core::facts::ptx::PtxTooNew> {
-    gpuenv_core::facts::ptx::driver_loads(image.ptx_isa?, driver).err()
+fn ptx_too_new(facts: &Facts, image: &Image, driver: &str) -> Option<ptx::PtxTooNew> {
+    ptx::driver_loads(facts, image.ptx_isa?, driver).err()
 }
 
 fn rocm_want(have: &[GfxTarget], want: &GfxTarget, from: &Source) -> Finding {

@@ -88,4 +88,6 @@ pub struct Inputs {
     /// The NVIDIA driver here (`580.65.06`), when known: PTX newer than it can compile is
     /// no kernel at all.
     pub driver: Option<String>,
+    /// The compatibility data in effect: which driver each PTX ISA needs.
+    pub facts: gpuenv_core::facts::Facts,
 }

@@ -84,7 +84,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         .and_then(|nvcc| facts::tree::gpu_archs(&nvcc, &inputs.home.tree_facts()));
     let (targets, exact, rel, release): (&[u32], bool, String, (u64, u64)) = match (
         &from_tree,
-        lookup::archs(facts::current(), t.entry.version.release()).known(),
+        lookup::archs(&inputs.facts, t.entry.version.release()).known(),
     ) {
         (Some(archs), _) => {
             notes.seen(format!(
@@ -117,7 +117,7 @@ pub fn run(inputs: &Inputs) -> Finding {
                 t.entry.version.major(),
                 t.entry.version.minor().unwrap_or(0),
             );
-            let why = match lookup::archs(facts::current(), release) {
+            let why = match lookup::archs(&inputs.facts, release) {
                 Coverage::Newer(u) => format!("{u}; run `{}`", facts::REFRESH),
                 _ => format!("gpuenv's data does not cover CUDA {}", t.entry.version),
             };
@@ -178,7 +178,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             status,
             format!("{} cannot target {shown}, named in {from}: {why}", t.name),
         );
-        if let Some(other) = arch::release_to_suggest(a, release) {
+        if let Some(other) = arch::release_to_suggest(&inputs.facts, a, release) {
             let other = release_name(other);
             notes.hint(format!(
                 "use a toolkit that targets {}: {} and `gpuenv pin cuda-{other}`",
@@ -240,7 +240,7 @@ fn ptx_vs_driver(
     let Ok(driver) = super::driver::read_driver(&inputs.machine) else {
         return;
     };
-    let Err(too_new) = facts::ptx::driver_loads(isa, &driver.text) else {
+    let Err(too_new) = facts::ptx::driver_loads(&inputs.facts, isa, &driver.text) else {
         return;
     };
     for a in ptx {

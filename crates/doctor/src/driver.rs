@@ -77,7 +77,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         }
     }
 
-    let newest = lookup::newest_cuda_for_driver(facts::current(), &driver.version.to_string());
+    let newest = lookup::newest_cuda_for_driver(&inputs.facts, &driver.version.to_string());
     let runs = newest.map_or("no CUDA release gpuenv knows".to_string(), |r| {
         format!("CUDA up to {}", release_name(r))
     });
@@ -88,11 +88,11 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
     let mut fine = Vec::new();
     for (what, cuda) in &needs {
-        let Some(need) = lookup::driver_need(facts::current(), cuda.release())
+        let Some(need) = lookup::driver_need(&inputs.facts, cuda.release())
             .ok()
             .flatten()
         else {
-            let data = facts::current();
+            let data = &inputs.facts;
             let release = (cuda.major(), cuda.minor().unwrap_or(0));
             let Err(unknown) = lookup::driver_need(data, release) else {
                 notes.seen(format!(

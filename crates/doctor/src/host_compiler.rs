@@ -107,7 +107,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             ),
         );
         notes.hint(install_gxx(m));
-        if let Some(row) = lookup::gcc(facts::current(), t.entry.version.release()).known() {
+        if let Some(row) = lookup::gcc(&inputs.facts, t.entry.version.release()).known() {
             notes.hint(format!(
                 "CUDA {} supports gcc <= {}: if your distribution's g++ is newer, install g++-{} and build with `export NVCC_PREPEND_FLAGS='-ccbin g++-{}'`",
                 release_name(row.release),
@@ -149,7 +149,7 @@ pub fn run(inputs: &Inputs) -> Finding {
     let header = t.entry.include_dir.join(facts::tree::HOST_CONFIG);
     let (range, exact, rel) = match (
         facts::tree::gcc_max(&t.entry.include_dir),
-        lookup::gcc(facts::current(), cuda.release()).known(),
+        lookup::gcc(&inputs.facts, cuda.release()).known(),
     ) {
         (Some(max), row) => (
             GccRange {
@@ -161,7 +161,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         ),
         (None, Some(row)) => (*row.value, row.exact, release_name(row.release)),
         (None, None) => {
-            let why = match gpuenv_core::host_compiler::gcc_range(cuda, None) {
+            let why = match gpuenv_core::host_compiler::gcc_range(&inputs.facts, cuda, None) {
                 Err(why) => why.to_string(),
                 Ok(_) => format!("gpuenv's data does not cover CUDA {cuda}"),
             };
@@ -199,7 +199,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             "install g++-{max} and build with it: export NVCC_PREPEND_FLAGS='-ccbin g++-{max}' (CMake: CUDAHOSTCXX=g++-{max})",
             max = range.max
         ));
-        if let Some(newer) = lookup::first_cuda_for_gcc(facts::current(), major) {
+        if let Some(newer) = lookup::first_cuda_for_gcc(&inputs.facts, major) {
             let newer = release_name(newer);
             notes.hint(format!(
                 "or use a toolkit that supports gcc {major}: {} and `gpuenv pin cuda-{newer}`",
@@ -242,7 +242,7 @@ mod tests {
     #[test]
     fn the_captured_nvcc_error_names_the_table_limit() {
         let text = captured("gcc12-vs-cuda11.8-error.txt");
-        let max = lookup::gcc(facts::current(), (11, 8))
+        let max = lookup::gcc(facts::Facts::embedded(), (11, 8))
             .known()
             .unwrap()
             .value

@@ -140,6 +140,9 @@ impl Check {
 /// What every check looks at, gathered once.
 pub struct Inputs {
     pub machine: Machine,
+    /// The compatibility data in effect (the home's or an upstream's newer copy, or the
+    /// embedded data).
+    pub facts: gpuenv_core::facts::Facts,
     pub home: Home,
     pub registry: Registry,
     /// Empty when resolution failed (the `active-set` finding says why).

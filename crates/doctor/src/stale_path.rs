@@ -55,7 +55,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         &inputs.active,
         &inputs.registry,
         &inputs.home,
-        false,
+        None,
         lmfiles,
     );
     let loaded = module::scan_loaded(lmfiles.unwrap_or_default(), m.var(vars::LOADEDMODULES));

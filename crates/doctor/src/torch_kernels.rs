@@ -110,7 +110,8 @@ pub fn run(inputs: &Inputs) -> Finding {
             ),
         );
         let cc = gpu.sm();
-        let indexes: Vec<&str> = facts::current()
+        let indexes: Vec<&str> = inputs
+            .facts
             .torch
             .iter()
             .rev()

@@ -78,6 +78,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             reason: tc.reason.to_string(),
         };
         let refusal = guard::refusal(
+            &inputs.facts,
             &inputs.registry,
             &side,
             torch,

@@ -10,15 +10,16 @@ use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
 
+use super::install::{components_of, fetch_all, finish_tree, link_wheel_trees};
 use super::record::{self, ArchiveRecord, Record};
 use super::{assemble, Plan, Progress, Selection};
-use super::{components_of, fetch_all, finish_tree, lock_toolchain, seal, writable_home};
+use super::{lock_toolchain, seal, writable_home};
 use crate::fetch::Fetcher;
 use crate::source::components::recorded;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::detect;
-use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
+use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 
 /// Adds to the installed `plan.name` the archives of `plan` that `old` (its record) does not
 /// have, and links the venv wheels of `plan.linked` it did not link. `sel` is what the new
@@ -83,7 +84,7 @@ pub fn add(
             .with_context(|| format!("adding {} to {name}", a.file_name()))?;
     }
     assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
-    super::link_wheel_trees(plan, tmp.path())?;
+    link_wheel_trees(plan, tmp.path())?;
     let mut archives = old.archives.clone();
     archives.extend(new.iter().map(ArchiveRecord::of));
     let mut components: Vec<(String, String)> = old
@@ -107,7 +108,7 @@ pub fn add(
     };
     record::write(tmp.path(), &rec).with_context(|| format!("recording how {name} was made"))?;
     seal::read_only(tmp.path())?;
-    let detected = detect::detect(tmp.path())
+    let detected = detect::detect(tmp.path(), Origin::Installed)
         .map_err(|e| anyhow::anyhow!("{name} with {} is not a working toolchain: {e}", names))?;
     if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
         bail!(Hinted::new(format!(
@@ -120,7 +121,7 @@ pub fn add(
     exchange(&built, &root).with_context(|| format!("putting the new {name} in place"))?;
     // `built` now holds the old tree.
     let _ = crate::dir::remove_all(&built);
-    let entry = Entry::from_detected(detect::detect(&root)?, root.clone(), Origin::Installed);
+    let entry = detect::detect(&root, Origin::Installed)?;
     store.register(vec![(name.clone(), entry)])?;
     Ok(added)
 }

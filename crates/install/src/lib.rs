@@ -13,6 +13,7 @@ pub mod download;
 pub mod fault;
 pub mod fetch;
 pub mod hooks;
+mod install;
 pub mod lock;
 pub mod objects;
 pub mod pathpart;
@@ -25,21 +26,16 @@ pub mod torch;
 pub mod unpack;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub use fault::Fault;
-use fetch::Fetcher;
 use gpuenv_core::diagnostic::{Diagnostic, Find, Hinted};
-use gpuenv_core::fsutil;
 use gpuenv_core::home::Home;
-use gpuenv_core::store::Store;
-use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
-use gpuenv_core::toolchain::{detect, Kind, Spec, Version};
+use gpuenv_core::toolchain::{Kind, Spec, Version};
 use gpuenv_core::ui::{self, Report};
+pub use install::{install, install_recorded, Installed};
 pub use reqwest::Url;
 pub use source::Source;
 
@@ -179,19 +175,6 @@ impl Progress {
     }
 }
 
-/// What an install did.
-#[derive(Debug)]
-pub struct Installed {
-    pub name: String,
-    pub kind: Kind,
-    pub version: Version,
-    pub root: PathBuf,
-    pub source: &'static str,
-    /// It was already installed; nothing was done.
-    pub already: bool,
-    pub fetched_bytes: u64,
-}
-
 #[derive(Debug, thiserror::Error)]
 #[error("GPUENV_HOME ({}) is read-only: cannot create a file in {} ({cause})", home.display(), dir.display())]
 pub struct ReadOnlyHome {
@@ -260,226 +243,6 @@ gpuenv_core::diagnostics!(
 
 /// The finders for every error an install can return: its own and gpuenv-core's.
 pub const FIND: &[Find] = &[find_diagnostic, gpuenv_core::hints::find];
-
-/// Installs what `plan` describes into the store, unless it is installed already.
-pub fn install(
-    store: &Store,
-    fetcher: &Fetcher,
-    plan: &Plan,
-    progress: &Progress,
-) -> Result<Installed> {
-    install_recorded(store, fetcher, plan, None, progress)
-}
-
-/// [`install`], and with `sel` the tree gets its [`record`] (what `gpuenv lock` reads).
-pub fn install_recorded(
-    store: &Store,
-    fetcher: &Fetcher,
-    plan: &Plan,
-    sel: Option<&Selection>,
-    progress: &Progress,
-) -> Result<Installed> {
-    let home = store.home();
-    let name = plan.name.clone();
-    let root = home.toolchains().join(&name);
-    let done = |already| Installed {
-        name: name.clone(),
-        kind: plan.kind,
-        version: plan.version.clone(),
-        root: root.clone(),
-        source: plan.source,
-        already,
-        fetched_bytes: fetcher.fetched.load(Ordering::Relaxed),
-    };
-    writable_home(home)?;
-    let _lock = lock_toolchain(home, &name)?;
-    if let Some(existing) = Registry::load(home)?.toolchains.get(&name) {
-        if existing.source != Origin::Installed {
-            bail!(Hinted::new(format!(
-                "{name} is already registered as a {} toolchain at {}",
-                existing.source.as_str(),
-                existing.root.display()
-            ))
-            .hint(format!(
-                "`gpuenv unlink {name}` first if gpuenv should install its own"
-            )));
-        }
-        if existing.root.join("bin").is_dir() {
-            return Ok(done(true));
-        }
-    }
-    // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
-    // nobody is still working on them. A tree that never got registered is one of them.
-    crate::dir::remove_leftovers(&home.toolchains(), &name);
-    crate::dir::remove_tree(&root)?;
-
-    let dirs = fetch_all(fetcher, &plan.archives, progress)?;
-    let tmp = crate::dir::temp_dir(&home.toolchains(), &name).with_context(|| {
-        format!(
-            "creating a temporary directory in {}",
-            home.toolchains().display()
-        )
-    })?;
-    for (a, dir) in plan.archives.iter().zip(&dirs) {
-        assemble::place(dir, &a.mapping, &a.component, tmp.path())
-            .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
-    }
-    // What the archives brought is checked before gpuenv adds its own links, which point
-    // into the venv on purpose (`install torch`).
-    assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;
-    link_wheel_trees(plan, tmp.path())?;
-    finish_tree(plan, &components_of(&plan.archives), tmp.path())?;
-    if let Some(sel) = sel {
-        let rec = record::Record::of(plan, sel);
-        // A venv at a path TOML cannot hold (not UTF-8) goes unrecorded: such a toolkit
-        // gets no component in place, as one from before records.
-        if rec.linked.iter().all(|l| l.tree.to_str().is_some()) {
-            record::write(tmp.path(), &rec)
-                .with_context(|| format!("recording how {name} was made"))?;
-        }
-    }
-    // Its files share inodes with the download cache: a write to one would change both.
-    seal::read_only(tmp.path())?;
-    fetcher.hooks.checkpoint("assemble");
-    let detected = detect::detect(tmp.path()).map_err(|e| {
-        anyhow::anyhow!("the installed tree of {name} is not a working toolchain: {e}")
-    })?;
-    if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
-        bail!(Hinted::new(format!(
-            "the archives of {name} hold {} {}, not {} {}",
-            detected.kind, detected.version, plan.kind, plan.version
-        ))
-        .hint("the source's metadata is wrong; report it to whoever publishes it"));
-    }
-    fs_err::rename(tmp.keep(), &root)?;
-    fetcher.hooks.checkpoint("register");
-    let registered = detect::detect(&root)
-        .with_context(|| format!("reading {}", root.display()))
-        .and_then(|d| {
-            let entry = Entry::from_detected(d, root.clone(), Origin::Installed);
-            Ok(store.register(vec![(name.clone(), entry)])?)
-        });
-    if let Err(e) = registered {
-        // Not registered, so not installed: the tree goes too.
-        let _ = crate::dir::remove_tree(&root);
-        return Err(e);
-    }
-    // Installed again: the tree has its own record now.
-    record::forget_kept(&home.toolchains(), &name);
-    Ok(done(false))
-}
-
-/// Fetches and unpacks every archive, several at once.
-fn fetch_all(fetcher: &Fetcher, archives: &[Archive], progress: &Progress) -> Result<Vec<PathBuf>> {
-    let n = archives.len();
-    let next = Mutex::new(0usize);
-    let results: Vec<Mutex<Option<Result<PathBuf>>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let workers = n.clamp(1, 4);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = {
-                    let mut next = next.lock().expect("no worker panics holding it");
-                    let i = *next;
-                    *next += 1;
-                    i
-                };
-                let Some(a) = archives.get(i) else {
-                    return;
-                };
-                let bar = progress.bar(a);
-                let r = fetcher.unpacked(a, &bar).with_context(|| {
-                    format!("fetching {} {} ({})", a.component, a.version, a.file_name())
-                });
-                bar.finish_and_clear();
-                let failed = r.is_err();
-                *results[i].lock().expect("no worker panics holding it") = Some(r);
-                if failed {
-                    // Stop handing out work; the others finish what they started.
-                    *next.lock().expect("no worker panics holding it") = n;
-                }
-            });
-        }
-    });
-    let mut dirs = Vec::with_capacity(n);
-    let mut first_err = None;
-    for r in results {
-        match r.into_inner().expect("no worker panicked") {
-            Some(Ok(d)) => dirs.push(d),
-            Some(Err(e)) => {
-                first_err.get_or_insert(e);
-            }
-            None => {}
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(dirs),
-    }
-}
-
-/// Links the plan's venv wheel trees into `root` where nothing is placed: after every
-/// archive, so what is downloaded wins over what is linked.
-fn link_wheel_trees(plan: &Plan, root: &Path) -> Result<()> {
-    for l in &plan.linked {
-        assemble::link_wheel_tree(&l.tree, root)
-            .with_context(|| format!("linking {} to {}", plan.name, l.tree.display()))?;
-    }
-    Ok(())
-}
-
-/// (component, version) of each archive: what version.json lists.
-fn components_of(archives: &[Archive]) -> Vec<(String, String)> {
-    archives
-        .iter()
-        .map(|a| (a.component.clone(), a.version.clone()))
-        .collect()
-}
-
-/// Layout fix-ups and the version file, so the tree describes itself; `components` are
-/// what the tree is made of.
-fn finish_tree(plan: &Plan, components: &[(String, String)], root: &Path) -> Result<()> {
-    match plan.kind {
-        Kind::Cuda if plan.cuda_layout => {
-            assemble::finish_cuda(root, &plan.version, components)?;
-            // NVIDIA's come with cuda_cudart's and cuda_nvml_dev's archives; the wheels have none.
-            if stub::driver_stub(root)
-                .with_context(|| format!("writing the driver stub of {}", plan.name))?
-            {
-                ui::verbose(format!(
-                    "{}: wrote lib64/stubs/libcuda.so from its cuda.h",
-                    plan.name
-                ));
-            }
-            if stub::nvml_stub(root)
-                .with_context(|| format!("writing the NVML stub of {}", plan.name))?
-            {
-                ui::verbose(format!("{}: wrote lib64/stubs/libnvidia-ml.so", plan.name));
-            }
-            if !root.join("bin/nvcc").is_file() {
-                bail!(Hinted::new(format!(
-                    "the archives of {} hold no bin/nvcc",
-                    plan.name
-                ))
-                .hint("install it from another source (`--source nvidia`), or register a toolkit you have with `gpuenv link`"));
-            }
-        }
-        Kind::Cuda => {
-            if !root.join("version.json").exists() && !root.join("version.txt").exists() {
-                let text = serde_json::json!({"cuda": {"name": "CUDA SDK", "version": plan.version.to_string()}});
-                // Never through a (dangling) link an archive put there.
-                fsutil::write_atomic(&root.join("version.json"), format!("{text:#}\n").as_bytes())?;
-            }
-        }
-        Kind::Rocm => {
-            let info = root.join(".info/version");
-            if !info.exists() {
-                fsutil::write_atomic(&info, format!("{}\n", plan.version).as_bytes())?;
-            }
-        }
-    }
-    Ok(())
-}
 
 /// Chooses the release `spec` names from the first source that has it; when none has, the
 /// error gives each source's reason.

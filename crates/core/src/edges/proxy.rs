@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
 use crate::edges::session::{Door, Purpose, Session};
+use crate::facts::InEffect;
 use crate::plan::auto_install::{self, RunGpuenv};
 use crate::plan::guard::PolicyError;
 use crate::plan::resolve::ResolveError;
@@ -286,8 +287,9 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         // About the directory, so before the guard, which is about this compile's torch.
         check::stale(ctx, &session, &toolchain, &active, &args)?;
         crate::edges::session::use_index_base(ctx, mine).map_err(StateError::from)?;
-        check::guard(ctx, registry, &toolchain, &active, &args)?;
-        args = compiler_args(ctx, home, kind, &mut active, args)?;
+        let facts = session.facts_in_effect();
+        check::guard(ctx, registry, facts, &toolchain, &active, &args)?;
+        args = compiler_args(ctx, home, facts, kind, &mut active, args)?;
         args = archs::reach(ctx, &tool, kind, active.project.as_ref(), args);
     }
 
@@ -355,6 +357,7 @@ fn through_cache(
 fn compiler_args(
     ctx: &Context,
     home: &Home,
+    facts: &InEffect,
     kind: Kind,
     active: &mut ActiveSet,
     args: Vec<OsString>,
@@ -364,7 +367,10 @@ fn compiler_args(
     }
     if kind == Kind::Cuda {
         // g++'s version, asked once per compiler file (host_compiler::cache).
-        active.attach_host_compiler(&host_compiler::cache::CachedProbe::new(ctx, home));
+        active.attach_host_compiler(
+            facts.facts(),
+            &host_compiler::cache::CachedProbe::new(ctx, home),
+        );
     }
     let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();
     let choice = active.host_compiler.as_ref().filter(|_| !user_ccbin);

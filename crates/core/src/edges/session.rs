@@ -11,6 +11,7 @@ use std::process::Command;
 
 use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
+use crate::facts::{Facts, InEffect};
 use crate::plan::auto_install::{self, InstallFailed, Installer, NotAllowed};
 use crate::plan::env::{self, Change, Op};
 use crate::plan::exec::Exec;
@@ -59,6 +60,9 @@ pub struct Session<'c> {
     home: Home,
     door: Door,
     layered: Layered,
+    /// The compatibility data in effect for this home and its upstreams, read at the first
+    /// question and handed down to what asks.
+    facts: InEffect,
     /// The toolkit's libraries go on `LD_LIBRARY_PATH` even where a Python environment's
     /// NVIDIA wheels ship some of them (`gpuenv run --toolkit-libs`).
     toolkit_libs: bool,
@@ -76,11 +80,13 @@ impl<'c> Session<'c> {
     /// The session for a home already found (the shell hook has it for its fast path).
     pub fn open_at(ctx: &'c Context, mut home: Home, door: Door) -> Result<Self, StateError> {
         let layered = load(ctx, &mut home, door)?;
+        let facts = facts_of(&home, door);
         Ok(Session {
             ctx,
             home,
             door,
             layered,
+            facts,
             toolkit_libs: false,
         })
     }
@@ -116,7 +122,7 @@ impl<'c> Session<'c> {
         if !registry.toolchains.contains_key(&name) {
             return Ok(None);
         }
-        use_facts_of(&home);
+        let facts = facts_of(&home, door);
         let layered = Layered {
             registry,
             ..Layered::default()
@@ -127,6 +133,7 @@ impl<'c> Session<'c> {
                 home,
                 door,
                 layered,
+                facts,
                 toolkit_libs: false,
             },
             name,
@@ -158,9 +165,19 @@ impl<'c> Session<'c> {
         &self.layered.registry
     }
 
-    /// The home and registry, for code that keeps them past the session.
-    pub fn into_parts(self) -> (Home, Layered) {
-        (self.home, self.layered)
+    /// The compatibility data in effect (read at the first call).
+    pub fn facts(&self) -> &Facts {
+        self.facts.facts()
+    }
+
+    /// The copy of the data in effect, for code that reads it only if it needs a fact.
+    pub fn facts_in_effect(&self) -> &InEffect {
+        &self.facts
+    }
+
+    /// The home, registry and data in effect, for code that keeps them past the session.
+    pub fn into_parts(self) -> (Home, Layered, InEffect) {
+        (self.home, self.layered, self.facts)
     }
 
     /// The active set of `kinds` for the context's directory, `overrides` first. With
@@ -232,7 +249,7 @@ impl<'c> Session<'c> {
         }
         let lmfiles = self.ctx.var(vars::_LMFILES_);
         // The file's `[env]` is empty until it is trusted (`ProjectFile::env`).
-        let mut change = change_for(active, registry, &self.home, true, lmfiles);
+        let mut change = change_for(active, registry, &self.home, Some(&self.facts), lmfiles);
         // The proxy runs compilers, which load none of the wheels' libraries, and reads as
         // few files as it can.
         let mut shims_off = false;
@@ -320,9 +337,14 @@ impl<'c> Session<'c> {
                 .join("ptxas");
             if ptxas.is_file() {
                 let cache = self.home.ptxas_releases();
-                for (var, path) in
-                    jit::triton_ptxas(&bin, pins, &cuda.entry.version, &ptxas, &cache)
-                {
+                for (var, path) in jit::triton_ptxas(
+                    self.facts(),
+                    &bin,
+                    pins,
+                    &cuda.entry.version,
+                    &ptxas,
+                    &cache,
+                ) {
                     change.ops.push(Op::Default(
                         var.into(),
                         path.into_os_string(),
@@ -345,16 +367,17 @@ impl<'c> Session<'c> {
     }
 }
 
-/// Reads the own registry and layers the upstreams' on it, saying what `door` says.
-/// Where a newer copy of the compatibility data may be: this home, then its upstreams
-/// (read only if a fact is asked: one lstat per home).
+/// This process's user, for the owner rules on other homes.
 fn owner_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
 
-fn use_facts_of(home: &Home) {
-    crate::facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams.clone()));
+/// The data in effect for `home`: a newer copy in it or its upstreams (read only if a fact
+/// is asked: one lstat per home). A copy refused on the way is said where the door speaks
+/// (the proxy says nothing of it).
+fn facts_of(home: &Home, door: Door) -> InEffect {
+    home.facts_in_effect().saying_refused(door != Door::Proxy)
 }
 
 /// Where PyTorch's wheel indexes are for this process (`facts::wheel_base`): the variable,
@@ -375,6 +398,7 @@ pub fn use_index_base(
     Ok(())
 }
 
+/// Reads the own registry and layers the upstreams' on it, saying what `door` says.
 fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateError> {
     if door == Door::Command {
         ui::verbose(format!("reading {}", home.settings().display()));
@@ -390,7 +414,6 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
     if door != Door::Proxy && make_fresh_home(home, &layered) {
         layered = upstream::layered(home, Registry::load_cached(home, home)?);
     }
-    use_facts_of(home);
     if door == Door::Command {
         if let Some(e) = upstream::from_context(ctx).1 {
             ui::warn_with_hints(&e, e.hints());
@@ -449,13 +472,14 @@ pub fn ensure_views<'a>(
 
 /// The environment plan of `active` with the module step: the toolkits loaded modules
 /// name (`lmfiles`, the value of `_LMFILES_`) count as other toolkits, so switching drops
-/// them too. `with_env`: whether the project's `[env]` may apply (once trusted). A module file, read by
-/// other shells on other nodes, gets `false` and `None` (`gpuenv module`).
+/// them too. `with_env`: the data in effect where the project's `[env]` and `[torch] index`
+/// may apply (once trusted). A module file, read by other shells on other nodes, gets
+/// `None` and `None` (`gpuenv module`).
 pub fn change_for(
     active: &ActiveSet,
     registry: &Registry,
     home: &Home,
-    with_env: bool,
+    with_env: Option<&InEffect>,
     lmfiles: Option<&str>,
 ) -> Change {
     let mut change = env::plan(active, registry, home, with_env);

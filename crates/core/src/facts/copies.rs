@@ -5,10 +5,11 @@
 //! link, owned by another user, writable by others) is refused with file and line, and the
 //! embedded data is used.
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use super::{schema, Facts};
+use crate::diagnostic::Diagnostic;
 use crate::{fsutil, outside};
 
 /// The file, relative to a gpuenv home.
@@ -35,7 +36,7 @@ pub struct Refused {
     pub embedded: &'static str,
 }
 
-impl crate::diagnostic::Diagnostic for Refused {
+impl Diagnostic for Refused {
     fn hints(&self) -> Vec<String> {
         vec![format!(
             "remove or fix {}, or write a good copy with `{}`",
@@ -45,31 +46,57 @@ impl crate::diagnostic::Diagnostic for Refused {
     }
 }
 
-static CANDIDATES: OnceLock<Vec<PathBuf>> = OnceLock::new();
-static LOADED: OnceLock<Loaded> = OnceLock::new();
-
-/// Where copies may be, the user's own home first (set once by the edge that knows the
-/// homes; later calls change nothing).
-pub fn set_candidates(homes: impl IntoIterator<Item = PathBuf>) {
-    let _ = CANDIDATES.set(homes.into_iter().map(|h| h.join(FILE)).collect());
+/// The copy in effect for one gpuenv home and its upstreams: a value the session owns
+/// and hands down (never process-wide state), read at the first question.
+#[derive(Debug, Default)]
+pub struct InEffect {
+    /// Where copies may be, the user's own home first.
+    candidates: Vec<PathBuf>,
+    /// Whether a refused copy is said (as a warning) when the copies are read.
+    say_refused: bool,
+    loaded: OnceCell<Loaded>,
 }
 
-/// The copy in effect, read at the first question.
-pub fn loaded() -> &'static Loaded {
-    LOADED.get_or_init(|| {
-        let paths = CANDIDATES.get().map(Vec::as_slice).unwrap_or_default();
-        choose(paths, Facts::embedded())
-    })
-}
+impl InEffect {
+    /// The copies that `homes` (the user's own first, then its upstreams) may hold.
+    pub fn of_homes(homes: impl IntoIterator<Item = PathBuf>) -> InEffect {
+        InEffect {
+            candidates: homes.into_iter().map(|h| h.join(FILE)).collect(),
+            say_refused: false,
+            loaded: OnceCell::new(),
+        }
+    }
 
-/// What was loaded, if a fact was asked for in this process.
-pub fn loaded_if_asked() -> Option<&'static Loaded> {
-    LOADED.get()
-}
+    /// Each refused copy is said once, as a warning with its hint, when the copies are read.
+    pub fn saying_refused(self, say: bool) -> InEffect {
+        InEffect {
+            say_refused: say,
+            ..self
+        }
+    }
 
-/// The data in effect.
-pub fn current() -> &'static Facts {
-    &loaded().facts
+    /// The data this gpuenv was built with, where no home is involved.
+    pub fn embedded() -> InEffect {
+        InEffect::default()
+    }
+
+    /// The copy in effect, read at the first question.
+    pub fn loaded(&self) -> &Loaded {
+        self.loaded.get_or_init(|| {
+            let loaded = choose(&self.candidates, Facts::embedded());
+            if self.say_refused {
+                for refused in &loaded.refused {
+                    crate::ui::warn_with_hints(refused, refused.hints());
+                }
+            }
+            loaded
+        })
+    }
+
+    /// The data in effect.
+    pub fn facts(&self) -> &Facts {
+        &self.loaded().facts
+    }
 }
 
 /// The newest good copy among `paths` that is at least as new as `embedded`.
@@ -207,6 +234,25 @@ mod tests {
         assert_eq!(got.facts.date, "2099-01-01");
         assert_eq!(got.older, [(b, "2000-01-01")]);
         assert!(got.refused.is_empty());
+    }
+
+    #[test]
+    fn each_home_has_its_own_copy_in_effect_read_at_the_first_question() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mine, other) = (tmp.path().join("mine"), tmp.path().join("other"));
+        let in_mine = InEffect::of_homes([mine.clone()]);
+        let in_other = InEffect::of_homes([other.clone()]);
+        // Written after the value was made: nothing is read before a fact is asked for.
+        let path = write(&mine, &newer("2099-01-01"));
+        assert_eq!(in_mine.facts().date, "2099-01-01");
+        assert_eq!(in_mine.loaded().origin.as_deref(), Some(path.as_path()));
+        // Another home in the same process keeps the embedded data: nothing is shared.
+        assert_eq!(in_other.facts(), Facts::embedded());
+        assert_eq!(InEffect::embedded().facts(), Facts::embedded());
+        // Read once: a later change to the file is not seen by the same value.
+        write(&mine, &newer("2098-01-01"));
+        assert_eq!(in_mine.facts().date, "2099-01-01");
+        assert_eq!(InEffect::of_homes([mine]).facts().date, "2098-01-01");
     }
 
     #[test]

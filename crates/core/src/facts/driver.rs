@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::diagnostic::Diagnostic;
 use crate::facts::version::Version;
-use crate::facts::{self, lookup};
+use crate::facts::{lookup, Facts};
 
 /// Where the kernel module reports its version, relative to the system root.
 pub const PROC_VERSION: &str = "/proc/driver/nvidia/version";
@@ -58,8 +58,8 @@ impl Diagnostic for DriverTooOld {
 
 /// A warning when `driver` cannot run programs built with `cuda` at all (below the minor
 /// version compatibility floor of its release); `None` when it can or the release is unknown.
-pub fn too_old_for(cuda: &Version, driver: &str) -> Option<DriverTooOld> {
-    let need = lookup::driver_need(facts::current(), cuda.release()).ok()??;
+pub fn too_old_for(facts: &Facts, cuda: &Version, driver: &str) -> Option<DriverTooOld> {
+    let need = lookup::driver_need(facts, cuda.release()).ok()??;
     let version: Version = driver.parse().ok()?;
     (!need.hard_met_by(&version)).then(|| DriverTooOld {
         cuda: cuda.clone(),
@@ -111,11 +111,14 @@ mod tests {
 
     #[test]
     fn warns_only_when_the_driver_cannot_run_the_release_at_all() {
-        assert!(too_old_for(&v("13.0.2"), "575.57.08")
+        assert!(too_old_for(Facts::embedded(), &v("13.0.2"), "575.57.08")
             .unwrap()
             .to_string()
             .contains("580.65.06"));
-        assert_eq!(too_old_for(&v("12.4.1"), "575.57.08"), None);
-        assert!(too_old_for(&v("12.4.1"), "515.76").is_some());
+        assert_eq!(
+            too_old_for(Facts::embedded(), &v("12.4.1"), "575.57.08"),
+            None
+        );
+        assert!(too_old_for(Facts::embedded(), &v("12.4.1"), "515.76").is_some());
     }
 }

@@ -38,7 +38,7 @@ use std::fmt;
 /// no PATH at all, keeps after the toolkit's directories.
 pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-pub use copies::{current, loaded, set_candidates, Loaded};
+pub use copies::{InEffect, Loaded};
 pub use lookup::{Coverage, DriverNeed};
 
 /// The host GCC majors a release accepts.
@@ -94,6 +94,13 @@ pub struct Facts {
 mod embedded {
     use super::*;
     include!(concat!(env!("OUT_DIR"), "/facts.rs"));
+}
+
+/// The data this gpuenv was built with, where no home is involved.
+impl Default for Facts {
+    fn default() -> Self {
+        *Facts::embedded()
+    }
 }
 
 impl Facts {

@@ -4,7 +4,7 @@
 //! same build runs (minor version compatibility). The drivers come from `cuda.toml`'s
 //! release rows; this table gives each ISA's release.
 
-use crate::facts::{self, lookup::driver_key, release_name};
+use crate::facts::{lookup::driver_key, release_name, Facts};
 
 /// PTX ISA (major, minor) -> the CUDA release that introduced it. Source: the PTX ISA
 /// documentation's "PTX release history" (docs.nvidia.com/cuda/parallel-thread-execution,
@@ -93,10 +93,10 @@ impl PtxTooNew {
 /// Whether `driver` (as NVIDIA writes it) can compile PTX of this ISA: `Err` only when the
 /// data shows it cannot (a release at or below the ISA's needs a newer driver); a driver
 /// newer than every release in the data is never flagged.
-pub fn driver_loads(isa: (u16, u16), driver: &str) -> Result<(), PtxTooNew> {
+pub fn driver_loads(facts: &Facts, isa: (u16, u16), driver: &str) -> Result<(), PtxTooNew> {
     let have = driver_key(driver);
     let release = release_of_isa(isa);
-    let rows = facts::current().releases;
+    let rows = facts.releases;
     // The first release (with a known driver) this driver does not run in full.
     let Some(first_missing) = rows
         .iter()
@@ -129,14 +129,17 @@ mod tests {
 
     #[test]
     fn ptx_of_13_0_needs_a_13_0_driver_and_no_false_alarm_on_a_newer_one() {
-        let err = driver_loads((9, 0), "575.57.08").unwrap_err();
+        let err = driver_loads(Facts::embedded(), (9, 0), "575.57.08").unwrap_err();
         assert_eq!(err.release, Some((13, 0)));
         assert_eq!(err.driver_needed(), "driver 580.65.06 or newer (CUDA 13.0)");
-        assert_eq!(driver_loads((9, 0), "580.65.06"), Ok(()));
-        assert_eq!(driver_loads((9, 0), "580.159.04"), Ok(()));
-        assert_eq!(driver_loads((8, 8), "575.57.08"), Ok(()));
+        assert_eq!(driver_loads(Facts::embedded(), (9, 0), "580.65.06"), Ok(()));
+        assert_eq!(
+            driver_loads(Facts::embedded(), (9, 0), "580.159.04"),
+            Ok(())
+        );
+        assert_eq!(driver_loads(Facts::embedded(), (8, 8), "575.57.08"), Ok(()));
         // 13.5's PTX on the H200's 580 driver (error 222 there).
-        let err = driver_loads((9, 5), "580.159.04").unwrap_err();
+        let err = driver_loads(Facts::embedded(), (9, 5), "580.159.04").unwrap_err();
         assert!(
             err.driver_needed()
                 .starts_with("a driver for CUDA 13.5 (at least CUDA 13.1's 590.44.01)"),
@@ -144,6 +147,6 @@ mod tests {
             err.driver_needed()
         );
         // A driver newer than everything in the data is never flagged.
-        assert_eq!(driver_loads((9, 5), "999.1"), Ok(()));
+        assert_eq!(driver_loads(Facts::embedded(), (9, 5), "999.1"), Ok(()));
     }
 }

@@ -2,194 +2,39 @@
 //! unset, prepend to a path list, remove entries), which is then applied to the current
 //! values. Rendering it for a shell, or exec'ing with it, happens at the edges.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::facts::arch::{self, CudaArch};
-use crate::facts::vars;
-use crate::path_list;
+use crate::facts::{vars, Facts, InEffect};
 use crate::plan::resolve::ActiveSet;
 use crate::store::home::Home;
 use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::{system, view, Kind};
 
+mod change;
+mod foreign;
+
+pub use change::{Applied, Change, Lookup, Op};
+pub use foreign::{is_well_known, Foreign};
+
 /// The path-list variables gpuenv edits.
 pub use crate::facts::vars::PATH_LISTS;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    Set(String, OsString),
-    Unset(String),
-    /// Put these entries first in the list, removing their other copies.
-    Prepend(String, Vec<OsString>),
-    /// Drop the entries that belong to another toolchain of this kind.
-    Remove(String, Foreign),
-    /// Set, unless the variable holds a value of the user's: one that is not under the
-    /// directory given (where gpuenv's own values for it live).
-    Default(String, OsString, PathBuf),
-    /// Unset, if the variable holds a value gpuenv set (one under the directory given); a
-    /// value of the user's stays.
-    Clear(String, PathBuf),
-}
-
-/// Which path-list entries belong to other toolchains: registered roots and views, and the
-/// well-known install places.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Foreign {
-    /// Sets, so an entry is looked up by its ancestors: a site store's hundreds of
-    /// toolchains cost each PATH entry a few lookups, not a comparison with each. Shared by
-    /// the path lists of one change, not copied into each.
-    pub dirs: Arc<BTreeSet<PathBuf>>,
-    /// Registered roots: foreign unless the root is a shared prefix (`/usr`, a conda
-    /// environment). That costs a stat, so it is asked only of a root an entry is under,
-    /// not of every registered one on every call.
-    pub roots: Arc<BTreeSet<PathBuf>>,
-    /// Views: `<views>/<name>` for one of these `views/` directories (the home's and the
-    /// upstreams') and a registered name. Names, not hundreds of joined paths to order.
-    pub views: Arc<(Vec<PathBuf>, BTreeSet<String>)>,
-    pub kinds: Vec<Kind>,
-}
-
-impl Foreign {
-    pub fn matches(&self, entry: &OsStr) -> bool {
-        // The driver's and forward compatibility's directories are nobody's toolkit.
-        if crate::facts::driver_dirs::is_driver_dir(entry) {
-            return false;
-        }
-        let (view_dirs, names) = &*self.views;
-        let view = |a: &Path| {
-            a.file_name()
-                .and_then(OsStr::to_str)
-                .is_some_and(|n| names.contains(n))
-                && a.parent().is_some_and(|p| view_dirs.iter().any(|d| d == p))
-        };
-        let registered = |a: &Path| {
-            self.dirs.contains(a)
-                || view(a)
-                || self.roots.contains(a) && !crate::store::toolchain::is_shared_prefix(a)
-        };
-        !entry.is_empty() && Path::new(entry).ancestors().any(registered)
-            || self.kinds.iter().any(|k| is_well_known(*k, entry))
-    }
-}
-
-/// `/usr/local/cuda`, `/usr/local/cuda-*`, `/opt/cuda*`, conda's `pkgs/cudatoolkit-*` for CUDA;
-/// `/opt/rocm*` for ROCm.
-pub fn is_well_known(kind: Kind, entry: &OsStr) -> bool {
-    let comps: Vec<&[u8]> = Path::new(entry)
-        .components()
-        .take(4)
-        .map(|c| c.as_os_str().as_bytes())
-        .collect();
-    let conda_pkg = || {
-        entry
-            .as_bytes()
-            .windows(b"/pkgs/cudatoolkit-".len())
-            .any(|w| w == b"/pkgs/cudatoolkit-")
-    };
-    match (kind, comps.as_slice()) {
-        (Kind::Cuda, [b"/", b"usr", b"local", dir, ..]) => {
-            *dir == b"cuda" || dir.starts_with(b"cuda-")
-        }
-        (Kind::Cuda, [b"/", b"opt", dir, ..]) => dir.starts_with(b"cuda"),
-        (Kind::Cuda, _) => conda_pkg(),
-        (Kind::Rocm, [b"/", b"opt", dir, ..]) => dir.starts_with(b"rocm"),
-        (Kind::Rocm, _) => false,
-    }
-}
-
-/// How a change reads the current value of a variable.
-pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<OsString>;
-
-/// A computed change, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Change {
-    pub ops: Vec<Op>,
-}
-
-/// The variables a change touches: their values before and after (`None` = unset).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Applied {
-    pub before: BTreeMap<String, Option<OsString>>,
-    pub after: BTreeMap<String, Option<OsString>>,
-}
-
-impl Applied {
-    /// Only the variables whose value differs, in name order.
-    pub fn diff(&self) -> Vec<(&str, Option<&OsStr>)> {
-        self.after
-            .iter()
-            .filter(|(k, v)| self.before.get(*k) != Some(v))
-            .map(|(k, v)| (k.as_str(), v.as_deref()))
-            .collect()
-    }
-}
-
-impl Change {
-    /// Applies the change to the current values, returning before and after for every
-    /// variable it touches.
-    pub fn apply(&self, current: Lookup) -> Applied {
-        let mut applied = Applied::default();
-        for op in &self.ops {
-            let key = match op {
-                Op::Set(k, _)
-                | Op::Unset(k)
-                | Op::Prepend(k, _)
-                | Op::Remove(k, _)
-                | Op::Default(k, _, _)
-                | Op::Clear(k, _) => k,
-            };
-            let before = applied
-                .before
-                .entry(key.clone())
-                .or_insert_with(|| current(key))
-                .clone();
-            let value = applied.after.get(key).cloned().unwrap_or(before);
-            let new = match op {
-                Op::Set(_, v) => Some(v.clone()),
-                Op::Unset(_) => None,
-                Op::Prepend(_, front) => {
-                    let list = path_list::prepend(path_list::split(value.as_deref()), front);
-                    Some(path_list::join(&list))
-                }
-                Op::Remove(_, foreign) => value.as_deref().map(|v| {
-                    let list = path_list::remove(path_list::split(Some(v)), |e| foreign.matches(e));
-                    path_list::join(&list)
-                }),
-                Op::Default(_, v, ours) => match value {
-                    Some(user) if !user.is_empty() && !Path::new(&user).starts_with(ours) => {
-                        Some(user)
-                    }
-                    _ => Some(v.clone()),
-                },
-                Op::Clear(_, ours) => value.filter(|v| !is_ours(v, ours)),
-            };
-            applied.after.insert(key.clone(), new);
-        }
-        applied
-    }
-}
-
-/// A value gpuenv wrote: one naming a path under `ours` (as a whole, or after words such as
-/// `ccache `).
-fn is_ours(value: &OsStr, ours: &Path) -> bool {
-    let (value, ours) = (value.as_bytes(), ours.as_os_str().as_bytes());
-    (0..value.len()).any(|i| {
-        (i == 0 || value[i - 1] == b' ')
-            && value[i..].starts_with(ours)
-            && value.get(i + ours.len()).is_none_or(|b| *b == b'/')
-    })
-}
 
 fn path_str(p: &Path) -> OsString {
     p.as_os_str().to_owned()
 }
 
 /// The change that makes `active` the environment: the one function every other part uses.
-pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool) -> Change {
+/// `with_env`: the data in effect where the project's `[env]` and `[torch] index` may apply
+/// (once trusted); its copy is read only if the index is asked for.
+pub fn plan(
+    active: &ActiveSet,
+    registry: &Registry,
+    home: &Home,
+    with_env: Option<&InEffect>,
+) -> Change {
     let mut ops = Vec::new();
     let set = |ops: &mut Vec<Op>, k: &str, v: OsString| ops.push(Op::Set(k.to_string(), v));
     let prepend = |ops: &mut Vec<Op>, k: &str, v: &Path| {
@@ -317,11 +162,14 @@ pub fn plan(active: &ActiveSet, registry: &Registry, home: &Home, with_env: bool
             );
         }
         // `env()` and `torch_index()` are empty until the file is trusted.
-        if with_env {
+        if let Some(facts) = with_env {
             for (k, v) in file.env().into_iter().flatten() {
                 set(&mut ops, k, v.into());
             }
-            if let Some(index) = file.torch_index().and(torch_index(active)) {
+            if let Some(index) = file
+                .torch_index()
+                .and_then(|_| torch_index(facts.facts(), active))
+            {
                 // pip looks in both indexes; uv's own switch picks PyTorch's index itself.
                 set(&mut ops, vars::PIP_EXTRA_INDEX_URL, index.url().into());
                 set(&mut ops, vars::UV_TORCH_BACKEND, index.name.into());
@@ -356,12 +204,9 @@ pub fn uv_index(url: &str) -> String {
 }
 
 /// PyTorch's wheel index for the active CUDA toolkit's release, if PyTorch has one.
-fn torch_index(active: &ActiveSet) -> Option<&'static crate::facts::TorchIndex> {
+fn torch_index(facts: &Facts, active: &ActiveSet) -> Option<&'static crate::facts::TorchIndex> {
     let v = &active.get(Kind::Cuda)?.entry.version;
-    crate::facts::torch_index::for_release(
-        crate::facts::current(),
-        (v.major(), v.minor().unwrap_or(0)),
-    )
+    crate::facts::torch_index::for_release(facts, (v.major(), v.minor().unwrap_or(0)))
 }
 
 /// `TORCH_EXTENSIONS_DIR`, unless the user set one: JIT extensions (`load()`) built by one
@@ -387,164 +232,5 @@ fn jit_caches(ops: &mut Vec<Op>, home: &Home, name: &str) {
     for (var, lib) in JIT_CACHES {
         let ours = home.jit_caches().join(lib);
         ops.push(Op::Default(var.into(), path_str(&ours.join(name)), ours));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn well_known_places_by_kind() {
-        for e in [
-            "/usr/local/cuda/bin",
-            "/usr/local/cuda-11.3/lib64",
-            "/opt/cuda/bin",
-            "/opt/cuda-12/lib",
-            "/home/u/miniconda3/pkgs/cudatoolkit-11.3.1-h2bc3f7f_2/lib",
-        ] {
-            assert!(is_well_known(Kind::Cuda, e.as_ref()), "{e}");
-            assert!(!is_well_known(Kind::Rocm, e.as_ref()), "{e}");
-        }
-        for e in ["/opt/rocm/bin", "/opt/rocm-6.2.0/lib"] {
-            assert!(is_well_known(Kind::Rocm, e.as_ref()), "{e}");
-        }
-        for e in [
-            "/usr/local/bin",
-            "/usr/local/cudatools",
-            "/opt/rocks",
-            "/usr/bin",
-            "",
-        ] {
-            assert!(!is_well_known(Kind::Cuda, e.as_ref()), "{e}");
-            assert!(!is_well_known(Kind::Rocm, e.as_ref()), "{e}");
-        }
-    }
-
-    #[test]
-    fn views_of_registered_names_and_registered_roots_are_foreign() {
-        let names = ["cuda-11.8", "cuda-12.4"].map(String::from).into();
-        let foreign = Foreign {
-            views: Arc::new((
-                vec!["/home/u/gpuenv/views".into(), "/site/gpuenv/views".into()],
-                names,
-            )),
-            roots: Arc::new(["/opt/cuda-11.8".into()].into()),
-            ..Foreign::default()
-        };
-        for e in [
-            "/home/u/gpuenv/views/cuda-11.8/bin",
-            "/site/gpuenv/views/cuda-12.4/bin",
-            "/site/gpuenv/views/cuda-12.4",
-            "/opt/cuda-11.8/lib64",
-        ] {
-            assert!(foreign.matches(e.as_ref()), "{e}");
-        }
-        for e in [
-            "/home/u/gpuenv/views/cuda-10.2/bin",
-            "/elsewhere/views/cuda-12.4/bin",
-            "/home/u/gpuenv/views",
-            "/opt/cuda-11.8x/bin",
-            "/usr/bin",
-            "",
-        ] {
-            assert!(!foreign.matches(e.as_ref()), "{e}");
-        }
-    }
-
-    #[test]
-    fn driver_and_forward_compat_dirs_are_never_foreign() {
-        let foreign = Foreign {
-            roots: Arc::new(["/usr/local/cuda-13.4".into()].into()),
-            kinds: vec![Kind::Cuda],
-            ..Foreign::default()
-        };
-        for e in [
-            "/usr/local/cuda/compat/lib.real",
-            "/usr/local/cuda-13.4/compat",
-            "/usr/local/nvidia/lib64",
-            "/.singularity.d/libs",
-        ] {
-            assert!(!foreign.matches(e.as_ref()), "{e}");
-        }
-        assert!(foreign.matches("/usr/local/cuda-13.4/lib64".as_ref()));
-    }
-
-    #[test]
-    fn apply_records_before_and_after_and_reverts_exactly() {
-        let change = Change {
-            ops: vec![
-                Op::Set("CUDA_HOME".into(), "/v".into()),
-                Op::Remove(
-                    "PATH".into(),
-                    Foreign {
-                        kinds: vec![Kind::Cuda],
-                        ..Foreign::default()
-                    },
-                ),
-                Op::Prepend("PATH".into(), vec!["/v/bin".into()]),
-                Op::Prepend("CPATH".into(), vec!["/v/include".into()]),
-                Op::Unset("GONE".into()),
-            ],
-        };
-        let current = |k: &str| match k {
-            "PATH" => Some("/home/u/bin:/usr/local/cuda-11.3/bin:/usr/bin".into()),
-            "GONE" => Some("x".into()),
-            _ => None,
-        };
-        let applied = change.apply(&current);
-        assert_eq!(
-            applied.after["PATH"].as_deref(),
-            Some("/v/bin:/home/u/bin:/usr/bin".as_ref())
-        );
-        assert_eq!(
-            applied.after["CPATH"].as_deref(),
-            Some("/v/include".as_ref())
-        );
-        assert_eq!(applied.after["GONE"], None);
-        assert_eq!(applied.before["CPATH"], None);
-        assert_eq!(applied.before["PATH"], current("PATH"));
-        assert_eq!(applied.diff().len(), 4);
-    }
-
-    #[test]
-    fn a_default_keeps_the_users_value_and_replaces_gpuenvs_own() {
-        let op = Op::Default(
-            "TORCH_EXTENSIONS_DIR".into(),
-            "/h/te/b".into(),
-            "/h/te".into(),
-        );
-        let change = Change { ops: vec![op] };
-        let after = |v: Option<&str>| {
-            let current = |_: &str| v.map(OsString::from);
-            change.apply(&current).after["TORCH_EXTENSIONS_DIR"].clone()
-        };
-        let some = |s: &str| Some(OsString::from(s));
-        assert_eq!(after(None), some("/h/te/b"));
-        assert_eq!(after(Some("")), some("/h/te/b"));
-        assert_eq!(after(Some("/h/te/a")), some("/h/te/b"));
-        assert_eq!(after(Some("/mine")), some("/mine"));
-    }
-
-    #[test]
-    fn a_clear_drops_gpuenvs_own_value_and_keeps_the_users() {
-        let change = Change {
-            ops: vec![Op::Clear("PYTORCH_NVCC".into(), "/h me/views".into())],
-        };
-        let after = |v: &str| {
-            let current = |_: &str| Some(OsString::from(v));
-            change.apply(&current).after["PYTORCH_NVCC"].clone()
-        };
-        assert_eq!(after("/h me/views/cuda-12.4/bin/nvcc"), None);
-        assert_eq!(after("ccache /h me/views/cuda-12.4/bin/nvcc"), None);
-        for mine in [
-            "ccache nvcc",
-            "/h me/views2/nvcc",
-            "/usr/local/cuda/bin/nvcc",
-        ] {
-            assert_eq!(after(mine), Some(OsString::from(mine)), "{mine}");
-        }
-        let unset = |_: &str| None;
-        assert_eq!(change.apply(&unset).after["PYTORCH_NVCC"], None);
     }
 }

@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::context::vars;
-use crate::facts::{self, lookup, Coverage, GccRange};
+use crate::facts::{self, lookup, Coverage, Facts, GccRange};
 use crate::project::Location;
 use crate::store::toolchain::Version;
 
@@ -141,12 +141,13 @@ fn package_hint(command: &str) -> String {
 /// The host compiler for CUDA toolchain `toolchain` (version `cuda`), given the project's
 /// `host-compiler` pin, from the data's GCC range for the release.
 pub fn choose(
+    facts: &Facts,
     toolchain: &str,
     cuda: &Version,
     pin: Option<(&str, &Location)>,
     probe: &dyn Probe,
 ) -> Choice {
-    choose_in(toolchain, cuda, None, pin, probe)
+    choose_in(facts, toolchain, cuda, None, pin, probe)
 }
 
 /// Why the GCC range of a CUDA release is not known.
@@ -160,8 +161,12 @@ pub enum RangeUnknown {
 
 /// The newest GCC `cuda` accepts: its own `host_config.h` (under `include_dir`) when it
 /// says, else the data; `Err` says why neither knows.
-pub fn gcc_range(cuda: &Version, include_dir: Option<&Path>) -> Result<GccRange, RangeUnknown> {
-    let table = lookup::gcc(facts::current(), (cuda.major(), cuda.minor().unwrap_or(0)));
+pub fn gcc_range(
+    facts: &Facts,
+    cuda: &Version,
+    include_dir: Option<&Path>,
+) -> Result<GccRange, RangeUnknown> {
+    let table = lookup::gcc(facts, (cuda.major(), cuda.minor().unwrap_or(0)));
     if let Some(max) = include_dir.and_then(facts::tree::gcc_max) {
         let min = table.known().and_then(|f| f.value.min);
         return Ok(GccRange { min, max });
@@ -175,6 +180,7 @@ pub fn gcc_range(cuda: &Version, include_dir: Option<&Path>) -> Result<GccRange,
 
 /// [`choose`], reading the toolkit's own limits from its headers in `include_dir` first.
 pub fn choose_in(
+    facts: &Facts,
     toolchain: &str,
     cuda: &Version,
     include_dir: Option<&Path>,
@@ -198,7 +204,7 @@ pub fn choose_in(
             toolchain: toolchain.to_string(),
         };
     };
-    let range = match gcc_range(cuda, include_dir) {
+    let range = match gcc_range(facts, cuda, include_dir) {
         Ok(range) => range,
         Err(why) => {
             return Choice::Default {
@@ -344,7 +350,13 @@ mod tests {
 
     #[test]
     fn a_default_gcc_the_toolkit_accepts_is_left_alone() {
-        let c = choose("cuda-12.4", &v("12.4.131"), None, &Fake(&[("g++", 12)]));
+        let c = choose(
+            Facts::embedded(),
+            "cuda-12.4",
+            &v("12.4.131"),
+            None,
+            &Fake(&[("g++", 12)]),
+        );
         assert!(matches!(c, Choice::Default { .. }), "{c:?}");
         assert_eq!(c.compiler(), None);
     }
@@ -352,7 +364,13 @@ mod tests {
     #[test]
     fn a_too_new_default_gives_way_to_the_newest_accepted_g_plus_plus_n() {
         let path = Fake(&[("g++", 12), ("g++-12", 12), ("g++-11", 11), ("g++-10", 10)]);
-        let c = choose("cuda-11.8-debian", &v("11.8.89"), None, &path);
+        let c = choose(
+            Facts::embedded(),
+            "cuda-11.8-debian",
+            &v("11.8.89"),
+            None,
+            &path,
+        );
         assert_eq!(c.compiler(), Some(Path::new("/usr/bin/g++-11")));
         assert!(c
             .to_string()
@@ -362,6 +380,7 @@ mod tests {
     #[test]
     fn when_none_fits_the_problem_names_the_limit_and_the_package() {
         let c = choose(
+            Facts::embedded(),
             "cuda-11.8",
             &v("11.8.89"),
             None,
@@ -375,7 +394,13 @@ mod tests {
 
     #[test]
     fn no_g_plus_plus_on_path_is_a_problem_naming_the_packages_and_the_pin() {
-        let c = choose("cuda-13.0.3", &v("13.0.3"), None, &Fake(&[("g++-11", 11)]));
+        let c = choose(
+            Facts::embedded(),
+            "cuda-13.0.3",
+            &v("13.0.3"),
+            None,
+            &Fake(&[("g++-11", 11)]),
+        );
         let problem = c.problem().unwrap();
         let problem = format!("{problem}\n{}", problem.hints().join("\n"));
         assert!(problem.contains("no g++ on PATH"), "{problem}");
@@ -388,6 +413,7 @@ mod tests {
         assert!(problem.contains("host-compiler = "), "{problem}");
         // A pinned one on PATH is enough.
         let c = choose(
+            Facts::embedded(),
             "cuda-13.0.3",
             &v("13.0.3"),
             Some(("g++-11", &at())),
@@ -399,9 +425,21 @@ mod tests {
     #[test]
     fn a_pin_wins_and_a_missing_pin_says_where_it_is() {
         let path = Fake(&[("g++", 12), ("g++-11", 11), ("g++-10", 10)]);
-        let c = choose("cuda-11.8", &v("11.8.89"), Some(("g++-10", &at())), &path);
+        let c = choose(
+            Facts::embedded(),
+            "cuda-11.8",
+            &v("11.8.89"),
+            Some(("g++-10", &at())),
+            &path,
+        );
         assert_eq!(c.compiler(), Some(Path::new("/usr/bin/g++-10")));
-        let c = choose("cuda-11.8", &v("11.8.89"), Some(("g++-9", &at())), &path);
+        let c = choose(
+            Facts::embedded(),
+            "cuda-11.8",
+            &v("11.8.89"),
+            Some(("g++-9", &at())),
+            &path,
+        );
         let problem = c.problem().unwrap();
         let problem = format!("{problem}\n{}", problem.hints().join("\n"));
         assert!(problem.starts_with("/p/gpuenv.toml:4:17: "), "{problem}");

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use crate::ask;
 use crate::facts::arch::CudaArch;
-use crate::facts::{self, lookup, tree, vars};
+use crate::facts::{lookup, tree, vars, Facts};
 use crate::fsutil;
 use crate::store::toolchain::detect::parse_nvcc_version;
 use crate::store::toolchain::Version;
@@ -56,8 +56,8 @@ pub fn ptxas_release(ptxas: &Path, cache_dir: &Path) -> Option<Version> {
 }
 
 /// Whether a ptxas of `release` builds machine code for `arch`, by the release data.
-fn builds(release: &Version, arch: &CudaArch) -> Option<bool> {
-    lookup::archs(facts::current(), release.release())
+fn builds(facts: &Facts, release: &Version, arch: &CudaArch) -> Option<bool> {
+    lookup::archs(facts, release.release())
         .known()
         .filter(|row| row.exact)
         .map(|row| {
@@ -69,6 +69,7 @@ fn builds(release: &Version, arch: &CudaArch) -> Option<bool> {
 /// Each Triton override to set: (variable, the toolkit's ptxas) where a pinned arch that
 /// tool serves is one Triton's bundled copy cannot build and `toolkit` (its release) can.
 pub fn triton_ptxas(
+    facts: &Facts,
     bin: &Path,
     pins: &[CudaArch],
     toolkit: &Version,
@@ -94,9 +95,9 @@ pub fn triton_ptxas(
         let Some(bundled) = ptxas_release(&path, cache_dir) else {
             continue;
         };
-        let needed = mine
-            .iter()
-            .any(|a| builds(&bundled, a) == Some(false) && builds(toolkit, a) == Some(true));
+        let needed = mine.iter().any(|a| {
+            builds(facts, &bundled, a) == Some(false) && builds(facts, toolkit, a) == Some(true)
+        });
         if needed {
             out.push((var, toolkit_ptxas.to_path_buf()));
         }
@@ -129,9 +130,18 @@ mod tests {
         let v13: Version = "13.0.2".parse().unwrap();
         let arch = |s: &str| CudaArch::parse(s).unwrap();
         // 12.8's ptxas builds sm_90 and sm_120, not sm_110 (Thor), which 13.0's does.
-        assert!(triton_ptxas(&bin, &[arch("9.0")], &v13, &mine, &cache).is_empty());
+        assert!(
+            triton_ptxas(Facts::embedded(), &bin, &[arch("9.0")], &v13, &mine, &cache).is_empty()
+        );
         assert_eq!(
-            triton_ptxas(&bin, &[arch("9.0"), arch("11.0")], &v13, &mine, &cache),
+            triton_ptxas(
+                Facts::embedded(),
+                &bin,
+                &[arch("9.0"), arch("11.0")],
+                &v13,
+                &mine,
+                &cache
+            ),
             [(vars::TRITON_PTXAS_PATH, mine.clone())]
         );
         // Remembered: the file is not run again while it is the same file.
@@ -142,7 +152,14 @@ mod tests {
         // Triton 3.9: the second tool serves sm_90 and newer.
         fake_ptxas(&bin.join("ptxas-blackwell"), "12.8");
         assert_eq!(
-            triton_ptxas(&bin, &[arch("11.0")], &v13, &mine, &cache),
+            triton_ptxas(
+                Facts::embedded(),
+                &bin,
+                &[arch("11.0")],
+                &v13,
+                &mine,
+                &cache
+            ),
             [(vars::TRITON_PTXAS_BLACKWELL_PATH, mine.clone())]
         );
     }

@@ -79,7 +79,11 @@ impl ActiveSet {
     }
 
     /// Decides the host compiler of the active CUDA toolchain, if there is one.
-    pub fn attach_host_compiler(&mut self, probe: &dyn crate::plan::host_compiler::Probe) {
+    pub fn attach_host_compiler(
+        &mut self,
+        facts: &crate::facts::Facts,
+        probe: &dyn crate::plan::host_compiler::Probe,
+    ) {
         let Some(cuda) = self.get(Kind::Cuda) else {
             return;
         };
@@ -87,6 +91,7 @@ impl ActiveSet {
         let pin = self.project.as_ref().and_then(|p| p.host_compiler());
         let pin = pin.as_ref().map(|(cmd, at)| (cmd.as_str(), *at));
         let choice = crate::plan::host_compiler::choose_in(
+            facts,
             &cuda.name,
             &cuda.entry.version,
             Some(&cuda.entry.include_dir),

@@ -114,6 +114,13 @@ impl Home {
     pub fn facts_file(&self) -> PathBuf {
         self.root.join(crate::facts::copies::FILE)
     }
+    /// The data in effect here: the newest good copy in this home or its upstreams, when
+    /// as new as the embedded data (read at the first question).
+    pub fn facts_in_effect(&self) -> crate::facts::InEffect {
+        crate::facts::InEffect::of_homes(
+            std::iter::once(self.root.clone()).chain(self.upstreams.iter().cloned()),
+        )
+    }
     /// The proxy's markers of what it said about a build's archs (`proxy::archs`).
     pub fn arch_notices(&self) -> PathBuf {
         self.root.join("cache/arch-notices")

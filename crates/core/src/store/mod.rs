@@ -340,7 +340,7 @@ mod tests {
             format!(r#"{{"cuda": {{"version": "{version}"}}}}"#),
         )
         .unwrap();
-        Entry::from_detected(detect::detect(&root).unwrap(), root, Source::Linked)
+        detect::detect(&root, Source::Linked).unwrap()
     }
 
     #[test]

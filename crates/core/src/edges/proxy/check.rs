@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::context::vars;
 use crate::context::Context;
 use crate::edges::session::Session;
+use crate::facts::InEffect;
 use crate::plan::guard::{self, Policy, Side};
 use crate::plan::resolve::{self, Active, ActiveSet, Reason, Request};
 use crate::plan::stale;
@@ -77,6 +78,7 @@ fn chosen_here(ctx: &Context, registry: &Registry, kind: Kind) -> Option<Active>
 pub fn guard(
     ctx: &Context,
     registry: &Registry,
+    facts: &InEffect,
     toolchain: &Active,
     active: &ActiveSet,
     args: &[OsString],
@@ -117,6 +119,7 @@ pub fn guard(
         reason: why_active(ctx, registry, toolchain),
     };
     match guard::refusal(
+        facts.facts(),
         registry,
         &side,
         &torch,

@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::diagnostic::{Diagnostic, Find};
 use crate::store::home::Home;
 use crate::store::toolchain::detect;
-use crate::store::toolchain::registry::{Entry, Source};
+use crate::store::toolchain::registry::Source;
 use crate::store::Store;
 use crate::ui::Report;
 
@@ -44,7 +44,7 @@ impl World {
                 format!(r#"{{"cuda": {{"name": "CUDA SDK", "version": "{version}"}}}}"#),
             )
             .unwrap();
-            let entry = Entry::from_detected(detect::detect(&root).unwrap(), root, Source::Linked);
+            let entry = detect::detect(&root, Source::Linked).unwrap();
             new.push((format!("cuda-{version}"), entry));
         }
         Store::new(home.clone(), proxy).register(new).unwrap();

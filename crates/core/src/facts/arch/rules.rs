@@ -3,7 +3,7 @@
 
 use super::cuda::{CudaArch, Suffix};
 use crate::facts::version::Version;
-use crate::facts::{self, lookup};
+use crate::facts::{lookup, Facts};
 
 /// The first release whose nvcc takes the suffix: `sm_90a` came with CUDA 12.0,
 /// family-specific targets (`sm_100f`) with 12.9.
@@ -47,8 +47,8 @@ impl Verdict {
     }
 }
 
-pub fn can_build(cuda: &Version, arch: &CudaArch) -> Verdict {
-    let Some(row) = lookup::archs(facts::current(), cuda.release()).known() else {
+pub fn can_build(facts: &Facts, cuda: &Version, arch: &CudaArch) -> Verdict {
+    let Some(row) = lookup::archs(facts, cuda.release()).known() else {
         return Verdict::Unknown;
     };
     let targets: &'static [u32] = row.value;
@@ -72,8 +72,8 @@ pub fn problem_with(release: (u64, u64), targets: &[u32], arch: &CudaArch) -> Op
 }
 
 /// The oldest and the newest release in the tables that build `arch`, suffix included.
-pub fn releases_for(arch: &CudaArch) -> Option<((u64, u64), (u64, u64))> {
-    let (oldest, newest) = lookup::releases_for_sm(facts::current(), arch.sm())?;
+pub fn releases_for(facts: &Facts, arch: &CudaArch) -> Option<((u64, u64), (u64, u64))> {
+    let (oldest, newest) = lookup::releases_for_sm(facts, arch.sm())?;
     match suffix_from(arch.suffix) {
         Some(from) if from > newest => None,
         Some(from) => Some((oldest.max(from), newest)),
@@ -83,8 +83,8 @@ pub fn releases_for(arch: &CudaArch) -> Option<((u64, u64), (u64, u64))> {
 
 /// The release to suggest for `arch` instead of `have`: the oldest that builds it when
 /// `have` is too old, else the newest.
-pub fn release_to_suggest(arch: &CudaArch, have: (u64, u64)) -> Option<(u64, u64)> {
-    let (oldest, newest) = releases_for(arch)?;
+pub fn release_to_suggest(facts: &Facts, arch: &CudaArch, have: (u64, u64)) -> Option<(u64, u64)> {
+    let (oldest, newest) = releases_for(facts, arch)?;
     Some(if have < oldest { oldest } else { newest })
 }
 
@@ -103,30 +103,54 @@ mod tests {
     #[test]
     fn suffixes_need_the_release_that_brought_them() {
         assert_eq!(
-            can_build(&v("11.8.89"), &a("9.0a")).problem(),
+            can_build(Facts::embedded(), &v("11.8.89"), &a("9.0a")).problem(),
             Some(Problem::SuffixTooNew { from: (12, 0) })
         );
-        assert_eq!(can_build(&v("11.8.89"), &a("9.0")).problem(), None);
-        assert_eq!(can_build(&v("12.4.131"), &a("9.0a")).problem(), None);
         assert_eq!(
-            can_build(&v("12.8"), &a("10.0f")).problem(),
+            can_build(Facts::embedded(), &v("11.8.89"), &a("9.0")).problem(),
+            None
+        );
+        assert_eq!(
+            can_build(Facts::embedded(), &v("12.4.131"), &a("9.0a")).problem(),
+            None
+        );
+        assert_eq!(
+            can_build(Facts::embedded(), &v("12.8"), &a("10.0f")).problem(),
             Some(Problem::SuffixTooNew { from: (12, 9) })
         );
-        assert_eq!(can_build(&v("12.9"), &a("10.0f")).problem(), None);
         assert_eq!(
-            can_build(&v("12.4"), &a("10.0")).problem(),
+            can_build(Facts::embedded(), &v("12.9"), &a("10.0f")).problem(),
+            None
+        );
+        assert_eq!(
+            can_build(Facts::embedded(), &v("12.4"), &a("10.0")).problem(),
             Some(Problem::NoSm)
         );
-        assert_eq!(can_build(&v("9.2"), &a("7.0")), Verdict::Unknown);
+        assert_eq!(
+            can_build(Facts::embedded(), &v("9.2"), &a("7.0")),
+            Verdict::Unknown
+        );
     }
 
     #[test]
     fn which_release_to_suggest() {
         // The newest release the data knows (13.5 in the embedded facts/cuda.toml).
-        assert_eq!(releases_for(&a("9.0a")), Some(((12, 0), (13, 5))));
-        assert_eq!(release_to_suggest(&a("9.0a"), (11, 8)), Some((12, 0)));
-        assert_eq!(release_to_suggest(&a("3.5"), (12, 4)), Some((11, 8)));
-        assert_eq!(release_to_suggest(&a("10.0"), (12, 4)), Some((12, 8)));
-        assert_eq!(releases_for(&a("9.9")), None);
+        assert_eq!(
+            releases_for(Facts::embedded(), &a("9.0a")),
+            Some(((12, 0), (13, 5)))
+        );
+        assert_eq!(
+            release_to_suggest(Facts::embedded(), &a("9.0a"), (11, 8)),
+            Some((12, 0))
+        );
+        assert_eq!(
+            release_to_suggest(Facts::embedded(), &a("3.5"), (12, 4)),
+            Some((11, 8))
+        );
+        assert_eq!(
+            release_to_suggest(Facts::embedded(), &a("10.0"), (12, 4)),
+            Some((12, 8))
+        );
+        assert_eq!(releases_for(Facts::embedded(), &a("9.9")), None);
     }
 }

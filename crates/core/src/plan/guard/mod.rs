@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::Diagnostic;
+use crate::facts::Facts;
 use crate::project::{ProjectFile, TorchCheck};
 
 mod locate;
@@ -268,6 +269,7 @@ pub enum Occasion {
 /// The refusal for a verdict that refuses a build; `None` when the build may go on. The
 /// registry is asked for a toolkit that matches torch, which the hint then names.
 pub fn refusal(
+    facts: &Facts,
     registry: &Registry,
     side: &Side,
     torch: &TorchVersion,
@@ -322,7 +324,7 @@ pub fn refusal(
         hints.push(matching::hint(registry, kind, built, torch, policy.check));
     }
     hints.push(match kind {
-        Kind::Cuda => torch_for_toolkit(&tc_short),
+        Kind::Cuda => torch_for_toolkit(facts, &tc_short),
         Kind::Rocm => format!(
             "or install a torch built for {kind} {tc_short} (e.g. pip install torch --index-url {}/rocm{tc_short})",
             crate::facts::wheel_base::base()
@@ -334,21 +336,21 @@ pub fn refusal(
 
 /// The torch that matches a CUDA toolkit: the exact `pip install` from PyTorch's index for
 /// its release, or why there is none (PyTorch skips releases; the data may be older).
-pub fn torch_for_toolkit(cuda: &Version) -> String {
-    use crate::facts::{self, torch_index};
+pub fn torch_for_toolkit(facts: &Facts, cuda: &Version) -> String {
+    use crate::facts::{release_name, torch_index};
     let release = (cuda.major(), cuda.minor().unwrap_or(0));
     let machine = torch_index::Machine {
         toolkit: Some(release),
         ..Default::default()
     };
-    match torch_index::choose(facts::current(), &machine) {
+    match torch_index::choose(facts, &machine) {
         Ok(pick) => format!(
             "or install the torch built for CUDA {}: `pip install --force-reinstall torch --index-url {}` (uv: `uv pip install --torch-backend={} torch`)",
-            facts::release_name(release),
+            release_name(release),
             pick.index.url(),
             pick.index.name
         ),
-        Err(why) => format!("or install a torch built for CUDA {}: {why}", facts::release_name(release)),
+        Err(why) => format!("or install a torch built for CUDA {}: {why}", release_name(release)),
     }
 }
 

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::detect::{self, Detected, NotAToolchain};
+use super::detect::{self, NotAToolchain};
+use super::entry::{Entry, Source};
 use super::system;
 
 /// Where to look. `prefixes` are file-system roots the standard places are looked for under
@@ -21,7 +22,8 @@ pub struct Found {
     pub root: PathBuf,
     /// Why this place was looked at, for the report.
     pub origin: &'static str,
-    pub result: Result<Detected, NotAToolchain>,
+    /// What the tree is, as `gpuenv discover --register` would register it.
+    pub result: Result<Entry, NotAToolchain>,
 }
 
 impl Found {
@@ -115,7 +117,7 @@ pub fn discover(places: &Places) -> Vec<Found> {
     candidates(places)
         .into_iter()
         .map(|(root, origin)| Found {
-            result: detect::detect(&root),
+            result: detect::detect(&root, Source::Discovered),
             root,
             origin,
         })

@@ -1,12 +1,11 @@
-//! One registered toolchain: where it is, what detection found, its programs, and whether
-//! its tree still works.
+//! What a toolchain tree is (what `detect` reads from it, and what the registry keeps): where
+//! it is, its kind and version, its programs, and whether it still works.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::detect::{Collectives, Detected};
 use super::system::System;
 use super::{Kind, Version};
 use crate::facts::python::prefix_of_site_packages;
@@ -32,7 +31,8 @@ impl Source {
     }
 }
 
-/// One registered toolchain.
+/// A toolchain tree: what `detect::detect` finds at a root, and what the registry keeps of
+/// each registered one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
@@ -40,9 +40,11 @@ pub struct Entry {
     pub version: Version,
     pub root: PathBuf,
     pub source: Source,
+    /// Where the version was read, for `list` and error messages.
     pub version_from: String,
     pub include_dir: PathBuf,
     pub lib_dir: PathBuf,
+    /// NCCL (CUDA) or RCCL (ROCm) inside the tree or beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collectives: Option<Collectives>,
     /// Set for a toolchain spread over a distribution prefix (Debian's packages).
@@ -50,29 +52,33 @@ pub struct Entry {
     pub system: Option<System>,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collectives {
+    pub root: PathBuf,
+    pub include_dir: PathBuf,
+    pub lib_dir: PathBuf,
+}
+
+/// Where a CUDA tree's version is its release: version.json's `cuda.version`.
+pub const FROM_VERSION_JSON: &str = "version.json";
+
 impl Entry {
-    pub fn from_detected(d: Detected, root: PathBuf, source: Source) -> Self {
-        Entry {
-            kind: d.kind,
-            version: d.version,
-            root,
-            source,
-            version_from: d.version_from,
-            include_dir: d.include_dir,
-            lib_dir: d.lib_dir,
-            collectives: d.collectives,
-            system: d.system,
+    /// The CUDA release this tree is, as NVIDIA numbers it (13.0.2), from its version and
+    /// where that was read: only version.json's `cuda.version` is a release; nvcc's
+    /// `V13.0.88`, `cuda.h`, version.txt and 11.x's `cuda_nvcc` are build numbers, which tell
+    /// the major.minor only. ROCm's versions are its releases. The one rule every name
+    /// follows (installed, linked, discovered, module).
+    pub fn release(&self) -> Version {
+        if self.kind == Kind::Cuda && self.version_from != FROM_VERSION_JSON {
+            self.version.truncated(2)
+        } else {
+            self.version.clone()
         }
     }
 
     /// The real program `name` of this toolchain: its compiler driver and, for a system
     /// toolchain, its own programs only (never another program of `/usr/bin`); else a
     /// toolkit program in `<root>/bin` (never the python of a conda environment).
-    /// The release this toolchain is (`detect::release`): what its name should carry.
-    pub fn release(&self) -> super::Version {
-        super::detect::release(self.kind, &self.version, &self.version_from)
-    }
-
     pub fn tool(&self, name: &str) -> Option<PathBuf> {
         let in_bin = self.root.join("bin").join(name);
         match &self.system {

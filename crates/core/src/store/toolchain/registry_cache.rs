@@ -27,7 +27,7 @@ use std::time::SystemTime;
 use fs_err::os::unix::fs::OpenOptionsExt;
 use sha2::Digest;
 
-use super::detect::Collectives;
+use super::entry::Collectives;
 use super::registry::{self, Entry, Registry, Source, StateError};
 use super::system::System;
 use crate::stamp::Stamp;
