@@ -606,3 +606,47 @@ fn a_locked_torch_toolkit_is_said_to_come_from_install_torch() {
         .join("toolchains/cuda-13.0.2-torch")
         .exists());
 }
+
+/// A newer patch release at the index is not an update for a toolkit made for torch: its
+/// release is the one torch's wheels are, so `outdated` leaves it out (and says why when it is
+/// named) and `update` keeps it, links into the venv and all.
+#[test]
+fn outdated_and_update_leave_the_toolkit_install_torch_made() {
+    let server = Server::start();
+    serve(&server, "", &pypi_tree_of(&["13.0.2", "13.0.3"]));
+    let sb = Sandbox::new();
+    let venv = venv(&sb);
+    install_torch(&sb, &server, &venv);
+    let index = server.url("simple/");
+    let vars = [("GPUENV_PYPI_URL", index.as_str())];
+    let from = ["--source", "pypi"];
+
+    let json = gpuenv(&sb, &vars, &[&["outdated", "--json"][..], &from].concat());
+    assert!(json.status.success(), "{}", text(&json));
+    let rows: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(rows, serde_json::json!([]), "{}", text(&json));
+    let named = ok(
+        &sb,
+        &vars,
+        &[&["outdated", "cuda-13.0.2-torch"][..], &from].concat(),
+    );
+    assert!(
+        named.contains("cuda-13.0.2-torch follows the torch it was made for")
+            && named.contains("`gpuenv install torch`"),
+        "{named}"
+    );
+
+    let t = ok(&sb, &vars, &[&["update"][..], &from].concat());
+    assert!(
+        t.contains("every installed toolkit is on the newest patch release"),
+        "{t}"
+    );
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
+    assert!(
+        std::fs::read_link(root.join("include/cuda_runtime.h"))
+            .unwrap()
+            .starts_with(&venv),
+        "the toolkit still links into the venv"
+    );
+    assert!(!sb.gpuenv_home().join("toolchains/cuda-13.0.3").exists());
+}

@@ -78,6 +78,19 @@ pub fn outdated(
         if entry.source != Origin::Installed || !wanted {
             continue;
         }
+        // Its release is the one torch's own wheels are: a plain newer toolkit would not
+        // match torch, and replacing it would drop the links into the venv.
+        if is_torch_toolkit(name) {
+            let say = format!(
+                "{name} follows the torch it was made for: after upgrading torch, `gpuenv install torch` makes the toolkit that matches it"
+            );
+            if specs.is_empty() {
+                ui::verbose(say);
+            } else {
+                ui::info(say);
+            }
+            continue;
+        }
         let listed = releases.entry(entry.kind).or_insert_with(|| {
             let mut reasons = Vec::new();
             for s in &sources {
@@ -117,6 +130,12 @@ pub fn outdated(
         }
     }
     Ok(out)
+}
+
+/// A toolkit `gpuenv install torch` made (`cuda-13.0.2-torch`).
+fn is_torch_toolkit(name: &str) -> bool {
+    name.parse::<Spec>()
+        .is_ok_and(|s| s.label.as_deref() == Some(gpuenv_core::install_hint::TORCH_LABEL))
 }
 
 /// The components the old tree was installed with (its version.json lists them, under the
