@@ -128,7 +128,7 @@ fn say_retired(name: &str, users: &Users, census: &Census) {
         ));
     }
     ui::info(format!(
-        "{name} is retired: gpuenv no longer picks it, and its tree stays until {users} using it end; `gpuenv uninstall --now {name}` deletes it at once"
+        "{name} is retired: gpuenv no longer picks it, and its tree stays until nothing uses it (now {users}); `gpuenv uninstall --now {name}` deletes it at once"
     ));
 }
 
