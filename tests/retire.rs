@@ -20,7 +20,11 @@ use common::*;
 use fixtures::{redist_tree, text, write_tree};
 
 fn run(sb: &Sandbox, dir: &Path, args: &[&str]) -> Output {
-    real_gpuenv(sb).current_dir(dir).args(args).output().unwrap()
+    real_gpuenv(sb)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[track_caller]
@@ -32,7 +36,11 @@ fn ok(sb: &Sandbox, args: &[&str]) -> String {
 
 /// A real `sleep` whose working directory is `dir`: a job sitting in the toolkit's tree.
 fn sleeper(dir: &Path) -> Child {
-    let child = Command::new("sleep").arg("600").current_dir(dir).spawn().unwrap();
+    let child = Command::new("sleep")
+        .arg("600")
+        .current_dir(dir)
+        .spawn()
+        .unwrap();
     // Its cwd is set before exec; wait until /proc shows it as `sleep`.
     let exe = format!("/proc/{}/exe", child.id());
     while !fs_err::read_link(&exe).is_ok_and(|e| e.ends_with("sleep")) {
@@ -79,8 +87,14 @@ fn a_running_process_keeps_the_retired_real_toolkit_until_it_ends() {
         said.contains(&format!("{name} is retired")) && said.contains(&format!("pid {}", job.id())),
         "{said}"
     );
-    assert!(said.contains(&format!("`gpuenv uninstall --now {name}`")), "{said}");
-    assert!(tree.join("bin/nvcc").is_file(), "the tree stays at its path");
+    assert!(
+        said.contains(&format!("`gpuenv uninstall --now {name}`")),
+        "{said}"
+    );
+    assert!(
+        tree.join("bin/nvcc").is_file(),
+        "the tree stays at its path"
+    );
     assert!(view.join("bin/nvcc").exists(), "the view stays at its path");
     let settings = sb.settings().unwrap();
     assert!(!settings.contains(name), "still registered:\n{settings}");
@@ -90,14 +104,20 @@ fn a_running_process_keeps_the_retired_real_toolkit_until_it_ends() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let list = ok(&sb, &["list"]);
     assert!(
-        list.contains(&format!("{name}: retired, kept for 1 process (pid {})", job.id())),
+        list.contains(&format!(
+            "{name}: retired, kept for 1 process (pid {})",
+            job.id()
+        )),
         "{list}"
     );
 
     // A running job's environment names the view: its nvcc (the proxy) still compiles with
     // the retired tree.
     let work = sb.path("work");
-    write(&work.join("k.cu"), "__global__ void k(float *x) { x[0] = 1; }\n");
+    write(
+        &work.join("k.cu"),
+        "__global__ void k(float *x) { x[0] = 1; }\n",
+    );
     let out = Command::new(view.join("bin/nvcc"))
         .args(["-c", "k.cu", "-o", "k.o"])
         .current_dir(&work)
@@ -114,17 +134,26 @@ fn a_running_process_keeps_the_retired_real_toolkit_until_it_ends() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("is still used by 1 process"), "{t}");
-    assert!(t.contains(&format!("`gpuenv uninstall --now {name}`")), "{t}");
+    assert!(
+        t.contains(&format!("`gpuenv uninstall --now {name}`")),
+        "{t}"
+    );
     assert!(tree.join("bin/nvcc").is_file());
 
     // Reaping while it runs keeps it; once it ends, the next reap deletes the tree, the
     // view and the record. (No `cache prune` here: the download cache is the test cache's,
     // which other tests install from.)
     let kept = ok(&sb, &["uninstall", "--reap"]);
-    assert!(kept.contains(&format!("kept the retired {name} for 1 process")), "{kept}");
+    assert!(
+        kept.contains(&format!("kept the retired {name} for 1 process")),
+        "{kept}"
+    );
     end(job);
     let reaped = ok(&sb, &["uninstall", "--reap"]);
-    assert!(reaped.contains(&format!("deleted the retired {name}")), "{reaped}");
+    assert!(
+        reaped.contains(&format!("deleted the retired {name}")),
+        "{reaped}"
+    );
     assert!(!tree.exists() && !view.exists());
     let toolchains = sb.gpuenv_home().join("toolchains");
     assert!(!toolchains.join(format!(".{name}.retired.toml")).exists());
@@ -159,7 +188,11 @@ fn cache_prune_deletes_a_retired_tree_once_its_process_ended() {
     let job = sleeper(&tree.join("bin"));
     sb.ok(&["uninstall", "cuda-12.4.1"]);
     let out = sb.gpuenv().args(["cache", "prune"]).output().unwrap();
-    assert!(!text(&out).contains("deleted the retired"), "{}", text(&out));
+    assert!(
+        !text(&out).contains("deleted the retired"),
+        "{}",
+        text(&out)
+    );
     assert!(tree.is_dir());
     end(job);
     let out = sb.gpuenv().args(["cache", "prune"]).output().unwrap();
@@ -187,7 +220,11 @@ fn now_deletes_at_once_and_nothing_in_use_is_deleted_at_once() {
         .output()
         .unwrap();
     succeeded(&out);
-    let out = sb.gpuenv().args(["uninstall", "cuda-12.4.1"]).output().unwrap();
+    let out = sb
+        .gpuenv()
+        .args(["uninstall", "cuda-12.4.1"])
+        .output()
+        .unwrap();
     let t = text(&out);
     assert!(t.contains("uninstalled cuda-12.4.1 (removed"), "{t}");
     assert!(!tree.exists());
@@ -210,7 +247,11 @@ fn a_retired_tree_is_deleted_by_uninstall_now_of_its_name_and_its_environment_ke
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let t = sb.ok(&["uninstall", "cuda-12.4.1"]);
-    let out = sb.gpuenv().args(["uninstall", "cuda-12.4.1"]).output().unwrap();
+    let out = sb
+        .gpuenv()
+        .args(["uninstall", "cuda-12.4.1"])
+        .output()
+        .unwrap();
     let again = text(&out);
     assert!(tree.is_dir(), "{t}\n{again}");
     assert!(again.contains("cuda-12.4.1 is retired"), "{again}");

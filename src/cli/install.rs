@@ -11,8 +11,8 @@ use gpuenv_core::home::Home;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
-use gpuenv_install::retire::Census;
 use gpuenv_install::record;
+use gpuenv_install::retire::Census;
 use gpuenv_install::source::Choice;
 use gpuenv_install::{Profile, Progress, Selection};
 

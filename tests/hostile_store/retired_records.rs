@@ -50,7 +50,11 @@ fn a_retired_record_naming_a_tree_outside_the_home_deletes_and_runs_nothing() {
     fs::write(toolchains.join(".cuda-12.4.2.retired.toml"), "since = [").unwrap();
     fs::create_dir_all(toolchains.join("cuda-12.4.2/bin")).unwrap();
     let elsewhere = sb.path("elsewhere.toml");
-    fs::write(&elsewhere, record(&toolchains.join("cuda-12.4.3"), "installed")).unwrap();
+    fs::write(
+        &elsewhere,
+        record(&toolchains.join("cuda-12.4.3"), "installed"),
+    )
+    .unwrap();
     symlink(&elsewhere, toolchains.join(".cuda-12.4.3.retired.toml")).unwrap();
     fs::create_dir_all(toolchains.join("cuda-12.4.3/bin")).unwrap();
     fs::write(
@@ -72,7 +76,10 @@ fn a_retired_record_naming_a_tree_outside_the_home_deletes_and_runs_nothing() {
         "{said}"
     );
     assert!(said.contains("is not a record gpuenv wrote"), "{said}");
-    assert!(said.contains("is a link, not the file gpuenv writes there"), "{said}");
+    assert!(
+        said.contains("is a link, not the file gpuenv writes there"),
+        "{said}"
+    );
     assert!(said.contains("gpuenv deletes nothing for it"), "{said}");
     assert!(!said.contains("deleted the retired"), "{said}");
     assert_eq!(fs_tree(&victim), victim_before, "the victim was touched");
@@ -105,11 +112,20 @@ fn a_retired_record_naming_a_tree_outside_the_home_deletes_and_runs_nothing() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(2), "{said}");
-    assert!(said.contains("gpuenv retires only trees it installed there"), "{said}");
-    assert!(said.contains("hint: gpuenv deletes nothing for it"), "{said}");
+    assert!(
+        said.contains("gpuenv retires only trees it installed there"),
+        "{said}"
+    );
+    assert!(
+        said.contains("hint: gpuenv deletes nothing for it"),
+        "{said}"
+    );
     let out = sb.gpuenv().args(["list"]).output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(said.contains("gpuenv retires only trees it installed there"), "{said}");
+    assert!(
+        said.contains("gpuenv retires only trees it installed there"),
+        "{said}"
+    );
     assert_eq!(fs_tree(&victim), victim_before, "the victim was touched");
     assert!(victim.join("bin/nvcc").is_file());
 }

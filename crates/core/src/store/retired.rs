@@ -111,7 +111,8 @@ pub fn read(home: &Home, name: &str) -> Result<Option<Retired>, RetiredError> {
         Ok(m) if m.file_type().is_symlink() => return Err(RetiredError::Link { path: file }),
         _ => {}
     }
-    let text = outside::read_text(&file, outside::Kind::RetiredRecord).map_err(RetiredError::Read)?;
+    let text =
+        outside::read_text(&file, outside::Kind::RetiredRecord).map_err(RetiredError::Read)?;
     let record: Record = toml::from_str(&text).map_err(|e| malformed(e.message().to_string()))?;
     let entry = record.toolchain;
     let own = tree(home, name);

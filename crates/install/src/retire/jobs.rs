@@ -38,7 +38,9 @@ impl Jobs {
                 Jobs::NoCluster
             }
             Err(e) => Jobs::Unknown(e.to_string()),
-            Ok(a) if a.status.success() => Jobs::Running(parse(&String::from_utf8_lossy(&a.stdout))),
+            Ok(a) if a.status.success() => {
+                Jobs::Running(parse(&String::from_utf8_lossy(&a.stdout)))
+            }
             Ok(a) => {
                 let said = String::from_utf8_lossy(&a.stderr);
                 // The client's own words for "no slurm.conf, no DNS record": not a cluster.

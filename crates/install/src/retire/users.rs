@@ -126,10 +126,7 @@ mod tests {
         let environ = format!("HOME=/root\0PATH={}/bin:/usr/bin\0", view.display());
         fs_err::write(env.join("environ"), environ).unwrap();
         let other = process("14");
-        let elsewhere = format!(
-            "CUDA_HOME={}-old\0X=/usr/local/cuda\0",
-            view.display()
-        );
+        let elsewhere = format!("CUDA_HOME={}-old\0X=/usr/local/cuda\0", view.display());
         fs_err::write(other.join("environ"), elsewhere).unwrap();
         fs_err::write(other.join("maps"), "7f00-7f01 r-xp 0 0:0 0  [vdso]\n").unwrap();
         fs_err::create_dir_all(proc.join("self-like")).unwrap();
