@@ -2,7 +2,9 @@
 //! running process keeps its tree and view at the same paths (the real CUDA 13 from the
 //! test cache's downloads, offline), its view's nvcc still compiles, no resolution picks
 //! it, a new install of it is refused, and once the process ends the next command that
-//! writes the home deletes it; `--now` deletes at once, `--reap` on request.
+//! writes the home deletes it; `--now` deletes at once, `--reap` on request. On the real
+//! two-node SLURM (common/slurm_nodes.rs), a job that started before the retirement keeps
+//! the tree through `squeue` alone, until it ends.
 
 #[path = "common/archives.rs"]
 mod archives;
@@ -11,9 +13,14 @@ mod common;
 mod fixtures;
 #[path = "common/server.rs"]
 mod server;
+#[path = "common/slurm.rs"]
+mod slurm;
+#[path = "common/slurm_nodes.rs"]
+mod slurm_nodes;
 
 use std::path::Path;
 use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 use common::real::real_gpuenv;
 use common::*;
@@ -266,4 +273,148 @@ fn a_retired_tree_is_deleted_by_uninstall_now_of_its_name_and_its_environment_ke
     assert!(!tree.exists() && !view.exists());
     job.kill().unwrap();
     job.wait().unwrap();
+}
+
+/// A batch job of the two-node test cluster, cancelled when dropped (also when the test
+/// fails), so that it never holds a node for the tests after.
+struct Job<'a> {
+    nodes: &'a slurm_nodes::Nodes,
+    id: String,
+}
+
+impl Job<'_> {
+    /// `squeue` of the states gpuenv asks about: whether this job is still among them.
+    fn listed(&self) -> bool {
+        let out = slurm::run_ok(
+            self.nodes
+                .client("squeue")
+                .args(["-h", "-t", "R,S,CG", "-o", "%i"]),
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.trim() == self.id)
+    }
+
+    fn cancel(&self) {
+        let _ = self.nodes.client("scancel").arg(&self.id).status();
+    }
+}
+
+impl Drop for Job<'_> {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// Waits up to 30 s for `done`; `what` says what did not happen.
+#[track_caller]
+fn wait_for(what: impl Fn() -> String, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "{}", what());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_slurm_job_that_started_before_keeps_the_retired_real_toolkit_until_it_ends() {
+    let Some(nodes) = slurm_nodes::nodes() else {
+        return;
+    };
+    // The site store, on the file system both nodes share (the sandbox's GPUENV_HOME).
+    let sb = Sandbox::new();
+    let out = run(&sb, sb.dir.path(), INSTALL);
+    if !out.status.success() {
+        return cannot_run(format!(
+            "CUDA 13.0 is not in the test cache's downloads (the install_real tests put it there): {}",
+            text(&out)
+        ));
+    }
+    let name = "cuda-13.0.3";
+    let tree = sb.toolchain(name);
+    let view = sb.gpuenv_home().join("views").join(name);
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+
+    // A job of the project: the site's TaskProlog gives it the toolkit's environment and it
+    // runs the toolkit's nvcc; then it sleeps with nothing of the toolkit (cwd `/`, an empty
+    // environment, no file of the tree open), as a job on another node does whose processes
+    // this node's /proc cannot see: only `squeue` can tell that it may use the tree.
+    let bin = proxy_bin().with_file_name("gpuenv");
+    let out = slurm::run_ok(
+        nodes
+            .client("sbatch")
+            .env_clear()
+            .env("SLURM_CONF", &nodes.conf)
+            .env("HOME", sb.home())
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.parent().unwrap().display()))
+            .env("LANG", "C.UTF-8")
+            .env("GPUENV_TEST_BIN", &bin)
+            .current_dir(&proj)
+            .args(["--parsable", "-t", "5", "-o", "job.out", "--wrap"])
+            .arg("echo \"CUDA_HOME=$CUDA_HOME\"; nvcc --version; echo $$ >pid; cd /; exec env -i /bin/sleep 600"),
+    );
+    // `--parsable`: "<id>" or "<id>;<cluster>".
+    let id = String::from_utf8_lossy(&out.stdout);
+    let id = id.trim().split(';').next().unwrap_or_default().to_string();
+    assert!(!id.is_empty(), "sbatch said no job id: {}", text(&out));
+    let job = Job { nodes, id };
+    let said = || fs_err::read_to_string(proj.join("job.out")).unwrap_or_default();
+    let sleeping = || {
+        let pid = fs_err::read_to_string(proj.join("pid")).unwrap_or_default();
+        fs_err::read_link(format!("/proc/{}/exe", pid.trim())).is_ok_and(|e| e.ends_with("sleep"))
+    };
+    wait_for(
+        || format!("job {} never slept; it said:\n{}", job.id, said()),
+        sleeping,
+    );
+    let job_out = said();
+    assert!(
+        job_out.contains(&format!("CUDA_HOME={}\n", view.display()))
+            && job_out.contains("Cuda compilation tools, release 13.0"),
+        "{job_out}"
+    );
+
+    // The admin retires it while the job runs: kept, for that job and nothing else.
+    let uninstall = |args: &[&str]| {
+        let out = sb
+            .gpuenv()
+            .env("SLURM_CONF", &nodes.conf)
+            .arg("uninstall")
+            .args(args)
+            .output()
+            .unwrap();
+        succeeded(&out);
+        text(&out)
+    };
+    let t = uninstall(&[name]);
+    assert!(
+        t.contains(&format!("{name} is retired"))
+            && t.contains(&format!("(now 1 SLURM job ({}))", job.id)),
+        "kept for the job alone, found through squeue:\n{t}"
+    );
+    assert!(tree.join("bin/nvcc").is_file() && view.join("bin/nvcc").exists());
+    let t = uninstall(&["--reap"]);
+    assert!(
+        t.contains(&format!(
+            "kept the retired {name} for 1 SLURM job ({})",
+            job.id
+        )),
+        "{t}"
+    );
+    assert!(tree.join("bin/nvcc").is_file());
+
+    // Once the job has ended (a completing job still counts), the next reap deletes it.
+    job.cancel();
+    wait_for(
+        || format!("job {} never left squeue", job.id),
+        || !job.listed(),
+    );
+    let t = uninstall(&["--reap"]);
+    assert!(t.contains(&format!("deleted the retired {name}")), "{t}");
+    assert!(!tree.exists() && !view.exists(), "{t}");
+    assert!(!sb
+        .gpuenv_home()
+        .join(format!("toolchains/.{name}.retired.toml"))
+        .exists());
 }
