@@ -3,9 +3,13 @@
 //! test cache's downloads, offline), its view's nvcc still compiles, no resolution picks
 //! it, a new install of it is refused, and once the process ends the next command that
 //! writes the home deletes it; `--now` deletes at once, `--reap` on request. On the real
-//! two-node SLURM (common/slurm_nodes.rs), a job that started before the retirement keeps
-//! the tree through `squeue` alone, until it ends.
+//! two-node SLURM (common/slurm_nodes.rs), a second account's job that started before root
+//! retired a site store's toolkit keeps it through `squeue` alone (its process names nothing
+//! of the tree), a job that started later does not, and the reap after the first ends
+//! deletes it.
 
+#[path = "common/accounts.rs"]
+mod accounts;
 #[path = "common/archives.rs"]
 mod archives;
 mod common;
@@ -22,6 +26,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
+use accounts::{Account, Site};
 use common::real::real_gpuenv;
 use common::*;
 use fixtures::{redist_tree, text, write_tree};
@@ -282,27 +287,101 @@ struct Job<'a> {
     id: String,
 }
 
-impl Job<'_> {
-    /// `squeue` of the states gpuenv asks about: whether this job is still among them.
-    fn listed(&self) -> bool {
-        let out = slurm::run_ok(
-            self.nodes
-                .client("squeue")
-                .args(["-h", "-t", "R,S,CG", "-o", "%i"]),
+impl<'a> Job<'a> {
+    /// `sbatch --wrap script` as `who` from `dir` with `vars`; the job once `script` has
+    /// written its shell's pid to `<dir>/<tag>.pid` and exec'd `sleep` (its output is in
+    /// `<dir>/<tag>.out`).
+    fn sleeping(
+        nodes: &'a slurm_nodes::Nodes,
+        who: &Account,
+        dir: &Path,
+        tag: &str,
+        vars: &[(&str, &Path)],
+        script: &str,
+    ) -> Job<'a> {
+        let out = Command::new("timeout")
+            .args(["60", "setpriv", "--reuid", &who.name, "--regid", &who.name])
+            .args([
+                "--init-groups",
+                "--",
+                "/usr/bin/sbatch",
+                "--parsable",
+                "-t",
+                "5",
+            ])
+            .arg(format!("--output={tag}.out"))
+            .arg("--wrap")
+            .arg(format!(
+                "{script}\necho $$ >{tag}.pid; cd /; exec env -i /bin/sleep 600"
+            ))
+            .env_clear()
+            .env("SLURM_CONF", &nodes.conf)
+            .env("HOME", &who.home)
+            .env("USER", &who.name)
+            .env("PATH", "/usr/bin:/bin")
+            .env("LANG", "C.UTF-8")
+            .envs(vars.iter().copied())
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        // `--parsable`: "<id>" or "<id>;<cluster>".
+        let id = succeeded(&out);
+        let id = id.trim().split(';').next().unwrap_or_default().to_string();
+        assert!(!id.is_empty(), "sbatch said no job id: {}", text(&out));
+        let job = Job { nodes, id };
+        let said = || fs_err::read_to_string(dir.join(format!("{tag}.out"))).unwrap_or_default();
+        wait_for(
+            || format!("job {} never slept; it said:\n{}", job.id, said()),
+            || {
+                let pid =
+                    fs_err::read_to_string(dir.join(format!("{tag}.pid"))).unwrap_or_default();
+                fs_err::read_link(format!("/proc/{}/exe", pid.trim()))
+                    .is_ok_and(|e| e.ends_with("sleep"))
+            },
         );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l.trim() == self.id)
+        job
     }
 
-    fn cancel(&self) {
+    /// `squeue` of the states gpuenv asks about: whether this job is still among them.
+    fn listed(&self) -> bool {
+        self.in_squeue().expect("squeue answers")
+    }
+
+    /// [`Job::listed`], `None` when `squeue` fails.
+    fn in_squeue(&self) -> Option<bool> {
+        let out = self
+            .nodes
+            .client("squeue")
+            .args(["-h", "-t", "R,S,CG", "-o", "%i"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == self.id),
+        )
+    }
+
+    /// Cancels it and waits until it has left `squeue` (a completing job still counts).
+    fn end(&self) {
         let _ = self.nodes.client("scancel").arg(&self.id).status();
+        wait_for(
+            || format!("job {} never left squeue", self.id),
+            || !self.listed(),
+        );
     }
 }
 
 impl Drop for Job<'_> {
+    /// Also after a failed assertion: cancelled and gone before its account is removed
+    /// (`userdel` refuses an account whose processes run), never a second panic.
     fn drop(&mut self) {
-        self.cancel();
+        let _ = self.nodes.client("scancel").arg(&self.id).status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline && self.in_squeue() == Some(true) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 
@@ -317,104 +396,116 @@ fn wait_for(what: impl Fn() -> String, done: impl Fn() -> bool) {
 }
 
 #[test]
-fn a_slurm_job_that_started_before_keeps_the_retired_real_toolkit_until_it_ends() {
+fn a_users_slurm_job_that_started_before_keeps_the_retired_site_toolkit_until_it_ends() {
     let Some(nodes) = slurm_nodes::nodes() else {
         return;
     };
-    // The site store, on the file system both nodes share (the sandbox's GPUENV_HOME).
-    let sb = Sandbox::new();
-    let out = run(&sb, sb.dir.path(), INSTALL);
-    if !out.status.success() {
-        return cannot_run(format!(
-            "CUDA 13.0 is not in the test cache's downloads (the install_real tests put it there): {}",
-            text(&out)
-        ));
+    if !accounts::can_make_accounts() {
+        return;
     }
-    let name = "cuda-13.0.3";
-    let tree = sb.toolchain(name);
-    let view = sb.gpuenv_home().join("views").join(name);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
-
-    // A job of the project: the site's TaskProlog gives it the toolkit's environment and it
-    // runs the toolkit's nvcc; then it sleeps with nothing of the toolkit (cwd `/`, an empty
-    // environment, no file of the tree open), as a job on another node does whose processes
-    // this node's /proc cannot see: only `squeue` can tell that it may use the tree.
-    let bin = proxy_bin().with_file_name("gpuenv");
-    let out = slurm::run_ok(
-        nodes
-            .client("sbatch")
-            .env_clear()
+    // The site as docs/clusters.md sets it up, on the file system both nodes share: both
+    // binaries system-wide, root's store (the real CUDA 13, offline), the site config
+    // naming it as the users' upstream.
+    let site = Site::new();
+    let bin = site.install_binaries();
+    let store = site.path("shared/gpuenv");
+    let config = site.dir("etc/gpuenv").join("config.toml");
+    write(&config, &format!("upstreams = [\"{}\"]\n", store.display()));
+    let admin = Sandbox::new();
+    let gpuenv = |args: &[&str]| {
+        let out = real_gpuenv(&admin)
+            .env("GPUENV_HOME", &store)
             .env("SLURM_CONF", &nodes.conf)
-            .env("HOME", sb.home())
-            .env("PATH", format!("{}:/usr/bin:/bin", bin.parent().unwrap().display()))
-            .env("LANG", "C.UTF-8")
-            .env("GPUENV_TEST_BIN", &bin)
-            .current_dir(&proj)
-            .args(["--parsable", "-t", "5", "-o", "job.out", "--wrap"])
-            .arg("echo \"CUDA_HOME=$CUDA_HOME\"; nvcc --version; echo $$ >pid; cd /; exec env -i /bin/sleep 600"),
-    );
-    // `--parsable`: "<id>" or "<id>;<cluster>".
-    let id = String::from_utf8_lossy(&out.stdout);
-    let id = id.trim().split(';').next().unwrap_or_default().to_string();
-    assert!(!id.is_empty(), "sbatch said no job id: {}", text(&out));
-    let job = Job { nodes, id };
-    let said = || fs_err::read_to_string(proj.join("job.out")).unwrap_or_default();
-    let sleeping = || {
-        let pid = fs_err::read_to_string(proj.join("pid")).unwrap_or_default();
-        fs_err::read_link(format!("/proc/{}/exe", pid.trim())).is_ok_and(|e| e.ends_with("sleep"))
-    };
-    wait_for(
-        || format!("job {} never slept; it said:\n{}", job.id, said()),
-        sleeping,
-    );
-    let job_out = said();
-    assert!(
-        job_out.contains(&format!("CUDA_HOME={}\n", view.display()))
-            && job_out.contains("Cuda compilation tools, release 13.0"),
-        "{job_out}"
-    );
-
-    // The admin retires it while the job runs: kept, for that job and nothing else.
-    let uninstall = |args: &[&str]| {
-        let out = sb
-            .gpuenv()
-            .env("SLURM_CONF", &nodes.conf)
-            .arg("uninstall")
             .args(args)
             .output()
             .unwrap();
-        succeeded(&out);
-        text(&out)
+        (out.status.success(), text(&out))
+    };
+    let (installed, t) = gpuenv(INSTALL);
+    if !installed {
+        return cannot_run(format!(
+            "CUDA 13.0 is not in the test cache's downloads (the install_real tests put it there): {t}"
+        ));
+    }
+    let name = "cuda-13.0.3";
+    let tree = store.join("toolchains").join(name);
+    let view = store.join("views").join(name);
+
+    // A user's job in a project of theirs: the site's TaskProlog gives it the toolkit's
+    // environment and it runs the toolkit's nvcc; then it sleeps with nothing of the
+    // toolkit (cwd `/`, an empty environment, no file of the tree open), as a job on
+    // another node does whose processes this node's /proc cannot see: only `squeue` can
+    // tell that it may use the tree.
+    let alice = Account::create(&site, "rt");
+    let proj = alice.home.join("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+    for p in [&proj, &proj.join("gpuenv.toml")] {
+        std::os::unix::fs::chown(p, Some(alice.uid), Some(alice.gid)).unwrap();
+    }
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let gpuenv_bin = bin.join("gpuenv");
+    let before = Job::sleeping(
+        nodes,
+        &alice,
+        &proj,
+        "before",
+        &[
+            ("PATH", Path::new(&path)),
+            ("GPUENV_SYSTEM_CONFIG", &config),
+            ("GPUENV_TEST_BIN", &gpuenv_bin),
+        ],
+        "echo \"CUDA_HOME=$CUDA_HOME\"; nvcc --version",
+    );
+    let job_out = fs_err::read_to_string(proj.join("before.out")).unwrap();
+    assert!(
+        job_out.contains(&format!("CUDA_HOME={}\n", view.display()))
+            && job_out.contains("Cuda compilation tools, release 13.0"),
+        "the job had the store's toolkit:\n{job_out}"
+    );
+
+    // The admin retires it while the job runs, as the doc says: kept, for that job and
+    // nothing else.
+    let uninstall = |args: &[&str]| {
+        let (ok, t) = gpuenv(&[&["uninstall"], args].concat());
+        assert!(ok, "gpuenv uninstall {args:?}:\n{t}");
+        t
     };
     let t = uninstall(&[name]);
+    // The retirement's time is before this.
+    let retired = Instant::now();
     assert!(
         t.contains(&format!("{name} is retired"))
-            && t.contains(&format!("(now 1 SLURM job ({}))", job.id)),
+            && t.contains(&format!("(now 1 SLURM job ({}))", before.id)),
         "kept for the job alone, found through squeue:\n{t}"
     );
     assert!(tree.join("bin/nvcc").is_file() && view.join("bin/nvcc").exists());
+
+    // A job that starts later (past the allowance for the controller's clock) resolves
+    // without it and does not count: squeue's start times are read as this SLURM prints
+    // them (an unreadable one would count).
+    std::thread::sleep(
+        Duration::from_secs(gpuenv_install::retire::jobs::CLOCK_SLACK + 2)
+            .saturating_sub(retired.elapsed()),
+    );
+    let later = Job::sleeping(nodes, &alice, &alice.home, "later", &[], "true");
     let t = uninstall(&["--reap"]);
     assert!(
         t.contains(&format!(
             "kept the retired {name} for 1 SLURM job ({})",
-            job.id
+            before.id
         )),
-        "{t}"
+        "kept for the job that started before, not job {}:\n{t}",
+        later.id
     );
     assert!(tree.join("bin/nvcc").is_file());
 
-    // Once the job has ended (a completing job still counts), the next reap deletes it.
-    job.cancel();
-    wait_for(
-        || format!("job {} never left squeue", job.id),
-        || !job.listed(),
-    );
+    // Once that job has ended, the next reap deletes it, while the later job runs on.
+    before.end();
     let t = uninstall(&["--reap"]);
     assert!(t.contains(&format!("deleted the retired {name}")), "{t}");
     assert!(!tree.exists() && !view.exists(), "{t}");
-    assert!(!sb
-        .gpuenv_home()
+    assert!(!store
         .join(format!("toolchains/.{name}.retired.toml"))
         .exists());
+    assert!(later.listed());
 }
