@@ -444,3 +444,6 @@ mod full_disk;
 
 #[path = "hostile_store/registry_copy.rs"]
 mod registry_copy;
+
+#[path = "hostile_store/retired_records.rs"]
+mod retired_records;

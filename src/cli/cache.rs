@@ -9,6 +9,7 @@ use gpuenv_core::context::Context;
 use gpuenv_core::ui;
 use gpuenv_install::cache::Cache;
 use gpuenv_install::prune::{self, Installed, PARTS};
+use gpuenv_install::retire::Census;
 
 /// Show or free the space the download cache takes
 #[derive(Debug, clap::Args)]
@@ -41,6 +42,10 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
         let cache = super::install_from::cache(ctx, &home)?;
+        if matches!(self.action, Action::Prune { .. }) {
+            // First, so what the deleted trees held is pruned too.
+            super::uninstall::reap(&home, &Census::default(), false);
+        }
         let installed = Installed::scan(&home.toolchains())?;
         match self.action {
             Action::Size { json } => size(&cache, &installed, json),

@@ -12,6 +12,7 @@ use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::record;
+use gpuenv_install::retire::Census;
 use gpuenv_install::source::Choice;
 use gpuenv_install::{Profile, Progress, Selection};
 
@@ -62,6 +63,15 @@ enum Existing {
 
 impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
+        let installed = self.install(ctx);
+        // An install writes the home: retired trees nothing uses any more go now.
+        if let (Ok(()), Ok(home)) = (&installed, ctx.gpuenv_home()) {
+            super::uninstall::reap(&home, &Census::default(), false);
+        }
+        installed
+    }
+
+    fn install(self, ctx: &Context) -> Result<()> {
         super::interrupt::say_what_is_left();
         if self.locked {
             return super::install_locked::run(

@@ -5,9 +5,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use gpuenv_core::context::Context;
-use gpuenv_core::store::{self, Problem};
+use gpuenv_core::diagnostic::Diagnostic;
+use gpuenv_core::home::Home;
+use gpuenv_core::store::{self, retired, Problem};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
+use gpuenv_install::retire::Census;
 use gpuenv_install::source::Choice;
 
 /// List registered toolchains, marking the active and default ones
@@ -127,6 +130,7 @@ impl Args {
                 "no toolchains registered",
                 ["`gpuenv discover --register` finds the ones on this machine; `gpuenv link <name> <path>` adds one"],
             );
+            show_retired(home);
             return Ok(());
         }
         let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).max(4);
@@ -159,6 +163,7 @@ impl Args {
                 r.name, r.version, source, r.root
             );
         }
+        show_retired(home);
         super::warn_problems(&problems);
         for (name, e) in &registry.toolchains {
             if let Some((new, why)) = renamed(name, e) {
@@ -177,6 +182,28 @@ impl Args {
             }
         }
         Ok(())
+    }
+}
+
+/// The retired toolchains of this home, each on a line of its own with what keeps it.
+fn show_retired(home: &Home) {
+    let census = Census::default();
+    for name in retired::names(home) {
+        match retired::read(home, &name) {
+            Ok(Some(r)) => {
+                let users = census.users(home, &name, r.since);
+                if let Some(why) = census.jobs_unknown_unsaid() {
+                    ui::warn(format!("cannot ask SLURM which jobs run ({why})"));
+                }
+                ui::info(if users.none() {
+                    format!("{name}: retired, nothing uses it any more; the next install or uninstall, or `gpuenv uninstall --reap`, deletes it")
+                } else {
+                    format!("{name}: retired, kept for {users}; `gpuenv uninstall --now {name}` deletes it at once")
+                });
+            }
+            Ok(None) => {}
+            Err(e) => ui::warn_with_hints(&e, e.hints()),
+        }
     }
 }
 

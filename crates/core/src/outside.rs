@@ -48,6 +48,11 @@ pub enum Kind {
     IndexPage,
     /// What a toolchain's install recorded in its root.
     InstallRecord,
+    /// gpuenv's record of a toolchain it retired (`store::retired`): it says which tree the
+    /// proxy runs, so it steers.
+    RetiredRecord,
+    /// A process's `maps` or `environ` under `/proc`.
+    ProcessFile,
     /// A list of files or environments another program keeps (dpkg's `.list`, conda's
     /// `environments.txt`).
     FileList,
@@ -98,6 +103,11 @@ impl Kind {
             // PyPI's largest simple pages are a few MiB.
             Kind::IndexPage => 64 * MIB,
             Kind::InstallRecord => MIB,
+            // A few hundred bytes.
+            Kind::RetiredRecord => 64 * KIB,
+            // A torch process maps a few thousand files (~1 MiB); an environment is at most
+            // ARG_MAX (2 MiB).
+            Kind::ProcessFile => 64 * MIB,
             Kind::FileList => 16 * MIB,
             Kind::SystemFile => MIB,
             Kind::Script => 64 * KIB,
@@ -127,6 +137,8 @@ impl Kind {
             Kind::Manifest => "manifest",
             Kind::IndexPage => "index page",
             Kind::InstallRecord => "install record",
+            Kind::RetiredRecord => "record of a retired toolchain",
+            Kind::ProcessFile => "process file",
             Kind::FileList => "file list",
             Kind::SystemFile => "system file",
             Kind::Script => "script",
@@ -139,7 +151,10 @@ impl Kind {
     /// Whether what the file says changes what gpuenv does for this user (where it looks,
     /// what it runs, which data it believes): such a file must be this user's or root's.
     pub fn steers(self) -> bool {
-        matches!(self, Kind::SystemConfig | Kind::CompatData | Kind::Settings)
+        matches!(
+            self,
+            Kind::SystemConfig | Kind::CompatData | Kind::Settings | Kind::RetiredRecord
+        )
     }
 }
 

@@ -82,6 +82,8 @@ pub fn install_recorded(
     // Leftovers of killed installs and uninstalls of this toolchain: we hold its lock, so
     // nobody is still working on them. A tree that never got registered is one of them.
     crate::dir::remove_leftovers(&home.toolchains(), &name);
+    // A retired copy still in use keeps this path; one nothing uses goes with its record.
+    crate::retire::clear_for_install(home, &name)?;
     crate::dir::remove_tree(&root)?;
 
     let dirs = fetch_all(fetcher, &plan.archives, progress)?;

@@ -19,6 +19,7 @@ pub mod objects;
 pub mod pathpart;
 pub mod prune;
 pub mod record;
+pub mod retire;
 pub mod seal;
 pub mod source;
 pub mod stub;

@@ -36,6 +36,7 @@ crate::diagnostics!(
     shims::TooManyTools,
     store::StoreError,
     store::NotOnThisNode,
+    store::retired::RetiredError,
     upstream::SystemConfigError,
     guard::Refusal,
     stale::StaleBuild,

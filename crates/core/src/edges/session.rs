@@ -120,7 +120,11 @@ impl<'c> Session<'c> {
             registry = upstream::layered_in(&mut home, registry, &own).registry;
         }
         if !registry.toolchains.contains_key(&name) {
-            return Ok(None);
+            // A retired toolchain's view still runs its own tree for the jobs that use it.
+            match crate::store::retired::read(&home, &name) {
+                Ok(Some(retired)) => drop(registry.toolchains.insert(name.clone(), retired.entry)),
+                _ => return Ok(None),
+            }
         }
         let facts = facts_of(&home, door);
         let layered = Layered {

@@ -166,6 +166,7 @@ registry! {
         PIP_BUILD_TRACKER: Read, "the proxy", "Set by pip while it builds a package: the build's output is hidden unless it fails, so the arch-loss notice is not used up there.";
         _PYPROJECT_HOOKS_BUILD_BACKEND: Read, "the proxy", "Set in a PEP 517 build backend run by pip, `build` or another frontend that captures its output: as `PIP_BUILD_TRACKER`.";
         SLURM_STEP_ID: Read, "`env --shell slurm` (the TaskProlog)", "The step a task belongs to: a prolog that would refuse the task asks `scontrol show step` whether the step runs gpuenv itself, which it lets run.";
+        SLURM_TIME_FORMAT: Set, "`uninstall`, reaping retired toolchains (asking `squeue`)", "`%s` for `squeue`, so the start times of running jobs come as seconds since the epoch.";
         LC_ALL: Set, "version detection", "`C` for the tools whose output gpuenv parses (`nvcc --version`).";
     }
     "CI runners and installs" {

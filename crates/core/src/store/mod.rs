@@ -17,6 +17,7 @@ use crate::store::toolchain::{upstream, Kind, Spec};
 mod health;
 pub mod home;
 pub mod locate;
+pub mod retired;
 pub mod shims;
 pub mod toolchain;
 pub use health::{health, tree_problem, NotOnThisNode, Problem};
@@ -35,6 +36,8 @@ pub enum StoreError {
     Taken { name: String, root: PathBuf },
     #[error("no toolchain named {name} is registered")]
     NotRegistered { name: String },
+    #[error("{name} is retired, and its view stays at {} while what uses it runs", view.display())]
+    Retired { name: String, view: PathBuf },
     #[error("{name} was installed by gpuenv")]
     Installed { name: String },
     #[error("{name} was {how} by hand, not installed by gpuenv, so its files are not gpuenv's to remove")]
@@ -59,6 +62,9 @@ impl Diagnostic for StoreError {
                 format!("`gpuenv unlink {name}` first, or choose another name such as {name}-local")
             }
             StoreError::NotRegistered { .. } => "`gpuenv list` shows the registered names".into(),
+            StoreError::Retired { name, .. } => format!(
+                "choose another name, or once nothing uses it `gpuenv uninstall --reap`; `gpuenv uninstall --now {name}` deletes it at once"
+            ),
             StoreError::Installed { name } => format!("remove it with `gpuenv uninstall {name}`"),
             StoreError::NotInstalled { name, .. } => {
                 format!("`gpuenv unlink {name}` forgets it and leaves its files alone")
@@ -76,6 +82,9 @@ pub enum Forget {
     InPlace,
     /// `uninstall`: toolchains gpuenv installed (the caller removes the tree).
     Installed,
+    /// `uninstall` of an installed toolchain something may still use: its view stays where
+    /// a running job's environment names it (the caller records it as retired first).
+    Retire,
 }
 
 /// The outcome of a change: the registry as saved, and what happened to the shims.
@@ -155,6 +164,13 @@ impl Store {
         }
         let mut locked = Registry::lock(&self.home)?;
         for (name, entry) in &new {
+            // Its view is where running jobs find the retired tree.
+            if fs_err::symlink_metadata(retired::path(&self.home, name)).is_ok() {
+                return Err(StoreError::Retired {
+                    name: name.clone(),
+                    view: retired::view(&self.home, name),
+                });
+            }
             if let Some(old) = locked.registry.toolchains.get(name) {
                 let reinstall = old.source == Source::Installed
                     && entry.source == Source::Installed
@@ -208,7 +224,7 @@ impl Store {
                     name: name.to_string(),
                 })
             }
-            (Forget::Installed, Source::Linked | Source::Discovered) => {
+            (Forget::Installed | Forget::Retire, Source::Linked | Source::Discovered) => {
                 return Err(StoreError::NotInstalled {
                     name: name.to_string(),
                     how: entry.source.as_str(),
@@ -230,7 +246,10 @@ impl Store {
         registry.default = keep;
 
         let proxy = shims::install_proxy(&self.home, &self.proxy_source)?;
-        let aside = view::set_aside(&self.home, name)?;
+        let aside = match which {
+            Forget::Retire => None,
+            Forget::InPlace | Forget::Installed => view::set_aside(&self.home, name)?,
+        };
         match self.commit(&mut locked, &proxy) {
             Ok(changed) => {
                 if let Some(aside) = aside {
@@ -289,9 +308,12 @@ impl Store {
             }
         }
         view::remove_leftovers(&self.home);
+        // A retired toolchain's view stays until its tree goes (`retired`).
+        let retired = retired::names(&self.home);
         let mut orphans = Vec::new();
         for name in view::names(&self.home) {
             if !all.registry.toolchains.contains_key(&name)
+                && !retired.contains(&name)
                 && view::remove(&self.home, &name).is_ok()
             {
                 orphans.push(name);
