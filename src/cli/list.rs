@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use gpuenv_core::context::Context;
 use gpuenv_core::store::{self, Problem};
+use gpuenv_core::toolchain::entry::Source;
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::source::Choice;
@@ -178,20 +179,28 @@ impl Args {
 
 /// The name gpuenv gives `entry` now, and what the old one carried, when `name` has more
 /// than the release (an older gpuenv named linked and discovered trees after nvcc's build
-/// number: `cuda-13.0.88` for release 13.0).
+/// number: `cuda-13.0.88` for release 13.0), or when a discovered tree's name (gpuenv's own,
+/// not one the user chose) carries less than the release the data now knows (`cuda-13.2`
+/// for the 13.2.2 that nvcc 13.2.86 ships).
 fn renamed(name: &str, entry: &gpuenv_core::toolchain::entry::Entry) -> Option<(String, String)> {
     let spec: Spec = name.parse().ok()?;
     let release = entry.release();
-    if spec.version.is_prefix_of(&release) {
+    let fits = spec.version.is_prefix_of(&release);
+    if fits && (entry.source != Source::Discovered || spec.version == release) {
         return None;
     }
+    let why = if fits {
+        format!(
+            "{} alone ({} {} from {})",
+            spec.version, entry.kind, entry.version, entry.version_from
+        )
+    } else {
+        format!("{} {} ({})", entry.kind, entry.version, entry.version_from)
+    };
     let new = Spec {
         kind: entry.kind,
         version: release,
         label: spec.label,
     };
-    Some((
-        new.to_string(),
-        format!("{} {} ({})", entry.kind, entry.version, entry.version_from),
-    ))
+    Some((new.to_string(), why))
 }

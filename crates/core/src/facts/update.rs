@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::schema::{self, Checked, CheckedRelease, CheckedTorch};
+use super::schema::{self, Checked, CheckedNvccBuild, CheckedRelease, CheckedTorch};
 use super::{release_name, Facts};
 
 /// The copy in effect, owned, to add to.
@@ -26,6 +26,15 @@ pub fn to_checked(f: &Facts) -> Checked {
                 gcc: r.gcc.map(|g| (g.min, g.max)),
                 archs: r.archs.map(<[u32]>::to_vec),
                 source: r.source.to_string(),
+            })
+            .collect(),
+        nvcc_builds: f
+            .nvcc_builds
+            .iter()
+            .map(|b| CheckedNvccBuild {
+                release: b.release,
+                nvcc: b.nvcc,
+                source: b.source.to_string(),
             })
             .collect(),
         torch: f
@@ -158,6 +167,16 @@ pub fn render(c: &Checked) -> String {
             let _ = writeln!(s, "archs = {a:?}");
         }
         let _ = writeln!(s, "source = {}\n", q(&r.source));
+    }
+    let dotted = |v: &[u64; 3]| format!("\"{}.{}.{}\"", v[0], v[1], v[2]);
+    for b in &c.nvcc_builds {
+        let _ = writeln!(
+            s,
+            "[[nvcc-build]]\nrelease = {}\nnvcc = {}\nsource = {}\n",
+            dotted(&b.release),
+            dotted(&b.nvcc),
+            q(&b.source)
+        );
     }
     for t in &c.torch {
         let _ = writeln!(

@@ -4,7 +4,8 @@
 use crate::outside;
 
 const VERSION: outside::Kind = outside::Kind::VersionFile;
-use crate::facts::vars;
+use crate::facts::lookup::{self, NvccRelease};
+use crate::facts::{vars, Facts};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -132,7 +133,7 @@ fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         let from = if cuda_json_release(&text).is_some() {
             FROM_VERSION_JSON
         } else {
-            "version.json (cuda_nvcc)"
+            FROM_NVCC_JSON
         };
         (v, from.to_string())
     } else if let Some(text) =
@@ -155,7 +156,7 @@ fn detect_cuda(root: &Path, run: Run) -> Result<Detected, NotAToolchain> {
         let v = parse_nvcc_version(&text).ok_or_else(|| {
             err("no version.json or version.txt, and `nvcc --version` printed no `release X.Y, VX.Y.Z` line".into())
         })?;
-        (v, "bin/nvcc --version".to_string())
+        (v, FROM_NVCC.to_string())
     };
     let collectives = find_nccl(root, &lib_dir);
     Ok(Detected {
@@ -346,22 +347,32 @@ fn run_hipconfig(tool: &Path) -> Result<String, AskError> {
     run_version(tool)
 }
 
-/// `version.json` of CUDA 11.1+. 11.x writes a build date as the third component of
-/// `cuda.version` (`11.8.20220929`), so the nvcc component's version is used there; newer
-/// releases write the plain release label (`12.4.1`).
 /// Where a CUDA tree's version is its release: version.json's `cuda.version`.
 pub const FROM_VERSION_JSON: &str = "version.json";
+/// Where it is nvcc's build number: `nvcc --version` (V13.0.88), or 11.x's version.json,
+/// which dates its SDK (`11.8.20220929`) and so gives the `cuda_nvcc` component's version.
+pub const FROM_NVCC: &str = "bin/nvcc --version";
+pub const FROM_NVCC_JSON: &str = "version.json (cuda_nvcc)";
 
-/// The CUDA release a tree is, as NVIDIA numbers it (13.0.2), from its version and where
-/// that was read: only version.json's `cuda.version` is a release; nvcc's `V13.0.88`,
-/// `cuda.h`, version.txt and 11.x's `cuda_nvcc` are build numbers, which tell the
-/// major.minor only. ROCm's versions are its releases. The one rule every name follows
-/// (installed, linked, discovered, module).
+/// The CUDA release a tree is, as NVIDIA numbers it (13.2.2), from its version and where
+/// that was read: version.json's `cuda.version` is the release; nvcc's build number
+/// (V13.2.86) is the release the data's `[[nvcc-build]]` rows give it, when exactly one
+/// release ships that build; otherwise (a build several releases share, one the data does
+/// not list, `cuda.h`, version.txt) the major.minor only. ROCm's versions are its releases.
+/// The one rule every name follows (installed, linked, discovered, module).
 pub fn release(kind: Kind, version: &Version, version_from: &str) -> Version {
-    if kind == Kind::Cuda && version_from != FROM_VERSION_JSON {
-        version.truncated(2)
-    } else {
-        version.clone()
+    release_by(crate::facts::current(), kind, version, version_from)
+}
+
+/// [`release`] by one copy of the data.
+pub fn release_by(facts: &Facts, kind: Kind, version: &Version, version_from: &str) -> Version {
+    if kind != Kind::Cuda || version_from == FROM_VERSION_JSON {
+        return version.clone();
+    }
+    let nvcc_build = version_from == FROM_NVCC || version_from == FROM_NVCC_JSON;
+    match nvcc_build.then(|| lookup::release_of_nvcc(facts, version)) {
+        Some(NvccRelease::One(release)) => release,
+        _ => version.truncated(2),
     }
 }
 
@@ -379,6 +390,9 @@ fn cuda_json_release(text: &str) -> Option<Version> {
     v.parts().get(2).is_none_or(|p| *p < 1_000_000).then_some(v)
 }
 
+/// `version.json` of CUDA 11.1+. 11.x writes a build date as the third component of
+/// `cuda.version` (`11.8.20220929`), so the nvcc component's version is used there; newer
+/// releases write the plain release label (`12.4.1`).
 pub fn parse_cuda_version_json(text: &str) -> Result<Version, VersionJsonError> {
     let json: serde_json::Value =
         serde_json::from_str(text).map_err(|e| VersionJsonError::Json(e.to_string()))?;
@@ -481,19 +495,36 @@ mod tests {
     }
 
     #[test]
-    fn the_release_is_version_jsons_and_nvccs_build_number_tells_major_minor_only() {
+    fn the_release_is_version_jsons_else_the_one_release_the_data_gives_nvccs_build() {
+        let e = Facts::embedded();
+        let rel = |version: &str, from: &str| release_by(e, Kind::Cuda, &v(version), from);
+        assert_eq!(rel("13.0.2", FROM_VERSION_JSON), v("13.0.2"));
+        // version.json wins over the data, whatever nvcc says.
+        assert_eq!(rel("13.0.3", FROM_VERSION_JSON), v("13.0.3"));
+        assert_eq!(rel("13.2.86", FROM_NVCC), v("13.2.2"));
+        assert_eq!(rel("12.4.131", FROM_NVCC), v("12.4.1"));
+        // 13.0.88 ships in 13.0.1, 13.0.2 and 13.0.3: never guessed.
+        assert_eq!(rel("13.0.88", FROM_NVCC), v("13.0"));
+        // A build past the data, cuda.h, version.txt: major.minor.
+        assert_eq!(rel("13.9.12", FROM_NVCC), v("13.9"));
+        assert_eq!(rel("12.4", "include/cuda.h"), v("12.4"));
+        assert_eq!(rel("10.2.89", "version.txt"), v("10.2"));
         assert_eq!(
-            release(Kind::Cuda, &v("13.0.2"), FROM_VERSION_JSON),
-            v("13.0.2")
-        );
-        assert_eq!(
-            release(Kind::Cuda, &v("13.0.88"), "bin/nvcc --version"),
-            v("13.0")
-        );
-        assert_eq!(release(Kind::Cuda, &v("12.4"), "include/cuda.h"), v("12.4"));
-        assert_eq!(
-            release(Kind::Rocm, &v("6.2.4"), ".info/version"),
+            release_by(e, Kind::Rocm, &v("6.2.4"), ".info/version"),
             v("6.2.4")
+        );
+    }
+
+    #[test]
+    fn a_newer_copy_of_the_data_can_name_a_build_the_built_in_one_does_not_know() {
+        let text = include_str!("../../facts/cuda.toml").replace(
+            "# PyTorch's CUDA wheel indexes",
+            "[[nvcc-build]]\nrelease = \"13.9.0\"\nnvcc = \"13.9.12\"\nsource = \"a test\"\n\n# PyTorch's CUDA wheel indexes",
+        );
+        let copy = Facts::from_checked(crate::facts::schema::check(&text).unwrap());
+        assert_eq!(
+            release_by(&copy, Kind::Cuda, &v("13.9.12"), FROM_NVCC),
+            v("13.9.0")
         );
     }
 
