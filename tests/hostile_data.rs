@@ -192,6 +192,7 @@ fn a_manifest_naming_an_absurd_driver_does_not_get_into_the_data() {
     let manifest = serde_json::json!({
         "release_label": "13.7.0",
         "nvidia_driver": {"version": "99999999.1; rm -rf ~"},
+        "cuda_nvcc": {"version": "13.7.0/../../x"},
     });
     server.put(
         "redistrib_13.7.0.json",
@@ -219,6 +220,12 @@ fn a_manifest_naming_an_absurd_driver_does_not_get_into_the_data() {
     );
     assert!(
         err.contains("redistrib_13.8.0.json is not a JSON redist manifest"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "redistrib_13.7.0.json: cuda_nvcc.version \"13.7.0/../../x\" is not a build of 13.7.0"
+        ),
         "{err}"
     );
     let text = fs_err::read_to_string(copy_path(&sb)).unwrap();

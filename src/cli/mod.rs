@@ -409,7 +409,10 @@ fn refresh_proxy(ctx: &Context) {
 
 /// The store in this home, with the proxy built beside this gpuenv.
 fn store(ctx: &Context) -> Result<Store> {
-    Ok(Store::new(ctx.gpuenv_home()?, shims::proxy_source()?))
+    let home = ctx.gpuenv_home()?;
+    // Naming a tree asks the data (which release ships its nvcc): a newer copy counts.
+    home.use_facts();
+    Ok(Store::new(home, shims::proxy_source()?))
 }
 
 /// The active set for the current directory, with `overrides` on top, and the host

@@ -116,7 +116,7 @@ impl<'c> Session<'c> {
         if !registry.toolchains.contains_key(&name) {
             return Ok(None);
         }
-        use_facts_of(&home);
+        home.use_facts();
         let layered = Layered {
             registry,
             ..Layered::default()
@@ -337,16 +337,9 @@ impl<'c> Session<'c> {
     }
 }
 
-/// Reads the own registry and layers the upstreams' on it, saying what `door` says.
-/// Where a newer copy of the compatibility data may be: this home, then its upstreams
-/// (read only if a fact is asked: one lstat per home).
 fn owner_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
-}
-
-fn use_facts_of(home: &Home) {
-    crate::facts::set_candidates(std::iter::once(home.root.clone()).chain(home.upstreams.clone()));
 }
 
 /// Where PyTorch's wheel indexes are for this process (`facts::wheel_base`): the variable,
@@ -367,6 +360,7 @@ pub fn use_index_base(
     Ok(())
 }
 
+/// Reads the own registry and layers the upstreams' on it, saying what `door` says.
 fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateError> {
     if door == Door::Command {
         ui::verbose(format!("reading {}", home.settings().display()));
@@ -382,7 +376,7 @@ fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateErro
     if door != Door::Proxy && make_fresh_home(home, &layered) {
         layered = upstream::layered(home, Registry::load_cached(home, home)?);
     }
-    use_facts_of(home);
+    home.use_facts();
     if door == Door::Command {
         if let Some(e) = upstream::from_context(ctx).1 {
             ui::warn_with_hints(&e, e.hints());

@@ -46,6 +46,15 @@ impl Home {
             upstream_views: BTreeMap::new(),
         }
     }
+    /// Where a newer copy of the compatibility data may be, for this process: this home,
+    /// then its upstreams (read only if a fact is asked: one lstat per home). Set once;
+    /// before any fact is asked (a tree's name asks one: its nvcc build's release).
+    pub fn use_facts(&self) {
+        crate::facts::set_candidates(
+            std::iter::once(self.root.clone()).chain(self.upstreams.clone()),
+        );
+    }
+
     /// Registered toolchains, the default and trusted files.
     pub fn settings(&self) -> PathBuf {
         self.root.join("settings.toml")
