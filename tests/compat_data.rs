@@ -306,18 +306,22 @@ fn torch_index_auto_exports_the_index_for_pip_and_uv_only_from_a_trusted_file() 
     assert_eq!(vars["UV_TORCH_BACKEND"], "cu128");
 }
 
-/// NVIDIA's redist root as a local server: an index page and the manifests given.
-fn redist(server: &Server, manifests: &[(&str, &str)]) {
+/// NVIDIA's redist root as a local server: an index page and the manifests given
+/// (release, driver, and the nvcc build where not empty).
+fn redist(server: &Server, manifests: &[(&str, &str, &str)]) {
     let mut index = String::from("<html><body><pre>\n");
-    for (release, driver) in manifests {
+    for (release, driver, nvcc) in manifests {
         let name = format!("redistrib_{release}.json");
         index.push_str(&format!("<a href=\"{name}\">{name}</a>\n"));
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "release_date": "2026-11-20",
             "release_label": release,
             "release_product": "cuda",
             "nvidia_driver": {"name": "NVIDIA Linux Driver", "version": driver},
         });
+        if !nvcc.is_empty() {
+            body["cuda_nvcc"] = serde_json::json!({"name": "CUDA NVCC", "version": nvcc});
+        }
         server.put(
             &name,
             serde_json::to_vec(&body).unwrap(),
@@ -335,14 +339,22 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
     redist(
         &server,
         &[
-            ("12.4.1", "550.54.15"),
-            ("13.2.0", "595.45.04"),
-            ("13.2.1", "595.58.03"),
-            ("13.3.0", "600.20.07"),
+            ("12.4.1", "550.54.15", "12.4.131"),
+            ("13.2.0", "595.45.04", "13.2.51"),
+            ("13.2.1", "595.58.03", ""),
+            ("13.3.0", "600.20.07", "13.3.33"),
+            // A later update shipping 13.3.1's nvcc again: that build names neither now.
+            ("13.3.2", "600.20.09", "13.3.73"),
         ],
     );
     let sb = Sandbox::new();
     cuda_13_9(&sb);
+    let nvcc_only = |dir: &str| {
+        let root = sb.path(dir);
+        nvcc_stub(&root, "13.3.73");
+        root.to_str().unwrap().to_string()
+    };
+    sb.ok(&["link", "cuda-13.3.1", &nvcc_only("a")]);
     let before = json(&sb.ok(&["self", "data", "--json"]));
     assert_eq!(before["newest"]["driver"], "13.1");
 
@@ -359,6 +371,11 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
         "{err}"
     );
     assert!(err.contains("added CUDA 13.9: gcc <= 17"), "{err}");
+    assert!(err.contains("added CUDA 13.3.2: nvcc 13.3.73"), "{err}");
+    assert!(
+        !err.contains("added CUDA 13.2.0: nvcc"),
+        "a release that has its nvcc row keeps it: {err}"
+    );
     assert!(
         !err.contains("12.4"),
         "a row that has its driver keeps it: {err}"
@@ -374,6 +391,22 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
         "{text}"
     );
     assert!(text.contains("archs = [90, 130]"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "nvcc: cuda_nvcc in {}",
+            server.url("redistrib_13.3.2.json")
+        )),
+        "{text}"
+    );
+    // 13.3.73 is in 13.3.1 and 13.3.2 now: a tree with that nvcc alone is 13.3.
+    let out = sb
+        .gpuenv()
+        .args(["link", "cuda-13.3.1-b", &nvcc_only("b")])
+        .output()
+        .unwrap();
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("name it cuda-13.3 "), "{said}");
     let after = json(&sb.ok(&["self", "data", "--json"]));
     assert_eq!(after["origin"], file.to_str().unwrap());
     assert_eq!(after["newest"]["driver"], "13.3");

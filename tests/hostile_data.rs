@@ -102,6 +102,54 @@ fn a_copy_with_absurd_values_is_refused_naming_the_row() {
     }
 }
 
+/// The `[[nvcc-build]]` rows name trees: a copy cannot give a build another major.minor's
+/// release, list a release twice, put a path or a word where a version goes, or drop rows
+/// to turn a name back into a guess.
+#[test]
+fn a_copy_with_bad_nvcc_build_rows_is_refused_naming_the_row() {
+    let sb = Sandbox::new();
+    let row = "release = \"13.2.2\"\nnvcc = \"13.2.86\"";
+    assert!(newer_copy().contains(row));
+    for (bad, why) in [
+        (
+            "release = \"13.2.2\"\nnvcc = \"13.3.86\"",
+            "nvcc = \"13.3.86\" is not of the same major.minor",
+        ),
+        (
+            "release = \"13.2.1\"\nnvcc = \"13.2.86\"",
+            "[[nvcc-build]] release = \"13.2.1\": listed twice",
+        ),
+        (
+            "release = \"13.2.2\"\nnvcc = \"13.2.86/../../x\"",
+            "needs a release such as \"13.0.2\"",
+        ),
+        (
+            "release = \"13.2\"\nnvcc = \"13.2.86\"",
+            "needs a release such as \"13.0.2\"",
+        ),
+        (
+            "release = \"13.2.2\"\nnvcc = \"13.2.8600000\"",
+            "needs a release such as \"13.0.2\"",
+        ),
+        (
+            "release = \"13.2.2\"\nnvcc = \"13.2.86\"\nsource = \" \"\nsourced",
+            "needs a source",
+        ),
+    ] {
+        let text = newer_copy().replacen(&format!("{row}\nsource"), &format!("{bad}\nsource"), 1);
+        plant(&sb, &text.replacen("sourced\nsource =", "# was:", 1));
+        let err = assert_refused(&sb, why);
+        assert!(err.contains("[[nvcc-build]]"), "{err}");
+    }
+    // Rows dropped: the built-in data stays, however new the copy.
+    let first = newer_copy().find("\n[[nvcc-build]]\n").unwrap() + 1;
+    let mut cut = newer_copy();
+    let end = cut[first..].find("\n\n").unwrap() + first + 2;
+    cut.replace_range(first..end, "");
+    plant(&sb, &cut);
+    assert_refused(&sb, "nvcc builds ([[nvcc-build]])");
+}
+
 #[test]
 fn a_copy_in_a_directory_everyone_can_write_is_not_read() {
     let sb = Sandbox::new();
@@ -144,6 +192,7 @@ fn a_manifest_naming_an_absurd_driver_does_not_get_into_the_data() {
     let manifest = serde_json::json!({
         "release_label": "13.7.0",
         "nvidia_driver": {"version": "99999999.1; rm -rf ~"},
+        "cuda_nvcc": {"version": "13.7.0/../../x"},
     });
     server.put(
         "redistrib_13.7.0.json",
@@ -171,6 +220,12 @@ fn a_manifest_naming_an_absurd_driver_does_not_get_into_the_data() {
     );
     assert!(
         err.contains("redistrib_13.8.0.json is not a JSON redist manifest"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "redistrib_13.7.0.json: cuda_nvcc.version \"13.7.0/../../x\" is not a build of 13.7.0"
+        ),
         "{err}"
     );
     let text = fs_err::read_to_string(copy_path(&sb)).unwrap();

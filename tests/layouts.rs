@@ -93,10 +93,10 @@ fn conda_forge_cuda_with_targets_layout_exports_its_target_headers_and_libraries
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("cuda-12.4-conda"), "{stdout}");
-    let proj = project(&sb, "[toolchain]\ncuda = \"cuda-12.4-conda\"\n");
+    assert!(stdout.contains("cuda-12.4.1-conda"), "{stdout}");
+    let proj = project(&sb, "[toolchain]\ncuda = \"cuda-12.4.1-conda\"\n");
     let env = sb.env_json(&proj);
-    let view = sb.gpuenv_home().join("views/cuda-12.4-conda");
+    let view = sb.gpuenv_home().join("views/cuda-12.4.1-conda");
     let target = view.join("targets/x86_64-linux");
     assert_eq!(env["CPATH"], target.join("include").display().to_string());
     assert_eq!(

@@ -235,3 +235,111 @@ fn one_name_per_release_nvccs_build_number_is_not_a_name_and_an_old_one_still_re
         "{stderr}"
     );
 }
+
+/// `dst` made of `src`'s compiler alone: its `bin/` entries, `include/` and `lib/` as links,
+/// and no version.json (a tree copied by hand, a conda package's, a cluster's old install).
+fn nvcc_only(src: &Path, dst: &Path) {
+    fs::create_dir_all(dst.join("bin")).unwrap();
+    for e in fs::read_dir(src.join("bin")).unwrap() {
+        let e = e.unwrap();
+        std::os::unix::fs::symlink(e.path(), dst.join("bin").join(e.file_name())).unwrap();
+    }
+    for dir in ["include", "lib"] {
+        std::os::unix::fs::symlink(src.join(dir), dst.join(dir)).unwrap();
+    }
+    assert!(!dst.join("version.json").exists());
+}
+
+/// A tree known only by its nvcc is named after the one release that ships nvcc's build
+/// (the data's `[[nvcc-build]]` rows, from the package index's `cuda-toolkit`): 13.2.86 is
+/// in 13.2.2 alone; 13.0.88 is in 13.0.1, 13.0.2 and 13.0.3, so that tree keeps 13.0. An
+/// older gpuenv's name for it still resolves, and `list` says how to rename it.
+#[test]
+fn a_tree_with_only_its_nvcc_is_named_after_the_one_release_that_ships_its_build() {
+    let Some(cu13) = real_cuda13() else { return };
+    if !common::real::index_reachable() {
+        return;
+    }
+    // The real nvcc 13.2.86, from an install of 13.2.2 in another home.
+    let store = Sandbox::new();
+    let out = common::real::real_gpuenv(&store)
+        .args([
+            "install",
+            "cuda-13.2.2",
+            "--source",
+            "pypi",
+            "--profile",
+            "minimal",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let installed = store.gpuenv_home().join("toolchains/cuda-13.2.2");
+    assert!(installed.join("version.json").is_file());
+
+    let sb = Sandbox::new();
+    let roots = sb.path("site");
+    nvcc_only(&installed, &roots.join("usr/local/cuda-13.2"));
+    nvcc_only(&cu13, &roots.join("usr/local/cuda-13.0"));
+    let out = sb
+        .gpuenv()
+        .env("GPUENV_DISCOVER_ROOTS", &roots)
+        .args(["discover", "--register"])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&sb.ok(&["list", "--json"])).unwrap();
+    let named: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["version"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        named,
+        [("cuda-13.0", "13.0.88"), ("cuda-13.2.2", "13.2.86")],
+        "{rows:?}"
+    );
+    let listed = sb.ok(&["list"]);
+    assert!(listed.contains("cuda-13.2.2"), "{listed}");
+
+    // `link` takes the release's name and refuses the build number's.
+    let linked = sb.path("copy-13.2");
+    nvcc_only(&installed, &linked);
+    sb.ok(&["link", "cuda-13.2.2-copy", linked.to_str().unwrap()]);
+    let out = sb
+        .gpuenv()
+        .args(["link", "cuda-13.2.86", linked.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("(cuda 13.2.86 from bin/nvcc --version is a build number; the release it is part of is 13.2.2)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("name it cuda-13.2.2 "), "{stderr}");
+
+    // A registry an older gpuenv wrote named the discovered tree by major.minor.
+    let settings = sb.gpuenv_home().join("settings.toml");
+    let text = fs::read_to_string(&settings).unwrap();
+    assert!(text.contains("[toolchains.\"cuda-13.2.2\"]"), "{text}");
+    fs::write(
+        &settings,
+        text.replace("[toolchains.\"cuda-13.2.2\"]", "[toolchains.\"cuda-13.2\"]"),
+    )
+    .unwrap();
+    let out = sb
+        .gpuenv()
+        .args(["run", "cuda-13.2", "--", "nvcc", "--version"])
+        .output()
+        .unwrap();
+    assert!(succeeded(&out).contains("release 13.2, V13.2.86"));
+    let out = sb.gpuenv().arg("list").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    succeeded(&out);
+    assert!(
+        stderr.contains("cuda-13.2 is named after 13.2 alone (cuda 13.2.86 from bin/nvcc --version), not the release it is part of: gpuenv names it cuda-13.2.2 now (the old name still resolves)"),
+        "{stderr}"
+    );
+    // The tree of the shared build is not asked to change its name.
+    assert!(!stderr.contains("cuda-13.0 is named"), "{stderr}");
+}

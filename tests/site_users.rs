@@ -2,8 +2,9 @@
 //! accounts (made for the test with useradd, run through setpriv) use it: they list it, pin
 //! it, compile a real CUDA object with its real nvcc 13 through the proxy, read
 //! `$CUDA_HOME/version.json`, load its exported module files in real Lmod and real Tcl
-//! Environment Modules (the torch JIT dir in their own home), and a colleague reads a
-//! shared project after `gpuenv trust --safe-directory`.
+//! Environment Modules (the torch JIT dir in their own home, where a real torch's
+//! `load_inline` builds and imports), and a colleague reads a shared project after
+//! `gpuenv trust --safe-directory`.
 
 #[path = "common/accounts.rs"]
 mod accounts;
@@ -57,6 +58,11 @@ fn as_root(site: &Site, bin: &Path, script: &str) -> Output {
 }
 
 fn filled_store() -> Option<Store> {
+    filled_store_of("13.0")
+}
+
+/// The store filled with the newest CUDA `release` (major.minor) on the index.
+fn filled_store_of(release: &str) -> Option<Store> {
     if !accounts::can_make_accounts() || !have_tool("g++") || !index_reachable() {
         return None;
     }
@@ -66,13 +72,15 @@ fn filled_store() -> Option<Store> {
     succeeded(&as_root(
         &site,
         &bin,
-        r#"
+        &format!(
+            r#"
 export GPUENV_HOME="$SITE/shared/gpuenv"
-gpuenv install cuda-13.0 --source pypi --profile minimal
+gpuenv install cuda-{release} --source pypi --profile minimal
 gpuenv module export --format lmod --dir "$SITE/modules/lmod"
 gpuenv module export --format tcl --dir "$SITE/modules/tcl"
 printf 'upstreams = ["%s"]\n' "$GPUENV_HOME" > "$SITE/etc/gpuenv/config.toml"
-"#,
+"#
+        ),
     ));
     let list = succeeded(&as_root(
         &site,
@@ -81,7 +89,7 @@ printf 'upstreams = ["%s"]\n' "$GPUENV_HOME" > "$SITE/etc/gpuenv/config.toml"
     ));
     let rows: serde_json::Value = serde_json::from_str(&list).unwrap();
     let name = rows[0]["name"].as_str().unwrap().to_string();
-    assert!(name.starts_with("cuda-13.0."), "{list}");
+    assert!(name.starts_with(&format!("cuda-{release}.")), "{list}");
     Some(Store { site, bin, name })
 }
 
@@ -314,4 +322,86 @@ fn a_colleague_reads_a_shared_project_after_trust_safe_directory() {
     );
     let nvcc = store.run_as(&colleague, "gpuenv run -- nvcc --version", &proj);
     assert!(succeeded(&nvcc).contains("release 13.0"));
+}
+
+/// torch's JIT (`load_inline`, a tiny CUDA kernel) by an account that uses the store through
+/// its module file in real Lmod, with the real torch (2.15, a CUDA 13.2 build; the store holds
+/// 13.2 so the guard lets it through): the build runs the store's nvcc through the proxy in
+/// the account's own TORCH_EXTENSIONS_DIR, never in the read-only store, and the extension
+/// imports.
+#[test]
+fn a_users_torch_jit_builds_in_their_own_space_with_the_stores_module_file() {
+    if !have_tool("ninja") {
+        return;
+    }
+    let Some(venv) = common::real::torch_venv() else {
+        return;
+    };
+    let Some(lmod) = modules::init_line(modules::System::Lmod) else {
+        return;
+    };
+    let Some(store) = filled_store_of("13.2") else {
+        return;
+    };
+    let py = store.site.python_for_all(&venv);
+    let user = Account::create(&store.site, "j");
+    let h = &user.home;
+    let script = format!(
+        r#"{lmod}
+module use "$SITE/modules/lmod"
+module load "cuda/${{NAME#cuda-}}"
+export TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=2
+export LD_LIBRARY_PATH="{lib}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+"{python}" - > jit.out <<'PY'
+import os
+from torch.utils.cpp_extension import load_inline
+cuda = """
+__global__ void twice_kernel(float* x, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= 2.0f;
+}}
+void twice_launch(float* x, int n) {{ twice_kernel<<<(n + 255) / 256, 256>>>(x, n); }}
+"""
+cpp = """
+void twice_launch(float* x, int n);
+torch::Tensor twice(torch::Tensor x) {{ twice_launch(x.data_ptr<float>(), x.numel()); return x; }}
+"""
+m = load_inline(name="twice_inline", cpp_sources=[cpp], cuda_sources=[cuda], functions=["twice"])
+print(os.environ["TORCH_EXTENSIONS_DIR"])
+print(m.__file__)
+print(callable(m.twice))
+PY
+"#,
+        lib = py.lib_dir.display(),
+        python = py.python.display(),
+    );
+    let out = store.run_as(&user, &script, h);
+    let said = stderr(&out);
+    succeeded(&out);
+    let text = fs_err::read_to_string(h.join("jit.out")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let ours = h.join(format!(".cache/gpuenv/torch-extensions/{}", store.name));
+    assert_eq!(lines.first().copied(), ours.to_str(), "{text}{said}");
+    let built = Path::new(lines[1]);
+    assert!(built.starts_with(ours.join("twice_inline")), "{text}{said}");
+    assert_eq!(lines[2], "True", "the extension imports: {text}{said}");
+    assert_eq!(
+        fs_err::metadata(built).unwrap().uid(),
+        user.uid,
+        "the extension is the user's own"
+    );
+    // Its CUDA object came from the store's nvcc, in the user's build dir.
+    let objects = Command::new("find")
+        .arg(ours.join("twice_inline"))
+        .args(["-name", "*.cuda.o"])
+        .output()
+        .unwrap();
+    assert!(!succeeded(&objects).trim().is_empty(), "{said}");
+    // Nothing of the user's was written in the store.
+    let theirs = Command::new("find")
+        .arg(store.site.path("shared/gpuenv"))
+        .args(["-user", &user.name])
+        .output()
+        .unwrap();
+    assert_eq!(succeeded(&theirs), "", "the store holds the user's files");
 }

@@ -50,6 +50,14 @@ fn render(f: &schema::Checked) -> String {
             r.release, r.driver, r.source
         );
     }
+    let _ = writeln!(s, "    ],\n    nvcc_builds: &[");
+    for b in &f.nvcc_builds {
+        let _ = writeln!(
+            s,
+            "        NvccBuild {{ release: {:?}, nvcc: {:?}, source: {:?} }},",
+            b.release, b.nvcc, b.source
+        );
+    }
     let _ = writeln!(s, "    ],\n    torch: &[");
     for t in &f.torch {
         let archs = match &t.archs {

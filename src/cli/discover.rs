@@ -56,6 +56,9 @@ impl Args {
         }
         let store = super::store(ctx)?;
         let registry = Registry::load(&home)?;
+        // Naming a tree asks the data (which release ships its nvcc): a newer copy counts.
+        let in_effect = home.facts_in_effect().saying_refused(true);
+        let facts = in_effect.facts();
         super::notice(&registry);
         let mut to_register: Vec<(String, Entry)> = Vec::new();
         let mut rows = Vec::new();
@@ -82,7 +85,7 @@ impl Args {
             // Named after the release (version.json's), never nvcc's build number.
             let name = Spec {
                 kind: d.kind,
-                version: d.release(),
+                version: d.release(facts),
                 label: f.label().map(str::to_string),
             }
             .to_string();

@@ -28,7 +28,8 @@ impl Args {
                 .hint("give the directory that holds bin/nvcc (CUDA) or bin/hipcc (ROCm), e.g. /usr/local/cuda-12.4")
                 .caused_by(e)
         })?;
-        let release = detected.release();
+        // Naming a tree asks the data (which release ships its nvcc): a newer copy counts.
+        let release = detected.release(store.home().facts_in_effect().saying_refused(true).facts());
         if detected.kind != spec.kind || !spec.version.is_prefix_of(&release) {
             // One name per release: nvcc's build number (V13.0.88) is not one.
             let build = if release != detected.version {

@@ -8,6 +8,7 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::home::Home;
 use gpuenv_core::store::{self, retired, Problem};
+use gpuenv_core::toolchain::entry::Source;
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::retire::Census;
@@ -165,14 +166,17 @@ impl Args {
         }
         show_retired(home);
         super::warn_problems(&problems);
+        // Naming a tree asks the data (which release ships its nvcc): a newer copy counts.
+        let in_effect = home.facts_in_effect().saying_refused(true);
+        let facts = in_effect.facts();
         for (name, e) in &registry.toolchains {
-            if let Some((new, why)) = renamed(name, e) {
+            if let Some((new, why)) = renamed(name, e, facts) {
                 let fix = match layered.upstream_of(name) {
                     Some(u) => format!("the admin of {} renames it there", u.display()),
                     None => format!(
                         "`gpuenv unlink {name} && gpuenv link {new} {}` renames it (pins of {} or {name} keep matching)",
                         ui::shell_word(&e.root),
-                        Spec { kind: e.kind, version: e.release(), label: None }
+                        Spec { kind: e.kind, version: e.release(facts), label: None }
                     ),
                 };
                 ui::info_with_hints(
@@ -209,20 +213,32 @@ fn show_retired(home: &Home) {
 
 /// The name gpuenv gives `entry` now, and what the old one carried, when `name` has more
 /// than the release (an older gpuenv named linked and discovered trees after nvcc's build
-/// number: `cuda-13.0.88` for release 13.0).
-fn renamed(name: &str, entry: &gpuenv_core::toolchain::entry::Entry) -> Option<(String, String)> {
+/// number: `cuda-13.0.88` for release 13.0), or when a discovered tree's name (gpuenv's own,
+/// not one the user chose) carries less than the release the data now knows (`cuda-13.2`
+/// for the 13.2.2 that nvcc 13.2.86 ships).
+fn renamed(
+    name: &str,
+    entry: &gpuenv_core::toolchain::entry::Entry,
+    facts: &gpuenv_core::facts::Facts,
+) -> Option<(String, String)> {
     let spec: Spec = name.parse().ok()?;
-    let release = entry.release();
-    if spec.version.is_prefix_of(&release) {
+    let release = entry.release(facts);
+    let fits = spec.version.is_prefix_of(&release);
+    if fits && (entry.source != Source::Discovered || spec.version == release) {
         return None;
     }
+    let why = if fits {
+        format!(
+            "{} alone ({} {} from {})",
+            spec.version, entry.kind, entry.version, entry.version_from
+        )
+    } else {
+        format!("{} {} ({})", entry.kind, entry.version, entry.version_from)
+    };
     let new = Spec {
         kind: entry.kind,
         version: release,
         label: spec.label,
     };
-    Some((
-        new.to_string(),
-        format!("{} {} ({})", entry.kind, entry.version, entry.version_from),
-    ))
+    Some((new.to_string(), why))
 }

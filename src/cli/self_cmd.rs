@@ -34,8 +34,9 @@ enum Sub {
         #[arg(long)]
         json: bool,
     },
-    /// Refresh the compatibility data: minimum drivers from NVIDIA's redist manifests
-    /// (GPUENV_CUDA_MIRROR), GCC limits and archs from the CUDA toolkits registered here
+    /// Refresh the compatibility data: minimum drivers and nvcc builds from NVIDIA's redist
+    /// manifests (GPUENV_CUDA_MIRROR), GCC limits and archs from the CUDA toolkits
+    /// registered here
     UpdateData {
         /// Use only the manifests fetched before
         #[arg(long)]
@@ -238,7 +239,7 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
             continue;
         }
         let url = root.join(&format!("redistrib_{v}.json"))?;
-        match manifest_driver(&fetcher, &url) {
+        match manifest(&fetcher, &url).and_then(|m| manifest_driver(&m, &url)) {
             Ok(Some(driver)) => said.extend(update::add_driver(
                 &mut data,
                 release,
@@ -246,6 +247,35 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
                 url.as_str(),
             )),
             Ok(None) => ui::verbose(format!("{url} names no nvidia_driver")),
+            Err(e) => ui::warn(format!("{e:#}")),
+        }
+    }
+
+    // NVIDIA: the nvcc build of each release the data has none for, in the majors its
+    // [[nvcc-build]] rows cover (older ones keep naming their trees by major.minor).
+    let first_major = data.nvcc_builds.iter().map(|b| b.release[0]).min();
+    for v in nvidia::parse_listing(&listing.text()) {
+        let release = match *v.parts() {
+            [a, b, c] if first_major.is_some_and(|m| a >= m) => [a, b, c],
+            _ => continue,
+        };
+        if data.nvcc_builds.iter().any(|b| b.release == release) {
+            continue;
+        }
+        let url = root.join(&format!("redistrib_{v}.json"))?;
+        let nvcc = manifest(&fetcher, &url).map(|m| {
+            m.pointer("/cuda_nvcc/version")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        match nvcc {
+            Ok(Some(nvcc)) => match update::add_nvcc_build(&mut data, release, &nvcc, url.as_str()) {
+                Some(line) => said.push(line),
+                None => ui::warn(format!(
+                    "{url}: cuda_nvcc.version {nvcc:?} is not a build of {v} such as \"13.0.88\"; not used"
+                )),
+            },
+            Ok(None) => ui::verbose(format!("{url} names no cuda_nvcc")),
             Err(e) => ui::warn(format!("{e:#}")),
         }
     }
@@ -292,11 +322,15 @@ fn same_minor(a: &Version, b: &Version) -> bool {
     a.major() == b.major() && a.minor() == b.minor()
 }
 
-/// `nvidia_driver.version` of a redist manifest, checked like any driver in the data.
-fn manifest_driver(fetcher: &Fetcher, url: &gpuenv_install::Url) -> Result<Option<String>> {
+/// A redist manifest, as JSON.
+fn manifest(fetcher: &Fetcher, url: &gpuenv_install::Url) -> Result<Value> {
     let page = fetcher.page(url, "application/json", outside::Kind::Manifest)?;
-    let json: Value = serde_json::from_slice(&page.body)
-        .with_context(|| format!("{url} is not a JSON redist manifest"))?;
+    serde_json::from_slice(&page.body)
+        .with_context(|| format!("{url} is not a JSON redist manifest"))
+}
+
+/// `nvidia_driver.version` of a redist manifest, checked like any driver in the data.
+fn manifest_driver(json: &Value, url: &gpuenv_install::Url) -> Result<Option<String>> {
     let Some(version) = json.pointer("/nvidia_driver/version") else {
         return Ok(None);
     };

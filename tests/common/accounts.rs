@@ -68,6 +68,81 @@ impl Site {
     }
 }
 
+/// A Python environment every account can run (see [`Site::python_for_all`]).
+pub struct SharedPython {
+    /// The copy's `bin/python`.
+    pub python: PathBuf,
+    /// The copy of the base interpreter's `lib/`: its `libpython` is found through a
+    /// RUNPATH that names the original prefix, so a run puts this on LD_LIBRARY_PATH.
+    pub lib_dir: PathBuf,
+}
+
+impl Site {
+    /// `venv` and its base interpreter (`sys.base_prefix`), which live where other accounts
+    /// cannot reach (/root is 0700), as a copy in `<site>/python/`: hard links (`cp -al`,
+    /// else a plain copy across file systems), so nothing is read twice from disk. The links
+    /// share the cache's files, so no file is changed in place: `pyvenv.cfg` and the
+    /// `bin/python*` links that name the original base are replaced by new ones that name
+    /// the copy, and only the copy's own directories get mode 0755.
+    pub fn python_for_all(&self, venv: &Path) -> SharedPython {
+        let out = Command::new(venv.join("bin/python"))
+            .args(["-c", "import sys; print(sys.base_prefix)"])
+            .output()
+            .unwrap();
+        let base = PathBuf::from(super::succeeded(&out).trim());
+        let top = self.dir("python");
+        let (new_base, new_venv) = (top.join("base"), top.join("venv"));
+        for (from, to) in [(&base, &new_base), (&venv.to_path_buf(), &new_venv)] {
+            let linked = Command::new("cp")
+                .arg("-al")
+                .arg(from)
+                .arg(to)
+                .output()
+                .unwrap();
+            if !linked.status.success() {
+                let _ = fs_err::remove_dir_all(to);
+                super::succeeded(
+                    &Command::new("cp")
+                        .arg("-a")
+                        .arg(from)
+                        .arg(to)
+                        .output()
+                        .unwrap(),
+                );
+            }
+        }
+        // Directories only: `find -type d` does not follow links out of the copy.
+        super::succeeded(
+            &Command::new("find")
+                .arg(&top)
+                .args(["-type", "d", "-exec", "chmod", "0755", "{}", "+"])
+                .output()
+                .unwrap(),
+        );
+        let renamed = |text: &str| text.replace(base.to_str().unwrap(), new_base.to_str().unwrap());
+        let cfg = new_venv.join("pyvenv.cfg");
+        let text = fs_err::read_to_string(&cfg).unwrap();
+        fs_err::remove_file(&cfg).unwrap();
+        fs_err::write(&cfg, renamed(&text)).unwrap();
+        fs_err::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644)).unwrap();
+        for entry in fs_err::read_dir(new_venv.join("bin")).unwrap() {
+            let link = entry.unwrap().path();
+            let Ok(target) = fs_err::read_link(&link) else {
+                continue;
+            };
+            if target.starts_with(&base) {
+                fs_err::remove_file(&link).unwrap();
+                let target = PathBuf::from(renamed(target.to_str().unwrap()));
+                std::os::unix::fs::symlink(target, &link).unwrap();
+            }
+        }
+        SharedPython {
+            python: new_venv.join("bin/python"),
+            lib_dir: new_base.join("lib"),
+        }
+    }
+}
+
 /// A user account that exists while this value does.
 pub struct Account {
     pub name: String,

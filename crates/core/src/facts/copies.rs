@@ -149,6 +149,11 @@ fn as_complete(copy: Facts, embedded: &Facts) -> Result<Facts, Incomplete> {
             embedded.minor_compat.len(),
         ),
         (
+            "nvcc builds ([[nvcc-build]])",
+            copy.nvcc_builds.len(),
+            embedded.nvcc_builds.len(),
+        ),
+        (
             "torch indexes ([[torch-index]])",
             copy.torch.len(),
             embedded.torch.len(),

@@ -74,6 +74,32 @@ pub fn archs(facts: &Facts, release: (u64, u64)) -> Coverage<[u32]> {
     find(facts, release, Fact::Archs, |r| r.archs)
 }
 
+/// Which release an nvcc build belongs to, by the `[[nvcc-build]]` rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NvccRelease {
+    /// Exactly one release ships it.
+    One(Version),
+    /// Several do (13.0.88 is in 13.0.1, 13.0.2 and 13.0.3): it names none of them.
+    Shared(Vec<Version>),
+    /// No row has it (a build older or newer than the data, or not a three-number build).
+    NotListed,
+}
+
+/// The release whose nvcc is `build` (what `nvcc --version` prints: V13.2.86 -> 13.2.2).
+pub fn release_of_nvcc(facts: &Facts, build: &Version) -> NvccRelease {
+    let mut found: Vec<Version> = facts
+        .nvcc_builds
+        .iter()
+        .filter(|b| b.nvcc[..] == *build.parts())
+        .map(|b| Version::new(&b.release))
+        .collect();
+    match found.len() {
+        0 => NvccRelease::NotListed,
+        1 => NvccRelease::One(found.remove(0)),
+        _ => NvccRelease::Shared(found),
+    }
+}
+
 /// A driver version as numbers (`520.61.05` -> [520, 61, 5]), for comparing.
 pub fn driver_key(driver: &str) -> Option<[u64; 3]> {
     let mut out = [0; 3];
@@ -209,6 +235,43 @@ mod tests {
         let f = gcc(e(), (12, 7)).known().unwrap();
         assert_eq!((f.release, f.exact), ((12, 6), false));
         assert!(matches!(driver(e(), (9, 2)), Coverage::Older));
+    }
+
+    #[test]
+    fn an_nvcc_build_names_the_one_release_that_ships_it_and_a_shared_one_names_none() {
+        let of = |b: &str| release_of_nvcc(e(), &ver(b));
+        assert_eq!(of("13.2.86"), NvccRelease::One(ver("13.2.2")));
+        assert_eq!(of("12.4.131"), NvccRelease::One(ver("12.4.1")));
+        assert_eq!(of("13.0.48"), NvccRelease::One(ver("13.0.0")));
+        assert_eq!(
+            of("13.0.88"),
+            NvccRelease::Shared(vec![ver("13.0.1"), ver("13.0.2"), ver("13.0.3")])
+        );
+        assert!(matches!(of("12.5.40"), NvccRelease::Shared(v) if v.len() == 2));
+        // Not in the data: 11.x (its names keep major.minor), a build past the data, a
+        // major.minor alone.
+        assert_eq!(of("11.8.89"), NvccRelease::NotListed);
+        assert_eq!(of("13.9.1"), NvccRelease::NotListed);
+        assert_eq!(of("13.2"), NvccRelease::NotListed);
+        assert_eq!(of("13.2.86.1"), NvccRelease::NotListed);
+    }
+
+    #[test]
+    fn every_12_and_13_release_of_the_package_index_has_its_nvcc_build() {
+        let releases: Vec<String> = e()
+            .nvcc_builds
+            .iter()
+            .map(|b| Version::new(&b.release).to_string())
+            .collect();
+        for r in [
+            "12.0.0", "12.4.1", "12.8.2", "12.9.2", "13.0.3", "13.4.3", "13.5.0",
+        ] {
+            assert!(releases.iter().any(|x| x == r), "{r}: {releases:?}");
+        }
+        assert!(e()
+            .nvcc_builds
+            .iter()
+            .all(|b| b.release[..2] == b.nvcc[..2]));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! everything but the base utilities.
 //!
 //! The facts that change with every CUDA and PyTorch release (minimum drivers, the newest
-//! GCC each nvcc accepts, the archs each nvcc can build, PyTorch's wheel indexes) are kept
+//! GCC each nvcc accepts, the archs each nvcc can build, the nvcc build each release ships,
+//! PyTorch's wheel indexes) are kept
 //! as data: `cuda.toml` beside this file, embedded at build time (build.rs makes statics of
 //! it), replaced by a newer checked copy in a gpuenv home ([`copies`]), and overruled for
 //! one toolkit by what its own tree says ([`tree`]). A release newer than the data is
@@ -65,6 +66,15 @@ pub struct ReleaseFacts {
     pub source: &'static str,
 }
 
+/// One `[[nvcc-build]]` row: a release (13.0.2) and the nvcc build it ships (13.0.88), which
+/// is what `nvcc --version` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NvccBuild {
+    pub release: [u64; 3],
+    pub nvcc: [u64; 3],
+    pub source: &'static str,
+}
+
 /// One `[[torch-index]]` row: `https://download.pytorch.org/whl/<name>` (or a mirror's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TorchIndex {
@@ -88,6 +98,7 @@ pub struct Facts {
     pub date: &'static str,
     pub minor_compat: &'static [MinorCompat],
     pub releases: &'static [ReleaseFacts],
+    pub nvcc_builds: &'static [NvccBuild],
     pub torch: &'static [TorchIndex],
 }
 
@@ -132,6 +143,15 @@ impl Facts {
                 source: leak(r.source),
             })
             .collect();
+        let nvcc_builds: Vec<NvccBuild> = c
+            .nvcc_builds
+            .into_iter()
+            .map(|b| NvccBuild {
+                release: b.release,
+                nvcc: b.nvcc,
+                source: leak(b.source),
+            })
+            .collect();
         let torch: Vec<TorchIndex> = c
             .torch
             .into_iter()
@@ -146,6 +166,7 @@ impl Facts {
             date: leak(c.date),
             minor_compat: Vec::leak(minor),
             releases: Vec::leak(releases),
+            nvcc_builds: Vec::leak(nvcc_builds),
             torch: Vec::leak(torch),
         }
     }

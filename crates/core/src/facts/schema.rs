@@ -18,7 +18,17 @@ struct RawFile {
     #[serde(default)]
     release: Vec<Spanned<RawRelease>>,
     #[serde(default)]
+    nvcc_build: Vec<Spanned<RawNvccBuild>>,
+    #[serde(default)]
     torch_index: Vec<Spanned<RawTorch>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawNvccBuild {
+    release: String,
+    nvcc: String,
+    source: String,
 }
 
 #[derive(Deserialize)]
@@ -55,7 +65,16 @@ pub struct Checked {
     pub date: String,
     pub minor_compat: Vec<(u64, String, String)>,
     pub releases: Vec<CheckedRelease>,
+    pub nvcc_builds: Vec<CheckedNvccBuild>,
     pub torch: Vec<CheckedTorch>,
+}
+
+/// One release and the nvcc build it ships, as `major.minor.patch` numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedNvccBuild {
+    pub release: [u64; 3],
+    pub nvcc: [u64; 3],
+    pub source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +120,17 @@ pub fn parse_release(s: &str) -> Option<(u64, u64)> {
     };
     let (major, minor) = (num(a)?, num(b)?);
     (major >= 1).then_some((major, minor))
+}
+
+/// `13.0.2`, `12.4.131` -> `[13, 0, 2]`: a release's three numbers (major 1..=99, minor
+/// 0..=99, the third at most 6 digits).
+pub fn parse_full(s: &str) -> Option<[u64; 3]> {
+    let (mm, third) = s.rsplit_once('.')?;
+    let (major, minor) = parse_release(mm)?;
+    if third.is_empty() || third.len() > 6 || !third.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some([major, minor, third.parse().ok()?])
 }
 
 /// `550.54.14`, `570.26`: two or three numbers, the first 100..=9999.
@@ -187,6 +217,7 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
         date: raw.date.into_inner(),
         minor_compat: Vec::new(),
         releases: Vec::new(),
+        nvcc_builds: Vec::new(),
         torch: Vec::new(),
     };
     for row in raw.minor_compat {
@@ -255,6 +286,40 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
             source: r.source,
         });
     }
+    for row in raw.nvcc_build {
+        let at = row.span().start;
+        let b = row.into_inner();
+        let bad = |what: &str| {
+            err(
+                at,
+                format!("[[nvcc-build]] release = {:?}: {what}", b.release),
+            )
+        };
+        let (Some(release), Some(nvcc)) = (parse_full(&b.release), parse_full(&b.nvcc)) else {
+            return Err(bad(
+                "needs a release such as \"13.0.2\" and the nvcc build it ships such as \"13.0.88\"",
+            ));
+        };
+        if release[..2] != nvcc[..2] {
+            return Err(bad(&format!(
+                "nvcc = {:?} is not of the same major.minor",
+                b.nvcc
+            )));
+        }
+        if out.nvcc_builds.iter().any(|o| o.release == release) {
+            return Err(bad("listed twice"));
+        }
+        if !valid_text(&b.source) {
+            return Err(bad(
+                "needs a source: where the pair comes from, on one line",
+            ));
+        }
+        out.nvcc_builds.push(CheckedNvccBuild {
+            release,
+            nvcc,
+            source: b.source,
+        });
+    }
     for row in raw.torch_index {
         let at = row.span().start;
         let t = row.into_inner();
@@ -294,6 +359,7 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
         });
     }
     out.releases.sort_by_key(|r| r.release);
+    out.nvcc_builds.sort_by_key(|b| b.release);
     out.torch.sort_by_key(|t| t.cuda);
     Ok(out)
 }

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::schema::{self, Checked, CheckedRelease, CheckedTorch};
+use super::schema::{self, Checked, CheckedNvccBuild, CheckedRelease, CheckedTorch};
 use super::{release_name, Facts};
 
 /// The copy in effect, owned, to add to.
@@ -26,6 +26,15 @@ pub fn to_checked(f: &Facts) -> Checked {
                 gcc: r.gcc.map(|g| (g.min, g.max)),
                 archs: r.archs.map(<[u32]>::to_vec),
                 source: r.source.to_string(),
+            })
+            .collect(),
+        nvcc_builds: f
+            .nvcc_builds
+            .iter()
+            .map(|b| CheckedNvccBuild {
+                release: b.release,
+                nvcc: b.nvcc,
+                source: b.source.to_string(),
             })
             .collect(),
         torch: f
@@ -90,6 +99,33 @@ pub fn add_driver(
         "CUDA {}: minimum driver {driver}",
         release_name(release)
     ))
+}
+
+/// `[13, 0, 2]` -> `13.0.2`.
+fn dotted(v: [u64; 3]) -> String {
+    format!("{}.{}.{}", v[0], v[1], v[2])
+}
+
+/// Adds the nvcc build a release ships (a redist manifest's `cuda_nvcc.version`) if the data
+/// has no row for the release; what was added, in words. A build that is not three numbers
+/// of the release's major.minor is not added.
+pub fn add_nvcc_build(
+    c: &mut Checked,
+    release: [u64; 3],
+    nvcc: &str,
+    from: &str,
+) -> Option<String> {
+    let nvcc = schema::parse_full(nvcc).filter(|n| n[..2] == release[..2])?;
+    if c.nvcc_builds.iter().any(|b| b.release == release) {
+        return None;
+    }
+    c.nvcc_builds.push(CheckedNvccBuild {
+        release,
+        nvcc,
+        source: format!("nvcc: cuda_nvcc in {from}"),
+    });
+    c.nvcc_builds.sort_by_key(|b| b.release);
+    Some(format!("CUDA {}: nvcc {}", dotted(release), dotted(nvcc)))
 }
 
 /// Adds what a toolkit's own tree says where the row has nothing.
@@ -159,6 +195,15 @@ pub fn render(c: &Checked) -> String {
         }
         let _ = writeln!(s, "source = {}\n", q(&r.source));
     }
+    for b in &c.nvcc_builds {
+        let _ = writeln!(
+            s,
+            "[[nvcc-build]]\nrelease = {}\nnvcc = {}\nsource = {}\n",
+            q(&dotted(b.release)),
+            q(&dotted(b.nvcc)),
+            q(&b.source)
+        );
+    }
     for t in &c.torch {
         let _ = writeln!(
             s,
@@ -224,6 +269,15 @@ mod tests {
             .ends_with(&format!("driver: nvidia_driver in {url}")));
         let said = add_tree(&mut c, (13, 9), Some(17), Some(vec![80, 90]), "/opt/x");
         assert_eq!(said.len(), 2);
+        let url = "https://mirror/redistrib_13.9.1.json";
+        assert_eq!(
+            add_nvcc_build(&mut c, [13, 9, 1], "13.9.40", url).as_deref(),
+            Some("CUDA 13.9.1: nvcc 13.9.40")
+        );
+        // A row that is there stays; a build of another minor, or not a build, is not added.
+        assert_eq!(add_nvcc_build(&mut c, [13, 0, 2], "13.0.99", url), None);
+        assert_eq!(add_nvcc_build(&mut c, [13, 9, 2], "13.8.40", url), None);
+        assert_eq!(add_nvcc_build(&mut c, [13, 9, 2], "../13.9.4", url), None);
         assert!(schema::check(&render(&c)).is_ok());
     }
 

@@ -18,7 +18,7 @@ use crate::facts::vars;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::entry::{Collectives, Entry, Source, FROM_VERSION_JSON};
+use super::entry::{Collectives, Entry, Source, FROM_NVCC, FROM_NVCC_JSON, FROM_VERSION_JSON};
 use super::system;
 use super::{Kind, Version};
 use crate::ask::{self, AskError};
@@ -109,7 +109,7 @@ fn detect_cuda(root: &Path, source: Source, run: Run) -> Result<Entry, NotAToolc
         let from = if cuda_json_release(&text).is_some() {
             FROM_VERSION_JSON
         } else {
-            "version.json (cuda_nvcc)"
+            FROM_NVCC_JSON
         };
         (v, from.to_string())
     } else if let Some(text) =
@@ -132,7 +132,7 @@ fn detect_cuda(root: &Path, source: Source, run: Run) -> Result<Entry, NotAToolc
         let v = parse_nvcc_version(&text).ok_or_else(|| {
             err("no version.json or version.txt, and `nvcc --version` printed no `release X.Y, VX.Y.Z` line".into())
         })?;
-        (v, "bin/nvcc --version".to_string())
+        (v, FROM_NVCC.to_string())
     };
     let collectives = find_nccl(root, &lib_dir);
     Ok(Entry {

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::system::System;
 use super::{Kind, Version};
+use crate::facts::lookup::{self, NvccRelease};
 use crate::facts::python::prefix_of_site_packages;
+use crate::facts::Facts;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -61,18 +63,27 @@ pub struct Collectives {
 
 /// Where a CUDA tree's version is its release: version.json's `cuda.version`.
 pub const FROM_VERSION_JSON: &str = "version.json";
+/// Where it is nvcc's build number: `nvcc --version` (V13.0.88), or 11.x's version.json,
+/// which dates its SDK (`11.8.20220929`) and so gives the `cuda_nvcc` component's version.
+pub const FROM_NVCC: &str = "bin/nvcc --version";
+pub const FROM_NVCC_JSON: &str = "version.json (cuda_nvcc)";
 
 impl Entry {
-    /// The CUDA release this tree is, as NVIDIA numbers it (13.0.2), from its version and
-    /// where that was read: only version.json's `cuda.version` is a release; nvcc's
-    /// `V13.0.88`, `cuda.h`, version.txt and 11.x's `cuda_nvcc` are build numbers, which tell
-    /// the major.minor only. ROCm's versions are its releases. The one rule every name
-    /// follows (installed, linked, discovered, module).
-    pub fn release(&self) -> Version {
-        if self.kind == Kind::Cuda && self.version_from != FROM_VERSION_JSON {
-            self.version.truncated(2)
-        } else {
-            self.version.clone()
+    /// The CUDA release this tree is, as NVIDIA numbers it (13.2.2), from its version and
+    /// where that was read, by the data `facts`: version.json's `cuda.version` is the
+    /// release; nvcc's build number (V13.2.86) is the release the data's `[[nvcc-build]]`
+    /// rows give it, when exactly one release ships that build; otherwise (a build several
+    /// releases share, one the data does not list, `cuda.h`, version.txt) the major.minor
+    /// only. ROCm's versions are its releases. The one rule every name follows (installed,
+    /// linked, discovered, module).
+    pub fn release(&self, facts: &Facts) -> Version {
+        if self.kind != Kind::Cuda || self.version_from == FROM_VERSION_JSON {
+            return self.version.clone();
+        }
+        let nvcc_build = self.version_from == FROM_NVCC || self.version_from == FROM_NVCC_JSON;
+        match nvcc_build.then(|| lookup::release_of_nvcc(facts, &self.version)) {
+            Some(NvccRelease::One(release)) => release,
+            _ => self.version.truncated(2),
         }
     }
 

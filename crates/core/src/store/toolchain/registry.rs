@@ -321,6 +321,8 @@ impl Registry {
             .collect();
         // One lstat per candidate, only when there is a choice to make.
         let here = |e: &Entry| matching.len() < 2 || fs_err::symlink_metadata(&e.root).is_ok();
+        // Ordering only, so the built-in data: each name was made with the copy in effect.
+        let facts = crate::facts::Facts::embedded();
         matching
             .iter()
             // Present first; then the highest release, then name; among equal versions the
@@ -328,14 +330,14 @@ impl Registry {
             .max_by(|a, b| {
                 (
                     here(a.1),
-                    a.1.release(),
+                    a.1.release(facts),
                     &a.2.version,
                     a.2.label.is_none(),
                     std::cmp::Reverse(a.0),
                 )
                     .cmp(&(
                         here(b.1),
-                        b.1.release(),
+                        b.1.release(facts),
                         &b.2.version,
                         b.2.label.is_none(),
                         std::cmp::Reverse(b.0),

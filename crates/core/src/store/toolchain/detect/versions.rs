@@ -119,7 +119,8 @@ pub fn parse_hip_version_h(text: &str) -> Option<Version> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::toolchain::entry::{Entry, Source, FROM_VERSION_JSON};
+    use crate::facts::Facts;
+    use crate::store::toolchain::entry::{Entry, Source, FROM_NVCC, FROM_VERSION_JSON};
     use crate::store::toolchain::Kind;
     use crate::test_support::captured;
 
@@ -127,8 +128,13 @@ mod tests {
         s.parse().unwrap()
     }
 
-    /// `Entry::release` of a tree of `kind` whose `version` was read from `from`.
+    /// `Entry::release` of a tree of `kind` whose `version` was read from `from`, by the
+    /// built-in data.
     fn release(kind: Kind, version: &Version, from: &str) -> Version {
+        release_by(Facts::embedded(), kind, version, from)
+    }
+
+    fn release_by(facts: &Facts, kind: Kind, version: &Version, from: &str) -> Version {
         Entry {
             kind,
             version: version.clone(),
@@ -140,7 +146,7 @@ mod tests {
             collectives: None,
             system: None,
         }
-        .release()
+        .release(facts)
     }
 
     #[test]
@@ -158,19 +164,35 @@ mod tests {
     }
 
     #[test]
-    fn the_release_is_version_jsons_and_nvccs_build_number_tells_major_minor_only() {
-        assert_eq!(
-            release(Kind::Cuda, &v("13.0.2"), FROM_VERSION_JSON),
-            v("13.0.2")
-        );
-        assert_eq!(
-            release(Kind::Cuda, &v("13.0.88"), "bin/nvcc --version"),
-            v("13.0")
-        );
-        assert_eq!(release(Kind::Cuda, &v("12.4"), "include/cuda.h"), v("12.4"));
+    fn the_release_is_version_jsons_else_the_one_release_the_data_gives_nvccs_build() {
+        let rel = |version: &str, from: &str| release(Kind::Cuda, &v(version), from);
+        assert_eq!(rel("13.0.2", FROM_VERSION_JSON), v("13.0.2"));
+        // version.json wins over the data, whatever nvcc says.
+        assert_eq!(rel("13.0.3", FROM_VERSION_JSON), v("13.0.3"));
+        assert_eq!(rel("13.2.86", FROM_NVCC), v("13.2.2"));
+        assert_eq!(rel("12.4.131", FROM_NVCC), v("12.4.1"));
+        // 13.0.88 ships in 13.0.1, 13.0.2 and 13.0.3: never guessed.
+        assert_eq!(rel("13.0.88", FROM_NVCC), v("13.0"));
+        // A build past the data, cuda.h, version.txt: major.minor.
+        assert_eq!(rel("13.9.12", FROM_NVCC), v("13.9"));
+        assert_eq!(rel("12.4", "include/cuda.h"), v("12.4"));
+        assert_eq!(rel("10.2.89", "version.txt"), v("10.2"));
         assert_eq!(
             release(Kind::Rocm, &v("6.2.4"), ".info/version"),
             v("6.2.4")
+        );
+    }
+
+    #[test]
+    fn a_newer_copy_of_the_data_can_name_a_build_the_built_in_one_does_not_know() {
+        let text = include_str!("../../../facts/cuda.toml").replace(
+            "# PyTorch's CUDA wheel indexes",
+            "[[nvcc-build]]\nrelease = \"13.9.0\"\nnvcc = \"13.9.12\"\nsource = \"a test\"\n\n# PyTorch's CUDA wheel indexes",
+        );
+        let copy = Facts::from_checked(crate::facts::schema::check(&text).unwrap());
+        assert_eq!(
+            release_by(&copy, Kind::Cuda, &v("13.9.12"), FROM_NVCC),
+            v("13.9.0")
         );
     }
 
