@@ -9,6 +9,7 @@ use super::named_arg::named;
 use gpuenv_core::auto_install::RunGpuenv;
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::home::Home;
+use gpuenv_core::named::Named;
 use gpuenv_core::resolve::Reason;
 use gpuenv_core::session::{Door, Purpose, Session};
 use gpuenv_core::shell::fast_path::{self, Check};
@@ -27,6 +28,18 @@ pub struct Args {
 }
 
 impl Args {
+    /// The arguments exactly as the hook scripts pass them (`hook-env --shell bash`), or
+    /// `None`.
+    pub fn from_hook_call(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Args> {
+        let mut next = || args.next();
+        let (command, flag, shell) = (next()?, next()?, next()?);
+        if command != "hook-env" || flag != "--shell" || next().is_some() {
+            return None;
+        }
+        let shell = Shell::from_name(shell.to_str()?)?;
+        Some(Args { shell })
+    }
+
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
         let code = prompt(ctx, &home, false).render(self.shell);
