@@ -220,3 +220,30 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<Wanted> {
         torch: torch_pin,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Option<Shell> {
+        Args::from_hook_call(args.iter().map(std::ffi::OsString::from)).map(|a| a.shell)
+    }
+
+    #[test]
+    fn only_the_hooks_own_spelling_skips_clap() {
+        assert_eq!(parse(&["hook-env", "--shell", "bash"]), Some(Shell::Bash));
+        assert_eq!(parse(&["hook-env", "--shell", "fish"]), Some(Shell::Fish));
+        // Everything else is clap's: its errors, its help and its other spellings.
+        for other in [
+            &["hook-env", "--shell", "tcsh"][..],
+            &["hook-env", "--shell=bash"],
+            &["hook-env", "--shell", "bash", "--verbose"],
+            &["-v", "hook-env", "--shell", "bash"],
+            &["hook-env", "--shell"],
+            &["env", "--shell", "bash"],
+            &[],
+        ] {
+            assert_eq!(parse(other), None, "{other:?}");
+        }
+    }
+}
