@@ -245,5 +245,12 @@ mod tests {
         ] {
             assert_eq!(parse(other), None, "{other:?}");
         }
+        // A shell name that is not UTF-8 is clap's to refuse.
+        use std::os::unix::ffi::OsStringExt;
+        let odd = ["hook-env", "--shell"]
+            .map(std::ffi::OsString::from)
+            .into_iter()
+            .chain([std::ffi::OsString::from_vec(b"bash\xff".to_vec())]);
+        assert!(Args::from_hook_call(odd).is_none());
     }
 }
