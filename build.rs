@@ -41,6 +41,7 @@ fn main() {
 /// `libgcc_s.so` linker script in a search directory of the proxy's link alone names
 /// `libgcc_eh.a` and `libgcc.a`. Only for a native Linux glibc build whose linker knows
 /// where those are; otherwise nothing changes and the proxy links libgcc_s as before.
+/// `gpuenv` itself is linked the same way (the shell hook starts it).
 /// (A static-pie proxy needs `+crt-static`, which is not per binary: docs/performance.md.)
 // Errors here only mean the fallback (libgcc_s), so std::fs is fine: fs-err is no build-dependency.
 #[allow(clippy::disallowed_methods)]
@@ -77,6 +78,8 @@ fn proxy_without_libgcc_s() {
         .and_then(|()| std::fs::write(dir.join("libgcc_s.so"), script));
     if written.is_ok() {
         println!("cargo:rustc-link-arg-bin=gpuenv-shim=-L{}", dir.display());
+        // `gpuenv hook-env` starts at every prompt after a `cd`: the same saving there.
+        println!("cargo:rustc-link-arg-bin=gpuenv=-L{}", dir.display());
     }
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
 }

@@ -135,6 +135,31 @@ fn the_proxy_binary_loads_libc_and_no_libgcc_s() {
     }
 }
 
+/// `gpuenv hook-env` starts at every prompt after a `cd`: build.rs links the CLI against
+/// libgcc's static unwinder too, where the C compiler has it.
+#[test]
+fn the_cli_binary_loads_no_libgcc_s() {
+    let eh = Command::new("cc")
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if !std::path::Path::new(&eh).is_absolute() {
+        common::cannot_run("cc has no libgcc_eh.a here, so gpuenv links libgcc_s");
+        return;
+    }
+    if !common::have_tool("readelf") {
+        return;
+    }
+    let out = Command::new("readelf")
+        .args(["-d", env!("CARGO_BIN_EXE_gpuenv")])
+        .output()
+        .expect("readelf runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[libc.so.6]"), "{text}");
+    assert!(!text.contains("libgcc_s"), "gpuenv needs libgcc_s: {text}");
+}
+
 /// The doctor is a command: the GPU probe and the machine's facts other commands use are
 /// the core's, so only `gpuenv doctor` (and what it runs on each node) imports the doctor.
 #[test]

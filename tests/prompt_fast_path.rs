@@ -203,3 +203,55 @@ fn fish_prompt_where_nothing_changed_starts_no_process() {
         no_process_when_nothing_changed(&FISH);
     }
 }
+
+/// A prompt after a `cd` costs bash one process, gpuenv (a fork is about as dear as the
+/// run itself): the user's INT trap, put back after the result is applied, is read in the
+/// subshell that becomes gpuenv, not in a command substitution of its own. bash's trace,
+/// with each line naming the process it ran in, shows every process the hook forked.
+#[test]
+fn bash_prompt_after_a_cd_forks_once() {
+    if !have_tool("bash") {
+        return;
+    }
+    let sb = world();
+    let out = sb.path("out");
+    fs_err::create_dir_all(&out).unwrap();
+    let script = "eval \"$(\"$GPUENV_BIN\" hook bash)\"\n\
+                  trap 'echo interrupted' INT\n\
+                  cd work/proj\n\
+                  exec 9>\"$OUT/trace\"; BASH_XTRACEFD=9; PS4='+$BASHPID '\n\
+                  set -x; _gpuenv_hook; set +x\n\
+                  printf '%s\\n' \"$$\" \"$CUDA_HOME\" \"$(trap -p INT)\" > \"$OUT/shell\"\n";
+    let (home, gpuenv_home, bin) = (sb.home(), sb.gpuenv_home(), gpuenv_bin());
+    let env: [(&str, &std::ffi::OsStr); 5] = [
+        ("HOME", home.as_os_str()),
+        ("PATH", "/usr/bin:/bin".as_ref()),
+        ("GPUENV_HOME", gpuenv_home.as_os_str()),
+        ("GPUENV_BIN", bin.as_ref()),
+        ("OUT", out.as_os_str()),
+    ];
+    let run = common::shells::run("bash", script, &sb.path(""), &env);
+    assert!(run.status.success(), "{run:?}");
+    let shell = fs_err::read_to_string(out.join("shell")).unwrap();
+    let shell: Vec<&str> = shell.lines().collect();
+    assert!(shell[1].ends_with("views/cuda-12.4"), "applied: {shell:?}");
+    assert_eq!(
+        shell[2], "trap -- 'echo interrupted' SIGINT",
+        "the user's trap is back"
+    );
+    let trace = fs_err::read_to_string(out.join("trace")).unwrap();
+    let mut forked: Vec<&str> = trace
+        .lines()
+        // A traced line starts with `+`; a multi-line value goes on without one.
+        .filter_map(|l| l.strip_prefix('+'))
+        .filter_map(|l| l.trim_start_matches('+').split(' ').next())
+        .filter(|pid| *pid != shell[0])
+        .collect();
+    forked.sort();
+    forked.dedup();
+    assert_eq!(forked.len(), 1, "one process, gpuenv: {trace}");
+    assert!(
+        trace.contains(&format!("+{} exec {bin} hook-env --shell bash", forked[0])),
+        "the one fork becomes gpuenv: {trace}"
+    );
+}

@@ -9,6 +9,7 @@ use super::named_arg::named;
 use gpuenv_core::auto_install::RunGpuenv;
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::home::Home;
+use gpuenv_core::named::Named;
 use gpuenv_core::resolve::Reason;
 use gpuenv_core::session::{Door, Purpose, Session};
 use gpuenv_core::shell::fast_path::{self, Check};
@@ -27,6 +28,18 @@ pub struct Args {
 }
 
 impl Args {
+    /// The arguments exactly as the hook scripts pass them (`hook-env --shell bash`), or
+    /// `None`.
+    pub fn from_hook_call(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Args> {
+        let mut next = || args.next();
+        let (command, flag, shell) = (next()?, next()?, next()?);
+        if command != "hook-env" || flag != "--shell" || next().is_some() {
+            return None;
+        }
+        let shell = Shell::from_name(shell.to_str()?)?;
+        Some(Args { shell })
+    }
+
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
         let code = prompt(ctx, &home, false).render(self.shell);
@@ -206,4 +219,38 @@ fn wanted_change(ctx: &Context, home: &Home) -> Result<Wanted> {
         read,
         torch: torch_pin,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Option<Shell> {
+        Args::from_hook_call(args.iter().map(std::ffi::OsString::from)).map(|a| a.shell)
+    }
+
+    #[test]
+    fn only_the_hooks_own_spelling_skips_clap() {
+        assert_eq!(parse(&["hook-env", "--shell", "bash"]), Some(Shell::Bash));
+        assert_eq!(parse(&["hook-env", "--shell", "fish"]), Some(Shell::Fish));
+        // Everything else is clap's: its errors, its help and its other spellings.
+        for other in [
+            &["hook-env", "--shell", "tcsh"][..],
+            &["hook-env", "--shell=bash"],
+            &["hook-env", "--shell", "bash", "--verbose"],
+            &["-v", "hook-env", "--shell", "bash"],
+            &["hook-env", "--shell"],
+            &["env", "--shell", "bash"],
+            &[],
+        ] {
+            assert_eq!(parse(other), None, "{other:?}");
+        }
+        // A shell name that is not UTF-8 is clap's to refuse.
+        use std::os::unix::ffi::OsStringExt;
+        let odd = ["hook-env", "--shell"]
+            .map(std::ffi::OsString::from)
+            .into_iter()
+            .chain([std::ffi::OsString::from_vec(b"bash\xff".to_vec())]);
+        assert!(Args::from_hook_call(odd).is_none());
+    }
 }

@@ -159,9 +159,19 @@ pub fn print_error(err: &anyhow::Error) {
 
 pub fn main() -> ExitCode {
     reset_sigpipe();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => return usage_error(e),
+    // The shell hook's own call skips clap: building the parser for every subcommand is
+    // a tenth of a prompt after a `cd`. Any other spelling goes through clap.
+    let hook_call = hook_env::Args::from_hook_call(std::env::args_os().skip(1));
+    let cli = match hook_call {
+        Some(args) => Cli {
+            command: Command::HookEnv(args),
+            verbose: false,
+            quiet: false,
+        },
+        None => match Cli::try_parse() {
+            Ok(cli) => cli,
+            Err(e) => return usage_error(e),
+        },
     };
     let ctx = match cli.command {
         Command::HookEnv(_) => Context::from_process_at_prompt(),

@@ -11,7 +11,7 @@ esac
 _gpuenv_fresh() { return 1; }
 
 _gpuenv_hook() {
-    local previous_exit_status=$? code user_trap
+    local previous_exit_status=$? code
     # Ctrl-C aborts this function and bash then runs PROMPT_COMMAND again for the new
     # prompt: the flag left set says so, and that prompt comes without asking gpuenv. The
     # next command's prompt asks again.
@@ -24,17 +24,25 @@ _gpuenv_hook() {
     # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
     # finish changes nothing.
     _gpuenv_interrupted=1
-    code="$(@GPUENV@ hook-env --shell bash)"
+    # The user's INT trap is read in the subshell that then becomes gpuenv (bash keeps a
+    # trap's text there for `trap -p`): a `$(trap -p SIGINT)` of its own would be a second
+    # fork at every such prompt. It comes first, as a function that puts it back.
+    code="$(
+        printf '_gpuenv_user_trap() {\ntrap - SIGINT\n'
+        trap -p SIGINT
+        printf '\n}\n'
+        exec @GPUENV@ hook-env --shell bash
+    )"
     local status=$?
     # Killed by a signal: the flag stays for the prompt that follows.
     ((status > 128)) && return $previous_exit_status
     _gpuenv_interrupted=
     ((status == 0)) || return $previous_exit_status
     # Applying it is not interruptible half-way; the user's own INT trap is put back.
-    user_trap=$(trap -p SIGINT)
     trap -- '' SIGINT
     eval "$code"
-    if [[ -n "$user_trap" ]]; then eval "$user_trap"; else trap - SIGINT; fi
+    _gpuenv_user_trap
+    unset -f _gpuenv_user_trap
     return $previous_exit_status
 }
 

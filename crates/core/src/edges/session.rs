@@ -304,8 +304,12 @@ impl<'c> Session<'c> {
             ctx.path_var(vars::CONDA_PREFIX).as_deref(),
             ctx.var_os(vars::PATH),
         );
+        // Found once, when first needed: it reads each environment's `lib/` (for a system
+        // python3, all of /usr/lib), and the hook does this at every prompt after a `cd`.
+        let found = std::cell::OnceCell::new();
+        let sites = || found.get_or_init(|| runtime::site_packages(&prefixes));
         if !self.toolkit_libs {
-            let wheels = runtime::wheel_libs(&prefixes);
+            let wheels = runtime::wheel_libs_in(sites());
             for dir in runtime::leave_wheels_unshadowed(change, &wheels) {
                 ui::verbose(format!(
                     "{} is left off LD_LIBRARY_PATH: it holds libraries the Python environment's NVIDIA wheels ship",
@@ -331,11 +335,10 @@ impl<'c> Session<'c> {
         };
         // Triton's bundled ptxas against the pinned archs (read only where both exist).
         let pins = active.project.as_ref().map(|p| p.cuda_arch.as_slice());
-        let sites: Vec<_> = prefixes
-            .iter()
-            .flat_map(|p| crate::facts::python::site_packages_of_prefix(p))
-            .collect();
-        if let (Some(pins), Some(bin)) = (pins.filter(|p| !p.is_empty()), jit::triton_bin(&sites)) {
+        let Some(pins) = pins.filter(|p| !p.is_empty()) else {
+            return;
+        };
+        if let Some(bin) = jit::triton_bin(sites()) {
             let ptxas = view::paths(&self.home, &cuda.name, &cuda.entry)
                 .bin
                 .join("ptxas");

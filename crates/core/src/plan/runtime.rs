@@ -34,10 +34,22 @@ pub fn python_prefixes(
 
 /// The libraries NVIDIA's CUDA wheels ship in these Python environments, by file name.
 pub fn wheel_libs(prefixes: &[PathBuf]) -> Vec<(String, PathBuf)> {
-    let mut libs: Vec<(String, PathBuf)> = prefixes
+    wheel_libs_in(&site_packages(prefixes))
+}
+
+/// The `site-packages` directories of these Python environments.
+pub fn site_packages(prefixes: &[PathBuf]) -> Vec<PathBuf> {
+    prefixes
         .iter()
         .flat_map(|p| site_packages_of_prefix(p))
-        .flat_map(|site| nvidia_wheel_libs(&site))
+        .collect()
+}
+
+/// [`wheel_libs`] of `site-packages` directories already found.
+pub fn wheel_libs_in(sites: &[PathBuf]) -> Vec<(String, PathBuf)> {
+    let mut libs: Vec<(String, PathBuf)> = sites
+        .iter()
+        .flat_map(|site| nvidia_wheel_libs(site))
         .collect();
     libs.sort();
     libs.dedup_by(|a, b| a.0 == b.0);
