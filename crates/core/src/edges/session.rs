@@ -336,7 +336,7 @@ impl<'c> Session<'c> {
         // Triton's bundled ptxas against the pinned archs (read only where both exist).
         let pins = active.project.as_ref().map(|p| p.cuda_arch.as_slice());
         let Some(pins) = pins.filter(|p| !p.is_empty()) else {
-            return;
+            return false;
         };
         if let Some(bin) = jit::triton_bin(sites()) {
             let ptxas = view::paths(&self.home, &cuda.name, &cuda.entry)
