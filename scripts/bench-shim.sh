@@ -6,6 +6,8 @@
 # are still built for the host; see docs/performance.md), each as a view's `bin/nvcc`
 # asked nothing (`nvcc`, as `nvcc --version`) and compiling (`nvcc -c x.cu -o x.o`: the
 # proxy also reads gpuenv.toml and picks the host compiler), and as a shim.
+# Each home is measured as its own user's (GPUENV_HOME names it): a view of another home
+# is used as an upstream's, which reads the user's own settings too.
 # The machine may be shared: the commands take turns (one run of each, then the next round,
 # RUNS rounds, default 600) and each one's median counts, so a burst of load falls on all
 # of them alike. The runner is a small C program (posix_spawn and wait, stdout to /dev/null).
@@ -28,30 +30,35 @@ trap 'rm -rf "$work"' EXIT
 export HOME="$work/home"
 mkdir -p "$HOME"
 
-# A toolchain whose tools are tiny real programs: one compiled C program as nvcc and tiny.
+# A toolchain whose tools are tiny real programs: one compiled C program as nvcc and as
+# cuobjdump (a toolkit program: only those get shims).
 root="$work/cuda-12.4"
 mkdir -p "$root/bin" "$root/lib64" "$root/include"
 echo 'CUDA Version 12.4.131' >"$root/version.txt"
 printf 'int main(void) { return 0; }\n' >"$work/tiny.c"
-cc -O2 -o "$root/bin/tiny" "$work/tiny.c"
-cp "$root/bin/tiny" "$root/bin/nvcc"
+cc -O2 -o "$root/bin/cuobjdump" "$work/tiny.c"
+cp "$root/bin/cuobjdump" "$root/bin/nvcc"
 # The floor for any proxy written in Rust: an empty Rust program, exec'd.
 printf 'fn main() {}\n' >"$work/empty.rs"
 rustc -O -o "$work/rust-empty" "$work/empty.rs"
 # The runner: `bench RUNS name=command …`, prints `name median-ms` per command.
 cc -O2 -o "$work/bench" scripts/bench-runner.c
 # Trampolines that do nothing but exec the tool: the least any proxy can add.
-printf '#include <unistd.h>\nint main(int c, char **v) { (void)c; execv("%s", v); return 127; }\n' "$root/bin/tiny" >"$work/tramp.c"
+printf '#include <unistd.h>\nint main(int c, char **v) { (void)c; execv("%s", v); return 127; }\n' "$root/bin/cuobjdump" >"$work/tramp.c"
 cc -O2 -static -o "$work/tramp-c-static" "$work/tramp.c"
-printf 'use std::os::unix::process::CommandExt;\nfn main() { let _ = std::process::Command::new("%s").exec(); }\n' "$root/bin/tiny" >"$work/tramp.rs"
+printf 'use std::os::unix::process::CommandExt;\nfn main() { let _ = std::process::Command::new("%s").exec(); }\n' "$root/bin/cuobjdump" >"$work/tramp.rs"
 rustc -O -o "$work/tramp-rust-dynamic" "$work/tramp.rs"
 
 # Two homes with the toolchain linked: one with the proxy as built by default, one with the
-# static-pie proxy (the home's copy is a hard link to the build: unlink it first).
+# static-pie proxy. Each home gets its own copy of its proxy (the home's is a hard link to
+# the build: unlink it first), as an install writes it: run from the linker's output file
+# itself, the same proxy took 0.06-0.11 ms more per call than from a copy (Linux 6.18,
+# ext4), a difference the rows compared must not have.
 dyn="$work/gpuenv" static="$work/gpuenv-static"
 GPUENV_HOME="$dyn" "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
 GPUENV_HOME="$static" "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
-rm "$static/bin/gpuenv-shim"
+rm "$dyn/bin/gpuenv-shim" "$static/bin/gpuenv-shim"
+cp "$PWD/target/release/gpuenv-shim" "$dyn/bin/gpuenv-shim"
 cp "$static_shim" "$static/bin/gpuenv-shim"
 before=()
 if [ -n "${BEFORE:-}" ]; then
@@ -59,8 +66,9 @@ if [ -n "${BEFORE:-}" ]; then
     GPUENV_HOME="$old" "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
     rm "$old/bin/gpuenv-shim"
     cp "$BEFORE" "$old/bin/gpuenv-shim"
-    before=("gpuenv-view-nvcc-before=$old/views/cuda-12.4/bin/nvcc"
-        "gpuenv-view-nvcc-compile-before=$old/views/cuda-12.4/bin/nvcc -c x.cu -o x.o")
+    before=("gpuenv-shim-before=GPUENV_HOME=$old $old/shims/cuobjdump"
+        "gpuenv-view-nvcc-before=GPUENV_HOME=$old $old/views/cuda-12.4/bin/nvcc"
+        "gpuenv-view-nvcc-compile-before=GPUENV_HOME=$old $old/views/cuda-12.4/bin/nvcc -c x.cu -o x.o")
 fi
 export GPUENV_HOME="$dyn"
 mkdir -p "$work/proj/src"
@@ -72,20 +80,20 @@ rustc_proxy="$(command -v rustc)"
 compile="-c x.cu -o x.o"
 # The first compile asks g++ its version; later ones read what it said.
 "$dyn/views/cuda-12.4/bin/nvcc" $compile
-"$static/views/cuda-12.4/bin/nvcc" $compile
+GPUENV_HOME="$static" "$static/views/cuda-12.4/bin/nvcc" $compile
 
 "$work/bench" "$runs" \
-    "direct=$root/bin/tiny" \
-    "direct-compile=$root/bin/tiny $compile" \
+    "direct=$root/bin/cuobjdump" \
+    "direct-compile=$root/bin/cuobjdump $compile" \
     "rust-empty=$work/rust-empty" \
     "tramp-c-static=$work/tramp-c-static" \
     "tramp-rust-dynamic=$work/tramp-rust-dynamic" \
-    "gpuenv-shim=$dyn/shims/tiny" \
-    "gpuenv-shim-static=$static/shims/tiny" \
+    "gpuenv-shim=$dyn/shims/cuobjdump" \
+    "gpuenv-shim-static=GPUENV_HOME=$static $static/shims/cuobjdump" \
     "gpuenv-view-nvcc=$dyn/views/cuda-12.4/bin/nvcc" \
-    "gpuenv-view-nvcc-static=$static/views/cuda-12.4/bin/nvcc" \
+    "gpuenv-view-nvcc-static=GPUENV_HOME=$static $static/views/cuda-12.4/bin/nvcc" \
     "gpuenv-view-nvcc-compile=$dyn/views/cuda-12.4/bin/nvcc $compile" \
-    "gpuenv-view-nvcc-compile-static=$static/views/cuda-12.4/bin/nvcc $compile" \
+    "gpuenv-view-nvcc-compile-static=GPUENV_HOME=$static $static/views/cuda-12.4/bin/nvcc $compile" \
     "rustc-direct=$rustc_direct --version" \
     "rustup-proxy=$rustc_proxy --version" "${before[@]}" >"$work/times.txt"
 
@@ -108,7 +116,8 @@ rows = [
     ("rustup proxy (rustc --version)", "rustup-proxy", rd),
 ]
 if "gpuenv-view-nvcc-before" in r:
-    rows[6:6] = [("BEFORE's view bin/nvcc", "gpuenv-view-nvcc-before", direct),
+    rows[6:6] = [("BEFORE's shim", "gpuenv-shim-before", direct),
+                 ("BEFORE's view bin/nvcc", "gpuenv-view-nvcc-before", direct),
                  ("BEFORE's view bin/nvcc -c", "gpuenv-view-nvcc-compile-before", dc)]
 c = r["tramp-c-static"] - direct
 print(f"a tool that runs for {direct:.3f} ms, called directly and through each proxy")

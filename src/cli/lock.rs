@@ -8,7 +8,6 @@ use anyhow::{bail, Context as _, Result};
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::fsutil;
-use gpuenv_core::host_compiler::cache::CachedProbe;
 use gpuenv_core::host_compiler::Probe;
 use gpuenv_core::project;
 use gpuenv_core::resolve::{ActiveSet, ResolveError};
@@ -132,8 +131,7 @@ fn locked_compiler(session: &Session, active: &ActiveSet) -> Option<LockedCompil
         .host_compiler()
         .map(|(c, at)| (c, at.clone()))?;
     let compiler = active.host_compiler.as_ref()?.compiler()?.to_path_buf();
-    let probe = CachedProbe::new(session.ctx(), session.home());
-    let version = probe.gcc_version(&compiler)?;
+    let version = session.host_compiler_probe().gcc_version(&compiler)?;
     Some(LockedCompiler {
         command,
         version,

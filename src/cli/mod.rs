@@ -58,7 +58,7 @@ use gpuenv_core::session::{Door, Session};
 use gpuenv_core::store::{Problem, Store};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{upstream, Kind, Spec};
-use gpuenv_core::{host_compiler, shims, ui};
+use gpuenv_core::{shims, ui};
 
 /// `0.1.0 (207a5b9 2026-12-03)`: the commit and its date when built from git (build.rs).
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("GPUENV_BUILD_INFO"));
@@ -442,11 +442,7 @@ fn resolve_here_kinds(
     installer: Option<&dyn Installer>,
 ) -> Result<ActiveSet> {
     let mut active: ActiveSet = session.resolve::<anyhow::Error>(overrides, kinds, installer)?;
-    // The proxy's probe: g++ is asked once per compiler file (host_compiler::cache).
-    active.attach_host_compiler(
-        session.facts(),
-        &host_compiler::cache::CachedProbe::new(session.ctx(), session.home()),
-    );
+    session.attach_host_compiler(&mut active);
     if let Some(p) = &active.project {
         ui::verbose(format!("toolchain file: {}", p.path.display()));
     }

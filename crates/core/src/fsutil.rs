@@ -165,6 +165,18 @@ pub fn content_hash(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
+/// The file name stem of a cache entry for `key` (a path): 16 hex digits of its 64-bit
+/// FNV-1a hash. Stable across builds and Rust releases, and computed without sha2, whose
+/// CPU-feature probe (two `cpuid`s, which trap to the hypervisor in a VM: about 25 µs each
+/// there) would cost every proxy call. It identifies no content: an entry names its key,
+/// and one that names another is not used.
+pub fn cache_name(key: &str) -> String {
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
 /// 1-based line and column of a byte offset, as editors count them.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
@@ -263,6 +275,19 @@ mod tests {
         assert!(!same_bytes(&p("a"), &p("c")).unwrap());
         assert!(!same_bytes(&p("a"), &p("d")).unwrap());
         assert!(!same_bytes(&p("d"), &p("a")).unwrap());
+    }
+
+    #[test]
+    fn cache_names_are_fnv_1a_and_the_same_in_every_build() {
+        // The published FNV-1a 64 test vectors: a name never changes with the toolchain
+        // that built gpuenv, so one built by another release finds the same entry.
+        assert_eq!(cache_name(""), "cbf29ce484222325");
+        assert_eq!(cache_name("a"), "af63dc4c8601ec8c");
+        assert_eq!(cache_name("foobar"), "85944171f73967e8");
+        assert_ne!(
+            cache_name("/home/a/.local/share/gpuenv/settings.toml"),
+            cache_name("/home/b/.local/share/gpuenv/settings.toml")
+        );
     }
 
     #[test]

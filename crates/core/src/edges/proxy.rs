@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
 use crate::edges::session::{Door, Purpose, Session};
-use crate::facts::InEffect;
 use crate::plan::auto_install::{self, RunGpuenv};
 use crate::plan::guard::PolicyError;
 use crate::plan::resolve::ResolveError;
@@ -32,11 +31,13 @@ use crate::ui;
 mod archs;
 pub mod args;
 mod audience;
+mod call;
 mod check;
 mod jit;
 mod process;
 
 pub use crate::plan::exec::Exec;
+use call::Call;
 pub use process::main;
 
 /// Guard against infinite proxy recursion: a toolchain whose real tool leads back here.
@@ -150,161 +151,152 @@ impl Diagnostic for ProxyError {
 }
 
 /// Decides what `argv` (argv[0] included) runs: the toolchain (the view the proxy was
-/// started from, else `+spec`, else resolution for `ctx`), the torch guard's verdict, and
+/// started from, else `+spec`, else resolution for `ctx`), the checks of a compile, and
 /// the toolchain's environment. `self_exe` is the proxy binary, never a real tool.
 pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec, ProxyError> {
-    let mut args = argv;
-    let argv0 = PathBuf::from(if args.is_empty() {
-        OsString::new()
-    } else {
-        args.remove(0)
-    });
-    let tool = argv0
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-
-    let depth: u32 = ctx.var(DEPTH_VAR).and_then(|d| d.parse().ok()).unwrap_or(0);
-    if depth >= MAX_DEPTH {
-        return Err(ProxyError::Loop { tool, depth });
-    }
-
-    // `nvcc +cuda-11.8 …` picks the toolchain for this call.
-    let mut overrides = Vec::new();
-    if let Some(spec) = args
-        .first()
-        .and_then(|a| a.to_str())
-        .and_then(|a| a.strip_prefix('+'))
-    {
-        let spec: Spec = spec.parse().map_err(|source| ProxyError::BadOverride {
-            tool: tool.clone(),
-            spec: spec.to_string(),
-            source,
-        })?;
-        overrides.push(spec);
-        args.remove(0);
-    }
-    // The compiler driver of one kind never runs from a toolchain of another.
-    let compiler_of = Kind::ALL.into_iter().find(|k| k.compiler() == tool);
-    if let (Some(spec), Some(kind)) = (overrides.first(), compiler_of) {
-        if spec.kind != kind {
-            return Err(ProxyError::WrongKind {
-                tool,
-                spec: spec.clone(),
-                kind,
-            });
-        }
-    }
-
-    let invoked = invoked_path(&argv0, &tool, ctx);
+    let mut call = Call::parse(argv, ctx)?;
     // torch's `load()` compiles in gpuenv's torch-extensions dir: the project is named there.
     let moved = jit::from_project(ctx);
-    let project_ctx = moved.as_ref().unwrap_or(ctx);
-    let from_view = match invoked.as_deref().filter(|_| overrides.is_empty()) {
-        Some(invoked) => match view_dir(invoked) {
-            Some(dir) => Session::of_view(ctx, &dir, Door::Proxy)?,
-            None => None,
-        },
-        None => None,
+    let here = moved.as_ref().unwrap_or(ctx);
+    let (session, mut found) = match through_view(&call, ctx, here)? {
+        Some(view) => view,
+        None => resolved(&call, here, self_exe)?,
     };
-    // The user's own registry when the view is an upstream's: trust is the user's to give.
-    let mut own: Option<Registry> = None;
-    let (session, active) = match from_view {
-        Some((session, name)) => {
-            // <home>/views/<name>/bin/<tool>: this view's toolchain, without resolving.
-            let entry = session.registry().toolchains[&name].clone();
-            let mut active = ActiveSet {
-                toolchains: vec![Active {
-                    name,
-                    entry,
-                    reason: Reason::View(invoked.clone().unwrap_or_default()),
-                }],
-                ..ActiveSet::default()
-            };
-            // The project's pins and settings still apply to a compile through a view; a
-            // query needs the file only for its build cache, which the variable may decide.
-            let cache_var = ctx
-                .var(vars::GPUENV_BUILD_CACHE)
-                .is_some_and(|v| !v.is_empty());
-            if compiler_of.is_some() && !(args::is_query(&args) && cache_var) {
-                own = own_registry(ctx, session.home());
-                let mine = own.as_ref().unwrap_or(session.registry());
-                match trust::in_effect(&project_ctx.cwd, mine) {
-                    Ok(here) => {
-                        active.project = here.file;
-                        active.passed_over = here.passed_over;
-                    }
-                    Err(_) if args::is_query(&args) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            (session, active)
-        }
-        None => {
-            // An upstream's toolchains resolve too; an unusable upstream is only a warning.
-            let mut session = Session::open::<ProxyError>(project_ctx, Door::Proxy)?;
-            // `+spec` names the one toolchain the tool may come from.
-            let kinds: Vec<Kind> = match (overrides.first(), compiler_of) {
-                (Some(spec), _) => vec![spec.kind],
-                (None, Some(kind)) => vec![kind],
-                (None, None) => Kind::ALL.to_vec(),
-            };
-            let installer = RunGpuenv::BesideProxy(self_exe);
-            let active = session.resolve::<ProxyError>(&overrides, &kinds, Some(&installer))?;
-            (session, active)
-        }
-    };
-    let home = session.home();
-    let registry = session.registry();
-
-    let (toolchain, real) = match find_tool(&tool, &active, registry) {
-        Some(Tool::Active(toolchain, real)) => (toolchain, real),
-        Some(Tool::System { program, .. }) => {
-            // The distribution's own program, as it was before gpuenv: nothing chose a
-            // toolchain of its kind here, so its environment is not gpuenv's to set.
-            return Ok(Exec {
-                program,
-                args,
-                env: vec![(DEPTH_VAR.to_string(), Some((depth + 1).to_string().into()))],
-            });
-        }
-        None => return Err(no_tool(&tool, &active, ctx)),
+    let (toolchain, real) = match find_tool(&call.tool, &found.active, session.registry()) {
+        Some(Tool::Active(toolchain, real)) => (toolchain.clone(), real),
+        // The distribution's own program, as it was before gpuenv: nothing chose a
+        // toolchain of its kind here, so its environment is not gpuenv's to set.
+        Some(Tool::System { program, .. }) => return Ok(call.exec(program, [])),
+        None => return Err(no_tool(&call.tool, &found.active, ctx)),
     };
     if same_file(&real, self_exe) {
-        return Err(ProxyError::IsProxy { path: real, tool });
+        return Err(ProxyError::IsProxy {
+            path: real,
+            tool: call.tool,
+        });
     }
-
-    let mut active = active.clone();
-    let kind = toolchain.entry.kind;
-    let toolchain = toolchain.clone();
-    let mine = own.as_ref().unwrap_or(registry);
-    if tool == kind.compiler() {
-        if !args::is_query(&args) {
-            for notice in trust::notices(active.project.as_ref(), &active.passed_over) {
-                ui::warn(notice);
-            }
-        }
-        // About the directory, so before the guard, which is about this compile's torch.
-        check::stale(ctx, &session, &toolchain, &active, &args)?;
-        crate::edges::session::use_index_base(ctx, mine).map_err(StateError::from)?;
-        let facts = session.facts_in_effect();
-        check::guard(ctx, registry, facts, &toolchain, &active, &args)?;
-        args = compiler_args(ctx, home, facts, kind, &mut active, args)?;
-        args = archs::reach(ctx, &tool, kind, active.project.as_ref(), args);
+    let compiling = call.tool == toolchain.entry.kind.compiler();
+    if compiling {
+        before_compiling(&mut call, ctx, &session, &toolchain, &mut found)?;
     }
-
-    let applied = session.applied(&active, Purpose::Proxy)?;
-    let mut env: Vec<(String, Option<OsString>)> = applied.after.into_iter().collect();
-    env.push((DEPTH_VAR.to_string(), Some((depth + 1).to_string().into())));
-    let exec = Exec {
-        program: real,
-        args,
-        env,
-    };
-    if tool == kind.compiler() {
-        return through_cache(exec, ctx, mine, &active);
+    let applied = session.applied(&found.active, Purpose::Proxy)?;
+    let exec = call.exec(real, applied.after);
+    if compiling {
+        return through_cache(exec, ctx, found.mine(&session), &found.active);
     }
     Ok(exec)
+}
+
+/// The active set a call runs with, and whose settings and trust apply to it.
+struct Found {
+    active: ActiveSet,
+    /// The user's own registry, when the view's home is an upstream's: trust is the user's
+    /// to give.
+    own: Option<Registry>,
+}
+
+impl Found {
+    /// The registry whose settings and trust are the user's: their own.
+    fn mine<'a>(&'a self, session: &'a Session) -> &'a Registry {
+        self.own.as_ref().unwrap_or(session.registry())
+    }
+}
+
+/// Started as `<home>/views/<name>/bin/<tool>` (and no `+spec`): that home's session and
+/// the view's toolchain, without resolving. The project's pins and settings still apply to
+/// a compile through a view; a query needs the file only for its build cache, which the
+/// variable may decide. `None` when it was not started from a view.
+fn through_view<'c>(
+    call: &Call,
+    ctx: &'c Context,
+    here: &Context,
+) -> Result<Option<(Session<'c>, Found)>, ProxyError> {
+    let Some(invoked) = call.invoked.as_deref().filter(|_| call.spec.is_none()) else {
+        return Ok(None);
+    };
+    let Some(dir) = view_dir(invoked) else {
+        return Ok(None);
+    };
+    let Some((session, name)) = Session::of_view(ctx, &dir, Door::Proxy)? else {
+        return Ok(None);
+    };
+    let entry = session.registry().toolchains[&name].clone();
+    let mut found = Found {
+        active: ActiveSet {
+            toolchains: vec![Active {
+                name,
+                entry,
+                reason: Reason::View(invoked.to_path_buf()),
+            }],
+            ..ActiveSet::default()
+        },
+        own: None,
+    };
+    let cache_var = ctx
+        .var(vars::GPUENV_BUILD_CACHE)
+        .is_some_and(|v| !v.is_empty());
+    if call.compiler_of.is_some() && !(call.is_query() && cache_var) {
+        found.own = own_registry(ctx, session.home());
+        match trust::in_effect(&here.cwd, found.mine(&session)) {
+            Ok(file) => {
+                found.active.project = file.file;
+                found.active.passed_over = file.passed_over;
+            }
+            Err(_) if call.is_query() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(Some((session, found)))
+}
+
+/// The user's session and the active set resolved here (an upstream's toolchains resolve
+/// too; an unusable upstream is only a warning), for the kinds the call may run: a missing
+/// pin is installed by the gpuenv beside the proxy under `GPUENV_AUTO_INSTALL`.
+fn resolved<'c>(
+    call: &Call,
+    here: &'c Context,
+    self_exe: &Path,
+) -> Result<(Session<'c>, Found), ProxyError> {
+    let mut session = Session::open::<ProxyError>(here, Door::Proxy)?;
+    let installer = RunGpuenv::BesideProxy(self_exe);
+    let active =
+        session.resolve::<ProxyError>(call.spec.as_slice(), &call.kinds(), Some(&installer))?;
+    Ok((session, Found { active, own: None }))
+}
+
+/// What a compile gets before it runs: the toolchain file's notices, the stale-build and
+/// torch checks, then the host compiler and the arch pins on its command line.
+fn before_compiling(
+    call: &mut Call,
+    ctx: &Context,
+    session: &Session,
+    toolchain: &Active,
+    found: &mut Found,
+) -> Result<(), ProxyError> {
+    let active = &found.active;
+    if !call.is_query() {
+        for notice in trust::notices(active.project.as_ref(), &active.passed_over) {
+            ui::warn(notice);
+        }
+    }
+    let compile = check::Compile::new(ctx, session.registry(), toolchain);
+    // About the directory, so before the guard, which is about this compile's torch.
+    check::stale(ctx, session, &compile, active, &call.args)?;
+    crate::edges::session::use_index_base(ctx, found.mine(session)).map_err(StateError::from)?;
+    check::guard(
+        ctx,
+        session.registry(),
+        session.facts_in_effect(),
+        &compile,
+        active,
+        &call.args,
+    )?;
+    let kind = toolchain.entry.kind;
+    let args = std::mem::take(&mut call.args);
+    let args = compiler_args(ctx, session, kind, &mut found.active, args)?;
+    let file = found.active.project.as_ref();
+    call.args = archs::reach(ctx, &call.tool, kind, file, args);
+    Ok(())
 }
 
 /// The user's own registry, when `home` (a view's) is not the user's home: an upstream's
@@ -356,8 +348,7 @@ fn through_cache(
 /// host compiler for nvcc, the project's arch pins.
 fn compiler_args(
     ctx: &Context,
-    home: &Home,
-    facts: &InEffect,
+    session: &Session,
     kind: Kind,
     active: &mut ActiveSet,
     args: Vec<OsString>,
@@ -366,11 +357,7 @@ fn compiler_args(
         return Ok(args);
     }
     if kind == Kind::Cuda {
-        // g++'s version, asked once per compiler file (host_compiler::cache).
-        active.attach_host_compiler(
-            facts.facts(),
-            &host_compiler::cache::CachedProbe::new(ctx, home),
-        );
+        session.attach_host_compiler(active);
     }
     let user_ccbin = host_compiler::user_choice(|k| ctx.var_nonempty(k)).is_some();
     let choice = active.host_compiler.as_ref().filter(|_| !user_ccbin);
@@ -426,16 +413,6 @@ pub fn find_tool<'a>(tool: &str, active: &'a ActiveSet, registry: &Registry) -> 
                 program: e.tool(tool)?,
             })
         })
-}
-
-/// The path this proxy was started as: argv[0] if it has a `/`, else the first `tool` on
-/// PATH, which is what the shell ran.
-fn invoked_path(argv0: &Path, tool: &str, ctx: &Context) -> Option<PathBuf> {
-    if argv0.as_os_str().to_string_lossy().contains('/') {
-        Some(ctx.cwd.join(argv0))
-    } else {
-        guard::find_on_path(ctx.var_os(vars::PATH), tool)
-    }
 }
 
 /// The directory `invoked` would be the view of, if it is `<home>/views/<name>/bin/<tool>`

@@ -16,6 +16,7 @@ use crate::plan::auto_install::{self, InstallFailed, Installer, NotAllowed};
 use crate::plan::env::{self, Change, Op};
 use crate::plan::exec::Exec;
 use crate::plan::guard;
+use crate::plan::host_compiler::cache::CachedProbe;
 use crate::plan::module;
 use crate::plan::resolve::{self, ActiveSet, Request, ResolveError};
 use crate::plan::{jit, runtime};
@@ -230,6 +231,19 @@ impl<'c> Session<'c> {
             installs += 1;
             self.layered = load(ctx, &mut self.home, self.door)?;
         }
+    }
+
+    /// Decides the host compiler of `active`'s CUDA toolchain on this PATH (the project's
+    /// trusted pin, else the newest g++ the toolkit accepts).
+    pub fn attach_host_compiler(&self, active: &mut ActiveSet) {
+        active.attach_host_compiler(self.facts(), &self.host_compiler_probe());
+    }
+
+    /// How this session asks a host compiler its version: once per compiler file, the
+    /// answer kept in the home (`host_compiler::cache`), shared by the proxy and every
+    /// command.
+    pub fn host_compiler_probe(&self) -> CachedProbe<'c> {
+        CachedProbe::new(self.ctx, &self.home)
     }
 
     /// What the toolchain file in effect may not do yet, and nearer files passed over as

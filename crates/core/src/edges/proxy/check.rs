@@ -1,6 +1,7 @@
 //! The checks the proxy applies before compiling: the build directory was configured for
 //! the active toolkit, and the torch guard (only for a PyTorch extension build).
 
+use std::cell::OnceCell;
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -24,10 +25,11 @@ use super::{ProxyError, Refused};
 pub fn stale(
     ctx: &Context,
     session: &Session,
-    toolchain: &Active,
+    compile: &Compile,
     active: &ActiveSet,
     args: &[OsString],
 ) -> Result<(), ProxyError> {
+    let toolchain = compile.toolchain;
     if toolchain.entry.kind != Kind::Cuda || super::args::is_query(args) {
         return Ok(());
     }
@@ -41,18 +43,13 @@ pub fn stale(
     let Some(recorded) = stale::find::recorded(&ctx.cwd, &stops) else {
         return Ok(());
     };
-    let registry = session.registry();
     let known = stale::Toolchains {
         home: session.home(),
-        registry,
+        registry: session.registry(),
     };
-    let chosen = match toolchain.reason {
-        Reason::View(_) => chosen_here(ctx, registry, toolchain.entry.kind),
-        _ => None,
-    };
-    let (against, why) = match &chosen {
+    let (against, why) = match compile.chosen_here() {
         Some(c) => (c, c.reason.to_string()),
-        None => (toolchain, why_active(ctx, registry, toolchain)),
+        None => (toolchain, compile.why()),
     };
     match stale::compare(&recorded, against, &why, &known) {
         Some(mut refusal) => {
@@ -65,21 +62,62 @@ pub fn stale(
     }
 }
 
-/// What resolution picks for `kind` in this directory and environment, if anything.
-fn chosen_here(ctx: &Context, registry: &Registry, kind: Kind) -> Option<Active> {
-    let torch = || guard::locate_torch(ctx, None);
-    let req = Request::new(ctx, &[], &torch);
-    resolve::resolve_kinds(&req, registry, &[kind])
-        .ok()?
-        .get(kind)
-        .cloned()
+/// The toolchain a compile runs with. A view's proxy compiles with the view's own toolchain
+/// without resolving; what resolution picks in this directory (the pin, `GPUENV_TOOLCHAIN`)
+/// is asked only where a check needs it, and then once for both checks.
+pub struct Compile<'a> {
+    pub toolchain: &'a Active,
+    ctx: &'a Context,
+    registry: &'a Registry,
+    here: OnceCell<Option<Active>>,
 }
 
+impl<'a> Compile<'a> {
+    pub fn new(ctx: &'a Context, registry: &'a Registry, toolchain: &'a Active) -> Self {
+        Compile {
+            toolchain,
+            ctx,
+            registry,
+            here: OnceCell::new(),
+        }
+    }
+
+    /// For a view's toolchain, what resolution picks for its kind here, if anything.
+    fn chosen_here(&self) -> Option<&Active> {
+        let Reason::View(_) = self.toolchain.reason else {
+            return None;
+        };
+        self.here
+            .get_or_init(|| {
+                let kind = self.toolchain.entry.kind;
+                let torch = || guard::locate_torch(self.ctx, None);
+                let req = Request::new(self.ctx, &[], &torch);
+                resolve::resolve_kinds(&req, self.registry, &[kind])
+                    .ok()?
+                    .get(kind)
+                    .cloned()
+            })
+            .as_ref()
+    }
+
+    /// Why the toolchain is in use: for a view's, also what chose the view (the pin or
+    /// variable) when resolution here picks the same toolchain.
+    fn why(&self) -> String {
+        let reason = &self.toolchain.reason;
+        match self.chosen_here().filter(|a| a.name == self.toolchain.name) {
+            Some(a) => format!("{reason}; {}", a.reason),
+            None => reason.to_string(),
+        }
+    }
+}
+
+/// Refuses a PyTorch extension build whose torch was built for another toolkit release
+/// than the compile's, under the policy in effect.
 pub fn guard(
     ctx: &Context,
     registry: &Registry,
     facts: &InEffect,
-    toolchain: &Active,
+    compile: &Compile,
     active: &ActiveSet,
     args: &[OsString],
 ) -> Result<(), ProxyError> {
@@ -109,6 +147,7 @@ pub fn guard(
             return Ok(());
         }
     };
+    let toolchain = compile.toolchain;
     let entry = &toolchain.entry;
     let verdict = guard::compare(entry.kind, &entry.version, &torch, policy.check);
     let side = Side {
@@ -116,7 +155,7 @@ pub fn guard(
         kind: entry.kind,
         version: &entry.version,
         root: Path::new(&entry.root),
-        reason: why_active(ctx, registry, toolchain),
+        reason: compile.why(),
     };
     match guard::refusal(
         facts.facts(),
@@ -129,23 +168,5 @@ pub fn guard(
     ) {
         Some(refusal) => Err(Refused(Box::new(refusal)).into()),
         None => Ok(()),
-    }
-}
-
-/// Why the toolchain is in use. A view's proxy did not resolve, so this asks what chose the
-/// view (the pin or variable): only on the refusal path, where the message needs it.
-fn why_active(ctx: &Context, registry: &Registry, toolchain: &Active) -> String {
-    let Reason::View(_) = &toolchain.reason else {
-        return toolchain.reason.to_string();
-    };
-    let torch = || guard::locate_torch(ctx, None);
-    let req = Request::new(ctx, &[], &torch);
-    let chosen = resolve::resolve_kinds(&req, registry, &[toolchain.entry.kind])
-        .ok()
-        .and_then(|set| set.get(toolchain.entry.kind).cloned())
-        .filter(|a| a.name == toolchain.name);
-    match chosen {
-        Some(a) => format!("{}; {}", toolchain.reason, a.reason),
-        None => toolchain.reason.to_string(),
     }
 }

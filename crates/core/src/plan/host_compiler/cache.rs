@@ -78,7 +78,7 @@ impl Probe for CachedProbe<'_> {
                 file,
                 banner,
             };
-            if let Ok(text) = toml::to_string(&entry) {
+            if let Ok(text) = serde_json::to_string(&entry) {
                 let _ = fsutil::write_atomic(&at, text.as_bytes());
             }
         }
@@ -87,12 +87,14 @@ impl Probe for CachedProbe<'_> {
 }
 
 fn entry_name(compiler: &str) -> String {
-    format!("{}.toml", &fsutil::content_hash(compiler.as_bytes())[..32])
+    format!("{}.json", fsutil::cache_name(compiler))
 }
 
+/// An entry is JSON, which the proxy parses anyway (the registry's copy), not TOML: a
+/// compile through the proxy runs no TOML parser for it.
 fn read(at: &Path) -> Option<Entry> {
     let bytes = crate::outside::read(at, crate::outside::Kind::CacheEntry).ok()?;
-    toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
+    serde_json::from_slice(&bytes).ok()
 }
 
 #[cfg(test)]
@@ -191,11 +193,11 @@ mod tests {
             file: "1:2:3:4.000000000:5.000000000".into(),
             banner: "g++ (GCC) 9.1.0".into(),
         };
-        fsutil::write_atomic(&at, toml::to_string(&forged).unwrap().as_bytes()).unwrap();
+        fsutil::write_atomic(&at, serde_json::to_string(&forged).unwrap().as_bytes()).unwrap();
         assert_eq!(probe.gcc_version(&gxx).unwrap().to_string(), "12.2.0");
         assert_eq!(runs(&gxx), 1);
 
-        fs_err::write(&at, "not = [toml").unwrap();
+        fs_err::write(&at, "{\"compiler\": [").unwrap();
         assert_eq!(probe.gcc_version(&gxx).unwrap().to_string(), "12.2.0");
         assert_eq!(runs(&gxx), 2);
         assert_eq!(read(&at).unwrap().banner, "g++ (GCC) 12.2.0", "rewritten");

@@ -25,7 +25,6 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use fs_err::os::unix::fs::OpenOptionsExt;
-use sha2::Digest;
 
 use super::entry::Collectives;
 use super::registry::{self, Entry, Registry, Source, StateError};
@@ -275,9 +274,7 @@ fn string(field: &str) -> Option<String> {
 /// One file per settings path (the path itself is inside, and compared), named by its
 /// sha256: the same name from every build of gpuenv.
 fn file_name(source: &str) -> String {
-    let digest = sha2::Sha256::digest(source.as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{hex}.copy")
+    format!("{}.copy", fsutil::cache_name(source))
 }
 
 impl Registry {
