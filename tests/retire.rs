@@ -76,6 +76,15 @@ const INSTALL: &[&str] = &[
     "--offline",
 ];
 
+/// The release the offline install took (the newest 13.0.x the test cache holds), from
+/// what it said: `installed cuda-13.0.3 …`.
+fn installed_name(said: &str) -> String {
+    said.split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == ',')
+        .find(|w| w.starts_with("cuda-13.0."))
+        .unwrap_or_else(|| panic!("no cuda-13.0.x in: {said}"))
+        .to_string()
+}
+
 #[test]
 fn a_running_process_keeps_the_retired_real_toolkit_until_it_ends() {
     if !have_tool("g++") {
@@ -89,7 +98,7 @@ fn a_running_process_keeps_the_retired_real_toolkit_until_it_ends() {
             text(&out)
         ));
     }
-    let name = "cuda-13.0.3";
+    let name = &installed_name(&text(&out));
     let tree = sb.toolchain(name);
     let view = sb.gpuenv_home().join("views").join(name);
     let job = sleeper(&tree.join("bin"));
@@ -427,7 +436,7 @@ fn a_users_slurm_job_that_started_before_keeps_the_retired_site_toolkit_until_it
             "CUDA 13.0 is not in the test cache's downloads (the install_real tests put it there): {t}"
         ));
     }
-    let name = "cuda-13.0.3";
+    let name = &installed_name(&t);
     let tree = store.join("toolchains").join(name);
     let view = store.join("views").join(name);
 
