@@ -58,13 +58,25 @@ fn install_torch(sb: &Sandbox, server: &Server, venv: &Path) {
     );
 }
 
-#[test]
-fn install_torch_downloads_only_what_the_venv_lacks_and_links_the_rest() {
+/// A local index serving `tree`, a sandbox, and in it a venv as `venv` makes it.
+fn index_and_venv(tree: &Tree) -> (Server, Sandbox, PathBuf) {
     let server = Server::start();
-    serve(&server, "", &pypi_tree());
+    serve(&server, "", tree);
     let sb = Sandbox::new();
     let venv = venv(&sb);
+    (server, sb, venv)
+}
+
+/// [`index_and_venv`], after `gpuenv install torch` with that venv active.
+fn torch_toolkit(tree: &Tree) -> (Server, Sandbox, PathBuf) {
+    let (server, sb, venv) = index_and_venv(tree);
     install_torch(&sb, &server, &venv);
+    (server, sb, venv)
+}
+
+#[test]
+fn install_torch_downloads_only_what_the_venv_lacks_and_links_the_rest() {
+    let (server, sb, venv) = torch_toolkit(&pypi_tree());
     // Only the wheels torch does not have were fetched.
     let fetched: Vec<String> = server
         .log()
@@ -114,11 +126,7 @@ fn install_torch_downloads_only_what_the_venv_lacks_and_links_the_rest() {
 
 #[test]
 fn deleting_the_venv_makes_list_show_and_doctor_say_the_toolkit_is_broken_and_how_to_fix_it() {
-    let server = Server::start();
-    serve(&server, "", &pypi_tree());
-    let sb = Sandbox::new();
-    let venv = venv(&sb);
-    install_torch(&sb, &server, &venv);
+    let (_server, sb, venv) = torch_toolkit(&pypi_tree());
     let proj = sb.path("proj");
     write(
         &proj.join("gpuenv.toml"),
@@ -203,10 +211,7 @@ fn wheels_of_another_release_in_the_venv_are_not_reused_but_fetched_in_the_relea
     // pip resolved nvidia-nvvm and nvidia-cuda-crt (required without versions by the nvcc
     // wheel) to a newer release than torch's cuda-toolkit: reusing them would fail at
     // ptxas with "Unsupported .version".
-    let server = Server::start();
-    serve(&server, "", &pypi_tree());
-    let sb = Sandbox::new();
-    let venv = venv(&sb);
+    let (server, sb, venv) = index_and_venv(&pypi_tree());
     let site = venv.join("lib/python3.11/site-packages");
     for dist in ["nvidia_nvvm-13.2.78", "nvidia_cuda_crt-13.2.78"] {
         write(&site.join(format!("{dist}.dist-info/METADATA")), "");
@@ -244,10 +249,7 @@ fn wheels_of_another_release_in_the_venv_are_not_reused_but_fetched_in_the_relea
 /// it), and refuses a component the source does not have rather than ignore it.
 #[test]
 fn install_torch_honours_or_refuses_its_components() {
-    let server = Server::start();
-    serve(&server, "", &pypi_tree());
-    let sb = Sandbox::new();
-    let venv = venv(&sb);
+    let (server, sb, venv) = index_and_venv(&pypi_tree());
     let index = server.url("simple/");
     let vars = [
         ("GPUENV_PYPI_URL", index.as_str()),
@@ -339,10 +341,7 @@ fn a_component_is_added_in_place_to_the_toolkit_install_torch_made() {
     let release: &[&str] = &["install", "cuda-13.0", "--component", "cuda_profiler_api"];
     let torch: &[&str] = &["install", "torch", "--component", "cuda_profiler_api"];
     for args in [release, torch] {
-        let server = Server::start();
-        serve(&server, "", &pypi_tree());
-        let sb = Sandbox::new();
-        let venv = venv(&sb);
+        let (server, sb, venv) = index_and_venv(&pypi_tree());
         let site = venv.join("lib/python3.11/site-packages");
         install_torch(&sb, &server, &venv);
         let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
@@ -461,12 +460,8 @@ fn a_component_is_added_in_place_to_the_toolkit_install_torch_made() {
 /// was, record and all, with nothing left beside it; once the index answers, it is added.
 #[test]
 fn a_failed_add_leaves_the_torch_toolkit_as_it_was() {
-    let server = Server::start();
     let tree = pypi_tree();
-    serve(&server, "", &tree);
-    let sb = Sandbox::new();
-    let venv = venv(&sb);
-    install_torch(&sb, &server, &venv);
+    let (server, sb, venv) = torch_toolkit(&tree);
     let toolchains = sb.gpuenv_home().join("toolchains");
     let root = toolchains.join("cuda-13.0.2-torch");
     let before = listing(&root);
@@ -515,11 +510,7 @@ fn a_failed_add_leaves_the_torch_toolkit_as_it_was() {
 /// the component out; it says how, and the way it says works.
 #[test]
 fn a_torch_toolkit_without_a_record_says_how_and_then_the_component_is_in_it() {
-    let server = Server::start();
-    serve(&server, "", &pypi_tree());
-    let sb = Sandbox::new();
-    let venv = venv(&sb);
-    install_torch(&sb, &server, &venv);
+    let (server, sb, venv) = torch_toolkit(&pypi_tree());
     let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
     // As an older gpuenv left it (its trees are read-only).
     use std::os::unix::fs::PermissionsExt;
@@ -562,11 +553,7 @@ fn a_torch_toolkit_without_a_record_says_how_and_then_the_component_is_in_it() {
 /// wheels are nothing a lock can bring) rather than planning it from the index.
 #[test]
 fn a_locked_torch_toolkit_is_said_to_come_from_install_torch() {
-    let server = Server::start();
-    serve(&server, "", &pypi_tree());
-    let sb = Sandbox::new();
-    let venv = venv(&sb);
-    install_torch(&sb, &server, &venv);
+    let (server, sb, _venv) = torch_toolkit(&pypi_tree());
     let proj = sb.path("proj");
     write(
         &proj.join("gpuenv.toml"),
@@ -612,11 +599,7 @@ fn a_locked_torch_toolkit_is_said_to_come_from_install_torch() {
 /// named) and `update` keeps it, links into the venv and all.
 #[test]
 fn outdated_and_update_leave_the_toolkit_install_torch_made() {
-    let server = Server::start();
-    serve(&server, "", &pypi_tree_of(&["13.0.2", "13.0.3"]));
-    let sb = Sandbox::new();
-    let venv = venv(&sb);
-    install_torch(&sb, &server, &venv);
+    let (server, sb, venv) = torch_toolkit(&pypi_tree_of(&["13.0.2", "13.0.3"]));
     let index = server.url("simple/");
     let vars = [("GPUENV_PYPI_URL", index.as_str())];
     let from = ["--source", "pypi"];
