@@ -184,24 +184,7 @@ fn in_a_venv_with_nvidias_wheels_the_loader_takes_the_wheels_libcudart_not_the_t
 fn the_doctor_names_the_toolkit_dir_that_shadows_the_wheels_with_both_paths() {
     let Some(w) = wheels() else { return };
     let view_lib = w.sb.gpuenv_home().join("views/cuda-13.0/lib64");
-    let gpuenv = assert_cmd::cargo::cargo_bin("gpuenv");
-    let out =
-        w.sb.gpuenv()
-            .current_dir(&w.work)
-            .env("VIRTUAL_ENV", &w.venv)
-            .args(["run", "--toolkit-libs", "--"])
-            .arg(&gpuenv)
-            .args(["doctor", "--json"])
-            .output()
-            .unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let f = json["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "FM-14")
-        .unwrap()
-        .clone();
+    let f = doctor_fm14_under(&w, &["run", "--toolkit-libs", "--"]);
     assert_eq!(f["status"], "warn", "{f}");
     let problems: Vec<String> = std::iter::once(f["summary"].as_str().unwrap().to_string())
         .chain(
@@ -225,23 +208,30 @@ fn the_doctor_names_the_toolkit_dir_that_shadows_the_wheels_with_both_paths() {
     assert!(hint.contains("cuda-13.0's"), "{hint}");
 
     // gpuenv's own environment there shadows nothing.
+    let f = doctor_fm14_under(&w, &["run", "--"]);
+    assert_eq!(f["status"], "ok", "{f}");
+}
+
+/// The doctor's FM-14 finding, from `gpuenv doctor --json` run inside `gpuenv <run>` in the
+/// venv's project.
+fn doctor_fm14_under(w: &Wheels, run: &[&str]) -> serde_json::Value {
     let out =
         w.sb.gpuenv()
             .current_dir(&w.work)
             .env("VIRTUAL_ENV", &w.venv)
-            .args(["run", "--"])
-            .arg(&gpuenv)
+            .args(run)
+            .arg(assert_cmd::cargo::cargo_bin("gpuenv"))
             .args(["doctor", "--json"])
             .output()
             .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let f = json["findings"]
+    json["findings"]
         .as_array()
         .unwrap()
         .iter()
         .find(|f| f["id"] == "FM-14")
-        .unwrap();
-    assert_eq!(f["status"], "ok", "{f}");
+        .unwrap()
+        .clone()
 }
 
 #[test]
