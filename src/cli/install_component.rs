@@ -47,7 +47,7 @@ pub fn run(
     }
     let spec: Spec = name.parse()?;
     let rec = record::read(&entry.root);
-    let torch = spec.label.as_deref() == Some(gpuenv_core::install_hint::TORCH_LABEL);
+    let torch = gpuenv_core::install_hint::by_install_torch(name);
     if torch && rec.as_ref().is_none_or(|r| r.linked.is_empty()) {
         // Part of its tree is links into a venv's wheels, and nothing says which.
         bail!(Hinted::new(format!(

@@ -10,7 +10,7 @@ use anyhow::Result;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::home::Home;
-use gpuenv_core::install_hint::{Came, TORCH_LABEL};
+use gpuenv_core::install_hint::Came;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::Spec;
@@ -77,7 +77,7 @@ pub fn one(
                 l.name
             )],
             // Made of a venv's wheels, which no lock can bring.
-            (Origin::Installed, _) if l.name.parse::<Spec>().is_ok_and(|s| s.label.as_deref() == Some(TORCH_LABEL)) => vec![format!(
+            (Origin::Installed, _) if gpuenv_core::install_hint::by_install_torch(&l.name) => vec![format!(
                 "made by `gpuenv install torch` from a Python environment's wheels, not registered here: {}, then `gpuenv check --locked`",
                 gpuenv_core::install_hint::reinstall_command(&l.name.parse()?, Came::Elsewhere)
             )],

@@ -80,7 +80,7 @@ pub fn outdated(
         }
         // Its release is the one torch's own wheels are: a plain newer toolkit would not
         // match torch, and replacing it would drop the links into the venv.
-        if is_torch_toolkit(name) {
+        if gpuenv_core::install_hint::by_install_torch(name) {
             let say = format!(
                 "{name} follows the torch it was made for: after upgrading torch, `gpuenv install torch` makes the toolkit that matches it"
             );
@@ -130,12 +130,6 @@ pub fn outdated(
         }
     }
     Ok(out)
-}
-
-/// A toolkit `gpuenv install torch` made (`cuda-13.0.2-torch`).
-fn is_torch_toolkit(name: &str) -> bool {
-    name.parse::<Spec>()
-        .is_ok_and(|s| s.label.as_deref() == Some(gpuenv_core::install_hint::TORCH_LABEL))
 }
 
 /// The components the old tree was installed with (its version.json lists them, under the

@@ -48,6 +48,12 @@ pub enum Came<'a> {
 /// The label of the toolkits `gpuenv install torch` makes for a venv (`cuda-12.8-torch`).
 pub const TORCH_LABEL: &str = "torch";
 
+/// Whether `name` is one `gpuenv install torch` made (its label is [`TORCH_LABEL`]).
+pub fn by_install_torch(name: &str) -> bool {
+    name.parse::<Spec>()
+        .is_ok_and(|s| s.label.as_deref() == Some(TORCH_LABEL))
+}
+
 /// The command that installs the uninstalled `spec` again, quoted: `gpuenv install NAME`
 /// (which takes the kept record's profile and components), with `--manifest` for one that
 /// came from a manifest, `gpuenv install torch` for a venv's; else how to get it.
