@@ -123,7 +123,7 @@ impl Args {
                     super::print_error(&e);
                     failed.push((
                         spec.to_string(),
-                        gpuenv_install::fault::is_network_failure(&e),
+                        gpuenv_install::is_network_failure(e.as_ref()),
                     ));
                 }
             }
@@ -200,7 +200,7 @@ impl Args {
         }
         let plan = match gpuenv_install::plan(&sources, spec, &sel) {
             Ok(plan) => plan,
-            Err(e) => return self.installed_instead(home, spec, e),
+            Err(e) => return self.installed_instead(home, spec, e.into()),
         };
         ui::verbose(format!(
             "{spec}: the {} source has {} ({})",
@@ -377,7 +377,7 @@ pub(super) fn list_available(
     let mut reasons = Vec::new();
     let mut found = None;
     for s in &sources {
-        match s.available(kind) {
+        match s.available(kind).map_err(anyhow::Error::from) {
             Ok(v) => {
                 found = Some((s.name(), v));
                 break;

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, InstallError, Result};
 
 use super::install::{components_of, fetch_all, finish_tree, link_wheel_trees};
 use super::record::{self, ArchiveRecord, Record};
@@ -40,8 +40,11 @@ pub fn add(
     // Checked again under the lock: an uninstall may have come first.
     match Registry::load(home)?.toolchains.get(name) {
         Some(e) if e.source == Origin::Installed && e.root == root => {}
-        _ => bail!(Hinted::new(format!("{name} is not installed"))
-            .hint(format!("`gpuenv install {name}` installs it"))),
+        _ => {
+            return Err(Hinted::new(format!("{name} is not installed"))
+                .hint(format!("`gpuenv install {name}` installs it"))
+                .into())
+        }
     }
     let had = |c: &str| {
         let c = recorded(c);
@@ -108,14 +111,19 @@ pub fn add(
     };
     record::write(tmp.path(), &rec).with_context(|| format!("recording how {name} was made"))?;
     seal::read_only(tmp.path())?;
-    let detected = detect::detect(tmp.path(), Origin::Installed)
-        .map_err(|e| anyhow::anyhow!("{name} with {} is not a working toolchain: {e}", names))?;
+    let detected = detect::detect(tmp.path(), Origin::Installed).map_err(|e| {
+        InstallError::msg(format!(
+            "{name} with {} is not a working toolchain: {e}",
+            names
+        ))
+    })?;
     if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
-        bail!(Hinted::new(format!(
+        return Err(Hinted::new(format!(
             "{name} with {} would be {} {}, not {} {}",
             names, detected.kind, detected.version, plan.kind, plan.version
         ))
-        .hint("the source's metadata is wrong; report it to whoever publishes it"));
+        .hint("the source's metadata is wrong; report it to whoever publishes it")
+        .into());
     }
     let built = tmp.keep();
     exchange(&built, &root).with_context(|| format!("putting the new {name} in place"))?;

@@ -213,19 +213,19 @@ impl Cache {
 
     /// Takes the lock of the archive `sha256`, calling `waiting` first if another process
     /// holds it.
-    pub fn lock(&self, sha256: &Sha256, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+    pub fn lock(&self, sha256: &Sha256, waiting: impl FnOnce()) -> crate::Result<FileLock> {
         self.lock_named(&format!("{sha256}{LOCK}"), Share::Alone, waiting)
     }
 
     /// Held by a process that works in the cache (an install: what it downloads and
     /// unpacks is not linked into its toolchain until the end), so a prune never removes
     /// what it is about to link. Many may hold it at once.
-    pub fn using(&self, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+    pub fn using(&self, waiting: impl FnOnce()) -> crate::Result<FileLock> {
         self.lock_named(USERS_LOCK, Share::Shared, waiting)
     }
 
     /// Held by `cache prune`: it waits for the installs working in the cache to finish.
-    pub fn alone(&self, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+    pub fn alone(&self, waiting: impl FnOnce()) -> crate::Result<FileLock> {
         self.lock_named(USERS_LOCK, Share::Alone, waiting)
     }
 
@@ -234,7 +234,7 @@ impl Cache {
         name: &str,
         share: Share,
         waiting: impl FnOnce(),
-    ) -> anyhow::Result<FileLock> {
+    ) -> crate::Result<FileLock> {
         let locks = self.made("locks")?;
         if let Some(st) = locks.stat(name)? {
             if dir::kind(&st) == rustix::fs::FileType::Symlink {
@@ -338,13 +338,13 @@ pub enum Share {
 }
 
 /// Takes the lock at `path`, calling `waiting` first if another process holds it.
-pub fn lock(path: &Path, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+pub fn lock(path: &Path, waiting: impl FnOnce()) -> crate::Result<FileLock> {
     lock_as(path, Share::Alone, waiting)
 }
 
 /// [`lock`], shared with other holders of a shared lock when `share` says so.
-pub fn lock_as(path: &Path, share: Share, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
-    use anyhow::Context;
+pub fn lock_as(path: &Path, share: Share, waiting: impl FnOnce()) -> crate::Result<FileLock> {
+    use crate::error::Context as _;
     use fs_err::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         fs_err::create_dir_all(dir)?;

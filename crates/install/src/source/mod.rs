@@ -8,10 +8,13 @@ pub use gpuenv_core::facts::pep440;
 pub mod pypi;
 pub mod simple;
 
-use anyhow::Result;
-use gpuenv_core::diagnostic::Hinted;
+use std::path::Path;
 
-use super::{Plan, Profile, Selection};
+use gpuenv_core::diagnostic::Hinted;
+use reqwest::Url;
+
+use crate::error::{InstallError, Result};
+use crate::plan::{Plan, Profile, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 
 pub trait Source {
@@ -106,12 +109,34 @@ pub fn unknown_components(
         return Ok(());
     }
     let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
-    anyhow::bail!(Hinted::new(format!(
+    Err(Hinted::new(format!(
         "unknown component{} {}",
         if unknown.len() > 1 { "s" } else { "" },
         names.join(", ")
     ))
-    .hint(format!("this release has: {}", all.join(", "))))
+    .hint(format!("this release has: {}", all.join(", ")))
+    .into())
+}
+
+/// The name of the path under which a `--manifest` or mirror value is read: a URL as is,
+/// anything else a path (relative to `cwd`).
+pub fn location(cwd: &Path, value: &str, dir: bool) -> Result<Url> {
+    if let Ok(url) = Url::parse(value) {
+        if matches!(url.scheme(), "http" | "https" | "file") {
+            let mut url = url;
+            if dir && !url.path().ends_with('/') {
+                url.set_path(&format!("{}/", url.path()));
+            }
+            return Ok(url);
+        }
+    }
+    let path = cwd.join(value);
+    let url = if dir {
+        Url::from_directory_path(&path)
+    } else {
+        Url::from_file_path(&path)
+    };
+    url.map_err(|()| InstallError::msg(format!("{} is not a usable path", path.display())))
 }
 
 #[cfg(test)]

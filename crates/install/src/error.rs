@@ -1,0 +1,180 @@
+//! `InstallError`: every way an install (or an uninstall, a prune, a lock) can fail, as a
+//! value a caller can match on; its hints come through core's `Diagnostic` registry.
+
+use std::error::Error;
+use std::fmt::Display;
+use std::path::PathBuf;
+
+use gpuenv_core::diagnostic::{Diagnostic, Hinted};
+use gpuenv_core::store::retired::RetiredError;
+use gpuenv_core::store::StoreError;
+
+use crate::cache::Refused;
+use crate::fault::Fault;
+use crate::home::ReadOnlyHome;
+use crate::lock::LockError;
+use crate::plan::NoSource;
+
+pub type Result<T, E = InstallError> = std::result::Result<T, E>;
+
+/// Why an install failed. The wrapping variants are transparent: the message, causes and
+/// hints are those of the error they hold.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// Fetching or unpacking failed: the network, a hash mismatch, a refused archive entry.
+    #[error(transparent)]
+    Fault(#[from] Fault),
+    /// No source has the release; each source's reason inside.
+    #[error(transparent)]
+    NoSource(#[from] NoSource),
+    /// The download cache is not one gpuenv can use.
+    #[error(transparent)]
+    Cache(#[from] Refused),
+    /// A gpuenv.lock that cannot be read or is not valid.
+    #[error(transparent)]
+    LockFile(#[from] LockError),
+    #[error(transparent)]
+    ReadOnlyHome(#[from] ReadOnlyHome),
+    /// A toolchain or cache lock could not be taken.
+    #[error("locking {}", path.display())]
+    Locking {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A retired tree's record gpuenv did not write or cannot read.
+    #[error(transparent)]
+    Retired(#[from] RetiredError),
+    /// A file operation (fs-err names the path in the message).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// What was being done when `source` happened.
+    #[error("{message}")]
+    Context {
+        message: String,
+        #[source]
+        source: Box<InstallError>,
+    },
+    /// A refusal made on the spot, with its ways out.
+    #[error(transparent)]
+    Refused(#[from] Hinted),
+    /// A foreign error (a parse of JSON, TOML or a URL, a core type).
+    #[error(transparent)]
+    Other(Box<dyn Error + Send + Sync + 'static>),
+}
+
+impl Diagnostic for InstallError {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            InstallError::Fault(e) => e.hints(),
+            InstallError::NoSource(e) => e.hints(),
+            InstallError::Cache(e) => e.hints(),
+            InstallError::LockFile(e) => e.hints(),
+            InstallError::ReadOnlyHome(e) => e.hints(),
+            InstallError::Refused(e) => e.hints(),
+            // Transparent: the wrapped error is not in the chain, so its hints are said here.
+            InstallError::Store(e) => hints_of(e),
+            InstallError::Retired(e) => hints_of(e),
+            InstallError::Other(e) => hints_of(e.as_ref()),
+            InstallError::Locking { .. } | InstallError::Io(_) | InstallError::Context { .. } => {
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn hints_of(e: &(dyn Error + 'static)) -> Vec<String> {
+    crate::FIND
+        .iter()
+        .find_map(|f| f(e))
+        .map(|d| d.hints())
+        .unwrap_or_default()
+}
+
+impl InstallError {
+    /// A refusal with no error type of its own: a message (hints are added to `Hinted`).
+    pub fn msg(message: impl Into<String>) -> InstallError {
+        InstallError::Refused(Hinted::new(message))
+    }
+
+    /// A foreign error with no variant of its own (a URL's parse error).
+    pub fn other(e: impl Error + Send + Sync + 'static) -> InstallError {
+        InstallError::Other(Box::new(e))
+    }
+
+    /// The network (or a server) failed, here or in what this error wraps: gpuenv exits
+    /// with its own status for it, so a script can retry.
+    pub fn is_network(&self) -> bool {
+        crate::fault::is_network_failure(self)
+    }
+}
+
+macro_rules! other {
+    ($($ty:ty),+ $(,)?) => {
+        $(impl From<$ty> for InstallError {
+            fn from(e: $ty) -> InstallError {
+                InstallError::Other(Box::new(e))
+            }
+        })+
+    };
+}
+
+other!(
+    serde_json::Error,
+    toml::de::Error,
+    toml::ser::Error,
+    reqwest::Error,
+    crate::pathpart::UnsafeValue,
+    gpuenv_core::outside::ReadError,
+    gpuenv_core::toolchain::registry::StateError,
+    gpuenv_core::toolchain::NameError,
+    gpuenv_core::toolchain::detect::NotAToolchain,
+    gpuenv_core::facts::version::VersionError,
+);
+
+/// anyhow's `context` for the install crate: says what was being done when an error
+/// happened (the error stays as the cause).
+pub(crate) trait Context<T> {
+    fn context<C: Display>(self, message: C) -> Result<T>;
+    fn with_context<C: Display, F: FnOnce() -> C>(self, f: F) -> Result<T>;
+}
+
+impl<T, E: Into<InstallError>> Context<T> for std::result::Result<T, E> {
+    fn context<C: Display>(self, message: C) -> Result<T> {
+        self.map_err(|e| InstallError::Context {
+            message: message.to_string(),
+            source: Box::new(e.into()),
+        })
+    }
+
+    fn with_context<C: Display, F: FnOnce() -> C>(self, f: F) -> Result<T> {
+        self.map_err(|e| InstallError::Context {
+            message: f().to_string(),
+            source: Box::new(e.into()),
+        })
+    }
+}
+
+impl<T> Context<T> for Option<T> {
+    fn context<C: Display>(self, message: C) -> Result<T> {
+        self.ok_or_else(|| InstallError::msg(message.to_string()))
+    }
+
+    fn with_context<C: Display, F: FnOnce() -> C>(self, f: F) -> Result<T> {
+        self.ok_or_else(|| InstallError::msg(f().to_string()))
+    }
+}
+
+/// `err` and its causes on one line, `message: cause: cause` (as anyhow's `{:#}`).
+pub fn one_line(err: &(dyn Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut next = err.source();
+    while let Some(e) = next {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        next = e.source();
+    }
+    text
+}
