@@ -14,7 +14,7 @@ use gpuenv_core::ui;
 use gpuenv_install::record;
 use gpuenv_install::retire::Census;
 use gpuenv_install::source::Choice;
-use gpuenv_install::{Profile, Progress, Selection};
+use gpuenv_install::{Job, Profile, Progress, Selection};
 
 /// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv
 /// manifest; with no SPEC, what the nearest gpuenv.toml pins
@@ -88,7 +88,12 @@ impl Args {
             let fetcher = super::install_from::fetcher(ctx, &home, self.offline)?;
             let progress =
                 Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
-            return super::install_torch::run(ctx, &store, &fetcher, &progress, &self.components);
+            let job = Job {
+                store: &store,
+                fetcher: &fetcher,
+                progress: &progress,
+            };
+            return super::install_torch::run(ctx, &job, &self.components);
         }
         let specs: Vec<Spec> = if self.specs.is_empty() {
             super::install_pinned::missing_pins(ctx, &super::layered(ctx)?.1)?
@@ -106,6 +111,11 @@ impl Args {
         let cache_was_new = !fetcher.cache.root.exists();
         let progress =
             Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
+        let job = Job {
+            store: &store,
+            fetcher: &fetcher,
+            progress: &progress,
+        };
         let ask = super::install_component::Ask {
             components: &self.components,
             choice: self.source,
@@ -114,7 +124,7 @@ impl Args {
         let mut installed_any = false;
         let mut failed = Vec::new();
         for spec in &specs {
-            match self.install_one(ctx, &home, &store, &fetcher, &progress, &ask, spec) {
+            match self.install_one(ctx, &home, &job, &ask, spec) {
                 Ok(installed) => installed_any |= installed,
                 Err(e) if specs.len() == 1 => return Err(e),
                 // The others are installed all the same; each failure is said as it happens.
@@ -157,14 +167,11 @@ impl Args {
     }
 
     /// Installs one spec (or adds components to it). True when something was installed.
-    #[allow(clippy::too_many_arguments)]
     fn install_one(
         &self,
         ctx: &Context,
         home: &Home,
-        store: &gpuenv_core::store::Store,
-        fetcher: &gpuenv_install::fetch::Fetcher,
-        progress: &Progress,
+        job: &Job,
         ask: &super::install_component::Ask,
         spec: &Spec,
     ) -> Result<bool> {
@@ -185,15 +192,13 @@ impl Args {
         match self.existing(home, &name)? {
             Existing::Done => return Ok(false),
             Existing::AddTo(entry) => {
-                return super::install_component::run(
-                    ctx, store, fetcher, progress, &name, &entry, ask,
-                );
+                return super::install_component::run(ctx, job, &name, &entry, ask);
             }
             Existing::Install => {}
         }
         let (sel, from) = self.selection(home, spec);
         let mut sources =
-            super::install_from::sources(ctx, fetcher, self.source, self.manifest.as_deref())?;
+            super::install_from::sources(ctx, job.fetcher, self.source, self.manifest.as_deref())?;
         // Where it came from first: an offline reinstall needs no other source.
         if let Some(from) = from {
             sources.sort_by_key(|s| s.name() != from);
@@ -215,9 +220,7 @@ impl Args {
         match self.existing(home, &plan.name)? {
             Existing::Done => return Ok(false),
             Existing::AddTo(entry) => {
-                return super::install_component::run(
-                    ctx, store, fetcher, progress, &plan.name, &entry, ask,
-                );
+                return super::install_component::run(ctx, job, &plan.name, &entry, ask);
             }
             Existing::Install => {}
         }
@@ -234,7 +237,7 @@ impl Args {
             }
         ));
         let started = std::time::Instant::now();
-        let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
+        let done = job.install(&plan, Some(&sel))?;
         if done.already {
             self.already(&done.name, &done.root);
             return Ok(false);

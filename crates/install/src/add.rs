@@ -12,26 +12,22 @@ use crate::error::{Context as _, InstallError, Result};
 
 use super::install::{components_of, fetch_all, finish_tree, link_wheel_trees};
 use super::record::{self, ArchiveRecord, Record};
-use super::{assemble, Plan, Progress, Selection};
+use super::{assemble, Job, Plan, Selection};
 use super::{lock_toolchain, seal, writable_home};
-use crate::fetch::Fetcher;
 use crate::source::components::recorded;
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::detect;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 
 /// Adds to the installed `plan.name` the archives of `plan` that `old` (its record) does not
 /// have, and links the venv wheels of `plan.linked` it did not link. `sel` is what the new
 /// record says was asked for. Returns the components added.
-pub fn add(
-    store: &Store,
-    fetcher: &Fetcher,
-    plan: &Plan,
-    old: &Record,
-    sel: &Selection,
-    progress: &Progress,
-) -> Result<Vec<String>> {
+pub(crate) fn add(job: &Job, plan: &Plan, old: &Record, sel: &Selection) -> Result<Vec<String>> {
+    let Job {
+        store,
+        fetcher,
+        progress,
+    } = *job;
     let home = store.home();
     let name = &plan.name;
     let root = home.toolchains().join(name);

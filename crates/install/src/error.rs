@@ -50,12 +50,14 @@ pub enum InstallError {
     /// A file operation (fs-err names the path in the message).
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    /// What was being done when `source` happened.
+    /// What was being done when `source` (an `InstallError`) happened. Boxed as a `dyn
+    /// Error` so that the chain yields the `InstallError` itself (a `Box<InstallError>` would
+    /// be a link of its own that no downcast finds).
     #[error("{message}")]
     Context {
         message: String,
         #[source]
-        source: Box<InstallError>,
+        source: Box<dyn Error + Send + Sync + 'static>,
     },
     /// A refusal made on the spot, with its ways out.
     #[error(transparent)]
@@ -145,14 +147,14 @@ impl<T, E: Into<InstallError>> Context<T> for std::result::Result<T, E> {
     fn context<C: Display>(self, message: C) -> Result<T> {
         self.map_err(|e| InstallError::Context {
             message: message.to_string(),
-            source: Box::new(e.into()),
+            source: Box::new(e.into()) as Box<dyn Error + Send + Sync>,
         })
     }
 
     fn with_context<C: Display, F: FnOnce() -> C>(self, f: F) -> Result<T> {
         self.map_err(|e| InstallError::Context {
             message: f().to_string(),
-            source: Box::new(e.into()),
+            source: Box::new(e.into()) as Box<dyn Error + Send + Sync>,
         })
     }
 }
@@ -177,4 +179,46 @@ pub fn one_line(err: &(dyn Error + 'static)) -> String {
         next = e.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuenv_core::ui::Report;
+
+    fn timeout() -> Result<()> {
+        Err(Fault::Timeout {
+            url: "https://mirror.example/x".into(),
+        }
+        .into())
+    }
+
+    #[test]
+    fn a_context_keeps_what_it_wraps_visible_to_hints_and_the_exit_status() {
+        let err = timeout()
+            .context("fetching x")
+            .context("installing cuda-13.0")
+            .unwrap_err();
+        assert!(matches!(&err, InstallError::Context { .. }));
+        let report = Report::of(&err, crate::FIND);
+        assert_eq!(report.message, "installing cuda-13.0");
+        assert_eq!(
+            report.causes,
+            ["fetching x", "timed out fetching https://mirror.example/x"]
+        );
+        assert_eq!(report.hints.len(), 1, "{report:?}");
+        assert!(report.hints[0].contains("GPUENV_HTTP_TIMEOUT"));
+        assert!(err.is_network());
+        assert_eq!(
+            one_line(&err),
+            "installing cuda-13.0: fetching x: timed out fetching https://mirror.example/x"
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_not_a_network_failure() {
+        let err: InstallError = Hinted::new("no such release").hint("try another").into();
+        assert!(!err.is_network());
+        assert_eq!(Report::of(&err, crate::FIND).hints, ["try another"]);
+    }
 }

@@ -11,10 +11,9 @@ use crate::error::{Context as _, InstallError, Result};
 
 use crate::fetch::Fetcher;
 use crate::{assemble, record, seal, stub};
-use crate::{lock_toolchain, writable_home, Archive, Plan, Progress, Selection};
+use crate::{lock_toolchain, writable_home, Archive, Job, Plan, Progress, Selection};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::fsutil;
-use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::{detect, Kind, Version};
 use gpuenv_core::ui;
@@ -32,24 +31,14 @@ pub struct Installed {
     pub fetched_bytes: u64,
 }
 
-/// Installs what `plan` describes into the store, unless it is installed already.
-pub fn install(
-    store: &Store,
-    fetcher: &Fetcher,
-    plan: &Plan,
-    progress: &Progress,
-) -> Result<Installed> {
-    install_recorded(store, fetcher, plan, None, progress)
-}
-
-/// [`install`], and with `sel` the tree gets its [`record`] (what `gpuenv lock` reads).
-pub fn install_recorded(
-    store: &Store,
-    fetcher: &Fetcher,
-    plan: &Plan,
-    sel: Option<&Selection>,
-    progress: &Progress,
-) -> Result<Installed> {
+/// Installs what `plan` describes into the store, unless it is installed already; with
+/// `sel` the tree gets its [`record`] (what `gpuenv lock` reads).
+pub(crate) fn install(job: &Job, plan: &Plan, sel: Option<&Selection>) -> Result<Installed> {
+    let Job {
+        store,
+        fetcher,
+        progress,
+    } = *job;
     let home = store.home();
     let name = plan.name.clone();
     let root = home.toolchains().join(&name);

@@ -7,7 +7,7 @@
 //! Every fallible function returns [`InstallError`]; its hints reach the screen through
 //! [`FIND`].
 
-pub mod add;
+mod add;
 mod archive;
 pub mod assemble;
 pub mod cache;
@@ -20,6 +20,7 @@ pub mod fetch;
 mod home;
 pub mod hooks;
 mod install;
+mod job;
 pub mod lock;
 pub mod objects;
 pub mod pathpart;
@@ -40,7 +41,8 @@ pub use archive::{Archive, Format, Mapping};
 pub use error::{InstallError, Result};
 pub use fault::{is_network_failure, Fault};
 pub use home::{checked_name, lock_toolchain, writable_home, ReadOnlyHome};
-pub use install::{install, install_recorded, Installed};
+pub use install::Installed;
+pub use job::Job;
 pub use plan::{plan, NoSource, Plan, Profile, Selection};
 pub use progress::Progress;
 pub use reqwest::Url;
