@@ -5,48 +5,55 @@
 //! under a per-toolchain lock.
 //!
 //! Every fallible function returns [`InstallError`]; its hints reach the screen through
-//! [`FIND`].
+//! [`FIND`]. Modules are private unless the CLI calls into them by path; what else is
+//! public is the `pub use` list below, and nothing more.
 
 mod add;
 mod archive;
-pub mod assemble;
-pub mod cache;
-pub mod confine;
-pub mod dir;
-pub mod download;
+mod assemble;
+mod confine;
+mod download;
 mod error;
-pub mod fault;
-pub mod fetch;
+mod fault;
 mod home;
-pub mod hooks;
 mod install;
 mod job;
-pub mod lock;
-pub mod objects;
-pub mod pathpart;
+mod objects;
+mod pathpart;
 mod plan;
 mod progress;
+mod seal;
+mod stub;
+mod unpack;
+
+// The namespaces the CLI calls into by module path (`record::read`, `lock::render`, …).
+pub mod cache;
+pub mod dir;
+pub mod fetch;
+pub mod hooks;
+pub mod lock;
 pub mod prune;
 pub mod record;
 pub mod retire;
-pub mod seal;
 pub mod source;
-pub mod stub;
 pub mod torch;
-pub mod unpack;
 
 use gpuenv_core::diagnostic::Find;
 
-pub use archive::{Archive, Format, Mapping};
+// Errors, and how the CLI maps them to an exit status.
 pub use error::{InstallError, Result};
 pub use fault::{is_network_failure, Fault};
+pub use plan::NoSource;
+// Choosing a release: sources, what was asked, what a source answers.
+pub use archive::{Archive, Format, Mapping};
+pub use plan::{plan, Plan, Profile, Selection};
+pub use reqwest::Url;
+pub use source::{location, Source};
+// Installing it.
 pub use home::{checked_name, lock_toolchain, writable_home, ReadOnlyHome};
 pub use install::Installed;
 pub use job::Job;
-pub use plan::{plan, NoSource, Plan, Profile, Selection};
 pub use progress::Progress;
-pub use reqwest::Url;
-pub use source::{location, Source};
 
 gpuenv_core::diagnostics!(
     /// gpuenv-install's error types that have hints (see `gpuenv_core::diagnostic`).

@@ -9,7 +9,7 @@
 //! see) and [`jobs`] (SLURM's running jobs, whoever's, where `squeue` answers).
 
 pub mod jobs;
-pub mod users;
+mod users;
 
 use std::cell::{Cell, OnceCell};
 use std::fmt;

@@ -4,9 +4,9 @@
 pub mod components;
 pub mod manifest;
 pub mod nvidia;
-pub use gpuenv_core::facts::pep440;
+use gpuenv_core::facts::pep440;
 pub mod pypi;
-pub mod simple;
+mod simple;
 
 use std::path::Path;
 
