@@ -3,17 +3,18 @@
 
 use std::error::Error;
 use std::fmt::Display;
-use std::path::PathBuf;
 
 use gpuenv_core::diagnostic::{Diagnostic, Hinted};
 use gpuenv_core::store::retired::RetiredError;
 use gpuenv_core::store::StoreError;
 
-use crate::cache::Refused;
-use crate::fault::Fault;
+use gpuenv_core::toolchain::Spec;
+use gpuenv_core::ui::Report;
+
+use crate::cache::{LockFailed, Refused};
+use crate::fault::{Fault, Unreachable};
 use crate::home::ReadOnlyHome;
-use crate::lock::LockError;
-use crate::plan::NoSource;
+use crate::lock::error::LockError;
 
 pub type Result<T, E = InstallError> = std::result::Result<T, E>;
 
@@ -36,12 +37,8 @@ pub enum InstallError {
     #[error(transparent)]
     ReadOnlyHome(#[from] ReadOnlyHome),
     /// A toolchain or cache lock could not be taken.
-    #[error("locking {}", path.display())]
-    Locking {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Lock(#[from] LockFailed),
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A retired tree's record gpuenv did not write or cannot read.
@@ -75,14 +72,13 @@ impl Diagnostic for InstallError {
             InstallError::Cache(e) => e.hints(),
             InstallError::LockFile(e) => e.hints(),
             InstallError::ReadOnlyHome(e) => e.hints(),
+            InstallError::Lock(e) => e.hints(),
             InstallError::Refused(e) => e.hints(),
             // Transparent: the wrapped error is not in the chain, so its hints are said here.
             InstallError::Store(e) => hints_of(e),
             InstallError::Retired(e) => hints_of(e),
             InstallError::Other(e) => hints_of(e.as_ref()),
-            InstallError::Locking { .. } | InstallError::Io(_) | InstallError::Context { .. } => {
-                Vec::new()
-            }
+            InstallError::Io(_) | InstallError::Context { .. } => Vec::new(),
         }
     }
 }
@@ -109,7 +105,78 @@ impl InstallError {
     /// The network (or a server) failed, here or in what this error wraps: gpuenv exits
     /// with its own status for it, so a script can retry.
     pub fn is_network(&self) -> bool {
-        crate::fault::is_network_failure(self)
+        is_network_failure(self)
+    }
+}
+
+/// Whether `err` comes from the network (or a server) failing, anywhere in its chain.
+pub fn is_network_failure(err: &(dyn Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let network = e.is::<Unreachable>()
+            || e.downcast_ref::<Fault>().is_some_and(Fault::is_network)
+            || match e.downcast_ref::<InstallError>() {
+                // Transparent wrappers hide what they hold from the chain.
+                Some(InstallError::Fault(f)) => f.is_network(),
+                Some(InstallError::NoSource(n)) => n.unreachable(),
+                _ => false,
+            };
+        if network {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// No source could install a release: each source's reason, and their hints.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct NoSource {
+    /// What was asked.
+    pub spec: String,
+    /// Each source tried, with why it could not.
+    pub reasons: Vec<(&'static str, InstallError)>,
+    message: String,
+    hints: Vec<String>,
+    /// Set when every source failed for the network.
+    #[source]
+    unreachable: Option<Unreachable>,
+}
+
+impl NoSource {
+    pub(crate) fn new(spec: &Spec, reasons: Vec<(&'static str, InstallError)>) -> NoSource {
+        let mut message = format!("no source could install {spec}:");
+        let mut hints = Vec::new();
+        for (name, e) in &reasons {
+            let report = Report::of(e, crate::FIND);
+            message.push_str(&format!(
+                "\n  {name}: {}",
+                report.inline().replace('\n', "\n    ")
+            ));
+            hints.extend(report.hints.into_iter().map(|h| format!("{h} ({name})")));
+        }
+        let unreachable = (!reasons.is_empty()
+            && reasons.iter().all(|(_, e)| is_network_failure(e)))
+        .then_some(Unreachable);
+        NoSource {
+            spec: spec.to_string(),
+            reasons,
+            message,
+            hints,
+            unreachable,
+        }
+    }
+
+    /// Every source failed for the network.
+    pub fn unreachable(&self) -> bool {
+        self.unreachable.is_some()
+    }
+}
+
+impl Diagnostic for NoSource {
+    fn hints(&self) -> Vec<String> {
+        self.hints.clone()
     }
 }
 

@@ -2,11 +2,7 @@
 //! back to another source, report). Each message names the URL or archive; the ones with a
 //! fix have hints.
 
-use std::error::Error;
-
 use gpuenv_core::diagnostic::Diagnostic;
-
-use crate::error::InstallError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Fault {
@@ -129,23 +125,3 @@ impl Fault {
 #[derive(Debug, thiserror::Error)]
 #[error("no source could be reached: the network or the servers failed")]
 pub struct Unreachable;
-
-/// Whether `err` comes from the network (or a server) failing, anywhere in its chain.
-pub fn is_network_failure(err: &(dyn Error + 'static)) -> bool {
-    let mut next = Some(err);
-    while let Some(e) = next {
-        let network = e.is::<Unreachable>()
-            || e.downcast_ref::<Fault>().is_some_and(Fault::is_network)
-            || match e.downcast_ref::<InstallError>() {
-                // Transparent wrappers hide what they hold from the chain.
-                Some(InstallError::Fault(f)) => f.is_network(),
-                Some(InstallError::NoSource(n)) => n.unreachable(),
-                _ => false,
-            };
-        if network {
-            return true;
-        }
-        next = e.source();
-    }
-    false
-}

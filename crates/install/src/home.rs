@@ -1,15 +1,9 @@
-//! What installs need of GPUENV_HOME before they start: that it is writable, that a
-//! toolchain name is one, and the per-toolchain lock.
+//! That GPUENV_HOME is writable, checked before an install fetches anything.
 
 use std::path::{Path, PathBuf};
 
-use gpuenv_core::diagnostic::{Diagnostic, Hinted};
+use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::home::Home;
-use gpuenv_core::toolchain::Spec;
-use gpuenv_core::ui;
-
-use crate::error::Result;
-use crate::{cache, pathpart};
 
 #[derive(Debug, thiserror::Error)]
 #[error("GPUENV_HOME ({}) is read-only: cannot create a file in {} ({cause})", home.display(), dir.display())]
@@ -53,21 +47,4 @@ pub fn writable_home(home: &Home) -> Result<(), ReadOnlyHome> {
         }
     }
     Ok(())
-}
-
-/// `name` as the name of a toolchain, checked before it names anything on disk.
-pub fn checked_name(name: &str) -> Result<Spec> {
-    let bad = |e: &dyn std::fmt::Display| {
-        Hinted::new(e.to_string()).hint("`gpuenv list` shows the registered names")
-    };
-    pathpart::part("toolchain name", name).map_err(|e| bad(&e))?;
-    Ok(name.parse().map_err(|e| bad(&e))?)
-}
-
-/// The lock that serialises installs and uninstalls of one toolchain.
-pub fn lock_toolchain(home: &Home, name: &str) -> Result<cache::FileLock> {
-    checked_name(name)?;
-    cache::lock(&home.toolchains().join(format!(".{name}.lock")), || {
-        ui::info(format!("waiting for another gpuenv working on {name}"))
-    })
 }

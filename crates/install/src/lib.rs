@@ -24,6 +24,7 @@ mod plan;
 mod progress;
 mod seal;
 mod stub;
+mod toolchain_lock;
 mod unpack;
 
 // The namespaces the CLI calls into by module path (`record::read`, `lock::render`, …).
@@ -41,23 +42,24 @@ pub mod torch;
 use gpuenv_core::diagnostic::Find;
 
 // Errors, and how the CLI maps them to an exit status.
+pub use error::{is_network_failure, NoSource};
 pub use error::{InstallError, Result};
-pub use fault::{is_network_failure, Fault};
-pub use plan::NoSource;
+pub use fault::Fault;
 // Choosing a release: sources, what was asked, what a source answers.
 pub use archive::{Archive, Format, Mapping};
-pub use plan::{plan, Plan, Profile, Selection};
+pub use plan::{Plan, Profile, Selection};
 pub use reqwest::Url;
-pub use source::{location, Source};
+pub use source::{location, plan, Source};
 // Installing it.
-pub use home::{checked_name, lock_toolchain, writable_home, ReadOnlyHome};
+pub use home::{writable_home, ReadOnlyHome};
 pub use install::Installed;
 pub use job::Job;
 pub use progress::Progress;
+pub use toolchain_lock::{checked_name, lock_toolchain};
 
 gpuenv_core::diagnostics!(
     /// gpuenv-install's error types that have hints (see `gpuenv_core::diagnostic`).
-    pub fn find_diagnostic: InstallError, NoSource, fault::Fault, ReadOnlyHome, cache::Refused, lock::LockError
+    pub fn find_diagnostic: InstallError, NoSource, fault::Fault, ReadOnlyHome, cache::Refused, cache::LockFailed, lock::LockError
 );
 
 /// The finders for every error an install can return: its own and gpuenv-core's.

@@ -6,6 +6,7 @@
 //! validates every field, with file:line:column.
 
 pub mod compare;
+pub(crate) mod error;
 mod parse;
 
 use std::path::{Path, PathBuf};
@@ -18,7 +19,8 @@ use gpuenv_core::project::Location;
 use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Version};
 
-pub use parse::{load, parse, LockError};
+pub use error::LockError;
+pub use parse::{load, parse};
 
 pub const FILE: &str = "gpuenv.lock";
 /// The format's version; a lock of another one is refused rather than misread.

@@ -13,9 +13,10 @@ use std::path::Path;
 use gpuenv_core::diagnostic::Hinted;
 use reqwest::Url;
 
-use crate::error::{InstallError, Result};
+use crate::error::{InstallError, NoSource, Result};
 use crate::plan::{Plan, Profile, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
+use gpuenv_core::ui;
 
 pub trait Source {
     fn name(&self) -> &'static str;
@@ -137,6 +138,34 @@ pub fn location(cwd: &Path, value: &str, dir: bool) -> Result<Url> {
         Url::from_file_path(&path)
     };
     url.map_err(|()| InstallError::msg(format!("{} is not a usable path", path.display())))
+}
+
+/// Chooses the release `spec` names from the first source that has it; when none has, the
+/// error gives each source's reason.
+pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> Result<Plan> {
+    let mut reasons = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        match s.plan(spec, sel) {
+            Ok(p) => return Ok(p),
+            Err(e) if sources.len() == 1 => return Err(e),
+            Err(e) => {
+                // Say why before falling back, so a source that was never reached
+                // (an unreachable host, a proxy) does not go unnoticed: one note, which
+                // `-q` leaves out (should every source fail, the error gives each reason).
+                if let Some(next) = sources.get(i + 1) {
+                    let text = crate::error::one_line(&e);
+                    let why = text.lines().next().unwrap_or_default();
+                    ui::info(format!(
+                        "the {} source cannot install {spec} ({why}); trying {}",
+                        s.name(),
+                        next.name()
+                    ));
+                }
+                reasons.push((s.name(), e));
+            }
+        }
+    }
+    Err(NoSource::new(spec, reasons).into())
 }
 
 #[cfg(test)]
