@@ -7,7 +7,6 @@ use std::fmt::Display;
 use gpuenv_core::diagnostic::{Diagnostic, Hinted};
 use gpuenv_core::store::retired::RetiredError;
 use gpuenv_core::store::StoreError;
-
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui::Report;
 
@@ -203,7 +202,7 @@ other!(
     gpuenv_core::facts::version::VersionError,
 );
 
-/// anyhow's `context` for the install crate: says what was being done when an error
+/// `.context(...)` for the install crate: says what was being done when an error
 /// happened (the error stays as the cause).
 pub(crate) trait Context<T> {
     fn context<C: Display>(self, message: C) -> Result<T>;
@@ -236,7 +235,7 @@ impl<T> Context<T> for Option<T> {
     }
 }
 
-/// `err` and its causes on one line, `message: cause: cause` (as anyhow's `{:#}`).
+/// `err` and its causes on one line, `message: cause: cause`.
 pub fn one_line(err: &(dyn Error + 'static)) -> String {
     let mut text = err.to_string();
     let mut next = err.source();
