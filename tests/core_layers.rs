@@ -565,3 +565,20 @@ fn the_cli_check_sees_a_command_importing_another_and_a_helper_in_the_root() {
         "{wrong:#?}"
     );
 }
+
+#[test]
+fn every_file_of_the_gpuenv_package_opens_with_a_doc_line() {
+    let src = workspace().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 40, "only {} files under src/", files.len());
+    let bare: Vec<String> = files
+        .iter()
+        .filter(|f| !fs_err::read_to_string(f).unwrap().starts_with("//!"))
+        .map(|f| f.strip_prefix(&src).unwrap().display().to_string())
+        .collect();
+    assert!(
+        bare.is_empty(),
+        "these files of src/ open with no `//!` line saying what they hold: {bare:?}"
+    );
+}

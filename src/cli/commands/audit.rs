@@ -1,3 +1,6 @@
+//! `gpuenv audit FILE`: the GPU archs and runtime a built object holds, against the arch pins,
+//! TORCH_CUDA_ARCH_LIST and the GPUs here.
+
 use crate::cli::support;
 use fs_err::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};

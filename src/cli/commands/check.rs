@@ -1,3 +1,6 @@
+//! `gpuenv check`: the active Python's torch against the active toolchain, without building
+//! (and `check --locked`, the lock against the active set).
+
 use crate::cli::support;
 use std::path::PathBuf;
 

@@ -1,3 +1,5 @@
+//! `gpuenv completions SHELL`: the shell completion script, naming the registered toolchains.
+
 use crate::cli::support;
 use anyhow::Result;
 use clap::CommandFactory;

@@ -1,3 +1,5 @@
+//! `gpuenv default SPEC...`: the toolchains used where nothing else picks one.
+
 use crate::cli::support;
 use anyhow::{bail, Result};
 

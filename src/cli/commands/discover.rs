@@ -1,3 +1,5 @@
+//! `gpuenv discover`: toolchains found in the standard places, registered with `--register`.
+
 use crate::cli::support;
 use std::path::PathBuf;
 

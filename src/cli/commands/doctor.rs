@@ -1,3 +1,5 @@
+//! `gpuenv doctor`: one line per known failure mode for a directory, with the fix.
+
 use crate::cli::support;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,3 +1,6 @@
+//! `gpuenv env`: the environment of the active toolchains (or of the given specs), for a
+//! shell, CI, a Dockerfile or a SLURM TaskProlog.
+
 use crate::cli::support;
 use std::ffi::OsStr;
 

@@ -1,3 +1,5 @@
+//! `gpuenv hook SHELL`: the shell init code that installs the prompt hook.
+
 use crate::cli::support;
 use anyhow::{Context as _, Result};
 use support::named_arg::named;

@@ -1,3 +1,6 @@
+//! `gpuenv install`: toolchains from NVIDIA's archives or wheels or a manifest; with no spec,
+//! what the nearest gpuenv.toml pins (the steps are `support::install_*`).
+
 use crate::cli::support;
 use std::io::IsTerminal;
 use support::named_arg::named;

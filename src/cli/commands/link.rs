@@ -1,3 +1,5 @@
+//! `gpuenv link NAME PATH`: register a toolchain already on disk, used in place.
+
 use crate::cli::support;
 use std::path::PathBuf;
 

@@ -1,3 +1,6 @@
+//! `gpuenv list`: the registered toolchains, marking the active and default ones; with
+//! `--available`, the releases a source has.
+
 use crate::cli::support;
 use std::io::IsTerminal;
 use support::named_arg::named;

@@ -1,3 +1,5 @@
+//! `gpuenv module`: module files for Lmod or Environment Modules.
+
 use crate::cli::support;
 use std::path::{Path, PathBuf};
 

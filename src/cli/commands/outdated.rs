@@ -1,3 +1,5 @@
+//! `gpuenv outdated`: installed toolkits with a newer patch release at their source.
+
 use crate::cli::support;
 use anyhow::Result;
 use serde_json::json;

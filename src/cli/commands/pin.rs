@@ -1,3 +1,5 @@
+//! `gpuenv pin SPEC...`: pins for this directory in gpuenv.toml, comments and order kept.
+
 use crate::cli::support;
 use std::path::{Path, PathBuf};
 

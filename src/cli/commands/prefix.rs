@@ -1,3 +1,5 @@
+//! `gpuenv prefix [NAME]`: the root directory of a toolchain, or of those active here.
+
 use crate::cli::support;
 use anyhow::{bail, Result};
 

@@ -1,3 +1,5 @@
+//! `gpuenv reshim`: the views and shims regenerated.
+
 use crate::cli::support;
 use anyhow::Result;
 

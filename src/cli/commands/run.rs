@@ -1,3 +1,5 @@
+//! `gpuenv run -- CMD`: a command run with the environment of the active (or given) toolchains.
+
 use crate::cli::support;
 use std::ffi::OsString;
 

@@ -1,3 +1,5 @@
+//! `gpuenv show`: the active toolchains here, and why each is active.
+
 use crate::cli::support;
 use anyhow::Result;
 use serde_json::json;

@@ -1,3 +1,6 @@
+//! `gpuenv trust`: let a toolchain file run what it names and set `[env]`, or accept another
+//! user's files.
+
 use std::path::PathBuf;
 
 use anyhow::{bail, Context as _, Result};

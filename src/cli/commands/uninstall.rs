@@ -1,3 +1,6 @@
+//! `gpuenv uninstall NAME`: remove a toolchain gpuenv installed (the removal and the reap are
+//! `support::uninstall`).
+
 use anyhow::Result;
 
 use gpuenv_core::context::Context;

@@ -1,3 +1,5 @@
+//! `gpuenv unlink NAME`: forget a linked or discovered toolchain, leaving its files alone.
+
 use crate::cli::support;
 use anyhow::Result;
 

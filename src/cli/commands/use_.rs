@@ -1,3 +1,5 @@
+//! `gpuenv use SPEC...`: toolchains for this shell only, through the shell hook.
+
 use crate::cli::support;
 use std::ffi::OsStr;
 

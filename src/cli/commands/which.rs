@@ -1,3 +1,5 @@
+//! `gpuenv which TOOL`: the path of the real tool the active toolchain provides.
+
 use crate::cli::support;
 use anyhow::{bail, Result};
 use serde_json::json;
