@@ -73,7 +73,7 @@ enum Command {
 /// The status of an error no command chose one for: [`status::NETWORK`] when the network
 /// failed anywhere in its chain, else 2.
 fn status_of(err: &anyhow::Error) -> u8 {
-    if gpuenv_install::fault::is_network_failure(err) {
+    if gpuenv_install::is_network_failure(err.as_ref()) {
         status::NETWORK
     } else {
         2

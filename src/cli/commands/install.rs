@@ -18,7 +18,7 @@ use gpuenv_core::ui;
 use gpuenv_install::record;
 use gpuenv_install::retire::Census;
 use gpuenv_install::source::Choice;
-use gpuenv_install::{Profile, Progress, Selection};
+use gpuenv_install::{Job, Profile, Progress, Selection};
 
 /// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv
 /// manifest; with no SPEC, what the nearest gpuenv.toml pins
@@ -92,7 +92,12 @@ impl Args {
             let fetcher = support::install_from::fetcher(ctx, &home, self.offline)?;
             let progress =
                 Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
-            return support::install_torch::run(ctx, &store, &fetcher, &progress, &self.components);
+            let job = Job {
+                store: &store,
+                fetcher: &fetcher,
+                progress: &progress,
+            };
+            return support::install_torch::run(ctx, &job, &self.components);
         }
         let specs: Vec<Spec> = if self.specs.is_empty() {
             support::install_pinned::missing_pins(ctx, &support::layered(ctx)?.1)?
@@ -110,6 +115,11 @@ impl Args {
         let cache_was_new = !fetcher.cache.root.exists();
         let progress =
             Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
+        let job = Job {
+            store: &store,
+            fetcher: &fetcher,
+            progress: &progress,
+        };
         let ask = support::install_component::Ask {
             components: &self.components,
             choice: self.source,
@@ -118,7 +128,7 @@ impl Args {
         let mut installed_any = false;
         let mut failed = Vec::new();
         for spec in &specs {
-            match self.install_one(ctx, &home, &store, &fetcher, &progress, &ask, spec) {
+            match self.install_one(ctx, &home, &job, &ask, spec) {
                 Ok(installed) => installed_any |= installed,
                 Err(e) if specs.len() == 1 => return Err(e),
                 // The others are installed all the same; each failure is said as it happens.
@@ -127,7 +137,7 @@ impl Args {
                     support::print_error(&e);
                     failed.push((
                         spec.to_string(),
-                        gpuenv_install::fault::is_network_failure(&e),
+                        gpuenv_install::is_network_failure(e.as_ref()),
                     ));
                 }
             }
@@ -161,14 +171,11 @@ impl Args {
     }
 
     /// Installs one spec (or adds components to it). True when something was installed.
-    #[allow(clippy::too_many_arguments)]
     fn install_one(
         &self,
         ctx: &Context,
         home: &Home,
-        store: &gpuenv_core::store::Store,
-        fetcher: &gpuenv_install::fetch::Fetcher,
-        progress: &Progress,
+        job: &Job,
         ask: &support::install_component::Ask,
         spec: &Spec,
     ) -> Result<bool> {
@@ -189,22 +196,24 @@ impl Args {
         match self.existing(home, &name)? {
             Existing::Done => return Ok(false),
             Existing::AddTo(entry) => {
-                return support::install_component::run(
-                    ctx, store, fetcher, progress, &name, &entry, ask,
-                );
+                return support::install_component::run(ctx, job, &name, &entry, ask);
             }
             Existing::Install => {}
         }
         let (sel, from) = self.selection(home, spec);
-        let mut sources =
-            support::install_from::sources(ctx, fetcher, self.source, self.manifest.as_deref())?;
+        let mut sources = support::install_from::sources(
+            ctx,
+            job.fetcher,
+            self.source,
+            self.manifest.as_deref(),
+        )?;
         // Where it came from first: an offline reinstall needs no other source.
         if let Some(from) = from {
             sources.sort_by_key(|s| s.name() != from);
         }
         let plan = match gpuenv_install::plan(&sources, spec, &sel) {
             Ok(plan) => plan,
-            Err(e) => return self.installed_instead(home, spec, e),
+            Err(e) => return self.installed_instead(home, spec, e.into()),
         };
         ui::verbose(format!(
             "{spec}: the {} source has {} ({})",
@@ -219,9 +228,7 @@ impl Args {
         match self.existing(home, &plan.name)? {
             Existing::Done => return Ok(false),
             Existing::AddTo(entry) => {
-                return support::install_component::run(
-                    ctx, store, fetcher, progress, &plan.name, &entry, ask,
-                );
+                return support::install_component::run(ctx, job, &plan.name, &entry, ask);
             }
             Existing::Install => {}
         }
@@ -238,7 +245,7 @@ impl Args {
             }
         ));
         let started = std::time::Instant::now();
-        let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
+        let done = job.install(&plan, Some(&sel))?;
         if done.already {
             self.already(&done.name, &done.root);
             return Ok(false);

@@ -7,24 +7,16 @@ use indicatif::HumanBytes;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::guard;
-use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Entry, Registry};
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
-use gpuenv_install::fetch::Fetcher;
 use gpuenv_install::source::Choice;
-use gpuenv_install::{record, torch, Profile, Progress, Selection};
+use gpuenv_install::{record, torch, Job, Profile, Selection};
 
 /// `components`: `--component` names, added to the toolkit as to any install (downloaded
 /// unless the venv has them), in place when it is installed already; one the source does
 /// not have is refused by its plan.
-pub fn run(
-    ctx: &Context,
-    store: &Store,
-    fetcher: &Fetcher,
-    progress: &Progress,
-    components: &[String],
-) -> Result<()> {
+pub fn run(ctx: &Context, job: &Job, components: &[String]) -> Result<()> {
     // ui::info is silent under -q.
     let say = |msg: String| ui::info(msg);
     let found = guard::locate_torch(ctx, None).map_err(|why| {
@@ -34,19 +26,17 @@ pub fn run(
     })?;
     let cuda = torch::cuda_of(&found)?;
     let spec: Spec = format!("cuda-{}", cuda.release).parse()?;
-    let sources = super::install_from::sources(ctx, fetcher, Choice::Pypi, None)?;
+    let sources = super::install_from::sources(ctx, job.fetcher, Choice::Pypi, None)?;
     let sel = Selection {
         profile: Profile::Minimal,
         components: components.to_vec(),
     };
     let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
     if !components.is_empty() {
-        let registry = Registry::load(store.home())?;
+        let registry = Registry::load(job.store.home())?;
         if let Some(entry) = registry.toolchains.get(&plan.name) {
             // Installed already: the components are added to it in place.
-            return add(
-                ctx, store, fetcher, progress, &plan.name, entry, &cuda, components,
-            );
+            return add(ctx, job, &plan.name, entry, &cuda, components);
         }
     }
     for m in &mismatches {
@@ -62,7 +52,7 @@ pub fn run(
         HumanBytes(size),
         cuda.tree.display()
     ));
-    let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
+    let done = job.install(&plan, Some(&sel))?;
     super::interrupt::installed_one();
     if done.already {
         say(format!(
@@ -88,12 +78,9 @@ pub fn run(
 
 /// `install torch --component X` where its toolkit is registered: X is added to it, with a
 /// note when it links into another venv than the active one (X goes to it as it is).
-#[allow(clippy::too_many_arguments)]
 fn add(
     ctx: &Context,
-    store: &Store,
-    fetcher: &Fetcher,
-    progress: &Progress,
+    job: &Job,
     name: &str,
     entry: &Entry,
     cuda: &torch::TorchCuda,
@@ -112,6 +99,6 @@ fn add(
         choice: Choice::Auto,
         manifest: None,
     };
-    super::install_component::run(ctx, store, fetcher, progress, name, entry, &ask)?;
+    super::install_component::run(ctx, job, name, entry, &ask)?;
     Ok(())
 }
