@@ -25,6 +25,7 @@ pub mod plan;
 pub mod project;
 pub mod quote;
 pub mod stamp;
+pub mod user_file;
 pub mod store;
 #[cfg(test)]
 mod test_support;
