@@ -25,11 +25,11 @@ pub mod plan;
 pub mod project;
 pub mod quote;
 pub mod stamp;
-pub mod user_file;
 pub mod store;
 #[cfg(test)]
 mod test_support;
 pub mod ui;
+pub mod user_file;
 
 // The crate's public paths stay flat for the crates that use it; inside the core, code
 // names the layer (`crate::plan::resolve`).

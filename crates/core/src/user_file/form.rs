@@ -184,9 +184,10 @@ mod tests {
             "# mine\nlock-version = 1 # v\n\n[[toolchain]]\nname = \"a\"\nroot = { x = 1 }\n"
                 .parse()
                 .unwrap();
-        let new: DocumentMut = "lock-version = 1\n\n[[toolchain]]\nname = \"b\"\n\n[[toolchain]]\nname = \"c\"\n"
-            .parse()
-            .unwrap();
+        let new: DocumentMut =
+            "lock-version = 1\n\n[[toolchain]]\nname = \"b\"\n\n[[toolchain]]\nname = \"c\"\n"
+                .parse()
+                .unwrap();
         merge(&mut old, &new);
         let text = old.to_string();
         assert!(text.starts_with("# mine\nlock-version = 1 # v\n"), "{text}");

@@ -15,8 +15,29 @@ const MAGIC: &str = "gpuenv-edit 1";
 
 /// The journal of the file at `target`.
 pub fn journal_of(target: &Path) -> PathBuf {
+    target.with_file_name(format!("{}edit", temp_prefix(target)))
+}
+
+/// The start of the name of every temp file an edit of `target` makes beside it.
+pub fn temp_prefix(target: &Path) -> String {
     let name = target.file_name().unwrap_or_default().to_string_lossy();
-    target.with_file_name(format!(".{name}.gpuenv-edit"))
+    format!(".{name}.gpuenv-")
+}
+
+/// Removes the temp files a killed edit of `target` left (never the journal): called with
+/// the lock that every edit of `target` holds while its temp files exist.
+pub fn clean_stale(target: &Path) {
+    let (prefix, journal) = (temp_prefix(target), journal_of(target));
+    let Ok(entries) = fs_err::read_dir(target.parent().unwrap_or(Path::new("."))) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let (path, name) = (e.path(), e.file_name());
+        let ours = name.to_str().is_some_and(|n| n.starts_with(&prefix)) && path != journal;
+        if ours && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs_err::remove_file(&path);
+        }
+    }
 }
 
 /// Replaces the contents of `file` (open for writing, locked, at `target`) with `new`.
@@ -24,7 +45,7 @@ pub fn write(file: &File, target: &Path, old: &[u8], new: &[u8]) -> std::io::Res
     let journal = journal_of(target);
     let dir = target.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
-        .prefix(".gpuenv-edit")
+        .prefix(&format!("{}edit", temp_prefix(target)))
         .tempfile_in(dir)?;
     write!(tmp, "{MAGIC} {} {}\n", old.len(), new.len())?;
     tmp.write_all(old)?;
@@ -89,11 +110,7 @@ fn parse(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 /// Whether `current` is `new[..k]` followed by `old[k..]` for some `k`: what writing `new`
 /// over `old` and then truncating can leave when stopped at any point.
 pub fn torn(current: &[u8], old: &[u8], new: &[u8]) -> bool {
-    let prefix = current
-        .iter()
-        .zip(new)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let prefix = current.iter().zip(new).take_while(|(a, b)| a == b).count();
     // Stopped before the truncate, or with the old tail still there.
     if current.len() == old.len() {
         let suffix = current

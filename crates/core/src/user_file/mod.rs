@@ -267,6 +267,7 @@ fn edit_open<E: From<EditError>>(
         path: target.to_path_buf(),
         source,
     };
+    in_place::clean_stale(target);
     let mut bytes = Vec::new();
     (&*f)
         .take(file.kind.limit() + 1)
@@ -317,6 +318,7 @@ fn create<E: From<EditError>>(
         path: target.to_path_buf(),
         source,
     };
+    in_place::clean_stale(target);
     let Some(after) = change("")? else {
         return Ok(Outcome {
             edited: Edited::Unchanged,
@@ -329,7 +331,7 @@ fn create<E: From<EditError>>(
     let dir = target.parent().unwrap_or(Path::new("."));
     // rw-rw-rw- less the umask, as an editor makes a file.
     let mut tmp = tempfile::Builder::new()
-        .prefix(".gpuenv-new")
+        .prefix(&format!("{}new", in_place::temp_prefix(target)))
         .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)
         .map_err(io)?;
@@ -350,10 +352,11 @@ fn verify(target: &Path, old_body: &str, after: &str, check: &Check) -> Result<(
         Check::Toml { may_lose } => {
             let (_, body) = form::Form::of(after);
             let new: toml_edit::DocumentMut =
-                body.parse().map_err(|e: toml_edit::TomlError| EditError::WouldBreak {
-                    path: target.to_path_buf(),
-                    message: e.message().trim().replace('\n', ": "),
-                })?;
+                body.parse()
+                    .map_err(|e: toml_edit::TomlError| EditError::WouldBreak {
+                        path: target.to_path_buf(),
+                        message: e.message().trim().replace('\n', ": "),
+                    })?;
             // The old text parsed (the caller edited its document); its keys must all be there.
             let Ok(old) = old_body.parse::<toml_edit::DocumentMut>() else {
                 return Ok(());
@@ -378,7 +381,7 @@ fn verify(target: &Path, old_body: &str, after: &str, check: &Check) -> Result<(
             };
             let dir = target.parent().unwrap_or(Path::new("."));
             let mut copy = tempfile::Builder::new()
-                .prefix(".gpuenv-check")
+                .prefix(&format!("{}check", in_place::temp_prefix(target)))
                 .tempfile_in(dir)
                 .map_err(io)?;
             copy.write_all(after.as_bytes()).map_err(io)?;

@@ -68,7 +68,10 @@ fn a_read_only_file_a_link_out_and_a_fifo_are_refused_untouched() {
     std::os::unix::fs::symlink("shared.toml", &inner).unwrap();
     let out = edit(toml_file(&inner, &project), Check::TOML, add_key("b")).unwrap();
     assert_eq!(out.target, shared);
-    assert!(fs_err::symlink_metadata(&inner).unwrap().file_type().is_symlink());
+    assert!(fs_err::symlink_metadata(&inner)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(fs_err::read_to_string(&shared).unwrap(), "y = 0\nb = 1\n");
 
     let fifo = project.join("fifo.toml");
@@ -93,7 +96,10 @@ fn an_edit_that_breaks_the_file_or_loses_a_key_is_refused() {
         Ok::<_, EditError>(Some("[a]\n".into()))
     })
     .unwrap_err();
-    assert!(matches!(&lost, EditError::WouldLose { key, .. } if key == "a.b"), "{lost}");
+    assert!(
+        matches!(&lost, EditError::WouldLose { key, .. } if key == "a.b"),
+        "{lost}"
+    );
     assert_eq!(fs_err::read_to_string(&p).unwrap(), "[a]\nb = 1\n");
 }
 
