@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use common::*;
 
-const HOOK: &str = "eval \"$(gpuenv hook bash)\"\n";
+const HOOK: &str = "# >>> gpuenv hook >>>\neval \"$(gpuenv hook bash)\"\n# <<< gpuenv hook <<<\n";
 
 /// A home with a linked toolkit (views, shims, the proxy, settings), a user's file in it, a
 /// link at `cache` to a directory of the user's, and rc files with the hook line.
@@ -35,7 +35,10 @@ fn populated() -> Sandbox {
         &sb.home().join(".bashrc"),
         &format!("export A=1\n{HOOK}alias l=ls\n"),
     );
-    write(&sb.path("dotfiles/zshrc"), "eval \"$(gpuenv hook zsh)\"\n");
+    write(
+        &sb.path("dotfiles/zshrc"),
+        "# >>> gpuenv hook >>>\neval \"$(gpuenv hook zsh)\"\n# <<< gpuenv hook <<<\n",
+    );
     std::os::unix::fs::symlink(sb.path("dotfiles/zshrc"), sb.home().join(".zshrc")).unwrap();
     sb
 }
@@ -111,7 +114,7 @@ fn self_uninstall_asks_then_removes_only_what_gpuenv_made() {
         .unwrap()
         .contains("gpuenv hook zsh"));
     assert!(
-        said.contains("gpuenv edits no file through a link"),
+        said.contains("outside") && said.contains("gpuenv writes no file outside it"),
         "{said}"
     );
     // The linked toolkit's own tree is the user's: untouched.

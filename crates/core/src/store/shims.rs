@@ -115,6 +115,12 @@ fn link_gpuenv(home: &Home, proxy_source: &Path) -> Result<(), ShimError> {
     if !gpuenv.is_file() || fs_err::read_link(&link).ok().as_deref() == Some(gpuenv.as_path()) {
         return Ok(());
     }
+    // The home's bin/ is where gpuenv itself is installed (`GPUENV_HOME=~/.local` with a
+    // `pip install --user` gpuenv): that gpuenv is the user's, never replaced by a link.
+    let real_dir = |p: &Path| p.parent().and_then(|d| fs_err::canonicalize(d).ok());
+    if real_dir(&gpuenv).is_some() && real_dir(&gpuenv) == real_dir(&link) {
+        return Ok(());
+    }
     fs_err::create_dir_all(
         home.proxy()
             .parent()

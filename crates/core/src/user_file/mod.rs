@@ -373,22 +373,46 @@ fn verify(target: &Path, old_body: &str, after: &str, check: &Check) -> Result<(
             }
             Ok(())
         }
-        Check::Text(check) => {
-            use std::io::Write as _;
-            let io = |source| EditError::Io {
-                path: target.to_path_buf(),
-                source,
-            };
-            let dir = target.parent().unwrap_or(Path::new("."));
-            let mut copy = tempfile::Builder::new()
-                .prefix(&format!("{}check", in_place::temp_prefix(target)))
-                .tempfile_in(dir)
-                .map_err(io)?;
-            copy.write_all(after.as_bytes()).map_err(io)?;
-            copy.flush().map_err(io)?;
-            check(copy.path())
-        }
+        Check::Text(check) => check_copy(target, after, *check),
     }
+}
+
+/// Runs `check` on a copy of `text` beside `target` (what a shell reads as `target` would).
+pub fn check_copy(
+    target: &Path,
+    text: &str,
+    check: &dyn Fn(&Path) -> Result<(), EditError>,
+) -> Result<(), EditError> {
+    use std::io::Write as _;
+    let io = |source| EditError::Io {
+        path: target.to_path_buf(),
+        source,
+    };
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let mut copy = tempfile::Builder::new()
+        .prefix(&format!("{}check", in_place::temp_prefix(target)))
+        .tempfile_in(dir)
+        .map_err(io)?;
+    copy.write_all(text.as_bytes()).map_err(io)?;
+    copy.flush().map_err(io)?;
+    check(copy.path())
+}
+
+/// Keeps `text` (a file's old contents) at `backup`, complete, with `mode`: a private file's
+/// copy stays private.
+pub fn keep_copy(backup: &Path, text: &str, mode: u32) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = backup.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(mode & 0o777))
+        .tempfile_in(dir)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(backup).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// [`EditError::NotToml`] for `text` (the file at `path`) that does not parse.

@@ -273,7 +273,9 @@ impl Registry {
                 false => StateError::Lock { path, source },
             }
         };
+        let created = fs_err::symlink_metadata(&home.root).is_err();
         fs_err::create_dir_all(&home.root).map_err(lock_err(home.root.clone()))?;
+        crate::store::marker::ensure(home, created);
         let lock_path = home.lock_file();
         // Never truncated: the file only carries the lock.
         let lock = fs_err::OpenOptions::new()
