@@ -57,7 +57,9 @@ impl Args {
         let store = super::store(ctx)?;
         let registry = Registry::load(&home)?;
         // Naming a tree asks the data (which release ships its nvcc): a newer copy counts.
-        let in_effect = home.facts_in_effect().saying_refused(true);
+        let in_effect = home
+            .facts_in_effect()
+            .saying_refused(gpuenv_core::session::warn_refused);
         let facts = in_effect.facts();
         super::notice(&registry);
         let mut to_register: Vec<(String, Entry)> = Vec::new();

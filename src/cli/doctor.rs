@@ -1,5 +1,6 @@
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 
@@ -13,6 +14,10 @@ use gpuenv_core::{guard, ui};
 use gpuenv_doctor::{nodes, Inputs, Machine, Report};
 
 use super::Exit;
+
+/// How long `--all-nodes` waits for srun's doctors: each node's own probes have their
+/// deadlines, but srun may wait for the allocation's nodes first.
+const ALL_NODES_LIMIT: Duration = Duration::from_secs(300);
 
 /// Diagnose the GPU stack for a directory: one line per known failure mode, with the fix
 /// (exit 1 if any check is an error)
@@ -167,13 +172,14 @@ fn all_nodes(ctx: &Context, dir: &std::path::Path, json: bool) -> Result<()> {
     cmd.arg(&exe)
         .args(["doctor", "--node-report", "--dir"])
         .arg(dir)
-        .current_dir(dir)
-        .stderr(Stdio::inherit());
-    let out = cmd.output().map_err(|e| {
+        .current_dir(dir);
+    let out = gpuenv_core::ask::output_within(&mut cmd, ALL_NODES_LIMIT).map_err(|e| {
         Hinted::new(format!("cannot run srun for SLURM job {job}"))
             .hint("run this where srun is on PATH (a login or compute node of the cluster)")
             .caused_by(e)
     })?;
+    // What the nodes' doctors said on stderr, after they are done (it was captured).
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), &out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let reports = nodes::parse_reports(&stdout);
     if reports.is_empty() {

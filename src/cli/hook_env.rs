@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use super::named_arg::named;
 
-use gpuenv_core::auto_install::RunGpuenv;
 use gpuenv_core::context::{vars, Context};
+use gpuenv_core::edges::installer::RunGpuenv;
 use gpuenv_core::home::Home;
 use gpuenv_core::named::Named;
 use gpuenv_core::resolve::Reason;

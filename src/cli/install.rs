@@ -250,7 +250,9 @@ impl Args {
             started.elapsed().as_secs_f64()
         ));
         if done.kind == Kind::Cuda {
-            let facts = home.facts_in_effect().saying_refused(true);
+            let facts = home
+                .facts_in_effect()
+                .saying_refused(gpuenv_core::session::warn_refused);
             if let Some(warning) = driver::read_proc_version(&ctx.system_root())
                 .and_then(|d| driver::too_old_for(facts.facts(), &done.version, &d))
             {

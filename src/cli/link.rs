@@ -29,7 +29,13 @@ impl Args {
                 .caused_by(e)
         })?;
         // Naming a tree asks the data (which release ships its nvcc): a newer copy counts.
-        let release = detected.release(store.home().facts_in_effect().saying_refused(true).facts());
+        let release = detected.release(
+            store
+                .home()
+                .facts_in_effect()
+                .saying_refused(gpuenv_core::session::warn_refused)
+                .facts(),
+        );
         if detected.kind != spec.kind || !spec.version.is_prefix_of(&release) {
             // One name per release: nvcc's build number (V13.0.88) is not one.
             let build = if release != detected.version {

@@ -167,7 +167,9 @@ impl Args {
         show_retired(home);
         super::warn_problems(&problems);
         // Naming a tree asks the data (which release ships its nvcc): a newer copy counts.
-        let in_effect = home.facts_in_effect().saying_refused(true);
+        let in_effect = home
+            .facts_in_effect()
+            .saying_refused(gpuenv_core::session::warn_refused);
         let facts = in_effect.facts();
         for (name, e) in &registry.toolchains {
             if let Some((new, why)) = renamed(name, e, facts) {

@@ -50,12 +50,13 @@ pub fn step_runs_gpuenv(ctx: &Context) -> bool {
     ) else {
         return false;
     };
-    let Ok(out) = std::process::Command::new("scontrol")
-        .args(["show", "step", &format!("{job}.{step}")])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-    else {
+    // Through `ask`: a hung scontrol (a slurmctld that does not answer) must not hang the
+    // start of every job on the node.
+    let Ok(out) = gpuenv_core::ask::output(std::process::Command::new("scontrol").args([
+        "show",
+        "step",
+        &format!("{job}.{step}"),
+    ])) else {
         return false;
     };
     let text = String::from_utf8_lossy(&out.stdout);

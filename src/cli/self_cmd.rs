@@ -112,9 +112,9 @@ fn tree_checks(session: &Session) -> Vec<TreeCheck> {
                 .known()
                 .filter(|f| f.exact)
                 .map(|f| f.value.max),
-            tree_archs: e
-                .tool("nvcc")
-                .and_then(|nvcc| facts::tree::gpu_archs(&nvcc, &home.tree_facts())),
+            tree_archs: e.tool("nvcc").and_then(|nvcc| {
+                gpuenv_core::toolchain::gpu_archs::gpu_archs(&nvcc, &home.tree_facts())
+            }),
             data_archs: facts::lookup::archs(data, release)
                 .known()
                 .filter(|f| f.exact)
@@ -287,9 +287,9 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
         }
         let release = (e.version.major(), e.version.minor().unwrap_or(0));
         let gcc = facts::tree::gcc_max(&e.include_dir);
-        let archs = e
-            .tool("nvcc")
-            .and_then(|nvcc| facts::tree::gpu_archs(&nvcc, &home.tree_facts()));
+        let archs = e.tool("nvcc").and_then(|nvcc| {
+            gpuenv_core::toolchain::gpu_archs::gpu_archs(&nvcc, &home.tree_facts())
+        });
         let root = format!("{name} ({})", e.root.display());
         said.extend(update::add_tree(&mut data, release, gcc, archs, &root));
     }
