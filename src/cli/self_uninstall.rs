@@ -223,7 +223,11 @@ fn plan_home(
 /// A cache of gpuenv's: its `CACHEDIR.TAG` names gpuenv.
 fn tagged(dir: &Path, name: &str) -> bool {
     TAGGED.contains(&name)
-        && fs_err::read_to_string(dir.join("CACHEDIR.TAG")).is_ok_and(|t| {
+        && gpuenv_core::outside::read_head(
+            &dir.join("CACHEDIR.TAG"),
+            gpuenv_core::outside::Kind::CacheEntry,
+        )
+        .is_some_and(|t| {
             t.starts_with("Signature: 8a477f597d28d172789f06886806bc55") && t.contains("gpuenv")
         })
 }
