@@ -177,3 +177,34 @@ fn self_info_tells_a_cargo_install_from_a_build_in_place() {
     assert!(said.contains("installed with `cargo install`"), "{said}");
     assert!(said.contains("cargo install --locked --path ."), "{said}");
 }
+
+#[test]
+fn self_info_escapes_a_wheels_installer_and_quotes_its_commands() {
+    let sb = Sandbox::new();
+    // A Python environment in a directory with a space, whose INSTALLER file carries an
+    // escape sequence that would retitle the terminal and a line of its own.
+    let prefix = sb.path("my env");
+    let bin = prefix.join("bin");
+    fs_err::create_dir_all(&bin).unwrap();
+    let built = proxy_bin().parent().unwrap().to_path_buf();
+    for b in ["gpuenv", "gpuenv-shim"] {
+        fs_err::copy(built.join(b), bin.join(b)).unwrap();
+    }
+    write(
+        &prefix.join("lib/python3.12/site-packages/gpuenv-1.0.dist-info/INSTALLER"),
+        "pip\u{1b}]0;owned\u{7}\nrm -rf ~\n",
+    );
+    let out = Command::new(bin.join("gpuenv"))
+        .args(["self", "info"])
+        .env_clear()
+        .env("HOME", sb.home())
+        .output()
+        .unwrap();
+    let said = succeeded(&out);
+    assert!(!said.contains('\u{1b}') && !said.contains('\u{7}'), "{said:?}");
+    assert!(said.contains("\\x1b]0;owned\\x07"), "{said}");
+    let py = format!("'{}/bin/python'", prefix.display());
+    assert!(said.contains(&format!("remove: gpuenv self uninstall, then {py} -m pip uninstall gpuenv")), "{said}");
+    // Every line is one of gpuenv's: the file's second line did not become one.
+    assert!(!said.lines().any(|l| l.starts_with("rm -rf")), "{said}");
+}
