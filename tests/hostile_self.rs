@@ -201,10 +201,18 @@ fn self_info_escapes_a_wheels_installer_and_quotes_its_commands() {
         .output()
         .unwrap();
     let said = succeeded(&out);
-    assert!(!said.contains('\u{1b}') && !said.contains('\u{7}'), "{said:?}");
+    assert!(
+        !said.contains('\u{1b}') && !said.contains('\u{7}'),
+        "{said:?}"
+    );
     assert!(said.contains("\\x1b]0;owned\\x07"), "{said}");
     let py = format!("'{}/bin/python'", prefix.display());
-    assert!(said.contains(&format!("remove: gpuenv self uninstall, then {py} -m pip uninstall gpuenv")), "{said}");
+    assert!(
+        said.contains(&format!(
+            "remove: gpuenv self uninstall, then {py} -m pip uninstall gpuenv"
+        )),
+        "{said}"
+    );
     // Every line is one of gpuenv's: the file's second line did not become one.
     assert!(!said.lines().any(|l| l.starts_with("rm -rf")), "{said}");
 }

@@ -354,3 +354,48 @@ fn a_kill_mid_write_leaves_the_old_bytes_or_the_whole_change_and_the_next_run_fi
         assert!(seen_old, "{}: no kill landed before the write", w.what);
     }
 }
+
+#[test]
+fn env_for_github_refuses_a_fifo_or_a_directory_instead_of_hanging() {
+    let sb = Sandbox::new();
+    let proj = pin_project(&sb);
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let fifo = sb.path("github_env");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string and mode.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let gpath = sb.path("github_path");
+    for bad in [fifo, sb.path("a-dir")] {
+        fs_err::create_dir_all(sb.path("a-dir")).unwrap();
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("gpuenv"))
+            .env_clear()
+            .env("HOME", sb.home())
+            .env("PATH", "/usr/bin:/bin")
+            .env("GITHUB_ENV", &bad)
+            .env("GITHUB_PATH", &gpath)
+            .current_dir(&proj)
+            .args(["env", "--shell", "github"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Not a timing assertion: a hang would otherwise hang the whole test run.
+        let mut waited = 0;
+        while child.try_wait().unwrap().is_none() {
+            assert!(
+                waited < 600,
+                "gpuenv env --shell github hangs on {}",
+                bad.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            waited += 1;
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(
+            text(&out).contains("not the regular file a runner makes"),
+            "{}",
+            text(&out)
+        );
+    }
+}
