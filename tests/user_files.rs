@@ -399,3 +399,70 @@ fn env_for_github_refuses_a_fifo_or_a_directory_instead_of_hanging() {
         );
     }
 }
+
+/// `gpuenv lock` rewrites the lock for a tree that changed: the one value changes, the
+/// user's comments, line endings, mark, mode and inode stay.
+#[test]
+fn lock_keeps_the_users_copy_and_changes_only_what_changed() {
+    for (form, crlf, bom) in [
+        ("comments", false, false),
+        ("CRLF", true, false),
+        ("a BOM", false, true),
+    ] {
+        let sb = Sandbox::new();
+        let proj = pin_project(&sb);
+        let root = sb.path("opt/cuda-12.4");
+        succeeded(&run(&sb, &proj, &["pin", "cuda-12.4"]));
+        succeeded(&run(&sb, &proj, &["lock"]));
+        let lock = proj.join("gpuenv.lock");
+        let made = fs_err::read_to_string(&lock).unwrap();
+        let mut mine = format!(
+            "# locked for the cluster\n{}",
+            made.replace("source = ", "# the kind of tree\nsource = ")
+        );
+        mine = mine.replace("lock-version = 1\n", "lock-version = 1 # do not edit\n");
+        if crlf {
+            mine = mine.replace('\n', "\r\n");
+        }
+        if bom {
+            mine = format!("\u{feff}{mine}");
+        }
+        write(&lock, &mine);
+        fs_err::set_permissions(&lock, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let twin = sb.path("lock-twin");
+        fs_err::hard_link(&lock, &twin).unwrap();
+        let ino = fs_err::metadata(&lock).unwrap().ino();
+        // The tree changes: its digest in the lock is the one value that moves.
+        write(&root.join("include/new.h"), "#define NEW 1\n");
+        succeeded(&run(&sb, &proj, &["lock"]));
+        let after = fs_err::read_to_string(&lock).unwrap();
+        let files = |t: &str| {
+            t.lines()
+                .find(|l| l.starts_with("files"))
+                .unwrap()
+                .to_string()
+        };
+        assert_ne!(
+            files(&after),
+            files(&mine),
+            "{form}: the digest did not move"
+        );
+        let unchanged: Vec<&str> = mine
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("files"))
+            .collect();
+        let kept: Vec<&str> = after
+            .split_inclusive('\n')
+            .filter(|l| !l.starts_with("files"))
+            .collect();
+        assert_eq!(kept, unchanged, "{form}:\n{after:?}");
+        let m = fs_err::metadata(&lock).unwrap();
+        assert_eq!(
+            (m.ino(), m.mode() & 0o777, m.nlink()),
+            (ino, 0o600, 2),
+            "{form}"
+        );
+        assert_eq!(fs_err::read_to_string(&twin).unwrap(), after);
+        keys(&after);
+    }
+}

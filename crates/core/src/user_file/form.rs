@@ -95,6 +95,27 @@ pub fn merge(old: &mut DocumentMut, new: &DocumentMut) {
     merge_table(old.as_table_mut(), new.as_table());
 }
 
+/// `new` (a whole document gpuenv rendered) brought into `old` (the user's copy) by
+/// [`merge`]; `new` itself when `old` is not TOML; `None` when `new` is not.
+pub fn merged(old: &str, new: &str) -> Option<String> {
+    let new_doc: DocumentMut = new.parse().ok()?;
+    if old.trim().is_empty() {
+        return Some(new.to_string());
+    }
+    let Ok(mut doc) = old.parse::<DocumentMut>() else {
+        return Some(new.to_string());
+    };
+    merge(&mut doc, &new_doc);
+    let out = doc.to_string();
+    // The merged text must say exactly what gpuenv rendered; if not, the rendering wins.
+    let same = |a: &str, b: &str| a.parse::<toml::Table>().ok() == b.parse::<toml::Table>().ok();
+    Some(if same(&out, new) {
+        out
+    } else {
+        new.to_string()
+    })
+}
+
 fn merge_table(old: &mut dyn toml_edit::TableLike, new: &dyn toml_edit::TableLike) {
     let gone: Vec<String> = old
         .iter()
