@@ -216,3 +216,38 @@ fn self_info_escapes_a_wheels_installer_and_quotes_its_commands() {
     // Every line is one of gpuenv's: the file's second line did not become one.
     assert!(!said.lines().any(|l| l.starts_with("rm -rf")), "{said}");
 }
+
+#[test]
+fn a_removed_proxy_is_put_back_by_the_next_command_and_shims_work_again() {
+    let sb = Sandbox::new();
+    let root = cuda_runfile(&sb.path("cuda"), "12.4.131");
+    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let proxy = sb.gpuenv_home().join("bin/gpuenv-shim");
+    fs_err::remove_file(&proxy).unwrap();
+    let nvcc = sb.gpuenv_home().join("shims/nvcc");
+    assert!(!nvcc.exists(), "the shim dangles while the proxy is gone");
+    let out = sb.gpuenv().args(["list"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    succeeded(&out);
+    assert!(said.contains("put back the proxy"), "{said}");
+    assert!(proxy.is_file());
+    let out = Command::new(&nvcc)
+        .arg("--version")
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .env("GPUENV_TOOLCHAIN", "cuda-12.4")
+        .current_dir(sb.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        succeeded(&out).contains("release 12.4"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A home with nothing linking to the proxy gets none.
+    let empty = Sandbox::new();
+    let out = empty.gpuenv().args(["list"]).output().unwrap();
+    succeeded(&out);
+    assert!(!empty.gpuenv_home().join("bin/gpuenv-shim").exists());
+}
