@@ -4,6 +4,8 @@
 //! mid-write. The file is always the old bytes or the old bytes plus exactly the intended
 //! change; it always parses; its mode and inode stay. The hostile forms are made here.
 
+#[path = "common/accounts.rs"]
+mod accounts;
 mod common;
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -465,4 +467,27 @@ fn lock_keeps_the_users_copy_and_changes_only_what_changed() {
         assert_eq!(fs_err::read_to_string(&twin).unwrap(), after);
         keys(&after);
     }
+}
+
+#[test]
+fn check_locked_in_another_accounts_project_names_the_ownership_reason() {
+    let sb = Sandbox::new();
+    let proj = pin_project(&sb);
+    succeeded(&run(&sb, &proj, &["pin", "cuda-12.4"]));
+    succeeded(&run(&sb, &proj, &["lock"]));
+    let Some(other) = accounts::Account::other("chk") else {
+        return;
+    };
+    for f in ["gpuenv.toml", "gpuenv.lock"] {
+        std::os::unix::fs::chown(proj.join(f), Some(other.uid), None).unwrap();
+    }
+    let out = run(&sb, &proj, &["check", "--locked"]);
+    let err = text(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("no gpuenv.toml of yours"), "{err}");
+    assert!(
+        err.contains(&other.name) && err.contains("not to you"),
+        "{err}"
+    );
+    assert!(err.contains("--safe-directory"), "{err}");
 }

@@ -379,10 +379,22 @@ fn here(ctx: &Context) -> Result<Option<PathBuf>> {
 
 /// The lock of the project here.
 pub fn load_here(ctx: &Context) -> Result<lock::Lock> {
-    let project = here(ctx)?.ok_or_else(|| {
-        Hinted::new(format!("no gpuenv.toml from {} up", ctx.cwd.display()))
-            .hint("`gpuenv pin <spec>` then `gpuenv lock`")
-    })?;
+    let (_home, registry) = super::registry(ctx)?;
+    let found = project::find(&ctx.cwd, &registry.safe_directories)?;
+    let Some(project) = found.path else {
+        // A file passed over (another account's, in an open directory) is why: said so.
+        if let Some(foreign) = found.passed_over.first() {
+            bail!(Hinted::new(format!(
+                "no gpuenv.toml of yours from {} up: {foreign}",
+                ctx.cwd.display()
+            ))
+            .hint("run it as the project's owner, or trust the directory as the message says"));
+        }
+        bail!(
+            Hinted::new(format!("no gpuenv.toml from {} up", ctx.cwd.display()))
+                .hint("`gpuenv pin <spec>` then `gpuenv lock`")
+        );
+    };
     load_beside(&project)
 }
 
