@@ -114,7 +114,7 @@ fn self_uninstall_asks_then_removes_only_what_gpuenv_made() {
         .unwrap()
         .contains("gpuenv hook zsh"));
     assert!(
-        said.contains("outside") && said.contains("gpuenv writes no file outside it"),
+        said.contains("gpuenv writes no file outside your home"),
         "{said}"
     );
     // The linked toolkit's own tree is the user's: untouched.

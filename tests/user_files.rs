@@ -491,3 +491,35 @@ fn check_locked_in_another_accounts_project_names_the_ownership_reason() {
     );
     assert!(err.contains("--safe-directory"), "{err}");
 }
+
+/// gpuenv's settings are edited as the user's file once it exists: their comments, order,
+/// line endings, mode and inode stay through a change of state.
+#[test]
+fn settings_keep_the_users_comments_mode_and_inode() {
+    let sb = Sandbox::new();
+    pin_project(&sb);
+    let settings = sb.gpuenv_home().join("settings.toml");
+    let made = fs_err::read_to_string(&settings).unwrap();
+    let mine = format!(
+        "# my gpuenv settings: see the wiki\r\n{}",
+        made.replace('\n', "\r\n")
+    )
+    .replace("[toolchains.", "# linked by hand\r\n[toolchains.");
+    write(&settings, &mine);
+    fs_err::set_permissions(&settings, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let ino = fs_err::metadata(&settings).unwrap().ino();
+    sb.ok(&["default", "cuda-12.4"]);
+    let after = fs_err::read_to_string(&settings).unwrap();
+    // A new top-level key goes before the tables (TOML has it no other way); the comments
+    // stay with the table they were written above.
+    assert!(
+        after.contains("# my gpuenv settings: see the wiki\r\n# linked by hand\r\n[toolchains."),
+        "{after:?}"
+    );
+    assert!(after.contains("default"), "{after:?}");
+    assert!(!after.replace("\r\n", "").contains('\n'), "{after:?}");
+    let m = fs_err::metadata(&settings).unwrap();
+    assert_eq!((m.ino(), m.mode() & 0o777), (ino, 0o600));
+    // It reads back: gpuenv still sees the toolchain and the default.
+    assert!(sb.ok(&["list"]).contains("cuda-12.4"));
+}

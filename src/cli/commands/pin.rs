@@ -91,6 +91,7 @@ impl Args {
             UserFile {
                 path: &path,
                 within: &ctx.cwd,
+                scope: "the project",
                 kind: gpuenv_core::outside::Kind::ToolchainFile,
             },
             user_file::Check::TOML,

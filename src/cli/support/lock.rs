@@ -149,6 +149,7 @@ fn write_lock(path: &Path, text: &str) -> Result<()> {
     let file = UserFile {
         path,
         within,
+        scope: "the project",
         kind: gpuenv_core::outside::Kind::Lock,
     };
     // The lock is rendered whole: a key it no longer has (an unpinned kind) may go.

@@ -85,6 +85,7 @@ pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
         UserFile {
             path: &path,
             within: &within,
+            scope: "the project",
             kind: outside::Kind::Pyproject,
         },
         user_file::Check::TOML,

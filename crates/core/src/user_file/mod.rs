@@ -34,6 +34,8 @@ pub struct UserFile<'a> {
     pub path: &'a Path,
     /// The directory no link may lead out of: the project, or the user's home.
     pub within: &'a Path,
+    /// That directory in words, for messages: "the project", "your home".
+    pub scope: &'static str,
     pub kind: outside::Kind,
 }
 
@@ -74,11 +76,12 @@ pub struct Outcome {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EditError {
-    #[error("{} leads to {}, outside {}: gpuenv writes no file outside it", ui::shown(.path), ui::shown(.target), ui::shown(.within))]
+    #[error("{} leads to {}, outside {scope} {}: gpuenv writes no file outside {scope}", ui::shown(.path), ui::shown(.target), ui::shown(.within))]
     LinkOut {
         path: PathBuf,
         target: PathBuf,
         within: PathBuf,
+        scope: &'static str,
     },
     #[error("{} is read-only (mode {mode:04o}): gpuenv leaves it as it is", ui::shown(.path))]
     ReadOnly { path: PathBuf, mode: u32 },
@@ -191,6 +194,7 @@ fn inside(file: UserFile) -> Result<PathBuf, EditError> {
             path: file.path.to_path_buf(),
             target,
             within: file.within.to_path_buf(),
+            scope: file.scope,
         }),
     }
 }

@@ -8,6 +8,7 @@ fn toml_file(path: &Path, within: &Path) -> UserFile<'static> {
     UserFile {
         path: Box::leak(path.to_path_buf().into_boxed_path()),
         within: Box::leak(within.to_path_buf().into_boxed_path()),
+        scope: "the project",
         kind: outside::Kind::Pyproject,
     }
 }

@@ -107,6 +107,7 @@ pub fn edit(rc: &Path, shell: &str, home: &Path) -> Result<Option<PathBuf>> {
     let file = UserFile {
         path: rc,
         within: home,
+        scope: "your home",
         kind: outside::Kind::ShellRc,
     };
     let outcome = user_file::edit(file, Check::Text(&check), |text| -> Result<_> {

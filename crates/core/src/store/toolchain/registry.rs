@@ -14,6 +14,7 @@ use super::Spec;
 use crate::diagnostic::Diagnostic;
 use crate::facts::build_cache::{BuildCache, SharedStore};
 use crate::store::home::Home;
+use crate::user_file::{self, form, Check, UserFile};
 use crate::{fsutil, outside};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,6 +137,8 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Edit(#[from] crate::user_file::EditError),
     #[error("GPUENV_HOME {path} is read-only, so gpuenv cannot change its state")]
     ReadOnly { path: PathBuf },
     #[error("cannot lock gpuenv's state in {path}: {source}")]
@@ -166,8 +169,30 @@ impl Locked<'_> {
         }
         let path = self.home.settings();
         let text = self.registry.to_text();
-        fsutil::write_atomic(&path, text.as_bytes()).map_err(unwritable(path))?;
-        self.before = text;
+        if !fs_err::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            // A new one (or a link planted at the name, replaced, never followed): gpuenv's
+            // own file, readable by every user of an upstream.
+            fsutil::write_atomic(&path, text.as_bytes()).map_err(unwritable(path))?;
+            self.before = text;
+            return Ok(());
+        }
+        // The user's copy, through the one editor: their comments, order, mode and inode
+        // stay; the rendering is merged in (and wins if the merge said anything else).
+        let file = UserFile {
+            path: &path,
+            within: &self.home.root,
+            scope: "gpuenv's home",
+            kind: outside::Kind::Settings,
+        };
+        let check = Check::Toml {
+            may_lose: &|_| true,
+        };
+        let outcome = user_file::edit(file, check, |old| {
+            Ok::<_, StateError>(Some(
+                form::merged(old, &text).unwrap_or_else(|| text.clone()),
+            ))
+        })?;
+        self.before = outcome.after;
         Ok(())
     }
 }
@@ -187,6 +212,7 @@ impl Diagnostic for StateError {
                 "make it writable, or point GPUENV_HOME at a directory you own".into(),
             ],
             StateError::Refused(e) => e.hints(),
+            StateError::Edit(e) => e.hints(),
             StateError::IndexUrl(e) => e.hints(),
             StateError::Unreadable { .. }
             | StateError::Lock { .. }
