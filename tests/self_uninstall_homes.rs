@@ -4,7 +4,13 @@
 //! gpuenv's mark is refused, and a hook block inside `if … fi` leaves a `.bashrc` that a
 //! real bash still runs to its end (issue 39).
 
+#[path = "common/archives.rs"]
+mod archives;
 mod common;
+#[path = "common/install_fixtures.rs"]
+mod fixtures;
+#[path = "common/server.rs"]
+mod server;
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
@@ -237,4 +243,46 @@ fn a_hook_inside_if_fi_is_removed_and_bashrc_still_runs_to_its_end() {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
+}
+
+#[test]
+fn a_toolchain_in_use_is_retired_not_deleted() {
+    let sb = Sandbox::new();
+    let dir = sb.path("mirror");
+    fixtures::write_tree(&dir, &fixtures::redist_tree(&["12.6.3"]));
+    let url = format!("file://{}", dir.display());
+    fixtures::ok(
+        &sb,
+        &[("GPUENV_CUDA_MIRROR", url.as_str())],
+        &["install", "cuda-12.6.3", "--profile", "minimal"],
+    );
+    let tree = sb.toolchain("cuda-12.6.3");
+    // A job sitting in the tree.
+    let mut job = std::process::Command::new("sleep")
+        .arg("600")
+        .current_dir(&tree)
+        .spawn()
+        .unwrap();
+    let exe = format!("/proc/{}/exe", job.id());
+    while !fs_err::read_link(&exe).is_ok_and(|e| e.ends_with("sleep")) {
+        std::thread::yield_now();
+    }
+    let out = sb
+        .gpuenv()
+        .args(["self", "uninstall", "-y"])
+        .output()
+        .unwrap();
+    let log = said(&out);
+    let _ = job.kill();
+    let _ = job.wait();
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("cuda-12.6.3 is retired"), "{log}");
+    assert!(
+        tree.join("bin/nvcc").exists(),
+        "the tree in use was deleted:\n{log}"
+    );
+    assert!(!sb.gpuenv_home().join("settings.toml").exists(), "{log}");
+    // Once nothing uses it, the reap deletes it.
+    sb.ok(&["uninstall", "--reap"]);
+    assert!(!tree.exists());
 }
