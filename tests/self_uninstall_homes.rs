@@ -187,6 +187,11 @@ fn a_directory_without_the_mark_is_refused_and_an_old_home_of_gpuenvs_alone_is_r
     let old = sb.path("old-home");
     use_home(&sb, &old);
     fs_err::remove_file(old.join(".gpuenv-home")).unwrap();
+    // A journal a killed settings edit left is gpuenv's too.
+    write(
+        &old.join(".settings.toml.gpuenv-edit"),
+        "gpuenv-edit 1 0 0\n",
+    );
     let out = with_home(&sb, &old, &["self", "uninstall", "-y"]);
     assert!(out.status.success(), "{}", said(&out));
     assert!(!old.exists(), "{}", said(&out));

@@ -20,6 +20,7 @@ use gpuenv_core::store::marker::{self, Marker};
 use gpuenv_core::store::retired;
 use gpuenv_core::toolchain::registry::{Registry, Source};
 use gpuenv_core::ui;
+use gpuenv_core::user_file;
 
 mod rc;
 
@@ -194,6 +195,12 @@ fn plan_home(
         }
         let own = OWN_ENTRIES.iter().find(|(n, _)| name == *n);
         let meta = fs_err::symlink_metadata(&path)?;
+        // What a killed edit of the settings left (the editor's journal and temp files).
+        let leftover = name.starts_with(&user_file::in_place::temp_prefix(&home.settings()));
+        if leftover && meta.is_file() && meta.uid() == uid && !keep_toolchains {
+            steps.push(Step::Remove(path));
+            continue;
+        }
         match own {
             None => left.push(format!("{} (not gpuenv's)", path.display())),
             Some((_, true)) if keep_toolchains => {}

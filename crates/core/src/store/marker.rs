@@ -72,7 +72,9 @@ pub fn recognise(root: &Path) -> Marker {
                 .collect()
         })
         .unwrap_or_default();
-    let own = |n: &String| OWN_ENTRIES.iter().any(|(o, _)| o == n);
+    // gpuenv's names, and what a killed edit of its settings left beside them.
+    let leftover = crate::user_file::in_place::temp_prefix(&root.join("settings.toml"));
+    let own = |n: &String| OWN_ENTRIES.iter().any(|(o, _)| o == n) || n.starts_with(&leftover);
     if names.iter().all(own) && names.iter().any(|n| n == ".lock") {
         return Marker {
             made_home: true,
