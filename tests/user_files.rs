@@ -275,7 +275,8 @@ fn assert_no_leftovers(proj: &Path) {
     let names: Vec<String> = fs_err::read_dir(proj)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(".gpuenv-"))
+        // The editor's temp files and journal: `.NAME.gpuenv-…` (not the home's mark).
+        .filter(|n| n.starts_with('.') && n[1..].contains(".gpuenv-"))
         .collect();
     assert!(names.is_empty(), "temp files left: {names:?}");
 }
@@ -522,4 +523,56 @@ fn settings_keep_the_users_comments_mode_and_inode() {
     assert_eq!((m.ino(), m.mode() & 0o777), (ino, 0o600));
     // It reads back: gpuenv still sees the toolchain and the default.
     assert!(sb.ok(&["list"]).contains("cuda-12.4"));
+}
+
+/// The kill loop of `a_kill_mid_write…` for a file whose seed and command are made at run
+/// time: `seed` is written, `args` killed at spread delays, and the next run must finish it.
+fn kill_loop(sb: &Sandbox, proj: &Path, file: &Path, seed: &str, args: &[&str]) {
+    write(file, seed);
+    succeeded(&run(sb, proj, args));
+    let done = fs_err::read_to_string(file).unwrap();
+    assert_ne!(done, seed, "{args:?} changed nothing");
+    let name = file.file_name().unwrap().to_string_lossy();
+    let journal = file.with_file_name(format!(".{name}.gpuenv-edit"));
+    for delay in delays() {
+        write(file, seed);
+        let mut child = start(sb, proj, args);
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = fs_err::read_to_string(file).unwrap();
+        assert!(
+            now == seed || now == done || journal.exists(),
+            "{args:?} killed after {delay:?} left neither the old file, the new one nor a journal:\n{now:?}"
+        );
+        succeeded(&run(sb, proj, args));
+        assert_eq!(fs_err::read_to_string(file).unwrap(), done, "{args:?}");
+        assert!(!journal.exists());
+        assert_no_leftovers(proj);
+    }
+}
+
+#[test]
+fn a_kill_mid_write_of_the_lock_or_the_settings_loses_nothing() {
+    let sb = Sandbox::new();
+    let proj = pin_project(&sb);
+    succeeded(&run(&sb, &proj, &["pin", "cuda-12.4"]));
+    succeeded(&run(&sb, &proj, &["lock"]));
+    let lock = proj.join("gpuenv.lock");
+    // A stale digest with the user's comment: each `gpuenv lock` puts the real one back.
+    let made = fs_err::read_to_string(&lock).unwrap();
+    let files = made.lines().find(|l| l.starts_with("files")).unwrap();
+    let stale = made.replace(
+        files,
+        &format!("files = \"{}\" # checked by CI", "0".repeat(64)),
+    );
+    kill_loop(&sb, &proj, &lock, &format!("# ours\n{stale}"), &["lock"]);
+
+    let home = sb.gpuenv_home();
+    let settings = home.join("settings.toml");
+    let mine = format!(
+        "# my settings\n{}",
+        fs_err::read_to_string(&settings).unwrap()
+    );
+    kill_loop(&sb, &home, &settings, &mine, &["default", "cuda-12.4"]);
 }
