@@ -291,3 +291,56 @@ fn a_toolchain_in_use_is_retired_not_deleted() {
     sb.ok(&["uninstall", "--reap"]);
     assert!(!tree.exists());
 }
+
+#[test]
+fn zsh_and_fish_start_up_files_keep_working_after_their_blocks_go() {
+    let sb = Sandbox::new();
+    use_home(&sb, &sb.gpuenv_home());
+    let cases = [
+        (
+            "zsh",
+            ".zshrc",
+            "if [[ -n \"$HOME\" ]]; then\n  # >>> gpuenv hook >>>\n  eval \"$(gpuenv hook zsh)\"\n  # <<< gpuenv hook <<<\nfi\necho \"reached the end\"\n",
+        ),
+        (
+            "fish",
+            ".config/fish/config.fish",
+            "if status is-interactive\n  # >>> gpuenv hook >>>\n  gpuenv hook fish | source\n  # <<< gpuenv hook <<<\nend\necho \"reached the end\"\n",
+        ),
+    ];
+    let mut ran = Vec::new();
+    for (shell, rel, text) in cases {
+        if !have_tool(shell) {
+            if in_ci() {
+                panic!("{shell} is not installed");
+            }
+            continue;
+        }
+        write(&sb.home().join(rel), text);
+        ran.push((shell, rel));
+    }
+    let out = sb
+        .gpuenv()
+        .args(["self", "uninstall", "-y"])
+        .output()
+        .unwrap();
+    let log = said(&out);
+    assert!(out.status.success(), "{log}");
+    for (shell, rel) in ran {
+        let rc = sb.home().join(rel);
+        let after = fs_err::read_to_string(&rc).unwrap();
+        assert!(!after.contains("gpuenv hook"), "{shell}: {after}");
+        let run = std::process::Command::new(shell)
+            .args(["-c", &format!("source \"$HOME/{rel}\"")])
+            .env_clear()
+            .env("HOME", sb.home())
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&run.stdout).contains("reached the end"),
+            "{shell}: {after}\n{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+}
