@@ -145,7 +145,10 @@ impl Args {
         if installed_any {
             support::lock::refresh(ctx);
         }
-        if installed_any && cache_was_new {
+        // Only after a download: archives read from a local mirror (`file://`, a directory)
+        // never needed the network in the first place.
+        let downloaded = fetcher.fetched.load(std::sync::atomic::Ordering::Relaxed) > 0;
+        if installed_any && cache_was_new && downloaded {
             ui::info(format!(
                 "the download cache {} keeps each archive and its unpacked tree, so reinstalls need no network; `gpuenv cache size` shows how much that is, `gpuenv cache prune` frees it",
                 fetcher.cache.root.display()
@@ -251,13 +254,18 @@ impl Args {
             return Ok(false);
         }
         support::interrupt::installed_one();
+        let fetched = match done.fetched_bytes {
+            0 => {
+                "nothing downloaded: every archive was in the cache or on this machine".to_string()
+            }
+            n => format!("{} downloaded", HumanBytes(n)),
+        };
         ui::info(format!(
-            "installed {} ({} {}) in {} ({} downloaded, {:.1}s)",
+            "installed {} ({} {}) in {} ({fetched}, {:.1}s)",
             done.name,
             done.kind,
             done.version,
             done.root.display(),
-            HumanBytes(done.fetched_bytes),
             started.elapsed().as_secs_f64()
         ));
         if done.kind == Kind::Cuda {
