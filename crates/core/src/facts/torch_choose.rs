@@ -412,10 +412,26 @@ fn refusal(facts: &Facts, m: &Machine, all: &[Judged]) -> NoIndex {
         s
     };
     if targets.is_empty() {
-        let (release, kind, _) = toolkit_words(m.toolkit.expect("with no toolkit every index is a target"));
+        let (release, kind, tool) = toolkit_words(m.toolkit.expect("with no toolkit every index is a target"));
+        // The releases next to it that PyTorch builds for, of the same major.
+        let same_major = |j: &&Judged| j.release.0 == release.0 && fits_machine(j);
+        let below = all.iter().filter(same_major).filter(|j| j.release < release).map(|j| j.release).max();
+        let above = all.iter().filter(same_major).filter(|j| j.release > release).map(|j| j.release).min();
+        let near: Vec<String> = [below, above]
+            .into_iter()
+            .flatten()
+            .map(|r| format!("{tool}-{}", release_name(r)))
+            .collect();
+        if !near.is_empty() {
+            fixes.push(format!(
+                "pin a release PyTorch builds wheels for, next to it: {}",
+                near.join(" or ")
+            ));
+        }
         if let Some(j) = alternative {
-            fixes.push(alt_fix(j));
-        } else {
+            let fix = alt_fix(j);
+            fixes.push(if fixes.is_empty() { fix } else { format!("or {fix}") });
+        } else if fixes.is_empty() {
             fixes.push("pin a toolkit release PyTorch builds wheels for (`gpuenv torch index --list`)".into());
         }
         return NoIndex::ForToolkit {
