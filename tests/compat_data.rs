@@ -412,3 +412,104 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
     assert_eq!(after["newest"]["gcc"], "13.9");
     assert!(after["date"].as_str().unwrap() >= before["date"].as_str().unwrap());
 }
+
+/// One chooser: in a project pinned to CUDA 13.2 that declares the GPU it runs on,
+/// `torch index --gpu`, the environment and the guard's hint (`gpuenv check`, with a torch
+/// built for another CUDA) name the same index, GPU by GPU; where none fits (Pascal), all
+/// three refuse and say which toolkit and torch would work, not the driver.
+#[test]
+fn torch_index_env_and_the_guards_hint_agree_gpu_by_gpu() {
+    let sb = Sandbox::new();
+    let cuda = cuda_runfile(&sb.path("opt/cuda-13.2"), "13.2.78");
+    sb.ok(&["link", "cuda-13.2", cuda.to_str().unwrap()]);
+    sb.fake_driver("580.65.06");
+    let venv = sb.path("venv");
+    torch_package(
+        &venv.join("lib/python3.11/site-packages"),
+        "2.15.0+cu130",
+        Some("13.0"),
+        None,
+    );
+    let proj = sb.path("proj");
+    let run = |args: &[&str]| {
+        sb.gpuenv()
+            .current_dir(&proj)
+            .env("VIRTUAL_ENV", &venv)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let cu132 = "https://download.pytorch.org/whl/cu132";
+    for (cc, fits) in [
+        ("9.0", true),
+        ("10.0", true),
+        ("12.0", true),
+        ("7.5", true),
+        ("6.0", false),
+    ] {
+        write(
+            &proj.join("gpuenv.toml"),
+            &format!("[toolchain]\ncuda = \"13.2\"\ncuda-arch = [\"{cc}\"]\n\n[torch]\nindex = \"auto\"\n"),
+        );
+        succeeded(&run(&["trust"]));
+        let out = run(&["torch", "index", "--gpu", cc, "--json"]);
+        let answer = json(&String::from_utf8_lossy(&out.stdout));
+        let vars = json(&succeeded(&run(&["env", "--shell", "json"])));
+        let check = run(&["check"]);
+        let hint = stderr(&check);
+        assert_eq!(check.status.code(), Some(1), "{cc}: {hint}");
+        if fits {
+            assert_eq!(out.status.code(), Some(0), "{cc}: {answer}");
+            assert_eq!(answer["url"], cu132, "{cc}: {answer}");
+            assert_eq!(vars["PIP_EXTRA_INDEX_URL"], cu132, "{cc}: {vars}");
+            assert_eq!(vars["UV_TORCH_BACKEND"], "cu132", "{cc}: {vars}");
+            assert!(
+                hint.contains(&format!("--index-url {cu132}`")),
+                "{cc}: {hint}"
+            );
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{cc}: {answer}");
+            assert_eq!(answer["ok"], false, "{answer}");
+            assert_eq!(
+                answer["ruled_out_by"],
+                serde_json::json!(["gpu"]),
+                "{answer}"
+            );
+            let said = answer["hints"].to_string();
+            assert!(
+                said.contains("gpuenv pin cuda-12.6")
+                    && said.contains("2.14")
+                    && !said.contains("driver"),
+                "{answer}"
+            );
+            assert!(vars.get("PIP_EXTRA_INDEX_URL").is_none(), "{vars}");
+            assert!(vars.get("UV_TORCH_BACKEND").is_none(), "{vars}");
+            assert!(!hint.contains(cu132), "{hint}");
+            assert!(
+                hint.contains("cu132 wheels carry no kernels for compute capability 6.0")
+                    && hint.contains("gpuenv pin cuda-12.6"),
+                "{hint}"
+            );
+        }
+    }
+}
+
+/// The sandbox's machine has no GPU, driver or nvidia-smi whatever the host has: every test
+/// gives the same answer on a GPU machine. A driver a test gives it is seen.
+#[test]
+fn the_sandbox_sees_no_host_gpu_unless_a_test_gives_it_one() {
+    let sb = Sandbox::new();
+    let path = system_path();
+    for dir in std::env::split_paths(&path) {
+        for tool in GPU_TOOLS {
+            assert!(!dir.join(tool).exists(), "{} in {}", tool, dir.display());
+        }
+    }
+    let pick = json(&sb.ok(&["torch", "index", "--any-toolkit", "--json"]));
+    assert_eq!(pick["inputs"]["gpus"], serde_json::json!([]), "{pick}");
+    assert_eq!(pick["inputs"]["driver"], serde_json::Value::Null, "{pick}");
+    sb.fake_driver("535.104.05");
+    let pick = json(&sb.ok(&["torch", "index", "--any-toolkit", "--json"]));
+    assert_eq!(pick["inputs"]["driver"], "535.104.05", "{pick}");
+    assert_eq!(pick["index"], "cu129", "{pick}");
+}

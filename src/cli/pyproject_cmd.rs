@@ -65,10 +65,10 @@ fn read(path: &Path) -> Result<Option<String>> {
 /// `[[tool.uv.index]]` with torch, torchvision and torchaudio routed to it.
 pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
     if gpuenv_core::plan::torch_pick::toolkit(active).is_none() {
-        anyhow::bail!(Hinted::new(
-            "no PyTorch index to write: no toolkit is pinned here"
-        )
-        .hint("pin a toolkit PyTorch builds for (`gpuenv torch index --list`)"));
+        anyhow::bail!(
+            Hinted::new("no PyTorch index to write: no toolkit is pinned here")
+                .hint("pin a toolkit PyTorch builds for (`gpuenv torch index --list`)")
+        );
     }
     let index = match pinned_index(facts, active) {
         Ok(index) => index,

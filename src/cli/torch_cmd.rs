@@ -191,8 +191,10 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
     let platform = match a.platform.as_deref() {
         None => Platform::for_host(),
         Some(p) => Platform::from_key(p).ok_or_else(|| {
-            gpuenv_core::diagnostic::Hinted::new(format!("--platform {p} is not a platform gpuenv knows"))
-                .hint("one of linux-x86_64, linux-sbsa, jetpack6, jetpack7")
+            gpuenv_core::diagnostic::Hinted::new(format!(
+                "--platform {p} is not a platform gpuenv knows"
+            ))
+            .hint("one of linux-x86_64, linux-sbsa, jetpack6, jetpack7")
         })?,
     };
     let driver = match &a.driver {

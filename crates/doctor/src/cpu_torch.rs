@@ -40,7 +40,9 @@ fn is_cpu_only(t: &TorchVersion) -> bool {
 /// torch (`None`: it refuses; the guard's hint then says why and what works).
 pub fn wheel_index(facts: &Facts, kind: Kind, v: &Version, torch: &TorchVersion) -> Option<String> {
     let machine = gpuenv_core::guard::hint_machine(kind, v, torch);
-    torch_index::choose(facts, &machine).ok().map(|p| p.index.url())
+    torch_index::choose(facts, &machine)
+        .ok()
+        .map(|p| p.index.url())
 }
 
 pub fn run(inputs: &Inputs) -> Finding {
@@ -87,17 +89,19 @@ pub fn run(inputs: &Inputs) -> Finding {
                 t.name, t.reason
             ),
         );
-        notes.hint(match wheel_index(&inputs.facts, kind, &t.entry.version, torch) {
-            Some(index) => format!(
+        notes.hint(
+            match wheel_index(&inputs.facts, kind, &t.entry.version, torch) {
+                Some(index) => format!(
                 "pip install --force-reinstall torch torchvision torchaudio --index-url {index}"
             ),
-            None => gpuenv_core::guard::torch_for_toolkit(
-                &inputs.facts,
-                &gpuenv_core::guard::hint_machine(kind, &t.entry.version, torch),
-            )
-            .trim_start_matches("or ")
-            .to_string(),
-        });
+                None => gpuenv_core::guard::torch_for_toolkit(
+                    &inputs.facts,
+                    &gpuenv_core::guard::hint_machine(kind, &t.entry.version, torch),
+                )
+                .trim_start_matches("or ")
+                .to_string(),
+            },
+        );
     }
 
     let site = torch.dir.parent().unwrap_or(Path::new("/"));

@@ -44,8 +44,8 @@ use std::fmt;
 pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 pub use copies::{InEffect, Loaded};
-pub use platform::Platform;
 pub use lookup::{Coverage, DriverNeed};
+pub use platform::Platform;
 
 /// The host GCC majors a release accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

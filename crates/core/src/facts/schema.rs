@@ -378,20 +378,27 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
         let cuda = parse_release(&t.cuda);
         let Some(cuda) = cuda.filter(|_| name_ok) else {
             return Err(bad(
-                "needs a name such as \"cu128\" (or \"jp6/cu126\") and cuda such as \"12.8\"".into(),
+                "needs a name such as \"cu128\" (or \"jp6/cu126\") and cuda such as \"12.8\""
+                    .into(),
             ));
         };
         if !valid_text(&t.source) {
             return Err(bad("needs a source".into()));
         }
         if let Some(url) = &t.url {
-            if !url.starts_with("https://") || !valid_text(url) || url.contains(char::is_whitespace) {
+            if !url.starts_with("https://") || !valid_text(url) || url.contains(char::is_whitespace)
+            {
                 return Err(bad(format!("url = {url:?} is not an https:// URL")));
             }
         }
-        let platforms = t.platforms.clone().unwrap_or_else(|| vec!["linux-x86_64".into()]);
+        let platforms = t
+            .platforms
+            .clone()
+            .unwrap_or_else(|| vec!["linux-x86_64".into()]);
         if platforms.is_empty()
-            || platforms.iter().any(|p| !PLATFORM_KEYS.contains(&p.as_str()))
+            || platforms
+                .iter()
+                .any(|p| !PLATFORM_KEYS.contains(&p.as_str()))
             || (1..platforms.len()).any(|i| platforms[..i].contains(&platforms[i]))
         {
             return Err(bad(format!(
@@ -399,20 +406,26 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
                 PLATFORM_KEYS.join(", ")
             )));
         }
-        let arch_list = |list: &Option<Vec<String>>| -> Result<Option<Vec<(u32, bool)>>, SchemaError> {
-            match list {
-                None => Ok(None),
-                Some(list) if list.is_empty() => Err(bad("an arch list is never empty (leave it out when not known)".into())),
-                Some(list) => list
-                    .iter()
-                    .map(|a| parse_torch_arch(a))
-                    .collect::<Option<Vec<_>>>()
-                    .map(Some)
-                    .ok_or_else(|| {
-                        bad("archs are compute capabilities such as \"8.6\" or \"9.0+PTX\"".into())
-                    }),
-            }
-        };
+        let arch_list =
+            |list: &Option<Vec<String>>| -> Result<Option<Vec<(u32, bool)>>, SchemaError> {
+                match list {
+                    None => Ok(None),
+                    Some(list) if list.is_empty() => Err(bad(
+                        "an arch list is never empty (leave it out when not known)".into(),
+                    )),
+                    Some(list) => list
+                        .iter()
+                        .map(|a| parse_torch_arch(a))
+                        .collect::<Option<Vec<_>>>()
+                        .map(Some)
+                        .ok_or_else(|| {
+                            bad(
+                                "archs are compute capabilities such as \"8.6\" or \"9.0+PTX\""
+                                    .into(),
+                            )
+                        }),
+                }
+            };
         let archs = arch_list(&t.archs)?;
         let sbsa_archs = arch_list(&t.sbsa_archs)?;
         if sbsa_archs.is_some() && !platforms.iter().any(|p| p == "linux-sbsa") {
@@ -436,10 +449,17 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
     for row in raw.torch_rocm_index {
         let at = row.span().start;
         let t = row.into_inner();
-        let bad = |what: String| err(at, format!("[[torch-rocm-index]] name = {:?}: {what}", t.name));
+        let bad = |what: String| {
+            err(
+                at,
+                format!("[[torch-rocm-index]] name = {:?}: {what}", t.name),
+            )
+        };
         let rocm = parse_release(&t.rocm).filter(|_| t.name == format!("rocm{}", t.rocm));
         let Some(rocm) = rocm else {
-            return Err(bad("needs rocm such as \"7.2\" and the name rocm<that> (\"rocm7.2\")".into()));
+            return Err(bad(
+                "needs rocm such as \"7.2\" and the name rocm<that> (\"rocm7.2\")".into(),
+            ));
         };
         if !valid_text(&t.source) {
             return Err(bad("needs a source".into()));
@@ -448,11 +468,15 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
             let ok = |g: &String| {
                 g.len() <= 12
                     && g.strip_prefix("gfx").is_some_and(|r| {
-                        !r.is_empty() && r.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+                        !r.is_empty()
+                            && r.bytes()
+                                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
                     })
             };
             if gfx.is_empty() || !gfx.iter().all(ok) {
-                return Err(bad("gfx are AMD targets such as \"gfx942\" (leave it out when not known)".into()));
+                return Err(bad(
+                    "gfx are AMD targets such as \"gfx942\" (leave it out when not known)".into(),
+                ));
             }
         }
         let torch = torch_range(&t.torch_first, &t.torch_last).map_err(|m| bad(m))?;

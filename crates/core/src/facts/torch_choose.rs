@@ -161,7 +161,10 @@ fn judge_cuda(facts: &Facts, i: &super::TorchIndex, m: &Machine) -> Vec<(Rule, S
                 if driver_key(driver).is_none_or(|have| have < need) {
                     out.push((
                         Rule::Driver,
-                        format!("{} needs driver {floor} or newer, this machine has {driver}", i.name),
+                        format!(
+                            "{} needs driver {floor} or newer, this machine has {driver}",
+                            i.name
+                        ),
                     ));
                 }
             }
@@ -236,7 +239,11 @@ fn judge_rocm(facts: &Facts, i: &super::RocmTorchIndex, m: &Machine) -> Vec<(Rul
                 if !missing.is_empty() {
                     out.push((
                         Rule::Gpu,
-                        format!("{} wheels carry no kernels for {}", i.name, missing.join(", ")),
+                        format!(
+                            "{} wheels carry no kernels for {}",
+                            i.name,
+                            missing.join(", ")
+                        ),
                     ));
                 }
             }
@@ -341,7 +348,11 @@ fn why(m: &Machine, chosen: &Judged, all: &[Judged]) -> Vec<String> {
     }
     why.push(format!("has wheels for {}", m.platform));
     if !m.torch.is_any() {
-        why.push(format!("carries {} ({})", m.torch, chosen.index.torch_releases()));
+        why.push(format!(
+            "carries {} ({})",
+            m.torch,
+            chosen.index.torch_releases()
+        ));
     }
     if let Some(d) = &m.driver {
         if matches!(chosen.index, Chosen::Cuda(_)) {
@@ -403,7 +414,10 @@ fn refusal(facts: &Facts, m: &Machine, all: &[Judged]) -> NoIndex {
         };
         let pin = format!("{tool}-{}", release_name(release));
         let mut s = if m.toolkit.is_some() {
-            format!("pin {pin} (`gpuenv pin {pin}`): {} has wheels that fit this machine", j.index.name())
+            format!(
+                "pin {pin} (`gpuenv pin {pin}`): {} has wheels that fit this machine",
+                j.index.name()
+            )
         } else {
             format!("{} has wheels that fit this machine", j.index.name())
         };
@@ -412,11 +426,22 @@ fn refusal(facts: &Facts, m: &Machine, all: &[Judged]) -> NoIndex {
         s
     };
     if targets.is_empty() {
-        let (release, kind, tool) = toolkit_words(m.toolkit.expect("with no toolkit every index is a target"));
+        let (release, kind, tool) =
+            toolkit_words(m.toolkit.expect("with no toolkit every index is a target"));
         // The releases next to it that PyTorch builds for, of the same major.
         let same_major = |j: &&Judged| j.release.0 == release.0 && fits_machine(j);
-        let below = all.iter().filter(same_major).filter(|j| j.release < release).map(|j| j.release).max();
-        let above = all.iter().filter(same_major).filter(|j| j.release > release).map(|j| j.release).min();
+        let below = all
+            .iter()
+            .filter(same_major)
+            .filter(|j| j.release < release)
+            .map(|j| j.release)
+            .max();
+        let above = all
+            .iter()
+            .filter(same_major)
+            .filter(|j| j.release > release)
+            .map(|j| j.release)
+            .min();
         let near: Vec<String> = [below, above]
             .into_iter()
             .flatten()
@@ -430,13 +455,24 @@ fn refusal(facts: &Facts, m: &Machine, all: &[Judged]) -> NoIndex {
         }
         if let Some(j) = alternative {
             let fix = alt_fix(j);
-            fixes.push(if fixes.is_empty() { fix } else { format!("or {fix}") });
+            fixes.push(if fixes.is_empty() {
+                fix
+            } else {
+                format!("or {fix}")
+            });
         } else if fixes.is_empty() {
-            fixes.push("pin a toolkit release PyTorch builds wheels for (`gpuenv torch index --list`)".into());
+            fixes.push(
+                "pin a toolkit release PyTorch builds wheels for (`gpuenv torch index --list`)"
+                    .into(),
+            );
         }
         return NoIndex::ForToolkit {
             toolkit: format!("{kind} {}", release_name(release)),
-            have: all.iter().map(|j| j.index.name()).collect::<Vec<_>>().join(", "),
+            have: all
+                .iter()
+                .map(|j| j.index.name())
+                .collect::<Vec<_>>()
+                .join(", "),
             date: facts.date,
             fixes,
         };
@@ -475,7 +511,11 @@ fn refusal(facts: &Facts, m: &Machine, all: &[Judged]) -> NoIndex {
     }
     if let Some(j) = alternative.filter(|j| !std::ptr::eq(*j, own)) {
         let fix = alt_fix(j);
-        fixes.push(if fixes.is_empty() { fix } else { format!("or {fix}") });
+        fixes.push(if fixes.is_empty() {
+            fix
+        } else {
+            format!("or {fix}")
+        });
     }
     if rules.contains(&Rule::Unknown) {
         fixes.push(format!(

@@ -52,7 +52,10 @@ impl TorchWanted {
         for (op, version) in r.specifier.clauses() {
             let rel = |v: &str| -> Option<TorchRelease> {
                 let mut p = v.trim_end_matches(".*").split('.');
-                Some((p.next()?.parse().ok()?, p.next().unwrap_or("0").parse().ok()?))
+                Some((
+                    p.next()?.parse().ok()?,
+                    p.next().unwrap_or("0").parse().ok()?,
+                ))
             };
             let Some(at) = rel(version) else {
                 continue;
@@ -255,7 +258,10 @@ mod tests {
     #[test]
     fn a_toolkit_pytorch_builds_no_wheels_for_is_said_with_one_that_fits() {
         let e = pick(Some((13, 1)), None, &[]).unwrap_err();
-        assert!(e.to_string().contains("no wheel index for CUDA 13.1"), "{e}");
+        assert!(
+            e.to_string().contains("no wheel index for CUDA 13.1"),
+            "{e}"
+        );
         let hints = crate::diagnostic::Diagnostic::hints(&e).join("\n");
         assert!(hints.contains("gpuenv pin cuda-13.2"), "{hints}");
         let e = pick(Some((14, 0)), None, &[]).unwrap_err();
@@ -291,12 +297,27 @@ mod tests {
     #[test]
     fn torch_requirements_become_release_bounds() {
         let w = |s: &str| TorchWanted::of_requirement(s).unwrap();
-        assert_eq!(w("torch>=2.9,<2.12"), TorchWanted { min: Some((2, 9)), max: Some((2, 11)) });
+        assert_eq!(
+            w("torch>=2.9,<2.12"),
+            TorchWanted {
+                min: Some((2, 9)),
+                max: Some((2, 11))
+            }
+        );
         assert_eq!(w("torch==2.8.*"), TorchWanted::exactly((2, 8)));
         assert_eq!(w("torch~=2.14.0"), TorchWanted::exactly((2, 14)));
-        assert_eq!(w("torch~=2.14"), TorchWanted { min: Some((2, 14)), max: None });
+        assert_eq!(
+            w("torch~=2.14"),
+            TorchWanted {
+                min: Some((2, 14)),
+                max: None
+            }
+        );
         assert_eq!(w("torch"), TorchWanted::default());
         assert_eq!(TorchWanted::of_requirement("numpy>=2"), None);
-        assert_eq!(TorchWanted::of_version("2.15.0+cu132"), Some(TorchWanted::exactly((2, 15))));
+        assert_eq!(
+            TorchWanted::of_version("2.15.0+cu132"),
+            Some(TorchWanted::exactly((2, 15)))
+        );
     }
 }

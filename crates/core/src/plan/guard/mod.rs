@@ -242,6 +242,9 @@ pub struct Side<'a> {
     pub root: &'a Path,
     /// Why this toolchain is active (the pin or variable that chose it).
     pub reason: String,
+    /// The GPUs the project declares (`plan::torch_pick::declared_gpus`), for the hint's
+    /// choice of index.
+    pub gpus: (Vec<u32>, Vec<String>),
 }
 
 /// A refused build: what does not match, and the ways out.
@@ -324,7 +327,11 @@ pub fn refusal(
         hints.push(matching::hint(registry, kind, built, torch, policy.check));
     }
     hints.push(match kind {
-        Kind::Cuda | Kind::Rocm => torch_for_toolkit(facts, &hint_machine(kind, &tc_short, torch)),
+        Kind::Cuda | Kind::Rocm => {
+            let mut m = hint_machine(kind, &tc_short, torch);
+            (m.gpus, m.amd_gpus) = side.gpus.clone();
+            torch_for_toolkit(facts, &m)
+        }
     });
     hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());
     Some(Refusal { message, hints })
@@ -332,7 +339,11 @@ pub fn refusal(
 
 /// What the guard's hint asks the chooser: the toolkit, the installed torch's release, this
 /// host's platform.
-pub fn hint_machine(kind: Kind, toolkit: &Version, torch: &TorchVersion) -> crate::facts::torch_index::Machine {
+pub fn hint_machine(
+    kind: Kind,
+    toolkit: &Version,
+    torch: &TorchVersion,
+) -> crate::facts::torch_index::Machine {
     use crate::facts::torch_index::{Machine, Toolkit, TorchWanted};
     let release = (toolkit.major(), toolkit.minor().unwrap_or(0));
     Machine {
@@ -376,7 +387,10 @@ pub fn torch_for_toolkit(facts: &Facts, machine: &crate::facts::torch_index::Mac
             if fixes.is_empty() {
                 format!("or install a torch built for {kind}: {why}")
             } else {
-                format!("or install a torch built for {kind}: {why} ({})", fixes.join("; "))
+                format!(
+                    "or install a torch built for {kind}: {why} ({})",
+                    fixes.join("; ")
+                )
             }
         }
     }
