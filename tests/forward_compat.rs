@@ -1,0 +1,119 @@
+//! FM-15 decides forward compatibility as the NVIDIA Container Toolkit does: from the compat
+//! `libcuda`'s own `.note.cuda.fwd_compatibility` (built here with `cc` into real ELF
+//! libraries), the driver versions only where the library has no note.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// `dir/libcuda.so.<version>`, a shared library with the note `desc` (none: no note).
+fn compat_libcuda(dir: &Path, version: &str, desc: Option<&str>) -> PathBuf {
+    let mut asm = String::from(".text\n.globl cuInit\ncuInit:\n  ret\n");
+    if let Some(desc) = desc {
+        let owner = "NVIDIA Corporation";
+        let bytes = |s: &str| {
+            s.bytes()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        asm.push_str(&format!(
+            ".section .note.cuda.fwd_compatibility,\"a\",@note\n.balign 4\n.long {}\n.long {}\n.long 1\n.byte {},0\n.balign 4\n.byte {}\n.balign 4\n",
+            owner.len() + 1,
+            desc.len(),
+            bytes(owner),
+            bytes(desc)
+        ));
+    }
+    fs_err::create_dir_all(dir).unwrap();
+    let src = dir.join("note.s");
+    fs_err::write(&src, asm).unwrap();
+    let lib = dir.join(format!("libcuda.so.{version}"));
+    let out = Command::new("cc")
+        .args(["-shared", "-nostdlib", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .output()
+        .expect("cc (gcc) builds the test's ELF libraries");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs_err::remove_file(&src).unwrap();
+    std::os::unix::fs::symlink(format!("libcuda.so.{version}"), dir.join("libcuda.so.1")).unwrap();
+    lib
+}
+
+fn fm15(sb: &Sandbox, compat: &Path) -> serde_json::Value {
+    let out = sb
+        .gpuenv()
+        .env("LD_LIBRARY_PATH", compat)
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "FM-15")
+        .unwrap_or_else(|| panic!("no FM-15: {json}"))
+        .clone()
+}
+
+const N590: &str = r#"{"Format":1,"CUDA Version":"13.1","Driver":[535,550,570,575,580,590],"Device":[1,2,7,8,9,10,11,12,13,14]}"#;
+const N575: &str = r#"{"Format":1,"CUDA Version":"12.9","Driver":[535,550,560,565,570,575],"Device":[1,2,7,8,9,10,11,12,13,14]}"#;
+
+#[test]
+fn forward_compatibility_follows_the_libraries_own_note() {
+    let sb = Sandbox::new();
+    sb.fake_driver("580.126.16");
+
+    // Its note lists the host's branch, and it is newer: in effect.
+    let ok = sb.path("cuda-13.1/compat");
+    compat_libcuda(&ok, "590.44.01", Some(N590));
+    let f = fm15(&sb, &ok);
+    assert_eq!(f["status"], "ok", "{f}");
+    assert!(
+        f.to_string().contains("forward compatibility in effect"),
+        "{f}"
+    );
+    assert!(
+        f.to_string()
+            .contains("its note lists the host's branch 580"),
+        "{f}"
+    );
+
+    // Newer, but its note does not list the host's branch: the toolkit would not use it.
+    // (A comparison of versions alone would have said yes.)
+    let stale = sb.path("cuda-12.9/compat");
+    compat_libcuda(&stale, "575.57.08", Some(N575));
+    sb.fake_driver("570.211.01");
+    assert_eq!(fm15(&sb, &stale)["status"], "ok");
+    sb.fake_driver("560.35.03");
+    let other = sb.path("other/compat");
+    compat_libcuda(
+        &other,
+        "575.57.08",
+        Some(r#"{"Format":1,"CUDA Version":"12.9","Driver":[570,575]}"#),
+    );
+    let f = fm15(&sb, &other);
+    assert_eq!(f["status"], "error", "{f}");
+    assert!(f.to_string().contains("not 560"), "{f}");
+
+    // Without a note, the majors decide (the fallback).
+    let bare = sb.path("bare/compat");
+    compat_libcuda(&bare, "575.57.08", None);
+    let f = fm15(&sb, &bare);
+    assert_eq!(f["status"], "ok", "{f}");
+    assert!(
+        f.to_string()
+            .contains("no note: compat major 575 against the host's 560"),
+        "{f}"
+    );
+}
