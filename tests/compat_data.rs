@@ -357,14 +357,36 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
     let before = json(&sb.ok(&["self", "data", "--json"]));
     assert_eq!(before["newest"]["driver"], "13.5");
 
+    // PyTorch's index pages (PEP 503) on the same server: cu124 has aarch64 wheels too,
+    // cu130 lacks the newest torch (2.16) that cu132 has: it ends at 2.15.
+    let wheel = |index: &str, torch: &str, platform: &str| {
+        format!("<a href=\"/whl/{index}/torch-{torch}%2B{index}-cp312-cp312-manylinux_2_28_{platform}.whl#sha256=00\">torch-{torch}+{index}-cp312-cp312-manylinux_2_28_{platform}.whl</a>\n")
+    };
+    for (index, wheels) in [
+        ("cu124", vec![("2.4.0", "x86_64"), ("2.6.0", "aarch64")]),
+        ("cu130", vec![("2.9.0", "x86_64"), ("2.15.1", "aarch64")]),
+        ("cu132", vec![("2.14.0", "x86_64"), ("2.16.0", "x86_64")]),
+    ] {
+        let body: String = wheels.iter().map(|(t, p)| wheel(index, t, p)).collect();
+        server.put(
+            &format!("whl/{index}/torch/"),
+            format!("<html><body>\n{body}</body></html>\n"),
+            "text/html",
+        );
+    }
     let out = sb
         .gpuenv()
         .env("GPUENV_CUDA_MIRROR", server.url(""))
+        .env("GPUENV_TORCH_INDEX_URL", server.url("whl"))
         .args(["self", "update-data"])
         .output()
         .unwrap();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
+    assert!(err.contains("added cu124: wheels for linux-sbsa"), "{err}");
+    assert!(err.contains("added cu130: torch up to 2.15"), "{err}");
+    // The pages the mirror does not hold are said once, and their rows stay.
+    assert!(err.contains("the torch pages of cu118, cu121"), "{err}");
     assert!(
         err.contains("added CUDA 13.6: minimum driver 630.45.04"),
         "{err}"
@@ -390,6 +412,13 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
         "{text}"
     );
     assert!(text.contains("archs = [90, 130]"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "torch-last: torch wheels listed at {} (none of torch 2.16)",
+            server.url("whl/cu130/torch/")
+        )),
+        "{text}"
+    );
     assert!(
         text.contains(&format!(
             "nvcc: cuda_nvcc in {}",

@@ -33,6 +33,7 @@ pub mod torch_index;
 mod torch_table;
 pub mod tree;
 pub mod update;
+pub mod update_index;
 pub mod vars;
 pub mod version;
 pub mod wheel_base;
