@@ -542,3 +542,64 @@ fn the_sandbox_sees_no_host_gpu_unless_a_test_gives_it_one() {
     assert_eq!(pick["inputs"]["driver"], "535.104.05", "{pick}");
     assert_eq!(pick["index"], "cu129", "{pick}");
 }
+
+/// The torch release the project's pyproject.toml asks for is part of the choice, for
+/// `torch index`, the environment and `--write-pyproject` alike: cu128 ends at torch 2.11.
+#[test]
+fn the_pyprojects_torch_requirement_is_part_of_the_choice() {
+    let sb = Sandbox::new();
+    let cuda = cuda_runfile(&sb.path("opt/cuda-12.8"), "12.8.93");
+    sb.ok(&["link", "cuda-12.8", cuda.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.8\"\n\n[torch]\nindex = \"auto\"\n",
+    );
+    let run = |args: &[&str]| sb.gpuenv().current_dir(&proj).args(args).output().unwrap();
+    succeeded(&run(&["trust"]));
+    let pyproject = |req: &str| {
+        write(
+            &proj.join("pyproject.toml"),
+            &format!(
+                "[project]\nname = \"p\"\nversion = \"0\"\ndependencies = [\"numpy\", \"{req}\"]\n"
+            ),
+        )
+    };
+
+    pyproject("torch>=2.9,<2.12");
+    let answer = json(&succeeded(&run(&["torch", "index", "--json"])));
+    assert_eq!(answer["index"], "cu128", "{answer}");
+    assert_eq!(answer["inputs"]["torch"], "torch 2.9–2.11", "{answer}");
+    let vars = json(&succeeded(&run(&["env", "--shell", "json"])));
+    assert_eq!(vars["UV_TORCH_BACKEND"], "cu128", "{vars}");
+
+    pyproject("torch>=2.12");
+    let out = run(&["torch", "index", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let answer = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        answer["ruled_out_by"],
+        serde_json::json!(["torch"]),
+        "{answer}"
+    );
+    let said = answer["hints"].to_string();
+    assert!(
+        said.contains("torch 2.7–2.11") && said.contains("gpuenv pin cuda-13.2"),
+        "{answer}"
+    );
+    assert!(!said.contains("driver"), "{answer}");
+    let vars = json(&succeeded(&run(&["env", "--shell", "json"])));
+    assert!(vars.get("UV_TORCH_BACKEND").is_none(), "{vars}");
+    let out = run(&["torch", "index", "--write-pyproject"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cu128 ends at torch 2.11"),
+        "{}",
+        stderr(&out)
+    );
+    // `--torch` overrides the file.
+    let answer = json(&succeeded(&run(&[
+        "torch", "index", "--torch", "2.10", "--json",
+    ])));
+    assert_eq!(answer["index"], "cu128", "{answer}");
+}

@@ -29,7 +29,7 @@ pub fn pinned_index(
     facts: &Facts,
     active: &ActiveSet,
 ) -> Result<torch_index::Chosen, torch_index::NoIndex> {
-    gpuenv_core::plan::torch_pick::for_project(facts, active, Default::default()).map(|p| p.index)
+    gpuenv_core::plan::torch_pick::for_project(facts, active).map(|p| p.index)
 }
 
 /// The file's text, or why it is not read: missing (`Ok(None)`), a link, another

@@ -176,7 +176,12 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
         gpuenv_core::plan::torch_pick::toolkit(&active)
     };
     let torch = match a.torch.as_deref() {
-        None => torch_index::TorchWanted::default(),
+        // What the project's pyproject.toml asks for, as the environment takes it.
+        None if a.any_toolkit => torch_index::TorchWanted::default(),
+        None => {
+            let active = super::resolve_here(session, &[], None)?;
+            gpuenv_core::plan::torch_pick::pyproject_torch(&active)
+        }
         Some(t) => torch_index::TorchWanted::of_version(t)
             .filter(|_| !t.contains(['<', '>', '=', '~', '!']))
             .or_else(|| torch_index::TorchWanted::of_requirement(t))
