@@ -117,3 +117,46 @@ fn forward_compatibility_follows_the_libraries_own_note() {
         "{f}"
     );
 }
+
+/// The environment keeps a compat dir the kernel driver can use and drops one the toolkit's
+/// rule rejects (first on LD_LIBRARY_PATH it would give error 803); with no driver to
+/// compare, nothing is decided and both stay.
+#[test]
+fn the_environment_keeps_only_the_compat_dirs_this_driver_can_use() {
+    let sb = Sandbox::new();
+    let cuda = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
+    sb.ok(&["link", "cuda-12.4", cuda.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let good = sb.path("cuda-13.1/compat");
+    compat_libcuda(&good, "590.44.01", Some(N590));
+    let stale = sb.path("cuda-12.9/compat");
+    compat_libcuda(&stale, "575.57.08", Some(N575));
+    let lp = format!("{}:{}:/opt/lib", stale.display(), good.display());
+    let env = || {
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env("LD_LIBRARY_PATH", &lp)
+            .args(["env", "--shell", "json"])
+            .output()
+            .unwrap();
+        let vars: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr))
+        });
+        vars["LD_LIBRARY_PATH"].as_str().map(str::to_string)
+    };
+    let has = |v: &Option<String>, dir: &Path| {
+        v.as_deref()
+            .is_some_and(|v| v.split(':').any(|e| Path::new(e) == dir))
+    };
+    // No kernel driver here: nothing to compare, nothing removed.
+    let none = env();
+    assert!(none.is_none() || (has(&none, &stale) && has(&none, &good)), "{none:?}");
+    // Kernel driver 580: 13.1's compat lists branch 580 and is newer; 12.9's lists no 580.
+    sb.fake_driver("580.126.16");
+    let v = env();
+    assert!(v.is_some(), "the stale compat dir must be taken off");
+    assert!(!has(&v, &stale), "{v:?}");
+    assert!(has(&v, &good) && has(&v, Path::new("/opt/lib")), "{v:?}");
+}

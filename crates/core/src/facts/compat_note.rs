@@ -242,5 +242,26 @@ pub fn decide(
     }
 }
 
+/// The decision for a forward-compatibility directory on this host, as the toolkit's hook
+/// makes it: its one `libcuda.so.X.Y…` (none, or more than one: `None`), that file's note, and
+/// the kernel driver. `None` too when the directory cannot be listed.
+pub fn for_dir(dir: &Path, host_driver: &str) -> Option<(String, Decision)> {
+    let mut libs = fs_err::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let version = super::driver_dirs::libcuda_version(&name)?.to_string();
+            // `libcuda.so.*.*`: a version with a dot, as the hook's glob.
+            version.contains('.').then_some(version)
+        });
+    let (version, None) = (libs.next()?, libs.next()) else {
+        return None;
+    };
+    let note = read(&dir.join(format!("libcuda.so.{version}"))).ok().flatten();
+    let d = decide(note.as_ref(), Some(&version), Some(host_driver), None);
+    Some((version, d))
+}
+
 #[cfg(test)]
 mod tests;
