@@ -141,9 +141,8 @@ fn the_environment_keeps_only_the_compat_dirs_this_driver_can_use() {
             .args(["env", "--shell", "json"])
             .output()
             .unwrap();
-        let vars: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr))
-        });
+        let vars: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
         vars["LD_LIBRARY_PATH"].as_str().map(str::to_string)
     };
     let has = |v: &Option<String>, dir: &Path| {
@@ -152,7 +151,10 @@ fn the_environment_keeps_only_the_compat_dirs_this_driver_can_use() {
     };
     // No kernel driver here: nothing to compare, nothing removed.
     let none = env();
-    assert!(none.is_none() || (has(&none, &stale) && has(&none, &good)), "{none:?}");
+    assert!(
+        none.is_none() || (has(&none, &stale) && has(&none, &good)),
+        "{none:?}"
+    );
     // Kernel driver 580: 13.1's compat lists branch 580 and is newer; 12.9's lists no 580.
     sb.fake_driver("580.126.16");
     let v = env();

@@ -139,7 +139,7 @@ fn every_json_output_validates_against_the_checked_in_schema() {
     broken.as_object_mut().unwrap().remove("index");
     let bad = sb.path("broken.json");
     fs_err::write(&bad, broken.to_string()).unwrap();
-    assert!(!validate(&tool, &[bad.clone()]).0);
+    assert!(!validate(&tool, std::slice::from_ref(&bad)).0);
     let mut other: serde_json::Value =
         serde_json::from_slice(&fs_err::read(sb.path("doctor.json")).unwrap()).unwrap();
     other["schema"] = "gpuenv-output/2".into();

@@ -337,13 +337,11 @@ fn torch_pages(ctx: &Context, fetcher: &Fetcher, data: &mut schema::Checked) -> 
     let mut unread = Vec::new();
     for name in names {
         let text = format!("{}/{name}/torch/", facts::wheel_base::base());
-        let page = gpuenv_install::location(&ctx.cwd, &text, true)
-            .map_err(anyhow::Error::from)
-            .and_then(|url| {
-                fetcher
-                    .page(&url, "text/html", outside::Kind::IndexPage)
-                    .map_err(anyhow::Error::from)
-            });
+        let page = gpuenv_install::location(&ctx.cwd, &text, true).and_then(|url| {
+            fetcher
+                .page(&url, "text/html", outside::Kind::IndexPage)
+                .map_err(anyhow::Error::from)
+        });
         match page {
             Ok(p) => {
                 let wheels = facts::update_index::wheels(&p.text(), &name);

@@ -57,7 +57,7 @@ pub fn read(path: &Path) -> Result<Option<CompatNote>, NoteError> {
     let shown = || path.display().to_string();
     let meta = fs_err::metadata(path).map_err(|e| NoteError::Read {
         path: shown(),
-        source: e.into(),
+        source: e,
     })?;
     if !meta.is_file() || meta.len() > MAX_LIBCUDA {
         return Err(NoteError::NotElf {
@@ -67,7 +67,7 @@ pub fn read(path: &Path) -> Result<Option<CompatNote>, NoteError> {
     }
     let data = fs_err::read(path).map_err(|e| NoteError::Read {
         path: shown(),
-        source: e.into(),
+        source: e,
     })?;
     parse(&data).map_err(|e| match e {
         ParseError::NotElf(why) => NoteError::NotElf { path: shown(), why },
@@ -246,19 +246,18 @@ pub fn decide(
 /// makes it: its one `libcuda.so.X.Y…` (none, or more than one: `None`), that file's note, and
 /// the kernel driver. `None` too when the directory cannot be listed.
 pub fn for_dir(dir: &Path, host_driver: &str) -> Option<(String, Decision)> {
-    let mut libs = fs_err::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let version = super::driver_dirs::libcuda_version(&name)?.to_string();
-            // `libcuda.so.*.*`: a version with a dot, as the hook's glob.
-            version.contains('.').then_some(version)
-        });
+    let mut libs = fs_err::read_dir(dir).ok()?.flatten().filter_map(|e| {
+        let name = e.file_name().into_string().ok()?;
+        let version = super::driver_dirs::libcuda_version(&name)?.to_string();
+        // `libcuda.so.*.*`: a version with a dot, as the hook's glob.
+        version.contains('.').then_some(version)
+    });
     let (version, None) = (libs.next()?, libs.next()) else {
         return None;
     };
-    let note = read(&dir.join(format!("libcuda.so.{version}"))).ok().flatten();
+    let note = read(&dir.join(format!("libcuda.so.{version}")))
+        .ok()
+        .flatten();
     let d = decide(note.as_ref(), Some(&version), Some(host_driver), None);
     Some((version, d))
 }

@@ -88,13 +88,16 @@ fn machine(gpu: &Gpu, pin: &str, torch: Option<(u64, u64)>, driver: Option<&str>
 /// Expected: `Ok(index)` or `Err((rules, words every hint line together must hold))`.
 type Want = Result<&'static str, (&'static [Rule], &'static [&'static str])>;
 
-fn table() -> Vec<(
+/// GPU, pin, torch release wanted, driver, expected.
+type Row = (
     &'static Gpu,
     &'static str,
     Option<(u64, u64)>,
     Option<&'static str>,
     Want,
-)> {
+);
+
+fn table() -> Vec<Row> {
     let d580 = Some("580.65.06");
     vec![
         (&H100, "cuda-13.2", None, None, Ok("cu132")),

@@ -24,7 +24,7 @@ pub fn wheels(page: &str, index: &str) -> Vec<(TorchRelease, &'static str)> {
             continue;
         };
         let mut parts = stem.split('-');
-        let (Some(version), Some(platform)) = (parts.next(), parts.last()) else {
+        let (Some(version), Some(platform)) = (parts.next(), parts.next_back()) else {
             continue;
         };
         let Some((public, local)) = version.split_once('+') else {
@@ -55,12 +55,12 @@ pub fn wheels(page: &str, index: &str) -> Vec<(TorchRelease, &'static str)> {
     out
 }
 
+/// An index's page: its name, the page's URL, the wheels it lists.
+pub type Page = (String, String, Vec<(TorchRelease, &'static str)>);
+
 /// Fills the gaps of the rows of the indexes in `pages` (`(index name, its page's URL, the
 /// wheels it lists)`); what was added, in words.
-pub fn add_pages(
-    c: &mut Checked,
-    pages: &[(String, String, Vec<(TorchRelease, &'static str)>)],
-) -> Vec<String> {
+pub fn add_pages(c: &mut Checked, pages: &[Page]) -> Vec<String> {
     let mut said = Vec::new();
     let newest = pages
         .iter()
