@@ -534,6 +534,24 @@ fn the_sandbox_sees_no_host_gpu_unless_a_test_gives_it_one() {
             assert!(!dir.join(tool).exists(), "{} in {}", tool, dir.display());
         }
     }
+    // On a GPU machine /usr/bin holds nvidia-smi: such a directory is replaced by links to
+    // everything else in it.
+    let host_bin = sb.path("host-bin");
+    write_exe(&host_bin.join("nvidia-smi"), "#!/bin/sh\necho 9.0\n");
+    write_exe(&host_bin.join("rocminfo"), "#!/bin/sh\n");
+    write_exe(&host_bin.join("cc-tool"), "#!/bin/sh\necho tool\n");
+    let plain = sb.path("plain-bin");
+    write_exe(&plain.join("other-tool"), "#!/bin/sh\n");
+    let path = without_gpu_tools(
+        &[host_bin.to_str().unwrap(), plain.to_str().unwrap()],
+        &sb.path("farms"),
+    );
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    assert_ne!(dirs[0], host_bin, "{path}");
+    assert!(dirs[0].join("cc-tool").exists() && !dirs[0].join("nvidia-smi").exists());
+    assert!(!dirs[0].join("rocminfo").exists());
+    assert_eq!(dirs[1], plain, "a directory without them stays as it is");
+
     let pick = json(&sb.ok(&["torch", "index", "--any-toolkit", "--json"]));
     assert_eq!(pick["inputs"]["gpus"], serde_json::json!([]), "{pick}");
     assert_eq!(pick["inputs"]["driver"], serde_json::Value::Null, "{pick}");
