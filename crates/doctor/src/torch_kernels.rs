@@ -115,7 +115,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             gpus: vec![gpu.sm()],
             ..Default::default()
         };
-        match torch_index::choose(&inputs.facts, &machine) {
+        match gpuenv_core::facts::torch_choose::choose(&inputs.facts, &machine) {
             Ok(pick) => notes.hint(format!(
                 "install a torch built for {gpu} from PyTorch's `{}` index ({}; `gpuenv torch index --list` shows each index's archs)",
                 pick.index.name(),

@@ -4,10 +4,11 @@
 //! archs the project declares (`cuda-arch`, `rocm-arch`), so that they and `gpuenv torch
 //! index --gpu …` name the same index.
 
-use crate::facts::torch_index::{self, Machine, NoIndex, Pick, Toolkit, TorchWanted};
+use crate::facts::torch_choose::{self, NoIndex, Pick};
+use crate::facts::torch_index::{Machine, Toolkit, TorchWanted};
 use crate::facts::{Facts, Platform};
-use crate::resolve::ActiveSet;
-use crate::toolchain::Kind;
+use crate::plan::resolve::ActiveSet;
+use crate::store::toolchain::Kind;
 
 /// The pinned or active toolkit as the chooser takes it (CUDA first, as the guard does).
 pub fn toolkit(active: &ActiveSet) -> Option<Toolkit> {
@@ -87,5 +88,5 @@ pub fn project_machine(active: &ActiveSet, torch: TorchWanted, platform: Platfor
 /// The index for the project on this host, for the torch its pyproject.toml asks for.
 pub fn for_project(facts: &Facts, active: &ActiveSet) -> Result<Pick, NoIndex> {
     let torch = pyproject_torch(active);
-    torch_index::choose(facts, &project_machine(active, torch, Platform::for_host()))
+    torch_choose::choose(facts, &project_machine(active, torch, Platform::for_host()))
 }

@@ -1,0 +1,125 @@
+//! The edge of `project::pyproject`: the project's `pyproject.toml`, read as a file gpuenv
+//! did not write (a link or another account's file is refused before anything is read), and
+//! written only on `gpuenv torch index --write-pyproject`.
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::facts::{torch_index, Facts};
+use gpuenv_core::project::owner;
+use gpuenv_core::project::pyproject;
+use gpuenv_core::resolve::ActiveSet;
+use gpuenv_core::{fsutil, outside, ui};
+
+/// `pyproject.toml` beside the toolchain file in effect, else in `cwd`.
+pub fn path(active: &ActiveSet, cwd: &Path) -> PathBuf {
+    active
+        .project
+        .as_ref()
+        .and_then(|f| f.path.parent())
+        .unwrap_or(cwd)
+        .join("pyproject.toml")
+}
+
+/// PyTorch's index for the pinned toolkit, as the one chooser picks it for the project.
+pub fn pinned_index(
+    facts: &Facts,
+    active: &ActiveSet,
+) -> Result<torch_index::Chosen, gpuenv_core::facts::torch_choose::NoIndex> {
+    gpuenv_core::plan::torch_pick::for_project(facts, active).map(|p| p.index)
+}
+
+/// The file's text, or why it is not read: missing (`Ok(None)`), a link, another
+/// account's, too large, not text.
+fn read(path: &Path) -> Result<Option<String>> {
+    let shown = path.display();
+    let meta = match fs_err::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => anyhow::bail!(Hinted::new(format!(
+            "cannot read {shown}: {}",
+            fsutil::io_reason(&e)
+        ))),
+    };
+    if meta.file_type().is_symlink() {
+        anyhow::bail!(Hinted::new(format!(
+            "{shown} is a symbolic link: gpuenv reads and writes only a pyproject.toml that is the file itself"
+        ))
+        .hint("replace the link with the file, or run in the directory that holds it"));
+    }
+    if meta.uid() != owner::me() {
+        anyhow::bail!(Hinted::new(format!(
+            "{shown} belongs to {}, not to you: gpuenv does not read or write another account's project file",
+            gpuenv_core::passwd::describe_uid(meta.uid())
+        ))
+        .hint("run it as the file's owner, or copy the project to a directory of your own"));
+    }
+    let text = outside::read_text(path, outside::Kind::Pyproject)?;
+    Ok(Some(text))
+}
+
+/// `gpuenv torch index --write-pyproject`: the pinned toolkit's index as an explicit
+/// `[[tool.uv.index]]` with torch, torchvision and torchaudio routed to it.
+pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
+    if gpuenv_core::plan::torch_pick::toolkit(active).is_none() {
+        anyhow::bail!(
+            Hinted::new("no PyTorch index to write: no toolkit is pinned here")
+                .hint("pin a toolkit PyTorch builds for (`gpuenv torch index --list`)")
+        );
+    }
+    let index = match pinned_index(facts, active) {
+        Ok(index) => index,
+        Err(why) => {
+            use gpuenv_core::diagnostic::Diagnostic as _;
+            let mut e = Hinted::new(format!("no PyTorch index to write: {why}"));
+            for h in why.hints() {
+                e = e.hint(h);
+            }
+            anyhow::bail!(e);
+        }
+    };
+    let path = path(active, cwd);
+    let shown = path.display();
+    let Some(text) = read(&path)? else {
+        anyhow::bail!(
+            Hinted::new(format!("there is no {shown} to write the index into"))
+                .hint("`uv init` makes one; gpuenv never creates a project's pyproject.toml")
+        );
+    };
+    let url = index.url();
+    let new = pyproject::write_index(&text, &url).map_err(|e| {
+        Hinted::new(format!("{shown} is not valid TOML: {e}"))
+            .hint("fix the file (uv cannot read it either); nothing was written")
+    })?;
+    if new == text {
+        ui::info(format!("{shown} already sends torch to {url}"));
+        return Ok(());
+    }
+    fsutil::write_atomic(&path, new.as_bytes())
+        .map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", fsutil::io_reason(&e)))?;
+    ui::info(format!(
+        "{shown}: torch, torchvision and torchaudio now come from the index `{}` ({url}); run `uv lock` to re-resolve",
+        pyproject::INDEX_NAME
+    ));
+    Ok(())
+}
+
+/// What `gpuenv check` says of the file: each way it sends torch elsewhere than the
+/// pinned toolkit's index. Nothing when there is no file or no pinned index.
+pub fn check(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<Vec<String>> {
+    let Ok(index) = pinned_index(facts, active) else {
+        return Ok(Vec::new());
+    };
+    let path = path(active, cwd);
+    let Some(text) = read(&path)? else {
+        return Ok(Vec::new());
+    };
+    pyproject::disagreements(&text, &index.url()).map_err(|e| {
+        Hinted::new(format!("{} is not valid TOML: {e}", path.display()))
+            .hint("fix the file (uv cannot read it either)")
+            .into()
+    })
+}
