@@ -64,6 +64,7 @@ impl Args {
                     version: &tc.entry.version,
                     root: &tc.entry.root,
                     reason: tc.reason.to_string(),
+                    gpus: gpuenv_core::plan::torch_pick::declared_gpus(&active),
                 };
                 Ok((
                     verdict.clone(),
@@ -112,6 +113,8 @@ impl Args {
                 json!({"name": t.name, "kind": t.entry.kind, "version": t.entry.version, "reason": t.reason.to_string()})
             });
             let out = json!({
+                "schema": gpuenv_core::report_schema::VERSION,
+                "command": "check",
                 "status": status,
                 "toolchain": tc_json,
                 "torch": torch_json,
