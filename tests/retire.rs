@@ -518,3 +518,76 @@ fn a_users_slurm_job_that_started_before_keeps_the_retired_site_toolkit_until_it
         .exists());
     assert!(later.listed());
 }
+
+/// `uninstall --reap` of a retired release leaves nothing of it: its tree, view, kept record
+/// (`.NAME.uninstalled.toml`) and lock file (`.NAME.lock`) go, and so do its archives in the
+/// download cache (kept archives, unpacked trees and their objects); another installed
+/// release keeps all of its own.
+#[test]
+fn reap_removes_the_retired_releases_archives_lock_and_kept_record_and_nothing_else() {
+    let sb = Sandbox::new();
+    let dir = sb.path("mirror");
+    write_tree(&dir, &redist_tree(&["12.4.1", "12.6.3"]));
+    let install = |name: &str| {
+        succeeded(
+            &sb.gpuenv()
+                .env("GPUENV_CUDA_MIRROR", dir.display().to_string())
+                .env("GPUENV_KEEP_ARCHIVES", "1")
+                .args(["install", name, "--profile", "minimal"])
+                .output()
+                .unwrap(),
+        );
+        let record =
+            fs_err::read_to_string(sb.toolchain(name).join(".gpuenv-install.toml")).unwrap();
+        let record: toml::Value = toml::from_str(&record).unwrap();
+        record["archive"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["sha256"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let old = install("cuda-12.4.1");
+    let kept = install("cuda-12.6.3");
+    assert!(!old.is_empty() && old.iter().all(|a| !kept.contains(a)));
+    let downloads = sb.gpuenv_home().join("downloads");
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    let has = |part: &str, sha: &str| downloads.join(part).join(sha).exists();
+    for sha in old.iter().chain(&kept) {
+        assert!(has("unpacked", sha) && has("archives", sha), "{sha}");
+    }
+
+    let tree = sb.toolchain("cuda-12.4.1");
+    let job = sleeper(&tree.join("bin"));
+    sb.ok(&["uninstall", "cuda-12.4.1"]);
+    assert!(tree.is_dir(), "retired, kept for the running process");
+    assert!(toolchains.join(".cuda-12.4.1.uninstalled.toml").is_file());
+    end(job);
+    let out = sb.gpuenv().args(["uninstall", "--reap"]).output().unwrap();
+    let said = succeeded(&out) + &text(&out);
+    assert!(said.contains("deleted the retired cuda-12.4.1"), "{said}");
+    assert!(
+        said.contains("removed their archives from the download cache"),
+        "{said}"
+    );
+    assert!(!tree.exists());
+    for leftover in [".cuda-12.4.1.uninstalled.toml", ".cuda-12.4.1.lock"] {
+        assert!(!toolchains.join(leftover).exists(), "{leftover} is left");
+    }
+    for sha in &old {
+        for part in ["unpacked", "archives", "partial"] {
+            assert!(
+                !has(part, sha),
+                "{part}/{sha} of the reaped release is left"
+            );
+        }
+        assert!(!downloads.join(format!("unpacked/{sha}.seal")).exists());
+    }
+    for sha in &kept {
+        assert!(has("unpacked", sha) && has("archives", sha), "{sha}");
+    }
+    // The installed release still works: its files were never the reaped one's.
+    let nvcc = sb.toolchain("cuda-12.6.3").join("bin/nvcc");
+    assert!(nvcc.is_file());
+    assert!(toolchains.join(".cuda-12.6.3.lock").exists());
+}

@@ -44,7 +44,7 @@ impl Args {
         let cache = super::install_from::cache(ctx, &home)?;
         if matches!(self.action, Action::Prune { .. }) {
             // First, so what the deleted trees held is pruned too.
-            super::uninstall::reap(&home, &Census::default(), false);
+            super::uninstall::reap(ctx, &home, &Census::default(), false);
         }
         let installed = Installed::scan(&home.toolchains())?;
         match self.action {

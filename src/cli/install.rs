@@ -66,7 +66,7 @@ impl Args {
         let installed = self.install(ctx);
         // An install writes the home: retired trees nothing uses any more go now.
         if let (Ok(()), Ok(home)) = (&installed, ctx.gpuenv_home()) {
-            super::uninstall::reap(&home, &Census::default(), false);
+            super::uninstall::reap(ctx, &home, &Census::default(), false);
         }
         installed
     }
