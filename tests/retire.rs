@@ -591,3 +591,67 @@ fn reap_removes_the_retired_releases_archives_lock_and_kept_record_and_nothing_e
     assert!(nvcc.is_file());
     assert!(toolchains.join(".cuda-12.6.3.lock").exists());
 }
+
+/// A user whose project pins a toolkit the site's store retired is told so, and which
+/// release the store has instead with the pin that uses it: not "not installed, `gpuenv
+/// install`" (a whole toolkit into their own home). After the reap, when no record is left,
+/// the store's release of the same major.minor is still named.
+#[test]
+fn a_pin_of_a_toolkit_the_site_retired_names_the_retirement_and_the_stores_release() {
+    let sb = Sandbox::new();
+    let dir = sb.path("mirror");
+    write_tree(&dir, &redist_tree(&["12.4.1", "12.4.2"]));
+    let store = sb.path("site/gpuenv");
+    let as_site = |args: &[&str]| {
+        let out = sb
+            .gpuenv()
+            .env("GPUENV_HOME", &store)
+            .env("GPUENV_CUDA_MIRROR", dir.display().to_string())
+            .args(args)
+            .output()
+            .unwrap();
+        succeeded(&out) + &text(&out)
+    };
+    as_site(&["install", "cuda-12.4.1", "--profile", "minimal"]);
+    as_site(&["install", "cuda-12.4.2", "--profile", "minimal"]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"cuda-12.4.1\"\n",
+    );
+    let user = || {
+        sb.gpuenv()
+            .env("GPUENV_UPSTREAMS", &store)
+            .current_dir(&proj)
+            .args(["show"])
+            .output()
+            .unwrap()
+    };
+    assert!(user().status.success(), "{}", text(&user()));
+
+    // Retired under a running job, then reaped once it ended.
+    let job = sleeper(&store.join("toolchains/cuda-12.4.1/bin"));
+    as_site(&["uninstall", "cuda-12.4.1"]);
+    let out = user();
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "cuda-12.4.1 was retired by the site (the store at {})",
+            store.display()
+        )) && said.contains("the store has cuda-12.4.2: `gpuenv pin cuda-12.4`"),
+        "{said}"
+    );
+    assert!(!said.contains("gpuenv install"), "{said}");
+    end(job);
+    as_site(&["uninstall", "--reap"]);
+    let said = text(&user());
+    assert!(
+        said.contains(&format!(
+            "the site's store at {} does not have cuda-12.4.1 (retired, or never installed there); the store has cuda-12.4.2",
+            store.display()
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("gpuenv install"), "{said}");
+}
