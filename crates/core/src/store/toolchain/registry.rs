@@ -114,6 +114,13 @@ pub enum StateError {
         message: String,
         toolchains: PathBuf,
     },
+    #[error("{}:{line}:{column}: {message}", .path.display())]
+    BadValue {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("cannot read gpuenv's state file {path}")]
     Unreadable {
         path: PathBuf,
@@ -172,6 +179,10 @@ impl Diagnostic for StateError {
                 "fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {})",
                 toolchains.display()
             )],
+            StateError::BadValue { path, line, .. } => vec![format!(
+                "fix line {line} of {}; the rest of the file is fine and nothing was changed",
+                path.display()
+            )],
             StateError::ReadOnly { .. } => vec![
                 "make it writable, or point GPUENV_HOME at a directory you own".into(),
             ],
@@ -214,16 +225,29 @@ impl Registry {
 
     /// `text`, the contents of `home`'s settings file at `path`, parsed and checked.
     pub(super) fn parse(home: &Home, path: PathBuf, text: &str) -> Result<Registry, StateError> {
-        let mut registry: Registry = toml::from_str(text).map_err(|e| StateError::Corrupt {
-            message: e.message().to_string()
-                + &e.span()
-                    .map(|s| {
-                        let (l, c) = fsutil::line_col(text, s.start);
-                        format!(" (line {l}, column {c})")
-                    })
-                    .unwrap_or_default(),
-            path: path.clone(),
-            toolchains: home.toolchains(),
+        let at = |e: &toml::de::Error| {
+            e.span()
+                .map(|s| fsutil::line_col(text, s.start))
+                .unwrap_or((1, 1))
+        };
+        // Not TOML at all: the file is corrupt. TOML with one value wrong: that value is
+        // the error, named with its line (a typo is not a reason to move the registry away).
+        if let Err(e) = text.parse::<toml::Table>() {
+            let (l, c) = at(&e);
+            return Err(StateError::Corrupt {
+                message: format!("{} (line {l}, column {c})", e.message().trim()),
+                path,
+                toolchains: home.toolchains(),
+            });
+        }
+        let mut registry: Registry = toml::from_str(text).map_err(|e| {
+            let (line, column) = at(&e);
+            StateError::BadValue {
+                message: e.message().trim().to_string(),
+                path: path.clone(),
+                line,
+                column,
+            }
         })?;
         if let Err(e) = registry.check_names() {
             return Err(StateError::Corrupt {
@@ -273,7 +297,9 @@ impl Registry {
                 false => StateError::Lock { path, source },
             }
         };
+        let created = fs_err::symlink_metadata(&home.root).is_err();
         fs_err::create_dir_all(&home.root).map_err(lock_err(home.root.clone()))?;
+        crate::store::marker::ensure(home, created);
         let lock_path = home.lock_file();
         // Never truncated: the file only carries the lock.
         let lock = fs_err::OpenOptions::new()
