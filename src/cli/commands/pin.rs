@@ -177,6 +177,22 @@ impl Args {
             }
         }
         support::lock::refresh(ctx);
+        // An index gpuenv wrote into pyproject.toml follows a CUDA pin that moved.
+        if let Some(spec) = specs.iter().find(|s| s.kind == Kind::Cuda) {
+            let mut session = support::session(ctx)?;
+            // A pin nothing registered matches yet still moves the index, by its release.
+            let active = support::resolve_here(&mut session, &[], None).unwrap_or_default();
+            let release = match active.get(Kind::Cuda) {
+                Some(t) => Some((
+                    t.entry.version.major(),
+                    t.entry.version.minor().unwrap_or(0),
+                )),
+                None => spec.version.minor().map(|m| (spec.version.major(), m)),
+            };
+            if let Some(release) = release {
+                support::pyproject::follow_pin(session.facts(), &active, &ctx.cwd, release);
+            }
+        }
         Ok(())
     }
 }
