@@ -451,3 +451,47 @@ fn pin_moves_the_pyproject_index_gpuenv_wrote_and_uv_lock_check_passes_without_g
     succeeded(&gpuenv(&["pin", "cuda-13.2"]));
     assert_eq!(fs_err::read_to_string(&file).unwrap(), own);
 }
+
+/// In a shell with the hook, exporting `GPUENV_TORCH_INDEX_URL` (a mirror) moves `UV_INDEX`
+/// and `PIP_EXTRA_INDEX_URL` to it at the next prompt, without a `cd`; unsetting it moves
+/// them back.
+#[test]
+fn the_hook_follows_an_exported_torch_index_mirror_at_the_next_prompt() {
+    let Some(w) = world() else { return };
+    let (init, prompt, _) = shells::dialect("bash");
+    let script = format!(
+        "{init}\n{prompt}\necho \"1 $UV_INDEX\"\nexport GPUENV_TORCH_INDEX_URL=http://mirror.example/whl\n{prompt}\necho \"2 $UV_INDEX|$PIP_EXTRA_INDEX_URL\"\nunset GPUENV_TORCH_INDEX_URL\n{prompt}\necho \"3 $UV_INDEX\"\n"
+    );
+    let bin = assert_cmd::cargo::cargo_bin("gpuenv");
+    let home = w.sb.home();
+    let gh = w.sb.gpuenv_home();
+    let env: Vec<(&str, &std::ffi::OsStr)> = vec![
+        ("HOME", home.as_os_str()),
+        ("GPUENV_HOME", gh.as_os_str()),
+        ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+        ("GPUENV_BIN", bin.as_os_str()),
+        ("LANG", std::ffi::OsStr::new("C.UTF-8")),
+    ];
+    let out = shells::run("bash", &script, &w.proj, &env);
+    let said = succeeded(&out);
+    let lines: Vec<&str> = said.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("1 pytorch=https://download.pytorch.org/whl/cu132")),
+        "{said}"
+    );
+    assert!(
+        lines.iter().any(
+            |l| l.starts_with("2 pytorch=http://mirror.example/whl/cu132|")
+                && l.contains("http://mirror.example/whl/cu132")
+        ),
+        "{said}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("3 pytorch=https://download.pytorch.org/whl/cu132")),
+        "{said}"
+    );
+}
