@@ -176,6 +176,25 @@ impl Args {
                 ));
             }
         }
+        // A file in HOME (or above it) governs every directory below without a file of its
+        // own: what `gpuenv default` is for.
+        if let Some(home_dir) = ctx.path_var(gpuenv_core::context::vars::HOME) {
+            let above = home_dir == ctx.cwd || ctx.cwd == std::path::Path::new("/");
+            if above && !specs.is_empty() {
+                ui::warn_with_hints(
+                    format!(
+                        "{} is in {}: it pins every project below it that has no gpuenv.toml of its own",
+                        path.display(),
+                        if home_dir == ctx.cwd { "your home directory" } else { "the root directory" }
+                    ),
+                    [format!(
+                        "for a default everywhere, `gpuenv default {}` (and remove {}); for a project, pin in its directory",
+                        specs.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+                        path.display()
+                    )],
+                );
+            }
+        }
         support::lock::refresh(ctx);
         // An index gpuenv wrote into pyproject.toml follows a CUDA pin that moved.
         if let Some(spec) = specs.iter().find(|s| s.kind == Kind::Cuda) {

@@ -11,8 +11,13 @@ use crate::store::toolchain::{Kind, Spec};
 /// `gpuenv install <spec>` when that command, with no `--source`, can install it.
 pub fn install_command(spec: &Spec) -> Option<String> {
     // Installed toolkits are named by their version alone; a label is a linked one's.
+    // A major the data knows nothing of (`cuda-99`) is no release any source has.
+    let known_major =
+        crate::facts::lookup::major_floor(crate::facts::Facts::embedded(), spec.version.major())
+            .is_some();
     let installable = spec.label.is_none()
         && spec.kind == Kind::Cuda
+        && known_major
         && !sources::auto_for_cuda(&spec.version).is_empty();
     installable.then(|| format!("gpuenv install {spec}"))
 }
