@@ -47,7 +47,7 @@ pub fn write(file: &File, target: &Path, old: &[u8], new: &[u8]) -> std::io::Res
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!("{}edit", temp_prefix(target)))
         .tempfile_in(dir)?;
-    write!(tmp, "{MAGIC} {} {}\n", old.len(), new.len())?;
+    writeln!(tmp, "{MAGIC} {} {}", old.len(), new.len())?;
     tmp.write_all(old)?;
     tmp.write_all(new)?;
     tmp.as_file().sync_all()?;

@@ -269,8 +269,7 @@ fn edit_open<E: From<EditError>>(
     };
     in_place::clean_stale(target);
     let mut bytes = Vec::new();
-    (&*f)
-        .take(file.kind.limit() + 1)
+    f.take(file.kind.limit() + 1)
         .read_to_end(&mut bytes)
         .map_err(io)?;
     if let Some(finished) = in_place::recover(f, target, &bytes).map_err(io)? {
