@@ -76,3 +76,56 @@ fn first_day_typos_and_mistakes_get_the_hint_that_works() {
     assert!(ok, "{text}");
     assert!(!text.contains("home directory"), "{text}");
 }
+
+/// `gpuenv check` outside any project says nothing is pinned before anything about torch;
+/// in a uv project whose `.venv` is not activated, it checks that environment's torch, not
+/// the python on PATH.
+#[test]
+fn check_says_nothing_is_pinned_first_and_reads_a_uv_projects_venv() {
+    if !have_tool("python3") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let outside = sb.path("elsewhere");
+    fs_err::create_dir_all(&outside).unwrap();
+    let (ok, text) = said(&sb, &outside, &["check"]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("cannot tell: nothing is pinned or active"),
+        "{text}"
+    );
+    assert!(!text.contains("no torch package"), "{text}");
+
+    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
+    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    write(&proj.join("pyproject.toml"), "[project]\nname = \"app\"\n");
+    let venv = proj.join(".venv");
+    succeeded(
+        &std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .output()
+            .unwrap(),
+    );
+    let site = fs_err::read_dir(venv.join("lib"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("python3")
+        })
+        .unwrap()
+        .join("site-packages");
+    write(
+        &site.join("torch/version.py"),
+        "__version__ = '2.5.1+cu124'\ncuda = '12.4'\nhip = None\n",
+    );
+    write(&site.join("torch/__init__.py"), "");
+    let (ok, text) = said(&sb, &proj, &["check"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("2.5.1+cu124"), "{text}");
+}
