@@ -60,7 +60,7 @@ impl Check {
                 "docs/clusters.md#the-shared-compiler-cache".to_string()
             }
             None if self.id == shell_hook::CHECK.id => {
-                "docs/failure-modes.md#beside-the-failure-modes-shell-hook".to_string()
+                "docs/failure-modes.md#the-shell-hook-missing".to_string()
             }
             None => "docs/design.md#resolution".to_string(),
         }
