@@ -66,22 +66,35 @@ fn action() -> Action {
     serde_yaml::from_str(&text).unwrap()
 }
 
-/// `${{ inputs.NAME }}` and `${{ github.action_path }}` replaced as the runner does; any
-/// other expression in a script or an env value is a test failure (the runner would need it).
-fn substitute(text: &str, inputs: &BTreeMap<String, String>) -> String {
+/// `${{ inputs.NAME }}`, `${{ steps.ID.outputs.NAME }}` and `${{ github.action_path }}`
+/// replaced as the runner does; any other expression in a script or an env value is a test
+/// failure (the runner would need it).
+fn substitute(
+    text: &str,
+    inputs: &BTreeMap<String, String>,
+    steps: &BTreeMap<String, BTreeMap<String, String>>,
+) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(start) = rest.find("${{") {
         out.push_str(&rest[..start]);
         let end = rest[start..].find("}}").expect("a closed expression") + start;
         let expr = rest[start + 3..end].trim();
-        let value = match expr.strip_prefix("inputs.") {
-            Some(name) => inputs
+        let step_output = expr
+            .strip_prefix("steps.")
+            .and_then(|r| r.split_once(".outputs."));
+        let value = match (expr.strip_prefix("inputs."), step_output) {
+            (Some(name), _) => inputs
                 .get(name)
                 .unwrap_or_else(|| panic!("no input {name}"))
                 .clone(),
-            None if expr == "github.action_path" => env!("CARGO_MANIFEST_DIR").to_string(),
-            None => panic!("the runner would evaluate {expr}; this test does not"),
+            (None, Some((id, name))) => steps
+                .get(id)
+                .and_then(|o| o.get(name))
+                .unwrap_or_else(|| panic!("no output {name} of step {id} yet"))
+                .clone(),
+            (None, None) if expr == "github.action_path" => env!("CARGO_MANIFEST_DIR").to_string(),
+            (None, None) => panic!("the runner would evaluate {expr}; this test does not"),
         };
         out.push_str(&value);
         rest = &rest[end + 2..];
@@ -138,7 +151,8 @@ impl Runner {
         dirs.join(":")
     }
 
-    /// Runs one bash script as a step; applies what it wrote; its stdout and stderr.
+    /// Runs one bash script as a step; applies what it wrote; its stdout and stderr (an
+    /// error when it failed, as the job would).
     fn step(
         &mut self,
         n: usize,
@@ -146,7 +160,7 @@ impl Runner {
         script: &str,
         env: &BTreeMap<String, String>,
         dir: &Path,
-    ) -> String {
+    ) -> Result<String, String> {
         let files = self.temp.join(format!("_runner_file_commands/step{n}"));
         fs_err::create_dir_all(&files).unwrap();
         let (genv, gpath, gout) = (files.join("env"), files.join("path"), files.join("output"));
@@ -173,7 +187,9 @@ impl Runner {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(out.status.success(), "{log}");
+        if !out.status.success() {
+            return Err(log);
+        }
         for (k, v) in parse_file_commands(&fs_err::read_to_string(&genv).unwrap()) {
             self.env.insert(k, v);
         }
@@ -188,11 +204,12 @@ impl Runner {
             self.outputs
                 .insert(id.to_string(), outputs.into_iter().collect());
         }
-        log
+        Ok(log)
     }
 
-    /// Every step of `action` with `given` inputs (the rest take their defaults).
-    fn run_action(&mut self, action: &Action, given: &[(&str, &str)]) {
+    /// Every step of `action` with `given` inputs (the rest take their defaults), up to the
+    /// first that fails: its log.
+    fn run_action(&mut self, action: &Action, given: &[(&str, &str)]) -> Result<(), String> {
         let mut inputs: BTreeMap<String, String> = action
             .inputs
             .iter()
@@ -204,30 +221,123 @@ impl Runner {
         }
         for (n, step) in action.runs.steps.iter().enumerate() {
             if let Some(uses) = &step.uses {
-                // The cache: not run here; what it is keyed on is checked.
+                // A cache: not run here (a test restores one by writing its directory);
+                // what it is keyed on is checked, and that the key is made only of what a
+                // cache key may hold (the inputs go in hashed).
                 assert!(uses.starts_with("actions/cache@"), "{uses}");
-                assert_eq!(step.cond.as_deref(), Some("inputs.cache == 'true'"));
                 let key = &step.with["key"];
-                for want in ["runner.os", "runner.arch", "hashFiles(", "gpuenv.lock"] {
+                for want in ["runner.os", "runner.arch"] {
                     assert!(key.contains(want), "the cache key has no {want}: {key}");
                 }
-                assert_eq!(step.with["path"], "~/.cache/gpuenv-downloads");
+                for raw in ["inputs.toolchains", "inputs.profile"] {
+                    assert!(!key.contains(raw), "{raw} as given in a cache key: {key}");
+                }
+                match step.with["path"].as_str() {
+                    "~/.cache/gpuenv-downloads" => {
+                        assert_eq!(step.cond.as_deref(), Some("inputs.cache == 'true'"));
+                        for want in ["hashFiles(", "gpuenv.lock", "steps.check.outputs.specs"] {
+                            assert!(key.contains(want), "the cache key has no {want}: {key}");
+                        }
+                    }
+                    "~/.cache/gpuenv-action/wheels" => {
+                        assert_eq!(step.cond.as_deref(), Some("inputs.gpuenv == ''"));
+                        for want in ["steps.check.outputs.version", "steps.check.outputs.sources"] {
+                            assert!(key.contains(want), "the cache key has no {want}: {key}");
+                        }
+                    }
+                    other => panic!("a cache of {other}"),
+                }
+                for (id, outputs) in &self.outputs {
+                    for (name, value) in outputs {
+                        if key.contains(&format!("steps.{id}.outputs.{name}")) {
+                            assert!(
+                                value
+                                    .bytes()
+                                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)),
+                                "{name} = {value:?} in a cache key"
+                            );
+                        }
+                    }
+                }
                 continue;
             }
             assert_eq!(step.shell.as_deref(), Some("bash"));
-            let script = substitute(step.run.as_ref().expect("a run step"), &inputs);
+            let script = substitute(
+                step.run.as_ref().expect("a run step"),
+                &inputs,
+                &self.outputs,
+            );
             let env: BTreeMap<String, String> = step
                 .env
                 .iter()
-                .map(|(k, v)| (k.clone(), substitute(v, &inputs)))
+                .map(|(k, v)| (k.clone(), substitute(v, &inputs, &self.outputs)))
                 .collect();
             let dir = match &step.working_directory {
-                Some(d) => self.workspace.join(substitute(d, &inputs)),
+                Some(d) => self.workspace.join(substitute(d, &inputs, &self.outputs)),
                 None => self.workspace.clone(),
             };
-            self.step(n, step.id.as_deref(), &script, &env, &dir);
+            self.step(n, step.id.as_deref(), &script, &env, &dir)?;
         }
+        Ok(())
     }
+}
+
+/// A fresh runner for a job whose workspace holds the project (`gpuenv.toml` pinning 12.4,
+/// and `lock` as its gpuenv.lock when given), with NVIDIA's archives from `mirror`.
+fn job(mirror: &str, lock: Option<&str>) -> (Sandbox, Runner) {
+    let job = Sandbox::new();
+    let workspace = job.path("work/project");
+    fs_err::create_dir_all(&workspace).unwrap();
+    write(
+        &workspace.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n",
+    );
+    if let Some(lock) = lock {
+        write(&workspace.join("gpuenv.lock"), lock);
+    }
+    let temp = job.path("runner-temp");
+    fs_err::create_dir_all(&temp).unwrap();
+    let runner = Runner {
+        env: [
+            ("HOME", job.home().display().to_string()),
+            ("LANG", "C.UTF-8".into()),
+            ("NO_COLOR", "1".into()),
+            ("RUNNER_OS", "Linux".into()),
+            ("RUNNER_ARCH", "X64".into()),
+            ("RUNNER_TEMP", temp.display().to_string()),
+            ("GITHUB_WORKSPACE", job.path("work").display().to_string()),
+            // The job's own env: where NVIDIA's archives come from.
+            ("GPUENV_CUDA_MIRROR", mirror.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        prepend: Vec::new(),
+        outputs: BTreeMap::new(),
+        temp,
+        workspace: job.path("work"),
+    };
+    (job, runner)
+}
+
+/// The job's next step, anywhere in the workspace: the active toolkit's nvcc, and the
+/// outputs naming it.
+fn next_step_sees(job: &Sandbox, runner: &mut Runner, name: &str, release: &str) {
+    let next = "nvcc --version\necho \"CUDA_HOME=$CUDA_HOME\"\necho \"nvcc at $(command -v nvcc)\"\necho \"GPUENV_TOOLCHAIN=$GPUENV_TOOLCHAIN\"\ncd / && nvcc --version\n";
+    let log = runner
+        .step(99, None, next, &BTreeMap::new(), &job.path("work"))
+        .unwrap();
+    assert_eq!(log.matches(release).count(), 2, "{log}");
+    let outputs = &runner.outputs["env"];
+    assert_eq!(outputs["cuda-version"], &name[5..], "{outputs:?}");
+    let cuda_home = &outputs["cuda-home"];
+    assert!(cuda_home.ends_with(&format!("views/{name}")), "{outputs:?}");
+    assert!(log.contains(&format!("CUDA_HOME={cuda_home}\n")), "{log}");
+    assert!(
+        log.contains(&format!("nvcc at {cuda_home}/bin/nvcc\n")),
+        "{log}"
+    );
+    assert!(log.contains(&format!("GPUENV_TOOLCHAIN={name}\n")), "{log}");
 }
 
 #[test]
@@ -248,63 +358,106 @@ fn the_action_installs_the_locked_toolkit_and_the_next_step_sees_its_nvcc() {
     let (_server, mirror) = redist_mirror(&["12.4.1"]);
     let locked = locked_project(&mirror, NVIDIA_12_4_1_MINIMAL);
     let lock = fs_err::read_to_string(locked.path("gpuenv.lock")).unwrap();
-    // The job's workspace: a clone of the project on a fresh runner.
-    let job = Sandbox::new();
-    let workspace = job.path("work/project");
-    fs_err::create_dir_all(&workspace).unwrap();
-    write(
-        &workspace.join("gpuenv.toml"),
-        "[toolchain]\ncuda = \"12.4\"\n",
-    );
-    write(&workspace.join("gpuenv.lock"), &lock);
-    let temp = job.path("runner-temp");
-    fs_err::create_dir_all(&temp).unwrap();
-    let mut runner = Runner {
-        env: [
-            ("HOME", job.home().display().to_string()),
-            ("LANG", "C.UTF-8".into()),
-            ("NO_COLOR", "1".into()),
-            ("RUNNER_OS", "Linux".into()),
-            ("RUNNER_ARCH", "X64".into()),
-            ("RUNNER_TEMP", temp.display().to_string()),
-            ("GITHUB_WORKSPACE", job.path("work").display().to_string()),
-            // The job's own env: where NVIDIA's archives come from.
-            ("GPUENV_CUDA_MIRROR", mirror.clone()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect(),
-        prepend: Vec::new(),
-        outputs: BTreeMap::new(),
-        temp,
-        workspace: job.path("work"),
-    };
-    runner.run_action(
-        &action,
-        &[
-            ("gpuenv", wheel.to_str().unwrap()),
-            ("working-directory", "project"),
-        ],
-    );
+    let (job, mut runner) = job(&mirror, Some(&lock));
+    runner
+        .run_action(
+            &action,
+            &[
+                ("gpuenv", wheel.to_str().unwrap()),
+                ("working-directory", "project"),
+            ],
+        )
+        .unwrap();
     assert!(
         job.toolchain("cuda-12.4.1").join("bin/nvcc").is_file(),
         "the locked toolkit is installed in the job's home"
     );
+    next_step_sees(&job, &mut runner, "cuda-12.4.1", "release 12.4, V12.4.131");
+}
 
-    // The job's next step, anywhere in the workspace.
-    let next =
-        "nvcc --version\necho \"CUDA_HOME=$CUDA_HOME\"\necho \"nvcc at $(command -v nvcc)\"\n";
-    let log = runner.step(99, None, next, &BTreeMap::new(), &job.path("work"));
-    assert!(log.contains("release 12.4, V12.4.131"), "{log}");
-    let outputs = &runner.outputs["env"];
-    assert_eq!(outputs["cuda-version"], "12.4.1", "{outputs:?}");
-    let cuda_home = &outputs["cuda-home"];
-    assert!(cuda_home.ends_with("views/cuda-12.4.1"), "{outputs:?}");
-    assert!(log.contains(&format!("CUDA_HOME={cuda_home}\n")), "{log}");
-    assert!(
-        log.contains(&format!("nvcc at {cuda_home}/bin/nvcc\n")),
-        "{log}"
+/// A `container:` job whose image has python3 but neither `venv` nor `pip` (Debian's
+/// python3 without python3-venv), and the action's default `gpuenv` input: the wheel of its
+/// version, as the cache step restores it, is unpacked without either. The `toolchains` and
+/// `profile` inputs install that toolkit with that profile.
+#[test]
+fn in_a_container_without_python3_venv_the_cached_wheel_is_unpacked_and_the_inputs_apply() {
+    if !have_tool("python3") {
+        return;
+    }
+    let Some(wheel) = wheel::wheel() else { return };
+    let action = action();
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
+    let (job, mut runner) = job(&mirror, None);
+    // What `actions/cache` restores: the wheel of this version.
+    let wheels = job.home().join(".cache/gpuenv-action/wheels");
+    fs_err::create_dir_all(&wheels).unwrap();
+    fs_err::copy(&wheel, wheels.join(wheel.file_name().unwrap())).unwrap();
+    // The image's python3: no venv, no pip.
+    let image = job.path("image-bin");
+    write(
+        &image.join("python3"),
+        "#!/bin/sh\ncase \"$1 $2\" in\n  '-m venv'|'-m pip') echo \"/usr/bin/python3: No module named ${2}\" >&2; exit 1 ;;\nesac\nexec /usr/bin/python3 \"$@\"\n",
     );
+    fs_err::set_permissions(
+        image.join("python3"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    runner.prepend.push(image.display().to_string());
+    runner
+        .run_action(
+            &action,
+            &[
+                ("working-directory", "project"),
+                ("toolchains", "cuda-12.4.1"),
+                ("profile", "minimal"),
+            ],
+        )
+        .unwrap();
+    assert!(
+        !runner.temp.join("gpuenv-venv").exists(),
+        "no venv was made"
+    );
+    let record =
+        fs_err::read_to_string(job.toolchain("cuda-12.4.1").join(".gpuenv-install.toml")).unwrap();
+    assert!(record.contains("profile = \"minimal\""), "{record}");
+    next_step_sees(&job, &mut runner, "cuda-12.4.1", "release 12.4, V12.4.131");
+}
+
+/// The `toolchains` input is specs only: an option in it reaches `gpuenv install` after
+/// `--` (refused as a spec), and a second line fails the step instead of being dropped.
+#[test]
+fn the_toolchains_input_is_never_options_and_a_second_line_is_refused() {
+    if !have_tool("python3") {
+        return;
+    }
+    let Some(wheel) = wheel::wheel() else { return };
+    let action = action();
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
+    for (toolchains, says) in [
+        (
+            "--source pypi cuda-12.4.1",
+            "`--source` is not a toolchain name or spec",
+        ),
+        ("cuda-12.4.1\ncuda-13.0", "one line each"),
+    ] {
+        let (job, mut runner) = job(&mirror, None);
+        let failed = runner
+            .run_action(
+                &action,
+                &[
+                    ("gpuenv", wheel.to_str().unwrap()),
+                    ("working-directory", "project"),
+                    ("toolchains", toolchains),
+                ],
+            )
+            .unwrap_err();
+        assert!(failed.contains(says), "{toolchains:?}: {failed}");
+        assert!(
+            !job.toolchain("cuda-12.4.1").exists(),
+            "{toolchains:?}: nothing installed"
+        );
+    }
 }
 
 #[test]

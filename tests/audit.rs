@@ -124,6 +124,22 @@ fn nvcc_objects() -> Option<&'static Built> {
                 ]
                 .concat(),
             );
+            // A program, linked as g++ links by default here: position-independent (PIE).
+            write(
+                &dir.join("main.cu"),
+                "__global__ void k(float *x) { x[0] = 1; }\nint main() { return 0; }\n",
+            );
+            nvcc(&[
+                "-gencode",
+                "arch=compute_80,code=sm_80",
+                "-Xcompiler",
+                "-fPIE",
+                "-Xlinker",
+                "-pie",
+                "main.cu",
+                "-o",
+                "pie",
+            ]);
             Some(Built { root, dir })
         })
         .as_ref()
@@ -642,4 +658,22 @@ fn a_hip_genco_bundle_and_an_fgpu_rdc_object_name_their_targets() {
     let stdout = succeeded(&audit(&sb, &[rdc.to_str().unwrap()], &[]));
     assert!(stdout.contains("HIP code:  gfx90a"), "{stdout}");
     assert!(!stdout.contains("no GPU code"), "{stdout}");
+}
+
+/// A position-independent executable (ELF type DYN, as distributions link programs) is an
+/// executable, not a "shared object".
+#[test]
+fn a_pie_program_is_an_executable_and_a_so_a_shared_object() {
+    let Some(b) = nvcc_objects() else { return };
+    let sb = project(None);
+    for (file, kind) in [("pie", "executable"), ("k.so", "shared")] {
+        let out = audit(&sb, &[&object(b, file), "--json"], &[]);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{file}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(v["kind"], kind, "{file}: {v}");
+    }
+    let (stdout, stderr) = text(&audit(&sb, &[&object(b, "pie")], &[]));
+    let all = format!("{stdout}{stderr}");
+    assert!(!all.contains("shared object"), "{all}");
+    assert!(all.contains("executable"), "{all}");
 }

@@ -68,7 +68,7 @@ fn a_malformed_cuda_arch_is_an_error_at_its_file_line_and_column() {
         ),
         ("8.6+ptx", "expected forms like"),
         ("8.6;rm -rf ~", "expected forms like"),
-        ("8.6 9.0", "expected forms like"),
+        ("8.6 9.0", "several archs in one"),
         ("8.6,9.0", "expected forms like"),
         ("Hopper", "expected forms like"),
         ("", "expected forms like"),

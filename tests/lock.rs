@@ -387,3 +387,38 @@ fn the_task_prolog_names_a_locked_toolchain_not_installed_on_the_node_as_check_l
         "{report}"
     );
 }
+
+/// A project locked on a toolkit of the site's store, and a node whose copy of the store
+/// lacks it: the TaskProlog says the store is incomplete on that node and whom to ask, never
+/// to `gpuenv uninstall` (refused for a store's toolchain) or `gpuenv install` it.
+#[test]
+fn the_task_prolog_on_a_node_whose_store_lacks_the_locked_toolkit_says_the_store_is_incomplete() {
+    let (_server, mirror) = redist_mirror(&["12.4.1"]);
+    let sb = Sandbox::new();
+    let store_n1 = sb.path("n1/gpuenv");
+    let store_n2 = sb.path("n2/gpuenv");
+    fs_err::create_dir_all(&store_n2).unwrap();
+    let n1 = store_n1.display().to_string();
+    ok(
+        &sb,
+        &[("GPUENV_HOME", &n1), ("GPUENV_CUDA_MIRROR", &mirror)],
+        NVIDIA_12_4_1_MINIMAL,
+    );
+    pin_cuda(&sb, "12.4");
+    ok(&sb, &[("GPUENV_UPSTREAMS", &n1)], &["lock"]);
+    assert!(lock_text(&sb).contains("cuda-12.4.1"));
+    let out = task_prolog(&sb, &[("GPUENV_UPSTREAMS", &n1)]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let n2 = store_n2.display().to_string();
+    let out = task_prolog(&sb, &[("GPUENV_UPSTREAMS", &n2)]);
+    refused_by_the_prolog(
+        &out,
+        &[
+            "print gpuenv: node n2 does not have the toolchains",
+            &format!("cuda-12.4.1 is the site store's, and the store at {n2} on node n2 does not have the locked one: the store is incomplete on node n2; ask the site's admins (root"),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("uninstall"), "{stdout}");
+}

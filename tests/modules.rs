@@ -17,6 +17,15 @@ use modules::System;
 
 const START_PATH: &str = "/opt/my tools/bin:/usr/bin:/bin";
 
+/// Every per-user variable of an exported module file and where under the loading user's
+/// HOME it points (plus `/<toolchain>`).
+const PER_USER: [(&str, &str); 4] = [
+    ("TORCH_EXTENSIONS_DIR", ".cache/gpuenv/torch-extensions"),
+    ("TRITON_CACHE_DIR", ".cache/gpuenv/jit/triton"),
+    ("CUPY_CACHE_DIR", ".cache/gpuenv/jit/cupy"),
+    ("FLASHINFER_WORKSPACE_BASE", ".cache/gpuenv/jit/flashinfer"),
+];
+
 fn gpuenv_dir() -> PathBuf {
     proxy_bin().parent().unwrap().to_path_buf()
 }
@@ -108,18 +117,30 @@ env -0 > "$OUT/after"
         // Per-user state: in the loading user's own home, never in the exporting store. And
         // what depends on the machine the module is loaded on (a driver seen or not there),
         // which a module file shared by every node cannot say.
-        if k == "TORCH_EXTENSIONS_DIR" || k == "CONDA_OVERRIDE_CUDA" {
+        if PER_USER.iter().any(|(var, _)| var == k) || k == "CONDA_OVERRIDE_CUDA" {
             continue;
         }
         assert_eq!(loaded.get(k), v.as_ref(), "{format}: {k} after module load");
     }
-    assert_eq!(
-        loaded["TORCH_EXTENSIONS_DIR"],
-        sb.home()
-            .join(".cache/gpuenv/torch-extensions/cuda-12.4")
-            .display()
-            .to_string(),
-        "{format}: the JIT dir is computed from HOME at load time"
+    for (var, dir) in PER_USER {
+        assert!(expected.contains_key(var), "gpuenv env sets {var}");
+        assert_eq!(
+            loaded[var],
+            sb.home()
+                .join(format!("{dir}/cuda-12.4"))
+                .display()
+                .to_string(),
+            "{format}: {var} is computed from HOME at load time"
+        );
+    }
+    let exported = fs::read_to_string(modules_dir.join(match system {
+        System::Lmod => "cuda/12.4.lua",
+        System::Tcl => "cuda/12.4",
+    }))
+    .unwrap();
+    assert!(
+        !exported.contains(&format!("{}/jit", sb.gpuenv_home().display())),
+        "{format}: nothing per-user points into the exporting home:\n{exported}"
     );
     let view = sb.gpuenv_home().join("views/cuda-12.4");
     assert_eq!(loaded["CUDA_HOME"], view.display().to_string());
@@ -399,8 +420,8 @@ fn tcl_modules_and_gpuenv_env_the_later_one_wins_cleanly() {
     the_later_of_module_and_gpuenv_env_wins_cleanly(System::Tcl);
 }
 
-/// A module loaded where there is no HOME (a SLURM step with `--export=NONE`) leaves
-/// `TORCH_EXTENSIONS_DIR` unset (torch's own default) rather than pointing it anywhere
+/// A module loaded where there is no HOME (a SLURM step with `--export=NONE`) leaves every
+/// per-user variable unset (each tool's own default) rather than pointing it anywhere
 /// shared; the rest of the module still applies.
 fn without_home_the_jit_dir_is_left_unset(system: System) {
     let Some(init) = modules::init_line(system) else {
@@ -426,7 +447,7 @@ fn without_home_the_jit_dir_is_left_unset(system: System) {
         r#"
 unset HOME
 module load cuda/12.4
-echo "${TORCH_EXTENSIONS_DIR-unset} $CUDA_HOME" > "$OUT/loaded"
+echo "${TORCH_EXTENSIONS_DIR-unset} ${TRITON_CACHE_DIR-unset} ${CUPY_CACHE_DIR-unset} ${FLASHINFER_WORKSPACE_BASE-unset} $CUDA_HOME" > "$OUT/loaded"
 "#,
         START_PATH,
         &sb.home(),
@@ -435,7 +456,7 @@ echo "${TORCH_EXTENSIONS_DIR-unset} $CUDA_HOME" > "$OUT/loaded"
     let view = sb.gpuenv_home().join("views/cuda-12.4");
     assert_eq!(
         loaded.trim(),
-        format!("unset {}", view.display()),
+        format!("unset unset unset unset {}", view.display()),
         "{format}"
     );
 }

@@ -379,3 +379,119 @@ fn write_pyproject_routes_torch_to_the_pinned_index_keeping_the_file_and_check_s
     w.run(&[&uv, "lock"]);
     assert_eq!(w.locked_torch(), format!("2.15.0+cu130 {mirror}/cu130"));
 }
+
+/// `gpuenv pin` moves the project's CUDA after `--write-pyproject`: the index gpuenv wrote
+/// follows the pin (the file kept otherwise), pin names the one command left (`uv lock`),
+/// and after it `uv lock --check` passes without gpuenv's environment, as a colleague's or
+/// CI's `uv sync --locked` would. An index of the user's own (a mirror not named
+/// `pytorch`) is never touched.
+#[test]
+fn pin_moves_the_pyproject_index_gpuenv_wrote_and_uv_lock_check_passes_without_gpuenv() {
+    let Some(w) = world() else { return };
+    let file = w.proj.join("pyproject.toml");
+    let before = fs_err::read_to_string(&file).unwrap();
+    write(&file, &format!("# the app\n{before}"));
+    let mirror = w.server.url("/whl");
+    let gpuenv = |args: &[&str]| {
+        w.sb.gpuenv()
+            .current_dir(&w.proj)
+            .env("GPUENV_TORCH_INDEX_URL", &mirror)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    succeeded(&gpuenv(&["torch", "index", "--write-pyproject"]));
+    let uv = w.uv();
+    // uv alone, as a colleague or CI runs it: no gpuenv environment.
+    let plain_uv = |args: &[&str]| {
+        std::process::Command::new(&uv)
+            .current_dir(&w.proj)
+            .env_clear()
+            .env("HOME", w.sb.home())
+            .env("PATH", "/usr/bin:/bin")
+            .env("UV_DEFAULT_INDEX", w.server.url("/simple"))
+            .env("UV_CACHE_DIR", w.sb.path("uv-cache"))
+            .env("UV_PYTHON_DOWNLOADS", "never")
+            .env("UV_NO_PROGRESS", "1")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    succeeded(&plain_uv(&["lock"]));
+    assert_eq!(w.locked_torch(), format!("2.15.0+cu132 {mirror}/cu132"));
+
+    let out = gpuenv(&["pin", "cuda-13.0"]);
+    let said = succeeded(&out) + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!(
+            "the index `pytorch` gpuenv wrote follows the pin, {mirror}/cu132 -> {mirror}/cu130; run `uv lock`"
+        )),
+        "{said}"
+    );
+    let text = fs_err::read_to_string(&file).unwrap();
+    assert!(text.starts_with("# the app\n[project]\n"), "{text}");
+    assert!(
+        text.contains(&format!("url = \"{mirror}/cu130\"")),
+        "{text}"
+    );
+    assert!(!text.contains("cu132"), "{text}");
+
+    // The one command pin named, then the check a colleague's `uv sync --locked` makes.
+    let check = plain_uv(&["lock", "--check"]);
+    assert!(!check.status.success(), "the old lock no longer matches");
+    succeeded(&plain_uv(&["lock"]));
+    succeeded(&plain_uv(&["lock", "--check"]));
+    assert_eq!(w.locked_torch(), format!("2.15.0+cu130 {mirror}/cu130"));
+
+    // An index of the user's own under another name stays where they put it.
+    let own = text
+        .replace("name = \"pytorch\"", "name = \"ours\"")
+        .replace("index = \"pytorch\"", "index = \"ours\"");
+    write(&file, &own);
+    succeeded(&gpuenv(&["pin", "cuda-13.2"]));
+    assert_eq!(fs_err::read_to_string(&file).unwrap(), own);
+}
+
+/// In a shell with the hook, exporting `GPUENV_TORCH_INDEX_URL` (a mirror) moves `UV_INDEX`
+/// and `PIP_EXTRA_INDEX_URL` to it at the next prompt, without a `cd`; unsetting it moves
+/// them back.
+#[test]
+fn the_hook_follows_an_exported_torch_index_mirror_at_the_next_prompt() {
+    let Some(w) = world() else { return };
+    let (init, prompt, _) = shells::dialect("bash");
+    let script = format!(
+        "{init}\n{prompt}\necho \"1 $UV_INDEX\"\nexport GPUENV_TORCH_INDEX_URL=http://mirror.example/whl\n{prompt}\necho \"2 $UV_INDEX|$PIP_EXTRA_INDEX_URL\"\nunset GPUENV_TORCH_INDEX_URL\n{prompt}\necho \"3 $UV_INDEX\"\n"
+    );
+    let bin = assert_cmd::cargo::cargo_bin("gpuenv");
+    let home = w.sb.home();
+    let gh = w.sb.gpuenv_home();
+    let env: Vec<(&str, &std::ffi::OsStr)> = vec![
+        ("HOME", home.as_os_str()),
+        ("GPUENV_HOME", gh.as_os_str()),
+        ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+        ("GPUENV_BIN", bin.as_os_str()),
+        ("LANG", std::ffi::OsStr::new("C.UTF-8")),
+    ];
+    let out = shells::run("bash", &script, &w.proj, &env);
+    let said = succeeded(&out);
+    let lines: Vec<&str> = said.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("1 pytorch=https://download.pytorch.org/whl/cu132")),
+        "{said}"
+    );
+    assert!(
+        lines.iter().any(
+            |l| l.starts_with("2 pytorch=http://mirror.example/whl/cu132|")
+                && l.contains("http://mirror.example/whl/cu132")
+        ),
+        "{said}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("3 pytorch=https://download.pytorch.org/whl/cu132")),
+        "{said}"
+    );
+}

@@ -518,3 +518,140 @@ fn a_users_slurm_job_that_started_before_keeps_the_retired_site_toolkit_until_it
         .exists());
     assert!(later.listed());
 }
+
+/// `uninstall --reap` of a retired release leaves nothing of it: its tree, view, kept record
+/// (`.NAME.uninstalled.toml`) and lock file (`.NAME.lock`) go, and so do its archives in the
+/// download cache (kept archives, unpacked trees and their objects); another installed
+/// release keeps all of its own.
+#[test]
+fn reap_removes_the_retired_releases_archives_lock_and_kept_record_and_nothing_else() {
+    let sb = Sandbox::new();
+    let dir = sb.path("mirror");
+    write_tree(&dir, &redist_tree(&["12.4.1", "12.6.3"]));
+    let install = |name: &str| {
+        succeeded(
+            &sb.gpuenv()
+                .env("GPUENV_CUDA_MIRROR", dir.display().to_string())
+                .env("GPUENV_KEEP_ARCHIVES", "1")
+                .args(["install", name, "--profile", "minimal"])
+                .output()
+                .unwrap(),
+        );
+        let record =
+            fs_err::read_to_string(sb.toolchain(name).join(".gpuenv-install.toml")).unwrap();
+        let record: toml::Value = toml::from_str(&record).unwrap();
+        record["archive"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["sha256"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let old = install("cuda-12.4.1");
+    let kept = install("cuda-12.6.3");
+    assert!(!old.is_empty() && old.iter().all(|a| !kept.contains(a)));
+    let downloads = sb.gpuenv_home().join("downloads");
+    let toolchains = sb.gpuenv_home().join("toolchains");
+    let has = |part: &str, sha: &str| downloads.join(part).join(sha).exists();
+    for sha in old.iter().chain(&kept) {
+        assert!(has("unpacked", sha) && has("archives", sha), "{sha}");
+    }
+
+    let tree = sb.toolchain("cuda-12.4.1");
+    let job = sleeper(&tree.join("bin"));
+    sb.ok(&["uninstall", "cuda-12.4.1"]);
+    assert!(tree.is_dir(), "retired, kept for the running process");
+    assert!(toolchains.join(".cuda-12.4.1.uninstalled.toml").is_file());
+    end(job);
+    let out = sb.gpuenv().args(["uninstall", "--reap"]).output().unwrap();
+    let said = succeeded(&out) + &text(&out);
+    assert!(said.contains("deleted the retired cuda-12.4.1"), "{said}");
+    assert!(
+        said.contains("removed their archives from the download cache"),
+        "{said}"
+    );
+    assert!(!tree.exists());
+    for leftover in [".cuda-12.4.1.uninstalled.toml", ".cuda-12.4.1.lock"] {
+        assert!(!toolchains.join(leftover).exists(), "{leftover} is left");
+    }
+    for sha in &old {
+        for part in ["unpacked", "archives", "partial"] {
+            assert!(
+                !has(part, sha),
+                "{part}/{sha} of the reaped release is left"
+            );
+        }
+        assert!(!downloads.join(format!("unpacked/{sha}.seal")).exists());
+    }
+    for sha in &kept {
+        assert!(has("unpacked", sha) && has("archives", sha), "{sha}");
+    }
+    // The installed release still works: its files were never the reaped one's.
+    let nvcc = sb.toolchain("cuda-12.6.3").join("bin/nvcc");
+    assert!(nvcc.is_file());
+    assert!(toolchains.join(".cuda-12.6.3.lock").exists());
+}
+
+/// A user whose project pins a toolkit the site's store retired is told so, and which
+/// release the store has instead with the pin that uses it: not "not installed, `gpuenv
+/// install`" (a whole toolkit into their own home). After the reap, when no record is left,
+/// the store's release of the same major.minor is still named.
+#[test]
+fn a_pin_of_a_toolkit_the_site_retired_names_the_retirement_and_the_stores_release() {
+    let sb = Sandbox::new();
+    let dir = sb.path("mirror");
+    write_tree(&dir, &redist_tree(&["12.4.1", "12.4.2"]));
+    let store = sb.path("site/gpuenv");
+    let as_site = |args: &[&str]| {
+        let out = sb
+            .gpuenv()
+            .env("GPUENV_HOME", &store)
+            .env("GPUENV_CUDA_MIRROR", dir.display().to_string())
+            .args(args)
+            .output()
+            .unwrap();
+        succeeded(&out) + &text(&out)
+    };
+    as_site(&["install", "cuda-12.4.1", "--profile", "minimal"]);
+    as_site(&["install", "cuda-12.4.2", "--profile", "minimal"]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"cuda-12.4.1\"\n",
+    );
+    let user = || {
+        sb.gpuenv()
+            .env("GPUENV_UPSTREAMS", &store)
+            .current_dir(&proj)
+            .args(["show"])
+            .output()
+            .unwrap()
+    };
+    assert!(user().status.success(), "{}", text(&user()));
+
+    // Retired under a running job, then reaped once it ended.
+    let job = sleeper(&store.join("toolchains/cuda-12.4.1/bin"));
+    as_site(&["uninstall", "cuda-12.4.1"]);
+    let out = user();
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "cuda-12.4.1 was retired by the site (the store at {})",
+            store.display()
+        )) && said.contains("the store has cuda-12.4.2: `gpuenv pin cuda-12.4`"),
+        "{said}"
+    );
+    assert!(!said.contains("gpuenv install"), "{said}");
+    end(job);
+    as_site(&["uninstall", "--reap"]);
+    let said = text(&user());
+    assert!(
+        said.contains(&format!(
+            "the site's store at {} does not have cuda-12.4.1 (retired, or never installed there); the store has cuda-12.4.2",
+            store.display()
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("gpuenv install"), "{said}");
+}

@@ -307,3 +307,92 @@ fn zsh_keeps_the_users_trapint() {
     let out = pane.run("whence -w TRAPINT");
     assert_eq!(out.output, "TRAPINT: function");
 }
+
+/// `gpuenv doctor` typed in a pinned project, in a shell whose start-up file puts gpuenv on
+/// PATH but never loads the hook: a warning names the hook line for that shell and its file.
+/// With the hook loaded, the same check is ok.
+#[test]
+fn doctor_in_a_shell_without_the_hook_names_the_missing_line() {
+    for shell in ["tmux", "bash", "zsh", "fish"] {
+        if !have_tool(shell) {
+            return;
+        }
+    }
+    let bin = gpuenv_bin();
+    let dir = Path::new(&bin).parent().unwrap().display().to_string();
+    for (shell, line, file) in [
+        ("bash", "eval \"$(gpuenv hook bash)\"", "~/.bashrc"),
+        ("zsh", "eval \"$(gpuenv hook zsh)\"", "~/.zshrc"),
+        (
+            "fish",
+            "gpuenv hook fish | source",
+            "~/.config/fish/config.fish",
+        ),
+    ] {
+        for hooked in [false, true] {
+            let sb = projects();
+            let mut pane = match shell {
+                "bash" => {
+                    let rc = bash_rc(&format!("export PATH='{dir}':\"$PATH\""));
+                    let rc = if hooked {
+                        rc
+                    } else {
+                        rc.lines().take(2).collect::<Vec<_>>().join("\n") + "\n"
+                    };
+                    bash(&sb, &rc)
+                }
+                "zsh" => {
+                    let rc = zsh_rc(&format!("export PATH='{dir}':\"$PATH\""));
+                    let rc = if hooked {
+                        rc
+                    } else {
+                        rc.lines().take(3).collect::<Vec<_>>().join("\n") + "\n"
+                    };
+                    zsh(&sb, &rc)
+                }
+                _ => {
+                    let rc = fish_rc();
+                    let rc = if hooked {
+                        rc
+                    } else {
+                        rc.lines()
+                            .filter(|l| !l.contains(" hook fish"))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                            + "\n"
+                    };
+                    let file = sb.path("rc/config.fish");
+                    write(&file, &format!("set -gx PATH '{dir}' $PATH\n{rc}"));
+                    let init = format!("source '{}'", file.display());
+                    Pane::start(
+                        &sb,
+                        &sb.path("work"),
+                        &shell_env(&sb, &[]),
+                        &["fish", "--no-config", "-i", "-C", &init],
+                    )
+                }
+            };
+            pane.run("cd 'proj a'");
+            let out = pane.run("gpuenv doctor 2>&1 | grep -A4 'shell-hook'");
+            let what = format!("{shell}, hooked: {hooked}");
+            if hooked {
+                assert!(
+                    out.output.starts_with(&format!(
+                        "ok    shell-hook hook: the hook is loaded in this {shell}"
+                    )),
+                    "{what}: {out:?}"
+                );
+            } else {
+                assert!(
+                    out.output.starts_with(&format!("warn  shell-hook hook: this {shell} has no gpuenv hook: cuda-12.4 is pinned here")),
+                    "{what}: {out:?}"
+                );
+                assert!(
+                    out.output
+                        .contains(&format!("hint: add `{line}` to {file}")),
+                    "{what}: {out:?}"
+                );
+            }
+        }
+    }
+}

@@ -2,8 +2,9 @@
 //! accounts (made for the test with useradd, run through setpriv) use it: they list it, pin
 //! it, compile a real CUDA object with its real nvcc 13 through the proxy, read
 //! `$CUDA_HOME/version.json`, load its exported module files in real Lmod and real Tcl
-//! Environment Modules (the torch JIT dir in their own home, where a real torch's
-//! `load_inline` builds and imports), and a colleague reads a shared project after
+//! Environment Modules (every per-user variable in their own home: the torch JIT dir, where a
+//! real torch's `load_inline` builds and imports, and the kernel caches Triton, CuPy and
+//! FlashInfer make and write), and a colleague reads a shared project after
 //! `gpuenv trust --safe-directory`.
 
 #[path = "common/accounts.rs"]
@@ -246,27 +247,51 @@ nvcc_shim="$HOME/.local/share/gpuenv/shims/nvcc"
             r#"{init}
 module use "$SITE/modules/{system}"
 module load "cuda/${{NAME#cuda-}}"
-echo "$TORCH_EXTENSIONS_DIR" > {system}-jit
+for v in TORCH_EXTENSIONS_DIR TRITON_CACHE_DIR CUPY_CACHE_DIR FLASHINFER_WORKSPACE_BASE; do
+    printenv "$v" > {system}-$v
+done
 mkdir -p "$TORCH_EXTENSIONS_DIR"
+# What Triton, CuPy and FlashInfer do with their cache variable: make it and write there.
+python3 -c '
+import os, tempfile
+for v in ("TRITON_CACHE_DIR", "CUPY_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE"):
+    d = os.environ[v]
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d)
+    os.write(fd, b"kernel")
+    os.close(fd)
+    os.replace(tmp, os.path.join(d, "kernel.cubin"))
+'
 nvcc --version > {system}-nvcc
 cd proj && nvcc -c k.cu -o {system}.o
 "#
         );
         let out = store.run_as(&user, &script, h);
         succeeded(&out);
-        let jit = fs_err::read_to_string(h.join(format!("{system}-jit"))).unwrap();
-        assert_eq!(
-            jit.trim(),
-            h.join(format!(".cache/gpuenv/torch-extensions/{}", store.name))
-                .display()
-                .to_string(),
-            "{system}"
-        );
-        assert_eq!(
-            fs_err::metadata(jit.trim()).unwrap().uid(),
-            user.uid,
-            "{system}: the JIT dir is the user's own"
-        );
+        for (var, dir) in [
+            ("TORCH_EXTENSIONS_DIR", ".cache/gpuenv/torch-extensions"),
+            ("TRITON_CACHE_DIR", ".cache/gpuenv/jit/triton"),
+            ("CUPY_CACHE_DIR", ".cache/gpuenv/jit/cupy"),
+            ("FLASHINFER_WORKSPACE_BASE", ".cache/gpuenv/jit/flashinfer"),
+        ] {
+            let got = fs_err::read_to_string(h.join(format!("{system}-{var}"))).unwrap();
+            assert_eq!(
+                got.trim(),
+                h.join(format!("{dir}/{}", store.name))
+                    .display()
+                    .to_string(),
+                "{system}: {var}"
+            );
+            assert_eq!(
+                fs_err::metadata(got.trim()).unwrap().uid(),
+                user.uid,
+                "{system}: {var} is the user's own"
+            );
+            if var != "TORCH_EXTENSIONS_DIR" {
+                let kernel = Path::new(got.trim()).join("kernel.cubin");
+                assert_eq!(fs_err::metadata(&kernel).unwrap().uid(), user.uid);
+            }
+        }
         assert!(fs_err::read_to_string(h.join(format!("{system}-nvcc")))
             .unwrap()
             .contains("release 13.0"));

@@ -852,3 +852,38 @@ fn the_clusters_doc_task_prolog_block_copy_pasted_gives_every_task_its_toolchain
         );
     }
 }
+
+/// The admin's TaskProlog block of docs/clusters.md on a site whose slurm.conf already names
+/// a TaskProlog of its own: slurm.conf is left as it was, and the block says so (SLURM runs
+/// one TaskProlog; the doc says how to call gpuenv's from the site's).
+#[test]
+fn the_clusters_doc_task_prolog_block_leaves_a_sites_own_task_prolog_and_says_so() {
+    let sb = Sandbox::new();
+    let etc = sb.path("etc/slurm");
+    fs_err::create_dir_all(&etc).unwrap();
+    let conf = "ClusterName=site\nTaskProlog=/etc/slurm/site-prolog\n";
+    write(&etc.join("slurm.conf"), conf);
+    let script = doc_block_after("**2. A TaskProlog on every node,**")
+        .replace("/etc/slurm/", &format!("{}/", etc.display()))
+        .replace("/usr/local/bin/gpuenv", gpuenv_bin().to_str().unwrap());
+    let out = Command::new("bash")
+        .args(["-euc", &format!("scontrol() {{ :; }}\n{script}")])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    assert_eq!(
+        fs_err::read_to_string(etc.join("slurm.conf")).unwrap(),
+        conf
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("slurm.conf already names a TaskProlog: call")
+            && said.contains("gpuenv-prolog from it"),
+        "{said}"
+    );
+    let chain = doc_block_after("SLURM runs one TaskProlog.");
+    assert!(
+        chain.contains("/etc/slurm/gpuenv-prolog || exit $?"),
+        "{chain}"
+    );
+}

@@ -154,8 +154,9 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
         "CMakeCUDACompiler.cmake:".to_string(),
         "but cuda-11.8-debian (11.8.89) is active here: pinned to 11.8 in".to_string(),
         format!("`rm -rf {}`", build.display()),
+        // The tree's generator kept: `ninja` in it works after the fresh configure.
         format!(
-            "`cmake --fresh -S {} -B {}`",
+            "`cmake --fresh -S {} -B {} -G Ninja`",
             p.proj.display(),
             build.display()
         ),
@@ -188,18 +189,15 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
     );
     assert!(said.contains("cmake --fresh -S "), "{said}");
 
-    // Afresh, with Makefiles this time: the hint's command, pasted in the project root with
-    // the other options, configures for 11.8, and the tree builds.
+    // Afresh: the hint's command, pasted in the project root with the other options,
+    // configures for 11.8 with the tree's generator, and `ninja` in the tree builds it.
     let fresh = err
         .split('`')
         .find(|w| w.starts_with("cmake --fresh"))
         .unwrap();
-    let configure = format!(
-        "{fresh} -G 'Unix Makefiles' -DCMAKE_SYSROOT_LINK={}",
-        p.debian.display()
-    );
+    let configure = format!("{fresh} -DCMAKE_SYSROOT_LINK={}", p.debian.display());
     succeeded(&p.run(&["sh", "-c", &configure]));
-    succeeded(&p.build());
+    succeeded(&p.run(&["ninja", "-C", "build"]));
     assert!(p
         .compiler_file()
         .contains("CMAKE_CUDA_COMPILER_VERSION \"11.8.89\""));

@@ -24,6 +24,7 @@ fn a_healthy_project_after_gpuenv_env_passes_every_check() {
         ids,
         [
             "active-set",
+            "shell-hook",
             "FM-01",
             "FM-02",
             "FM-03",
@@ -114,7 +115,7 @@ fn warnings_alone_exit_zero_and_a_missing_dir_is_a_usage_error() {
     assert_eq!(r.code, 0);
     assert_eq!(
         r.summary,
-        serde_json::json!({"error": 0, "warn": 1, "ok": 13, "skip": 5})
+        serde_json::json!({"error": 0, "warn": 1, "ok": 13, "skip": 6})
     );
 
     let out = w

@@ -33,9 +33,11 @@ pub const BUNDLE_SECTIONS: &[&str] = &[".hip_fatbin", "__CLANG_OFFLOAD_BUNDLE__"
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ObjectKind {
-    /// A shared object (`.so`) or a position-independent executable.
+    /// A shared object (`.so`).
     Shared,
     Relocatable,
+    /// A program: fixed-address, or position-independent (PIE, ELF type DYN with an
+    /// interpreter).
     Executable,
     Other,
     /// A static library (`.a`): what its members hold, together.
@@ -253,6 +255,11 @@ where
 {
     let file = ElfFile::<Elf, R>::parse(data).map_err(AuditError::Elf)?;
     let kind = match file.kind() {
+        // A position-independent executable is ELF type DYN too: it names the program
+        // interpreter that runs it, which a shared object does not.
+        object::ObjectKind::Dynamic if file.section_by_name(".interp").is_some() => {
+            ObjectKind::Executable
+        }
         object::ObjectKind::Dynamic => ObjectKind::Shared,
         object::ObjectKind::Relocatable => ObjectKind::Relocatable,
         object::ObjectKind::Executable => ObjectKind::Executable,

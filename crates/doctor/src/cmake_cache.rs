@@ -139,6 +139,7 @@ pub fn run(inputs: &Inputs) -> Finding {
         if let Some(t) = inputs.active(Kind::Cuda).filter(|_| !all_off) {
             if let Some(mut stale) = stale_tree(inputs, t, build_dir) {
                 stale.source_dir = stale::find::source_dir(build_dir);
+                stale.generator = stale::find::generator(build_dir);
                 notes.problem(Status::Error, stale.to_string());
                 notes.hint(stale.hints().into_iter().next().unwrap_or_default());
                 cuda_judged = true;

@@ -17,6 +17,7 @@ pub mod python;
 pub mod rocm;
 pub mod shadowed;
 pub mod shared_cache;
+pub mod shell_hook;
 pub mod shm;
 pub mod slurm;
 pub mod stale_path;
@@ -57,6 +58,9 @@ impl Check {
             Some(n) => format!("docs/failure-modes.md#fm-{n}-{}", self.name),
             None if self.id == shared_cache::CHECK.id => {
                 "docs/clusters.md#the-shared-compiler-cache".to_string()
+            }
+            None if self.id == shell_hook::CHECK.id => {
+                "docs/failure-modes.md#the-shell-hook-missing".to_string()
             }
             None => "docs/design.md#resolution".to_string(),
         }
@@ -190,6 +194,7 @@ impl Inputs {
 pub fn run_all(inputs: &Inputs) -> Vec<Finding> {
     vec![
         active_set(inputs),
+        shell_hook::run(inputs),
         torch_match::run(inputs),
         stale_path::run(inputs),
         cpu_torch::run(inputs),

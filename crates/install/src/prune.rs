@@ -189,6 +189,72 @@ pub fn prune(
     Ok(pruned)
 }
 
+/// Removes the download cache's entries for these archives (their sha256s, as install
+/// records name them): the kept archive, a partial download, the unpacked tree and its seal
+/// (a file an installed toolchain shares stays on disk through its own link); then the
+/// objects nothing links any more. For the archives of a release that was reaped, so nothing
+/// of it stays in the cache.
+pub fn drop_archives(
+    cache: &Cache,
+    toolchains: &Path,
+    archives: &[String],
+    waiting: &dyn Fn(&str),
+) -> anyhow::Result<Pruned> {
+    let mut pruned = Pruned::default();
+    let keys: Vec<String> = archives
+        .iter()
+        .filter(|a| cache::is_sha256(a))
+        .cloned()
+        .collect();
+    if keys.is_empty() || cache.top(false)?.is_none() {
+        return Ok(pruned);
+    }
+    // What running installs unpacked is not linked into their toolchains yet: wait for them.
+    let _alone = cache.alone(|| waiting("the download cache"))?;
+    let installed = &Installed::scan(toolchains)?;
+    for part in ["partial", "archives", "unpacked"] {
+        let Some(dir) = cache.part(part, false)? else {
+            continue;
+        };
+        for key in &keys {
+            let names = if part == "unpacked" {
+                vec![key.clone(), format!("{key}{}", cache::SEAL)]
+            } else {
+                vec![key.clone()]
+            };
+            let _lock = lock_for(cache, part, key, waiting)?;
+            for name in names {
+                let Some(st) = dir.stat(OsStr::new(&name))? else {
+                    continue;
+                };
+                if !mine(st.st_uid) {
+                    pruned.others.push(dir.join(OsStr::new(&name)));
+                    continue;
+                }
+                let mut here = Usage::default();
+                let count = &mut |st: &Stat| {
+                    if !installed.holds(st) && st.st_nlink == 1 {
+                        here.bytes += st.st_size as u64;
+                        here.files += 1;
+                    }
+                };
+                if kind(&st) == FileType::Directory {
+                    dir.for_each_file(OsStr::new(&name), count)?;
+                } else {
+                    count(&st);
+                }
+                dir.remove_tree(OsStr::new(&name))?;
+                pruned.freed.bytes += here.bytes;
+                pruned.freed.files += here.files;
+            }
+        }
+    }
+    let (bytes, files) = cache.objects().remove_unused()?;
+    pruned.freed.bytes += bytes;
+    pruned.freed.files += files;
+    Ok(pruned)
+}
+
 /// What a prune would free, and a prune `--all`: the bytes of every file whose links are
 /// all in what it removes (so a file an installed toolchain, a kept tree or anything outside
 /// the cache also links frees nothing). The objects a prune removes are those whose other

@@ -45,7 +45,7 @@ impl Args {
         let cache = support::install_from::cache(ctx, &home)?;
         if matches!(self.action, Action::Prune { .. }) {
             // First, so what the deleted trees held is pruned too.
-            support::uninstall::reap(&home, &Census::default(), false);
+            support::uninstall::reap(ctx, &home, &Census::default(), false);
         }
         let installed = Installed::scan(&home.toolchains())?;
         match self.action {

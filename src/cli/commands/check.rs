@@ -20,7 +20,8 @@ use support::Exit;
 /// (exit 0 match, 1 mismatch, 2 cannot tell)
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The Python whose torch to check (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)
+    /// The Python whose torch to check (default: $VIRTUAL_ENV, $CONDA_PREFIX, the project's
+    /// .venv, python3 on PATH)
     #[arg(long)]
     python: Option<PathBuf>,
     /// Machine-readable output on stdout
@@ -41,7 +42,19 @@ impl Args {
         let file = active.project.as_ref();
         let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file)?;
 
-        let torch = guard::locate_torch(ctx, self.python.as_deref());
+        // A uv project's environment is its `.venv`, also when it is not activated (`uv run`
+        // uses it): looked at before the python on PATH.
+        let project_venv = (self.python.is_none()
+            && ctx.var_nonempty(vars::VIRTUAL_ENV).is_none()
+            && ctx.var_nonempty(vars::CONDA_PREFIX).is_none())
+        .then(|| {
+            file.and_then(|f| f.path.parent())
+                .unwrap_or(&ctx.cwd)
+                .join(".venv/bin/python")
+        })
+        .filter(|p| p.is_file());
+        let python = self.python.as_deref().or(project_venv.as_deref());
+        let torch = guard::locate_torch(ctx, python);
         // The kind torch was built for decides which toolchain to compare; a CPU-only torch
         // is compared with whatever toolchain is active (it can build for none).
         let toolchain = match &torch {
@@ -50,6 +63,12 @@ impl Args {
             _ => active.toolchains.first(),
         };
         let outcome = match (&torch, toolchain) {
+            // Nothing pinned says more than where torch is not.
+            (_, None) if active.toolchains.is_empty() => Err(Hinted::new(format!(
+                "cannot tell: nothing is pinned or active in {} (no gpuenv.toml from here up, no GPUENV_TOOLCHAIN, no default)",
+                ctx.cwd.display()
+            ))
+            .hint("`gpuenv pin <spec>` in the project, or `gpuenv default <spec>`")),
             (Err(why), _) => Err(Hinted::new(format!("cannot tell: {why}"))),
             (Ok(_), None) => Err(Hinted::new(format!(
                 "cannot tell: no toolchain is active in {}",

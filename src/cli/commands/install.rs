@@ -70,7 +70,7 @@ impl Args {
         let installed = self.install(ctx);
         // An install writes the home: retired trees nothing uses any more go now.
         if let (Ok(()), Ok(home)) = (&installed, ctx.gpuenv_home()) {
-            support::uninstall::reap(&home, &Census::default(), false);
+            support::uninstall::reap(ctx, &home, &Census::default(), false);
         }
         installed
     }

@@ -177,7 +177,42 @@ impl Args {
                 ));
             }
         }
+        // A file in HOME (or above it) governs every directory below without a file of its
+        // own: what `gpuenv default` is for.
+        if let Some(home_dir) = ctx.path_var(gpuenv_core::context::vars::HOME) {
+            let above = home_dir == ctx.cwd || ctx.cwd == std::path::Path::new("/");
+            if above && !specs.is_empty() {
+                ui::warn_with_hints(
+                    format!(
+                        "{} is in {}: it pins every project below it that has no gpuenv.toml of its own",
+                        path.display(),
+                        if home_dir == ctx.cwd { "your home directory" } else { "the root directory" }
+                    ),
+                    [format!(
+                        "for a default everywhere, `gpuenv default {}` (and remove {}); for a project, pin in its directory",
+                        specs.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+                        path.display()
+                    )],
+                );
+            }
+        }
         support::lock::refresh(ctx);
+        // An index gpuenv wrote into pyproject.toml follows a CUDA pin that moved.
+        if let Some(spec) = specs.iter().find(|s| s.kind == Kind::Cuda) {
+            let mut session = support::session(ctx)?;
+            // A pin nothing registered matches yet still moves the index, by its release.
+            let active = support::resolve_here(&mut session, &[], None).unwrap_or_default();
+            let release = match active.get(Kind::Cuda) {
+                Some(t) => Some((
+                    t.entry.version.major(),
+                    t.entry.version.minor().unwrap_or(0),
+                )),
+                None => spec.version.minor().map(|m| (spec.version.major(), m)),
+            };
+            if let Some(release) = release {
+                support::pyproject::follow_pin(session.facts(), &active, &ctx.cwd, release);
+            }
+        }
         Ok(())
     }
 }

@@ -31,7 +31,7 @@ impl Args {
         let Some(name) = self.name.as_deref() else {
             let home = ctx.gpuenv_home()?;
             gpuenv_install::writable_home(&home)?;
-            reap(&home, &census, true);
+            reap(ctx, &home, &census, true);
             return Ok(());
         };
         Uninstall { now: self.now }.run(ctx, name)

@@ -10,13 +10,15 @@
 //! name (`scontrol show step`, which srun sets to the program's file name); a prolog that
 //! cannot tell refuses, as before.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::resolve::ActiveSet;
 use gpuenv_core::session::Session;
-use gpuenv_core::toolchain::registry::Source as Origin;
+use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::{trust, ui};
 use gpuenv_install::lock::Locked;
 use gpuenv_install::source::Choice;
@@ -163,7 +165,7 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
 /// gpuenv.lock names, with each difference and the fix.
 pub fn refuse_unlocked(session: &Session, active: &ActiveSet) -> Result<()> {
     match differences_here(session, active)? {
-        Some(compared) => refuse(&node(session.ctx()), compared),
+        Some(compared) => refuse(&node(session.ctx()), compared, session.registry()),
         None => Ok(()),
     }
 }
@@ -174,13 +176,44 @@ pub fn refuse_unlocked(session: &Session, active: &ActiveSet) -> Result<()> {
 /// differs, `Ok`, and the resolution error stands.
 pub fn refuse_unresolved(ctx: &Context) -> Result<()> {
     match compared_here(ctx)? {
-        Some(compared) => refuse(&node(ctx), compared),
+        Some(compared) => refuse(&node(ctx), compared, &super::registry(ctx)?.1),
         None => Ok(()),
     }
 }
 
+/// The site store a locked toolchain comes from on this node, if it is a store's: the
+/// upstream its registered entry is in, or, where nothing here has it, the only upstream in
+/// use (each node has its own copy of the store; this one lacks it).
+fn store_of<'a>(registry: &'a Registry, locked: &Locked) -> Option<&'a Path> {
+    match registry.toolchains.get(&locked.name) {
+        Some(e) => registry
+            .upstreams
+            .iter()
+            .find(|r| e.root.starts_with(r))
+            .map(PathBuf::as_path),
+        None => match registry.upstreams.as_slice() {
+            [only] => Some(only.as_path()),
+            _ => None,
+        },
+    }
+}
+
+/// Who runs the store at `root`, for a message: its owner's account.
+fn store_owner(root: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    fs_err::metadata(root).map_or_else(
+        |_| "the site's admins".to_string(),
+        |m| {
+            format!(
+                "the site's admins ({})",
+                gpuenv_core::passwd::describe_uid(m.uid())
+            )
+        },
+    )
+}
+
 /// Fails the task naming each way this node differs from the lock, and the fix.
-fn refuse(node: &str, compared: Compared) -> Result<()> {
+fn refuse(node: &str, compared: Compared, registry: &Registry) -> Result<()> {
     let Compared {
         lock,
         problems,
@@ -195,10 +228,24 @@ fn refuse(node: &str, compared: Compared) -> Result<()> {
         lock.path.display(),
         problems.join("\n  ")
     ));
-    // An installed toolchain can be installed again; a linked tree is where the admin put it.
-    let (installed, placed): (Vec<&Locked>, Vec<&Locked>) = differing
+    // A store's toolchain is the site's to put on this node (the user cannot write the
+    // store, nor uninstall from it); an own installed one can be installed again; a linked
+    // tree is where the admin put it.
+    let (stored, own): (Vec<&Locked>, Vec<&Locked>) = differing
         .iter()
-        .partition(|l| l.source == Origin::Installed);
+        .partition(|l| l.source == Origin::Installed && store_of(registry, l).is_some());
+    for l in &stored {
+        let root = store_of(registry, l).unwrap_or(Path::new(""));
+        err = err.hint(format!(
+            "{} is the site store's, and the store at {} on {node} does not have the locked one: the store is incomplete on {node}; ask {} to install it there (`gpuenv install --locked` in {}, as the store's owner)",
+            l.name,
+            root.display(),
+            store_owner(root),
+            ui::shell_word(dir)
+        ));
+    }
+    let (installed, placed): (Vec<&Locked>, Vec<&Locked>) =
+        own.into_iter().partition(|l| l.source == Origin::Installed);
     if !installed.is_empty() {
         err = err
             .hint(format!(

@@ -120,6 +120,60 @@ pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
     Ok(())
 }
 
+/// After `pin` moved the project's CUDA to `release` (major, minor): the index gpuenv wrote
+/// into `pyproject.toml` ([`pyproject::written_index`]) follows it, through the editor, and
+/// the one command that makes `uv lock --check` pass again is said. Nothing for a file
+/// without that index. Never fails the pin: what cannot be done is a warning naming the fix.
+pub fn follow_pin(facts: &Facts, active: &ActiveSet, cwd: &Path, release: (u64, u64)) {
+    let path = path(active, cwd);
+    let shown = path.display();
+    let text = match read(&path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return,
+        Err(e) => return ui::warn(format!("{e:#}")),
+    };
+    let Ok(Some(old)) = pyproject::written_index(&text) else {
+        return;
+    };
+    let Some(index) = torch_index::for_release(facts, release) else {
+        return ui::warn_with_hints(
+            format!(
+                "{shown} still sends torch to {old}, and PyTorch publishes no index for CUDA {}.{}: `uv sync` keeps installing a torch built for the old toolkit",
+                release.0, release.1
+            ),
+            ["pin a CUDA release PyTorch builds for (`gpuenv torch index --list`), or remove the `pytorch` index from the file".to_string()],
+        );
+    };
+    let url = index.url();
+    if old.trim_end_matches('/') == url {
+        return;
+    }
+    let within = path.parent().unwrap_or(cwd).to_path_buf();
+    let edited = user_file::edit(
+        UserFile {
+            path: &path,
+            within: &within,
+            kind: outside::Kind::Pyproject,
+        },
+        user_file::Check::TOML,
+        |text: &str| -> Result<Option<String>> {
+            Ok(Some(pyproject::write_index(text, &url).map_err(|e| {
+                Hinted::new(format!("{shown} is not valid TOML: {e}"))
+            })?))
+        },
+    );
+    match edited {
+        Ok(_) => ui::info(format!(
+            "{shown}: the index `{}` gpuenv wrote follows the pin, {old} -> {url}; run `uv lock` (then `uv lock --check` and a colleague's `uv sync --locked` pass)",
+            pyproject::INDEX_NAME
+        )),
+        Err(e) => ui::warn_with_hints(
+            format!("{shown} still sends torch to {old}, not the new pin's {url}: {e:#}"),
+            [format!("`gpuenv torch index --write-pyproject` points it at {url}, then `uv lock`")],
+        ),
+    }
+}
+
 /// What `gpuenv check` says of the file: each way it sends torch elsewhere than the
 /// pinned toolkit's index. Nothing when there is no file or no pinned index.
 pub fn check(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<Vec<String>> {

@@ -26,6 +26,16 @@ pub fn meant(typed: &str, next: Option<&str>) -> Option<String> {
         None => (norm.as_str(), ""),
     };
     let version = rest.trim_start_matches('-');
+    // Letters that look like digits (`13.O`, `12.l`), typed where a version goes.
+    let version: String = version
+        .chars()
+        .map(|c| match c {
+            'o' => '0',
+            'l' | 'i' => '1',
+            c => c,
+        })
+        .collect();
+    let version = version.as_str();
     if version.is_empty() || !version.starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
@@ -56,6 +66,8 @@ mod tests {
             ("CUDA_12.4", None, "cuda-12.4"),
             ("rcom-6.2", None, "rocm-6.2"),
             ("rocm6.2.4", None, "rocm-6.2.4"),
+            ("cuda-13.O", None, "cuda-13.0"),
+            ("cuda-12.l", None, "cuda-12.1"),
         ] {
             assert_eq!(meant(typed, next).as_deref(), Some(want), "{typed}");
         }

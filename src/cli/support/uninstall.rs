@@ -31,7 +31,7 @@ impl Uninstall {
             self.uninstall(ctx, &store, name, &census)?;
         }
         // The name's lock is free again: the reap takes each retired name's own.
-        reap(store.home(), &census, false);
+        reap(ctx, store.home(), &census, false);
         Ok(())
     }
 
@@ -112,13 +112,16 @@ fn say_retired(name: &str, users: &Users, census: &Census) {
 
 /// Deletes the retired trees of `home` nothing uses any more, and says so; `all` says also
 /// what is kept and why (`--reap`). Never fails the command that ran it.
-pub fn reap(home: &Home, census: &Census, all: bool) {
+pub fn reap(ctx: &Context, home: &Home, census: &Census, all: bool) {
     let reaped = retire::reap(home, census);
     for name in &reaped.deleted {
         ui::info(format!(
             "deleted the retired {name}: nothing uses it any more (removed {})",
             retired::tree(home, name).display()
         ));
+    }
+    if all && !reaped.archives.is_empty() {
+        drop_archives(ctx, home, &reaped.archives);
     }
     for e in &reaped.refused {
         ui::warn_with_hints(e, gpuenv_core::diagnostic::Diagnostic::hints(e));
@@ -141,5 +144,27 @@ pub fn reap(home: &Home, census: &Census, all: bool) {
         if reaped.deleted.is_empty() && reaped.kept.is_empty() && reaped.refused.is_empty() {
             ui::info("no retired toolchains to delete");
         }
+    }
+}
+
+/// `--reap`: the download cache's archives of the releases it deleted, unless an installed
+/// toolchain still links them, so nothing of a reaped release is left in the store.
+fn drop_archives(ctx: &Context, home: &Home, archives: &[String]) {
+    let dropped = super::install_from::cache(ctx, home).and_then(|cache| {
+        gpuenv_install::prune::drop_archives(&cache, &home.toolchains(), archives, &|what| {
+            ui::info(format!("waiting for an install using {what}"))
+        })
+        .map(|pruned| (cache, pruned))
+    });
+    match dropped {
+        Ok((cache, pruned)) if pruned.freed.files > 0 => ui::info(format!(
+            "removed their archives from the download cache {} ({} freed)",
+            cache.root.display(),
+            indicatif::HumanBytes(pruned.freed.bytes)
+        )),
+        Ok(_) => {}
+        Err(e) => ui::warn(format!(
+            "cannot remove the reaped releases' archives from the download cache: {e:#}"
+        )),
     }
 }

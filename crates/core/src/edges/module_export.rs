@@ -78,6 +78,22 @@ pub fn is_from_home(text: &str, home: &Path) -> bool {
 /// its own default).
 pub const USER_TORCH_EXTENSIONS: &str = ".cache/gpuenv/torch-extensions";
 
+/// Where in the user's own home a module file points the JIT kernel caches
+/// (`TRITON_CACHE_DIR`, `CUPY_CACHE_DIR`, `FLASHINFER_WORKSPACE_BASE`): `<this>/<lib>/<name>`.
+pub const USER_JIT_CACHES: &str = ".cache/gpuenv/jit";
+
+/// The directory under the loading user's `$HOME` a per-user variable of toolchain `name`
+/// gets, or `None` for a variable that is not per-user state.
+pub fn user_dir(var: &str, name: &str) -> Option<String> {
+    if var == crate::context::vars::TORCH_EXTENSIONS_DIR {
+        return Some(format!("{USER_TORCH_EXTENSIONS}/{name}"));
+    }
+    crate::plan::env::JIT_CACHES
+        .iter()
+        .find(|(v, _)| *v == var)
+        .map(|(_, lib)| format!("{USER_JIT_CACHES}/{lib}/{name}"))
+}
+
 /// What the module file says about its toolchain, for `whatis` and `help`.
 fn describe(name: &str, entry: &Entry) -> (String, String) {
     let what = match entry.kind {
@@ -101,9 +117,12 @@ pub fn render(name: &str, entry: &Entry, change: &Change, format: Format, home: 
     }
 }
 
-/// Whether the plan's value of this variable is per-user state, computed at load time.
-fn per_user(var: &str) -> bool {
-    var == crate::context::vars::TORCH_EXTENSIONS_DIR
+/// A per-user default of the plan (its variable and directory under `$HOME`), if `op` is one.
+fn per_user<'a>(op: &'a Op, name: &str) -> Option<(&'a str, String)> {
+    match op {
+        Op::Default(k, _, _) => user_dir(k, name).map(|rel| (k.as_str(), rel)),
+        _ => None,
+    }
 }
 
 fn render_lmod(name: &str, entry: &Entry, change: &Change, home: &Path) -> String {
@@ -116,16 +135,19 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change, home: &Path) -> Strin
     out += &format!("help({})\n", lua(&help));
     out += &format!("family({})\n", lua(entry.kind.as_str()));
     for op in &change.ops {
+        // Per-user state, computed from the loading user's HOME at load time; left unset
+        // without one (the tool's own default) rather than pointing anywhere shared.
+        if let Some((k, rel)) = per_user(op, name) {
+            out += &format!(
+                "if os.getenv(\"HOME\") then\n    pushenv({}, pathJoin(os.getenv(\"HOME\"), {}))\nend\n",
+                lua(k),
+                lua(&rel)
+            );
+            continue;
+        }
         match op {
             Op::Set(k, v) => out += &format!("setenv({}, {})\n", lua(k), lua(&text(v))),
             Op::Unset(k) => out += &format!("unsetenv({})\n", lua(k)),
-            Op::Default(k, _, _) if per_user(k) => {
-                out += &format!(
-                    "local home = os.getenv(\"HOME\")\nif home then\n    pushenv({}, pathJoin(home, {}))\nend\n",
-                    lua(k),
-                    lua(&format!("{USER_TORCH_EXTENSIONS}/{name}"))
-                )
-            }
             // Modules cannot tell a user's value from another module's: set it, and put back
             // what was there on unload.
             Op::Default(k, v, _) => out += &format!("pushenv({}, {})\n", lua(k), lua(&text(v))),
@@ -158,17 +180,18 @@ fn render_tcl(name: &str, entry: &Entry, change: &Change, home: &Path) -> String
     out += "}\n";
     out += &format!("conflict {}\n", tcl(entry.kind.as_str()));
     for op in &change.ops {
+        if let Some((k, rel)) = per_user(op, name) {
+            let rest = tcl(&format!("/{rel}"));
+            out += &format!(
+                "if {{[info exists ::env(HOME)]}} {{\n    pushenv {} \"$::env(HOME){}\n}}\n",
+                tcl(k),
+                &rest[1..]
+            );
+            continue;
+        }
         match op {
             Op::Set(k, v) => out += &format!("setenv {} {}\n", tcl(k), tcl(&text(v))),
             Op::Unset(k) => out += &format!("unsetenv {}\n", tcl(k)),
-            Op::Default(k, _, _) if per_user(k) => {
-                let rest = tcl(&format!("/{USER_TORCH_EXTENSIONS}/{name}"));
-                out += &format!(
-                    "if {{[info exists ::env(HOME)]}} {{\n    pushenv {} \"$::env(HOME){}\n}}\n",
-                    tcl(k),
-                    &rest[1..]
-                )
-            }
             Op::Default(k, v, _) => out += &format!("pushenv {} {}\n", tcl(k), tcl(&text(v))),
             Op::Prepend(k, entries) => {
                 for e in entries.iter().rev() {
@@ -284,14 +307,20 @@ mod tests {
     }
 
     #[test]
-    fn torch_extensions_are_in_the_loading_users_home() {
-        let change = Change {
-            ops: vec![Op::Default(
-                "TORCH_EXTENSIONS_DIR".into(),
-                "/store/torch-extensions/cuda-13.0.3".into(),
-                "/store/torch-extensions".into(),
-            )],
-        };
+    fn every_per_user_dir_is_in_the_loading_users_home() {
+        let mut ops = vec![Op::Default(
+            "TORCH_EXTENSIONS_DIR".into(),
+            "/store/torch-extensions/cuda-13.0.3".into(),
+            "/store/torch-extensions".into(),
+        )];
+        for (var, lib) in crate::plan::env::JIT_CACHES {
+            ops.push(Op::Default(
+                var.into(),
+                format!("/store/jit/{lib}/cuda-13.0.3").into(),
+                format!("/store/jit/{lib}").into(),
+            ));
+        }
+        let change = Change { ops };
         for format in [Format::Lmod, Format::Tcl] {
             let text = render(
                 "cuda-13.0.3",
@@ -300,11 +329,17 @@ mod tests {
                 format,
                 Path::new("/store"),
             );
-            assert!(!text.contains("/store/torch-extensions"), "{text}");
+            assert!(!text.contains("/store/"), "{text}");
             assert!(
                 text.contains(".cache/gpuenv/torch-extensions/cuda-13.0.3\""),
                 "{text}"
             );
+            for lib in ["triton", "cupy", "flashinfer"] {
+                assert!(
+                    text.contains(&format!(".cache/gpuenv/jit/{lib}/cuda-13.0.3\"")),
+                    "{text}"
+                );
+            }
             assert!(is_from_home(&text, Path::new("/store")));
             assert!(!is_from_home(&text, Path::new("/other")));
         }

@@ -96,6 +96,7 @@ pub fn missing(err: &ResolveError) -> Option<(&Spec, &str)> {
             spec,
             origin,
             untrusted_file: None,
+            store: None,
         } if install_hint::install_command(spec).is_some() => Some((spec, origin.as_str())),
         _ => None,
     }
@@ -108,6 +109,7 @@ pub fn not_allowed(err: &ResolveError) -> Option<NotAllowed> {
             spec,
             origin,
             untrusted_file: Some(file),
+            store: None,
         } if install_hint::install_command(spec).is_some() => Some(NotAllowed {
             spec: spec.clone(),
             origin: origin.clone(),

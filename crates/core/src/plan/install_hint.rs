@@ -3,13 +3,21 @@
 //! ([`facts::sources`](crate::facts::sources)), else a manifest or `gpuenv link`.
 
 use crate::facts::sources;
+use crate::store::home::Home;
+use crate::store::retired;
+use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::{Kind, Spec};
 
 /// `gpuenv install <spec>` when that command, with no `--source`, can install it.
 pub fn install_command(spec: &Spec) -> Option<String> {
     // Installed toolkits are named by their version alone; a label is a linked one's.
+    // A major the data knows nothing of (`cuda-99`) is no release any source has.
+    let known_major =
+        crate::facts::lookup::major_floor(crate::facts::Facts::embedded(), spec.version.major())
+            .is_some();
     let installable = spec.label.is_none()
         && spec.kind == Kind::Cuda
+        && known_major
         && !sources::auto_for_cuda(&spec.version).is_empty();
     installable.then(|| format!("gpuenv install {spec}"))
 }
@@ -80,6 +88,64 @@ pub fn get_cuda(release: &str) -> String {
         Ok(spec) => get_command(&spec),
         Err(_) => format!("`gpuenv install cuda-{release}`"),
     }
+}
+
+/// What a site's store (an upstream) says about `spec`, which nothing registered matches:
+/// that the site retired it (its retired record), and the release of the same major.minor
+/// the store has instead, with the pin that uses it. `None` when no upstream has a word on
+/// it: then the usual ways to get it stand.
+pub fn from_store(registry: &Registry, spec: &Spec) -> Option<String> {
+    if spec.label.is_some() {
+        return None;
+    }
+    let family = |s: &Spec| {
+        s.kind == spec.kind
+            && s.label.is_none()
+            && s.version.major() == spec.version.major()
+            && (spec.version.minor().is_none() || s.version.minor() == spec.version.minor())
+    };
+    for up in &registry.upstreams {
+        let retired = retired::names(&Home::new(up.clone()))
+            .into_iter()
+            .find(|n| n.parse::<Spec>().is_ok_and(|s| spec.matches(&s)));
+        let instead = registry
+            .toolchains
+            .iter()
+            .filter(|(_, e)| e.root.starts_with(up))
+            .filter_map(|(n, _)| Some((n.parse::<Spec>().ok()?, n)))
+            .filter(|(s, _)| family(s))
+            .max_by(|a, b| a.0.version.cmp(&b.0.version))
+            .map(|(s, n)| (s, n.clone()));
+        let store = up.display();
+        let pin = instead.as_ref().map(|(s, n)| {
+            let minor = s.version.minor().unwrap_or(0);
+            format!(
+                "the store has {n}: `gpuenv pin {}-{}.{minor}` in the project uses it (and the next release the site installs)",
+                s.kind,
+                s.version.major()
+            )
+        });
+        match (retired, pin) {
+            (Some(name), Some(pin)) => {
+                return Some(format!(
+                    "{name} was retired by the site (the store at {store}); {pin}; if the project needs exactly {name}, ask the site's admins"
+                ))
+            }
+            (Some(name), None) => {
+                return Some(format!(
+                    "{name} was retired by the site (the store at {store}) and the store has no other {} {}: ask the site's admins which to use",
+                    spec.kind, spec.version
+                ))
+            }
+            (None, Some(pin)) => {
+                return Some(format!(
+                    "the site's store at {store} does not have {spec} (retired, or never installed there); {pin}"
+                ))
+            }
+            (None, None) => {}
+        }
+    }
+    None
 }
 
 /// The ways to get `spec`, as one hint.

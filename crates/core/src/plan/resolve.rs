@@ -150,6 +150,8 @@ pub enum ResolveError {
         /// The toolchain file that pins it, when nobody trusted that file: an automatic
         /// install does not act on it.
         untrusted_file: Option<PathBuf>,
+        /// What the site's store says about it (retired there; the release it has instead).
+        store: Option<String>,
     },
     #[error("{at}: {kind} = \"torch\", but {source}")]
     TorchNotFound {
@@ -170,6 +172,9 @@ impl Diagnostic for ResolveError {
         match self {
             ResolveError::Project(e) => e.hints(),
             ResolveError::BadSpec { .. } | ResolveError::TwoOfAKind { .. } => Vec::new(),
+            ResolveError::NotRegistered {
+                store: Some(store), ..
+            } => vec![store.clone()],
             ResolveError::NotRegistered { spec, .. } => vec![format!(
                 "{} (`gpuenv list` shows what is registered)",
                 install_hint::install_or_link(spec)
@@ -291,6 +296,7 @@ pub fn resolve_kinds(
                 untrusted_file: from_file
                     .filter(|f| !crate::project::trust::trusted_as_is(registry, f))
                     .map(|f| f.path.clone()),
+                store: install_hint::from_store(registry, &spec),
             })?;
         set.toolchains.push(Active {
             name: name.to_string(),

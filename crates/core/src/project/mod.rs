@@ -197,6 +197,20 @@ impl ProjectError {
     }
 }
 
+/// For serde's "unknown field `cuda_arch`, expected one of `cuda`, …, `cuda-arch`, …": the
+/// key meant, when the unknown one is an expected one with `_` for `-` (or the case off).
+fn misspelled_key(message: &str) -> Option<String> {
+    let rest = message.split("unknown field `").nth(1)?;
+    let (unknown, expected) = rest.split_once('`')?;
+    let want = unknown.replace('_', "-").to_ascii_lowercase();
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .find(|k| *k == want)
+        .map(str::to_string)
+}
+
 impl Diagnostic for ProjectError {
     fn hints(&self) -> Vec<String> {
         match self {
@@ -208,6 +222,12 @@ impl Diagnostic for ProjectError {
             ProjectError::Syntax {
                 quoted: Some(q), ..
             } => vec![format!("quote it: {q} (unquoted, TOML reads a version as a number, and 13.10 as 13.1)")],
+            ProjectError::Syntax { message, .. } if misspelled_key(message).is_some() => {
+                vec![format!(
+                    "did you mean `{}`? (keys are spelled with `-`)",
+                    misspelled_key(message).unwrap_or_default()
+                )]
+            }
             ProjectError::Syntax { .. } => vec!["a toolchain file has a [toolchain] table (cuda, rocm, cuda-arch, rocm-arch), an optional [build] cache and archs, an optional [torch] check and index, and an optional [env] table; `gpuenv pin <spec>` writes a valid one".into()],
             ProjectError::Invalid { .. } | ProjectError::Unreadable { .. } => Vec::new(),
         }

@@ -128,6 +128,23 @@ pub fn disagreements(text: &str, want: &str) -> Result<Vec<String>, NotToml> {
     Ok(out)
 }
 
+/// The URL of the index gpuenv writes (`[[tool.uv.index]]` named `pytorch`) when it is a
+/// PyTorch CUDA index (`…/cuXYZ`): the one `pin` moves with the project's CUDA. `None` for a
+/// file without it, or whose `pytorch` index is something else (a mirror of the user's).
+pub fn written_index(text: &str) -> Result<Option<String>, NotToml> {
+    let doc = parse(text)?;
+    Ok(indexes(&doc)
+        .into_iter()
+        .find(|(name, _)| name == INDEX_NAME)
+        .map(|(_, url)| url)
+        .filter(|url| {
+            let last = url.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+            last.len() > 2
+                && last.starts_with("cu")
+                && last[2..].chars().all(|c| c.is_ascii_digit())
+        }))
+}
+
 /// `text` with an explicit `[[tool.uv.index]]` named `pytorch` at `url` (an existing one
 /// is pointed there) and torch, torchvision and torchaudio routed to it in
 /// `[tool.uv.sources]`; everything else kept as it was. Tables the user wrote inline stay
@@ -252,5 +269,18 @@ mod tests {
     fn not_toml_is_named_with_its_line() {
         let e = write_index("[project\nname = 1\n", CU132).unwrap_err();
         assert_eq!(e.line, 1, "{e}");
+    }
+
+    #[test]
+    fn the_index_gpuenv_wrote_is_its_pytorch_cuda_index_only() {
+        let text = "[project]\nname = \"p\"\n\n[[tool.uv.index]]\nname = \"pytorch\"\nurl = \"https://download.pytorch.org/whl/cu130\"\n";
+        assert_eq!(
+            written_index(text).unwrap().as_deref(),
+            Some("https://download.pytorch.org/whl/cu130")
+        );
+        let mirror =
+            "[[tool.uv.index]]\nname = \"pytorch\"\nurl = \"https://mirror.example/torch\"\n";
+        assert_eq!(written_index(mirror).unwrap(), None);
+        assert_eq!(written_index("[project]\n").unwrap(), None);
     }
 }

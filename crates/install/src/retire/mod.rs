@@ -161,6 +161,9 @@ pub fn delete(home: &Home, name: &str) -> Result<()> {
 #[derive(Debug, Default)]
 pub struct Reaped {
     pub deleted: Vec<String>,
+    /// The sha256s of the archives the deleted trees were made of (their install records'),
+    /// for the download cache to drop what nothing installed still links.
+    pub archives: Vec<String>,
     pub kept: Vec<(String, Users)>,
     /// Records gpuenv did not write or cannot read: nothing is deleted for them.
     pub refused: Vec<RetiredError>,
@@ -172,7 +175,13 @@ pub fn reap(home: &Home, census: &Census) -> Reaped {
     let mut reaped = Reaped::default();
     for name in retired::names(home) {
         match reap_one(home, &name, census) {
-            Ok(Some(Ok(()))) => reaped.deleted.push(name),
+            Ok(Some(Ok(archives))) => {
+                // The name's lock file goes too, once released: nothing of the release is
+                // left (an install of it makes a new one).
+                let _ = fs_err::remove_file(home.toolchains().join(format!(".{name}.lock")));
+                reaped.archives.extend(archives);
+                reaped.deleted.push(name);
+            }
             Ok(Some(Err(users))) => reaped.kept.push((name, users)),
             Ok(None) => {}
             Err(InstallError::Retired(refused)) => reaped.refused.push(refused),
@@ -182,8 +191,13 @@ pub fn reap(home: &Home, census: &Census) -> Reaped {
     reaped
 }
 
-/// `Some(Ok)`: deleted; `Some(Err(users))`: kept for them; `None`: nothing to do.
-fn reap_one(home: &Home, name: &str, census: &Census) -> Result<Option<Result<(), Users>>> {
+/// `Some(Ok(archives))`: deleted (the sha256s of the archives it was made of);
+/// `Some(Err(users))`: kept for them; `None`: nothing to do.
+fn reap_one(
+    home: &Home,
+    name: &str,
+    census: &Census,
+) -> Result<Option<Result<Vec<String>, Users>>> {
     // Checked before the lock too: a record gpuenv did not write takes no lock of its name.
     if retired::read(home, name)?.is_none() {
         return Ok(None);
@@ -202,8 +216,13 @@ fn reap_one(home: &Home, name: &str, census: &Census) -> Result<Option<Result<()
     if !users.none() {
         return Ok(Some(Err(users)));
     }
+    let archives = crate::record::read(&retired::tree(home, name))
+        .map(|rec| rec.archives.into_iter().map(|a| a.sha256).collect())
+        .unwrap_or_default();
     delete(home, name)?;
-    Ok(Some(Ok(())))
+    // Reaped, not uninstalled to be installed again: its kept record goes with it.
+    crate::record::forget_kept(&home.toolchains(), name);
+    Ok(Some(Ok(archives)))
 }
 
 /// Before `name` is installed again (under its toolchain lock): a retired copy nothing uses

@@ -55,6 +55,7 @@ pub fn stale(
         Some(mut refusal) => {
             if refusal.cmake {
                 refusal.source_dir = stale::find::source_dir(&refusal.dir);
+                refusal.generator = stale::find::generator(&refusal.dir);
             }
             Err(ProxyError::Stale(Box::new(refusal)))
         }

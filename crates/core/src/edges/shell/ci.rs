@@ -110,12 +110,23 @@ pub fn github(vars: &[Change]) -> Result<GithubFiles, CiError> {
     Ok(files)
 }
 
+/// Whether a Dockerfile leaves `name` out: what depends on the machine or the user the
+/// image runs on, not on the image. `CONDA_OVERRIDE_CUDA` is set only where no driver is
+/// seen, as during a build, but the image runs with one; the per-user JIT dirs
+/// (`TORCH_EXTENSIONS_DIR`, the kernel caches) would be the building user's (root's), where
+/// each tool's own default follows the running user.
+pub fn not_for_images(name: &str) -> bool {
+    name == crate::context::vars::CONDA_OVERRIDE_CUDA
+        || crate::edges::module_export::user_dir(name, "").is_some()
+}
+
 /// Dockerfile `ENV` lines, values in double quotes. A list that only grew at the front is
 /// written as `added:${NAME}`, so what the base image or the container runtime put there
 /// (the NVIDIA Container Toolkit's driver directories) stays. An unset variable is set empty.
+/// What [`not_for_images`] names is left out.
 pub fn dockerfile(vars: &[Change]) -> Result<String, CiError> {
     let mut out = String::new();
-    for &(name, before, after) in vars {
+    for &(name, before, after) in vars.iter().filter(|(n, _, _)| !not_for_images(n)) {
         plain_name(name, DOCKERFILE)?;
         let bad = |why| CiError::BadValue {
             name: name.to_string(),

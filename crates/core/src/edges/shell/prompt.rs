@@ -72,8 +72,10 @@ pub fn render(step: &Step, shell: Shell) -> Vec<u8> {
         .bytes
 }
 /// The variables a prompt's result depends on, besides the directory and the files.
-const WATCHED_VARS: [&str; 8] = [
+const WATCHED_VARS: [&str; 9] = [
     vars::GPUENV_TOOLCHAIN,
+    // The PyTorch index mirror: UV_INDEX and PIP_EXTRA_INDEX_URL follow an export at once.
+    vars::GPUENV_TORCH_INDEX_URL,
     vars::VIRTUAL_ENV,
     vars::CONDA_PREFIX,
     vars::GPUENV_HOME,

@@ -74,6 +74,8 @@ pub enum CudaArchError {
     Range,
     #[error("{} targets start at {}.{}", .0.kind(), .0.first_arch().0, .0.first_arch().1)]
     NoSuchSuffix(Suffix),
+    #[error("it is several archs in one (TORCH_CUDA_ARCH_LIST's `;` or a space): name each on its own, as in `--arch {0}` or cuda-arch = [\"{list}\"]", list = .0.replace(',', "\", \""))]
+    Joined(String),
 }
 
 impl CudaArch {
@@ -120,6 +122,10 @@ impl CudaArch {
     /// An entry of `TORCH_CUDA_ARCH_LIST` and of `cuda-arch`: `8.6`, `9.0a`, `10.0f`,
     /// `9.0+PTX`. PyTorch is case-sensitive about `+PTX`, and so is this.
     pub fn parse(text: &str) -> Result<CudaArch, CudaArchError> {
+        let parts: Vec<&str> = text.split([';', ' ']).filter(|p| !p.is_empty()).collect();
+        if parts.len() > 1 && parts.iter().all(|p| CudaArch::parse(p).is_ok()) {
+            return Err(CudaArchError::Joined(parts.join(",")));
+        }
         let (base, ptx) = match text.strip_suffix("+PTX") {
             Some(base) => (base, true),
             None => (text, false),
@@ -302,7 +308,7 @@ mod tests {
             ("-8.6", Form),
             ("8.6 ", Form),
             ("8,6", Form),
-            ("8.6;9.0", Form),
+            ("8.6;9.0", Joined("8.6,9.0".into())),
             ("Ampere", Form),
             ("٨.٦", Form),
             ("9.0af", TwoSuffixes),

@@ -93,6 +93,15 @@ pub fn source_dir(dir: &Path) -> Option<PathBuf> {
     source.is_absolute().then_some(source)
 }
 
+/// The generator a CMake tree was configured with (`CMAKE_GENERATOR`: `Ninja`, `Unix
+/// Makefiles`): a fresh configure must keep it, or the build tool the user runs next finds
+/// the other generator's files.
+pub fn generator(dir: &Path) -> Option<String> {
+    let cache = build_files::cmake_cache(&read_head(&dir.join(CMAKE_CACHE), Kind::CMakeCache)?);
+    let generator = cache.get("CMAKE_GENERATOR")?.value.clone();
+    (!generator.is_empty() && !generator.contains(['\n', '\r'])).then_some(generator)
+}
+
 /// The evidence `keys` give, in their order; false and empty values say nothing.
 fn pick(file: &Path, settings: &Settings, keys: &[(&str, What)]) -> Vec<Evidence> {
     keys.iter()

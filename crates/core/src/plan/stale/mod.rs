@@ -121,6 +121,8 @@ pub struct StaleBuild {
     /// refused ([`find::source_dir`]): the hint's `cmake --fresh` needs `-S`, or run from the
     /// project root it configures the wrong tree.
     pub source_dir: Option<PathBuf>,
+    /// A CMake tree's generator ([`find::generator`]), kept by the hint's `cmake --fresh`.
+    pub generator: Option<String>,
 }
 
 impl Diagnostic for StaleBuild {
@@ -128,8 +130,13 @@ impl Diagnostic for StaleBuild {
         let dir = shell_word(&self.dir);
         let mut hints = vec![
             if let (true, Some(source)) = (self.cmake, &self.source_dir) {
+                let generator = self
+                    .generator
+                    .as_ref()
+                    .map(|g| format!(" -G {}", shell_word(Path::new(g))))
+                    .unwrap_or_default();
                 format!(
-                "configure it afresh for {}: `cmake --fresh -S {} -B {dir}` (with your other options), or `rm -rf {dir}` and configure again",
+                "configure it afresh for {}: `cmake --fresh -S {} -B {dir}{generator}` (with your other options), or `rm -rf {dir}` and configure again",
                 self.active.name,
                 shell_word(source)
             )
@@ -285,6 +292,7 @@ pub fn compare(
             .components()
             .any(|c| c.as_os_str() == "CMakeFiles" || c.as_os_str() == find::CMAKE_CACHE),
         source_dir: None,
+        generator: None,
     })
 }
 

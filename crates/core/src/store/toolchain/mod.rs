@@ -145,6 +145,10 @@ impl FromStr for Spec {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let shape = || NameError::Shape(s.to_string());
         let (kind, rest) = s.split_once('-').ok_or_else(shape)?;
+        // `--source`, `-x`: an option where a spec goes, named whole.
+        if kind.is_empty() {
+            return Err(shape());
+        }
         let kind: Kind = kind.parse()?;
         let (version, label) = match rest.split_once('-') {
             Some((v, l)) => (v, Some(l)),

@@ -241,6 +241,11 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
                 continue;
             }
         };
+        // Every upstream in use, wherever it was named (this registry is never saved): what
+        // a store says about a toolchain it no longer has is read from there.
+        if !layered.registry.upstreams.contains(&root) {
+            layered.registry.upstreams.push(root.clone());
+        }
         let views: Arc<Path> = upstream.views().into();
         let mut theirs = registry.toolchains;
         theirs.retain(|name, _| !layered.registry.toolchains.contains_key(name));
