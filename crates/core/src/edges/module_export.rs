@@ -135,7 +135,7 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change, home: &Path) -> Strin
                     out += &format!("prepend_path({}, {})\n", lua(k), lua(&text(e)));
                 }
             }
-            Op::Remove(..) | Op::Clear(..) => {}
+            Op::Remove(..) | Op::Clear(..) | Op::Unless(..) => {}
         }
     }
     out
@@ -171,7 +171,7 @@ fn render_tcl(name: &str, entry: &Entry, change: &Change, home: &Path) -> String
                     out += &format!("prepend-path {} {}\n", tcl(k), tcl(&text(e)));
                 }
             }
-            Op::Remove(..) | Op::Clear(..) => {}
+            Op::Remove(..) | Op::Clear(..) | Op::Unless(..) => {}
         }
     }
     out

@@ -24,6 +24,9 @@ pub enum Op {
     /// Unset, if the variable holds a value gpuenv set (one under the directory given); a
     /// value of the user's stays.
     Clear(String, PathBuf),
+    /// Set, unless the variable holds a value (not empty): a number such as `MAX_JOBS`,
+    /// where any value there is the user's.
+    Unless(String, OsString),
 }
 
 /// How a change reads the current value of a variable.
@@ -65,7 +68,8 @@ impl Change {
                 | Op::Prepend(k, _)
                 | Op::Remove(k, _)
                 | Op::Default(k, _, _)
-                | Op::Clear(k, _) => k,
+                | Op::Clear(k, _)
+                | Op::Unless(k, _) => k,
             };
             let before = applied
                 .before
@@ -91,6 +95,10 @@ impl Change {
                     _ => Some(v.clone()),
                 },
                 Op::Clear(_, ours) => value.filter(|v| !is_ours(v, ours)),
+                Op::Unless(_, v) => match value {
+                    Some(user) if !user.is_empty() => Some(user),
+                    _ => Some(v.clone()),
+                },
             };
             applied.after.insert(key.clone(), new);
         }
