@@ -92,7 +92,10 @@ fn add_missing_archs(sb: &Sandbox, file: &Path) {
 fn last_line(path: &Path) -> String {
     let text = fs::read_to_string(path).unwrap();
     let line = text.lines().last().unwrap();
-    match line.strip_prefix("--threads ").and_then(|r| r.split_once(' ')) {
+    match line
+        .strip_prefix("--threads ")
+        .and_then(|r| r.split_once(' '))
+    {
         Some((n, rest)) if n.parse::<u32>().is_ok() => rest.to_string(),
         _ => line.to_string(),
     }
