@@ -116,8 +116,14 @@ env -0 > "$OUT/after"
     for (k, v) in &expected {
         // Per-user state: in the loading user's own home, never in the exporting store. And
         // what depends on the machine the module is loaded on (a driver seen or not there),
-        // which a module file shared by every node cannot say.
-        if PER_USER.iter().any(|(var, _)| var == k) || k == "CONDA_OVERRIDE_CUDA" {
+        // which a module file shared by every node cannot say: nor its cores and memory,
+        // which size a build's jobs.
+        if PER_USER.iter().any(|(var, _)| var == k)
+            || matches!(
+                k.as_str(),
+                "CONDA_OVERRIDE_CUDA" | "MAX_JOBS" | "CMAKE_BUILD_PARALLEL_LEVEL"
+            )
+        {
             continue;
         }
         assert_eq!(loaded.get(k), v.as_ref(), "{format}: {k} after module load");

@@ -199,7 +199,7 @@ pub fn drop_archives(
     toolchains: &Path,
     archives: &[String],
     waiting: &dyn Fn(&str),
-) -> anyhow::Result<Pruned> {
+) -> crate::error::Result<Pruned> {
     let mut pruned = Pruned::default();
     let keys: Vec<String> = archives
         .iter()

@@ -7,7 +7,10 @@ use serde_json::json;
 use gpuenv_core::build_cache;
 use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Diagnostic;
+use gpuenv_core::plan::build_jobs::{self, Chosen, ThreadInputs, Threads};
+use gpuenv_core::plan::resolve::ActiveSet;
 use gpuenv_core::project::{self, ArchPolicy, PinValue, ProjectFile};
+use gpuenv_core::session::{self, Session};
 use gpuenv_core::store::{self, Problem};
 use gpuenv_core::toolchain::{upstream, view};
 use gpuenv_core::ui;
@@ -45,6 +48,7 @@ impl Args {
         )?;
         let cache_program = build_cache::locate(&cache, ctx.var_os(vars::PATH));
         let archs = active.project.as_ref().and_then(archs_shown);
+        let parallel = parallel_shown(ctx, &session, &active);
         // What is missing for the toolchains active here, and the shims they run through.
         let problems: Vec<Problem> = store::health(home, registry)
             .into_iter()
@@ -94,6 +98,13 @@ impl Args {
                     "policy": a.policy.name(),
                     "from": a.from,
                     "held_back": a.held_back.map(ArchPolicy::name),
+                })),
+                "build_jobs": parallel.as_ref().map(|p| json!({
+                    "jobs": p.jobs.value,
+                    "from": p.jobs.from,
+                    "max_jobs": ctx.var(vars::MAX_JOBS),
+                    "cmake_build_parallel_level": ctx.var(vars::CMAKE_BUILD_PARALLEL_LEVEL),
+                    "nvcc_threads": p.threads.as_ref().map(|t| json!({"threads": t.value, "from": t.from})),
                 })),
                 "host_compiler": active.host_compiler.as_ref().map(|c| json!({
                     "compiler": c.compiler(),
@@ -155,6 +166,11 @@ impl Args {
                 a.from,
                 a.policy.effect()
             );
+        }
+        if let Some(p) = &parallel {
+            for line in p.lines(ctx) {
+                println!("{line}");
+            }
         }
         if let Some(choice) = &active.host_compiler {
             println!("host compiler: {choice}");
@@ -275,4 +291,90 @@ fn archs_shown(p: &ProjectFile) -> Option<ArchsShown> {
         from,
         held_back,
     })
+}
+
+/// The parallelism a build here gets: the job count gpuenv sets, and nvcc's `--threads` for a
+/// compile of the pinned archs.
+struct ParallelShown {
+    jobs: Chosen,
+    threads: Option<Chosen>,
+    /// Why nvcc gets no `--threads` from gpuenv, when it gets none.
+    no_threads: Option<String>,
+}
+
+fn parallel_shown(ctx: &Context, session: &Session, active: &ActiveSet) -> Option<ParallelShown> {
+    let jobs = session.build_jobs(active)?;
+    let file = active.project.as_ref();
+    let mut threads = None;
+    let mut no_threads = None;
+    let pins = file.map(|f| f.cuda_arch.as_slice()).unwrap_or_default();
+    if active.get(gpuenv_core::toolchain::Kind::Cuda).is_some() {
+        // What the proxy decides for `nvcc -c x.cu` with the pinned archs and this shell's
+        // variables (gpuenv's MAX_JOBS where the shell has none yet).
+        let mut args: Vec<std::ffi::OsString> = vec!["-c".into(), "x.cu".into()];
+        for code in pins.iter().flat_map(|a| a.gencode()) {
+            args.push("-gencode".into());
+            args.push(code.into());
+        }
+        let site = upstream::site_build(ctx);
+        let max_jobs = jobs.value.to_string();
+        let inputs = ThreadInputs {
+            nvcc_flags: [
+                ctx.var(vars::NVCC_PREPEND_FLAGS),
+                ctx.var(vars::NVCC_APPEND_FLAGS),
+            ],
+            nvcc_threads: ctx.var_nonempty(vars::NVCC_THREADS),
+            max_jobs: Some(ctx.var_nonempty(vars::MAX_JOBS).unwrap_or(&max_jobs)),
+            file,
+            mine: &session.registry().build,
+            site: &site,
+        };
+        match build_jobs::threads(&args, &inputs, || session::machine(ctx)) {
+            Threads::Add(t) => threads = Some(t),
+            Threads::Given(by) => no_threads = Some(format!("--threads is given in {by}")),
+            Threads::One if pins.len() < 2 => {
+                no_threads = Some("fewer than two pinned archs".into())
+            }
+            Threads::One => no_threads = Some("no room for more than one target at once".into()),
+        }
+    }
+    Some(ParallelShown {
+        jobs,
+        threads,
+        no_threads,
+    })
+}
+
+impl ParallelShown {
+    fn lines(&self, ctx: &Context) -> Vec<String> {
+        let mut out = Vec::new();
+        let ours = self.jobs.value.to_string();
+        for var in [vars::MAX_JOBS, vars::CMAKE_BUILD_PARALLEL_LEVEL] {
+            match ctx.var_nonempty(var) {
+                Some(v) if v != ours => out.push(format!(
+                    "build jobs: {var}={v} is yours and stays (gpuenv's would be {ours}: {})",
+                    self.jobs.from
+                )),
+                _ => {}
+            }
+        }
+        if out.len() < 2 {
+            out.insert(
+                0,
+                format!(
+                    "build jobs: {ours} (MAX_JOBS, CMAKE_BUILD_PARALLEL_LEVEL where unset): {}",
+                    self.jobs.from
+                ),
+            );
+        }
+        match (&self.threads, &self.no_threads) {
+            (Some(t), _) => out.push(format!(
+                "nvcc threads: --threads {} for a compile of several archs: {}",
+                t.value, t.from
+            )),
+            (None, Some(why)) => out.push(format!("nvcc threads: none added ({why})")),
+            (None, None) => {}
+        }
+        out
+    }
 }

@@ -153,6 +153,7 @@ pub fn follow_pin(facts: &Facts, active: &ActiveSet, cwd: &Path, release: (u64, 
         UserFile {
             path: &path,
             within: &within,
+            scope: "the project",
             kind: outside::Kind::Pyproject,
         },
         user_file::Check::TOML,

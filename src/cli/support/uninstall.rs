@@ -155,6 +155,7 @@ fn drop_archives(ctx: &Context, home: &Home, archives: &[String]) {
             ui::info(format!("waiting for an install using {what}"))
         })
         .map(|pruned| (cache, pruned))
+        .map_err(anyhow::Error::from)
     });
     match dropped {
         Ok((cache, pruned)) if pruned.freed.files > 0 => ui::info(format!(

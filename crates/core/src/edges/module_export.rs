@@ -161,7 +161,7 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change, home: &Path) -> Strin
             Op::PrependWord(k, w, _) => {
                 out += &format!("prepend_path({}, {}, \" \")\n", lua(k), lua(&text(w)))
             }
-            Op::Remove(..) | Op::Clear(..) => {}
+            Op::Remove(..) | Op::Clear(..) | Op::Unless(..) => {}
         }
     }
     out
@@ -201,7 +201,7 @@ fn render_tcl(name: &str, entry: &Entry, change: &Change, home: &Path) -> String
             Op::PrependWord(k, w, _) => {
                 out += &format!("prepend-path -d {{ }} {} {}\n", tcl(k), tcl(&text(w)))
             }
-            Op::Remove(..) | Op::Clear(..) => {}
+            Op::Remove(..) | Op::Clear(..) | Op::Unless(..) => {}
         }
     }
     out

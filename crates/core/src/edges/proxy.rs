@@ -167,7 +167,11 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
         Some(Tool::Active(toolchain, real)) => (toolchain.clone(), real),
         // The distribution's own program, as it was before gpuenv: nothing chose a
         // toolchain of its kind here, so its environment is not gpuenv's to set.
-        Some(Tool::System { program, .. }) => return Ok(call.exec(program, [])),
+        Some(Tool::System { program, .. }) => {
+            let program = program.clone();
+            keep(session, found);
+            return Ok(call.exec(program, []));
+        }
         None => return Err(no_tool(&call.tool, &found.active, ctx)),
     };
     if same_file(&real, self_exe) {
@@ -182,10 +186,18 @@ pub fn plan(argv: Vec<OsString>, ctx: &Context, self_exe: &Path) -> Result<Exec,
     }
     let applied = session.applied(&found.active, Purpose::Proxy)?;
     let exec = call.exec(real, applied.after);
-    if compiling {
-        return through_cache(exec, ctx, found.mine(&session), &found.active);
-    }
+    let exec = match compiling {
+        true => through_cache(exec, ctx, found.mine(&session), &found.active)?,
+        false => exec,
+    };
+    keep(session, found);
     Ok(exec)
+}
+
+/// The tool replaces this process next: what was read for it is not freed one allocation at
+/// a time (with a site store's hundreds of toolchains that cost about a tenth of a call).
+fn keep(session: Session, found: Found) {
+    std::mem::forget((session, found));
 }
 
 /// The active set a call runs with, and whose settings and trust apply to it.
@@ -296,8 +308,50 @@ fn before_compiling(
     let args = std::mem::take(&mut call.args);
     let args = compiler_args(ctx, session, kind, &mut found.active, args)?;
     let file = found.active.project.as_ref();
-    call.args = archs::reach(ctx, &call.tool, kind, file, args);
+    let args = archs::reach(ctx, &call.tool, kind, file, args);
+    call.args = match kind {
+        Kind::Cuda => with_threads(ctx, found, session, args),
+        Kind::Rocm => args,
+    };
     Ok(())
+}
+
+/// nvcc's `--threads` for a compile of several target archs (its arch flags final), unless
+/// the user gave one (`build_jobs::threads` has the order).
+fn with_threads(
+    ctx: &Context,
+    found: &Found,
+    session: &Session,
+    mut args: Vec<OsString>,
+) -> Vec<OsString> {
+    use crate::plan::build_jobs::{self, ThreadInputs, Threads};
+    let several = build_jobs::call_targets(&args).is_some_and(|n| n > 1);
+    if !several || !crate::facts::arch::compiles_device_code(true, &args) {
+        return args;
+    }
+    let site = upstream::site_build(ctx);
+    let inputs = ThreadInputs {
+        nvcc_flags: [
+            ctx.var(vars::NVCC_PREPEND_FLAGS),
+            ctx.var(vars::NVCC_APPEND_FLAGS),
+        ],
+        nvcc_threads: ctx.var_nonempty(vars::NVCC_THREADS),
+        max_jobs: ctx.var_nonempty(vars::MAX_JOBS),
+        file: found.active.project.as_ref(),
+        mine: &found.mine(session).build,
+        site: &site,
+    };
+    if let Threads::Add(chosen) =
+        build_jobs::threads(&args, &inputs, || crate::edges::session::machine(ctx))
+    {
+        ui::verbose(format!(
+            "nvcc: --threads {} ({})",
+            chosen.value, chosen.from
+        ));
+        args.insert(0, chosen.value.to_string().into());
+        args.insert(0, "--threads".into());
+    }
+    args
 }
 
 /// The user's own registry, when `home` (a view's) is not the user's home: an upstream's

@@ -19,7 +19,7 @@ use crate::plan::guard;
 use crate::plan::host_compiler::cache::CachedProbe;
 use crate::plan::module;
 use crate::plan::resolve::{self, ActiveSet, Request, ResolveError};
-use crate::plan::{jit, runtime};
+use crate::plan::{build_jobs, jit, runtime};
 use crate::project::trust;
 use crate::store::home::Home;
 use crate::store::locate::NoHome;
@@ -277,6 +277,13 @@ impl<'c> Session<'c> {
             shims_off = self.for_run_time(active, &mut change);
             self.for_conda(active, &mut change);
             self.for_compat(active, &mut change);
+            if let Some(jobs) = self.build_jobs(active) {
+                // A user's own value stays: any value there is theirs.
+                let n: OsString = jobs.value.to_string().into();
+                for var in [vars::MAX_JOBS, vars::CMAKE_BUILD_PARALLEL_LEVEL] {
+                    change.ops.push(Op::Unless(var.into(), n.clone()));
+                }
+            }
         }
         // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
         if purpose == Purpose::Hook && !change.ops.is_empty() && !shims_off {
@@ -313,13 +320,13 @@ impl<'c> Session<'c> {
         let Some(driver) = crate::facts::driver::read_proc_version(&self.ctx.system_root()) else {
             return;
         };
-        let stale: std::collections::BTreeSet<std::path::PathBuf> = compat
+        let stale: std::collections::BTreeSet<std::ffi::OsString> = compat
             .into_iter()
             .filter(|dir| {
                 crate::facts::compat_note::for_dir(std::path::Path::new(dir), &driver)
                     .is_some_and(|(_, d)| !d.use_compat)
             })
-            .map(std::path::PathBuf::from)
+            .cloned()
             .collect();
         if !stale.is_empty() {
             change.ops.push(Op::Remove(
@@ -330,6 +337,33 @@ impl<'c> Session<'c> {
                 },
             ));
         }
+    }
+
+    /// The job count a build here runs with where the user sets none (`MAX_JOBS`,
+    /// `CMAKE_BUILD_PARALLEL_LEVEL`): `None` when no toolchain is active, or the machine's
+    /// memory cannot be read and nothing sets it.
+    pub fn build_jobs(&self, active: &ActiveSet) -> Option<build_jobs::Chosen> {
+        if active.toolchains.is_empty() {
+            return None;
+        }
+        let file = active.project.as_ref();
+        let targets = file.map_or(1, |f| {
+            build_jobs::pinned_targets(&f.cuda_arch).max(f.rocm_arch.len() as u32)
+        });
+        let site = upstream::site_build(self.ctx);
+        let machine = self.machine();
+        build_jobs::jobs(
+            machine.as_ref(),
+            targets,
+            file,
+            &self.registry().build,
+            &site,
+        )
+    }
+
+    /// This machine as a build sees it (see [`build_jobs::Machine`]).
+    pub fn machine(&self) -> Option<build_jobs::Machine> {
+        machine(self.ctx)
     }
 
     /// conda and pixi refuse CUDA packages where they see no `__cuda` virtual package (CI
@@ -433,6 +467,12 @@ impl<'c> Session<'c> {
         let change = self.environment(active, purpose)?;
         Ok(change.apply(&|k| self.ctx.var_os(k).map(ToOwned::to_owned)))
     }
+}
+
+/// The cores this process may use and the memory under `ctx`'s system root.
+pub fn machine(ctx: &Context) -> Option<build_jobs::Machine> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    build_jobs::Machine::read(&ctx.system_root(), u32::try_from(cores).unwrap_or(u32::MAX))
 }
 
 /// This process's user, for the owner rules on other homes.

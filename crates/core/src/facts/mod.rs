@@ -13,6 +13,7 @@
 pub mod arch;
 pub mod build_cache;
 pub mod build_files;
+pub mod build_jobs;
 pub mod compat_note;
 pub mod copies;
 pub mod driver;

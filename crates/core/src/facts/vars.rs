@@ -82,7 +82,7 @@ registry! {
         GPUENV_PROBE_TIMEOUT: Read, "every command, the proxy, the shell hook", "Seconds a program gpuenv asks something (`g++ --version`, `nvidia-smi`) may take before it is stopped (default 10).";
         GPUENV_LOG: Read, "every command, the proxy", "How much to say: `quiet`, `info` (default) or `verbose`; `-q` and `-v` win over it.";
         NO_COLOR: Read, "every command (through anstream)", "Set and not empty: no colour, even on a terminal.";
-        GPUENV_DOCTOR_ROOT: Read, "`doctor`", "The root under which `doctor` reads `/proc`, `/dev` and `/.dockerenv` (default `/`).";
+        GPUENV_DOCTOR_ROOT: Read, "`doctor`, the build job count", "The root under which `doctor` reads `/proc`, `/dev` and `/.dockerenv`, and the build job count reads `/proc/meminfo` and the cgroup's `memory.max` (default `/`).";
         GPUENV_SHELL: Both, "the hook scripts; `gpuenv use`", "The shell the hook runs in: `gpuenv use` prints that shell's code.";
         GPUENV_SHIM_DEPTH: Both, "the proxy", "How many gpuenv proxies are running in a chain; the proxy stops at 3.";
         __GPUENV_STATE: Both, "the shell hook", "What the hook changed (each variable's value before and after) and what its result depended on.";
@@ -147,6 +147,11 @@ registry! {
         PYTORCH_ROCM_ARCH: Both, "the env plan; `doctor`", "The `rocm-arch` pin, `;`-separated.";
         GPU_TARGETS: Set, "the env plan", "The `rocm-arch` pin, for CMake's HIP builds.";
         HCC_AMDGPU_TARGET: Set, "the env plan", "The `rocm-arch` pin, comma-separated, for the hipcc of ROCm 5.x and older.";
+    }
+    "Build parallelism" {
+        MAX_JOBS: Both, "the env plan, the proxy, `show`", "Compile jobs a build runs at once (torch's `cpp_extension`, many `setup.py`s): set from the cores and the memory per job for the pinned archs where the user has not set it; a user's value stays and sizes the proxy's `--threads`.";
+        CMAKE_BUILD_PARALLEL_LEVEL: Both, "the env plan, `show`", "CMake's default `--build --parallel` jobs: the same count as `MAX_JOBS`, where the user has not set it.";
+        NVCC_THREADS: Read, "the proxy, `show`", "Target archs one nvcc compiles at once: the proxy passes `--threads` with it to a multi-arch compile whose command line has no `--threads`/`-t`.";
     }
     "Read to decide, never set" {
         CONDA_PREFIX: Read, "`discover`, the torch guard", "The active conda environment: searched for toolkits, for torch and for NVIDIA's CUDA wheels.";

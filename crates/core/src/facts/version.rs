@@ -80,11 +80,28 @@ impl FromStr for Version {
     type Err = VersionError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let parts: Result<Vec<u64>, _> = s.split('.').map(|p| p.parse::<u64>()).collect();
-        match parts {
-            Ok(parts) if !parts.is_empty() && !s.starts_with('+') => Ok(Version { parts }),
-            _ => Err(VersionError(s.to_string())),
+        // Byte by byte: every call of the proxy reads a version per registered toolchain
+        // (a site store has hundreds), and `split('.')` + `parse` cost several times this.
+        let bad = || VersionError(s.to_string());
+        let mut parts = Vec::with_capacity(4);
+        let mut part: Option<u64> = None;
+        for b in s.bytes() {
+            match b {
+                b'0'..=b'9' => {
+                    let d = u64::from(b - b'0');
+                    let n = part.unwrap_or(0);
+                    part = Some(
+                        n.checked_mul(10)
+                            .and_then(|n| n.checked_add(d))
+                            .ok_or_else(bad)?,
+                    );
+                }
+                b'.' => parts.push(part.take().ok_or_else(bad)?),
+                _ => return Err(bad()),
+            }
         }
+        parts.push(part.ok_or_else(bad)?);
+        Ok(Version { parts })
     }
 }
 

@@ -215,6 +215,7 @@ mod tests {
         let site = BuildSettings {
             cache: Some(BuildCache::Ccache),
             shared: Some("file:///shared/ccache".to_string().try_into().unwrap()),
+            ..Default::default()
         };
         let mut registry = Registry::default();
         let choice = choose(None, None, &registry, &site).unwrap();

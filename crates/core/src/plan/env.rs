@@ -17,7 +17,7 @@ mod change;
 mod foreign;
 
 pub use change::{Applied, Change, Lookup, Op};
-pub use foreign::{is_well_known, Foreign};
+pub use foreign::{is_well_known, key as foreign_key, Foreign};
 
 /// The path-list variables gpuenv edits.
 pub use crate::facts::vars::PATH_LISTS;
@@ -75,7 +75,7 @@ pub fn plan(
             roots: Arc::new(
                 of_kind()
                     .filter(|(_, e)| e.system.is_none())
-                    .map(|(_, e)| e.root.clone())
+                    .map(|(_, e)| foreign::key(&e.root))
                     .collect(),
             ),
             kinds: kinds.clone(),

@@ -4,6 +4,7 @@
 
 pub mod auto_install;
 pub mod build_cache;
+pub mod build_jobs;
 pub mod env;
 pub mod exec;
 pub mod guard;

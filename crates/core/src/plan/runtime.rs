@@ -123,7 +123,7 @@ pub fn without_shims(shims: PathBuf) -> Op {
     Op::Remove(
         vars::PATH.into(),
         Foreign {
-            dirs: std::sync::Arc::new([shims].into_iter().collect()),
+            dirs: std::sync::Arc::new([super::env::foreign_key(&shims)].into_iter().collect()),
             ..Foreign::default()
         },
     )

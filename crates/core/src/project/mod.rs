@@ -136,6 +136,10 @@ pub struct ProjectFile {
     build_cache: Option<(BuildCache, Location)>,
     /// `[build] archs`, and where it is written.
     build_archs: Option<(ArchPolicy, Location)>,
+    /// `[build] jobs`: compile jobs at once (`MAX_JOBS`), and where it is written.
+    pub build_jobs: Option<(u32, Location)>,
+    /// `[build] nvcc-threads`: target archs one nvcc compiles at once, and where.
+    pub nvcc_threads: Option<(u32, Location)>,
     /// `host-compiler = "g++-11"`: the command or path nvcc gets as its host compiler.
     host_compiler: Option<(String, Location)>,
     env: BTreeMap<String, String>,

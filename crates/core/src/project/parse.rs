@@ -33,9 +33,12 @@ struct RawFile {
     deny_unknown_fields,
     expecting = "a [build] table, such as `[build]` then `cache = \"ccache\"`"
 )]
+#[serde(rename_all = "kebab-case")]
 struct RawBuild {
     cache: Option<Spanned<String>>,
     archs: Option<Spanned<String>>,
+    jobs: Option<Spanned<i64>>,
+    nvcc_threads: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -160,15 +163,37 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         torch_index,
         build_cache: None,
         build_archs: None,
+        build_jobs: None,
+        nvcc_threads: None,
         host_compiler: None,
         env: BTreeMap::new(),
         text: text.to_string(),
         trusted: false,
     };
-    let (cache, archs) = match raw.build {
-        Some(b) => (b.cache, b.archs),
-        None => (None, None),
+    let (cache, archs, jobs, threads) = match raw.build {
+        Some(b) => (b.cache, b.archs, b.jobs, b.nvcc_threads),
+        None => (None, None, None, None),
     };
+    for (value, key, slot) in [
+        (jobs, "jobs", &mut file.build_jobs),
+        (threads, "nvcc-threads", &mut file.nvcc_threads),
+    ] {
+        let Some(value) = value else { continue };
+        let start = value.span().start;
+        let max = crate::facts::build_jobs::MAX_PARALLEL;
+        match u32::try_from(*value.get_ref()) {
+            Ok(n) if (1..=max).contains(&n) => *slot = Some((n, at(start))),
+            _ => {
+                return Err(invalid(
+                    start,
+                    format!(
+                        "[build] {key} = {}: a count from 1 to {max}",
+                        value.get_ref()
+                    ),
+                ))
+            }
+        }
+    }
     if let Some(archs) = archs {
         let start = archs.span().start;
         let value = match archs.get_ref().as_str() {

@@ -103,6 +103,10 @@ impl Home {
     pub fn host_compilers(&self) -> PathBuf {
         self.root.join("cache/host-compilers")
     }
+    /// Each `python3`'s remembered `sys.path` (`plan::guard::sys_path_cache`).
+    pub fn python_paths(&self) -> PathBuf {
+        self.root.join("cache/python-paths")
+    }
     /// Compact copies of settings files, the own and the upstreams' (`registry_cache`).
     pub fn registry_cache(&self) -> PathBuf {
         self.root.join("cache/registry")

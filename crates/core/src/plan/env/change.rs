@@ -28,6 +28,9 @@ pub enum Op {
     /// keeping the user's words after it in their order: a word equal to it, or starting
     /// with the prefix given (`pytorch=`, gpuenv's own index name), is dropped from theirs.
     PrependWord(String, OsString, Option<OsString>),
+    /// Set, unless the variable holds a value (not empty): a number such as `MAX_JOBS`,
+    /// where any value there is the user's.
+    Unless(String, OsString),
 }
 
 /// How a change reads the current value of a variable.
@@ -71,6 +74,7 @@ impl Change {
                 | Op::Default(k, _, _)
                 | Op::Clear(k, _)
                 | Op::PrependWord(k, _, _) => k,
+                Op::Unless(k, _) => k,
             };
             let before = applied
                 .before
@@ -99,6 +103,10 @@ impl Change {
                 Op::PrependWord(_, word, replaces) => {
                     Some(prepend_word(value.as_deref(), word, replaces.as_deref()))
                 }
+                Op::Unless(_, v) => match value {
+                    Some(user) if !user.is_empty() => Some(user),
+                    _ => Some(v.clone()),
+                },
             };
             applied.after.insert(key.clone(), new);
         }

@@ -2,7 +2,7 @@
 //! removes.
 
 use std::collections::BTreeSet;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,11 +16,13 @@ pub struct Foreign {
     /// Sets, so an entry is looked up by its ancestors: a site store's hundreds of
     /// toolchains cost each PATH entry a few lookups, not a comparison with each. Shared by
     /// the path lists of one change, not copied into each.
-    pub dirs: Arc<BTreeSet<PathBuf>>,
+    /// Kept as bytes ([`key`]), compared as bytes: ordering hundreds of `PathBuf`s
+    /// component by component was most of what planning an environment cost at site scale.
+    pub dirs: Arc<BTreeSet<OsString>>,
     /// Registered roots: foreign unless the root is a shared prefix (`/usr`, a conda
     /// environment). That costs a stat, so it is asked only of a root an entry is under,
     /// not of every registered one on every call.
-    pub roots: Arc<BTreeSet<PathBuf>>,
+    pub roots: Arc<BTreeSet<OsString>>,
     /// Views: `<views>/<name>` for one of these `views/` directories (the home's and the
     /// upstreams') and a registered name. Names, not hundreds of joined paths to order.
     pub views: Arc<(Vec<PathBuf>, BTreeSet<String>)>,
@@ -32,7 +34,7 @@ impl Foreign {
         // The driver's and forward compatibility's directories are nobody's toolkit: only one
         // named exactly (a compat dir this driver cannot use, `Session::for_compat`) goes.
         if crate::facts::driver_dirs::is_driver_dir(entry) {
-            return self.dirs.contains(Path::new(entry));
+            return self.dirs.contains(entry);
         }
         let (view_dirs, names) = &*self.views;
         let view = |a: &Path| {
@@ -42,12 +44,30 @@ impl Foreign {
                 && a.parent().is_some_and(|p| view_dirs.iter().any(|d| d == p))
         };
         let registered = |a: &Path| {
-            self.dirs.contains(a)
+            self.dirs.contains(a.as_os_str())
                 || view(a)
-                || self.roots.contains(a) && !crate::store::toolchain::is_shared_prefix(a)
+                || self.roots.contains(a.as_os_str())
+                    && !crate::store::toolchain::is_shared_prefix(a)
         };
-        !entry.is_empty() && Path::new(entry).ancestors().any(registered)
+        !entry.is_empty()
+            && Path::new(&key(Path::new(entry)))
+                .ancestors()
+                .any(registered)
             || self.kinds.iter().any(|k| is_well_known(*k, entry))
+    }
+}
+
+/// `path` as the sets hold it: as written, unless it has an empty or `.` component or a
+/// trailing `/`, which comparing by components ignores: then rebuilt from its components.
+pub fn key(path: &Path) -> OsString {
+    let b = path.as_os_str().as_bytes();
+    let odd = b.windows(2).any(|w| w == b"//")
+        || b.windows(3).any(|w| w == b"/./")
+        || b.ends_with(b"/.")
+        || (b.len() > 1 && b.ends_with(b"/"));
+    match odd {
+        true => path.components().collect::<PathBuf>().into_os_string(),
+        false => path.as_os_str().to_owned(),
     }
 }
 
@@ -114,7 +134,7 @@ mod tests {
                 vec!["/home/u/gpuenv/views".into(), "/site/gpuenv/views".into()],
                 names,
             )),
-            roots: Arc::new(["/opt/cuda-11.8".into()].into()),
+            roots: Arc::new([OsString::from("/opt/cuda-11.8")].into()),
             ..Foreign::default()
         };
         for e in [
@@ -122,6 +142,8 @@ mod tests {
             "/site/gpuenv/views/cuda-12.4/bin",
             "/site/gpuenv/views/cuda-12.4",
             "/opt/cuda-11.8/lib64",
+            "/opt//cuda-11.8/./lib64/",
+            "/opt/cuda-11.8/",
         ] {
             assert!(foreign.matches(e.as_ref()), "{e}");
         }
@@ -140,7 +162,7 @@ mod tests {
     #[test]
     fn driver_and_forward_compat_dirs_are_never_foreign() {
         let foreign = Foreign {
-            roots: Arc::new(["/usr/local/cuda-13.4".into()].into()),
+            roots: Arc::new([OsString::from("/usr/local/cuda-13.4")].into()),
             kinds: vec![Kind::Cuda],
             ..Foreign::default()
         };

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use crate::context::vars;
 use crate::context::Context;
 
-use super::{read_torch, TorchVersion};
+use super::{read_torch, sys_path_cache, TorchVersion};
 use crate::facts::python::site_packages_of_prefix;
+use std::time::SystemTime;
 
 /// Asks a Python interpreter for its `sys.path` (one process; torch is not imported).
 pub fn python_sys_path(
@@ -63,9 +64,25 @@ pub fn locate_torch(ctx: &Context, python: Option<&Path>) -> Result<TorchVersion
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    // Asked once per interpreter and what its answer depends on (`sys_path_cache`).
+    let cache = ctx.own_home().ok().map(|h| h.python_paths());
+    let ask = |python: &Path| -> std::io::Result<Vec<PathBuf>> {
+        if let Some(known) = cache
+            .as_deref()
+            .and_then(|c| sys_path_cache::read(c, python, &envs))
+        {
+            return Ok(known);
+        }
+        let before = sys_path_cache::before(python);
+        let dirs = python_sys_path(python, &envs)?;
+        if let Some(c) = &cache {
+            sys_path_cache::write(c, python, &envs, &before, &dirs, SystemTime::now());
+        }
+        Ok(dirs)
+    };
     let from_python =
         |python: &Path, looked: &mut Vec<String>| -> Result<Option<PathBuf>, LocateError> {
-            let dirs = python_sys_path(python, &envs).map_err(|source| LocateError::SysPath {
+            let dirs = ask(python).map_err(|source| LocateError::SysPath {
                 python: python.to_path_buf(),
                 source,
             })?;

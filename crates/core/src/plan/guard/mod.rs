@@ -11,6 +11,7 @@ use crate::project::{ProjectFile, TorchCheck};
 
 mod locate;
 pub mod matching;
+pub mod sys_path_cache;
 
 use crate::store::toolchain::registry::Registry;
 use crate::store::toolchain::{Kind, Version};

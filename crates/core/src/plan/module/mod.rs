@@ -114,7 +114,8 @@ pub fn count_loaded_as_foreign(change: &mut Change, lmfiles: Option<&str>) {
         let Op::Remove(_, foreign) = op else { continue };
         for r in &loaded.roots {
             if foreign.kinds.contains(&r.kind) && is_toolkit_root(&r.root) {
-                std::sync::Arc::make_mut(&mut foreign.dirs).insert(r.root.clone());
+                std::sync::Arc::make_mut(&mut foreign.dirs)
+                    .insert(crate::plan::env::foreign_key(&r.root));
             }
         }
     }

@@ -413,11 +413,42 @@ pub struct BuildSettings {
     /// A store the cache shares with other machines (see [`SharedStore`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared: Option<SharedStore>,
+    /// Compile jobs a build runs at once (`MAX_JOBS`, `CMAKE_BUILD_PARALLEL_LEVEL`), over
+    /// what gpuenv computes from the cores and memory.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "parallel"
+    )]
+    pub jobs: Option<u32>,
+    /// Target archs one nvcc compiles at once (`--threads`).
+    #[serde(
+        default,
+        rename = "nvcc-threads",
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "parallel"
+    )]
+    pub nvcc_threads: Option<u32>,
+}
+
+/// A job or thread count: 1 to [`MAX_PARALLEL`](crate::facts::build_jobs::MAX_PARALLEL).
+fn parallel<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let n = u32::deserialize(d)?;
+    if n == 0 || n > crate::facts::build_jobs::MAX_PARALLEL {
+        return Err(serde::de::Error::custom(format!(
+            "{n}: a count from 1 to {}",
+            crate::facts::build_jobs::MAX_PARALLEL
+        )));
+    }
+    Ok(Some(n))
 }
 
 impl BuildSettings {
     pub fn is_empty(&self) -> bool {
-        self.cache.is_none() && self.shared.is_none()
+        self.cache.is_none()
+            && self.shared.is_none()
+            && self.jobs.is_none()
+            && self.nvcc_threads.is_none()
     }
 }
 
