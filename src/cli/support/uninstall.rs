@@ -5,7 +5,7 @@ use anyhow::Result;
 
 use crate::cli::support;
 
-use gpuenv_core::context::Context;
+use gpuenv_core::context::{vars, Context};
 use gpuenv_core::home::Home;
 use gpuenv_core::store::{retired, Forget, Store};
 use gpuenv_core::toolchain::registry::{Registry, Source};
@@ -148,8 +148,17 @@ pub fn reap(ctx: &Context, home: &Home, census: &Census, all: bool) {
 }
 
 /// `--reap`: the download cache's archives of the releases it deleted, unless an installed
-/// toolchain still links them, so nothing of a reaped release is left in the store.
+/// toolchain still links them, so nothing of a reaped release is left in the store. Only the
+/// home's own cache: one named by `GPUENV_DOWNLOAD_CACHE` is shared with other homes (that is
+/// what the variable is for), so what it keeps is `gpuenv cache prune`'s to decide.
 fn drop_archives(ctx: &Context, home: &Home, archives: &[String]) {
+    if ctx.var_nonempty(vars::GPUENV_DOWNLOAD_CACHE).is_some() {
+        ui::verbose(format!(
+            "the reaped releases' archives stay in the download cache {} names (shared; `gpuenv cache prune` removes what nothing links)",
+            vars::GPUENV_DOWNLOAD_CACHE
+        ));
+        return;
+    }
     let dropped = super::install_from::cache(ctx, home).and_then(|cache| {
         gpuenv_install::prune::drop_archives(&cache, &home.toolchains(), archives, &|what| {
             ui::info(format!("waiting for an install using {what}"))
