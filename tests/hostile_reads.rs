@@ -528,6 +528,10 @@ fn no_unbounded_read_of_a_file_comes_back() {
             "gpuenv's own copy: O_NOFOLLOW|O_NONBLOCK, owner and size checked on the handle",
         ),
         ("crates/core/src/test_support.rs", "tests only"),
+        (
+            "crates/core/src/facts/compat_note.rs",
+            "a compat libcuda: only its ELF header, section tables (1 MiB cap) and note (64 KiB cap), each checked against the file's size",
+        ),
         ("crates/core/build.rs", "the crate's own data at build time"),
         (
             "crates/install/src/unpack.rs",

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use object::{Object, ObjectSection, SectionKind};
+use std::os::unix::fs::FileExt;
 
 use super::lookup::driver_key;
 
@@ -48,28 +48,43 @@ pub enum NoteError {
     BadJson { path: String, why: String },
 }
 
-/// A compat `libcuda` is at most this large (the real ones are ~100 MB); larger is not read.
-const MAX_LIBCUDA: u64 = 1 << 30;
+/// The most of a section table or section name table read (a libcuda has ~30 sections).
+const MAX_TABLE: u64 = 1 << 20;
+/// The most of the note section read (the real note is a few hundred bytes).
+const MAX_NOTE: u64 = 64 << 10;
 
 /// The note of the library at `path`: `Ok(None)` when it has none (or one of another owner),
-/// as the toolkit treats both.
+/// as the toolkit treats both. Only the ELF header, the section tables and the note are
+/// read, each capped: a compat `libcuda` is ~100 MB and is never read whole.
 pub fn read(path: &Path) -> Result<Option<CompatNote>, NoteError> {
     let shown = || path.display().to_string();
-    let meta = fs_err::metadata(path).map_err(|e| NoteError::Read {
+    let file = fs_err::File::open(path).map_err(|e| NoteError::Read {
         path: shown(),
         source: e,
     })?;
-    if !meta.is_file() || meta.len() > MAX_LIBCUDA {
+    let meta = file.metadata().map_err(|e| NoteError::Read {
+        path: shown(),
+        source: e,
+    })?;
+    if !meta.is_file() {
         return Err(NoteError::NotElf {
             path: shown(),
-            why: "not a regular file of a library's size".into(),
+            why: "not a regular file".into(),
         });
     }
-    let data = fs_err::read(path).map_err(|e| NoteError::Read {
-        path: shown(),
-        source: e,
-    })?;
-    parse(&data).map_err(|e| match e {
+    let at = |offset: u64, len: u64, cap: u64| -> Result<Vec<u8>, ParseError> {
+        if len > cap || offset.checked_add(len).is_none_or(|end| end > meta.len()) {
+            return Err(ParseError::NotElf(format!(
+                "{len} bytes at {offset} are past its end or too many"
+            )));
+        }
+        let mut buf = vec![0u8; len as usize];
+        file.file()
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| ParseError::NotElf(e.to_string()))?;
+        Ok(buf)
+    };
+    parse(at).map_err(|e| match e {
         ParseError::NotElf(why) => NoteError::NotElf { path: shown(), why },
         ParseError::BadJson(why) => NoteError::BadJson { path: shown(), why },
     })
@@ -80,26 +95,78 @@ enum ParseError {
     BadJson(String),
 }
 
-fn parse(data: &[u8]) -> Result<Option<CompatNote>, ParseError> {
-    let file = object::File::parse(data).map_err(|e| ParseError::NotElf(e.to_string()))?;
-    let Some(section) = file
-        .sections()
-        .find(|s| s.name() == Ok(SECTION) && s.kind() == SectionKind::Note)
+/// Reads an unsigned field of `size` bytes at `at` in `b`.
+fn field(b: &[u8], at: usize, size: usize, little: bool) -> Option<u64> {
+    let bytes = b.get(at..at + size)?;
+    let mut v = 0u64;
+    for i in 0..size {
+        let byte = if little {
+            bytes[size - 1 - i]
+        } else {
+            bytes[i]
+        };
+        v = (v << 8) | u64::from(byte);
+    }
+    Some(v)
+}
+
+/// The note, from a reader of `(offset, length, cap)` of the file.
+fn parse(
+    at: impl Fn(u64, u64, u64) -> Result<Vec<u8>, ParseError>,
+) -> Result<Option<CompatNote>, ParseError> {
+    let bad = |why: &str| ParseError::NotElf(why.to_string());
+    let ident = at(0, 64, 64).or_else(|_| at(0, 52, 52))?;
+    if ident.get(..4) != Some(b"\x7fELF".as_slice()) {
+        return Err(bad("no ELF magic"));
+    }
+    let wide = match ident[4] {
+        1 => false,
+        2 => true,
+        _ => return Err(bad("an unknown ELF class")),
+    };
+    let little = match ident[5] {
+        1 => true,
+        2 => false,
+        _ => return Err(bad("an unknown byte order")),
+    };
+    let f =
+        |at: usize, size: usize| field(&ident, at, size, little).ok_or_else(|| bad("short header"));
+    // e_shoff, e_shentsize, e_shnum, e_shstrndx (ELF64 / ELF32 offsets).
+    let (shoff, entsize, shnum, strndx) = if wide {
+        (f(0x28, 8)?, f(0x3A, 2)?, f(0x3C, 2)?, f(0x3E, 2)?)
+    } else {
+        (f(0x20, 4)?, f(0x2E, 2)?, f(0x30, 2)?, f(0x32, 2)?)
+    };
+    let min_entry = if wide { 64 } else { 40 };
+    if shnum == 0 || entsize < min_entry || strndx >= shnum {
+        return Ok(None);
+    }
+    let table = at(shoff, entsize * shnum, MAX_TABLE)?;
+    // sh_name, sh_type, sh_offset, sh_size, sh_addralign of section `i`.
+    let section = |i: u64| -> Option<(u64, u64, u64, u64, u64)> {
+        let base = (i * entsize) as usize;
+        let g = |off: usize, size: usize| field(&table, base + off, size, little);
+        Some(if wide {
+            (g(0, 4)?, g(4, 4)?, g(0x18, 8)?, g(0x20, 8)?, g(0x30, 8)?)
+        } else {
+            (g(0, 4)?, g(4, 4)?, g(0x10, 4)?, g(0x14, 4)?, g(0x20, 4)?)
+        })
+    };
+    let (_, _, str_off, str_size, _) = section(strndx).ok_or_else(|| bad("short section table"))?;
+    let names = at(str_off, str_size, MAX_TABLE)?;
+    let name_of = |off: u64| -> Option<&[u8]> {
+        let rest = names.get(off as usize..)?;
+        Some(&rest[..rest.iter().position(|b| *b == 0)?])
+    };
+    const SHT_NOTE: u64 = 7;
+    let Some((_, _, off, size, align)) = (0..shnum)
+        .filter_map(section)
+        .find(|(name, kind, ..)| *kind == SHT_NOTE && name_of(*name) == Some(SECTION.as_bytes()))
     else {
         return Ok(None);
     };
-    let bytes = section
-        .data()
-        .map_err(|e| ParseError::NotElf(e.to_string()))?;
-    let little = file.is_little_endian();
-    let word = |at: usize| -> Option<usize> {
-        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
-        Some(if little {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        } as usize)
-    };
+    let bytes = at(off, size, MAX_NOTE)?;
+    let word = |at: usize| field(&bytes, at, 4, little).map(|v| v as usize);
     // An Elf32_Nhdr (as the toolkit reads it, whatever the class): name size, description
     // size, type; the name padded to the section's alignment, then the description.
     let (Some(namesz), Some(descsz)) = (word(0), word(4)) else {
@@ -108,7 +175,7 @@ fn parse(data: &[u8]) -> Result<Option<CompatNote>, ParseError> {
     if namesz == 0 || descsz == 0 {
         return Ok(None);
     }
-    let align = section.align().max(1) as usize;
+    let align = align.clamp(1, 4096) as usize;
     let padded = namesz.div_ceil(align) * align;
     let trim = |from: usize, n: usize| -> &[u8] {
         let from = from.min(bytes.len());

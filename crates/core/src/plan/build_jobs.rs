@@ -28,7 +28,7 @@ impl Machine {
     /// ancestors under `<root>/sys/fs/cgroup`; `root` is `/` on a real machine. `None`
     /// when the memory cannot be read.
     pub fn read(root: &Path, cores: u32) -> Option<Machine> {
-        let meminfo = fs_err::read_to_string(root.join("proc/meminfo")).ok()?;
+        let meminfo = system_file(&root.join("proc/meminfo"))?;
         let total = meminfo.lines().find_map(|l| {
             let kb = l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?;
             kb.trim().parse::<u64>().ok()?.checked_mul(1024)
@@ -51,9 +51,15 @@ impl Machine {
     }
 }
 
+/// A kernel file's text, read to `outside`'s cap for system files.
+fn system_file(path: &Path) -> Option<String> {
+    let bytes = crate::outside::read(path, crate::outside::Kind::SystemFile).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// The lowest `memory.max` on this process's cgroup v2 path, and the file it is in.
 fn cgroup_limit(root: &Path) -> Option<(u64, String)> {
-    let own = fs_err::read_to_string(root.join("proc/self/cgroup")).ok()?;
+    let own = system_file(&root.join("proc/self/cgroup"))?;
     let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim();
     let base = root.join("sys/fs/cgroup");
     let mut dir = base.join(path.trim_start_matches('/'));
@@ -61,10 +67,7 @@ fn cgroup_limit(root: &Path) -> Option<(u64, String)> {
     // Never above the cgroup mount, whatever `..` the file holds.
     while dir.starts_with(&base) && !path.split('/').any(|c| c == "..") {
         let file = dir.join("memory.max");
-        if let Some(limit) = fs_err::read_to_string(&file)
-            .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
-        {
+        if let Some(limit) = system_file(&file).and_then(|t| t.trim().parse::<u64>().ok()) {
             if lowest.as_ref().is_none_or(|(l, _)| limit < *l) {
                 lowest = Some((limit, file.display().to_string()));
             }
