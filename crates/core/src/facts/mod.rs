@@ -19,6 +19,7 @@ pub mod driver_dirs;
 pub mod lookup;
 pub mod nvidia_target;
 pub mod pep440;
+pub mod platform;
 pub mod ptx;
 pub mod python;
 pub mod reserved;
