@@ -65,7 +65,7 @@ fn ccache_hits_on_a_rebuild_and_misses_for_another_toolkit() {
             .args(["-c", "k.cu", "-o", "k.o"])
             .env_clear()
             .env("HOME", sb.home())
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", system_path())
             .env("CCACHE_DIR", &ccache_dir)
             .current_dir(&work)
             .output()

@@ -188,9 +188,9 @@ fn the_torch_index_follows_the_pinned_toolkit_and_says_when_pytorch_has_none() {
     write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.5\"\n");
     let out = run(&["torch", "index"]);
     let err = stderr(&out);
-    assert!(err.contains("no CUDA wheel index for CUDA 12.5"), "{err}");
+    assert!(err.contains("no wheel index for CUDA 12.5"), "{err}");
     assert!(
-        err.contains("cuda-12.4") && err.contains("cuda-12.9"),
+        err.contains("cuda-12.4 or cuda-12.6") && !err.contains("driver"),
         "{err}"
     );
 
@@ -213,8 +213,8 @@ fn the_torch_index_follows_the_pinned_toolkit_and_says_when_pytorch_has_none() {
     );
 }
 
-/// In a ROCm project the CUDA indexes are wrong: `torch index` says so instead of
-/// suggesting cu132, and the doctor's FM-03 invents no `whl/rocm5.2` index.
+/// In a ROCm project the CUDA indexes are wrong: `torch index` chooses among the ROCm ones
+/// instead of suggesting cu132, and the doctor's FM-03 invents no `whl/rocm5.2` index.
 #[test]
 fn a_rocm_project_gets_no_cuda_torch_index_and_no_invented_rocm_one() {
     let sb = Sandbox::new();
@@ -235,11 +235,9 @@ fn a_rocm_project_gets_no_cuda_torch_index_and_no_invented_rocm_one() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    assert!(
-        err.contains("chooses among PyTorch's CUDA wheel indexes, but rocm-5.2 (ROCm 5.2"),
-        "{err}"
-    );
-    assert!(!err.contains("cu13"), "{err}");
+    assert!(err.contains("no wheel index for ROCm 5.2"), "{err}");
+    assert!(err.contains("gpuenv pin rocm-7.14"), "{err}");
+    assert!(!err.contains("cu13") && !err.contains("driver"), "{err}");
 
     // A CUDA torch in the environment of a project that pins ROCm, not torch.
     let venv = sb.path("venv");
@@ -335,16 +333,17 @@ fn redist(server: &Server, manifests: &[(&str, &str, &str)]) {
 #[test]
 fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits_here() {
     let server = Server::start();
-    // 13.2.0 is the GA; 13.2.1's newer driver is an update's, not the minimum.
+    // 13.6.0 is the GA; 13.6.1's newer driver is an update's, not the minimum.
     redist(
         &server,
         &[
             ("12.4.1", "550.54.15", "12.4.131"),
             ("13.2.0", "595.45.04", "13.2.51"),
-            ("13.2.1", "595.58.03", ""),
-            ("13.3.0", "600.20.07", "13.3.33"),
+            ("13.6.0", "630.45.04", "13.6.51"),
+            ("13.6.1", "630.58.03", ""),
+            ("13.3.0", "610.43.02", "13.3.33"),
             // A later update shipping 13.3.1's nvcc again: that build names neither now.
-            ("13.3.2", "600.20.09", "13.3.73"),
+            ("13.3.2", "610.43.09", "13.3.73"),
         ],
     );
     let sb = Sandbox::new();
@@ -356,7 +355,7 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
     };
     sb.ok(&["link", "cuda-13.3.1", &nvcc_only("a")]);
     let before = json(&sb.ok(&["self", "data", "--json"]));
-    assert_eq!(before["newest"]["driver"], "13.1");
+    assert_eq!(before["newest"]["driver"], "13.5");
 
     let out = sb
         .gpuenv()
@@ -367,14 +366,14 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(
-        err.contains("added CUDA 13.2: minimum driver 595.45.04"),
+        err.contains("added CUDA 13.6: minimum driver 630.45.04"),
         "{err}"
     );
     assert!(err.contains("added CUDA 13.9: gcc <= 17"), "{err}");
     assert!(err.contains("added CUDA 13.3.2: nvcc 13.3.73"), "{err}");
     assert!(
-        !err.contains("added CUDA 13.2.0: nvcc"),
-        "a release that has its nvcc row keeps it: {err}"
+        !err.contains("13.2") && !err.contains("13.3: minimum driver"),
+        "a release that has its driver and nvcc rows keeps them: {err}"
     );
     assert!(
         !err.contains("12.4"),
@@ -386,7 +385,7 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
     assert!(
         text.contains(&format!(
             "driver: nvidia_driver in {}",
-            server.url("redistrib_13.2.0.json")
+            server.url("redistrib_13.6.0.json")
         )),
         "{text}"
     );
@@ -409,7 +408,108 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
     assert!(said.contains("name it cuda-13.3 "), "{said}");
     let after = json(&sb.ok(&["self", "data", "--json"]));
     assert_eq!(after["origin"], file.to_str().unwrap());
-    assert_eq!(after["newest"]["driver"], "13.3");
+    assert_eq!(after["newest"]["driver"], "13.6");
     assert_eq!(after["newest"]["gcc"], "13.9");
     assert!(after["date"].as_str().unwrap() >= before["date"].as_str().unwrap());
+}
+
+/// One chooser: in a project pinned to CUDA 13.2 that declares the GPU it runs on,
+/// `torch index --gpu`, the environment and the guard's hint (`gpuenv check`, with a torch
+/// built for another CUDA) name the same index, GPU by GPU; where none fits (Pascal), all
+/// three refuse and say which toolkit and torch would work, not the driver.
+#[test]
+fn torch_index_env_and_the_guards_hint_agree_gpu_by_gpu() {
+    let sb = Sandbox::new();
+    let cuda = cuda_runfile(&sb.path("opt/cuda-13.2"), "13.2.78");
+    sb.ok(&["link", "cuda-13.2", cuda.to_str().unwrap()]);
+    sb.fake_driver("580.65.06");
+    let venv = sb.path("venv");
+    torch_package(
+        &venv.join("lib/python3.11/site-packages"),
+        "2.15.0+cu130",
+        Some("13.0"),
+        None,
+    );
+    let proj = sb.path("proj");
+    let run = |args: &[&str]| {
+        sb.gpuenv()
+            .current_dir(&proj)
+            .env("VIRTUAL_ENV", &venv)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let cu132 = "https://download.pytorch.org/whl/cu132";
+    for (cc, fits) in [
+        ("9.0", true),
+        ("10.0", true),
+        ("12.0", true),
+        ("7.5", true),
+        ("6.0", false),
+    ] {
+        write(
+            &proj.join("gpuenv.toml"),
+            &format!("[toolchain]\ncuda = \"13.2\"\ncuda-arch = [\"{cc}\"]\n\n[torch]\nindex = \"auto\"\n"),
+        );
+        succeeded(&run(&["trust"]));
+        let out = run(&["torch", "index", "--gpu", cc, "--json"]);
+        let answer = json(&String::from_utf8_lossy(&out.stdout));
+        let vars = json(&succeeded(&run(&["env", "--shell", "json"])));
+        let check = run(&["check"]);
+        let hint = stderr(&check);
+        assert_eq!(check.status.code(), Some(1), "{cc}: {hint}");
+        if fits {
+            assert_eq!(out.status.code(), Some(0), "{cc}: {answer}");
+            assert_eq!(answer["url"], cu132, "{cc}: {answer}");
+            assert_eq!(vars["PIP_EXTRA_INDEX_URL"], cu132, "{cc}: {vars}");
+            assert_eq!(vars["UV_TORCH_BACKEND"], "cu132", "{cc}: {vars}");
+            assert!(
+                hint.contains(&format!("--index-url {cu132}`")),
+                "{cc}: {hint}"
+            );
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{cc}: {answer}");
+            assert_eq!(answer["ok"], false, "{answer}");
+            assert_eq!(
+                answer["ruled_out_by"],
+                serde_json::json!(["gpu"]),
+                "{answer}"
+            );
+            let said = answer["hints"].to_string();
+            assert!(
+                said.contains("gpuenv pin cuda-12.6")
+                    && said.contains("2.14")
+                    && !said.contains("driver"),
+                "{answer}"
+            );
+            assert!(vars.get("PIP_EXTRA_INDEX_URL").is_none(), "{vars}");
+            assert!(vars.get("UV_TORCH_BACKEND").is_none(), "{vars}");
+            assert!(!hint.contains(cu132), "{hint}");
+            assert!(
+                hint.contains("cu132 wheels carry no kernels for compute capability 6.0")
+                    && hint.contains("gpuenv pin cuda-12.6"),
+                "{hint}"
+            );
+        }
+    }
+}
+
+/// The sandbox's machine has no GPU, driver or nvidia-smi whatever the host has: every test
+/// gives the same answer on a GPU machine. A driver a test gives it is seen.
+#[test]
+fn the_sandbox_sees_no_host_gpu_unless_a_test_gives_it_one() {
+    let sb = Sandbox::new();
+    let path = system_path();
+    for dir in std::env::split_paths(&path) {
+        for tool in GPU_TOOLS {
+            assert!(!dir.join(tool).exists(), "{} in {}", tool, dir.display());
+        }
+    }
+    let pick = json(&sb.ok(&["torch", "index", "--any-toolkit", "--json"]));
+    assert_eq!(pick["inputs"]["gpus"], serde_json::json!([]), "{pick}");
+    assert_eq!(pick["inputs"]["driver"], serde_json::Value::Null, "{pick}");
+    sb.fake_driver("535.104.05");
+    let pick = json(&sb.ok(&["torch", "index", "--any-toolkit", "--json"]));
+    assert_eq!(pick["inputs"]["driver"], "535.104.05", "{pick}");
+    assert_eq!(pick["index"], "cu129", "{pick}");
 }

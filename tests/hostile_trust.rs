@@ -67,7 +67,7 @@ fn run_in(
     cmd.args(args)
         .env_clear()
         .env("HOME", sb.home())
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("PATH", system_path())
         .env("NO_COLOR", "1")
         .current_dir(dir);
     for (k, v) in vars {

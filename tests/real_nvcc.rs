@@ -43,7 +43,7 @@ impl Real {
         cmd.args(args)
             .env_clear()
             .env("HOME", self.sb.home())
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", system_path())
             .current_dir(&self.work);
         for (k, v) in vars {
             cmd.env(k, v);

@@ -23,6 +23,17 @@ fn main() {
     std::fs::write(out, render(&facts)).expect("writing facts.rs");
 }
 
+/// The `Platform` variant of a key the schema accepted.
+fn variant(key: &str) -> &'static str {
+    match key {
+        "linux-x86_64" => "Platform::LinuxX86_64",
+        "linux-sbsa" => "Platform::LinuxSbsa",
+        "jetpack6" => "Platform::JetPack6",
+        "jetpack7" => "Platform::JetPack7",
+        other => panic!("platform key {other:?} the schema should have refused"),
+    }
+}
+
 fn render(f: &schema::Checked) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "pub static EMBEDDED: Facts = Facts {{");
@@ -64,10 +75,27 @@ fn render(f: &schema::Checked) -> String {
             Some(a) => format!("Some(&{a:?})"),
             None => "None".into(),
         };
+        let sbsa = match &t.sbsa_archs {
+            Some(a) => format!("Some(&{a:?})"),
+            None => "None".into(),
+        };
+        let platforms: Vec<&str> = t.platforms.iter().map(|k| variant(k)).collect();
         let _ = writeln!(
             s,
-            "        TorchIndex {{ name: {:?}, cuda: {:?}, archs: {archs}, source: {:?} }},",
-            t.name, t.cuda, t.source
+            "        TorchIndex {{ name: {:?}, cuda: {:?}, host_url: {:?}, platforms: &[{}], archs: {archs}, sbsa_archs: {sbsa}, torch: {:?}, source: {:?} }},",
+            t.name, t.cuda, t.url, platforms.join(", "), t.torch, t.source
+        );
+    }
+    let _ = writeln!(s, "    ],\n    rocm_torch: &[");
+    for t in &f.rocm_torch {
+        let _ = writeln!(
+            s,
+            "        RocmTorchIndex {{ name: {:?}, rocm: {:?}, gfx: {}, torch: {:?}, source: {:?} }},",
+            t.name,
+            t.rocm,
+            t.gfx.as_ref().map_or("None".into(), |g| format!("Some(&{g:?})")),
+            t.torch,
+            t.source
         );
     }
     let _ = writeln!(s, "    ],\n}};");

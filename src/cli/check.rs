@@ -60,6 +60,7 @@ impl Args {
                     version: &tc.entry.version,
                     root: &tc.entry.root,
                     reason: tc.reason.to_string(),
+                    gpus: gpuenv_core::plan::torch_pick::declared_gpus(&active),
                 };
                 Ok((
                     verdict.clone(),

@@ -16,7 +16,7 @@ impl Args {
     pub fn run(self, ctx: &Context) -> Result<()> {
         let home = ctx.gpuenv_home()?;
         let exe = std::env::current_exe().context("cannot find the running gpuenv binary")?;
-        let code = match other_shell_reading(ctx, self.shell) {
+        let code = match other_shell_reading(self.shell) {
             Some(reader) => hook::wrong_shell_code(self.shell, reader),
             None => hook::init_code(self.shell, &exe, &home.shims()),
         };
@@ -28,8 +28,9 @@ impl Args {
 /// Another shell than `hook_for` that reads this output right away (`eval "$(gpuenv hook
 /// …)"`, `… | source`): the parent process, when it is a shell gpuenv knows and holds the
 /// pipe this writes to. Output to a file, or piped to a pager, is for any shell to read.
-fn other_shell_reading(ctx: &Context, hook_for: Shell) -> Option<Shell> {
-    let proc = ctx.system_root().join("proc");
+fn other_shell_reading(hook_for: Shell) -> Option<Shell> {
+    // This process's own /proc, whatever machine root the probes are pointed at.
+    let proc = std::path::PathBuf::from("/proc");
     let pipe = fs_err::read_link(proc.join("self/fd/1")).ok()?;
     if !pipe.to_string_lossy().starts_with("pipe:") {
         return None;

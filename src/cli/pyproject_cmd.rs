@@ -8,11 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::facts::{torch_index, Facts, TorchIndex};
+use gpuenv_core::facts::{torch_index, Facts};
 use gpuenv_core::project::owner;
 use gpuenv_core::project::pyproject;
 use gpuenv_core::resolve::ActiveSet;
-use gpuenv_core::toolchain::Kind;
 use gpuenv_core::{fsutil, outside, ui};
 
 /// `pyproject.toml` beside the toolchain file in effect, else in `cwd`.
@@ -25,10 +24,12 @@ pub fn path(active: &ActiveSet, cwd: &Path) -> PathBuf {
         .join("pyproject.toml")
 }
 
-/// PyTorch's index for the pinned CUDA toolkit, if PyTorch has one.
-pub fn pinned_index(facts: &Facts, active: &ActiveSet) -> Option<&'static TorchIndex> {
-    let v = &active.get(Kind::Cuda)?.entry.version;
-    torch_index::for_release(facts, (v.major(), v.minor().unwrap_or(0)))
+/// PyTorch's index for the pinned toolkit, as the one chooser picks it for the project.
+pub fn pinned_index(
+    facts: &Facts,
+    active: &ActiveSet,
+) -> Result<torch_index::Chosen, torch_index::NoIndex> {
+    gpuenv_core::plan::torch_pick::for_project(facts, active, Default::default()).map(|p| p.index)
 }
 
 /// The file's text, or why it is not read: missing (`Ok(None)`), a link, another
@@ -63,11 +64,22 @@ fn read(path: &Path) -> Result<Option<String>> {
 /// `gpuenv torch index --write-pyproject`: the pinned toolkit's index as an explicit
 /// `[[tool.uv.index]]` with torch, torchvision and torchaudio routed to it.
 pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
-    let Some(index) = pinned_index(facts, active) else {
-        anyhow::bail!(Hinted::new(
-            "no PyTorch CUDA index to write: no CUDA toolkit is pinned here, or PyTorch publishes no index for its release"
-        )
-        .hint("pin a CUDA toolkit PyTorch builds for (`gpuenv torch index --list`)"));
+    if gpuenv_core::plan::torch_pick::toolkit(active).is_none() {
+        anyhow::bail!(
+            Hinted::new("no PyTorch index to write: no toolkit is pinned here")
+                .hint("pin a toolkit PyTorch builds for (`gpuenv torch index --list`)")
+        );
+    }
+    let index = match pinned_index(facts, active) {
+        Ok(index) => index,
+        Err(why) => {
+            use gpuenv_core::diagnostic::Diagnostic as _;
+            let mut e = Hinted::new(format!("no PyTorch index to write: {why}"));
+            for h in why.hints() {
+                e = e.hint(h);
+            }
+            anyhow::bail!(e);
+        }
     };
     let path = path(active, cwd);
     let shown = path.display();
@@ -98,7 +110,7 @@ pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
 /// What `gpuenv check` says of the file: each way it sends torch elsewhere than the
 /// pinned toolkit's index. Nothing when there is no file or no pinned index.
 pub fn check(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<Vec<String>> {
-    let Some(index) = pinned_index(facts, active) else {
+    let Ok(index) = pinned_index(facts, active) else {
         return Ok(Vec::new());
     };
     let path = path(active, cwd);

@@ -8,10 +8,9 @@ use serde_json::json;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::driver;
-use gpuenv_core::facts::{release_name, schema, torch_index, Facts};
+use gpuenv_core::facts::{release_name, schema, torch_index, Facts, Platform};
 use gpuenv_core::plan::native;
 use gpuenv_core::session::Session;
-use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui;
 
 use super::Exit;
@@ -47,10 +46,18 @@ struct IndexArgs {
     /// Choose by driver and GPUs only, whatever toolkit is active
     #[arg(long)]
     any_toolkit: bool,
+    /// The torch release wanted, e.g. 2.14 or a requirement such as "torch>=2.9,<2.12"
+    /// (default: the newest an index carries)
+    #[arg(long, value_name = "RELEASE")]
+    torch: Option<String>,
+    /// The platform to choose for: linux-x86_64, linux-sbsa, jetpack6, jetpack7 (default:
+    /// this machine's)
+    #[arg(long, value_name = "PLATFORM")]
+    platform: Option<String>,
     /// Write the pinned toolkit's index into this project's pyproject.toml, for `uv lock`
     /// and `uv sync`: an explicit [[tool.uv.index]] named `pytorch` and [tool.uv.sources]
     /// for torch, torchvision and torchaudio (comments and order kept)
-    #[arg(long, conflicts_with_all = ["list", "json", "driver", "gpus", "any_toolkit"])]
+    #[arg(long, conflicts_with_all = ["list", "json", "driver", "gpus", "any_toolkit", "torch", "platform"])]
     write_pyproject: bool,
 }
 
@@ -68,30 +75,30 @@ impl Args {
         }
         let machine = machine(&mut session, &a)?;
         let facts = session.facts();
-        match torch_index::choose(facts, &machine) {
+        let answer = torch_index::choose(facts, &machine);
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&answer_json(facts, &machine, &answer))?
+            );
+            return match answer {
+                Ok(_) => Ok(()),
+                Err(_) => Err(Exit(1).into()),
+            };
+        }
+        match answer {
             Ok(pick) => {
                 let url = pick.index.url();
                 let pip = format!("pip install torch --index-url {url}");
-                if a.json {
-                    let out = json!({
-                        "index": pick.index.name,
-                        "url": url,
-                        "cuda": release_name(pick.index.cuda),
-                        "why": pick.why,
-                        "pip": pip,
-                        "uv_torch_backend": pick.index.name,
-                        "data_date": facts.date,
-                    });
-                    println!("{}", serde_json::to_string_pretty(&out)?);
-                } else {
-                    println!("{url}");
-                    for why in &pick.why {
-                        ui::info(format!("{}: {why}", pick.index.name));
-                    }
-                    ui::info(format!(
-                        "install with `{pip}` (uv: `uv pip install --torch-backend={} torch`)",
-                        pick.index.name
-                    ));
+                println!("{url}");
+                for why in &pick.why {
+                    ui::info(format!("{}: {why}", pick.index.name()));
+                }
+                match pick.index.uv_backend() {
+                    Some(b) => ui::info(format!(
+                        "install with `{pip}` (uv: `uv pip install --torch-backend={b} torch`)"
+                    )),
+                    None => ui::info(format!("install with `{pip}`")),
                 }
                 Ok(())
             }
@@ -115,46 +122,80 @@ fn list(f: &Facts, json: bool) -> Result<()> {
         })
     };
     if json {
-        let rows: Vec<_> = f
+        let mut rows: Vec<_> = f
             .torch
             .iter()
-            .map(|t| json!({"index": t.name, "url": t.url(), "cuda": release_name(t.cuda), "archs": t.archs.map(|_| shown(t.archs)), "source": t.source}))
+            .map(|t| {
+                let platforms: Vec<_> = t
+                    .platforms
+                    .iter()
+                    .map(|p| json!({"platform": p.key(), "archs": t.archs_on(*p).map(|a| shown(Some(a)))}))
+                    .collect();
+                json!({"index": t.name, "url": t.url(), "cuda": release_name(t.cuda), "archs": t.archs.map(|_| shown(t.archs)), "platforms": platforms, "torch": torch_index::releases_text(t.torch.0, t.torch.1), "source": t.source})
+            })
             .collect();
+        rows.extend(f.rocm_torch.iter().map(|t| {
+            json!({"index": t.name, "url": t.url(), "rocm": release_name(t.rocm), "gfx": t.gfx, "platforms": [{"platform": "linux-x86_64", "archs": t.gfx.map(|g| g.join(" "))}], "torch": torch_index::releases_text(t.torch.0, t.torch.1), "source": t.source})
+        }));
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
     for t in f.torch {
+        for p in t.platforms {
+            println!(
+                "{:<10} CUDA {:<5} {:<13} {:<26} {}",
+                t.name,
+                release_name(t.cuda),
+                p.key(),
+                torch_index::releases_text(t.torch.0, t.torch.1),
+                shown(t.archs_on(*p))
+            );
+        }
+    }
+    for t in f.rocm_torch {
         println!(
-            "{:<6} CUDA {:<5} {}",
+            "{:<10} ROCm {:<5} {:<13} {:<26} {}",
             t.name,
-            release_name(t.cuda),
-            shown(t.archs)
+            release_name(t.rocm),
+            "linux-x86_64",
+            torch_index::releases_text(t.torch.0, t.torch.1),
+            t.gfx.map_or("(targets not known)".into(), |g| g.join(" "))
         );
     }
     Ok(())
 }
 
-/// What the choice looks at: the active CUDA toolkit, the driver, the GPUs (flags first).
+/// What the choice looks at: the active toolkit, the torch wanted, the platform, the
+/// driver, the GPUs (flags first).
 fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine> {
     let ctx = session.ctx();
     let toolkit = if a.any_toolkit {
         None
     } else {
         let active = super::resolve_here(session, &[], None)?;
-        if let (None, Some(rocm)) = (active.get(Kind::Cuda), active.get(Kind::Rocm)) {
-            // Its indexes are CUDA's; a ROCm project would be sent to a wheel it cannot use.
-            anyhow::bail!(gpuenv_core::diagnostic::Hinted::new(format!(
-                "`gpuenv torch index` chooses among PyTorch's CUDA wheel indexes, but {} (ROCm {}) is active here ({})",
-                rocm.name, rocm.entry.version, rocm.reason
+        gpuenv_core::plan::torch_pick::toolkit(&active)
+    };
+    let torch = match a.torch.as_deref() {
+        None => torch_index::TorchWanted::default(),
+        Some(t) => torch_index::TorchWanted::of_version(t)
+            .filter(|_| !t.contains(['<', '>', '=', '~', '!']))
+            .or_else(|| torch_index::TorchWanted::of_requirement(t))
+            .or_else(|| torch_index::TorchWanted::of_requirement(&format!("torch{t}")))
+            .ok_or_else(|| {
+                gpuenv_core::diagnostic::Hinted::new(format!(
+                    "--torch {t} is neither a torch release nor a requirement on torch"
+                ))
+                .hint("give a release such as --torch 2.14 or a requirement such as --torch \"torch>=2.9,<2.12\"")
+            })?,
+    };
+    let platform = match a.platform.as_deref() {
+        None => Platform::for_host(),
+        Some(p) => Platform::from_key(p).ok_or_else(|| {
+            gpuenv_core::diagnostic::Hinted::new(format!(
+                "--platform {p} is not a platform gpuenv knows"
             ))
-            .hint("PyTorch publishes ROCm wheels for some ROCm releases only (https://pytorch.org/get-started/locally/ lists them); `--any-toolkit` chooses a CUDA index by the driver and GPUs alone"));
-        }
-        active.get(Kind::Cuda).map(|t| {
-            (
-                t.entry.version.major(),
-                t.entry.version.minor().unwrap_or(0),
-            )
-        })
+            .hint("one of linux-x86_64, linux-sbsa, jetpack6, jetpack7")
+        })?,
     };
     let driver = match &a.driver {
         Some(d) if schema::valid_driver(d) => Some(d.clone()),
@@ -164,10 +205,11 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
         .hint("give it as nvidia-smi shows it, e.g. --driver 575.57.08")),
         None => driver::read_proc_version(&ctx.system_root()),
     };
-    let caps: Vec<String> = if a.gpus.is_empty() {
-        native::native_archs(ctx).cuda
+    let (caps, amd): (Vec<String>, Vec<String>) = if a.gpus.is_empty() {
+        let native = native::native_archs(ctx);
+        (native.cuda, native.rocm)
     } else {
-        a.gpus.clone()
+        a.gpus.iter().cloned().partition(|g| !g.starts_with("gfx"))
     };
     let mut gpus = Vec::new();
     for cap in &caps {
@@ -176,17 +218,71 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
             _ => anyhow::bail!(gpuenv_core::diagnostic::Hinted::new(format!(
                 "--gpu {cap} is not a compute capability"
             ))
-            .hint("give it as nvidia-smi --query-gpu=compute_cap shows it, e.g. --gpu 8.6")),
+            .hint("give it as nvidia-smi --query-gpu=compute_cap shows it, e.g. --gpu 8.6 (or an AMD target, --gpu gfx942)")),
         }
     }
     gpus.sort_unstable();
     gpus.dedup();
+    let mut amd_gpus: Vec<String> = amd
+        .iter()
+        .map(|g| g.split(':').next().unwrap_or(g).to_string())
+        .collect();
+    amd_gpus.sort();
+    amd_gpus.dedup();
     if driver.is_none() {
         ui::verbose("no NVIDIA driver found: the driver is not part of the choice");
     }
     Ok(torch_index::Machine {
         toolkit,
+        torch,
+        platform,
         driver,
         gpus,
+        amd_gpus,
     })
+}
+
+/// `torch index --json`: the answer and the inputs it was chosen from (docs/json.md).
+fn answer_json(
+    facts: &Facts,
+    m: &torch_index::Machine,
+    answer: &Result<torch_index::Pick, torch_index::NoIndex>,
+) -> serde_json::Value {
+    let inputs = json!({
+        "toolkit": m.toolkit.map(|t| match t {
+            torch_index::Toolkit::Cuda(r) => format!("cuda-{}", release_name(r)),
+            torch_index::Toolkit::Rocm(r) => format!("rocm-{}", release_name(r)),
+        }),
+        "torch": (!m.torch.is_any()).then(|| m.torch.to_string()),
+        "platform": m.platform.key(),
+        "driver": m.driver,
+        "gpus": m.gpus.iter().map(|c| format!("{}.{}", c / 10, c % 10)).chain(m.amd_gpus.iter().cloned()).collect::<Vec<_>>(),
+    });
+    match answer {
+        Ok(pick) => json!({
+            "schema": gpuenv_core::report_schema::VERSION,
+            "command": "torch index",
+            "ok": true,
+            "index": pick.index.name(),
+            "url": pick.index.url(),
+            "built_for": pick.index.built_for(),
+            "cuda": match pick.index { torch_index::Chosen::Cuda(i) => Some(release_name(i.cuda)), _ => None },
+            "torch_releases": pick.index.torch_releases(),
+            "why": pick.why,
+            "pip": format!("pip install torch --index-url {}", pick.index.url()),
+            "uv_torch_backend": pick.index.uv_backend(),
+            "inputs": inputs,
+            "data_date": facts.date,
+        }),
+        Err(no) => json!({
+            "schema": gpuenv_core::report_schema::VERSION,
+            "command": "torch index",
+            "ok": false,
+            "error": no.to_string(),
+            "ruled_out_by": no.rules().iter().map(|r| r.key()).collect::<Vec<_>>(),
+            "hints": no.hints(),
+            "inputs": inputs,
+            "data_date": facts.date,
+        }),
+    }
 }

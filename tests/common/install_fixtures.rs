@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 
 use crate::archives::sha256;
-use crate::common::{cuda_runfile, succeeded, write, Sandbox};
+use crate::common::{cuda_runfile, succeeded, system_path, write, Sandbox};
 use crate::server::Server;
 
 #[path = "release_trees.rs"]
@@ -45,7 +45,7 @@ pub fn spawn(sb: &Sandbox, vars: &[(&str, &str)], args: &[&str]) -> Child {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
     cmd.env_clear()
         .env("HOME", sb.home())
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("PATH", system_path())
         .env("LANG", "C.UTF-8")
         .env("NO_COLOR", "1")
         .current_dir(sb.dir.path())

@@ -27,7 +27,23 @@ impl Sandbox {
         let s = Sandbox { dir };
         fs::create_dir_all(s.home()).unwrap();
         fs::create_dir_all(s.root()).unwrap();
+        fs::create_dir_all(s.sysroot()).unwrap();
         s
+    }
+
+    /// The machine's file-system root as gpuenv's probes see it (`GPUENV_DOCTOR_ROOT`): empty,
+    /// so no test sees the host's driver (`/proc/driver/nvidia`) unless it writes one here.
+    pub fn sysroot(&self) -> PathBuf {
+        self.path("sysroot")
+    }
+
+    /// Gives the sandbox's machine an NVIDIA driver of this version (`/proc/driver/nvidia/version`
+    /// under [`Sandbox::sysroot`]).
+    pub fn fake_driver(&self, version: &str) {
+        write(
+            &self.sysroot().join("proc/driver/nvidia/version"),
+            &format!("NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Release Build  (dvs-builder@U16-I3-B03-4-3)  Mon Jan  1 00:00:00 UTC 2026\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"),
+        );
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -53,9 +69,10 @@ impl Sandbox {
         let mut cmd = assert_cmd::Command::cargo_bin("gpuenv").unwrap();
         cmd.env_clear()
             .env("HOME", self.home())
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", system_path())
             .env("LANG", "C.UTF-8")
             .env("GPUENV_DISCOVER_ROOTS", self.root())
+            .env("GPUENV_DOCTOR_ROOT", self.sysroot())
             .env("NO_COLOR", "1")
             .current_dir(self.dir.path());
         cmd
@@ -83,6 +100,49 @@ impl Sandbox {
     pub fn settings(&self) -> Option<String> {
         fs::read_to_string(self.gpuenv_home().join("settings.toml")).ok()
     }
+}
+
+/// The programs that report the host's GPUs and driver: a test sees them only when it puts
+/// a fake of its own on PATH.
+pub const GPU_TOOLS: [&str; 6] = [
+    "nvidia-smi",
+    "rocminfo",
+    "rocm-smi",
+    "amd-smi",
+    "rocm_agent_enumerator",
+    "nvidia-debugdump",
+];
+
+/// The system PATH a sandbox runs with: `/usr/local/bin:/usr/bin:/bin`, where a directory
+/// holding one of [`GPU_TOOLS`] (on a GPU machine, `/usr/bin` has `nvidia-smi`) is replaced
+/// by a directory of links to everything else in it, made once per test process.
+pub fn system_path() -> String {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let dirs = ["/usr/local/bin", "/usr/bin", "/bin"];
+        let mut out = Vec::new();
+        for dir in dirs {
+            let has_gpu_tool = GPU_TOOLS.iter().any(|t| Path::new(dir).join(t).exists());
+            if !has_gpu_tool {
+                out.push(dir.to_string());
+                continue;
+            }
+            let farm = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("gpu-free-path-{}", std::process::id()))
+                .join(dir.trim_start_matches('/').replace('/', "-"));
+            fs::create_dir_all(&farm).unwrap();
+            for entry in fs::read_dir(dir).unwrap().flatten() {
+                let name = entry.file_name();
+                if GPU_TOOLS.iter().any(|t| name == std::ffi::OsStr::new(t)) {
+                    continue;
+                }
+                let _ = std::os::unix::fs::symlink(entry.path(), farm.join(&name));
+            }
+            out.push(farm.to_str().unwrap().to_string());
+        }
+        out.join(":")
+    })
+    .clone()
 }
 
 /// Asserts that a finished command succeeded, showing what it printed if not; its stdout.

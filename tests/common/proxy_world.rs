@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::common::{cuda_runfile, rocm, torch_package, write, Sandbox};
+use crate::common::{cuda_runfile, rocm, system_path, torch_package, write, Sandbox};
 use fs_err as fs;
 
 pub struct World {
@@ -73,8 +73,9 @@ impl World {
         cmd.args(args)
             .env_clear()
             .env("HOME", self.sb.home())
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", system_path())
             .env("NO_COLOR", "1")
+            .env("GPUENV_DOCTOR_ROOT", self.sb.sysroot())
             .current_dir(&self.proj);
         for (k, v) in vars {
             cmd.env(k, v);
@@ -89,8 +90,9 @@ impl World {
 
     pub fn shims_path(&self) -> String {
         format!(
-            "{}:/usr/local/bin:/usr/bin:/bin",
-            self.sb.gpuenv_home().join("shims").display()
+            "{}:{}",
+            self.sb.gpuenv_home().join("shims").display(),
+            system_path()
         )
     }
 }

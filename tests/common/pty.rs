@@ -86,7 +86,7 @@ impl Pane {
             .args(args)
             .env_clear()
             .env("TMUX_TMPDIR", &self.tmpdir)
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", system_path())
             .env("LANG", "C.UTF-8")
             .output()
             .expect("tmux runs");
@@ -167,7 +167,7 @@ impl Drop for Pane {
             .args(["-L", &self.socket, "kill-server"])
             .env_clear()
             .env("TMUX_TMPDIR", &self.tmpdir)
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("PATH", system_path())
             .output();
         // The shell writes its history when the server hangs up on it: let it finish
         // before the sandbox is removed.
@@ -203,7 +203,7 @@ pub fn shell_env(sb: &Sandbox, extra: &[(&str, PathBuf)]) -> Vec<(String, String
         ("XDG_DATA_HOME", home.join(".local/share")),
         ("XDG_CACHE_HOME", home.join(".cache")),
         ("XDG_STATE_HOME", home.join(".local/state")),
-        ("PATH", "/usr/local/bin:/usr/bin:/bin".into()),
+        ("PATH", system_path().into()),
         ("TERM", "xterm-256color".into()),
         ("LANG", "C.UTF-8".into()),
         ("NO_COLOR", "1".into()),

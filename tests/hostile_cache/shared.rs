@@ -23,7 +23,7 @@ fn as_user(sb: &Sandbox, uid: u32, vars: &[(&str, &str)], args: &[&str]) -> Outp
         .args(args)
         .env_clear()
         .env("HOME", &home)
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("PATH", system_path())
         .env("LANG", "C.UTF-8")
         .env("NO_COLOR", "1")
         .envs(vars.iter().copied())

@@ -24,6 +24,7 @@ pub mod pathpart;
 pub mod plan;
 pub mod project;
 pub mod quote;
+pub mod report_schema;
 pub mod stamp;
 pub mod store;
 #[cfg(test)]

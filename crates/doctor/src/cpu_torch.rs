@@ -36,17 +36,13 @@ fn is_cpu_only(t: &TorchVersion) -> bool {
     (t.cuda.is_none() && t.hip.is_none()) || variant(t).as_deref() == Some("cpu")
 }
 
-/// The PyTorch wheel index for a toolkit version, from gpuenv's data (`None`: PyTorch
-/// publishes none for that CUDA release, or the release is newer than the data).
-pub fn wheel_index(facts: &Facts, kind: Kind, v: &Version) -> Option<String> {
-    match kind {
-        Kind::Cuda => {
-            torch_index::for_release(facts, (v.major(), v.minor().unwrap_or(0))).map(|i| i.url())
-        }
-        // gpuenv's data lists no ROCm indexes, and PyTorch has one for some ROCm releases
-        // only: none is made up.
-        Kind::Rocm => None,
-    }
+/// The PyTorch wheel index the one chooser picks for a toolkit version and the installed
+/// torch (`None`: it refuses; the guard's hint then says why and what works).
+pub fn wheel_index(facts: &Facts, kind: Kind, v: &Version, torch: &TorchVersion) -> Option<String> {
+    let machine = gpuenv_core::guard::hint_machine(kind, v, torch);
+    torch_index::choose(facts, &machine)
+        .ok()
+        .map(|p| p.index.url())
 }
 
 pub fn run(inputs: &Inputs) -> Finding {
@@ -93,15 +89,19 @@ pub fn run(inputs: &Inputs) -> Finding {
                 t.name, t.reason
             ),
         );
-        notes.hint(match wheel_index(&inputs.facts, kind, &t.entry.version) {
-            Some(index) => format!(
+        notes.hint(
+            match wheel_index(&inputs.facts, kind, &t.entry.version, torch) {
+                Some(index) => format!(
                 "pip install --force-reinstall torch torchvision torchaudio --index-url {index}"
             ),
-            None if kind == Kind::Rocm => "install a ROCm build of torch: PyTorch publishes them for some ROCm releases only (https://pytorch.org/get-started/locally/ lists them)".to_string(),
-            None => gpuenv_core::guard::torch_for_toolkit(&inputs.facts, &t.entry.version)
+                None => gpuenv_core::guard::torch_for_toolkit(
+                    &inputs.facts,
+                    &gpuenv_core::guard::hint_machine(kind, &t.entry.version, torch),
+                )
                 .trim_start_matches("or ")
                 .to_string(),
-        });
+            },
+        );
     }
 
     let site = torch.dir.parent().unwrap_or(Path::new("/"));

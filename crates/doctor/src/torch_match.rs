@@ -76,6 +76,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             version: &tc.entry.version,
             root: &tc.entry.root,
             reason: tc.reason.to_string(),
+            gpus: gpuenv_core::plan::torch_pick::declared_gpus(&inputs.active),
         };
         let refusal = guard::refusal(
             &inputs.facts,

@@ -208,12 +208,12 @@ mod tests {
 
     #[test]
     fn a_release_newer_than_the_data_is_unknown_and_says_how_old_the_data_is() {
-        let Coverage::Newer(u) = driver(e(), (13, 2)) else {
-            panic!("13.2's driver is not in the data")
+        let Coverage::Newer(u) = driver(e(), (13, 6)) else {
+            panic!("13.6's driver is not in the data")
         };
         let text = u.to_string();
         assert!(
-            text.contains("CUDA 13.2") && text.contains("not known"),
+            text.contains("CUDA 13.6") && text.contains("not known"),
             "{text}"
         );
         assert!(text.contains(e().date), "{text}");
@@ -305,7 +305,7 @@ mod tests {
     #[test]
     fn a_release_past_the_data_is_not_answered() {
         assert_eq!(gcc(e(), ver("13.9.1").release()).known(), None);
-        assert_eq!(need("13.2.78"), None);
+        assert_eq!(need("13.6.20"), None);
         assert!(gcc(e(), (11, 8)).known().unwrap().exact);
     }
 

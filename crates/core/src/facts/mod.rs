@@ -26,8 +26,11 @@ pub mod reserved;
 pub mod schema;
 pub mod sources;
 pub mod tegra;
+pub mod torch_choose;
 pub mod torch_headers;
 pub mod torch_index;
+#[cfg(test)]
+mod torch_table;
 pub mod tree;
 pub mod update;
 pub mod vars;
@@ -43,6 +46,7 @@ pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 pub use copies::{InEffect, Loaded};
 pub use lookup::{Coverage, DriverNeed};
+pub use platform::Platform;
 
 /// The host GCC majors a release accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,17 +81,65 @@ pub struct NvccBuild {
     pub source: &'static str,
 }
 
-/// One `[[torch-index]]` row: `https://download.pytorch.org/whl/<name>` (or a mirror's).
+/// A torch release, `(major, minor)`.
+pub type TorchRelease = (u64, u64);
+
+/// One `[[torch-index]]` row: `https://download.pytorch.org/whl/<name>` (or a mirror's), or
+/// another host's (NVIDIA's Jetson index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TorchIndex {
     pub name: &'static str,
     pub cuda: (u64, u64),
-    /// `(compute capability × 10, carries PTX)`; `None` when not known.
+    /// Its own host, when it is not PyTorch's.
+    pub host_url: Option<&'static str>,
+    /// The platforms it has wheels for.
+    pub platforms: &'static [Platform],
+    /// `(compute capability × 10, carries PTX)` of its x86_64 and JetPack 6 wheels; `None`
+    /// when not known.
     pub archs: Option<&'static [(u32, bool)]>,
+    /// The same for its Linux aarch64 (SBSA) wheels, which JetPack 7 installs too.
+    pub sbsa_archs: Option<&'static [(u32, bool)]>,
+    /// The first and last torch release it carries: `None` not recorded (first), still
+    /// built (last).
+    pub torch: (Option<TorchRelease>, Option<TorchRelease>),
     pub source: &'static str,
 }
 
 impl TorchIndex {
+    pub fn url(&self) -> String {
+        match self.host_url {
+            Some(u) => u.to_string(),
+            None => format!("{}/{}", wheel_base::base(), self.name),
+        }
+    }
+
+    /// Whether it has wheels for `p` (JetPack 7 installs the SBSA ones).
+    pub fn has(&self, p: Platform) -> bool {
+        self.platforms.contains(&p)
+            || (p == Platform::JetPack7 && self.platforms.contains(&Platform::LinuxSbsa))
+    }
+
+    /// The archs its wheels for `p` carry, `None` when not known.
+    pub fn archs_on(&self, p: Platform) -> Option<&'static [(u32, bool)]> {
+        match p.wheels() {
+            Platform::LinuxSbsa => self.sbsa_archs,
+            _ => self.archs,
+        }
+    }
+}
+
+/// One `[[torch-rocm-index]]` row: `https://download.pytorch.org/whl/rocmX.Y`, Linux x86_64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RocmTorchIndex {
+    pub name: &'static str,
+    pub rocm: (u64, u64),
+    /// The gfx targets its wheels carry; `None` when not known.
+    pub gfx: Option<&'static [&'static str]>,
+    pub torch: (Option<TorchRelease>, Option<TorchRelease>),
+    pub source: &'static str,
+}
+
+impl RocmTorchIndex {
     pub fn url(&self) -> String {
         format!("{}/{}", wheel_base::base(), self.name)
     }
@@ -102,6 +154,7 @@ pub struct Facts {
     pub releases: &'static [ReleaseFacts],
     pub nvcc_builds: &'static [NvccBuild],
     pub torch: &'static [TorchIndex],
+    pub rocm_torch: &'static [RocmTorchIndex],
 }
 
 mod embedded {
@@ -160,7 +213,29 @@ impl Facts {
             .map(|t| TorchIndex {
                 name: leak(t.name),
                 cuda: t.cuda,
+                host_url: t.url.map(leak),
+                platforms: Vec::leak(
+                    t.platforms
+                        .iter()
+                        .filter_map(|k| Platform::from_key(k))
+                        .collect(),
+                ),
                 archs: t.archs.map(|a| &*Vec::leak(a)),
+                sbsa_archs: t.sbsa_archs.map(|a| &*Vec::leak(a)),
+                torch: t.torch,
+                source: leak(t.source),
+            })
+            .collect();
+        let rocm_torch: Vec<RocmTorchIndex> = c
+            .rocm_torch
+            .into_iter()
+            .map(|t| RocmTorchIndex {
+                name: leak(t.name),
+                rocm: t.rocm,
+                gfx: t
+                    .gfx
+                    .map(|g| &*Vec::leak(g.into_iter().map(leak).collect())),
+                torch: t.torch,
                 source: leak(t.source),
             })
             .collect();
@@ -170,6 +245,7 @@ impl Facts {
             releases: Vec::leak(releases),
             nvcc_builds: Vec::leak(nvcc_builds),
             torch: Vec::leak(torch),
+            rocm_torch: Vec::leak(rocm_torch),
         }
     }
 }
@@ -235,7 +311,7 @@ mod tests {
         };
         assert_eq!(last(|r| r.gcc.is_some()), Some((13, 5)));
         assert_eq!(last(|r| r.archs.is_some()), Some((13, 5)));
-        assert_eq!(last(|r| r.driver.is_some()), Some((13, 1)));
+        assert_eq!(last(|r| r.driver.is_some()), Some((13, 5)));
         assert!(f.releases.iter().all(|r| !r.source.is_empty()));
         assert!(f.torch.iter().any(|t| t.name == "cu130"));
     }

@@ -127,6 +127,11 @@ impl Specifier {
         Some(Specifier { clauses })
     }
 
+    /// Its `(operator, version)` clauses.
+    pub fn clauses(&self) -> &[(String, String)] {
+        &self.clauses
+    }
+
     pub fn and(&mut self, other: &Specifier) {
         self.clauses.extend(other.clauses.iter().cloned());
     }

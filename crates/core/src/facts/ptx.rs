@@ -142,7 +142,7 @@ mod tests {
         let err = driver_loads(Facts::embedded(), (9, 5), "580.159.04").unwrap_err();
         assert!(
             err.driver_needed()
-                .starts_with("a driver for CUDA 13.5 (at least CUDA 13.1's 590.44.01)"),
+                .starts_with("driver 620.70.06 or newer (CUDA 13.5)"),
             "{}",
             err.driver_needed()
         );

@@ -21,6 +21,8 @@ struct RawFile {
     nvcc_build: Vec<Spanned<RawNvccBuild>>,
     #[serde(default)]
     torch_index: Vec<Spanned<RawTorch>>,
+    #[serde(default)]
+    torch_rocm_index: Vec<Spanned<RawRocmTorch>>,
 }
 
 #[derive(Deserialize)]
@@ -55,9 +57,28 @@ struct RawRelease {
 struct RawTorch {
     name: String,
     cuda: String,
+    url: Option<String>,
+    platforms: Option<Vec<String>>,
     archs: Option<Vec<String>>,
+    sbsa_archs: Option<Vec<String>>,
+    torch_first: Option<String>,
+    torch_last: Option<String>,
     source: String,
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawRocmTorch {
+    name: String,
+    rocm: String,
+    gfx: Option<Vec<String>>,
+    torch_first: Option<String>,
+    torch_last: Option<String>,
+    source: String,
+}
+
+/// The platform keys a `[[torch-index]]` row's `platforms` may name (`facts::platform`).
+pub const PLATFORM_KEYS: [&str; 4] = ["linux-x86_64", "linux-sbsa", "jetpack6", "jetpack7"];
 
 /// A checked copy, owned. `(major, minor)` releases; drivers as NVIDIA writes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +88,7 @@ pub struct Checked {
     pub releases: Vec<CheckedRelease>,
     pub nvcc_builds: Vec<CheckedNvccBuild>,
     pub torch: Vec<CheckedTorch>,
+    pub rocm_torch: Vec<CheckedRocmTorch>,
 }
 
 /// One release and the nvcc build it ships, as `major.minor.patch` numbers.
@@ -90,8 +112,28 @@ pub struct CheckedRelease {
 pub struct CheckedTorch {
     pub name: String,
     pub cuda: (u64, u64),
-    /// `(compute capability × 10, with PTX)`.
+    /// Another host than PyTorch's (`None`: `<wheel base>/<name>`).
+    pub url: Option<String>,
+    /// Keys of [`PLATFORM_KEYS`] it has wheels for.
+    pub platforms: Vec<String>,
+    /// `(compute capability × 10, with PTX)` of its x86_64 and JetPack 6 wheels.
     pub archs: Option<Vec<(u32, bool)>>,
+    /// The same for its Linux aarch64 (SBSA) wheels, which JetPack 7 installs too.
+    pub sbsa_archs: Option<Vec<(u32, bool)>>,
+    /// The first and last torch release (major, minor) it carries; `None` not recorded (first)
+    /// or still built (last).
+    pub torch: (Option<(u64, u64)>, Option<(u64, u64)>),
+    pub source: String,
+}
+
+/// One `[[torch-rocm-index]]` row: PyTorch's `…/whl/rocmX.Y`, Linux x86_64 only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedRocmTorch {
+    pub name: String,
+    pub rocm: (u64, u64),
+    /// The gfx targets its wheels carry (`gfx942`); `None` not known.
+    pub gfx: Option<Vec<String>>,
+    pub torch: (Option<(u64, u64)>, Option<(u64, u64)>),
     pub source: String,
 }
 
@@ -219,6 +261,7 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
         releases: Vec::new(),
         nvcc_builds: Vec::new(),
         torch: Vec::new(),
+        rocm_torch: Vec::new(),
     };
     for row in raw.minor_compat {
         let at = row.span().start;
@@ -323,43 +366,155 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
     for row in raw.torch_index {
         let at = row.span().start;
         let t = row.into_inner();
-        let name_ok = t.name.len() <= 16
-            && t.name.starts_with("cu")
-            && t.name[2..].bytes().all(|c| c.is_ascii_digit())
-            && t.name.len() > 2;
-        let cuda = parse_release(&t.cuda);
         let bad = |what: String| err(at, format!("[[torch-index]] name = {:?}: {what}", t.name));
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+        let cu_ok = |n: &str| n.strip_prefix("cu").is_some_and(digits);
+        // `cu128`, or a Jetson index's `jp6/cu126`.
+        let name_ok = t.name.len() <= 16
+            && match t.name.split_once('/') {
+                None => cu_ok(&t.name),
+                Some((jp, cu)) => jp.strip_prefix("jp").is_some_and(digits) && cu_ok(cu),
+            };
+        let cuda = parse_release(&t.cuda);
         let Some(cuda) = cuda.filter(|_| name_ok) else {
             return Err(bad(
-                "needs a name such as \"cu128\" and cuda such as \"12.8\"".into(),
+                "needs a name such as \"cu128\" (or \"jp6/cu126\") and cuda such as \"12.8\""
+                    .into(),
             ));
         };
         if !valid_text(&t.source) {
             return Err(bad("needs a source".into()));
         }
-        let archs = match &t.archs {
-            None => None,
-            Some(list) => Some(
-                list.iter()
-                    .map(|a| parse_torch_arch(a))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| {
-                        bad("archs are compute capabilities such as \"8.6\" or \"9.0+PTX\"".into())
-                    })?,
-            ),
-        };
+        if let Some(url) = &t.url {
+            if !url.starts_with("https://") || !valid_text(url) || url.contains(char::is_whitespace)
+            {
+                return Err(bad(format!("url = {url:?} is not an https:// URL")));
+            }
+        }
+        let platforms = t
+            .platforms
+            .clone()
+            .unwrap_or_else(|| vec!["linux-x86_64".into()]);
+        if platforms.is_empty()
+            || platforms
+                .iter()
+                .any(|p| !PLATFORM_KEYS.contains(&p.as_str()))
+            || (1..platforms.len()).any(|i| platforms[..i].contains(&platforms[i]))
+        {
+            return Err(bad(format!(
+                "platforms are some of {}, each once",
+                PLATFORM_KEYS.join(", ")
+            )));
+        }
+        let arch_list =
+            |list: &Option<Vec<String>>| -> Result<Option<Vec<(u32, bool)>>, SchemaError> {
+                match list {
+                    None => Ok(None),
+                    Some(list) if list.is_empty() => Err(bad(
+                        "an arch list is never empty (leave it out when not known)".into(),
+                    )),
+                    Some(list) => list
+                        .iter()
+                        .map(|a| parse_torch_arch(a))
+                        .collect::<Option<Vec<_>>>()
+                        .map(Some)
+                        .ok_or_else(|| {
+                            bad(
+                                "archs are compute capabilities such as \"8.6\" or \"9.0+PTX\""
+                                    .into(),
+                            )
+                        }),
+                }
+            };
+        let archs = arch_list(&t.archs)?;
+        let sbsa_archs = arch_list(&t.sbsa_archs)?;
+        if sbsa_archs.is_some() && !platforms.iter().any(|p| p == "linux-sbsa") {
+            return Err(bad("sbsa-archs without linux-sbsa in platforms".into()));
+        }
+        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(|m| bad(m))?;
         if out.torch.iter().any(|o| o.name == t.name) {
             return Err(bad("listed twice".into()));
         }
         out.torch.push(CheckedTorch {
             name: t.name,
             cuda,
+            url: t.url,
+            platforms,
             archs,
+            sbsa_archs,
+            torch,
+            source: t.source,
+        });
+    }
+    for row in raw.torch_rocm_index {
+        let at = row.span().start;
+        let t = row.into_inner();
+        let bad = |what: String| {
+            err(
+                at,
+                format!("[[torch-rocm-index]] name = {:?}: {what}", t.name),
+            )
+        };
+        let rocm = parse_release(&t.rocm).filter(|_| t.name == format!("rocm{}", t.rocm));
+        let Some(rocm) = rocm else {
+            return Err(bad(
+                "needs rocm such as \"7.2\" and the name rocm<that> (\"rocm7.2\")".into(),
+            ));
+        };
+        if !valid_text(&t.source) {
+            return Err(bad("needs a source".into()));
+        }
+        if let Some(gfx) = &t.gfx {
+            let ok = |g: &String| {
+                g.len() <= 12
+                    && g.strip_prefix("gfx").is_some_and(|r| {
+                        !r.is_empty()
+                            && r.bytes()
+                                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+                    })
+            };
+            if gfx.is_empty() || !gfx.iter().all(ok) {
+                return Err(bad(
+                    "gfx are AMD targets such as \"gfx942\" (leave it out when not known)".into(),
+                ));
+            }
+        }
+        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(|m| bad(m))?;
+        if out.rocm_torch.iter().any(|o| o.name == t.name) {
+            return Err(bad("listed twice".into()));
+        }
+        out.rocm_torch.push(CheckedRocmTorch {
+            name: t.name,
+            rocm,
+            gfx: t.gfx,
+            torch,
             source: t.source,
         });
     }
     out.releases.sort_by_key(|r| r.release);
     out.nvcc_builds.sort_by_key(|b| b.release);
     out.torch.sort_by_key(|t| t.cuda);
+    out.rocm_torch.sort_by_key(|t| t.rocm);
     Ok(out)
+}
+
+/// `torch-first`/`torch-last` as torch releases (`2.9`), first at or below last.
+#[allow(clippy::type_complexity)]
+fn torch_range(
+    first: &Option<String>,
+    last: &Option<String>,
+) -> Result<(Option<(u64, u64)>, Option<(u64, u64)>), String> {
+    let parse = |field: &str, v: &Option<String>| match v {
+        None => Ok(None),
+        Some(s) => parse_release(s)
+            .map(Some)
+            .ok_or_else(|| format!("{field} = {s:?} is not a torch release such as \"2.9\"")),
+    };
+    let (first, last) = (parse("torch-first", first)?, parse("torch-last", last)?);
+    if let (Some(f), Some(l)) = (first, last) {
+        if f > l {
+            return Err("torch-first is after torch-last".into());
+        }
+    }
+    Ok((first, last))
 }

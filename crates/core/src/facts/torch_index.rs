@@ -5,66 +5,201 @@
 //! available for execution on the device", and a wheel for another toolkit is refused by
 //! the guard at the first extension build.
 
-use super::lookup::{driver_key, major_floor};
-use super::{release_name, Fact, Facts, TorchIndex, Unknown};
+use super::{Facts, Platform, RocmTorchIndex, TorchIndex, TorchRelease};
 
-/// What the choice looks at; each part optional (no toolkit active, no driver, no GPU).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub use super::torch_choose::{choose, NoIndex, Pick, Rule};
+
+/// The toolkit pinned or active: its kind and major.minor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Toolkit {
+    Cuda((u64, u64)),
+    Rocm((u64, u64)),
+}
+
+/// Which torch releases will do: the installed torch (`min == max`), a requirement's bounds,
+/// or any (the newest an index carries).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TorchWanted {
+    pub min: Option<TorchRelease>,
+    pub max: Option<TorchRelease>,
+}
+
+impl TorchWanted {
+    /// Exactly this release.
+    pub fn exactly(r: TorchRelease) -> TorchWanted {
+        TorchWanted {
+            min: Some(r),
+            max: Some(r),
+        }
+    }
+
+    /// A torch version (`2.15.0+cu132`): its major.minor.
+    pub fn of_version(v: &str) -> Option<TorchWanted> {
+        let mut parts = v.split(['.', '+']);
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        Some(TorchWanted::exactly((major, minor)))
+    }
+
+    /// A PEP 508 requirement on torch (`torch>=2.9,<2.12`): the major.minor bounds its
+    /// specifiers give (`<2.12` is at most 2.11); `None` for another project or bad text.
+    pub fn of_requirement(req: &str) -> Option<TorchWanted> {
+        let r = super::pep440::Requirement::parse(req)?;
+        if !r.name.eq_ignore_ascii_case("torch") {
+            return None;
+        }
+        let mut w = TorchWanted::default();
+        for (op, version) in r.specifier.clauses() {
+            let rel = |v: &str| -> Option<TorchRelease> {
+                let mut p = v.trim_end_matches(".*").split('.');
+                Some((
+                    p.next()?.parse().ok()?,
+                    p.next().unwrap_or("0").parse().ok()?,
+                ))
+            };
+            let Some(at) = rel(version) else {
+                continue;
+            };
+            let tighten_min = |w: &mut TorchWanted, r: TorchRelease| {
+                w.min = Some(w.min.map_or(r, |m| m.max(r)));
+            };
+            let tighten_max = |w: &mut TorchWanted, r: TorchRelease| {
+                w.max = Some(w.max.map_or(r, |m| m.min(r)));
+            };
+            match op.as_str() {
+                ">=" | ">" => tighten_min(&mut w, at),
+                // `~=2.14.0` is 2.14.x; `~=2.14` any 2.x from 2.14.
+                "~=" => {
+                    tighten_min(&mut w, at);
+                    if version.split('.').count() > 2 {
+                        tighten_max(&mut w, at);
+                    }
+                }
+                "<=" => tighten_max(&mut w, at),
+                "<" => {
+                    // `<2.12` (and `<2.12.0`) allows 2.11.x at most; `<2.12.1` allows 2.12.0.
+                    let patch_zero = version.split('.').nth(2).is_none_or(|p| p == "0");
+                    if patch_zero && at.1 > 0 {
+                        tighten_max(&mut w, (at.0, at.1 - 1));
+                    } else if !patch_zero {
+                        tighten_max(&mut w, at);
+                    }
+                }
+                "==" | "===" => {
+                    tighten_min(&mut w, at);
+                    tighten_max(&mut w, at);
+                }
+                _ => {}
+            }
+        }
+        Some(w)
+    }
+
+    pub fn is_any(&self) -> bool {
+        self.min.is_none() && self.max.is_none()
+    }
+}
+
+impl std::fmt::Display for TorchWanted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = |r: TorchRelease| format!("{}.{}", r.0, r.1);
+        match (self.min, self.max) {
+            (Some(a), Some(b)) if a == b => write!(f, "torch {}", r(a)),
+            (Some(a), Some(b)) => write!(f, "torch {}–{}", r(a), r(b)),
+            (Some(a), None) => write!(f, "torch ≥ {}", r(a)),
+            (None, Some(b)) => write!(f, "torch ≤ {}", r(b)),
+            (None, None) => f.write_str("any torch"),
+        }
+    }
+}
+
+/// What the choice looks at; each part optional but the platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Machine {
-    /// The active CUDA toolkit's major.minor.
-    pub toolkit: Option<(u64, u64)>,
+    /// The pinned or active toolkit.
+    pub toolkit: Option<Toolkit>,
+    /// The torch releases that will do.
+    pub torch: TorchWanted,
+    pub platform: Platform,
     /// The NVIDIA driver, as it reports itself (`575.57.08`).
     pub driver: Option<String>,
-    /// Compute capabilities × 10 (`86` for 8.6), one per kind of GPU.
+    /// NVIDIA compute capabilities × 10 (`86` for 8.6), one per kind of GPU.
     pub gpus: Vec<u32>,
+    /// AMD targets (`gfx942`), one per kind of GPU.
+    pub amd_gpus: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pick {
-    pub index: &'static TorchIndex,
-    /// Why this one, and what was set aside, in words.
-    pub why: Vec<String>,
-}
-
-/// Why no index fits.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NoIndex {
-    #[error(transparent)]
-    Unknown(#[from] Unknown),
-    #[error("PyTorch publishes no CUDA wheel index for CUDA {toolkit} (gpuenv's data from {date} has {have})")]
-    ForToolkit {
-        toolkit: String,
-        have: String,
-        date: &'static str,
-        /// The indexes of the same major, for the hint.
-        near: Vec<&'static TorchIndex>,
-    },
-    #[error("{}", lines.join("; "))]
-    Excluded { lines: Vec<String> },
-}
-
-impl crate::diagnostic::Diagnostic for NoIndex {
-    fn hints(&self) -> Vec<String> {
-        match self {
-            NoIndex::Unknown(u) => crate::diagnostic::Diagnostic::hints(u),
-            NoIndex::ForToolkit { near, .. } if !near.is_empty() => {
-                let names: Vec<String> = near
-                    .iter()
-                    .map(|i| format!("cuda-{}", release_name(i.cuda)))
-                    .collect();
-                vec![format!(
-                    "pin a toolkit PyTorch builds wheels for ({}): `gpuenv pin {}`",
-                    names.join(", "),
-                    names.last().cloned().unwrap_or_default()
-                )]
-            }
-            NoIndex::ForToolkit { .. } => {
-                vec!["pin a toolkit of a release PyTorch builds wheels for (`gpuenv torch index --list`)".into()]
-            }
-            NoIndex::Excluded { .. } => vec![
-                "update the driver, or pin another toolkit; `gpuenv torch index --list` shows every index and its archs".into(),
-            ],
+impl Default for Machine {
+    fn default() -> Self {
+        Machine {
+            toolkit: None,
+            torch: TorchWanted::default(),
+            platform: Platform::for_host(),
+            driver: None,
+            gpus: Vec::new(),
+            amd_gpus: Vec::new(),
         }
+    }
+}
+
+/// An index the chooser answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chosen {
+    Cuda(&'static TorchIndex),
+    Rocm(&'static RocmTorchIndex),
+}
+
+impl Chosen {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Chosen::Cuda(i) => i.name,
+            Chosen::Rocm(i) => i.name,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        match self {
+            Chosen::Cuda(i) => i.url(),
+            Chosen::Rocm(i) => i.url(),
+        }
+    }
+
+    /// The value of uv's `--torch-backend` (`UV_TORCH_BACKEND`) for it: PyTorch's own
+    /// indexes only (uv knows no Jetson index).
+    pub fn uv_backend(&self) -> Option<&'static str> {
+        match self {
+            Chosen::Cuda(i) if i.host_url.is_some() => None,
+            c => Some(c.name()),
+        }
+    }
+
+    /// `CUDA 13.2` / `ROCm 7.2`.
+    pub fn built_for(&self) -> String {
+        match self {
+            Chosen::Cuda(i) => format!("CUDA {}", super::release_name(i.cuda)),
+            Chosen::Rocm(i) => format!("ROCm {}", super::release_name(i.rocm)),
+        }
+    }
+
+    /// The torch releases it carries, in words.
+    pub fn torch_releases(&self) -> String {
+        let (first, last) = match self {
+            Chosen::Cuda(i) => i.torch,
+            Chosen::Rocm(i) => i.torch,
+        };
+        releases_text(first, last)
+    }
+}
+
+/// `torch 2.6–2.14`, `torch 2.9 and newer`, `torch releases not recorded`.
+pub fn releases_text(first: Option<TorchRelease>, last: Option<TorchRelease>) -> String {
+    let r = |r: TorchRelease| format!("{}.{}", r.0, r.1);
+    match (first, last) {
+        (Some(a), Some(b)) if a == b => format!("torch {}", r(a)),
+        (Some(a), Some(b)) => format!("torch {}–{}", r(a), r(b)),
+        (Some(a), None) => format!("torch {} and newer", r(a)),
+        (None, Some(b)) => format!("torch up to {}", r(b)),
+        (None, None) => "torch releases not recorded".into(),
     }
 }
 
@@ -88,135 +223,10 @@ pub fn covers(archs: &[(u32, bool)], cc: u32) -> bool {
         .any(|&(a, ptx)| a <= cc && (a / 10 == cc / 10 || ptx))
 }
 
-fn shown_cc(cc: u32) -> String {
-    format!("{}.{}", cc / 10, cc % 10)
-}
-
-/// The index for `machine`, newest first among those that fit.
-pub fn choose(facts: &Facts, machine: &Machine) -> Result<Pick, NoIndex> {
-    let rows: &'static [TorchIndex] = facts.torch;
-    let mut why = Vec::new();
-    let mut candidates: Vec<&'static TorchIndex> = rows.iter().collect();
-    if let Some(tk) = machine.toolkit {
-        let newest = rows.iter().map(|i| i.cuda).max();
-        if newest.is_some_and(|n| tk > n) {
-            return Err(NoIndex::Unknown(Unknown {
-                release: release_name(tk),
-                fact: Fact::TorchIndex,
-                last: newest.map(release_name).unwrap_or_default(),
-                date: facts.date,
-            }));
-        }
-        candidates.retain(|i| i.cuda == tk);
-        if candidates.is_empty() {
-            let have: Vec<&str> = rows.iter().map(|i| i.name).collect();
-            return Err(NoIndex::ForToolkit {
-                toolkit: release_name(tk),
-                have: have.join(", "),
-                date: facts.date,
-                near: rows.iter().filter(|i| i.cuda.0 == tk.0).collect(),
-            });
-        }
-        why.push(format!(
-            "built for CUDA {}, the active toolkit's release (the guard compares major.minor)",
-            release_name(tk)
-        ));
-    }
-    let mut excluded = Vec::new();
-    if let Some(driver) = machine.driver.as_deref() {
-        let have = driver_key(driver);
-        candidates.retain(|i| {
-            let floor = major_floor(facts, i.cuda.0);
-            let runs = match (floor.and_then(driver_key), have) {
-                (Some(need), Some(have)) => have >= need,
-                _ => false,
-            };
-            if !runs {
-                excluded.push((
-                    i.cuda,
-                    match floor {
-                        Some(f) => format!(
-                            "{} needs driver {f} or newer, this machine has {driver}",
-                            i.name
-                        ),
-                        None => format!(
-                        "{}: the driver CUDA {} needs is not known to this gpuenv (data from {})",
-                        i.name, i.cuda.0, facts.date
-                    ),
-                    },
-                ));
-            }
-            runs
-        });
-        if !candidates.is_empty() {
-            why.push(format!("runs on driver {driver}"));
-        }
-    }
-    if !machine.gpus.is_empty() {
-        let gpus: Vec<String> = machine.gpus.iter().map(|c| shown_cc(*c)).collect();
-        candidates.retain(|i| match i.archs {
-            Some(archs) => {
-                let missing: Vec<String> = machine
-                    .gpus
-                    .iter()
-                    .filter(|cc| !covers(archs, **cc))
-                    .map(|c| shown_cc(*c))
-                    .collect();
-                if !missing.is_empty() {
-                    excluded.push((
-                        i.cuda,
-                        format!(
-                            "{} wheels carry no kernels for compute capability {}",
-                            i.name,
-                            missing.join(", ")
-                        ),
-                    ));
-                }
-                missing.is_empty()
-            }
-            None => {
-                excluded.push((
-                    i.cuda,
-                    format!(
-                        "{}: the archs its wheels carry are not known to this gpuenv (data from {})",
-                        i.name, facts.date
-                    ),
-                ));
-                false
-            }
-        });
-        if !candidates.is_empty() {
-            why.push(format!(
-                "its wheels carry kernels for compute capability {}",
-                gpus.join(", ")
-            ));
-        }
-    }
-    let Some(index) = candidates.into_iter().max_by_key(|i| i.cuda) else {
-        return Err(NoIndex::Excluded {
-            lines: excluded.into_iter().map(|(_, line)| line).collect(),
-        });
-    };
-    if machine.toolkit.is_none() {
-        why.push("the newest index that fits (no CUDA toolkit is active here)".into());
-    }
-    // Only what would have been chosen instead is worth saying.
-    why.extend(
-        excluded
-            .into_iter()
-            .filter(|(cuda, _)| *cuda > index.cuda)
-            .map(|(_, e)| format!("newer, set aside: {e}")),
-    );
-    Ok(Pick { index, why })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn e() -> &'static Facts {
-        Facts::embedded()
-    }
+    use crate::facts::Facts;
 
     fn pick(
         toolkit: Option<(u64, u64)>,
@@ -224,14 +234,16 @@ mod tests {
         gpus: &[u32],
     ) -> Result<&'static str, NoIndex> {
         choose(
-            e(),
+            Facts::embedded(),
             &Machine {
-                toolkit,
+                toolkit: toolkit.map(Toolkit::Cuda),
                 driver: driver.map(str::to_string),
                 gpus: gpus.to_vec(),
+                platform: Platform::LinuxX86_64,
+                ..Default::default()
             },
         )
-        .map(|p| p.index.name)
+        .map(|p| p.index.name())
     }
 
     #[test]
@@ -244,17 +256,14 @@ mod tests {
     }
 
     #[test]
-    fn a_toolkit_pytorch_builds_no_wheels_for_is_said_with_the_neighbours() {
+    fn a_toolkit_pytorch_builds_no_wheels_for_is_said_with_one_that_fits() {
         let e = pick(Some((13, 1)), None, &[]).unwrap_err();
         assert!(
-            e.to_string().contains("no CUDA wheel index for CUDA 13.1"),
+            e.to_string().contains("no wheel index for CUDA 13.1"),
             "{e}"
         );
         let hints = crate::diagnostic::Diagnostic::hints(&e).join("\n");
-        assert!(
-            hints.contains("cuda-13.0") && hints.contains("cuda-13.2"),
-            "{hints}"
-        );
+        assert!(hints.contains("gpuenv pin cuda-13.2"), "{hints}");
         let e = pick(Some((14, 0)), None, &[]).unwrap_err();
         assert!(e.to_string().contains("not known to this gpuenv"), "{e}");
     }
@@ -264,7 +273,7 @@ mod tests {
         // uv picks by driver alone: a 580 driver gets a CUDA 13 index even for a Pascal
         // GPU (6.1), whose kernels CUDA 13 wheels no longer carry.
         assert_eq!(pick(None, Some("580.65.06"), &[]).unwrap(), "cu132");
-        assert_eq!(pick(None, Some("580.65.06"), &[120]).unwrap(), "cu130");
+        assert_eq!(pick(None, Some("580.65.06"), &[120]).unwrap(), "cu132");
         assert_eq!(pick(None, Some("580.65.06"), &[61]).unwrap(), "cu126");
         assert_eq!(pick(None, Some("535.104.05"), &[90]).unwrap(), "cu129");
         assert_eq!(pick(None, Some("520.61.05"), &[]).unwrap(), "cu118");
@@ -283,5 +292,32 @@ mod tests {
         assert!(!covers(&[(90, false)], 100));
         assert!(covers(&[(120, true)], 121));
         assert!(!covers(&[(86, false)], 80));
+    }
+
+    #[test]
+    fn torch_requirements_become_release_bounds() {
+        let w = |s: &str| TorchWanted::of_requirement(s).unwrap();
+        assert_eq!(
+            w("torch>=2.9,<2.12"),
+            TorchWanted {
+                min: Some((2, 9)),
+                max: Some((2, 11))
+            }
+        );
+        assert_eq!(w("torch==2.8.*"), TorchWanted::exactly((2, 8)));
+        assert_eq!(w("torch~=2.14.0"), TorchWanted::exactly((2, 14)));
+        assert_eq!(
+            w("torch~=2.14"),
+            TorchWanted {
+                min: Some((2, 14)),
+                max: None
+            }
+        );
+        assert_eq!(w("torch"), TorchWanted::default());
+        assert_eq!(TorchWanted::of_requirement("numpy>=2"), None);
+        assert_eq!(
+            TorchWanted::of_version("2.15.0+cu132"),
+            Some(TorchWanted::exactly((2, 15)))
+        );
     }
 }

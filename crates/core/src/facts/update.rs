@@ -5,7 +5,9 @@
 
 use std::fmt::Write as _;
 
-use super::schema::{self, Checked, CheckedNvccBuild, CheckedRelease, CheckedTorch};
+use super::schema::{
+    self, Checked, CheckedNvccBuild, CheckedRelease, CheckedRocmTorch, CheckedTorch,
+};
 use super::{release_name, Facts};
 
 /// The copy in effect, owned, to add to.
@@ -43,7 +45,22 @@ pub fn to_checked(f: &Facts) -> Checked {
             .map(|t| CheckedTorch {
                 name: t.name.to_string(),
                 cuda: t.cuda,
+                url: t.host_url.map(str::to_string),
+                platforms: t.platforms.iter().map(|p| p.key().to_string()).collect(),
                 archs: t.archs.map(<[(u32, bool)]>::to_vec),
+                sbsa_archs: t.sbsa_archs.map(<[(u32, bool)]>::to_vec),
+                torch: t.torch,
+                source: t.source.to_string(),
+            })
+            .collect(),
+        rocm_torch: f
+            .rocm_torch
+            .iter()
+            .map(|t| CheckedRocmTorch {
+                name: t.name.to_string(),
+                rocm: t.rocm,
+                gfx: t.gfx.map(|g| g.iter().map(|s| s.to_string()).collect()),
+                torch: t.torch,
                 source: t.source.to_string(),
             })
             .collect(),
@@ -204,6 +221,28 @@ pub fn render(c: &Checked) -> String {
             q(&b.source)
         );
     }
+    let archs = |a: &[(u32, bool)]| -> String {
+        let shown: Vec<String> = a
+            .iter()
+            .map(|(cc, ptx)| {
+                format!(
+                    "\"{}.{}{}\"",
+                    cc / 10,
+                    cc % 10,
+                    if *ptx { "+PTX" } else { "" }
+                )
+            })
+            .collect();
+        format!("[{}]", shown.join(", "))
+    };
+    let torch = |s: &mut String, (first, last): (Option<(u64, u64)>, Option<(u64, u64)>)| {
+        if let Some(f) = first {
+            let _ = writeln!(s, "torch-first = {}", q(&release_name(f)));
+        }
+        if let Some(l) = last {
+            let _ = writeln!(s, "torch-last = {}", q(&release_name(l)));
+        }
+    };
     for t in &c.torch {
         let _ = writeln!(
             s,
@@ -211,20 +250,32 @@ pub fn render(c: &Checked) -> String {
             q(&t.name),
             q(&release_name(t.cuda))
         );
-        if let Some(a) = &t.archs {
-            let shown: Vec<String> = a
-                .iter()
-                .map(|(cc, ptx)| {
-                    format!(
-                        "\"{}.{}{}\"",
-                        cc / 10,
-                        cc % 10,
-                        if *ptx { "+PTX" } else { "" }
-                    )
-                })
-                .collect();
-            let _ = writeln!(s, "archs = [{}]", shown.join(", "));
+        if let Some(u) = &t.url {
+            let _ = writeln!(s, "url = {}", q(u));
         }
+        let platforms: Vec<String> = t.platforms.iter().map(|p| q(p)).collect();
+        let _ = writeln!(s, "platforms = [{}]", platforms.join(", "));
+        if let Some(a) = &t.archs {
+            let _ = writeln!(s, "archs = {}", archs(a));
+        }
+        if let Some(a) = &t.sbsa_archs {
+            let _ = writeln!(s, "sbsa-archs = {}", archs(a));
+        }
+        torch(&mut s, t.torch);
+        let _ = writeln!(s, "source = {}\n", q(&t.source));
+    }
+    for t in &c.rocm_torch {
+        let _ = writeln!(
+            s,
+            "[[torch-rocm-index]]\nname = {}\nrocm = {}",
+            q(&t.name),
+            q(&release_name(t.rocm))
+        );
+        if let Some(g) = &t.gfx {
+            let shown: Vec<String> = g.iter().map(|x| q(x)).collect();
+            let _ = writeln!(s, "gfx = [{}]", shown.join(", "));
+        }
+        torch(&mut s, t.torch);
         let _ = writeln!(s, "source = {}\n", q(&t.source));
     }
     s
@@ -258,11 +309,12 @@ mod tests {
     #[test]
     fn gaps_are_filled_and_filled_rows_stay() {
         let mut c = to_checked(Facts::embedded());
-        let url = "https://mirror/redistrib_13.2.0.json";
-        assert!(add_driver(&mut c, (13, 2), "595.40.01", url).is_some());
+        let url = "https://mirror/redistrib_13.9.0.json";
+        assert!(add_driver(&mut c, (13, 9), "595.40.01", url).is_some());
+        assert_eq!(add_driver(&mut c, (13, 2), "595.40.01", url), None);
         assert_eq!(add_driver(&mut c, (12, 4), "1.2.3", url), None);
         assert_eq!(add_driver(&mut c, (12, 4), "999.1.1", url), None);
-        let r = c.releases.iter().find(|r| r.release == (13, 2)).unwrap();
+        let r = c.releases.iter().find(|r| r.release == (13, 9)).unwrap();
         assert_eq!(r.driver.as_deref(), Some("595.40.01"));
         assert!(r
             .source

@@ -172,7 +172,9 @@ pub fn plan(
             {
                 // pip looks in both indexes; uv's own switch picks PyTorch's index itself.
                 set(&mut ops, vars::PIP_EXTRA_INDEX_URL, index.url().into());
-                set(&mut ops, vars::UV_TORCH_BACKEND, index.name.into());
+                if let Some(backend) = index.uv_backend() {
+                    set(&mut ops, vars::UV_TORCH_BACKEND, backend.into());
+                }
                 // `uv lock`/`uv sync` ignore UV_TORCH_BACKEND (astral-sh/uv#17236); an index
                 // named here is asked before PyPI, and its URL is recorded in uv.lock, so a
                 // changed pin re-resolves torch.
@@ -203,10 +205,12 @@ pub fn uv_index(url: &str) -> String {
     format!("pytorch={url}")
 }
 
-/// PyTorch's wheel index for the active CUDA toolkit's release, if PyTorch has one.
-fn torch_index(facts: &Facts, active: &ActiveSet) -> Option<&'static crate::facts::TorchIndex> {
-    let v = &active.get(Kind::Cuda)?.entry.version;
-    crate::facts::torch_index::for_release(facts, (v.major(), v.minor().unwrap_or(0)))
+/// PyTorch's wheel index for the project (the one chooser, `plan::torch_pick`); none when it
+/// refuses (`gpuenv torch index` says why).
+fn torch_index(facts: &Facts, active: &ActiveSet) -> Option<crate::facts::torch_index::Chosen> {
+    super::torch_pick::for_project(facts, active, Default::default())
+        .ok()
+        .map(|p| p.index)
 }
 
 /// `TORCH_EXTENSIONS_DIR`, unless the user set one: JIT extensions (`load()`) built by one

@@ -15,3 +15,4 @@ pub mod native;
 pub mod resolve;
 pub mod runtime;
 pub mod stale;
+pub mod torch_pick;

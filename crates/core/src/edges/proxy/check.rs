@@ -156,6 +156,7 @@ pub fn guard(
         version: &entry.version,
         root: Path::new(&entry.root),
         reason: compile.why(),
+        gpus: crate::plan::torch_pick::declared_gpus(active),
     };
     match guard::refusal(
         facts.facts(),

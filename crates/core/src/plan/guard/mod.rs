@@ -242,6 +242,9 @@ pub struct Side<'a> {
     pub root: &'a Path,
     /// Why this toolchain is active (the pin or variable that chose it).
     pub reason: String,
+    /// The GPUs the project declares (`plan::torch_pick::declared_gpus`), for the hint's
+    /// choice of index.
+    pub gpus: (Vec<u32>, Vec<String>),
 }
 
 /// A refused build: what does not match, and the ways out.
@@ -324,33 +327,72 @@ pub fn refusal(
         hints.push(matching::hint(registry, kind, built, torch, policy.check));
     }
     hints.push(match kind {
-        Kind::Cuda => torch_for_toolkit(facts, &tc_short),
-        Kind::Rocm => format!(
-            "or install a torch built for {kind} {tc_short} (e.g. pip install torch --index-url {}/rocm{tc_short})",
-            crate::facts::wheel_base::base()
-        ),
+        Kind::Cuda | Kind::Rocm => {
+            let mut m = hint_machine(kind, &tc_short, torch);
+            (m.gpus, m.amd_gpus) = side.gpus.clone();
+            torch_for_toolkit(facts, &m)
+        }
     });
     hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());
     Some(Refusal { message, hints })
 }
 
-/// The torch that matches a CUDA toolkit: the exact `pip install` from PyTorch's index for
-/// its release, or why there is none (PyTorch skips releases; the data may be older).
-pub fn torch_for_toolkit(facts: &Facts, cuda: &Version) -> String {
-    use crate::facts::{release_name, torch_index};
-    let release = (cuda.major(), cuda.minor().unwrap_or(0));
-    let machine = torch_index::Machine {
-        toolkit: Some(release),
+/// What the guard's hint asks the chooser: the toolkit, the installed torch's release, this
+/// host's platform.
+pub fn hint_machine(
+    kind: Kind,
+    toolkit: &Version,
+    torch: &TorchVersion,
+) -> crate::facts::torch_index::Machine {
+    use crate::facts::torch_index::{Machine, Toolkit, TorchWanted};
+    let release = (toolkit.major(), toolkit.minor().unwrap_or(0));
+    Machine {
+        toolkit: Some(match kind {
+            Kind::Cuda => Toolkit::Cuda(release),
+            Kind::Rocm => Toolkit::Rocm(release),
+        }),
+        torch: torch
+            .version
+            .as_deref()
+            .and_then(TorchWanted::of_version)
+            .unwrap_or_default(),
         ..Default::default()
+    }
+}
+
+/// The torch that matches a toolkit: the exact `pip install` from the index the one chooser
+/// picks for `machine`, or why there is none and what would work.
+pub fn torch_for_toolkit(facts: &Facts, machine: &crate::facts::torch_index::Machine) -> String {
+    use crate::diagnostic::Diagnostic as _;
+    use crate::facts::torch_index;
+    let kind = match machine.toolkit {
+        Some(torch_index::Toolkit::Rocm(r)) => format!("ROCm {}", crate::facts::release_name(r)),
+        Some(torch_index::Toolkit::Cuda(r)) => format!("CUDA {}", crate::facts::release_name(r)),
+        None => "this machine".into(),
     };
-    match torch_index::choose(facts, &machine) {
-        Ok(pick) => format!(
-            "or install the torch built for CUDA {}: `pip install --force-reinstall torch --index-url {}` (uv: `uv pip install --torch-backend={} torch`)",
-            release_name(release),
-            pick.index.url(),
-            pick.index.name
-        ),
-        Err(why) => format!("or install a torch built for CUDA {}: {why}", release_name(release)),
+    match torch_index::choose(facts, machine) {
+        Ok(pick) => {
+            let uv = pick
+                .index
+                .uv_backend()
+                .map(|b| format!(" (uv: `uv pip install --torch-backend={b} torch`)"))
+                .unwrap_or_default();
+            format!(
+                "or install the torch built for {kind}: `pip install --force-reinstall torch --index-url {}`{uv}",
+                pick.index.url()
+            )
+        }
+        Err(why) => {
+            let fixes = why.hints();
+            if fixes.is_empty() {
+                format!("or install a torch built for {kind}: {why}")
+            } else {
+                format!(
+                    "or install a torch built for {kind}: {why} ({})",
+                    fixes.join("; ")
+                )
+            }
+        }
     }
 }
 
