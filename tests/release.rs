@@ -13,11 +13,27 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use object::elf;
-use object::read::elf::{ElfFile64, FileHeader as _};
+use object::read::elf::{Dyn as _, ElfFile64, FileHeader as _};
 use object::Endianness;
 
 use common::*;
 use wheel::*;
+
+/// The libraries an ELF names in DT_NEEDED.
+fn needed(data: &[u8]) -> Vec<String> {
+    let file = ElfFile64::<Endianness>::parse(data).expect("an ELF64 file");
+    let endian = file.endian();
+    let sections = file.elf_header().sections(endian, data).unwrap();
+    let Some((dynamic, link)) = sections.dynamic(endian, data).unwrap() else {
+        return Vec::new();
+    };
+    let strings = sections.strings(endian, data, link).unwrap();
+    dynamic
+        .iter()
+        .filter(|d| d.tag32(endian) == Some(elf::DT_NEEDED))
+        .map(|d| String::from_utf8_lossy(d.string(endian, strings).unwrap()).into_owned())
+        .collect()
+}
 
 /// The glibc versions (`(2, 17)`) an ELF needs, and its machine.
 fn glibc_needs(data: &[u8]) -> (u16, Vec<(u32, u32)>) {
@@ -76,6 +92,16 @@ fn release_wheels_are_manylinux2014_and_need_no_glibc_newer_than_2_17() {
             let (m, needs) = glibc_needs(&data);
             assert_eq!(m, machine, "{name}: {bin} is built for {arch}");
             assert!(!needs.is_empty(), "{name}: {bin} links glibc dynamically");
+            // glibc's own libraries only: no libgcc_s, libstdc++ or anything auditwheel
+            // would have to graft.
+            for lib in needed(&data) {
+                assert!(
+                    ["libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1"]
+                        .contains(&lib.as_str())
+                        || lib.starts_with("ld-linux"),
+                    "{name}: {bin} needs {lib}"
+                );
+            }
             let newest = needs.iter().max().unwrap();
             assert!(
                 *newest <= (2, 17),
@@ -94,6 +120,7 @@ fn the_glibc_reader_sees_a_native_builds_newer_needs() {
     let data = fs_err::read(env!("CARGO_BIN_EXE_gpuenv")).unwrap();
     let (m, needs) = glibc_needs(&data);
     assert!(m == elf::EM_X86_64 || m == elf::EM_AARCH64, "{m}");
+    assert!(needed(&data).contains(&"libc.so.6".to_string()), "{:?}", needed(&data));
     assert!(needs.iter().max().unwrap() > &(2, 17), "{needs:?}");
 }
 
