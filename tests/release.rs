@@ -96,8 +96,14 @@ fn release_wheels_are_manylinux2014_and_need_no_glibc_newer_than_2_17() {
             // would have to graft.
             for lib in needed(&data) {
                 assert!(
-                    ["libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1"]
-                        .contains(&lib.as_str())
+                    [
+                        "libc.so.6",
+                        "libm.so.6",
+                        "libpthread.so.0",
+                        "libdl.so.2",
+                        "librt.so.1"
+                    ]
+                    .contains(&lib.as_str())
                         || lib.starts_with("ld-linux"),
                     "{name}: {bin} needs {lib}"
                 );
@@ -120,7 +126,11 @@ fn the_glibc_reader_sees_a_native_builds_newer_needs() {
     let data = fs_err::read(env!("CARGO_BIN_EXE_gpuenv")).unwrap();
     let (m, needs) = glibc_needs(&data);
     assert!(m == elf::EM_X86_64 || m == elf::EM_AARCH64, "{m}");
-    assert!(needed(&data).contains(&"libc.so.6".to_string()), "{:?}", needed(&data));
+    assert!(
+        needed(&data).contains(&"libc.so.6".to_string()),
+        "{:?}",
+        needed(&data)
+    );
     assert!(needs.iter().max().unwrap() > &(2, 17), "{needs:?}");
 }
 
