@@ -357,14 +357,36 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
     let before = json(&sb.ok(&["self", "data", "--json"]));
     assert_eq!(before["newest"]["driver"], "13.5");
 
+    // PyTorch's index pages (PEP 503) on the same server: cu124 has aarch64 wheels too,
+    // cu130 lacks the newest torch (2.16) that cu132 has: it ends at 2.15.
+    let wheel = |index: &str, torch: &str, platform: &str| {
+        format!("<a href=\"/whl/{index}/torch-{torch}%2B{index}-cp312-cp312-manylinux_2_28_{platform}.whl#sha256=00\">torch-{torch}+{index}-cp312-cp312-manylinux_2_28_{platform}.whl</a>\n")
+    };
+    for (index, wheels) in [
+        ("cu124", vec![("2.4.0", "x86_64"), ("2.6.0", "aarch64")]),
+        ("cu130", vec![("2.9.0", "x86_64"), ("2.15.1", "aarch64")]),
+        ("cu132", vec![("2.14.0", "x86_64"), ("2.16.0", "x86_64")]),
+    ] {
+        let body: String = wheels.iter().map(|(t, p)| wheel(index, t, p)).collect();
+        server.put(
+            &format!("whl/{index}/torch/"),
+            format!("<html><body>\n{body}</body></html>\n"),
+            "text/html",
+        );
+    }
     let out = sb
         .gpuenv()
         .env("GPUENV_CUDA_MIRROR", server.url(""))
+        .env("GPUENV_TORCH_INDEX_URL", server.url("whl"))
         .args(["self", "update-data"])
         .output()
         .unwrap();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
+    assert!(err.contains("added cu124: wheels for linux-sbsa"), "{err}");
+    assert!(err.contains("added cu130: torch up to 2.15"), "{err}");
+    // The pages the mirror does not hold are said once, and their rows stay.
+    assert!(err.contains("the torch pages of cu118, cu121"), "{err}");
     assert!(
         err.contains("added CUDA 13.6: minimum driver 630.45.04"),
         "{err}"
@@ -390,6 +412,13 @@ fn update_data_learns_drivers_from_the_redist_manifests_and_limits_from_toolkits
         "{text}"
     );
     assert!(text.contains("archs = [90, 130]"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "torch-last: torch wheels listed at {} (none of torch 2.16)",
+            server.url("whl/cu130/torch/")
+        )),
+        "{text}"
+    );
     assert!(
         text.contains(&format!(
             "nvcc: cuda_nvcc in {}",
@@ -505,6 +534,24 @@ fn the_sandbox_sees_no_host_gpu_unless_a_test_gives_it_one() {
             assert!(!dir.join(tool).exists(), "{} in {}", tool, dir.display());
         }
     }
+    // On a GPU machine /usr/bin holds nvidia-smi: such a directory is replaced by links to
+    // everything else in it.
+    let host_bin = sb.path("host-bin");
+    write_exe(&host_bin.join("nvidia-smi"), "#!/bin/sh\necho 9.0\n");
+    write_exe(&host_bin.join("rocminfo"), "#!/bin/sh\n");
+    write_exe(&host_bin.join("cc-tool"), "#!/bin/sh\necho tool\n");
+    let plain = sb.path("plain-bin");
+    write_exe(&plain.join("other-tool"), "#!/bin/sh\n");
+    let path = without_gpu_tools(
+        &[host_bin.to_str().unwrap(), plain.to_str().unwrap()],
+        &sb.path("farms"),
+    );
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    assert_ne!(dirs[0], host_bin, "{path}");
+    assert!(dirs[0].join("cc-tool").exists() && !dirs[0].join("nvidia-smi").exists());
+    assert!(!dirs[0].join("rocminfo").exists());
+    assert_eq!(dirs[1], plain, "a directory without them stays as it is");
+
     let pick = json(&sb.ok(&["torch", "index", "--any-toolkit", "--json"]));
     assert_eq!(pick["inputs"]["gpus"], serde_json::json!([]), "{pick}");
     assert_eq!(pick["inputs"]["driver"], serde_json::Value::Null, "{pick}");
@@ -512,4 +559,65 @@ fn the_sandbox_sees_no_host_gpu_unless_a_test_gives_it_one() {
     let pick = json(&sb.ok(&["torch", "index", "--any-toolkit", "--json"]));
     assert_eq!(pick["inputs"]["driver"], "535.104.05", "{pick}");
     assert_eq!(pick["index"], "cu129", "{pick}");
+}
+
+/// The torch release the project's pyproject.toml asks for is part of the choice, for
+/// `torch index`, the environment and `--write-pyproject` alike: cu128 ends at torch 2.11.
+#[test]
+fn the_pyprojects_torch_requirement_is_part_of_the_choice() {
+    let sb = Sandbox::new();
+    let cuda = cuda_runfile(&sb.path("opt/cuda-12.8"), "12.8.93");
+    sb.ok(&["link", "cuda-12.8", cuda.to_str().unwrap()]);
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.8\"\n\n[torch]\nindex = \"auto\"\n",
+    );
+    let run = |args: &[&str]| sb.gpuenv().current_dir(&proj).args(args).output().unwrap();
+    succeeded(&run(&["trust"]));
+    let pyproject = |req: &str| {
+        write(
+            &proj.join("pyproject.toml"),
+            &format!(
+                "[project]\nname = \"p\"\nversion = \"0\"\ndependencies = [\"numpy\", \"{req}\"]\n"
+            ),
+        )
+    };
+
+    pyproject("torch>=2.9,<2.12");
+    let answer = json(&succeeded(&run(&["torch", "index", "--json"])));
+    assert_eq!(answer["index"], "cu128", "{answer}");
+    assert_eq!(answer["inputs"]["torch"], "torch 2.9–2.11", "{answer}");
+    let vars = json(&succeeded(&run(&["env", "--shell", "json"])));
+    assert_eq!(vars["UV_TORCH_BACKEND"], "cu128", "{vars}");
+
+    pyproject("torch>=2.12");
+    let out = run(&["torch", "index", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let answer = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        answer["ruled_out_by"],
+        serde_json::json!(["torch"]),
+        "{answer}"
+    );
+    let said = answer["hints"].to_string();
+    assert!(
+        said.contains("torch 2.7–2.11") && said.contains("gpuenv pin cuda-13.2"),
+        "{answer}"
+    );
+    assert!(!said.contains("driver"), "{answer}");
+    let vars = json(&succeeded(&run(&["env", "--shell", "json"])));
+    assert!(vars.get("UV_TORCH_BACKEND").is_none(), "{vars}");
+    let out = run(&["torch", "index", "--write-pyproject"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cu128 ends at torch 2.11"),
+        "{}",
+        stderr(&out)
+    );
+    // `--torch` overrides the file.
+    let answer = json(&succeeded(&run(&[
+        "torch", "index", "--torch", "2.10", "--json",
+    ])));
+    assert_eq!(answer["index"], "cu128", "{answer}");
 }

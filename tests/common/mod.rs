@@ -119,30 +119,35 @@ pub const GPU_TOOLS: [&str; 6] = [
 pub fn system_path() -> String {
     static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
-        let dirs = ["/usr/local/bin", "/usr/bin", "/bin"];
-        let mut out = Vec::new();
-        for dir in dirs {
-            let has_gpu_tool = GPU_TOOLS.iter().any(|t| Path::new(dir).join(t).exists());
-            if !has_gpu_tool {
-                out.push(dir.to_string());
-                continue;
-            }
-            let farm = Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("gpu-free-path-{}", std::process::id()))
-                .join(dir.trim_start_matches('/').replace('/', "-"));
-            fs::create_dir_all(&farm).unwrap();
-            for entry in fs::read_dir(dir).unwrap().flatten() {
-                let name = entry.file_name();
-                if GPU_TOOLS.iter().any(|t| name == std::ffi::OsStr::new(t)) {
-                    continue;
-                }
-                let _ = std::os::unix::fs::symlink(entry.path(), farm.join(&name));
-            }
-            out.push(farm.to_str().unwrap().to_string());
-        }
-        out.join(":")
+        let farms = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("gpu-free-path-{}", std::process::id()));
+        without_gpu_tools(&["/usr/local/bin", "/usr/bin", "/bin"], &farms)
     })
     .clone()
+}
+
+/// `dirs` as a PATH, each directory holding one of [`GPU_TOOLS`] replaced by a directory
+/// under `farms` of links to everything else in it.
+pub fn without_gpu_tools(dirs: &[&str], farms: &Path) -> String {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let has_gpu_tool = GPU_TOOLS.iter().any(|t| Path::new(dir).join(t).exists());
+        if !has_gpu_tool {
+            out.push(dir.to_string());
+            continue;
+        }
+        let farm = farms.join(dir.trim_start_matches('/').replace('/', "-"));
+        fs::create_dir_all(&farm).unwrap();
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            let name = entry.file_name();
+            if GPU_TOOLS.iter().any(|t| name == std::ffi::OsStr::new(t)) {
+                continue;
+            }
+            let _ = std::os::unix::fs::symlink(entry.path(), farm.join(&name));
+        }
+        out.push(farm.to_str().unwrap().to_string());
+    }
+    out.join(":")
 }
 
 /// Asserts that a finished command succeeded, showing what it printed if not; its stdout.

@@ -132,8 +132,9 @@ fn fm16_the_real_torch_without_a_kernel_for_a_pascal_gpu_is_an_error_naming_an_i
         f.summary
     );
     let hint = f.hint.unwrap();
+    // The one chooser picks for the active toolkit (CUDA 12.4 here), as the guard demands.
     assert!(
-        hint.starts_with("install a torch built for 6.1 from PyTorch's `cu126` index"),
+        hint.starts_with("install a torch built for 6.1 from PyTorch's `cu124` index"),
         "{hint}"
     );
 

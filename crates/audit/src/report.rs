@@ -116,6 +116,8 @@ pub fn render_json(report: &Report) -> String {
     }
     #[derive(Serialize)]
     struct Json<'a> {
+        schema: &'static str,
+        command: &'static str,
         file: &'a Path,
         kind: crate::ObjectKind,
         cuda: Vec<CudaImage>,
@@ -129,6 +131,8 @@ pub fn render_json(report: &Report) -> String {
     }
     let o = &report.object;
     let json = Json {
+        schema: gpuenv_core::report_schema::VERSION,
+        command: "audit",
         file: &report.file,
         kind: o.kind,
         cuda: o

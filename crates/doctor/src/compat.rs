@@ -9,6 +9,7 @@ use std::path::Path;
 use super::driver::read_driver;
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
+use gpuenv_core::facts::compat_note as note;
 use gpuenv_core::facts::driver_dirs::{is_driver_dir, libcuda_version};
 use gpuenv_core::facts::lookup::driver_key;
 use gpuenv_core::fsutil;
@@ -93,6 +94,27 @@ pub fn run(inputs: &Inputs) -> Finding {
         "kernel driver {} (from {}); libcuda {compat} from {dir}, first on LD_LIBRARY_PATH",
         driver.text, driver.from
     ));
+    // Decided as the NVIDIA Container Toolkit decides: the library's own note first.
+    let lib = Path::new(&dir).join(format!("libcuda.so.{compat}"));
+    let note = match note::read(&lib) {
+        Ok(n) => n,
+        Err(e) => {
+            notes.seen(format!(
+                "its note cannot be read ({e}): the driver versions decide"
+            ));
+            None
+        }
+    };
+    let decision = note::decide(note.as_ref(), Some(&compat), Some(&driver.text), None);
+    notes.seen(match &note {
+        Some(n) => format!(
+            "{}: CUDA {}, host driver branches {:?}",
+            note::SECTION,
+            n.cuda,
+            n.driver
+        ),
+        None => format!("no {} note: the driver majors decide", note::SECTION),
+    });
     let (c, k) = (driver_key(&compat), driver_key(&driver.text));
     if c < k {
         notes.problem(
@@ -108,10 +130,23 @@ pub fn run(inputs: &Inputs) -> Finding {
         ));
         return notes.finish(CHECK, "");
     }
+    if c > k && !decision.use_compat {
+        notes.problem(
+            Status::Error,
+            format!(
+                "the forward-compatibility libcuda {compat} in {dir} does not run on kernel driver {}: {} (the NVIDIA Container Toolkit would not use it; CUDA programs fail with error 803)",
+                driver.text, decision.why
+            ),
+        );
+        notes.hint(format!(
+            "remove {dir} from LD_LIBRARY_PATH, or update the driver to a branch its note lists"
+        ));
+        return notes.finish(CHECK, "");
+    }
     let summary = if c > k {
         format!(
-            "forward compatibility in effect: libcuda {compat} from {dir} on kernel driver {} (it works on data-center GPUs only; elsewhere CUDA says 804)",
-            driver.text
+            "forward compatibility in effect: libcuda {compat} from {dir} on kernel driver {} ({}; it works on data-center GPUs only; elsewhere CUDA says 804)",
+            driver.text, decision.why
         )
     } else {
         format!(

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::{Check, Finding, Inputs, Notes, Status};
-use gpuenv_core::facts::{self, torch_index, Facts};
+use gpuenv_core::facts::{self, Facts};
 use gpuenv_core::guard::{self, TorchVersion};
 use gpuenv_core::resolve::Reason;
 use gpuenv_core::toolchain::{Kind, Version};
@@ -40,7 +40,7 @@ fn is_cpu_only(t: &TorchVersion) -> bool {
 /// torch (`None`: it refuses; the guard's hint then says why and what works).
 pub fn wheel_index(facts: &Facts, kind: Kind, v: &Version, torch: &TorchVersion) -> Option<String> {
     let machine = gpuenv_core::guard::hint_machine(kind, v, torch);
-    torch_index::choose(facts, &machine)
+    gpuenv_core::facts::torch_choose::choose(facts, &machine)
         .ok()
         .map(|p| p.index.url())
 }

@@ -301,11 +301,15 @@ pub fn render_text(report: &Report) -> String {
 pub fn render_json(report: &Report) -> String {
     #[derive(Serialize)]
     struct Json<'a> {
+        schema: &'static str,
+        command: &'static str,
         dir: &'a Path,
         findings: &'a [Finding],
         summary: Counts,
     }
     let json = Json {
+        schema: gpuenv_core::report_schema::VERSION,
+        command: "doctor",
         dir: &report.dir,
         findings: &report.findings,
         summary: Counts::of(&report.findings),

@@ -12,7 +12,7 @@ use gpuenv_core::plan::native;
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_audit::arch::CudaArch;
 use gpuenv_audit::fatbin::ImageKind;
-use gpuenv_core::facts::{self, torch_index};
+use gpuenv_core::facts::torch_index;
 use gpuenv_core::fsutil;
 
 pub const CHECK: Check = Check {
@@ -109,24 +109,25 @@ pub fn run(inputs: &Inputs) -> Finding {
                 archs.join(" ")
             ),
         );
-        let cc = gpu.sm();
-        let indexes: Vec<&str> = inputs
-            .facts
-            .torch
-            .iter()
-            .rev()
-            .filter(|i| i.archs.is_some_and(|a| torch_index::covers(a, cc)))
-            .map(|i| i.name)
-            .collect();
-        match indexes.first() {
-            Some(newest) => notes.hint(format!(
-                "install a torch built for {gpu} from PyTorch's `{newest}` index ({}/{newest}; `gpuenv torch index --list` shows each index's archs; also has it: {})",
-                facts::wheel_base::base(),
-                indexes.join(", ")
+        // The one chooser: the active toolkit, this platform, this GPU.
+        let machine = torch_index::Machine {
+            toolkit: gpuenv_core::plan::torch_pick::toolkit(&inputs.active),
+            gpus: vec![gpu.sm()],
+            ..Default::default()
+        };
+        match gpuenv_core::facts::torch_choose::choose(&inputs.facts, &machine) {
+            Ok(pick) => notes.hint(format!(
+                "install a torch built for {gpu} from PyTorch's `{}` index ({}; `gpuenv torch index --list` shows each index's archs)",
+                pick.index.name(),
+                pick.index.url()
             )),
-            None => notes.hint(
-                "no PyTorch wheel index gpuenv knows has a kernel for it: build torch from source with TORCH_CUDA_ARCH_LIST naming it (`gpuenv torch index --list`)",
-            ),
+            Err(no) => {
+                use gpuenv_core::diagnostic::Diagnostic as _;
+                notes.hint(format!(
+                    "no PyTorch wheel index fits with what is active here: {no}; {}",
+                    no.hints().join("; ")
+                ))
+            }
         }
     }
     notes.finish(

@@ -113,6 +113,8 @@ impl Args {
                 json!({"name": t.name, "kind": t.entry.kind, "version": t.entry.version, "reason": t.reason.to_string()})
             });
             let out = json!({
+                "schema": gpuenv_core::report_schema::VERSION,
+                "command": "check",
                 "status": status,
                 "toolchain": tc_json,
                 "torch": torch_json,

@@ -37,7 +37,8 @@ enum Sub {
     },
     /// Refresh the compatibility data: minimum drivers and nvcc builds from NVIDIA's redist
     /// manifests (GPUENV_CUDA_MIRROR), GCC limits and archs from the CUDA toolkits
-    /// registered here
+    /// registered here, the torch releases and platforms of PyTorch's indexes from their
+    /// pages (GPUENV_TORCH_INDEX_URL)
     UpdateData {
         /// Use only the manifests fetched before
         #[arg(long)]
@@ -300,6 +301,9 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
         said.extend(update::add_tree(&mut data, release, gcc, archs, &root));
     }
 
+    // PyTorch: which torch releases and platforms each index's page lists wheels for.
+    said.extend(torch_pages(ctx, &fetcher, &mut data));
+
     data.date = today();
     let text = update::render(&data);
     // What is written must read back: the same checks as any copy.
@@ -322,6 +326,47 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
         if said.len() == 1 { "" } else { "s" }
     ));
     Ok(())
+}
+
+/// The torch page (`<base>/<index>/torch/`) of each of PyTorch's indexes in the data, read
+/// for the releases and platforms it holds wheels of; an index page that cannot be read is
+/// left as it was (a mirror need not hold every index).
+fn torch_pages(ctx: &Context, fetcher: &Fetcher, data: &mut schema::Checked) -> Vec<String> {
+    let names: Vec<String> = data
+        .torch
+        .iter()
+        .filter(|t| t.url.is_none())
+        .map(|t| t.name.clone())
+        .chain(data.rocm_torch.iter().map(|t| t.name.clone()))
+        .collect();
+    let mut pages = Vec::new();
+    let mut unread = Vec::new();
+    for name in names {
+        let text = format!("{}/{name}/torch/", facts::wheel_base::base());
+        let page = gpuenv_install::location(&ctx.cwd, &text, true).and_then(|url| {
+            fetcher
+                .page(&url, "text/html", outside::Kind::IndexPage)
+                .map_err(anyhow::Error::from)
+        });
+        match page {
+            Ok(p) => {
+                let wheels = facts::update_index::wheels(&p.text(), &name);
+                pages.push((name, text, wheels));
+            }
+            Err(e) => {
+                ui::verbose(format!("{text}: {e:#}"));
+                unread.push(name);
+            }
+        }
+    }
+    if !unread.is_empty() {
+        ui::warn(format!(
+            "the torch pages of {} could not be read at {} (`-v` says why); their rows stay as they were",
+            unread.join(", "),
+            facts::wheel_base::base()
+        ));
+    }
+    facts::update_index::add_pages(data, &pages)
 }
 
 fn same_minor(a: &Version, b: &Version) -> bool {

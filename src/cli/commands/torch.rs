@@ -9,7 +9,7 @@ use serde_json::json;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::driver;
-use gpuenv_core::facts::{release_name, schema, tegra, torch_index, Facts, Platform};
+use gpuenv_core::facts::{release_name, schema, tegra, torch_choose, torch_index, Facts, Platform};
 use gpuenv_core::plan::native;
 use gpuenv_core::session::Session;
 use gpuenv_core::ui;
@@ -76,7 +76,7 @@ impl Args {
         }
         let machine = machine(&mut session, &a)?;
         let facts = session.facts();
-        let answer = torch_index::choose(facts, &machine);
+        let answer = torch_choose::choose(facts, &machine);
         if a.json {
             println!(
                 "{}",
@@ -177,7 +177,12 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
         gpuenv_core::plan::torch_pick::toolkit(&active)
     };
     let torch = match a.torch.as_deref() {
-        None => torch_index::TorchWanted::default(),
+        // What the project's pyproject.toml asks for, as the environment takes it.
+        None if a.any_toolkit => torch_index::TorchWanted::default(),
+        None => {
+            let active = support::resolve_here(session, &[], None)?;
+            gpuenv_core::plan::torch_pick::pyproject_torch(&active)
+        }
         Some(t) => torch_index::TorchWanted::of_version(t)
             .filter(|_| !t.contains(['<', '>', '=', '~', '!']))
             .or_else(|| torch_index::TorchWanted::of_requirement(t))
@@ -266,7 +271,7 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
 fn answer_json(
     facts: &Facts,
     m: &torch_index::Machine,
-    answer: &Result<torch_index::Pick, torch_index::NoIndex>,
+    answer: &Result<torch_choose::Pick, torch_choose::NoIndex>,
 ) -> serde_json::Value {
     let inputs = json!({
         "toolkit": m.toolkit.map(|t| match t {

@@ -28,8 +28,8 @@ pub fn path(active: &ActiveSet, cwd: &Path) -> PathBuf {
 pub fn pinned_index(
     facts: &Facts,
     active: &ActiveSet,
-) -> Result<torch_index::Chosen, torch_index::NoIndex> {
-    gpuenv_core::plan::torch_pick::for_project(facts, active, Default::default()).map(|p| p.index)
+) -> Result<torch_index::Chosen, gpuenv_core::facts::torch_choose::NoIndex> {
+    gpuenv_core::plan::torch_pick::for_project(facts, active).map(|p| p.index)
 }
 
 /// The file's text, or why it is not read: missing (`Ok(None)`), a link, another

@@ -5,7 +5,7 @@
 
 use crate::diagnostic::{Find, Hinted};
 use crate::edges::{proxy, shell};
-use crate::facts::{copies, driver, tegra, torch_index, wheel_base, Unknown};
+use crate::facts::{copies, driver, tegra, torch_choose, wheel_base, Unknown};
 use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve, stale};
 use crate::store::toolchain::{registry, upstream};
 use crate::store::{locate, shims};
@@ -26,7 +26,7 @@ crate::diagnostics!(
     locate::RelativeDir,
     driver::DriverTooOld,
     copies::Refused,
-    torch_index::NoIndex,
+    torch_choose::NoIndex,
     tegra::UnknownJetson,
     wheel_base::BadIndexUrl,
     Unknown,

@@ -276,6 +276,7 @@ impl<'c> Session<'c> {
         if purpose != Purpose::Proxy {
             shims_off = self.for_run_time(active, &mut change);
             self.for_conda(active, &mut change);
+            self.for_compat(active, &mut change);
         }
         // The shims stay ahead of toolchain bins, so nvcc and hipcc always pass the guard.
         if purpose == Purpose::Hook && !change.ops.is_empty() && !shims_off {
@@ -285,6 +286,50 @@ impl<'c> Session<'c> {
             ));
         }
         Ok(change)
+    }
+
+    /// A forward-compatibility directory on `LD_LIBRARY_PATH` stays unless the NVIDIA
+    /// Container Toolkit's rule says this kernel driver cannot use its `libcuda`
+    /// (`facts::compat_note`): then it goes, for the driver's own (first on the path, it
+    /// gives error 803 and no devices). Nothing is decided without a kernel driver to compare.
+    fn for_compat(&self, active: &ActiveSet, change: &mut Change) {
+        if active.get(Kind::Cuda).is_none() {
+            return;
+        }
+        let entries = crate::path_list::split(self.ctx.var_os(vars::LD_LIBRARY_PATH));
+        let compat: Vec<&std::ffi::OsString> = entries
+            .iter()
+            .filter(|e| {
+                crate::facts::driver_dirs::is_driver_dir(e)
+                    && std::path::Path::new(e).components().any(|c| {
+                        let c = c.as_os_str().to_string_lossy();
+                        c.starts_with("compat") || c.ends_with("-compat")
+                    })
+            })
+            .collect();
+        if compat.is_empty() {
+            return;
+        }
+        let Some(driver) = crate::facts::driver::read_proc_version(&self.ctx.system_root()) else {
+            return;
+        };
+        let stale: std::collections::BTreeSet<std::path::PathBuf> = compat
+            .into_iter()
+            .filter(|dir| {
+                crate::facts::compat_note::for_dir(std::path::Path::new(dir), &driver)
+                    .is_some_and(|(_, d)| !d.use_compat)
+            })
+            .map(std::path::PathBuf::from)
+            .collect();
+        if !stale.is_empty() {
+            change.ops.push(Op::Remove(
+                vars::LD_LIBRARY_PATH.into(),
+                crate::plan::env::Foreign {
+                    dirs: std::sync::Arc::new(stale),
+                    ..Default::default()
+                },
+            ));
+        }
     }
 
     /// conda and pixi refuse CUDA packages where they see no `__cuda` virtual package (CI

@@ -13,6 +13,7 @@
 pub mod arch;
 pub mod build_cache;
 pub mod build_files;
+pub mod compat_note;
 pub mod copies;
 pub mod driver;
 pub mod driver_dirs;
@@ -33,6 +34,7 @@ pub mod torch_index;
 mod torch_table;
 pub mod tree;
 pub mod update;
+pub mod update_index;
 pub mod vars;
 pub mod version;
 pub mod wheel_base;

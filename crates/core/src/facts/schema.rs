@@ -122,7 +122,7 @@ pub struct CheckedTorch {
     pub sbsa_archs: Option<Vec<(u32, bool)>>,
     /// The first and last torch release (major, minor) it carries; `None` not recorded (first)
     /// or still built (last).
-    pub torch: (Option<(u64, u64)>, Option<(u64, u64)>),
+    pub torch: TorchRange,
     pub source: String,
 }
 
@@ -133,9 +133,13 @@ pub struct CheckedRocmTorch {
     pub rocm: (u64, u64),
     /// The gfx targets its wheels carry (`gfx942`); `None` not known.
     pub gfx: Option<Vec<String>>,
-    pub torch: (Option<(u64, u64)>, Option<(u64, u64)>),
+    pub torch: TorchRange,
     pub source: String,
 }
+
+/// The first and last torch release `(major, minor)` an index carries: `None` not recorded
+/// (first) or still built (last).
+pub type TorchRange = (Option<(u64, u64)>, Option<(u64, u64)>);
 
 /// What is wrong, and on which line (1-based).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -431,7 +435,7 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
         if sbsa_archs.is_some() && !platforms.iter().any(|p| p == "linux-sbsa") {
             return Err(bad("sbsa-archs without linux-sbsa in platforms".into()));
         }
-        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(|m| bad(m))?;
+        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(&bad)?;
         if out.torch.iter().any(|o| o.name == t.name) {
             return Err(bad("listed twice".into()));
         }
@@ -479,7 +483,7 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
                 ));
             }
         }
-        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(|m| bad(m))?;
+        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(&bad)?;
         if out.rocm_torch.iter().any(|o| o.name == t.name) {
             return Err(bad("listed twice".into()));
         }
@@ -499,11 +503,7 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
 }
 
 /// `torch-first`/`torch-last` as torch releases (`2.9`), first at or below last.
-#[allow(clippy::type_complexity)]
-fn torch_range(
-    first: &Option<String>,
-    last: &Option<String>,
-) -> Result<(Option<(u64, u64)>, Option<(u64, u64)>), String> {
+fn torch_range(first: &Option<String>, last: &Option<String>) -> Result<TorchRange, String> {
     let parse = |field: &str, v: &Option<String>| match v {
         None => Ok(None),
         Some(s) => parse_release(s)

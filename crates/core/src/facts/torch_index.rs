@@ -7,8 +7,6 @@
 
 use super::{Facts, Platform, RocmTorchIndex, TorchIndex, TorchRelease};
 
-pub use super::torch_choose::{choose, NoIndex, Pick, Rule};
-
 /// The toolkit pinned or active: its kind and major.minor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Toolkit {
@@ -226,64 +224,6 @@ pub fn covers(archs: &[(u32, bool)], cc: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::Facts;
-
-    fn pick(
-        toolkit: Option<(u64, u64)>,
-        driver: Option<&str>,
-        gpus: &[u32],
-    ) -> Result<&'static str, NoIndex> {
-        choose(
-            Facts::embedded(),
-            &Machine {
-                toolkit: toolkit.map(Toolkit::Cuda),
-                driver: driver.map(str::to_string),
-                gpus: gpus.to_vec(),
-                platform: Platform::LinuxX86_64,
-                ..Default::default()
-            },
-        )
-        .map(|p| p.index.name())
-    }
-
-    #[test]
-    fn the_toolkit_decides_the_index() {
-        assert_eq!(pick(Some((12, 4)), None, &[]).unwrap(), "cu124");
-        assert_eq!(
-            pick(Some((13, 2)), Some("580.65.06"), &[]).unwrap(),
-            "cu132"
-        );
-    }
-
-    #[test]
-    fn a_toolkit_pytorch_builds_no_wheels_for_is_said_with_one_that_fits() {
-        let e = pick(Some((13, 1)), None, &[]).unwrap_err();
-        assert!(
-            e.to_string().contains("no wheel index for CUDA 13.1"),
-            "{e}"
-        );
-        let hints = crate::diagnostic::Diagnostic::hints(&e).join("\n");
-        assert!(hints.contains("gpuenv pin cuda-13.2"), "{hints}");
-        let e = pick(Some((14, 0)), None, &[]).unwrap_err();
-        assert!(e.to_string().contains("not known to this gpuenv"), "{e}");
-    }
-
-    #[test]
-    fn without_a_toolkit_the_driver_and_the_gpus_decide_unlike_uv() {
-        // uv picks by driver alone: a 580 driver gets a CUDA 13 index even for a Pascal
-        // GPU (6.1), whose kernels CUDA 13 wheels no longer carry.
-        assert_eq!(pick(None, Some("580.65.06"), &[]).unwrap(), "cu132");
-        assert_eq!(pick(None, Some("580.65.06"), &[120]).unwrap(), "cu132");
-        assert_eq!(pick(None, Some("580.65.06"), &[61]).unwrap(), "cu126");
-        assert_eq!(pick(None, Some("535.104.05"), &[90]).unwrap(), "cu129");
-        assert_eq!(pick(None, Some("520.61.05"), &[]).unwrap(), "cu118");
-        let e = pick(Some((12, 8)), None, &[61]).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("cu128 wheels carry no kernels for compute capability 6.1"),
-            "{e}"
-        );
-    }
 
     #[test]
     fn ptx_reaches_newer_gpus_and_sass_only_its_own_major() {

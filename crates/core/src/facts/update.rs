@@ -235,7 +235,7 @@ pub fn render(c: &Checked) -> String {
             .collect();
         format!("[{}]", shown.join(", "))
     };
-    let torch = |s: &mut String, (first, last): (Option<(u64, u64)>, Option<(u64, u64)>)| {
+    let torch = |s: &mut String, (first, last): schema::TorchRange| {
         if let Some(f) = first {
             let _ = writeln!(s, "torch-first = {}", q(&release_name(f)));
         }

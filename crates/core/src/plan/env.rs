@@ -208,7 +208,7 @@ pub fn uv_index(url: &str) -> String {
 /// PyTorch's wheel index for the project (the one chooser, `plan::torch_pick`); none when it
 /// refuses (`gpuenv torch index` says why).
 fn torch_index(facts: &Facts, active: &ActiveSet) -> Option<crate::facts::torch_index::Chosen> {
-    super::torch_pick::for_project(facts, active, Default::default())
+    super::torch_pick::for_project(facts, active)
         .ok()
         .map(|p| p.index)
 }

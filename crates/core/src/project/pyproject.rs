@@ -54,6 +54,29 @@ fn indexes(doc: &DocumentMut) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The requirements on torch in `[project] dependencies` (`torch>=2.9,<2.12`), as written.
+pub fn torch_requirements(text: &str) -> Result<Vec<String>, NotToml> {
+    let doc = parse(text)?;
+    let Some(deps) = doc
+        .get("project")
+        .and_then(|p| p.get("dependencies"))
+        .and_then(Item::as_array)
+    else {
+        return Ok(Vec::new());
+    };
+    Ok(deps
+        .iter()
+        .filter_map(|d| d.as_str())
+        .filter(|d| {
+            let name_end = d
+                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+                .unwrap_or(d.len());
+            d[..name_end].eq_ignore_ascii_case("torch")
+        })
+        .map(str::to_string)
+        .collect())
+}
+
 /// The index `[tool.uv.sources]` routes `package` to, if any.
 fn source_index(doc: &DocumentMut, package: &str) -> Option<String> {
     let entry = doc.get("tool")?.get("uv")?.get("sources")?.get(package)?;

@@ -29,9 +29,10 @@ pub struct Foreign {
 
 impl Foreign {
     pub fn matches(&self, entry: &OsStr) -> bool {
-        // The driver's and forward compatibility's directories are nobody's toolkit.
+        // The driver's and forward compatibility's directories are nobody's toolkit: only one
+        // named exactly (a compat dir this driver cannot use, `Session::for_compat`) goes.
         if crate::facts::driver_dirs::is_driver_dir(entry) {
-            return false;
+            return self.dirs.contains(Path::new(entry));
         }
         let (view_dirs, names) = &*self.views;
         let view = |a: &Path| {

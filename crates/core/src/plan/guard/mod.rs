@@ -370,7 +370,7 @@ pub fn torch_for_toolkit(facts: &Facts, machine: &crate::facts::torch_index::Mac
         Some(torch_index::Toolkit::Cuda(r)) => format!("CUDA {}", crate::facts::release_name(r)),
         None => "this machine".into(),
     };
-    match torch_index::choose(facts, machine) {
+    match crate::facts::torch_choose::choose(facts, machine) {
         Ok(pick) => {
             let uv = pick
                 .index
