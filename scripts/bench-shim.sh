@@ -12,16 +12,24 @@
 # RUNS rounds, default 600) and each one's median counts, so a burst of load falls on all
 # of them alike. The runner is a small C program (posix_spawn and wait, stdout to /dev/null).
 # BEFORE=<a gpuenv-shim built from another commit> adds its rows (a third home), to compare
-# a change in one run.
+# a change in one run: e.g. the release wheel's zig-linked proxy (`scripts/build-wheel.sh
+# --zig`, unzipped) against this build. NO_STATIC=1 skips the static-pie build (it shares
+# target/<host>/release with `build-wheel.sh --zig` and would rebuild it all): its rows then
+# run a second copy of the default build, a control for the noise between two homes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=${RUNS:-600}
+target="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo build --release --workspace --quiet
 host=$(rustc -vV | sed -n 's/^host: //p')
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --quiet --target "$host" --bin gpuenv-shim
-static_shim="$PWD/target/$host/release/gpuenv-shim"
-gpuenv="$PWD/target/release/gpuenv"
+if [ "${NO_STATIC:-0}" = 1 ]; then
+    static_shim="$target/release/gpuenv-shim"
+else
+    RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --quiet --target "$host" --bin gpuenv-shim
+    static_shim="$target/$host/release/gpuenv-shim"
+fi
+gpuenv="$target/release/gpuenv"
 
 # rustup finds its toolchains through these; keep them before HOME moves to the sandbox.
 export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
@@ -58,7 +66,7 @@ dyn="$work/gpuenv" static="$work/gpuenv-static"
 GPUENV_HOME="$dyn" "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
 GPUENV_HOME="$static" "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
 rm "$dyn/bin/gpuenv-shim" "$static/bin/gpuenv-shim"
-cp "$PWD/target/release/gpuenv-shim" "$dyn/bin/gpuenv-shim"
+cp "$target/release/gpuenv-shim" "$dyn/bin/gpuenv-shim"
 cp "$static_shim" "$static/bin/gpuenv-shim"
 before=()
 if [ -n "${BEFORE:-}" ]; then
@@ -98,6 +106,7 @@ GPUENV_HOME="$static" "$static/views/cuda-12.4/bin/nvcc" $compile
     "rustup-proxy=$rustc_proxy --version" "${before[@]}" >"$work/times.txt"
 
 python3 - "$work/times.txt" "$runs" <<'PY'
+import os
 import sys
 r = {}
 for line in open(sys.argv[1]):
@@ -127,6 +136,8 @@ for label, key, base in rows:
     adds = r[key] - base
     print(f"{label:<38}{r[key]:>7.3f}ms{adds:>7.3f}ms{adds / c:>11.1f}x")
 print(f"(an empty Rust program costs {r['rust-empty']:.3f} ms here)")
+if os.environ.get("NO_STATIC") == "1":
+    print("(NO_STATIC=1: the static-pie rows are a second copy of the default build)")
 for label, key, base in [x for x in rows if x[1].startswith("gpuenv-view") and "before" not in x[1]]:
     met = "met" if r[key] - base <= 0.9 else "NOT met"
     print(f"goal (adds at most 0.9 ms), {label}: {met}")

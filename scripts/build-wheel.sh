@@ -1,21 +1,80 @@
 #!/usr/bin/env bash
-# Builds gpuenv's wheel and sdist (maturin, `bin` bindings: both binaries as scripts) into
-# dist/ or $1, and checks both with `twine check --strict`. maturin and twine come from
-# PyPI into a venv outside the checkout, made once: $GPUENV_PY_TOOLS, default
-# ~/.cache/gpuenv-py-tools. The release build in target/ is reused when it is current.
+# Builds gpuenv's wheels and sdist (maturin, `bin` bindings: both binaries as scripts) into
+# dist/ or OUT, and checks them with `twine check --strict`.
+#
+#   scripts/build-wheel.sh [OUT]
+#       the sdist and a wheel for this machine, linked against this machine's glibc (its tag
+#       says which: quick, for trying a change here)
+#   scripts/build-wheel.sh --zig [--target ARCH]... [OUT]
+#       what a release publishes: the sdist and manylinux2014 (manylinux_2_17: glibc >= 2.17)
+#       wheels for x86_64 and aarch64, cross-linked with zig against glibc 2.17's symbols;
+#       `auditwheel show` must call each manylinux_2_17 with no external libraries.
+#       --target x86_64 or aarch64 (repeatable) builds only those.
+#
+# maturin, twine (and with --zig: ziglang, cargo-zigbuild, auditwheel) come from PyPI into a
+# venv outside the checkout, made once: $GPUENV_PY_TOOLS, default ~/.cache/gpuenv-py-tools.
+# With --zig, rustup adds the Rust targets it lacks. The release builds in target/ (target/
+# release, target/<triple>/release) are reused when they are current.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="${1:-dist}"
+zig=0 out="" archs=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --zig) zig=1 ;;
+    --target)
+        [ $# -ge 2 ] || { echo "build-wheel.sh: --target needs x86_64 or aarch64" >&2; exit 2; }
+        case "$2" in
+        x86_64 | aarch64) archs+=("$2") ;;
+        *) echo "build-wheel.sh: --target $2: only x86_64 and aarch64 are built" >&2; exit 2 ;;
+        esac
+        shift
+        ;;
+    -h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "build-wheel.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) out="$1" ;;
+    esac
+    shift
+done
+out="${out:-dist}"
+[ ${#archs[@]} -eq 0 ] || [ $zig -eq 1 ] || { echo "build-wheel.sh: --target goes with --zig" >&2; exit 2; }
+[ ${#archs[@]} -gt 0 ] || archs=(x86_64 aarch64)
+
 tools="${GPUENV_PY_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuenv-py-tools}"
-if [ ! -x "$tools/bin/maturin" ] || [ ! -x "$tools/bin/twine" ]; then
-    python3 -m venv "$tools"
-    "$tools/bin/pip" install -q --upgrade maturin twine
-fi
+need=(maturin twine)
+[ $zig -eq 0 ] || need+=(python-zig cargo-zigbuild auditwheel)
+for t in "${need[@]}"; do
+    if [ ! -x "$tools/bin/$t" ]; then
+        [ -x "$tools/bin/pip" ] || python3 -m venv "$tools"
+        pkgs=(maturin twine)
+        [ $zig -eq 0 ] || pkgs+=(ziglang cargo-zigbuild auditwheel)
+        "$tools/bin/pip" install -q --upgrade "${pkgs[@]}"
+        break
+    fi
+done
+# maturin finds zig (the ziglang package) through the venv's python.
+export PATH="$tools/bin:$PATH"
+
 mkdir -p "$out"
 rm -f "$out"/gpuenv-*.whl "$out"/gpuenv-*.tar.gz
-# Two commands: `build --sdist` would build the wheel from the unpacked sdist in a temp
-# dir, compiling everything again; in the tree it reuses target/release.
-"$tools/bin/maturin" sdist --out "$out"
-"$tools/bin/maturin" build --release --out "$out"
-"$tools/bin/twine" check --strict "$out"/gpuenv-*.whl "$out"/gpuenv-*.tar.gz
+# Separate commands: `build --sdist` would build the wheel from the unpacked sdist in a temp
+# dir, compiling everything again; in the tree it reuses target/.
+maturin sdist --out "$out"
+if [ $zig -eq 0 ]; then
+    maturin build --release --out "$out"
+else
+    installed=$(rustup target list --installed)
+    for arch in "${archs[@]}"; do
+        triple="$arch-unknown-linux-gnu"
+        grep -qx "$triple" <<<"$installed" || rustup target add "$triple"
+        maturin build --release --zig --target "$triple" --compatibility manylinux2014 --out "$out"
+        whl=$(ls "$out"/gpuenv-*manylinux_2_17_"$arch"*.whl)
+        shown=$(auditwheel show "$whl")
+        # The policy is quoted ("manylinux_2_17_aarch64"); the wheel's name also holds the tag.
+        if ! grep -q "\"manylinux_2_17_$arch\"" <<<"$shown" || ! grep -q 'requires no external shared libraries' <<<"$shown"; then
+            printf 'build-wheel.sh: auditwheel does not call %s manylinux_2_17:\n%s\n' "$whl" "$shown" >&2
+            exit 1
+        fi
+    done
+fi
+twine check --strict "$out"/gpuenv-*.whl "$out"/gpuenv-*.tar.gz
 ls "$out"/gpuenv-*

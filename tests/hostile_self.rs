@@ -176,6 +176,19 @@ fn self_info_tells_a_cargo_install_from_a_build_in_place() {
     let said = succeeded(&out);
     assert!(said.contains("installed with `cargo install`"), "{said}");
     assert!(said.contains("cargo install --locked --path ."), "{said}");
+    // `self update` says the same command, on stdout, and why on stderr.
+    let out = Command::new(cargo_bin.join("gpuenv"))
+        .args(["self", "update"])
+        .env_clear()
+        .env("HOME", sb.home())
+        .output()
+        .unwrap();
+    let said = succeeded(&out);
+    assert_eq!(said, "in a newer clone: cargo install --locked --path .\n");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("installed with `cargo install`"),
+        "{out:?}"
+    );
 }
 
 #[test]

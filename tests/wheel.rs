@@ -93,6 +93,14 @@ fn installed_from_the_wheel_gpuenv_finds_its_proxy_and_the_proxy_outlives_the_ve
     let info = gpuenv(&bin, &["self", "info"]);
     assert!(info.contains("as a wheel by pip"), "{info}");
     assert!(info.contains("-m pip install --upgrade gpuenv"), "{info}");
+    let update = gpuenv(&bin, &["self", "update"]);
+    assert!(
+        update.starts_with(&format!(
+            "{} -m pip install --upgrade gpuenv",
+            bin.join("python").display()
+        )),
+        "`self update` says pip's command for this venv: {update}"
+    );
 
     let shims = sb.gpuenv_home().join("shims");
     let nvcc = |why: &str| {
@@ -178,6 +186,11 @@ fn uv_tool_and_pipx_install_from_the_clone() {
     assert!(
         said.contains("as a uv tool") && said.contains("uv tool upgrade gpuenv"),
         "{said}"
+    );
+    let update = in_home(&sb, &bin, &bin.join("gpuenv"), &["self", "update"]);
+    assert!(
+        succeeded(&update).starts_with("uv tool upgrade gpuenv"),
+        "{update:?}"
     );
     assert!(
         said.contains(&format!(

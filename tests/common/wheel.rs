@@ -1,7 +1,10 @@
 //! gpuenv's wheel, built from this checkout by scripts/build-wheel.sh (maturin), and the
-//! Python tools around it (maturin, twine, uv, pipx from PyPI), kept outside the checkout in
+//! Python tools around it (maturin, twine, uv, pipx, and for the release wheels ziglang,
+//! cargo-zigbuild, auditwheel, check-jsonschema, from PyPI), kept outside the checkout in
 //! `$GPUENV_TEST_CACHE/pytools`, which .ci/run makes. `GPUENV_TEST_WHEEL_DIR` names a
-//! directory the wheel was already built into (.ci/run builds it once for every test).
+//! directory the wheels were already built into (.ci/run builds them once for every test:
+//! `build-wheel.sh --zig`, manylinux2014 for x86_64 and aarch64); the wheel a test installs
+//! here is the one for this machine's architecture.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -28,6 +31,20 @@ pub fn py_tools() -> Option<PathBuf> {
     None
 }
 
+/// One more tool from the test cache's venv (`python-zig`, `auditwheel`,
+/// `check-jsonschema`), or None (the test cannot run; fails under CI).
+pub fn py_tool(name: &str) -> Option<PathBuf> {
+    let tool = test_cache().join("pytools/bin").join(name);
+    if tool.is_file() {
+        return Some(tool);
+    }
+    super::cannot_run(format!(
+        "{name} is not installed in {} (.ci/run installs it from PyPI)",
+        test_cache().join("pytools").display()
+    ));
+    None
+}
+
 /// The wheel built from this checkout (once per test process, under a lock shared with the
 /// other test binaries), or None when it cannot be built here.
 pub fn wheel() -> Option<PathBuf> {
@@ -35,6 +52,7 @@ pub fn wheel() -> Option<PathBuf> {
     WHEEL.get_or_init(build).clone()
 }
 
+/// The `gpuenv-*<suffix>` in `dir`; a wheel only for this machine's architecture.
 fn find(dir: &Path, suffix: &str) -> Option<PathBuf> {
     fs_err::read_dir(dir)
         .ok()?
@@ -42,7 +60,9 @@ fn find(dir: &Path, suffix: &str) -> Option<PathBuf> {
         .map(|e| e.path())
         .find(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("gpuenv-") && name.ends_with(suffix)
+            name.starts_with("gpuenv-")
+                && name.ends_with(suffix)
+                && (suffix != ".whl" || name.contains(std::env::consts::ARCH))
         })
 }
 
@@ -74,6 +94,80 @@ fn build() -> Option<PathBuf> {
         String::from_utf8_lossy(&built.stderr)
     );
     find(&out, ".whl")
+}
+
+/// The release wheel (`build-wheel.sh --zig`: manylinux2014, zig-linked) for `arch`
+/// (`x86_64`, `aarch64`): from `GPUENV_TEST_WHEEL_DIR` when .ci/run built them, else built
+/// once into target/test-wheel-<arch> (the cross build in target/<triple>/release is
+/// reused). None when the tools are missing (fails under CI).
+pub fn release_wheel(arch: &str) -> Option<PathBuf> {
+    let tag = format!("manylinux_2_17_{arch}");
+    let pick = |dir: &Path| {
+        fs_err::read_dir(dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.starts_with("gpuenv-") && name.ends_with(".whl") && name.contains(&tag)
+            })
+    };
+    if let Some(dir) = std::env::var_os("GPUENV_TEST_WHEEL_DIR") {
+        let found = pick(Path::new(&dir));
+        assert!(
+            found.is_some(),
+            "GPUENV_TEST_WHEEL_DIR={} holds no {tag} wheel (.ci/run builds them with scripts/build-wheel.sh --zig)",
+            Path::new(&dir).display()
+        );
+        return found;
+    }
+    let tools = py_tools()?;
+    py_tool("python-zig")?;
+    py_tool("auditwheel")?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = root.join(format!("target/test-wheel-{arch}"));
+    fs_err::create_dir_all(&out).unwrap();
+    let lock = fs_err::File::create(out.join(".lock")).unwrap();
+    lock.file().lock().unwrap();
+    // Built before, from the same sources: the cross build is current (maturin would only
+    // repackage it; skipping it saves the cargo fingerprint walk under a held lock).
+    if let Some(w) = pick(&out) {
+        if !older_than_sources(&w, root) {
+            return Some(w);
+        }
+    }
+    let built = Command::new(root.join("scripts/build-wheel.sh"))
+        .args(["--zig", "--target", arch])
+        .arg(&out)
+        .env("GPUENV_PY_TOOLS", &tools)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "scripts/build-wheel.sh --zig --target {arch} failed:\n{}{}",
+        String::from_utf8_lossy(&built.stdout),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    pick(&out)
+}
+
+/// Whether any source file (src/, crates/, Cargo.*) is newer than `file`.
+fn older_than_sources(file: &Path, root: &Path) -> bool {
+    let built = fs_err::metadata(file).and_then(|m| m.modified()).unwrap();
+    let newer = |p: &Path| {
+        fs_err::metadata(p)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t > built)
+    };
+    ["Cargo.toml", "Cargo.lock", "build.rs"]
+        .iter()
+        .any(|f| newer(&root.join(f)))
+        || ["src", "crates"].iter().any(|d| {
+            walkdir::WalkDir::new(root.join(d))
+                .into_iter()
+                .flatten()
+                .any(|e| e.file_type().is_file() && newer(e.path()))
+        })
 }
 
 /// The sdist next to the wheel.

@@ -47,6 +47,10 @@ enum Sub {
     /// How this copy of gpuenv was installed (cargo, a wheel with pip, uv or pipx) and how
     /// to upgrade it
     Info,
+    /// Say the command that upgrades this copy of gpuenv the way it was installed (`uv tool
+    /// upgrade gpuenv`, `pipx upgrade gpuenv`, `pip install --upgrade gpuenv`, cargo); the
+    /// proxy in GPUENV_HOME is replaced by the new one at its first command
+    Update,
     /// Remove what gpuenv made in GPUENV_HOME and the documented shell hook lines (asks first)
     Uninstall {
         /// Do not ask
@@ -64,6 +68,7 @@ impl Args {
             Sub::Data { json } => show(ctx, json),
             Sub::UpdateData { offline } => update_data(ctx, offline),
             Sub::Info => support::self_info::run(ctx),
+            Sub::Update => support::self_info::update(),
             Sub::Uninstall {
                 yes,
                 keep_toolchains,

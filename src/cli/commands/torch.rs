@@ -9,7 +9,7 @@ use serde_json::json;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::driver;
-use gpuenv_core::facts::{release_name, schema, torch_choose, torch_index, Facts, Platform};
+use gpuenv_core::facts::{release_name, schema, tegra, torch_choose, torch_index, Facts, Platform};
 use gpuenv_core::plan::native;
 use gpuenv_core::session::Session;
 use gpuenv_core::ui;
@@ -194,8 +194,21 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
                 .hint("give a release such as --torch 2.14 or a requirement such as --torch \"torch>=2.9,<2.12\"")
             })?,
     };
+    // A Jetson says which it is under the system root (a test root in tests); an Arm
+    // server or an x86_64 machine is known by its CPU.
+    let arch = std::env::consts::ARCH;
+    let board = (arch == "aarch64")
+        .then(|| tegra::detect(&ctx.system_root()))
+        .flatten();
     let platform = match a.platform.as_deref() {
-        None => Platform::for_host(),
+        None => match &board {
+            Some(b) => {
+                let p = b.platform()?;
+                ui::verbose(format!("{}: {p}", b.describe()));
+                p
+            }
+            None => Platform::for_arch(arch).unwrap_or(Platform::LinuxX86_64),
+        },
         Some(p) => Platform::from_key(p).ok_or_else(|| {
             gpuenv_core::diagnostic::Hinted::new(format!(
                 "--platform {p} is not a platform gpuenv knows"
@@ -212,7 +225,13 @@ fn machine(session: &mut Session, a: &IndexArgs) -> Result<torch_index::Machine>
         None => driver::read_proc_version(&ctx.system_root()),
     };
     let (caps, amd): (Vec<String>, Vec<String>) = if a.gpus.is_empty() {
-        let native = native::native_archs(ctx);
+        let mut native = native::native_archs(ctx);
+        // A Jetson's integrated GPU is its SoC's (JetPack 6 has no nvidia-smi to ask).
+        if let Some(soc) = board.as_ref().and_then(|b| b.soc) {
+            if native.cuda.is_empty() {
+                native.cuda.push(format!("{}.{}", soc.cc / 10, soc.cc % 10));
+            }
+        }
         (native.cuda, native.rocm)
     } else {
         a.gpus.iter().cloned().partition(|g| !g.starts_with("gfx"))

@@ -121,6 +121,20 @@ pub fn detect(exe: &Path) -> Installed {
     )
 }
 
+/// `gpuenv self update`: the upgrade is the installer's job (pip, uv, pipx, cargo own the
+/// files), so it says which command does it rather than overwrite their files.
+pub fn update() -> Result<()> {
+    let exe: PathBuf = std::env::current_exe()?;
+    let this = detect(&exe);
+    println!("{}", this.upgrade);
+    gpuenv_core::ui::info(format!(
+        "gpuenv {} was installed {}: upgrade it with the command above; its first command then replaces the proxy in GPUENV_HOME with the new one",
+        env!("CARGO_PKG_VERSION"),
+        this.how
+    ));
+    Ok(())
+}
+
 pub fn run(ctx: &Context) -> Result<()> {
     let exe: PathBuf = std::env::current_exe()?;
     let this = detect(&exe);

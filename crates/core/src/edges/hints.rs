@@ -5,7 +5,7 @@
 
 use crate::diagnostic::{Find, Hinted};
 use crate::edges::{proxy, shell};
-use crate::facts::{copies, driver, torch_choose, wheel_base, Unknown};
+use crate::facts::{copies, driver, tegra, torch_choose, wheel_base, Unknown};
 use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve, stale};
 use crate::store::toolchain::{registry, upstream};
 use crate::store::{locate, shims};
@@ -27,6 +27,7 @@ crate::diagnostics!(
     driver::DriverTooOld,
     copies::Refused,
     torch_choose::NoIndex,
+    tegra::UnknownJetson,
     wheel_base::BadIndexUrl,
     Unknown,
     host_compiler::HostCompilerProblem,

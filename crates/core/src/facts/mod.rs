@@ -27,6 +27,7 @@ pub mod python;
 pub mod reserved;
 pub mod schema;
 pub mod sources;
+pub mod tegra;
 pub mod torch_choose;
 pub mod torch_headers;
 pub mod torch_index;

@@ -82,7 +82,7 @@ registry! {
         GPUENV_PROBE_TIMEOUT: Read, "every command, the proxy, the shell hook", "Seconds a program gpuenv asks something (`g++ --version`, `nvidia-smi`) may take before it is stopped (default 10).";
         GPUENV_LOG: Read, "every command, the proxy", "How much to say: `quiet`, `info` (default) or `verbose`; `-q` and `-v` win over it.";
         NO_COLOR: Read, "every command (through anstream)", "Set and not empty: no colour, even on a terminal.";
-        GPUENV_DOCTOR_ROOT: Read, "`doctor`, the build job count", "The root under which `doctor` reads `/proc`, `/dev` and `/.dockerenv`, and the build job count reads `/proc/meminfo` and the cgroup's `memory.max` (default `/`).";
+        GPUENV_DOCTOR_ROOT: Read, "`doctor`, `torch index`, the build job count", "The root under which `doctor` reads `/proc`, `/dev` and `/.dockerenv`, `torch index` a Jetson's `/etc/nv_tegra_release` and device tree, and the build job count `/proc/meminfo` and the cgroup's `memory.max` (default `/`).";
         GPUENV_SHELL: Both, "the hook scripts; `gpuenv use`", "The shell the hook runs in: `gpuenv use` prints that shell's code.";
         GPUENV_SHIM_DEPTH: Both, "the proxy", "How many gpuenv proxies are running in a chain; the proxy stops at 3.";
         __GPUENV_STATE: Both, "the shell hook", "What the hook changed (each variable's value before and after) and what its result depended on.";

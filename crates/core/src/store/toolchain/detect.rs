@@ -148,11 +148,18 @@ fn detect_cuda(root: &Path, source: Source, run: Run) -> Result<Entry, NotAToolc
     })
 }
 
-/// `lib64`, else `targets/<arch>-linux/lib`, else `lib` (conda). Debian's
+/// `lib64`, else `targets/<arch>-linux/lib` (on aarch64 `sbsa-linux`, else JetPack 6's
+/// `aarch64-linux`), else `lib` (conda). Debian's
 /// `nvidia-cuda-toolkit` keeps only bin/ under `<prefix>/lib/nvidia-cuda-toolkit` and puts
 /// headers and libraries in the prefix's system directories.
 fn cuda_dirs(root: &Path) -> (PathBuf, PathBuf) {
-    let target = root.join(crate::facts::nvidia_target::target_dir());
+    let arch = std::env::consts::ARCH;
+    let dirs = crate::facts::nvidia_target::target_dirs_for(arch);
+    let target = dirs
+        .iter()
+        .map(|d| root.join(d))
+        .find(|t| t.is_dir())
+        .unwrap_or_else(|| root.join(&dirs[0]));
     // conda-forge's CUDA 12+ keeps its headers in targets/ while the prefix's include/
     // holds the rest of the environment's headers.
     let include = if root.join("include/cuda_runtime.h").is_file() {
