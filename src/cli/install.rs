@@ -8,6 +8,7 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::{Diagnostic, Hinted};
 use gpuenv_core::driver;
 use gpuenv_core::home::Home;
+use gpuenv_core::named::Named as _;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
@@ -191,7 +192,16 @@ impl Args {
             }
             Existing::Install => {}
         }
-        let (sel, from) = self.selection(home, spec);
+        let (mut sel, from) = self.selection(home, spec);
+        if spec.kind == Kind::Rocm {
+            // Device code only for the GPUs pinned here: a full set is many GB.
+            for c in super::install_pinned::pinned_rocm_devices(ctx) {
+                if !sel.components.contains(&c) {
+                    ui::verbose(format!("{spec}: {c} for this project's rocm-arch pin"));
+                    sel.components.push(c);
+                }
+            }
+        }
         let mut sources =
             super::install_from::sources(ctx, fetcher, self.source, self.manifest.as_deref())?;
         // Where it came from first: an offline reinstall needs no other source.
@@ -328,7 +338,9 @@ impl Args {
             "{spec}: the profile {}{with} that {name} had when it was uninstalled (`--profile` chooses otherwise)",
             rec.profile
         ));
-        let from = ["nvidia", "pypi"].into_iter().find(|f| *f == rec.from);
+        let from = ["nvidia", "pypi", "amd"]
+            .into_iter()
+            .find(|f| *f == rec.from);
         (sel, from)
     }
 }
@@ -369,11 +381,16 @@ pub(super) fn list_available(
 ) -> Result<()> {
     let home = ctx.gpuenv_home()?;
     let fetcher = super::install_from::fetcher(ctx, &home, false)?;
-    if kind == Kind::Rocm && manifest.is_none() {
-        bail!(Hinted::new("ROCm releases come from a gpuenv manifest")
-            .hint("gpuenv list --available rocm --manifest <path|url>"));
+    let sources: Vec<_> = super::install_from::sources(ctx, &fetcher, choice, manifest)?
+        .into_iter()
+        .filter(|s| s.serves(kind))
+        .collect();
+    if sources.is_empty() {
+        bail!(
+            Hinted::new(format!("--source {} has no {kind} releases", choice.name()))
+                .hint(format!("gpuenv list --available {kind}"))
+        );
     }
-    let sources = super::install_from::sources(ctx, &fetcher, choice, manifest)?;
     let mut reasons = Vec::new();
     let mut found = None;
     for s in &sources {

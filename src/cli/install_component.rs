@@ -68,6 +68,7 @@ pub fn run(
     let choice = match (ask.choice, ask.manifest, rec.from.as_str()) {
         (Choice::Auto, None, "nvidia") => Choice::Nvidia,
         (Choice::Auto, None, "pypi") => Choice::Pypi,
+        (Choice::Auto, None, "amd") => Choice::Amd,
         (Choice::Auto, None, _) => bail!(Hinted::new(format!(
             "{name} came from a gpuenv manifest, whose toolchains have no components to add"
         ))

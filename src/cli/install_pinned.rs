@@ -82,3 +82,26 @@ pub fn missing_pins(ctx: &Context, layered: &Layered) -> Result<Vec<Spec>> {
     }
     Ok(missing)
 }
+
+/// The `rocm-arch` pins of the nearest toolchain file, as the ROCm wheels' device
+/// components (`device-gfx942`): what a ROCm install here fetches device code for. Empty
+/// when there is no file, or it cannot be read (its own command says why).
+pub fn pinned_rocm_devices(ctx: &Context) -> Vec<String> {
+    let Ok(safe) = super::registry(ctx).map(|(_, r)| r.safe_directories) else {
+        return Vec::new();
+    };
+    let Some(path) = project::find(&ctx.cwd, &safe).ok().and_then(|h| h.path) else {
+        return Vec::new();
+    };
+    let Ok(file) = project::load(&path) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for t in &file.rocm_arch {
+        let c = format!("device-{}", t.processor);
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -113,6 +113,9 @@ pub fn map_path(mapping: &Mapping, component: &str, rel: &Path) -> Option<PathBu
             }
             runfile_place(rest, component)
         }
+        Mapping::TheRock => crate::therock::runtime_place(&parts),
+        // Its `_devel.tar` is placed by `therock::place_devel`, not file by file.
+        Mapping::TheRockDevel => None,
         Mapping::Strip(prefix) => {
             let stripped = rel.strip_prefix(prefix).ok()?;
             (!stripped.as_os_str().is_empty()).then(|| stripped.to_path_buf())

@@ -94,7 +94,7 @@ pub fn install_recorded(
         )
     })?;
     for (a, dir) in plan.archives.iter().zip(&dirs) {
-        assemble::place(dir, &a.mapping, &a.component, tmp.path())
+        place_archive(fetcher, a, dir, tmp.path())
             .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
     }
     // What the archives brought is checked before gpuenv adds its own links, which point
@@ -190,6 +190,17 @@ pub(crate) fn fetch_all(
         Some(e) => Err(e),
         None => Ok(dirs),
     }
+}
+
+/// Places one unpacked archive into `root`: file by file as its mapping says, or for
+/// TheRock's devel wheel, its `_devel.tar` (unpacked in the cache) over what is there.
+pub(crate) fn place_archive(fetcher: &Fetcher, a: &Archive, dir: &Path, root: &Path) -> Result<()> {
+    if a.mapping == crate::Mapping::TheRockDevel {
+        let site = crate::therock::devel_tree(fetcher, dir, &a.file_name())?;
+        return crate::therock::place_devel(&site, root);
+    }
+    assemble::place(dir, &a.mapping, &a.component, root)?;
+    Ok(())
 }
 
 /// Links the plan's venv wheel trees into `root` where nothing is placed: after every

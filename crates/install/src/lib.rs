@@ -23,6 +23,7 @@ pub mod retire;
 pub mod seal;
 pub mod source;
 pub mod stub;
+pub mod therock;
 pub mod torch;
 pub mod unpack;
 
@@ -76,6 +77,10 @@ pub enum Mapping {
     Wheel,
     /// Strip this path prefix; entries outside it are left out.
     Strip(String),
+    /// A runtime wheel of AMD's ROCm (TheRock): `_rocm_sdk_<package>/…` folded into the root.
+    TheRock,
+    /// TheRock's `rocm-sdk-devel` wheel: its `_devel.tar` expanded over the runtime packages.
+    TheRockDevel,
 }
 
 /// One archive of a release.
@@ -248,6 +253,23 @@ pub const FIND: &[Find] = &[find_diagnostic, gpuenv_core::hints::find];
 /// Chooses the release `spec` names from the first source that has it; when none has, the
 /// error gives each source's reason.
 pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> Result<Plan> {
+    let serving: Vec<&Box<dyn Source + '_>> =
+        sources.iter().filter(|s| s.serves(spec.kind)).collect();
+    if serving.is_empty() {
+        let names: Vec<&str> = sources.iter().map(|s| s.name()).collect();
+        bail!(Hinted::new(format!(
+            "the source{} {} cannot install {}",
+            if names.len() > 1 { "s" } else { "" },
+            names.join(", "),
+            spec.kind
+        ))
+        .hint(match spec.kind {
+            Kind::Rocm =>
+                format!("`gpuenv install {spec}` (AMD's ROCm wheels), or `--manifest <path|url>`"),
+            Kind::Cuda => format!("`gpuenv install {spec}` (NVIDIA's archives and wheels)"),
+        }));
+    }
+    let sources = serving;
     let mut reasons = Vec::new();
     for (i, s) in sources.iter().enumerate() {
         match s.plan(spec, sel) {
