@@ -88,7 +88,7 @@ fn a_pin_no_install_source_has_is_not_told_to_run_gpuenv_install() {
         ),
         (
             "rocm = \"6.2\"",
-            "ROCm comes from a gpuenv manifest: `gpuenv install rocm-6.2 --manifest <path|url>`; or register a toolkit already on disk with `gpuenv link rocm-6.2 <path>` (`gpuenv list` shows what is registered)",
+            "AMD's ROCm wheels start at 7.14, so ROCm 6.2 comes from a gpuenv manifest: `gpuenv install rocm-6.2 --manifest <path|url>`; or register a toolkit already on disk with `gpuenv link rocm-6.2 <path>` (`gpuenv list` shows what is registered)",
         ),
     ];
     for (pin, hint) in cases {

@@ -545,3 +545,53 @@ pub fn pip_install(site: &Path, projects: &[&str]) {
         z.extract(site).unwrap();
     }
 }
+
+/// What `rocm-sdk init` does to the devel wheel in `site`, done by Python's own `tarfile`
+/// as TheRock's `_devel.py` does it: entries in the tarball's order, each directory cleaned
+/// the first time an entry touches it, file links made hard links except `bin/amdclang*`,
+/// directory links kept, then the tarball removed.
+pub fn rocm_sdk_init(site: &Path) {
+    let script = r#"
+import pathlib, shutil, sys, tarfile
+site = pathlib.Path(sys.argv[1])
+tar = site / "rocm_sdk_devel" / "_devel.tar"
+keep = {"amdclang", "amdclang++", "amdclang-cl", "amdclang-cpp", "amdflang", "amdlld", "amdllvm"}
+cleaned = set()
+def clean(d):
+    cleaned.add(d)
+    if d.exists():
+        shutil.rmtree(d)
+with tarfile.open(tar) as tf:
+    while (ti := tf.next()):
+        dest = site / ti.name
+        if ti.isfile() or ti.issym():
+            if dest.parent not in cleaned:
+                clean(dest.parent)
+            if ti.issym():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                target = dest.parent / ti.linkname
+                if dest.name in keep and dest.parent.name == "bin" and dest.parent.parent.name.startswith("_rocm_sdk_devel"):
+                    dest.symlink_to(ti.linkname)
+                elif target.is_file():
+                    dest.hardlink_to(target)
+                else:
+                    tf.extract(ti, path=site)
+            else:
+                tf.extract(ti, path=site)
+        elif ti.isdir():
+            if dest not in cleaned:
+                clean(dest)
+            tf.extract(ti, path=site)
+tar.unlink()
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(site)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "rocm-sdk init's expansion failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

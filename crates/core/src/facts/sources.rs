@@ -21,6 +21,20 @@ pub const ROCM_WHEEL_INDEX: &str = "https://repo.amd.com/rocm/whl-multi-arch/";
 /// indexes sit under `https://rocm.nightlies.amd.com/v2/<family>/`.
 pub const ROCM_NIGHTLY_INDEX: &str = "https://rocm.nightlies.amd.com/whl-multi-arch/";
 
+/// The first ROCm release (major, minor) AMD publishes as production wheels (TheRock's
+/// multi-arch index; earlier ones were previews and nightlies).
+pub const ROCM_WHEELS_FIRST: (u64, u64) = (7, 14);
+
+/// Whether AMD's ROCm wheels have ROCm `version` (a prefix such as `7` asks for any
+/// release it starts).
+pub fn rocm_wheels_have(version: &Version) -> bool {
+    let (major, minor) = ROCM_WHEELS_FIRST;
+    match version.minor() {
+        Some(m) => (version.major(), m) >= (major, minor),
+        None => version.major() >= major,
+    }
+}
+
 /// What `gpuenv install` tries when no `--source` is given, first to last.
 pub const AUTO: &[Source] = &[Source::Nvidia, Source::Pypi];
 

@@ -151,7 +151,7 @@ registry! {
     }
     "Read to decide, never set" {
         CONDA_PREFIX: Read, "`discover`, the torch guard", "The active conda environment: searched for toolkits, for torch and for NVIDIA's CUDA wheels.";
-        VIRTUAL_ENV: Read, "the torch guard, `torch` pins", "The active venv: where torch and NVIDIA's CUDA wheels are looked for first.";
+        VIRTUAL_ENV: Read, "the torch guard, `torch` pins, `discover`", "The active venv: where torch and NVIDIA's CUDA wheels are looked for first, and the ROCm of AMD's wheels `discover` finds.";
         MODULEPATH: Read, "`discover --modules`", "Directories of module files (Lmod, Environment Modules).";
         _LMFILES_: Read, "the env plan, `doctor`", "The module files loaded now: a loaded toolkit's entries count as another toolkit's.";
         LOADEDMODULES: Read, "`env`, `doctor`", "The names of the modules loaded now, in `_LMFILES_`'s order.";
