@@ -458,3 +458,69 @@ fn discover_registers_the_rocm_of_a_therock_venv_and_the_guard_holds_torch_to_it
     let object = fs_err::read(proj.join("ext.o")).unwrap();
     assert!(object.windows(6).any(|w| w == b"gfx90a"));
 }
+
+#[test]
+fn install_torch_for_a_rocm_torch_links_its_rocm_wheels_and_downloads_only_devel() {
+    let Some((sb, server, index)) = setup() else {
+        return;
+    };
+    // What `pip install torch` from AMD's index leaves: torch and rocm[libraries] with the
+    // device wheel of this GPU; no devel wheel.
+    let site = sb.path("venv/lib/python3.12/site-packages");
+    fs_err::create_dir_all(&site).unwrap();
+    therock::pip_install(
+        &site,
+        &[
+            "rocm-sdk-core",
+            "rocm-sdk-libraries",
+            "rocm-sdk-device-gfx90a",
+        ],
+    );
+    torch_package(&site, "2.14.0+rocm7.14", None, Some("7.14.26014-def"));
+    let proj = project(&sb, &["gfx90a"]);
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("VIRTUAL_ENV", sb.path("venv"))
+        .env("GPUENV_ROCM_INDEX_URL", &index)
+        .args(["install", "torch"])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("installed rocm-7.14.0-torch"), "{err}");
+    assert_eq!(fetched(&server), [therock::wheel_name("rocm-sdk-devel")]);
+    let root = sb.toolchain("rocm-7.14.0-torch");
+    // The venv's files are linked, not copied.
+    let hipcc = fs_err::read_link(root.join("bin/hipcc")).unwrap();
+    assert!(hipcc.starts_with(&site), "{}", hipcc.display());
+    assert!(root.join("lib/cmake/hip/hip-config.cmake").is_file());
+    assert!(root
+        .join("lib/rocblas/library/TensileLibrary_lazy_gfx90a.dat")
+        .exists());
+    // Its hipcc compiles an extension of that torch, through the guard.
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\nrocm = \"7.14.0-torch\"\nrocm-arch = [\"gfx90a\"]\n",
+    );
+    let inc = format!("-I{}", site.join("torch/include").display());
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("VIRTUAL_ENV", sb.path("venv"))
+        .args([
+            "run",
+            "--",
+            "hipcc",
+            &inc,
+            "--offload-arch=gfx90a",
+            "-c",
+            "k.hip",
+            "-o",
+            "ext.o",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    assert!(proj.join("ext.o").is_file());
+}

@@ -32,6 +32,9 @@ pub fn run(
             "activate the Python environment that has torch (or set VIRTUAL_ENV), then run `gpuenv install torch` again",
         )
     })?;
+    if found.hip.is_some() && found.cuda.is_none() {
+        return rocm(ctx, store, fetcher, progress, &found, components);
+    }
     let cuda = torch::cuda_of(&found)?;
     let spec: Spec = format!("cuda-{}", cuda.release).parse()?;
     let sources = super::install_from::sources(ctx, fetcher, Choice::Pypi, None)?;
@@ -113,5 +116,64 @@ fn add(
         manifest: None,
     };
     super::install_component::run(ctx, store, fetcher, progress, name, entry, &ask)?;
+    Ok(())
+}
+
+/// `install torch` for a ROCm build: AMD's wheels torch installed (`rocm[libraries]`) are
+/// linked, the devel wheel (and device wheels of pinned ISAs the venv lacks) downloaded
+/// from AMD's index at the same release: `rocm-<release>-torch`.
+fn rocm(
+    ctx: &Context,
+    store: &Store,
+    fetcher: &Fetcher,
+    progress: &Progress,
+    found: &guard::TorchVersion,
+    components: &[String],
+) -> Result<()> {
+    let rocm = gpuenv_install::torch_rocm::rocm_of(found)?;
+    let spec = rocm.spec();
+    let sources = super::install_from::sources(ctx, fetcher, Choice::Amd, None)?;
+    let mut sel = Selection {
+        profile: Profile::Minimal,
+        components: components.to_vec(),
+    };
+    for c in super::install_pinned::pinned_rocm_devices(ctx) {
+        if !sel.components.contains(&c) {
+            sel.components.push(c);
+        }
+    }
+    let plan =
+        gpuenv_install::torch_rocm::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &rocm);
+    let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
+    let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
+    ui::info(format!(
+        "installing {} for the torch at {}: downloading {} ({}), linking the rest to {}",
+        plan.name,
+        found.dir.display(),
+        names.join(", "),
+        HumanBytes(size),
+        rocm.site.display()
+    ));
+    let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
+    super::interrupt::installed_one();
+    if done.already {
+        ui::info(format!(
+            "{} is already installed at {}",
+            done.name,
+            done.root.display()
+        ));
+    } else {
+        ui::info(format!(
+            "installed {} in {} ({} downloaded)",
+            done.name,
+            done.root.display(),
+            HumanBytes(done.fetched_bytes)
+        ));
+    }
+    ui::info(format!(
+        "it lives as long as {}: if that environment is removed, `gpuenv uninstall {n}` and install it again from the new one\nuse it with `rocm = \"torch\"` in gpuenv.toml, or `gpuenv pin {n}`",
+        rocm.site.display(),
+        n = done.name
+    ));
     Ok(())
 }

@@ -190,6 +190,29 @@ pub fn link_wheel_tree(tree: &Path, root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Links the files of a venv's ROCm package (`site-packages/_rocm_sdk_core`) into `root`
+/// at their own paths, where nothing is placed already, as [`link_wheel_tree`] does for
+/// CUDA; its Python `__init__.py` stays out.
+pub fn link_rocm_tree(tree: &Path, root: &Path) -> Result<()> {
+    fs_err::create_dir_all(root)?;
+    for item in fs_err::read_dir(tree)? {
+        let item = item?;
+        let name = item.file_name();
+        if name == "__init__.py" || name == "__pycache__" {
+            continue;
+        }
+        let dst = root.join(&name);
+        match fs_err::symlink_metadata(&dst) {
+            Ok(m) if m.is_dir() && item.path().is_dir() => link_children(&item.path(), &dst)?,
+            Ok(_) => {}
+            Err(_) => std::os::unix::fs::symlink(item.path(), &dst).with_context(|| {
+                format!("linking {} -> {}", dst.display(), item.path().display())
+            })?,
+        }
+    }
+    Ok(())
+}
+
 fn link_children(from: &Path, to: &Path) -> Result<()> {
     fs_err::create_dir_all(to)?;
     for item in fs_err::read_dir(from)? {

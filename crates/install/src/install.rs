@@ -207,8 +207,11 @@ pub(crate) fn place_archive(fetcher: &Fetcher, a: &Archive, dir: &Path, root: &P
 /// archive, so what is downloaded wins over what is linked.
 pub(crate) fn link_wheel_trees(plan: &Plan, root: &Path) -> Result<()> {
     for l in &plan.linked {
-        assemble::link_wheel_tree(&l.tree, root)
-            .with_context(|| format!("linking {} to {}", plan.name, l.tree.display()))?;
+        match plan.kind {
+            Kind::Cuda => assemble::link_wheel_tree(&l.tree, root),
+            Kind::Rocm => assemble::link_rocm_tree(&l.tree, root),
+        }
+        .with_context(|| format!("linking {} to {}", plan.name, l.tree.display()))?;
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ pub mod source;
 pub mod stub;
 pub mod therock;
 pub mod torch;
+pub mod torch_rocm;
 pub mod unpack;
 
 use std::path::{Path, PathBuf};
