@@ -215,6 +215,31 @@ fn a_second_isa_is_added_in_place_and_the_lock_reproduces_the_tree() {
     assert!(root
         .join("lib/rocblas/library/TensileLibrary_lazy_gfx90a.dat")
         .is_file());
+    // Pinning a second GPU says the tree has no device code for it yet; doctor too.
+    let err = ok(
+        &sb,
+        &index,
+        &dir,
+        &["pin", NAME, "--arch", "gfx90a,gfx1030"],
+    );
+    assert!(
+        err.contains("for gfx90a only, not gfx1030")
+            && err.contains(&format!(
+                "`gpuenv install {NAME} --component device-gfx1030` adds them"
+            )),
+        "{err}"
+    );
+    let doctor = |sb: &Sandbox| {
+        let out = gpuenv(sb, &index, &dir, &["doctor", "--json"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let report = doctor(&sb);
+    assert!(
+        report.contains(
+            "names gfx1030, for which rocm-7.14.0 carries no device wheel (it has gfx90a)"
+        ),
+        "{report}"
+    );
     let before = fetched(&server).len();
     let err = ok(
         &sb,
@@ -235,6 +260,11 @@ fn a_second_isa_is_added_in_place_and_the_lock_reproduces_the_tree() {
         assert!(root.join(&f).is_file(), "{f}");
     }
     assert!(root.join("include/hip/hip_runtime.h").is_file());
+    let report = doctor(&sb);
+    assert!(
+        report.contains("rocm-7.14.0 carries device code for gfx1030, gfx90a"),
+        "{report}"
+    );
 
     // The lock names every wheel with its sha256.
     ok(&sb, &index, &dir, &["lock"]);

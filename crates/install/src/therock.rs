@@ -226,37 +226,6 @@ fn put_link(site: &Path, top: &Path, rel: &Path, root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The ISAs of the `rocm-sdk-device-<gfx>` wheels in a ROCm tree: the `.devel_links/`
-/// manifests each one ships, in the folded tree or, for a venv's tree, beside it in
-/// `_rocm_sdk_libraries*/`.
-pub fn device_isas(root: &Path) -> Vec<String> {
-    let mut dirs = vec![root.join(".devel_links")];
-    if let Some(site) = root.parent() {
-        if let Ok(rd) = fs_err::read_dir(site) {
-            for e in rd.flatten() {
-                let n = e.file_name().to_string_lossy().into_owned();
-                if n.starts_with(&format!("{PLATFORM_PREFIX}libraries")) {
-                    dirs.push(e.path().join(".devel_links"));
-                }
-            }
-        }
-    }
-    let mut isas: Vec<String> = dirs
-        .iter()
-        .filter_map(|d| fs_err::read_dir(d).ok())
-        .flat_map(|rd| rd.flatten())
-        .filter_map(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            let isa = n.strip_suffix(".json")?;
-            (isa.starts_with("gfx") && isa.bytes().all(|b| b.is_ascii_alphanumeric()))
-                .then(|| isa.to_string())
-        })
-        .collect();
-    isas.sort();
-    isas.dedup();
-    isas
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,18 +310,5 @@ mod tests {
         symlink("../../../etc/passwd", site.join("_rocm_sdk_devel/bin/x")).unwrap();
         let err = place_devel(&site, &root).unwrap_err();
         assert!(format!("{err:#}").contains("climbs above"), "{err:#}");
-    }
-
-    #[test]
-    fn device_isas_are_named_by_their_manifests() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().join("_rocm_sdk_devel");
-        fs_err::create_dir_all(&root).unwrap();
-        let libs = t.path().join("_rocm_sdk_libraries/.devel_links");
-        fs_err::create_dir_all(&libs).unwrap();
-        for f in ["gfx942.json", "gfx90a.json", "notes.txt", "../x.json"] {
-            let _ = fs_err::write(libs.join(f), "{}");
-        }
-        assert_eq!(device_isas(&root), ["gfx90a", "gfx942"]);
     }
 }
