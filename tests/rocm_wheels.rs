@@ -554,3 +554,43 @@ fn install_torch_for_a_rocm_torch_links_its_rocm_wheels_and_downloads_only_devel
     succeeded(&out);
     assert!(proj.join("ext.o").is_file());
 }
+
+#[test]
+fn a_nightly_index_installs_a_nightly_only_by_its_own_name() {
+    let Some((sb, server, _)) = setup() else {
+        return;
+    };
+    let nightly = therock::serve_at(&server, "/nightly", therock::NIGHTLY);
+    let dir = project(&sb, &["gfx90a"]);
+    write(
+        &dir.join("gpuenv.toml"),
+        "[toolchain]\nrocm-arch = [\"gfx90a\"]\n",
+    );
+    // `rocm-7.15` names no final release; the hint names the nightly's own name.
+    let out = gpuenv(&sb, &nightly, &dir, &["install", "rocm-7.15"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("rocm-7.15.0-a20260630"), "{err}");
+    let err = ok(&sb, &nightly, &dir, &["install", "rocm-7.15.0-a20260630"]);
+    assert!(err.contains("installed rocm-7.15.0-a20260630"), "{err}");
+    let root = sb.toolchain("rocm-7.15.0-a20260630");
+    assert!(root.join("bin/hipcc").is_file());
+    let out = sb
+        .gpuenv()
+        .current_dir(&dir)
+        .args([
+            "run",
+            "rocm-7.15.0-a20260630",
+            "--",
+            "hipcc",
+            "--offload-arch=gfx90a",
+            "-c",
+            "k.hip",
+            "-o",
+            "k.o",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    assert!(dir.join("k.o").is_file());
+}

@@ -169,7 +169,12 @@ impl Args {
         ask: &super::install_component::Ask,
         spec: &Spec,
     ) -> Result<bool> {
-        if spec.label.is_some() && self.manifest.is_none() {
+        let prerelease = spec.kind == Kind::Rocm
+            && spec
+                .label
+                .as_deref()
+                .is_some_and(gpuenv_install::source::amd::prerelease_label);
+        if spec.label.is_some() && self.manifest.is_none() && !prerelease {
             bail!(Hinted::new(format!(
                 "{spec}: installed toolchains are named by their version alone (labels are for linked ones and manifests)"
             ))

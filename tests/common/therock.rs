@@ -168,7 +168,7 @@ fn libraries_files() -> Files {
 
 /// A device wheel's overlay of `_rocm_sdk_libraries/`: kernel databases for one ISA and the
 /// manifest `rocm-sdk init` links them into the devel tree from.
-fn device_files(isa: &str) -> Files {
+fn device_files(isa: &str, version: &str) -> Files {
     let mut f = Files::new();
     f.insert("__init__.py".into(), Node::File(Vec::new(), 0o644));
     let kernels = [
@@ -184,7 +184,7 @@ fn device_files(isa: &str) -> Files {
         let back = "../".repeat(rel.split('/').count());
         links.push(serde_json::json!({"relpath": rel, "target": format!("{back}_rocm_sdk_libraries/{rel}")}));
     }
-    let manifest = serde_json::json!({"version": RELEASE, "links": links});
+    let manifest = serde_json::json!({"version": version, "links": links});
     f.insert(
         format!(".devel_links/{isa}.json"),
         Node::File(serde_json::to_vec_pretty(&manifest).unwrap(), 0o644),
@@ -409,9 +409,12 @@ fn rocm_sdist(version: &str) -> (String, Vec<u8>) {
     (format!("{top}.tar.gz"), gz.finish().unwrap())
 }
 
-/// Every file of the index by project: (file name, bytes).
-fn packages() -> BTreeMap<String, Vec<(String, Vec<u8>)>> {
-    let v = RELEASE;
+/// A nightly, as AMD's nightly index numbers them.
+pub const NIGHTLY: &str = "7.15.0a20260630";
+
+/// Every file of the index of release `v` by project: (file name, bytes). The index of
+/// [`RELEASE`] has decoys beside it.
+fn packages(v: &str) -> BTreeMap<String, Vec<(String, Vec<u8>)>> {
     let tag = plat();
     let mut out: BTreeMap<String, Vec<(String, Vec<u8>)>> = BTreeMap::new();
     let core = core_files();
@@ -447,7 +450,7 @@ fn packages() -> BTreeMap<String, Vec<(String, Vec<u8>)>> {
     );
     for isa in ISAS {
         let project = format!("rocm-sdk-device-{isa}");
-        let items = items_under("_rocm_sdk_libraries", &device_files(isa));
+        let items = items_under("_rocm_sdk_libraries", &device_files(isa, v));
         let requires = format!("Requires-Dist: rocm-sdk-libraries=={v}");
         push(&project, wheel(&project, v, &requires, "", items, &tag));
     }
@@ -475,25 +478,34 @@ fn packages() -> BTreeMap<String, Vec<(String, Vec<u8>)>> {
         )];
         wheel(project, version, "", "", items, tag)
     };
-    for version in ["7.14.1rc1", "7.15.0a20260630"] {
-        push("rocm-sdk-core", broken("rocm-sdk-core", version, &tag));
-        push("rocm", rocm_sdist(version));
+    if v == RELEASE {
+        for version in ["7.14.1rc1", NIGHTLY] {
+            push("rocm-sdk-core", broken("rocm-sdk-core", version, &tag));
+            push("rocm", rocm_sdist(version));
+        }
+        push(
+            "rocm-sdk-core",
+            broken("rocm-sdk-core", "7.14.2", "win_amd64"),
+        );
     }
-    push(
-        "rocm-sdk-core",
-        broken("rocm-sdk-core", "7.14.2", "win_amd64"),
-    );
     out
 }
 
-/// The index, built once per test process: `files/<name>` and PEP 503 pages
-/// `simple/<project>/` (links carry `#sha256=`), and the `simple/` root.
+/// The index of [`RELEASE`]: see [`index_of`].
 pub fn index() -> &'static Tree {
-    static INDEX: OnceLock<Tree> = OnceLock::new();
-    INDEX.get_or_init(|| {
+    index_of(RELEASE)
+}
+
+/// The index of release `v`, built once per test process: `files/<name>` and PEP 503
+/// pages `simple/<project>/` (links carry `#sha256=`), and the `simple/` root.
+pub fn index_of(v: &str) -> &'static Tree {
+    type Built = std::sync::Mutex<BTreeMap<String, &'static Tree>>;
+    static INDEXES: OnceLock<Built> = OnceLock::new();
+    let mut built = INDEXES.get_or_init(Default::default).lock().unwrap();
+    built.entry(v.to_string()).or_insert_with(|| {
         let mut tree: Tree = Vec::new();
         let mut root = String::from("<!DOCTYPE html>\n<html><body>\n");
-        for (project, files) in packages() {
+        for (project, files) in packages(v) {
             root.push_str(&format!("<a href=\"{project}/\">{project}</a><br/>\n"));
             let mut html = format!(
                 "<!DOCTYPE html>\n<html><head><title>Links for {project}</title></head><body>\n"
@@ -510,16 +522,21 @@ pub fn index() -> &'static Tree {
         }
         root.push_str("</body></html>\n");
         tree.push(("simple/".into(), root.into_bytes(), "text/html"));
-        tree
+        Box::leak(Box::new(tree))
     })
 }
 
 /// Serves [`index`] on `server`; returns the index URL (`…/simple/`).
 pub fn serve(server: &crate::server::Server) -> String {
-    for (path, body, ct) in index() {
-        server.put(&format!("/{path}"), body.clone(), ct);
+    serve_at(server, "", RELEASE)
+}
+
+/// Serves the index of release `v` under `prefix` (`/nightly`); returns its URL.
+pub fn serve_at(server: &crate::server::Server, prefix: &str, v: &str) -> String {
+    for (path, body, ct) in index_of(v) {
+        server.put(&format!("{prefix}/{path}"), body.clone(), ct);
     }
-    server.url("/simple/")
+    server.url(&format!("{prefix}/simple/"))
 }
 
 /// The wheel file of `project` at [`RELEASE`] for this machine.

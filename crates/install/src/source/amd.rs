@@ -3,7 +3,10 @@
 //! A release is the version of its `rocm-sdk-core` wheel; the `rocm` metapackage is an
 //! sdist whose setup.py picks the wheels where it is installed, so gpuenv picks them as its
 //! extras name them, without running it: `core` and `devel` always (`minimal`),
-//! `libraries` (`default`), and one `device-<gfx>` per ISA asked for or pinned.
+//! `libraries` (`default`), and one `device-<gfx>` per ISA asked for or pinned. Final
+//! releases are named `rocm-7.14.0`; a nightly (`7.15.0a20260630`) or release candidate
+//! (`7.14.1rc1`) only by its own name, the pre-release tag as the label
+//! (`rocm-7.15.0-a20260630`), so no two builds ever share a name.
 
 use anyhow::{bail, Context as _, Result};
 use gpuenv_core::diagnostic::Hinted;
@@ -31,6 +34,30 @@ pub struct Amd<'a> {
 
 /// The `rocm` extras gpuenv installs as components, beside `device-<gfx>`.
 pub const PACKAGES: &[&str] = &["core", "devel", "libraries"];
+
+/// Whether a toolchain label is a PEP 440 pre-release tag of AMD's wheels: `a20260630`
+/// (nightlies), `b1`, `rc1`.
+pub fn prerelease_label(label: &str) -> bool {
+    ["rc", "a", "b"].iter().any(|p| {
+        label
+            .strip_prefix(p)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// The name of the toolchain a wheel version makes: `rocm-7.14.0`, `rocm-7.15.0-a20260630`.
+fn name_of(py: &PyVersion) -> String {
+    let release = Version::new(&py.short_release());
+    let text = py.to_string();
+    let tag = text
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+        .trim_start_matches(['.', '-', '_']);
+    if tag.is_empty() {
+        format!("rocm-{release}")
+    } else {
+        format!("rocm-{release}-{tag}")
+    }
+}
 
 /// `device-gfx942` (or `gfx942`, `rocm-sdk-device-gfx942`) as the ISA it names.
 pub fn device_isa(component: &str) -> Option<String> {
@@ -104,7 +131,8 @@ impl Amd<'_> {
             .with_context(|| format!("reading the project page {url}"))
     }
 
-    /// The final releases of `rocm-sdk-core` with a wheel for this machine, lowest first.
+    /// The releases (pre-releases too) of `rocm-sdk-core` with a wheel for this machine,
+    /// lowest first.
     fn releases(&self) -> Result<Vec<(Version, PyVersion)>> {
         let Some(files) = self.files(CORE)? else {
             bail!(Hinted::new(format!(
@@ -117,7 +145,7 @@ impl Amd<'_> {
             .iter()
             .filter(|f| !f.yanked)
             .filter_map(|f| Wheel::parse(&f.filename))
-            .filter(|w| w.fit() > 0 && !w.version.is_prerelease())
+            .filter(|w| w.fit() > 0)
             .map(|w| (Version::new(&w.version.short_release()), w.version))
             .collect();
         out.sort_by(|a, b| a.1.cmp(&b.1));
@@ -171,7 +199,12 @@ impl Source for Amd<'_> {
         if kind != Kind::Rocm {
             bail!("AMD's index has ROCm wheels only");
         }
-        let mut v: Vec<Version> = self.releases()?.into_iter().map(|(v, _)| v).collect();
+        let mut v: Vec<Version> = self
+            .releases()?
+            .into_iter()
+            .filter(|(_, p)| !p.is_prerelease())
+            .map(|(v, _)| v)
+            .collect();
         v.dedup();
         Ok(v)
     }
@@ -181,21 +214,35 @@ impl Source for Amd<'_> {
             bail!("AMD's index has ROCm wheels only");
         }
         let wanted = wheels_for(sel)?;
-        let releases = self.releases()?;
-        let Some((release, py)) = highest_matching(spec, releases.iter().map(|(v, p)| (v, p)))
-        else {
-            let have: Vec<String> = releases.iter().map(|(v, _)| v.to_string()).collect();
-            bail!(Hinted::new(format!(
-                "AMD's ROCm index {} has no release {}",
-                self.index, spec.version
-            ))
-            .hint(format!(
-                "it has {} (final releases; nightlies and release candidates are not installed)",
-                if have.is_empty() {
+        let all = self.releases()?;
+        let (finals, pre): (Vec<_>, Vec<_>) = all.iter().partition(|(_, p)| !p.is_prerelease());
+        let chosen = match spec.label.as_deref() {
+            // A pre-release by its own name, exactly.
+            Some(tag) if prerelease_label(tag) => pre
+                .iter()
+                .find(|(v, p)| *v == spec.version && name_of(p) == spec.to_string())
+                .map(|(v, p)| (v, p)),
+            Some(_) => None,
+            None => highest_matching(spec, finals.iter().map(|(v, p)| (v, p))),
+        };
+        let Some((release, py)) = chosen else {
+            let names = |list: &[&(Version, PyVersion)]| -> String {
+                let mut n: Vec<String> = list.iter().map(|(_, p)| name_of(p)).collect();
+                n.dedup();
+                if n.is_empty() {
                     "none".into()
                 } else {
-                    have.join(", ")
+                    n.join(", ")
                 }
+            };
+            bail!(Hinted::new(format!(
+                "AMD's ROCm index {} has no release {spec}",
+                self.index
+            ))
+            .hint(format!(
+                "it has {}; pre-releases (nightlies, release candidates), each installed by its own name: {}",
+                names(&finals),
+                names(&pre)
             )));
         };
         let picks: Vec<Result<FileLink>> = std::thread::scope(|s| {
@@ -226,7 +273,7 @@ impl Source for Amd<'_> {
             });
         }
         Ok(Plan {
-            name: format!("rocm-{release}"),
+            name: name_of(py),
             kind: Kind::Rocm,
             version: release.clone(),
             source: "amd",
@@ -241,6 +288,16 @@ impl Source for Amd<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pre_releases_are_named_by_their_tag() {
+        let n = |s: &str| name_of(&PyVersion::parse(s).unwrap());
+        assert_eq!(n("7.14.0"), "rocm-7.14.0");
+        assert_eq!(n("7.15.0a20260630"), "rocm-7.15.0-a20260630");
+        assert_eq!(n("7.14.1rc1"), "rocm-7.14.1-rc1");
+        assert!(prerelease_label("a20260630") && prerelease_label("rc1"));
+        assert!(!prerelease_label("torch") && !prerelease_label("a") && !prerelease_label("venv"));
+    }
 
     #[test]
     fn device_components_name_isas() {
