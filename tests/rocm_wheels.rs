@@ -240,6 +240,37 @@ fn a_second_isa_is_added_in_place_and_the_lock_reproduces_the_tree() {
         ),
         "{report}"
     );
+    // A program built for both: audit says its kernels run, the libraries' for gfx1030 are missing.
+    let out = sb
+        .gpuenv()
+        .current_dir(&dir)
+        .args([
+            "run",
+            "--",
+            "hipcc",
+            "--offload-arch=gfx90a",
+            "--offload-arch=gfx1030",
+            "k.hip",
+            "-o",
+            "k",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let audit = |sb: &Sandbox| {
+        let out = sb
+            .gpuenv()
+            .current_dir(&dir)
+            .args(["audit", "k", "--json"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let report = audit(&sb);
+    assert!(
+        report.contains("the active rocm-7.14.0 carries no device wheel for it (it has gfx90a)"),
+        "{report}"
+    );
     let before = fetched(&server).len();
     let err = ok(
         &sb,
@@ -265,6 +296,9 @@ fn a_second_isa_is_added_in_place_and_the_lock_reproduces_the_tree() {
         report.contains("rocm-7.14.0 carries device code for gfx1030, gfx90a"),
         "{report}"
     );
+    let report = audit(&sb);
+    assert!(!report.contains("device-wheels"), "{report}");
+    assert!(report.contains("gfx1030"), "{report}");
 
     // The lock names every wheel with its sha256.
     ok(&sb, &index, &dir, &["lock"]);
