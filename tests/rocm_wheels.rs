@@ -412,11 +412,23 @@ fn list_available_rocm_names_the_indexs_final_releases() {
     let out = gpuenv(&sb, &index, &sb.path(""), &["list", "--available", "rocm"]);
     let text = succeeded(&out);
     assert_eq!(text.trim(), format!("rocm-{RELEASE}"), "{text}");
+    // The same index from `[rocm] index-url` in the settings, with no variable.
+    write(
+        &sb.gpuenv_home().join("settings.toml"),
+        &format!("[rocm]\nindex-url = \"{index}\"\n"),
+    );
+    let out = sb
+        .gpuenv()
+        .args(["list", "--available", "rocm"])
+        .output()
+        .unwrap();
+    let text = succeeded(&out);
+    assert_eq!(text.trim(), format!("rocm-{RELEASE}"), "{text}");
     // A release the index lacks says what it has.
     let out = gpuenv(&sb, &index, &sb.path(""), &["install", "rocm-7.15"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && err.contains("has no release 7.15"),
+        !out.status.success() && err.contains("has no release rocm-7.15"),
         "{err}"
     );
     assert!(err.contains(RELEASE), "{err}");

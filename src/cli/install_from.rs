@@ -71,13 +71,21 @@ pub(super) fn sources<'a>(
             index: gpuenv_install::location(&ctx.cwd, index, true)?,
         }))
     };
-    let rocm_index = ctx
-        .var_nonempty(vars::GPUENV_ROCM_INDEX_URL)
-        .unwrap_or(sources::ROCM_WHEEL_INDEX);
+    // The variable, the user's settings, the site config, AMD's release index.
+    let rocm_index = match ctx.var_nonempty(vars::GPUENV_ROCM_INDEX_URL) {
+        Some(v) => v.to_string(),
+        None => ctx
+            .gpuenv_home()
+            .ok()
+            .and_then(|home| gpuenv_core::toolchain::registry::Registry::load(&home).ok())
+            .and_then(|r| r.rocm.index_url)
+            .or_else(|| gpuenv_core::toolchain::upstream::site_rocm_index_url(ctx))
+            .unwrap_or_else(|| sources::ROCM_WHEEL_INDEX.to_string()),
+    };
     let amd = || -> Result<Box<dyn Source + 'a>> {
         Ok(Box::new(Amd {
             fetcher,
-            index: gpuenv_install::location(&ctx.cwd, rocm_index, true)?,
+            index: gpuenv_install::location(&ctx.cwd, &rocm_index, true)?,
         }))
     };
     Ok(match choice {

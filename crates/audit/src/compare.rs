@@ -284,7 +284,7 @@ fn device_wheel(
     want: &GfxTarget,
     from: &Source,
 ) -> Option<Finding> {
-    if carried.iter().any(|c| *c == want.processor) {
+    if carried.contains(&want.processor) {
         return None;
     }
     Some(

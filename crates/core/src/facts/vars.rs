@@ -92,7 +92,7 @@ registry! {
         GPUENV_CUDA_MIRROR: Read, "`install`", "NVIDIA's redist root: a URL, a `file://` URL or a directory.";
         GPUENV_PYPI_URL: Read, "`install`", "The package index of the `pypi` source; else `PIP_INDEX_URL`; else PyPI.";
         PIP_INDEX_URL: Read, "`install`", "pip's index, used when `GPUENV_PYPI_URL` is unset.";
-        GPUENV_ROCM_INDEX_URL: Read, "`install`", "The package index of AMD's ROCm wheels (the `amd` source): AMD's multi-arch release index by default, a nightly or per-family index, or a mirror.";
+        GPUENV_ROCM_INDEX_URL: Read, "`install`", "The package index of AMD's ROCm wheels (the `amd` source): a mirror, AMD's nightly or a per-family index; else `[rocm] index-url` in the settings or the site config; else AMD's multi-arch release index.";
         GPUENV_DOWNLOAD_CACHE: Read, "`install`, `cache`", "The download cache (default `$GPUENV_HOME/downloads`); an absolute path, a relative one is refused.";
         GPUENV_KEEP_ARCHIVES: Read yes/no, "`install`", "Yes: keep each archive after it is unpacked (a mirror of what was fetched).";
         GPUENV_HTTP_TIMEOUT: Read, "`install`", "Seconds to wait for data before a download counts as timed out (default 60).";
