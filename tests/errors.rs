@@ -235,7 +235,7 @@ fn a_broken_system_config_and_a_missing_build_cache_warn_with_their_fixes() {
             &err,
             &format!("warning: the system config {}: line 1", config.display())
         ),
-        ["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`, a `[build]` table (`cache`, `shared`) and a `[torch]` table (`index-url`); fix the file or point GPUENV_SYSTEM_CONFIG at another"]
+        ["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`, a `[build]` table (`cache`, `shared`), a `[torch]` table (`index-url`) and a `[rocm]` table (`index-url`); fix the file or point GPUENV_SYSTEM_CONFIG at another"]
     );
     assert_eq!(
         hints_after(&err, "warning: the build cache is sccache"),

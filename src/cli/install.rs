@@ -91,11 +91,31 @@ impl Args {
                 Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
             return super::install_torch::run(ctx, &store, &fetcher, &progress, &self.components);
         }
+        let mut lacking = None;
         let specs: Vec<Spec> = if self.specs.is_empty() {
-            super::install_pinned::missing_pins(ctx, &super::layered(ctx)?.1)?
+            let layered = super::layered(ctx)?.1;
+            lacking = super::install_pinned::lacking_devices(ctx, &layered);
+            super::install_pinned::missing_pins(ctx, &layered)?
         } else {
             super::parse_specs_each(&self.specs)?
         };
+        if let Some((name, entry, components)) = lacking {
+            // A GPU pinned since the ROCm was installed: its device wheel, in place.
+            ui::info(format!(
+                "{name} lacks the device wheels of this project's rocm-arch pins: adding {}",
+                components.join(", ")
+            ));
+            let store = super::store(ctx)?;
+            let fetcher = super::install_from::fetcher(ctx, &home, self.offline)?;
+            let progress =
+                Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
+            let ask = super::install_component::Ask {
+                components: &components,
+                choice: self.source,
+                manifest: self.manifest.as_deref(),
+            };
+            super::install_component::run(ctx, &store, &fetcher, &progress, &name, &entry, &ask)?;
+        }
         if specs.is_empty() {
             return Ok(());
         }

@@ -14,7 +14,11 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use std::process::Output;
+
 use crate::archives::{sha256, zip, Item};
+use crate::common::{cannot_run, succeeded, write, Sandbox};
+use crate::server::Server;
 
 pub type Tree = Vec<(String, Vec<u8>, &'static str)>;
 
@@ -22,219 +26,11 @@ pub type Tree = Vec<(String, Vec<u8>, &'static str)>;
 pub const RELEASE: &str = "7.14.0";
 /// The ISAs the index has device wheels for.
 pub const ISAS: &[&str] = &["gfx90a", "gfx1030"];
-const CLANG: &str = "/usr/lib/llvm-15";
-const MULTIARCH: &str = "/usr/lib/x86_64-linux-gnu";
+#[path = "therock_payload.rs"]
+mod payload;
 
-/// One file or link of a package's platform directory, by its path inside it.
-#[derive(Clone)]
-enum Node {
-    File(Vec<u8>, u32),
-    Link(String),
-}
-
-type Files = BTreeMap<String, Node>;
-
-/// Whether Debian's ROCm and clang-15 (what the payload is copied from) are installed.
-pub fn payload_installed() -> bool {
-    [
-        "/usr/bin/hipcc.pl",
-        "/usr/include/hip/hip_runtime.h",
-        "/usr/lib/llvm-15/bin/clang",
-        "/usr/lib/llvm-15/bin/lld",
-        "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc",
-    ]
-    .iter()
-    .all(|p| Path::new(p).exists())
-}
-
-fn read(path: &str) -> Vec<u8> {
-    fs_err::read(path).unwrap()
-}
-
-fn mode(path: &Path) -> u32 {
-    use std::os::unix::fs::PermissionsExt;
-    fs_err::metadata(path).unwrap().permissions().mode() & 0o777
-}
-
-/// Every regular file under `from` (following nothing), as `to/<relative path>`.
-fn copy_dir(files: &mut Files, from: &str, to: &str) {
-    for e in walkdir::WalkDir::new(from).sort_by_file_name() {
-        let e = e.unwrap();
-        if e.file_type().is_file() {
-            let rel = e
-                .path()
-                .strip_prefix(from)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            files.insert(
-                format!("{to}/{rel}"),
-                Node::File(fs_err::read(e.path()).unwrap(), mode(e.path())),
-            );
-        }
-    }
-}
-
-fn copy(files: &mut Files, from: &str, to: &str) {
-    let p = Path::new(from);
-    files.insert(to.into(), Node::File(read(from), mode(p)));
-}
-
-/// `_rocm_sdk_core/`: HIP runtime and headers, hipcc, LLVM under `lib/llvm` with the device
-/// bitcode in `lib/llvm/amdgcn/bitcode`. Runtime packages hold no links: only the soname
-/// file of a library, and one copy of each program.
-fn core_files() -> Files {
-    let mut f = Files::new();
-    f.insert("__init__.py".into(), Node::File(Vec::new(), 0o644));
-    for tool in [
-        "hipcc",
-        "hipcc.pl",
-        "hipvars.pm",
-        "hipconfig",
-        "hipconfig.pl",
-    ] {
-        copy(&mut f, &format!("/usr/bin/{tool}"), &format!("bin/{tool}"));
-    }
-    copy_dir(&mut f, "/usr/include/hip", "include/hip");
-    copy(
-        &mut f,
-        &format!("{MULTIARCH}/libamdhip64.so.5"),
-        "lib/libamdhip64.so.5",
-    );
-    for tool in ["clang", "lld", "clang-offload-bundler"] {
-        copy(
-            &mut f,
-            &format!("{CLANG}/bin/{tool}"),
-            &format!("lib/llvm/bin/{tool}"),
-        );
-    }
-    let resource = format!("{CLANG}/lib/clang/15.0.6");
-    copy_dir(
-        &mut f,
-        &format!("{resource}/include"),
-        "lib/llvm/lib/clang/15.0.6/include",
-    );
-    copy(
-        &mut f,
-        &format!("{resource}/lib/linux/libclang_rt.builtins-x86_64.a"),
-        "lib/llvm/lib/clang/15.0.6/lib/linux/libclang_rt.builtins-x86_64.a",
-    );
-    copy_dir(
-        &mut f,
-        &format!("{MULTIARCH}/amdgcn/bitcode"),
-        "lib/llvm/amdgcn/bitcode",
-    );
-    let targets = ISAS.join(";");
-    f.insert(
-        "share/therock/dist_info.json".into(),
-        Node::File(
-            format!("{{\"dist_amdgpu_targets\": \"{targets}\"}}\n").into_bytes(),
-            0o644,
-        ),
-    );
-    f
-}
-
-/// A real shared library named as hipBLAS's soname, built with the host compiler.
-fn hipblas_so() -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("hipblas.c");
-    fs_err::write(
-        &src,
-        "int hipblasCreate(void **handle) { *handle = 0; return 0; }\n",
-    )
-    .unwrap();
-    let out = dir.path().join("libhipblas.so.3");
-    let st = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-Wl,-soname,libhipblas.so.3", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(st.success(), "cc could not build the hipBLAS stand-in");
-    fs_err::read(&out).unwrap()
-}
-
-/// `_rocm_sdk_libraries/`: arch-neutral host libraries (here hipBLAS).
-fn libraries_files() -> Files {
-    let mut f = Files::new();
-    f.insert("__init__.py".into(), Node::File(Vec::new(), 0o644));
-    f.insert(
-        "lib/libhipblas.so.3".into(),
-        Node::File(hipblas_so(), 0o755),
-    );
-    f
-}
-
-/// A device wheel's overlay of `_rocm_sdk_libraries/`: kernel databases for one ISA and the
-/// manifest `rocm-sdk init` links them into the devel tree from.
-fn device_files(isa: &str, version: &str) -> Files {
-    let mut f = Files::new();
-    f.insert("__init__.py".into(), Node::File(Vec::new(), 0o644));
-    let kernels = [
-        format!("lib/rocblas/library/TensileLibrary_lazy_{isa}.dat"),
-        format!("lib/hipblaslt/library/hipblasltExtOpLibrary_{isa}.dat"),
-    ];
-    let mut links = Vec::new();
-    for rel in &kernels {
-        f.insert(
-            rel.clone(),
-            Node::File(format!("{isa} kernels of {rel}\n").into_bytes(), 0o644),
-        );
-        let back = "../".repeat(rel.split('/').count());
-        links.push(serde_json::json!({"relpath": rel, "target": format!("{back}_rocm_sdk_libraries/{rel}")}));
-    }
-    let manifest = serde_json::json!({"version": version, "links": links});
-    f.insert(
-        format!(".devel_links/{isa}.json"),
-        Node::File(serde_json::to_vec_pretty(&manifest).unwrap(), 0o644),
-    );
-    f
-}
-
-/// `_rocm_sdk_devel/` as the packager makes it: a relative link to the sibling package for
-/// every file a runtime package has, soname and tool links, the `llvm` compatibility link,
-/// and its own files (CMake configs, HSA headers, the libraries' headers) verbatim.
-fn devel_files(runtime: &[(&str, &Files)]) -> Files {
-    let mut f = Files::new();
-    f.insert("__init__.py".into(), Node::File(Vec::new(), 0o644));
-    for (package, files) in runtime {
-        for rel in files.keys().filter(|r| *r != "__init__.py") {
-            let back = "../".repeat(rel.split('/').count());
-            f.insert(rel.clone(), Node::Link(format!("{back}{package}/{rel}")));
-        }
-    }
-    for (link, target) in [
-        ("lib/libamdhip64.so", "libamdhip64.so.5"),
-        ("lib/libhipblas.so", "libhipblas.so.3"),
-        ("lib/llvm/bin/clang++", "clang"),
-        ("lib/llvm/bin/clang-15", "clang"),
-        ("lib/llvm/bin/clang++-15", "clang"),
-        ("lib/llvm/bin/ld.lld", "lld"),
-        ("bin/amdclang", "../lib/llvm/bin/clang"),
-        ("bin/amdclang++", "../lib/llvm/bin/clang++"),
-        ("llvm", "lib/llvm"),
-    ] {
-        f.insert(link.into(), Node::Link(target.into()));
-    }
-    copy_dir(&mut f, &format!("{MULTIARCH}/cmake/hip"), "lib/cmake/hip");
-    copy_dir(
-        &mut f,
-        &format!("{MULTIARCH}/cmake/hip-lang"),
-        "lib/cmake/hip-lang",
-    );
-    if Path::new("/usr/include/hsa").is_dir() {
-        copy_dir(&mut f, "/usr/include/hsa", "include/hsa");
-    }
-    f.insert(
-        "include/hipblas/hipblas.h".into(),
-        Node::File(
-            b"#pragma once\nint hipblasCreate(void **handle);\n".to_vec(),
-            0o644,
-        ),
-    );
-    f
-}
+pub use payload::payload_installed;
+use payload::{core_files, devel_files, device_files, libraries_files, Files, Node};
 
 /// The `_devel.tar` of `files` under `top/`, entries in `os.walk` order (each directory's
 /// files and links, then its subdirectories' entries, then into each subdirectory), with
@@ -611,4 +407,72 @@ tar.unlink()
         "rocm-sdk init's expansion failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+// What the tests of ROCm wheels share.
+
+pub const KERNEL: &str = r#"#include <hip/hip_runtime.h>
+#include <cstdio>
+__global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }
+int main() {
+    int n = 0;
+    hipError_t e = hipGetDeviceCount(&n);
+    printf("%s\n", hipGetErrorName(e));
+    return 0;
+}
+"#;
+
+/// A sandbox and the index served; None (skipped outside CI) without Debian's ROCm.
+pub fn setup() -> Option<(Sandbox, Server, String)> {
+    if !payload_installed() {
+        cannot_run("Debian's ROCm (hipcc, libamdhip64-dev, rocm-device-libs) and clang-15/lld-15 are not installed; .ci/run installs them");
+        return None;
+    }
+    let server = Server::start();
+    let index = serve(&server);
+    Some((Sandbox::new(), server, index))
+}
+
+pub fn gpuenv(sb: &Sandbox, index: &str, dir: &Path, args: &[&str]) -> Output {
+    sb.gpuenv()
+        .current_dir(dir)
+        .env("GPUENV_ROCM_INDEX_URL", index)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[track_caller]
+pub fn ok(sb: &Sandbox, index: &str, dir: &Path, args: &[&str]) -> String {
+    let out = gpuenv(sb, index, dir, args);
+    succeeded(&out);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A project pinning ROCm 7.14 and `archs` (as `gpuenv pin` writes them).
+pub fn project(sb: &Sandbox, archs: &[&str]) -> std::path::PathBuf {
+    let dir = sb.path("proj");
+    let list: Vec<String> = archs.iter().map(|a| format!("\"{a}\"")).collect();
+    write(
+        &dir.join("gpuenv.toml"),
+        &format!(
+            "[toolchain]\nrocm = \"7.14\"\nrocm-arch = [{}]\n",
+            list.join(", ")
+        ),
+    );
+    write(&dir.join("k.hip"), KERNEL);
+    dir
+}
+
+/// Which wheel files the server sent.
+pub fn fetched(server: &Server) -> Vec<String> {
+    let mut names: Vec<String> = server
+        .log()
+        .into_iter()
+        .filter(|h| h.path.starts_with("/files/") && h.status == 200)
+        .map(|h| h.path.trim_start_matches("/files/").to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }

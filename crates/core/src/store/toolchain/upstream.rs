@@ -43,7 +43,7 @@ pub struct SystemConfigError {
 
 impl crate::diagnostic::Diagnostic for SystemConfigError {
     fn hints(&self) -> Vec<String> {
-        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`, a `[build]` table (`cache`, `shared`) a `[torch]` table (`index-url`) and a `[rocm]` table (`index-url`); fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
+        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`, a `[build]` table (`cache`, `shared`), a `[torch]` table (`index-url`) and a `[rocm]` table (`index-url`); fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
     }
 }
 
