@@ -15,7 +15,6 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::*;
-use server::Server;
 use therock::{fetched, gpuenv, ok, project, setup, RELEASE};
 
 const NAME: &str = "rocm-7.14.0";
