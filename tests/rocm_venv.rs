@@ -181,4 +181,26 @@ fn install_torch_for_a_rocm_torch_links_its_rocm_wheels_and_downloads_only_devel
         .unwrap();
     succeeded(&out);
     assert!(proj.join("ext.o").is_file());
+    // A second GPU for it: only that device wheel is fetched, into the same tree.
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("VIRTUAL_ENV", sb.path("venv"))
+        .env("GPUENV_ROCM_INDEX_URL", &index)
+        .args(["install", "torch", "--component", "device-gfx1030"])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let got = fetched(&server);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got.contains(&therock::wheel_name("rocm-sdk-device-gfx1030")));
+    assert!(root
+        .join("lib/rocblas/library/TensileLibrary_lazy_gfx1030.dat")
+        .is_file());
+    assert!(root
+        .join("lib/rocblas/library/TensileLibrary_lazy_gfx90a.dat")
+        .exists());
+    assert!(fs_err::read_link(root.join("bin/hipcc"))
+        .unwrap()
+        .starts_with(&site));
 }

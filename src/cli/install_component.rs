@@ -128,6 +128,18 @@ fn linked_plan(
     rec: &record::Record,
     sel: &Selection,
 ) -> Result<gpuenv_install::Plan> {
+    if spec.kind == gpuenv_core::toolchain::Kind::Rocm {
+        // AMD's wheels of the venv: planned for the plain release, then made the venv's.
+        let rocm = gpuenv_install::torch_rocm::rocm_of_linked(name, &rec.linked)?;
+        let plain = Spec {
+            label: None,
+            ..spec.clone()
+        };
+        return Ok(gpuenv_install::torch_rocm::for_venv(
+            gpuenv_install::plan(sources, &plain, sel)?,
+            &rocm,
+        ));
+    }
     let [linked] = rec.linked.as_slice() else {
         bail!(Hinted::new(format!(
             "the install record of {name} names {} Python environments; `gpuenv install torch` links one",

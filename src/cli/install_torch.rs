@@ -144,6 +144,19 @@ fn rocm(
     }
     let plan =
         gpuenv_install::torch_rocm::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &rocm);
+    if !components.is_empty() {
+        let registry = Registry::load(store.home())?;
+        if let Some(entry) = registry.toolchains.get(&plan.name) {
+            // Installed already: the components are added to it in place.
+            let ask = super::install_component::Ask {
+                components,
+                choice: Choice::Auto,
+                manifest: None,
+            };
+            super::install_component::run(ctx, store, fetcher, progress, &plan.name, entry, &ask)?;
+            return Ok(());
+        }
+    }
     let names: Vec<&str> = plan.archives.iter().map(|a| a.component.as_str()).collect();
     let size: u64 = plan.archives.iter().filter_map(|a| a.size).sum();
     ui::info(format!(

@@ -124,3 +124,45 @@ pub fn for_venv(mut plan: Plan, rocm: &TorchRocm) -> Plan {
         .collect();
     plan
 }
+
+/// The venv's wheels the ROCm tree `name` links into, by its record, as [`rocm_of`] found
+/// them when it was made; an error with the fix when they are gone. The record is
+/// gpuenv's, but what it names is checked before anything is linked to it.
+pub fn rocm_of_linked(name: &str, linked: &[Linked]) -> Result<TorchRocm> {
+    let again = format!(
+        "`gpuenv uninstall {name}`, then `gpuenv install torch --component …` with the Python environment of that torch active"
+    );
+    let trees: Vec<PathBuf> = linked.iter().map(|l| l.tree.clone()).collect();
+    let shaped = |t: &PathBuf| {
+        t.is_absolute()
+            && t.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(PLATFORM_PREFIX))
+    };
+    let site = trees
+        .first()
+        .and_then(|t| t.parent())
+        .map(Path::to_path_buf);
+    let (Some(site), true) = (site, trees.iter().all(shaped)) else {
+        bail!(Hinted::new(format!(
+            "the install record of {name} names no ROCm wheels of a Python environment"
+        ))
+        .hint(again));
+    };
+    let gone = trees
+        .iter()
+        .find(|t| !t.is_dir() || t.parent() != Some(site.as_path()));
+    let release = installed(&site, "rocm-sdk-core");
+    let (None, Some(release)) = (gone, release) else {
+        bail!(Hinted::new(format!(
+            "{name} links into {}, whose ROCm wheels are gone",
+            site.display()
+        ))
+        .hint(again));
+    };
+    Ok(TorchRocm {
+        site,
+        release,
+        trees,
+    })
+}
