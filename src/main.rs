@@ -1,3 +1,5 @@
+//! The `gpuenv` binary: the command line in `cli`.
+
 mod cli;
 
 fn main() -> std::process::ExitCode {

@@ -1,6 +1,7 @@
 //! gpuenv-core is built in layers, each a folder of crates/core/src, and a module imports
 //! only its own layer and those below it. `crate_boundaries.rs` checks the same one level
-//! up (the proxy links the core alone); this reads every `crate::` path in the core.
+//! up (the proxy links the core alone); this reads every `crate::` path in the core, and
+//! in the CLI (`src/cli`), whose commands import only its support module, never each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -480,5 +481,104 @@ fn the_statics_check_sees_a_global_set_once() {
     assert_eq!(
         found,
         ["x/copies.rs:4: static LOADED: OnceLock<Loaded> = OnceLock::new();"]
+    );
+}
+
+/// The CLI's own layers (`src/cli`): `mod.rs` parses and dispatches, each command is a file
+/// of `commands/`, and what commands share is in `support/`. Each way a file of the CLI at
+/// `src` breaks that: a command that imports another command, `support` that imports a
+/// command, or a file that imports from `mod.rs` anything but the parser (`Cli`).
+fn cli_layer_problems(src: &Path, shown: &str) -> (usize, Vec<String>) {
+    let (found, _) = imports_in(src, shown);
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for i in found
+        .iter()
+        .filter(|i| i.from.first().is_some_and(|c| c == "cli"))
+    {
+        seen += 1;
+        let to = format!("crate::{}", i.to.join("::"));
+        let at = format!("{}:{}", i.file, i.line);
+        match (i.from.get(1).map(String::as_str), i.to.get(1).map(String::as_str)) {
+            // The root dispatches to the commands and uses support: that is its job.
+            (None, _) => {}
+            (Some("commands"), Some("commands")) if i.to.get(2) != i.from.get(2) => wrong.push(
+                format!("{at}: the command {} imports {to}, another command's: move what both need to crate::cli::support", i.from.join("::")),
+            ),
+            (Some("support"), Some("commands")) => wrong.push(format!(
+                "{at}: {} (support) imports {to}, a command: support is below the commands",
+                i.from.join("::")
+            )),
+            (_, Some("commands" | "support" | "Cli")) => {}
+            (_, other) => wrong.push(format!(
+                "{at}: {} imports {to} from src/cli/mod.rs, which only parses and dispatches: a helper goes to crate::cli::support ({other:?})",
+                i.from.join("::")
+            )),
+        }
+    }
+    (seen, wrong)
+}
+
+#[test]
+fn no_command_imports_another_and_the_cli_root_serves_no_helpers() {
+    let (seen, wrong) = cli_layer_problems(&workspace().join("src"), "src");
+    assert!(seen > 50, "the scan found only {seen} imports in src/cli");
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_cli_check_sees_a_command_importing_another_and_a_helper_in_the_root() {
+    let dir = std::env::temp_dir().join(format!("cli-layers-{}", std::process::id()));
+    let write = |rel: &str, text: &str| {
+        let p = dir.join(rel);
+        fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+        fs_err::write(p, text).unwrap();
+    };
+    write("main.rs", "mod cli;\n");
+    write(
+        "cli/mod.rs",
+        "mod commands;\nmod support;\nuse commands::list;\npub struct Cli;\nfn session() {}\n",
+    );
+    write("cli/commands/mod.rs", "pub mod list;\npub mod show;\n");
+    write(
+        "cli/commands/list.rs",
+        "use crate::cli::support::{self, session};\nuse crate::cli::Cli;\nuse super::show::Row;\n",
+    );
+    write(
+        "cli/commands/show.rs",
+        "use crate::cli::session;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+    );
+    write("cli/support/mod.rs", "use crate::cli::commands::list;\n");
+    let (_, wrong) = cli_layer_problems(&dir, "x");
+    fs_err::remove_dir_all(&dir).unwrap();
+    let lines: Vec<&str> = wrong
+        .iter()
+        .map(|w| w.split(": ").next().unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "x/cli/commands/list.rs:3",
+            "x/cli/commands/show.rs:1",
+            "x/cli/support/mod.rs:1"
+        ],
+        "{wrong:#?}"
+    );
+}
+
+#[test]
+fn every_file_of_the_gpuenv_package_opens_with_a_doc_line() {
+    let src = workspace().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 40, "only {} files under src/", files.len());
+    let bare: Vec<String> = files
+        .iter()
+        .filter(|f| !fs_err::read_to_string(f).unwrap().starts_with("//!"))
+        .map(|f| f.strip_prefix(&src).unwrap().display().to_string())
+        .collect();
+    assert!(
+        bare.is_empty(),
+        "these files of src/ open with no `//!` line saying what they hold: {bare:?}"
     );
 }

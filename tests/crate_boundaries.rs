@@ -160,21 +160,36 @@ fn the_cli_binary_loads_no_libgcc_s() {
     assert!(!text.contains("libgcc_s"), "gpuenv needs libgcc_s: {text}");
 }
 
+/// The `.rs` files under `dir`, at any depth, sorted.
+fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs_err::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The doctor is a command: the GPU probe and the machine's facts other commands use are
 /// the core's, so only `gpuenv doctor` (and what it runs on each node) imports the doctor.
 #[test]
 fn only_the_doctor_command_uses_the_doctor_crate() {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
     let mut users = Vec::new();
-    for entry in fs_err::read_dir(&src).unwrap() {
-        let path = entry.unwrap().path();
+    for path in rust_files(&src) {
         let text = fs_err::read_to_string(&path).unwrap();
         if text.contains("gpuenv_doctor") {
-            users.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            let rel = path.strip_prefix(&src).unwrap();
+            users.push(rel.to_string_lossy().into_owned());
         }
     }
     users.sort();
-    assert_eq!(users, ["doctor.rs"]);
+    assert_eq!(users, ["commands/doctor.rs"]);
 }
 
 /// The Session is the only way into resolution for the commands: none resolves directly.
@@ -182,12 +197,8 @@ fn only_the_doctor_command_uses_the_doctor_crate() {
 fn no_command_resolves_around_the_session() {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = Vec::new();
-    for dir in [src.clone(), src.join("cli"), src.join("bin")] {
-        for entry in fs_err::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
+    {
+        for path in rust_files(&src) {
             let text = fs_err::read_to_string(&path).unwrap();
             for (n, line) in text.lines().enumerate() {
                 let code = line.split("//").next().unwrap_or("");

@@ -3,8 +3,12 @@
 //!
 //! Layers, bottom to top; a module imports only its own layer and those below
 //! (tests/core_layers.rs checks it): the base utilities at the root (`diagnostic`, `ui`,
-//! `fsutil`, `outside` (every read of a file gpuenv did not write), `named`, `passwd`, `path_list`, `pathpart`, `quote`, `stamp`, `ask`), then `facts`, `context` (the process handle),
-//! `store`, `project`, `plan`, `edges`.
+//! `fsutil`, `outside` (every read of a file gpuenv did not write), `named`, `passwd`,
+//! `path_list`, `pathpart`, `quote`, `stamp`), then `facts`, then `context` (the process
+//! handle) with `ask` (every program gpuenv starts; it reads its deadline from the
+//! context), then `store`, `project`, `plan`, `edges`. Below `edges` nothing prints: what
+//! a user should be told is returned, or handed to a function the edge passed in
+//! (tests/core_rules.rs checks both rules).
 
 /// The project's home; messages link into its `docs/` from here (the one place naming it).
 pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";

@@ -78,10 +78,9 @@ pub fn run(inputs: &Inputs) -> Finding {
     }
 
     // The toolkit's own answer wins over the data; `targets` lives as long as the run.
-    let from_tree = t
-        .entry
-        .tool("nvcc")
-        .and_then(|nvcc| facts::tree::gpu_archs(&nvcc, &inputs.home.tree_facts()));
+    let from_tree = t.entry.tool("nvcc").and_then(|nvcc| {
+        gpuenv_core::toolchain::gpu_archs::gpu_archs(&nvcc, &inputs.home.tree_facts())
+    });
     let (targets, exact, rel, release): (&[u32], bool, String, (u64, u64)) = match (
         &from_tree,
         lookup::archs(&inputs.facts, t.entry.version.release()).known(),

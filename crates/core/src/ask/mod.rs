@@ -217,6 +217,15 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
     })
 }
 
+/// Runs `cmd` attached to gpuenv's own terminal and process group, and waits for it: the
+/// one kind of program gpuenv starts that is not asked a question. Only `gpuenv install`
+/// started by `GPUENV_AUTO_INSTALL` runs so: its progress belongs on the terminal, a
+/// download has no deadline, and Ctrl-C at the prompt must reach it (a group of its own
+/// would not get the terminal's signals).
+pub fn attached(cmd: &mut Command) -> std::io::Result<ExitStatus> {
+    cmd.status()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 //! The top layer: nothing in the core imports it.
 
 pub mod hints;
+pub mod installer;
 pub mod module_export;
 pub mod proxy;
 pub mod session;

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use crate::context::{vars, Context};
 use crate::diagnostic::Diagnostic;
+use crate::edges::installer::RunGpuenv;
 use crate::edges::session::{Door, Purpose, Session};
-use crate::plan::auto_install::{self, RunGpuenv};
+use crate::plan::auto_install;
 use crate::plan::guard::PolicyError;
 use crate::plan::resolve::ResolveError;
 use crate::plan::resolve::{Active, ActiveSet, Reason};

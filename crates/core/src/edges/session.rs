@@ -243,7 +243,9 @@ impl<'c> Session<'c> {
     /// answer kept in the home (`host_compiler::cache`), shared by the proxy and every
     /// command.
     pub fn host_compiler_probe(&self) -> CachedProbe<'c> {
-        CachedProbe::new(self.ctx, &self.home)
+        CachedProbe::new(self.ctx, &self.home, |e| {
+            ui::warn_with_hints(e, crate::diagnostic::Diagnostic::hints(e))
+        })
     }
 
     /// What the toolchain file in effect may not do yet, and nearer files passed over as
@@ -398,7 +400,16 @@ fn owner_uid() -> u32 {
 /// is asked: one lstat per home). A copy refused on the way is said where the door speaks
 /// (the proxy says nothing of it).
 fn facts_of(home: &Home, door: Door) -> InEffect {
-    home.facts_in_effect().saying_refused(door != Door::Proxy)
+    let in_effect = home.facts_in_effect();
+    if door == Door::Proxy {
+        return in_effect;
+    }
+    in_effect.saying_refused(warn_refused)
+}
+
+/// A refused data copy, said as a warning with its hint.
+pub fn warn_refused(refused: &crate::facts::copies::Refused) {
+    ui::warn_with_hints(refused, crate::diagnostic::Diagnostic::hints(refused));
 }
 
 /// Where PyTorch's wheel indexes are for this process (`facts::wheel_base`): the variable,

@@ -52,8 +52,9 @@ impl Diagnostic for Refused {
 pub struct InEffect {
     /// Where copies may be, the user's own home first.
     candidates: Vec<PathBuf>,
-    /// Whether a refused copy is said (as a warning) when the copies are read.
-    say_refused: bool,
+    /// Told of each refused copy when the copies are read (the edge that made this value
+    /// says it; nothing here prints).
+    say_refused: Option<fn(&Refused)>,
     loaded: OnceCell<Loaded>,
 }
 
@@ -62,15 +63,15 @@ impl InEffect {
     pub fn of_homes(homes: impl IntoIterator<Item = PathBuf>) -> InEffect {
         InEffect {
             candidates: homes.into_iter().map(|h| h.join(FILE)).collect(),
-            say_refused: false,
+            say_refused: None,
             loaded: OnceCell::new(),
         }
     }
 
-    /// Each refused copy is said once, as a warning with its hint, when the copies are read.
-    pub fn saying_refused(self, say: bool) -> InEffect {
+    /// Each refused copy is told once to `say` when the copies are read.
+    pub fn saying_refused(self, say: fn(&Refused)) -> InEffect {
         InEffect {
-            say_refused: say,
+            say_refused: Some(say),
             ..self
         }
     }
@@ -84,10 +85,8 @@ impl InEffect {
     pub fn loaded(&self) -> &Loaded {
         self.loaded.get_or_init(|| {
             let loaded = choose(&self.candidates, Facts::embedded());
-            if self.say_refused {
-                for refused in &loaded.refused {
-                    crate::ui::warn_with_hints(refused, refused.hints());
-                }
+            if let Some(say) = self.say_refused {
+                loaded.refused.iter().for_each(say);
             }
             loaded
         })

@@ -1,12 +1,12 @@
 //! What a toolkit's own tree says, which wins over the data for that toolkit: the newest
-//! GCC from `include/crt/host_config.h` (`#if __GNUC__ > 15`), the archs from
-//! `nvcc --list-gpu-arch` (run once per nvcc binary, cached by its identity).
+//! GCC from `include/crt/host_config.h` (`#if __GNUC__ > 15`), and how to read the archs
+//! `nvcc --list-gpu-arch` answers (asked by `store::toolchain::gpu_archs`, cached by the
+//! binary's identity).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
+use crate::outside;
 use crate::stamp::Stamp;
-use crate::{fsutil, outside};
 
 /// The header holding nvcc's host compiler checks, under a toolkit's include dir.
 pub const HOST_CONFIG: &str = "crt/host_config.h";
@@ -56,39 +56,6 @@ pub(crate) fn cache_file(cache_dir: &Path, nvcc: &Path) -> Option<PathBuf> {
         s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns
     );
     Some(cache_dir.join(name))
-}
-
-/// The archs `nvcc` can build, from its own answer (cached under `cache_dir`); `None` when
-/// it does not answer (10.x has no `--list-gpu-arch`).
-pub fn gpu_archs(nvcc: &Path, cache_dir: &Path) -> Option<Vec<u32>> {
-    let cache = cache_file(cache_dir, nvcc);
-    if let Some(text) = cache
-        .as_ref()
-        .and_then(|c| outside::read(c, outside::Kind::CacheEntry).ok())
-    {
-        let archs = parse_gpu_arch_list(&String::from_utf8_lossy(&text));
-        if !archs.is_empty() {
-            return Some(archs);
-        }
-    }
-    let out = Command::new(nvcc)
-        .arg("--list-gpu-arch")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let archs = parse_gpu_arch_list(&text);
-    if !out.status.success() || archs.is_empty() {
-        return None;
-    }
-    if let Some(c) = cache {
-        let body: String = archs.iter().map(|a| format!("compute_{a}\n")).collect();
-        // A cache that cannot be written only costs the next run another nvcc call.
-        let _ = fs_err::create_dir_all(cache_dir)
-            .and_then(|()| fsutil::write_atomic(&c, body.as_bytes()));
-    }
-    Some(archs)
 }
 
 #[cfg(test)]

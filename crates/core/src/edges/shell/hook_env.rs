@@ -1,6 +1,7 @@
 //! What the prompt hook does: move the shell from its current environment to the one
 //! wanted for the current directory, recording what it changed (in one variable) so that
-//! the next move first puts back exactly what was there.
+//! the next move first puts back exactly what was there. One prompt (what it watches,
+//! when it is skipped, the step it takes) is `prompt.rs`; its fast path `fast_path.rs`.
 
 use crate::facts::vars;
 use std::collections::BTreeMap;

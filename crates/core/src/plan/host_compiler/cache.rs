@@ -31,11 +31,17 @@ pub struct CachedProbe<'a> {
 
 impl<'a> CachedProbe<'a> {
     /// The probe every command and the proxy choose a host compiler with: PATH from
-    /// `ctx`, entries in `home`, checked against the time now.
-    pub fn new(ctx: &'a Context, home: &Home) -> CachedProbe<'a> {
+    /// `ctx`, entries in `home`, checked against the time now; a compiler that does not
+    /// answer in time is told to `timed_out`.
+    pub fn new(
+        ctx: &'a Context,
+        home: &Home,
+        timed_out: fn(&crate::ask::AskError),
+    ) -> CachedProbe<'a> {
         CachedProbe {
             probe: PathProbe {
                 path: ctx.var_os(vars::PATH),
+                timed_out,
             },
             dir: home.host_compilers(),
             now: SystemTime::now(),
@@ -66,7 +72,7 @@ impl Probe for CachedProbe<'_> {
         if let Some(entry) = read(&at).filter(|e| e.compiler == name && e.file == file) {
             return parse_gcc_version(&entry.banner);
         }
-        let (text, success) = version_output(compiler)?;
+        let (text, success) = version_output(compiler, self.probe.timed_out)?;
         let banner = text.lines().next().unwrap_or_default().to_string();
         // Not remembered: a failed run, a file that changed while it ran, or one changed
         // within the last seconds (file times tick coarsely: an edit in the same tick
@@ -127,7 +133,10 @@ mod tests {
     /// settled.
     fn probe(dir: &Path) -> CachedProbe<'static> {
         CachedProbe {
-            probe: PathProbe { path: None },
+            probe: PathProbe {
+                path: None,
+                timed_out: crate::plan::host_compiler::quietly,
+            },
             dir: dir.join("cache"),
             now: SystemTime::now() + Duration::from_secs(60),
         }

@@ -3,6 +3,7 @@
 pub mod detect;
 pub mod discover;
 pub mod entry;
+pub mod gpu_archs;
 pub mod registry;
 pub mod registry_cache;
 pub mod system;
