@@ -208,6 +208,27 @@ fn a_corrupt_state_file_is_reported_with_its_path_and_kept() {
 }
 
 #[test]
+fn a_typo_in_one_settings_value_is_that_values_error_not_a_corrupt_file() {
+    let sb = linked();
+    let settings = sb.gpuenv_home().join("settings.toml");
+    let good = fs::read_to_string(&settings).unwrap();
+    // Valid TOML, one value of the wrong form: a typo in a key of [build].
+    let typo = format!("{good}\n[build]\ncahce = \"ccache\"\n");
+    fs::write(&settings, &typo).unwrap();
+    let err = fails(&sb, sb.dir.path(), &["list"]);
+    let line = typo.lines().position(|l| l.starts_with("cahce")).unwrap() + 1;
+    assert!(
+        err.contains(&format!("{}:{line}:", settings.display())),
+        "{err}"
+    );
+    assert!(err.contains("cahce"), "{err}");
+    assert!(!err.contains("is corrupt"), "{err}");
+    assert!(!err.contains("move it away"), "{err}");
+    assert!(err.contains(&format!("fix line {line}")), "{err}");
+    assert_eq!(fs::read_to_string(&settings).unwrap(), typo);
+}
+
+#[test]
 fn pin_never_overwrites_a_broken_file() {
     let sb = linked();
     let proj = sb.path("proj");

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "test_support",
             "find_diagnostic",
             "diagnostics",
+            "user_file",
         ],
     ),
     ("facts", &["facts"]),

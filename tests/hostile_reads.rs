@@ -504,6 +504,18 @@ fn no_unbounded_read_of_a_file_comes_back() {
     const ALLOWED: &[(&str, &str)] = &[
         ("crates/core/src/outside.rs", "the bounded reader itself"),
         (
+            "crates/core/src/user_file/mod.rs",
+            "the user's file, opened without following a link or blocking, checked regular and read to its kind's cap; its directory opened only to lock it",
+        ),
+        (
+            "crates/core/src/user_file/in_place.rs",
+            "the editor's own journal (a regular file, never a link, of a size checked first); a directory opened only to sync it",
+        ),
+        (
+            "crates/core/src/user_file/tests.rs",
+            "unit tests reading the files they made",
+        ),
+        (
             "crates/core/src/ask/mod.rs",
             "a probe's output, through a pipe, capped at 1 MiB",
         ),

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use common::*;
 
-const HOOK: &str = "eval \"$(gpuenv hook bash)\"\n";
+const HOOK: &str = "# >>> gpuenv hook >>>\neval \"$(gpuenv hook bash)\"\n# <<< gpuenv hook <<<\n";
 
 /// A home with a linked toolkit (views, shims, the proxy, settings), a user's file in it, a
 /// link at `cache` to a directory of the user's, and rc files with the hook line.
@@ -35,7 +35,10 @@ fn populated() -> Sandbox {
         &sb.home().join(".bashrc"),
         &format!("export A=1\n{HOOK}alias l=ls\n"),
     );
-    write(&sb.path("dotfiles/zshrc"), "eval \"$(gpuenv hook zsh)\"\n");
+    write(
+        &sb.path("dotfiles/zshrc"),
+        "# >>> gpuenv hook >>>\neval \"$(gpuenv hook zsh)\"\n# <<< gpuenv hook <<<\n",
+    );
     std::os::unix::fs::symlink(sb.path("dotfiles/zshrc"), sb.home().join(".zshrc")).unwrap();
     sb
 }
@@ -111,7 +114,7 @@ fn self_uninstall_asks_then_removes_only_what_gpuenv_made() {
         .unwrap()
         .contains("gpuenv hook zsh"));
     assert!(
-        said.contains("gpuenv edits no file through a link"),
+        said.contains("gpuenv writes no file outside your home"),
         "{said}"
     );
     // The linked toolkit's own tree is the user's: untouched.
@@ -173,4 +176,78 @@ fn self_info_tells_a_cargo_install_from_a_build_in_place() {
     let said = succeeded(&out);
     assert!(said.contains("installed with `cargo install`"), "{said}");
     assert!(said.contains("cargo install --locked --path ."), "{said}");
+}
+
+#[test]
+fn self_info_escapes_a_wheels_installer_and_quotes_its_commands() {
+    let sb = Sandbox::new();
+    // A Python environment in a directory with a space, whose INSTALLER file carries an
+    // escape sequence that would retitle the terminal and a line of its own.
+    let prefix = sb.path("my env");
+    let bin = prefix.join("bin");
+    fs_err::create_dir_all(&bin).unwrap();
+    let built = proxy_bin().parent().unwrap().to_path_buf();
+    for b in ["gpuenv", "gpuenv-shim"] {
+        fs_err::copy(built.join(b), bin.join(b)).unwrap();
+    }
+    write(
+        &prefix.join("lib/python3.12/site-packages/gpuenv-1.0.dist-info/INSTALLER"),
+        "pip\u{1b}]0;owned\u{7}\nrm -rf ~\n",
+    );
+    let out = Command::new(bin.join("gpuenv"))
+        .args(["self", "info"])
+        .env_clear()
+        .env("HOME", sb.home())
+        .output()
+        .unwrap();
+    let said = succeeded(&out);
+    assert!(
+        !said.contains('\u{1b}') && !said.contains('\u{7}'),
+        "{said:?}"
+    );
+    assert!(said.contains("\\x1b]0;owned\\x07"), "{said}");
+    let py = format!("'{}/bin/python'", prefix.display());
+    assert!(
+        said.contains(&format!(
+            "remove: gpuenv self uninstall, then {py} -m pip uninstall gpuenv"
+        )),
+        "{said}"
+    );
+    // Every line is one of gpuenv's: the file's second line did not become one.
+    assert!(!said.lines().any(|l| l.starts_with("rm -rf")), "{said}");
+}
+
+#[test]
+fn a_removed_proxy_is_put_back_by_the_next_command_and_shims_work_again() {
+    let sb = Sandbox::new();
+    let root = cuda_runfile(&sb.path("cuda"), "12.4.131");
+    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let proxy = sb.gpuenv_home().join("bin/gpuenv-shim");
+    fs_err::remove_file(&proxy).unwrap();
+    let nvcc = sb.gpuenv_home().join("shims/nvcc");
+    assert!(!nvcc.exists(), "the shim dangles while the proxy is gone");
+    let out = sb.gpuenv().args(["list"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    succeeded(&out);
+    assert!(said.contains("put back the proxy"), "{said}");
+    assert!(proxy.is_file());
+    let out = Command::new(&nvcc)
+        .arg("--version")
+        .env_clear()
+        .env("HOME", sb.home())
+        .env("PATH", "/usr/bin:/bin")
+        .env("GPUENV_TOOLCHAIN", "cuda-12.4")
+        .current_dir(sb.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        succeeded(&out).contains("release 12.4"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A home with nothing linking to the proxy gets none.
+    let empty = Sandbox::new();
+    let out = empty.gpuenv().args(["list"]).output().unwrap();
+    succeeded(&out);
+    assert!(!empty.gpuenv_home().join("bin/gpuenv-shim").exists());
 }

@@ -565,3 +565,22 @@ fn the_advice_after_an_install_into_a_site_store_is_for_its_admin() {
     );
     assert!(!out.contains("gpuenv default"), "{out}");
 }
+
+/// A mirror on this machine (`file://`, a directory) downloads nothing: the summary says so,
+/// and gpuenv does not claim its cache spared a network that was never used.
+#[test]
+fn a_local_mirror_install_says_nothing_was_downloaded() {
+    let sb = Sandbox::new();
+    let dir = sb.path("mirror");
+    write_tree(&dir, &redist_tree(&["12.6.3"]));
+    let url = format!("file://{}", dir.display());
+    let said = ok(
+        &sb,
+        &[("GPUENV_CUDA_MIRROR", url.as_str())],
+        &["install", "cuda-12.6.3", "--profile", "minimal"],
+    );
+    assert!(said.contains("installed cuda-12.6.3"), "{said}");
+    assert!(said.contains("nothing downloaded"), "{said}");
+    assert!(!said.contains("0 B downloaded"), "{said}");
+    assert!(!said.contains("reinstalls need no network"), "{said}");
+}

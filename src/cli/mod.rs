@@ -73,7 +73,7 @@ enum Command {
 /// The status of an error no command chose one for: [`status::NETWORK`] when the network
 /// failed anywhere in its chain, else 2.
 fn status_of(err: &anyhow::Error) -> u8 {
-    if gpuenv_install::fault::is_network_failure(err) {
+    if gpuenv_install::is_network_failure(err.as_ref()) {
         status::NETWORK
     } else {
         2
@@ -215,13 +215,17 @@ fn refresh_proxy(ctx: &Context) {
         return;
     };
     match shims::refresh_proxy(&home, &source) {
-        Ok(Some(path)) => ui::info(format!(
+        Ok(Some(shims::Refreshed::Replaced(path))) => ui::info(format!(
             "replaced the proxy {} (an older gpuenv's) with this gpuenv's",
+            path.display()
+        )),
+        Ok(Some(shims::Refreshed::Restored(path))) => ui::info(format!(
+            "put back the proxy {}, which was missing (every shim and view links to it)",
             path.display()
         )),
         Ok(None) => {}
         Err(e) => ui::warn(format!(
-            "the proxy {} is an older gpuenv's and could not be replaced: {e}; compiles still run the old one until `gpuenv reshim` succeeds",
+            "the proxy {} is an older gpuenv's or missing, and could not be put in place: {e}; `gpuenv reshim` tries again",
             home.proxy().display()
         )),
     }

@@ -33,6 +33,7 @@ pub mod store;
 #[cfg(test)]
 mod test_support;
 pub mod ui;
+pub mod user_file;
 
 // The crate's public paths stay flat for the crates that use it; inside the core, code
 // names the layer (`crate::plan::resolve`).

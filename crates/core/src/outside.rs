@@ -352,6 +352,8 @@ pub enum ForeignWhy {
     Writable,
     /// Its directory is writable by every user and no sticky bit protects it.
     OpenDirectory(PathBuf),
+    /// A directory on its resolved path belongs to someone else.
+    OwnerOfDirectory(PathBuf),
 }
 
 impl fmt::Display for Foreign {
@@ -372,6 +374,11 @@ impl fmt::Display for Foreign {
                 "its directory {} is writable by every user ({owned} of the directory)",
                 crate::ui::printable(&dir.to_string_lossy())
             ),
+            ForeignWhy::OwnerOfDirectory(dir) => write!(
+                f,
+                "the directory {} on its path belongs to another user, not to you or root ({owned} of the directory)",
+                crate::ui::printable(&dir.to_string_lossy())
+            ),
         }
     }
 }
@@ -379,10 +386,12 @@ impl fmt::Display for Foreign {
 const ROOT: u32 = 0;
 const STICKY: u32 = 0o1000;
 
-/// The one rule for a file that steers gpuenv (`file` is its opened handle's metadata): it,
-/// and the link naming it if one does, belong to this user or root; no one else can write
-/// to it; and its directory is not writable by every user unless a sticky bit of this
-/// user's or root's protects it (as on `/tmp`).
+/// The one rule for a file that steers gpuenv (`file` is its opened handle's metadata): it
+/// belongs to this user or root and no one else can write to it; every link on the way to
+/// it (the name itself, a directory named by a link, each link a link names) belongs to this
+/// user or root; and every directory on the resolved path does too and is not writable by
+/// every user unless a sticky bit protects it (as on `/tmp`): whoever can change any of
+/// them could choose which file is read.
 pub fn owner_and_mode(path: &Path, file: &Metadata) -> Result<(), Foreign> {
     // SAFETY: geteuid(2) cannot fail and touches no memory.
     let me = unsafe { libc::geteuid() };
@@ -396,28 +405,84 @@ fn rule(path: &Path, file: &Metadata, me: u32) -> Result<(), Foreign> {
         mode: m.mode(),
         what,
     };
-    if let Ok(link) = fs_err::symlink_metadata(path) {
-        if link.file_type().is_symlink() && !ours(link.uid()) {
-            return Err(foreign(&link, ForeignWhy::Owner));
-        }
-    }
     if !ours(file.uid()) {
         return Err(foreign(file, ForeignWhy::Owner));
     }
     if file.mode() & 0o022 != 0 {
         return Err(foreign(file, ForeignWhy::Writable));
     }
-    let real = fsutil::final_target(path).unwrap_or_else(|_| path.to_path_buf());
-    let dir = real.parent().filter(|d| !d.as_os_str().is_empty());
-    let dir = dir.unwrap_or(Path::new("."));
-    if let Ok(d) = fs_err::metadata(dir) {
-        let open = d.mode() & 0o002 != 0;
-        let protected = d.mode() & STICKY != 0 && ours(d.uid());
-        if open && !protected {
-            return Err(foreign(&d, ForeignWhy::OpenDirectory(dir.to_path_buf())));
+    let (links, real) = walk(path);
+    for link in &links {
+        if !ours(link.uid()) {
+            return Err(foreign(link, ForeignWhy::Owner));
         }
     }
+    let mut dir = real.parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(m) = fs_err::metadata(d) {
+            if !ours(m.uid()) {
+                return Err(foreign(&m, ForeignWhy::OwnerOfDirectory(d.to_path_buf())));
+            }
+            let open = m.mode() & 0o002 != 0;
+            let protected = m.mode() & STICKY != 0;
+            if open && !protected {
+                return Err(foreign(&m, ForeignWhy::OpenDirectory(d.to_path_buf())));
+            }
+        }
+        dir = d.parent();
+    }
     Ok(())
+}
+
+/// The links met resolving `path` component by component (each one's own metadata), and
+/// the path it resolves to (relative when `path` is).
+fn walk(path: &Path) -> (Vec<Metadata>, PathBuf) {
+    use std::path::Component;
+    let start = match path.is_absolute() {
+        true => PathBuf::from("/"),
+        false => PathBuf::new(),
+    };
+    let mut links = Vec::new();
+    let mut todo: Vec<std::ffi::OsString> = path
+        .components()
+        .rev()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    let mut at = start;
+    // The kernel's own limit on links followed in one lookup.
+    let mut hops = 0;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        match fs_err::symlink_metadata(&next) {
+            Ok(m) if m.file_type().is_symlink() && hops < 40 => {
+                hops += 1;
+                let Ok(target) = fs_err::read_link(&next) else {
+                    return (links, next);
+                };
+                links.push(m);
+                if target.is_absolute() {
+                    at = PathBuf::from("/");
+                }
+                for c in target.components().rev() {
+                    match c {
+                        Component::Normal(n) => todo.push(n.to_os_string()),
+                        Component::ParentDir => todo.push("..".into()),
+                        _ => {}
+                    }
+                }
+            }
+            _ => at = next,
+        }
+    }
+    (links, at)
 }
 
 #[cfg(test)]
@@ -503,5 +568,39 @@ mod tests {
         assert!(matches!(e.what, ForeignWhy::OpenDirectory(_)), "{e}");
         fs_err::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
         assert_eq!(rule(&f, &meta(&f), me), Ok(()));
+    }
+
+    #[test]
+    fn every_link_of_the_chain_and_every_directory_above_is_checked() {
+        // SAFETY: geteuid(2) cannot fail.
+        if unsafe { libc::geteuid() } != ROOT {
+            // Another account's link needs chown; tests/hostile_site.rs covers it with accounts.
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        fs_err::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let real = dir.path().join("config.toml");
+        fs_err::write(&real, "").unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::os::unix::fs::symlink("b", &a).unwrap();
+        std::os::unix::fs::symlink(&real, &b).unwrap();
+        let meta = fs_err::metadata(&real).unwrap();
+        // Root's files, links and directories: fine for a user 4242.
+        assert_eq!(rule(&a, &meta, 4242), Ok(()));
+        // The second link of the chain is another account's: it chose the file.
+        std::os::unix::fs::lchown(&b, Some(4243), None).unwrap();
+        let e = rule(&a, &meta, 4242).unwrap_err();
+        assert_eq!((e.what, e.owner), (ForeignWhy::Owner, 4243));
+        // A directory above the file that is another account's.
+        std::os::unix::fs::lchown(&b, Some(0), None).unwrap();
+        let sub = dir.path().join("sub");
+        fs_err::create_dir(&sub).unwrap();
+        fs_err::rename(&real, sub.join("config.toml")).unwrap();
+        std::os::unix::fs::chown(&sub, Some(4243), None).unwrap();
+        let e = rule(&sub.join("config.toml"), &meta, 4242).unwrap_err();
+        assert!(
+            matches!(e.what, ForeignWhy::OwnerOfDirectory(ref d) if d == &sub),
+            "{e}"
+        );
     }
 }

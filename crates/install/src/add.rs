@@ -8,30 +8,26 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, InstallError, Result};
 
 use super::install::{components_of, fetch_all, finish_tree, link_wheel_trees, place_archive};
 use super::record::{self, ArchiveRecord, Record};
-use super::{assemble, Plan, Progress, Selection};
+use super::{assemble, Job, Plan, Selection};
 use super::{lock_toolchain, seal, writable_home};
-use crate::fetch::Fetcher;
 use crate::source::components::recorded;
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::detect;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 
 /// Adds to the installed `plan.name` the archives of `plan` that `old` (its record) does not
 /// have, and links the venv wheels of `plan.linked` it did not link. `sel` is what the new
 /// record says was asked for. Returns the components added.
-pub fn add(
-    store: &Store,
-    fetcher: &Fetcher,
-    plan: &Plan,
-    old: &Record,
-    sel: &Selection,
-    progress: &Progress,
-) -> Result<Vec<String>> {
+pub(crate) fn add(job: &Job, plan: &Plan, old: &Record, sel: &Selection) -> Result<Vec<String>> {
+    let Job {
+        store,
+        fetcher,
+        progress,
+    } = *job;
     let home = store.home();
     let name = &plan.name;
     let root = home.toolchains().join(name);
@@ -40,8 +36,11 @@ pub fn add(
     // Checked again under the lock: an uninstall may have come first.
     match Registry::load(home)?.toolchains.get(name) {
         Some(e) if e.source == Origin::Installed && e.root == root => {}
-        _ => bail!(Hinted::new(format!("{name} is not installed"))
-            .hint(format!("`gpuenv install {name}` installs it"))),
+        _ => {
+            return Err(Hinted::new(format!("{name} is not installed"))
+                .hint(format!("`gpuenv install {name}` installs it"))
+                .into())
+        }
     }
     let had = |c: &str| {
         let c = recorded(c);
@@ -108,14 +107,19 @@ pub fn add(
     };
     record::write(tmp.path(), &rec).with_context(|| format!("recording how {name} was made"))?;
     seal::read_only(tmp.path())?;
-    let detected = detect::detect(tmp.path(), Origin::Installed)
-        .map_err(|e| anyhow::anyhow!("{name} with {} is not a working toolchain: {e}", names))?;
+    let detected = detect::detect(tmp.path(), Origin::Installed).map_err(|e| {
+        InstallError::msg(format!(
+            "{name} with {} is not a working toolchain: {e}",
+            names
+        ))
+    })?;
     if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
-        bail!(Hinted::new(format!(
+        return Err(Hinted::new(format!(
             "{name} with {} would be {} {}, not {} {}",
             names, detected.kind, detected.version, plan.kind, plan.version
         ))
-        .hint("the source's metadata is wrong; report it to whoever publishes it"));
+        .hint("the source's metadata is wrong; report it to whoever publishes it")
+        .into());
     }
     let built = tmp.keep();
     exchange(&built, &root).with_context(|| format!("putting the new {name} in place"))?;

@@ -4,7 +4,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::{Context, Result};
+use crate::error::{Context as _, Result};
 
 use super::{confine, Mapping};
 use gpuenv_core::diagnostic::Hinted;
@@ -76,12 +76,12 @@ pub fn place(unpacked: &Path, mapping: &Mapping, component: &str, root: &Path) -
 /// After every archive is placed and the tree finished: no link in it leads outside.
 pub fn links_stay_inside(root: &Path) -> Result<()> {
     if let Some((link, target, why)) = confine::check_tree(root)? {
-        anyhow::bail!(Hinted::new(format!(
+        return Err(Hinted::new(format!(
             "the assembled tree has the link {} -> {}, which leads outside it ({why}); nothing was installed",
             link.display(),
             target.display()
         ))
-        .hint(HINT));
+        .hint(HINT).into());
     }
     Ok(())
 }

@@ -213,19 +213,19 @@ impl Cache {
 
     /// Takes the lock of the archive `sha256`, calling `waiting` first if another process
     /// holds it.
-    pub fn lock(&self, sha256: &Sha256, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+    pub fn lock(&self, sha256: &Sha256, waiting: impl FnOnce()) -> Result<FileLock, LockFailed> {
         self.lock_named(&format!("{sha256}{LOCK}"), Share::Alone, waiting)
     }
 
     /// Held by a process that works in the cache (an install: what it downloads and
     /// unpacks is not linked into its toolchain until the end), so a prune never removes
     /// what it is about to link. Many may hold it at once.
-    pub fn using(&self, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+    pub fn using(&self, waiting: impl FnOnce()) -> Result<FileLock, LockFailed> {
         self.lock_named(USERS_LOCK, Share::Shared, waiting)
     }
 
     /// Held by `cache prune`: it waits for the installs working in the cache to finish.
-    pub fn alone(&self, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+    pub fn alone(&self, waiting: impl FnOnce()) -> Result<FileLock, LockFailed> {
         self.lock_named(USERS_LOCK, Share::Alone, waiting)
     }
 
@@ -234,7 +234,7 @@ impl Cache {
         name: &str,
         share: Share,
         waiting: impl FnOnce(),
-    ) -> anyhow::Result<FileLock> {
+    ) -> Result<FileLock, LockFailed> {
         let locks = self.made("locks")?;
         if let Some(st) = locks.stat(name)? {
             if dir::kind(&st) == rustix::fs::FileType::Symlink {
@@ -330,6 +330,31 @@ pub struct FileLock {
     _file: fs_err::File,
 }
 
+/// Why a lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockFailed {
+    #[error(transparent)]
+    Cache(#[from] Refused),
+    #[error("locking {}", path.display())]
+    Locking {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl Diagnostic for LockFailed {
+    fn hints(&self) -> Vec<String> {
+        match self {
+            // Transparent: the refusal is not in the chain, so its hints are said here.
+            LockFailed::Cache(r) => r.hints(),
+            LockFailed::Locking { .. } | LockFailed::Io(_) => Vec::new(),
+        }
+    }
+}
+
 /// Whether others may hold a lock at the same time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Share {
@@ -338,13 +363,12 @@ pub enum Share {
 }
 
 /// Takes the lock at `path`, calling `waiting` first if another process holds it.
-pub fn lock(path: &Path, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
+pub fn lock(path: &Path, waiting: impl FnOnce()) -> Result<FileLock, LockFailed> {
     lock_as(path, Share::Alone, waiting)
 }
 
 /// [`lock`], shared with other holders of a shared lock when `share` says so.
-pub fn lock_as(path: &Path, share: Share, waiting: impl FnOnce()) -> anyhow::Result<FileLock> {
-    use anyhow::Context;
+pub fn lock_as(path: &Path, share: Share, waiting: impl FnOnce()) -> Result<FileLock, LockFailed> {
     use fs_err::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
         fs_err::create_dir_all(dir)?;
@@ -374,11 +398,18 @@ pub fn lock_as(path: &Path, share: Share, waiting: impl FnOnce()) -> anyhow::Res
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             waiting();
-            if shared { f.lock_shared() } else { f.lock() }
-                .with_context(|| format!("locking {}", path.display()))?;
+            if shared { f.lock_shared() } else { f.lock() }.map_err(|source| {
+                LockFailed::Locking {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
         }
         Err(std::fs::TryLockError::Error(e)) => {
-            return Err(e).with_context(|| format!("locking {}", path.display()))
+            return Err(LockFailed::Locking {
+                path: path.to_path_buf(),
+                source: e,
+            })
         }
     }
     Ok(FileLock { _file: file })

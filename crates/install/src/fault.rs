@@ -125,9 +125,3 @@ impl Fault {
 #[derive(Debug, thiserror::Error)]
 #[error("no source could be reached: the network or the servers failed")]
 pub struct Unreachable;
-
-/// Whether `err` comes from the network (or a server) failing, anywhere in its chain.
-pub fn is_network_failure(err: &anyhow::Error) -> bool {
-    err.chain()
-        .any(|e| e.is::<Unreachable>() || e.downcast_ref::<Fault>().is_some_and(Fault::is_network))
-}

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use anyhow::Context as _;
+use crate::error::Context as _;
 use indicatif::ProgressBar;
 use reqwest::blocking::Client;
 use reqwest::{StatusCode, Url};
@@ -111,7 +111,7 @@ impl Fetcher {
 
     /// Takes the cache's users lock once, before any archive's own lock (a prune takes
     /// them in the same order), so a `cache prune` waits for this install to finish.
-    fn use_cache(&self, bar: &ProgressBar) -> anyhow::Result<()> {
+    fn use_cache(&self, bar: &ProgressBar) -> crate::Result<()> {
         let mut using = self.using.lock().expect("no worker panics holding it");
         if using.is_none() {
             *using = Some(
@@ -185,7 +185,7 @@ impl Fetcher {
     /// The archive's contents unpacked in the cache, downloading and checking it first when
     /// needed. Concurrent processes wanting the same archive take turns. Nothing in the
     /// cache is followed through a link or reused from another user.
-    pub fn unpacked(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
+    pub fn unpacked(&self, a: &Archive, bar: &ProgressBar) -> crate::Result<PathBuf> {
         self.use_cache(bar)?;
         let key = a.sha256.as_str();
         let trees = self.cache.made("unpacked")?;
@@ -278,7 +278,7 @@ impl Fetcher {
 
     /// The archive in the cache's `archives/`, checked against its sha256 (downloaded when it
     /// is missing, damaged, a link or another user's), and whether it was downloaded now.
-    fn archive(&self, a: &Archive, bar: &ProgressBar) -> anyhow::Result<(Dir, bool)> {
+    fn archive(&self, a: &Archive, bar: &ProgressBar) -> crate::Result<(Dir, bool)> {
         let key = a.sha256.as_str();
         let archives = self.cache.made("archives")?;
         let file = archives.join(key);

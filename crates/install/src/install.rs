@@ -7,14 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, InstallError, Result};
 
 use crate::fetch::Fetcher;
 use crate::{assemble, record, seal, stub};
-use crate::{lock_toolchain, writable_home, Archive, Plan, Progress, Selection};
+use crate::{lock_toolchain, writable_home, Archive, Job, Plan, Progress, Selection};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::fsutil;
-use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::{detect, Kind, Version};
 use gpuenv_core::ui;
@@ -32,24 +31,14 @@ pub struct Installed {
     pub fetched_bytes: u64,
 }
 
-/// Installs what `plan` describes into the store, unless it is installed already.
-pub fn install(
-    store: &Store,
-    fetcher: &Fetcher,
-    plan: &Plan,
-    progress: &Progress,
-) -> Result<Installed> {
-    install_recorded(store, fetcher, plan, None, progress)
-}
-
-/// [`install`], and with `sel` the tree gets its [`record`] (what `gpuenv lock` reads).
-pub fn install_recorded(
-    store: &Store,
-    fetcher: &Fetcher,
-    plan: &Plan,
-    sel: Option<&Selection>,
-    progress: &Progress,
-) -> Result<Installed> {
+/// Installs what `plan` describes into the store, unless it is installed already; with
+/// `sel` the tree gets its [`record`] (what `gpuenv lock` reads).
+pub(crate) fn install(job: &Job, plan: &Plan, sel: Option<&Selection>) -> Result<Installed> {
+    let Job {
+        store,
+        fetcher,
+        progress,
+    } = *job;
     let home = store.home();
     let name = plan.name.clone();
     let root = home.toolchains().join(&name);
@@ -66,14 +55,15 @@ pub fn install_recorded(
     let _lock = lock_toolchain(home, &name)?;
     if let Some(existing) = Registry::load(home)?.toolchains.get(&name) {
         if existing.source != Origin::Installed {
-            bail!(Hinted::new(format!(
+            return Err(Hinted::new(format!(
                 "{name} is already registered as a {} toolchain at {}",
                 existing.source.as_str(),
                 existing.root.display()
             ))
             .hint(format!(
                 "`gpuenv unlink {name}` first if gpuenv should install its own"
-            )));
+            ))
+            .into());
         }
         if existing.root.join("bin").is_dir() {
             return Ok(done(true));
@@ -115,14 +105,17 @@ pub fn install_recorded(
     seal::read_only(tmp.path())?;
     fetcher.hooks.checkpoint("assemble");
     let detected = detect::detect(tmp.path(), Origin::Installed).map_err(|e| {
-        anyhow::anyhow!("the installed tree of {name} is not a working toolchain: {e}")
+        InstallError::msg(format!(
+            "the installed tree of {name} is not a working toolchain: {e}"
+        ))
     })?;
     if detected.kind != plan.kind || !plan.version.is_prefix_of(&detected.version) {
-        bail!(Hinted::new(format!(
+        return Err(Hinted::new(format!(
             "the archives of {name} hold {} {}, not {} {}",
             detected.kind, detected.version, plan.kind, plan.version
         ))
-        .hint("the source's metadata is wrong; report it to whoever publishes it"));
+        .hint("the source's metadata is wrong; report it to whoever publishes it")
+        .into());
     }
     fs_err::rename(tmp.keep(), &root)?;
     fetcher.hooks.checkpoint("register");
@@ -245,11 +238,11 @@ pub(crate) fn finish_tree(plan: &Plan, components: &[(String, String)], root: &P
                 ui::verbose(format!("{}: wrote lib64/stubs/libnvidia-ml.so", plan.name));
             }
             if !root.join("bin/nvcc").is_file() {
-                bail!(Hinted::new(format!(
+                return Err(Hinted::new(format!(
                     "the archives of {} hold no bin/nvcc",
                     plan.name
                 ))
-                .hint("install it from another source (`--source nvidia`), or register a toolkit you have with `gpuenv link`"));
+                .hint("install it from another source (`--source nvidia`), or register a toolkit you have with `gpuenv link`").into());
             }
         }
         Kind::Cuda => {

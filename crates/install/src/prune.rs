@@ -118,7 +118,7 @@ pub fn prune(
     toolchains: &Path,
     all: bool,
     waiting: &dyn Fn(&str),
-) -> anyhow::Result<Pruned> {
+) -> crate::Result<Pruned> {
     let mut pruned = Pruned::default();
     if cache.top(false)?.is_none() {
         return Ok(pruned);
@@ -268,7 +268,7 @@ fn lock_for(
     part: &str,
     name: &str,
     waiting: &dyn Fn(&str),
-) -> anyhow::Result<Option<FileLock>> {
+) -> crate::Result<Option<FileLock>> {
     if matches!(part, "objects" | "meta") {
         return Ok(None);
     }

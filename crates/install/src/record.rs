@@ -127,7 +127,7 @@ impl Record {
     }
 }
 
-pub fn write(root: &Path, record: &Record) -> anyhow::Result<()> {
+pub fn write(root: &Path, record: &Record) -> crate::Result<()> {
     let text = toml::to_string(record)?;
     fsutil::write_atomic(&root.join(RECORD), text.as_bytes())?;
     Ok(())
@@ -161,7 +161,7 @@ pub fn kept_path(toolchains: &Path, name: &str) -> std::path::PathBuf {
 /// Keeps `root`'s record for a later reinstall of `name` (nothing when it has none). Not
 /// one linked into a venv: `install torch` makes that again from whichever venv is active,
 /// and a kept one would hand its profile to a plain `gpuenv install cuda-13.0`.
-pub fn keep(root: &Path, toolchains: &Path, name: &str) -> anyhow::Result<()> {
+pub fn keep(root: &Path, toolchains: &Path, name: &str) -> crate::Result<()> {
     if let Some(rec) = read(root).filter(|r| r.linked.is_empty()) {
         let text = toml::to_string(&rec)?;
         fsutil::write_atomic(&kept_path(toolchains, name), text.as_bytes())?;

@@ -192,6 +192,7 @@ fn align(n: usize, to: usize) -> usize {
 
 /// A little-endian ELF64 shared object named `soname` that defines `names` as functions
 /// returning [`STUB_ERROR`]: see [`shared_object_returning`].
+#[cfg(test)]
 pub fn shared_object(soname: &str, names: &BTreeSet<String>, arch: &str) -> Option<Vec<u8>> {
     shared_object_returning(soname, names, arch, STUB_ERROR)
 }

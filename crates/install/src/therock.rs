@@ -11,12 +11,19 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, InstallError, Result};
 use indicatif::ProgressBar;
 
 use crate::fetch::Fetcher;
 use crate::{cache, confine, Archive, Format, Mapping};
 use gpuenv_core::diagnostic::Hinted;
+
+/// Returns the error (a refusal with its hints) from the function.
+macro_rules! bail {
+    ($e:expr) => {
+        return Err(InstallError::from($e))
+    };
+}
 
 /// Where the packages keep their files: `_rocm_sdk_core`, `_rocm_sdk_libraries`,
 /// `_rocm_sdk_devel`, each possibly with the build's name suffix.
@@ -75,7 +82,7 @@ pub fn devel_tree(fetcher: &Fetcher, wheel: &Path, label: &str) -> Result<PathBu
         component: "devel".into(),
         version: String::new(),
         url: reqwest::Url::from_file_path(&tar)
-            .map_err(|()| anyhow::anyhow!("{} is not a usable path", tar.display()))?,
+            .map_err(|()| InstallError::msg(format!("{} is not a usable path", tar.display())))?,
         sha256: crate::pathpart::Sha256::parse(&sha256)?,
         size: fs_err::metadata(&tar).ok().map(|m| m.len()),
         format,
@@ -170,7 +177,7 @@ fn put_link(site: &Path, top: &Path, rel: &Path, root: &Path) -> Result<()> {
     let in_site = top.join(rel);
     let target = fs_err::read_link(site.join(&in_site))?;
     let from = in_site.parent().unwrap_or(Path::new(""));
-    let outside = |why: String| -> anyhow::Error {
+    let outside = |why: String| -> InstallError {
         Hinted::new(format!(
             "the devel tree's link {} -> {} leads outside the ROCm packages ({why})",
             rel.display(),

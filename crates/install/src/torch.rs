@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use crate::error::Result;
 use serde::{Deserialize, Serialize};
 
 use gpuenv_core::diagnostic::Hinted;
@@ -49,12 +49,12 @@ pub struct TorchCuda {
 /// The CUDA wheels of `torch`, or why a toolkit cannot be made from them.
 pub fn cuda_of(torch: &TorchVersion) -> Result<TorchCuda> {
     let Some(cuda) = torch.cuda.as_deref() else {
-        bail!(Hinted::new(format!(
+        return Err(Hinted::new(format!(
             "the torch at {} (torch {}) is not built for CUDA",
             torch.dir.display(),
             torch.version.as_deref().unwrap_or("?")
         ))
-        .hint("install a CUDA build of torch (`pip install torch`), or `gpuenv install cuda-<version>`"));
+        .hint("install a CUDA build of torch (`pip install torch`), or `gpuenv install cuda-<version>`").into());
     };
     let site = torch.dir.parent().unwrap_or(Path::new("/")).to_path_buf();
     let major = cuda.split('.').next().unwrap_or_default();
@@ -74,22 +74,22 @@ pub fn cuda_of(torch: &TorchVersion) -> Result<TorchCuda> {
             }),
             None => "register a toolkit of its CUDA with `gpuenv link`".into(),
         };
-        bail!(Hinted::new(format!(
+        return Err(Hinted::new(format!(
             "the torch at {} is a CUDA {cuda} build: NVIDIA's CUDA {major} wheels carry no nvcc driver, so gpuenv cannot complete them into a toolkit",
             torch.dir.display()
         ))
-        .hint(full));
+        .hint(full).into());
     }
     let tree = site.join("nvidia").join(format!("cu{major}"));
     if !tree.join("include").is_dir() || !tree.join("lib").is_dir() {
-        bail!(Hinted::new(format!(
+        return Err(Hinted::new(format!(
             "the torch at {} is a CUDA {cuda} build, but {} has no include/ and lib/: its NVIDIA wheels are not installed",
             torch.dir.display(),
             tree.display()
         ))
         .hint(format!(
             "reinstall torch with its dependencies (`pip install --force-reinstall torch`), or `gpuenv install cuda-{cuda}`"
-        )));
+        )).into());
     }
     let torchs: Version = cuda.parse()?;
     let release = installed_version(&site, "cuda_toolkit")
@@ -210,18 +210,19 @@ pub fn cuda_of_linked(name: &str, linked: &Linked, release: &Version) -> Result<
             .components()
             .any(|c| matches!(c, std::path::Component::ParentDir));
     let Some(site) = tree.parent().and_then(Path::parent).filter(|_| shaped) else {
-        bail!(Hinted::new(format!(
+        return Err(Hinted::new(format!(
             "the install record of {name} says it links into {}, which is not a `site-packages/nvidia/cuNN` tree of NVIDIA's wheels",
             tree.display()
         ))
-        .hint(again));
+        .hint(again).into());
     };
     if !tree.join("include").is_dir() || !tree.join("lib").is_dir() {
-        bail!(Hinted::new(format!(
+        return Err(Hinted::new(format!(
             "{name} links into the NVIDIA wheels at {}, which are gone: nothing can be added to it",
             tree.display()
         ))
-        .hint(again));
+        .hint(again)
+        .into());
     }
     Ok(TorchCuda {
         site: site.to_path_buf(),
@@ -261,7 +262,7 @@ mod tests {
             site.join("nvidia/cuda"),
             site.join("other/cu13"),
         ] {
-            let err = format!("{:#}", of(&odd).unwrap_err());
+            let err = crate::error::one_line(&of(&odd).unwrap_err());
             assert!(
                 err.contains("not a `site-packages/nvidia/cuNN` tree"),
                 "{odd:?}: {err}"
@@ -269,7 +270,7 @@ mod tests {
         }
         fs_err::remove_dir_all(tree.join("lib")).unwrap();
         let err = of(&tree).unwrap_err();
-        let report = gpuenv_core::ui::Report::of(err.as_ref(), crate::FIND);
+        let report = gpuenv_core::ui::Report::of(&err, crate::FIND);
         assert!(
             report.inline().contains("which are gone"),
             "{}",
@@ -296,7 +297,7 @@ mod tests {
         // What a user reads: the message, its causes and the hints.
         let shown = |t: TorchVersion| {
             let err = cuda_of(&t).unwrap_err();
-            let report = gpuenv_core::ui::Report::of(err.as_ref(), crate::FIND);
+            let report = gpuenv_core::ui::Report::of(&err, crate::FIND);
             (report.inline(), report.hints.join("\n"))
         };
         let (err, hints) = shown(torch(None));

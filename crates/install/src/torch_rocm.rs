@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use crate::error::{InstallError, Result};
 
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::pep440::PyVersion;
@@ -15,6 +15,13 @@ use gpuenv_core::toolchain::{Kind, Spec, Version};
 use crate::therock::PLATFORM_PREFIX;
 use crate::torch::{Linked, Wheel};
 use crate::Plan;
+
+/// Returns the error (a refusal with its hints) from the function.
+macro_rules! bail {
+    ($e:expr) => {
+        return Err(InstallError::from($e))
+    };
+}
 
 /// Where a ROCm torch's wheels are and which release they are.
 #[derive(Debug, Clone, PartialEq, Eq)]

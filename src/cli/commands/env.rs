@@ -205,11 +205,34 @@ fn github(ctx: &Context, files: &ci::GithubFiles) -> Result<()> {
             .hint("elsewhere, `gpuenv env --shell dotenv` prints the same variables")
             .into());
         };
-        fs_err::OpenOptions::new()
+        // Never blocking: a FIFO (or a device) at that name is refused, not waited on.
+        use fs_err::os::unix::fs::OpenOptionsExt as _;
+        let refuse = |what: &str| -> anyhow::Error {
+            Hinted::new(format!(
+                "{var} names {}, which is {what}, not the regular file a runner makes: gpuenv writes nothing to it",
+                gpuenv_core::ui::printable(path)
+            ))
+            .hint(format!("point {var} at a file, as the GitHub Actions runner does"))
+            .into()
+        };
+        if let Some(what) = fs_err::metadata(path)
+            .ok()
+            .and_then(|m| gpuenv_core::fsutil::not_regular(&m))
+        {
+            return Err(refuse(what));
+        }
+        // A FIFO swapped in after that check: opening without blocking fails (ENXIO) or,
+        // with a reader, is refused below; never a wait.
+        let file = fs_err::OpenOptions::new()
             .append(true)
             .create(true)
-            .open(path)?
-            .write_all(bytes)?;
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+            .open(path)?;
+        if let Some(what) = gpuenv_core::fsutil::not_regular(&file.metadata()?) {
+            return Err(refuse(what));
+        }
+        let mut file = file;
+        file.write_all(bytes)?;
     }
     ui::info(format!(
         "wrote {} variable(s) to $GITHUB_ENV and {} director(ies) to $GITHUB_PATH for the next steps",

@@ -18,7 +18,7 @@ use gpuenv_core::ui;
 use gpuenv_install::record;
 use gpuenv_install::retire::Census;
 use gpuenv_install::source::Choice;
-use gpuenv_install::{Profile, Progress, Selection};
+use gpuenv_install::{Job, Profile, Progress, Selection};
 
 /// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv
 /// manifest; with no SPEC, what the nearest gpuenv.toml pins
@@ -92,7 +92,12 @@ impl Args {
             let fetcher = support::install_from::fetcher(ctx, &home, self.offline)?;
             let progress =
                 Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
-            return support::install_torch::run(ctx, &store, &fetcher, &progress, &self.components);
+            let job = Job {
+                store: &store,
+                fetcher: &fetcher,
+                progress: &progress,
+            };
+            return support::install_torch::run(ctx, &job, &self.components);
         }
         let mut lacking = None;
         let specs: Vec<Spec> = if self.specs.is_empty() {
@@ -117,7 +122,12 @@ impl Args {
                 choice: self.source,
                 manifest: self.manifest.as_deref(),
             };
-            support::install_component::run(ctx, &store, &fetcher, &progress, &name, &entry, &ask)?;
+            let job = Job {
+                store: &store,
+                fetcher: &fetcher,
+                progress: &progress,
+            };
+            support::install_component::run(ctx, &job, &name, &entry, &ask)?;
         }
         if specs.is_empty() {
             return Ok(());
@@ -130,6 +140,11 @@ impl Args {
         let cache_was_new = !fetcher.cache.root.exists();
         let progress =
             Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
+        let job = Job {
+            store: &store,
+            fetcher: &fetcher,
+            progress: &progress,
+        };
         let ask = support::install_component::Ask {
             components: &self.components,
             choice: self.source,
@@ -138,7 +153,7 @@ impl Args {
         let mut installed_any = false;
         let mut failed = Vec::new();
         for spec in &specs {
-            match self.install_one(ctx, &home, &store, &fetcher, &progress, &ask, spec) {
+            match self.install_one(ctx, &home, &job, &ask, spec) {
                 Ok(installed) => installed_any |= installed,
                 Err(e) if specs.len() == 1 => return Err(e),
                 // The others are installed all the same; each failure is said as it happens.
@@ -147,7 +162,7 @@ impl Args {
                     support::print_error(&e);
                     failed.push((
                         spec.to_string(),
-                        gpuenv_install::fault::is_network_failure(&e),
+                        gpuenv_install::is_network_failure(e.as_ref()),
                     ));
                 }
             }
@@ -155,7 +170,10 @@ impl Args {
         if installed_any {
             support::lock::refresh(ctx);
         }
-        if installed_any && cache_was_new {
+        // Only after a download: archives read from a local mirror (`file://`, a directory)
+        // never needed the network in the first place.
+        let downloaded = fetcher.fetched.load(std::sync::atomic::Ordering::Relaxed) > 0;
+        if installed_any && cache_was_new && downloaded {
             ui::info(format!(
                 "the download cache {} keeps each archive and its unpacked tree, so reinstalls need no network; `gpuenv cache size` shows how much that is, `gpuenv cache prune` frees it",
                 fetcher.cache.root.display()
@@ -181,14 +199,11 @@ impl Args {
     }
 
     /// Installs one spec (or adds components to it). True when something was installed.
-    #[allow(clippy::too_many_arguments)]
     fn install_one(
         &self,
         ctx: &Context,
         home: &Home,
-        store: &gpuenv_core::store::Store,
-        fetcher: &gpuenv_install::fetch::Fetcher,
-        progress: &Progress,
+        job: &Job,
         ask: &support::install_component::Ask,
         spec: &Spec,
     ) -> Result<bool> {
@@ -214,9 +229,7 @@ impl Args {
         match self.existing(home, &name)? {
             Existing::Done => return Ok(false),
             Existing::AddTo(entry) => {
-                return support::install_component::run(
-                    ctx, store, fetcher, progress, &name, &entry, ask,
-                );
+                return support::install_component::run(ctx, job, &name, &entry, ask);
             }
             Existing::Install => {}
         }
@@ -230,15 +243,19 @@ impl Args {
                 }
             }
         }
-        let mut sources =
-            support::install_from::sources(ctx, fetcher, self.source, self.manifest.as_deref())?;
+        let mut sources = support::install_from::sources(
+            ctx,
+            job.fetcher,
+            self.source,
+            self.manifest.as_deref(),
+        )?;
         // Where it came from first: an offline reinstall needs no other source.
         if let Some(from) = from {
             sources.sort_by_key(|s| s.name() != from);
         }
         let plan = match gpuenv_install::plan(&sources, spec, &sel) {
             Ok(plan) => plan,
-            Err(e) => return self.installed_instead(home, spec, e),
+            Err(e) => return self.installed_instead(home, spec, e.into()),
         };
         ui::verbose(format!(
             "{spec}: the {} source has {} ({})",
@@ -253,9 +270,7 @@ impl Args {
         match self.existing(home, &plan.name)? {
             Existing::Done => return Ok(false),
             Existing::AddTo(entry) => {
-                return support::install_component::run(
-                    ctx, store, fetcher, progress, &plan.name, &entry, ask,
-                );
+                return support::install_component::run(ctx, job, &plan.name, &entry, ask);
             }
             Existing::Install => {}
         }
@@ -272,19 +287,24 @@ impl Args {
             }
         ));
         let started = std::time::Instant::now();
-        let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
+        let done = job.install(&plan, Some(&sel))?;
         if done.already {
             self.already(&done.name, &done.root);
             return Ok(false);
         }
         support::interrupt::installed_one();
+        let fetched = match done.fetched_bytes {
+            0 => {
+                "nothing downloaded: every archive was in the cache or on this machine".to_string()
+            }
+            n => format!("{} downloaded", HumanBytes(n)),
+        };
         ui::info(format!(
-            "installed {} ({} {}) in {} ({} downloaded, {:.1}s)",
+            "installed {} ({} {}) in {} ({fetched}, {:.1}s)",
             done.name,
             done.kind,
             done.version,
             done.root.display(),
-            HumanBytes(done.fetched_bytes),
             started.elapsed().as_secs_f64()
         ));
         if done.kind == Kind::Cuda {

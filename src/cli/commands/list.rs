@@ -268,7 +268,7 @@ fn list_available(
     let mut reasons = Vec::new();
     let mut found = None;
     for s in &sources {
-        match s.available(kind) {
+        match s.available(kind).map_err(anyhow::Error::from) {
             Ok(v) => {
                 found = Some((s.name(), v));
                 break;

@@ -1,7 +1,7 @@
 //! `gpuenv pin SPEC...`: pins for this directory in gpuenv.toml, comments and order kept.
 
 use crate::cli::support;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
 
@@ -16,6 +16,7 @@ use gpuenv_core::project::{self, PinEdit, PinValue};
 use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 use gpuenv_core::trust;
+use gpuenv_core::user_file::{self, UserFile};
 use gpuenv_core::{fsutil, ui};
 
 /// Pin toolchains for this directory in gpuenv.toml (comments and order are kept)
@@ -84,53 +85,59 @@ impl Args {
             .map(|n| ctx.cwd.join(n))
             .find(|p| p.is_file())
             .unwrap_or_else(|| ctx.cwd.join(project::FILE_NAMES[0]));
-        let before = gpuenv_core::outside::read_text_if_present(
-            &path,
-            gpuenv_core::outside::Kind::ToolchainFile,
-        )?
-        .unwrap_or_default();
-        // A broken file is reported, never overwritten.
-        let existing = project::parse(&path, &before)?;
-        for spec in &specs {
-            check_known(facts, spec, &registry)?;
-        }
-        if !cuda_archs.is_empty() {
-            // The toolkit the arch list will go with: the one pinned now, else the file's.
-            let cuda = specs
-                .iter()
-                .find(|s| s.kind == Kind::Cuda)
-                .cloned()
-                .or_else(|| match &existing.pin(Kind::Cuda)?.value {
-                    PinValue::Spec(s) => Some(s.clone()),
-                    PinValue::Torch => None,
-                });
-            check_archs(facts, &cuda_archs, cuda.as_ref(), &registry)?;
-        }
-        if !rocm_archs.is_empty() {
-            let rocm = specs
-                .iter()
-                .find(|s| s.kind == Kind::Rocm)
-                .cloned()
-                .or_else(|| match &existing.pin(Kind::Rocm)?.value {
-                    PinValue::Spec(s) => Some(s.clone()),
-                    PinValue::Torch => None,
-                });
-            check_rocm_archs(&rocm_archs, rocm.as_ref(), &registry)?;
-        }
-        let after = project::edit(&before, &edit)
-            .with_context(|| format!("cannot edit {}", path.display()))?;
-        if let Err(e) = project::parse(&path, &after) {
-            bail!(
-                "editing {} would make it invalid ({e}); it was left unchanged",
-                path.display()
-            );
-        }
-        let target = edited_file(&path, &ctx.cwd)?;
+        // The whole read, check and write runs under the file's lock (`user_file`), so a
+        // concurrent `pin` sees this one's result and keeps it.
+        let outcome = user_file::edit(
+            UserFile {
+                path: &path,
+                within: &ctx.cwd,
+                scope: "the project",
+                kind: gpuenv_core::outside::Kind::ToolchainFile,
+            },
+            user_file::Check::TOML,
+            |before: &str| -> Result<Option<String>> {
+                // A broken file is reported, never overwritten.
+                let existing = project::parse(&path, before)?;
+                for spec in &specs {
+                    check_known(facts, spec, &registry)?;
+                }
+                if !cuda_archs.is_empty() {
+                    // The toolkit the arch list will go with: the one pinned now, else the file's.
+                    let cuda = specs
+                        .iter()
+                        .find(|s| s.kind == Kind::Cuda)
+                        .cloned()
+                        .or_else(|| match &existing.pin(Kind::Cuda)?.value {
+                            PinValue::Spec(s) => Some(s.clone()),
+                            PinValue::Torch => None,
+                        });
+                    check_archs(facts, &cuda_archs, cuda.as_ref(), &registry)?;
+                }
+                if !rocm_archs.is_empty() {
+                    let rocm = specs
+                        .iter()
+                        .find(|s| s.kind == Kind::Rocm)
+                        .cloned()
+                        .or_else(|| match &existing.pin(Kind::Rocm)?.value {
+                            PinValue::Spec(s) => Some(s.clone()),
+                            PinValue::Torch => None,
+                        });
+                    check_rocm_archs(&rocm_archs, rocm.as_ref(), &registry)?;
+                }
+                let after = project::edit(before, &edit)
+                    .with_context(|| format!("cannot edit {}", path.display()))?;
+                if let Err(e) = project::parse(&path, &after) {
+                    bail!(
+                        "editing {} would make it invalid ({e}); it was left unchanged",
+                        path.display()
+                    );
+                }
+                Ok(Some(after))
+            },
+        )?;
+        let (before, after) = (outcome.before, outcome.after);
         let was_trusted =
             trust::is_trusted(&registry, &path, &fsutil::content_hash(before.as_bytes()));
-        // The project's own file, as an editor writes it: its mode kept, a new one's from the umask.
-        fsutil::write_user_file(&target, after.as_bytes())
-            .with_context(|| format!("cannot write {}", target.display()))?;
         if was_trusted {
             keep_trusted(&home, &path, &before, &after)?;
         }
@@ -173,34 +180,6 @@ impl Args {
         support::lock::refresh(ctx);
         Ok(())
     }
-}
-
-/// The file to write for the toolchain file at `path`: itself, or the end of its links
-/// when that is inside the project (`dir`, a file shared between its checkouts); a link
-/// out of the project is refused, so that `pin` never writes into another file.
-fn edited_file(path: &Path, dir: &Path) -> Result<PathBuf> {
-    let target = fsutil::final_target(path)?;
-    if target == path {
-        return Ok(target);
-    }
-    let inside = || -> Option<bool> {
-        let project = fs_err::canonicalize(dir).ok()?;
-        let parent = fs_err::canonicalize(target.parent()?).ok()?;
-        Some(parent.starts_with(project))
-    };
-    if inside() != Some(true) {
-        bail!(Hinted::new(format!(
-            "{} is a link to {}, outside the project {}: gpuenv pin writes no file outside the project",
-            path.display(),
-            target.display(),
-            dir.display()
-        ))
-        .hint(format!(
-            "edit {} yourself, or replace the link with a file of the project's own",
-            target.display()
-        )));
-    }
-    Ok(target)
 }
 
 /// gpuenv's own edit, asked for by the user, keeps a trusted file trusted: the record of

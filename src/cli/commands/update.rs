@@ -64,8 +64,12 @@ impl Args {
                 .map(|r| r.selection())
                 .unwrap_or_else(|| selection_of(&o.entry));
             let plan = gpuenv_install::plan(&sources, &spec, &sel)?;
-            let done =
-                gpuenv_install::install_recorded(&store, &fetcher, &plan, Some(&sel), &progress)?;
+            let job = gpuenv_install::Job {
+                store: &store,
+                fetcher: &fetcher,
+                progress: &progress,
+            };
+            let done = job.install(&plan, Some(&sel))?;
             let repointed = Registry::update(&home, |r| {
                 let mut n = 0;
                 for d in r.default.iter_mut().filter(|d| **d == o.name) {

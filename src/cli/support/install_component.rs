@@ -7,15 +7,13 @@ use anyhow::{bail, Result};
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::named::Named;
-use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
-use gpuenv_install::fetch::Fetcher;
 use gpuenv_install::record;
 use gpuenv_install::source::components::recorded;
 use gpuenv_install::source::Choice;
-use gpuenv_install::{torch, Progress, Selection};
+use gpuenv_install::{torch, Job, Selection};
 
 /// What an add is asked for, and where from.
 pub struct Ask<'a> {
@@ -25,15 +23,7 @@ pub struct Ask<'a> {
 }
 
 /// Adds `ask.components` to the registered `name`. True when something was added.
-pub fn run(
-    ctx: &Context,
-    store: &Store,
-    fetcher: &Fetcher,
-    progress: &Progress,
-    name: &str,
-    entry: &Entry,
-    ask: &Ask,
-) -> Result<bool> {
+pub fn run(ctx: &Context, job: &Job, name: &str, entry: &Entry, ask: &Ask) -> Result<bool> {
     let list = ask.components.join(" --component ");
     if entry.source != Origin::Installed {
         bail!(Hinted::new(format!(
@@ -90,7 +80,7 @@ pub fn run(
             sel.components.push(c);
         }
     }
-    let sources = super::install_from::sources(ctx, fetcher, choice, ask.manifest)?;
+    let sources = super::install_from::sources(ctx, job.fetcher, choice, ask.manifest)?;
     let plan = if rec.linked.is_empty() {
         gpuenv_install::plan(&sources, &spec, &sel)?
     } else {
@@ -103,7 +93,7 @@ pub fn run(
         ))
         .hint(format!("`gpuenv install {} --component {list}`", plan.name)));
     }
-    let added = gpuenv_install::add::add(store, fetcher, &plan, &rec, &sel, progress)?;
+    let added = job.add(&plan, &rec, &sel)?;
     super::interrupt::installed_one();
     if added.is_empty() {
         ui::info(format!("{name} already has {}", ask.components.join(", ")));
@@ -113,7 +103,11 @@ pub fn run(
         "added {} to {name} (from {}, {} downloaded)",
         added.join(", "),
         plan.source,
-        indicatif::HumanBytes(fetcher.fetched.load(std::sync::atomic::Ordering::Relaxed))
+        indicatif::HumanBytes(
+            job.fetcher
+                .fetched
+                .load(std::sync::atomic::Ordering::Relaxed)
+        )
     ));
     Ok(true)
 }

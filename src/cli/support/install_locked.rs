@@ -151,7 +151,12 @@ fn install_one(
             plan.archives.len(),
             if cached { ", from the cache" } else { "" }
         ));
-        gpuenv_install::install_recorded(&store, &fetcher, &plan, Some(&sel), &progress)?;
+        let job = gpuenv_install::Job {
+            store: &store,
+            fetcher: &fetcher,
+            progress: &progress,
+        };
+        job.install(&plan, Some(&sel))?;
         super::interrupt::installed_one();
         Ok(Vec::new())
     };

@@ -7,24 +7,16 @@ use indicatif::HumanBytes;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::guard;
-use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Entry, Registry};
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
-use gpuenv_install::fetch::Fetcher;
 use gpuenv_install::source::Choice;
-use gpuenv_install::{record, torch, Profile, Progress, Selection};
+use gpuenv_install::{record, torch, Job, Profile, Selection};
 
 /// `components`: `--component` names, added to the toolkit as to any install (downloaded
 /// unless the venv has them), in place when it is installed already; one the source does
 /// not have is refused by its plan.
-pub fn run(
-    ctx: &Context,
-    store: &Store,
-    fetcher: &Fetcher,
-    progress: &Progress,
-    components: &[String],
-) -> Result<()> {
+pub fn run(ctx: &Context, job: &Job, components: &[String]) -> Result<()> {
     // ui::info is silent under -q.
     let say = |msg: String| ui::info(msg);
     let found = guard::locate_torch(ctx, None).map_err(|why| {
@@ -33,23 +25,21 @@ pub fn run(
         )
     })?;
     if found.hip.is_some() && found.cuda.is_none() {
-        return rocm(ctx, store, fetcher, progress, &found, components);
+        return rocm(ctx, job, &found, components);
     }
     let cuda = torch::cuda_of(&found)?;
     let spec: Spec = format!("cuda-{}", cuda.release).parse()?;
-    let sources = super::install_from::sources(ctx, fetcher, Choice::Pypi, None)?;
+    let sources = super::install_from::sources(ctx, job.fetcher, Choice::Pypi, None)?;
     let sel = Selection {
         profile: Profile::Minimal,
         components: components.to_vec(),
     };
     let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &cuda);
     if !components.is_empty() {
-        let registry = Registry::load(store.home())?;
+        let registry = Registry::load(job.store.home())?;
         if let Some(entry) = registry.toolchains.get(&plan.name) {
             // Installed already: the components are added to it in place.
-            return add(
-                ctx, store, fetcher, progress, &plan.name, entry, &cuda, components,
-            );
+            return add(ctx, job, &plan.name, entry, &cuda, components);
         }
     }
     for m in &mismatches {
@@ -65,7 +55,7 @@ pub fn run(
         HumanBytes(size),
         cuda.tree.display()
     ));
-    let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
+    let done = job.install(&plan, Some(&sel))?;
     super::interrupt::installed_one();
     if done.already {
         say(format!(
@@ -91,12 +81,9 @@ pub fn run(
 
 /// `install torch --component X` where its toolkit is registered: X is added to it, with a
 /// note when it links into another venv than the active one (X goes to it as it is).
-#[allow(clippy::too_many_arguments)]
 fn add(
     ctx: &Context,
-    store: &Store,
-    fetcher: &Fetcher,
-    progress: &Progress,
+    job: &Job,
     name: &str,
     entry: &Entry,
     cuda: &torch::TorchCuda,
@@ -115,7 +102,7 @@ fn add(
         choice: Choice::Auto,
         manifest: None,
     };
-    super::install_component::run(ctx, store, fetcher, progress, name, entry, &ask)?;
+    super::install_component::run(ctx, job, name, entry, &ask)?;
     Ok(())
 }
 
@@ -124,15 +111,13 @@ fn add(
 /// from AMD's index at the same release: `rocm-<release>-torch`.
 fn rocm(
     ctx: &Context,
-    store: &Store,
-    fetcher: &Fetcher,
-    progress: &Progress,
+    job: &Job,
     found: &guard::TorchVersion,
     components: &[String],
 ) -> Result<()> {
     let rocm = gpuenv_install::torch_rocm::rocm_of(found)?;
     let spec = rocm.spec();
-    let sources = super::install_from::sources(ctx, fetcher, Choice::Amd, None)?;
+    let sources = super::install_from::sources(ctx, job.fetcher, Choice::Amd, None)?;
     let mut sel = Selection {
         profile: Profile::Minimal,
         components: components.to_vec(),
@@ -145,7 +130,7 @@ fn rocm(
     let plan =
         gpuenv_install::torch_rocm::for_venv(gpuenv_install::plan(&sources, &spec, &sel)?, &rocm);
     if !components.is_empty() {
-        let registry = Registry::load(store.home())?;
+        let registry = Registry::load(job.store.home())?;
         if let Some(entry) = registry.toolchains.get(&plan.name) {
             // Installed already: the components are added to it in place.
             let ask = super::install_component::Ask {
@@ -153,7 +138,7 @@ fn rocm(
                 choice: Choice::Auto,
                 manifest: None,
             };
-            super::install_component::run(ctx, store, fetcher, progress, &plan.name, entry, &ask)?;
+            super::install_component::run(ctx, job, &plan.name, entry, &ask)?;
             return Ok(());
         }
     }
@@ -167,7 +152,7 @@ fn rocm(
         HumanBytes(size),
         rocm.site.display()
     ));
-    let done = gpuenv_install::install_recorded(store, fetcher, &plan, Some(&sel), progress)?;
+    let done = job.install(&plan, Some(&sel))?;
     super::interrupt::installed_one();
     if done.already {
         ui::info(format!(

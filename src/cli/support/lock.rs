@@ -8,7 +8,6 @@ use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::fsutil;
 use gpuenv_core::host_compiler::Probe;
 use gpuenv_core::project;
 use gpuenv_core::resolve::{ActiveSet, ResolveError};
@@ -16,6 +15,7 @@ use gpuenv_core::session::Session;
 use gpuenv_core::toolchain::registry::Source as Origin;
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
+use gpuenv_core::user_file::{self, Check, UserFile};
 use gpuenv_install::lock::compare::{self, Depth, Mismatch};
 use gpuenv_install::lock::{self, Found, Locked, LockedCompiler};
 
@@ -143,9 +143,28 @@ fn write_lock(path: &Path, text: &str) -> Result<()> {
         .hint("remove it, then `gpuenv lock` again")),
         _ => {}
     }
-    // The project's file, as an editor writes it: a new one follows the umask.
-    fsutil::write_user_file(path, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
+    // The project's file, through the one editor: its mode, inode, line endings and the
+    // user's comments kept (the new lock merged into their copy), a new one from the umask.
+    let within = path.parent().unwrap_or(Path::new("."));
+    let file = UserFile {
+        path,
+        within,
+        scope: "the project",
+        kind: gpuenv_core::outside::Kind::Lock,
+    };
+    // The lock is rendered whole: a key it no longer has (an unpinned kind) may go.
+    let check = Check::Toml {
+        may_lose: &|_| true,
+    };
+    // A lock that is not TOML is replaced by the one gpuenv made (`gpuenv lock` is how the
+    // user asks to mend it).
+    user_file::edit(file, check, |old: &str| -> Result<Option<String>> {
+        let merged = user_file::form::merged(old, text)
+            .ok_or_else(|| anyhow::anyhow!("the lock gpuenv made is not TOML"))?;
+        Ok(Some(merged))
+    })
+    .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
 
 /// `gpuenv check --locked`: exit 1 naming each way the active set differs from the lock.
@@ -361,10 +380,22 @@ fn here(ctx: &Context) -> Result<Option<PathBuf>> {
 
 /// The lock of the project here.
 pub fn load_here(ctx: &Context) -> Result<lock::Lock> {
-    let project = here(ctx)?.ok_or_else(|| {
-        Hinted::new(format!("no gpuenv.toml from {} up", ctx.cwd.display()))
-            .hint("`gpuenv pin <spec>` then `gpuenv lock`")
-    })?;
+    let (_home, registry) = super::registry(ctx)?;
+    let found = project::find(&ctx.cwd, &registry.safe_directories)?;
+    let Some(project) = found.path else {
+        // A file passed over (another account's, in an open directory) is why: said so.
+        if let Some(foreign) = found.passed_over.first() {
+            bail!(Hinted::new(format!(
+                "no gpuenv.toml of yours from {} up: {foreign}",
+                ctx.cwd.display()
+            ))
+            .hint("run it as the project's owner, or trust the directory as the message says"));
+        }
+        bail!(
+            Hinted::new(format!("no gpuenv.toml from {} up", ctx.cwd.display()))
+                .hint("`gpuenv pin <spec>` then `gpuenv lock`")
+        );
+    };
     load_beside(&project)
 }
 

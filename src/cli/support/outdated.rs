@@ -75,7 +75,7 @@ pub fn outdated(
         let listed = releases.entry(entry.kind).or_insert_with(|| {
             let mut reasons = Vec::new();
             for s in &sources {
-                match s.available(entry.kind) {
+                match s.available(entry.kind).map_err(anyhow::Error::from) {
                     Ok(v) => return Some((s.name(), v)),
                     Err(e) => reasons.push(format!("{}: {e:#}", s.name())),
                 }

@@ -13,6 +13,7 @@ use gpuenv_core::project::owner;
 use gpuenv_core::project::pyproject;
 use gpuenv_core::resolve::ActiveSet;
 use gpuenv_core::toolchain::Kind;
+use gpuenv_core::user_file::{self, UserFile};
 use gpuenv_core::{fsutil, outside, ui};
 
 /// `pyproject.toml` beside the toolchain file in effect, else in `cwd`.
@@ -71,23 +72,35 @@ pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
     };
     let path = path(active, cwd);
     let shown = path.display();
-    let Some(text) = read(&path)? else {
+    // Refused as `check` refuses it (a link, another account's file) before the edit.
+    if read(&path)?.is_none() {
         anyhow::bail!(
             Hinted::new(format!("there is no {shown} to write the index into"))
                 .hint("`uv init` makes one; gpuenv never creates a project's pyproject.toml")
         );
-    };
+    }
     let url = index.url();
-    let new = pyproject::write_index(&text, &url).map_err(|e| {
-        Hinted::new(format!("{shown} is not valid TOML: {e}"))
-            .hint("fix the file (uv cannot read it either); nothing was written")
-    })?;
-    if new == text {
+    let within = path.parent().unwrap_or(cwd).to_path_buf();
+    let outcome = user_file::edit(
+        UserFile {
+            path: &path,
+            within: &within,
+            scope: "the project",
+            kind: outside::Kind::Pyproject,
+        },
+        user_file::Check::TOML,
+        |text: &str| -> Result<Option<String>> {
+            let new = pyproject::write_index(text, &url).map_err(|e| {
+                Hinted::new(format!("{shown} is not valid TOML: {e}"))
+                    .hint("fix the file (uv cannot read it either); nothing was written")
+            })?;
+            Ok(Some(new))
+        },
+    )?;
+    if outcome.edited == user_file::Edited::Unchanged {
         ui::info(format!("{shown} already sends torch to {url}"));
         return Ok(());
     }
-    fsutil::write_atomic(&path, new.as_bytes())
-        .map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", fsutil::io_reason(&e)))?;
     ui::info(format!(
         "{shown}: torch, torchvision and torchaudio now come from the index `{}` ({url}); run `uv lock` to re-resolve",
         pyproject::INDEX_NAME

@@ -44,11 +44,19 @@ fn wheel_installer(prefix: &Path) -> Option<String> {
                     gpuenv_core::outside::Kind::PackageMetadata,
                 )
                 .ok()?;
-                return Some(text.trim().to_string());
+                // Another program's file: printed, so no control character reaches the terminal.
+                return Some(gpuenv_core::ui::printable(text.trim()).into_owned());
             }
         }
     }
     None
+}
+
+/// A path as one shell word a user can paste: quoted when it needs it, and with no control
+/// character left raw (a name with an escape sequence prints as `\x1b`, never runs on the
+/// terminal).
+fn shell_word(path: &Path) -> String {
+    gpuenv_core::ui::printable(&gpuenv_core::quote::word(&path.to_string_lossy())).into_owned()
 }
 
 /// Tells how the gpuenv at `exe` (links resolved) was installed.
@@ -79,7 +87,7 @@ pub fn detect(exe: &Path) -> Installed {
             );
         }
         let python = prefix.join("bin/python");
-        let py = gpuenv_core::quote::word(&python.to_string_lossy());
+        let py = shell_word(&python);
         let how = format!(
             "as a wheel by {} into the Python environment {}",
             if installer.is_empty() {
@@ -87,7 +95,7 @@ pub fn detect(exe: &Path) -> Installed {
             } else {
                 &installer
             },
-            prefix.display()
+            gpuenv_core::ui::shown(prefix)
         );
         return match installer.as_str() {
             "uv" => installed(
@@ -107,8 +115,8 @@ pub fn detect(exe: &Path) -> Installed {
         "rebuild it (cargo build --release), or install it from a clone: uv tool install .",
         &format!(
             "rm {} {}",
-            bin.join("gpuenv").display(),
-            bin.join(PROXY_NAME).display()
+            shell_word(&bin.join("gpuenv")),
+            shell_word(&bin.join(PROXY_NAME))
         ),
     )
 }
@@ -117,10 +125,14 @@ pub fn run(ctx: &Context) -> Result<()> {
     let exe: PathBuf = std::env::current_exe()?;
     let this = detect(&exe);
     let real = exe.canonicalize().unwrap_or(exe);
-    println!("gpuenv {} at {}", env!("CARGO_PKG_VERSION"), real.display());
+    println!(
+        "gpuenv {} at {}",
+        env!("CARGO_PKG_VERSION"),
+        gpuenv_core::ui::shown(&real)
+    );
     println!("installed {}", this.how);
     match shims::proxy_source() {
-        Ok(p) => println!("proxy {}", p.display()),
+        Ok(p) => println!("proxy {}", gpuenv_core::ui::shown(&p)),
         Err(e) => println!("proxy missing: {e}"),
     }
     if let Ok(home) = ctx.own_home() {
@@ -136,7 +148,10 @@ pub fn run(ctx: &Context) -> Result<()> {
             _ if installed.is_file() => "present",
             _ => "not installed yet (the first install or link puts it there)",
         };
-        println!("home {} (proxy: {state})", home.root.display());
+        println!(
+            "home {} (proxy: {state})",
+            gpuenv_core::ui::shown(&home.root)
+        );
     }
     println!("upgrade: {}", this.upgrade);
     println!("remove: gpuenv self uninstall, then {}", this.remove);

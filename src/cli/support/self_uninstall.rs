@@ -1,7 +1,10 @@
-//! `gpuenv self uninstall`: removes what gpuenv made in `$GPUENV_HOME` and the shell lines
-//! the README has users add, after saying what it will do and asking. Nothing it did not
-//! make goes: an entry of the home with another name, a link where gpuenv makes a directory,
-//! an entry another account owns, an rc file that is a link, stay and are named.
+//! `gpuenv self uninstall`: removes what gpuenv made in `$GPUENV_HOME` and its marked lines
+//! in the shell start-up files, after saying what it will do and asking. It acts only on a
+//! directory that carries gpuenv's mark (`store::marker`) and removes only what gpuenv made:
+//! in `bin/` the two binaries gpuenv put there, caches by their `CACHEDIR.TAG`, nothing the
+//! directory held before gpuenv first used it, never another account's entry, never a link's
+//! target, and the home itself only when gpuenv made it. Toolchains in use are retired as
+//! `gpuenv uninstall` retires them.
 
 use std::io::{BufRead as _, Write as _};
 use std::os::unix::fs::MetadataExt;
@@ -11,50 +14,41 @@ use anyhow::{bail, Context as _, Result};
 
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::fsutil;
-use gpuenv_core::store::home::OWN_ENTRIES;
+use gpuenv_core::home::Home;
+use gpuenv_core::store::home::{OWN_ENTRIES, PROXY_NAME};
+use gpuenv_core::store::marker::{self, Marker};
+use gpuenv_core::store::retired;
+use gpuenv_core::toolchain::registry::{Registry, Source};
 use gpuenv_core::ui;
+use gpuenv_core::user_file;
 
-/// The lines `gpuenv hook` is documented with (README, docs/design.md), one per shell.
-pub const HOOK_LINES: &[&str] = &[
-    r#"eval "$(gpuenv hook bash)""#,
-    r#"eval "$(gpuenv hook zsh)""#,
-    "gpuenv hook fish | source",
-];
+mod rc;
 
-/// The rc files those lines go in, relative to HOME.
-const RC_FILES: &[&str] = &[".bashrc", ".zshrc", ".config/fish/config.fish"];
+pub use rc::{BEGIN, END};
 
-/// `text` without the documented hook lines (a line equal to one, leading and trailing
-/// blanks aside), and how many went.
-pub fn without_hook_lines(text: &str) -> (String, usize) {
-    let mut removed = 0;
-    let kept: String = text
-        .split_inclusive('\n')
-        .filter(|line| {
-            let hook = HOOK_LINES.contains(&line.trim());
-            removed += usize::from(hook);
-            !hook
-        })
-        .collect();
-    (kept, removed)
-}
+/// The caches gpuenv tags: removed by their tag even in a directory gpuenv did not make.
+const TAGGED: &[&str] = &["downloads", "cache"];
 
 enum Step {
+    /// Uninstall (or retire, when in use) each toolchain gpuenv installed.
+    Toolchains(Vec<String>),
+    /// A file or a link of gpuenv's.
     Remove(PathBuf),
+    /// A directory of gpuenv's: each entry this account owns (retired trees kept), then the
+    /// directory if that empties it.
+    Empty(PathBuf),
     EditRc {
         path: PathBuf,
-        text: String,
-        lines: usize,
+        shell: &'static str,
     },
 }
 
 pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
     let home = ctx.own_home()?;
-    // SAFETY: getuid cannot fail and touches no memory.
-    let uid = unsafe { libc::getuid() };
+    let uid = me();
     let mut steps = Vec::new();
     let mut left = Vec::new();
+    let mut marked = None;
     match fs_err::symlink_metadata(&home.root) {
         Ok(m) if m.file_type().is_symlink() || !m.is_dir() || m.uid() != uid => {
             bail!(Hinted::new(format!(
@@ -64,61 +58,22 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
             .hint("point GPUENV_HOME at the home gpuenv made, or remove it yourself"));
         }
         Ok(_) => {
-            let mut entries = fs_err::read_dir(&home.root)?.collect::<Result<Vec<_>, _>>()?;
-            entries.sort_by_key(|e| e.file_name());
-            for entry in entries {
-                let path = entry.path();
-                let name = entry.file_name();
-                let own = OWN_ENTRIES.iter().find(|(n, _)| name == *n);
-                let meta = fs_err::symlink_metadata(&path)?;
-                match own {
-                    Some((_, true)) if keep_toolchains => {}
-                    Some((n, _)) if meta.file_type().is_symlink() || meta.uid() != uid => left
-                        .push(format!(
-                            "{} (gpuenv makes `{n}` itself; this one is {})",
-                            path.display(),
-                            if meta.file_type().is_symlink() {
-                                "a link"
-                            } else {
-                                "another account's"
-                            }
-                        )),
-                    Some(_) => steps.push(Step::Remove(path)),
-                    None => left.push(format!("{} (not gpuenv's)", path.display())),
-                }
-            }
+            let Some(mark) = mark_of(&home) else {
+                bail!(Hinted::new(format!(
+                    "{} carries no gpuenv mark ({}) and holds more than gpuenv's own files: gpuenv cannot tell what it made there, so it removes nothing",
+                    home.root.display(),
+                    marker::FILE
+                ))
+                .hint("remove gpuenv's entries (toolchains, views, shims, bin/gpuenv-shim) yourself, or point GPUENV_HOME at the home gpuenv made"));
+            };
+            plan_home(&home, &mark, keep_toolchains, &mut steps, &mut left)?;
+            marked = Some(mark);
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e.into()),
     }
     if let Some(user_home) = ctx.home_dir() {
-        for rc in RC_FILES {
-            let path = user_home.join(rc);
-            let Ok(meta) = fs_err::symlink_metadata(&path) else {
-                continue;
-            };
-            let Some(text) =
-                gpuenv_core::outside::read_text(&path, gpuenv_core::outside::Kind::ShellRc).ok()
-            else {
-                continue;
-            };
-            let (kept, lines) = without_hook_lines(&text);
-            if lines == 0 {
-                continue;
-            }
-            if meta.file_type().is_symlink() || !meta.is_file() || meta.uid() != uid {
-                left.push(format!(
-                    "the gpuenv hook line in {} (a link or not your file: gpuenv edits no file through a link; remove the line yourself)",
-                    path.display()
-                ));
-                continue;
-            }
-            steps.push(Step::EditRc {
-                path,
-                text: kept,
-                lines,
-            });
-        }
+        plan_rc(&user_home, &mut steps, &mut left);
     }
 
     if steps.is_empty() {
@@ -130,10 +85,13 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
         eprintln!("gpuenv self uninstall will:");
         for step in &steps {
             match step {
-                Step::Remove(p) => eprintln!("  remove {}", p.display()),
-                Step::EditRc { path, lines, .. } => eprintln!(
-                    "  remove the gpuenv hook line{} from {}",
-                    if *lines == 1 { "" } else { "s" },
+                Step::Toolchains(names) => eprintln!(
+                    "  uninstall {} (retiring any in use, as `gpuenv uninstall` does)",
+                    names.join(", ")
+                ),
+                Step::Remove(p) | Step::Empty(p) => eprintln!("  remove {}", p.display()),
+                Step::EditRc { path, .. } => eprintln!(
+                    "  remove the lines between `{BEGIN}` and `{END}` from {} (the old file is kept beside it)",
                     path.display()
                 ),
             }
@@ -149,14 +107,37 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
         }
         for step in &steps {
             match step {
+                Step::Toolchains(names) => {
+                    for name in names {
+                        if let Err(e) = (super::uninstall::Uninstall { now: false }).run(ctx, name)
+                        {
+                            ui::warn(format!("{name} stays: {e:#}"));
+                        }
+                    }
+                }
                 Step::Remove(p) => gpuenv_install::dir::remove_all(p)
                     .with_context(|| format!("removing {}", p.display()))?,
-                Step::EditRc { path, text, .. } => edit_rc(path, text)?,
+                Step::Empty(dir) => empty(&home, dir, &mut left)?,
+                Step::EditRc { path, shell } => {
+                    let home_dir = ctx.home_dir().unwrap_or_default();
+                    match rc::edit(path, shell, &home_dir) {
+                        Ok(Some(backup)) => ui::info(format!(
+                            "removed gpuenv's lines from {} (the old file is {})",
+                            path.display(),
+                            backup.display()
+                        )),
+                        Ok(None) => {}
+                        Err(e) => left.push(format!(
+                            "gpuenv's lines in {} ({})",
+                            path.display(),
+                            ui::error_one_line(e.as_ref(), super::FIND)
+                        )),
+                    }
+                }
             }
         }
-        if !keep_toolchains {
-            // Empty now unless something not gpuenv's is left; then it stays with it.
-            let _ = fs_err::remove_dir(&home.root);
+        if let Some(mark) = &marked {
+            finish_home(&home, mark, keep_toolchains);
         }
         ui::info(format!("removed gpuenv's state in {}", home.root.display()));
     }
@@ -171,6 +152,202 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
     Ok(())
 }
 
+fn me() -> u32 {
+    // SAFETY: geteuid(2) cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+/// The mark of the home, or for a home from before marks existed the mark it would have
+/// been given: only one that holds gpuenv's names alone counts as gpuenv's.
+fn mark_of(home: &Home) -> Option<Marker> {
+    marker::read(home).or_else(|| {
+        let guess = marker::recognise(&home.root);
+        guess.made_home.then_some(guess)
+    })
+}
+
+fn plan_home(
+    home: &Home,
+    mark: &Marker,
+    keep_toolchains: bool,
+    steps: &mut Vec<Step>,
+    left: &mut Vec<String>,
+) -> Result<()> {
+    let uid = me();
+    if !keep_toolchains {
+        let installed: Vec<String> = Registry::load(home)?
+            .toolchains
+            .iter()
+            .filter(|(_, e)| e.source == Source::Installed)
+            .map(|(n, _)| n.clone())
+            .collect();
+        if !installed.is_empty() {
+            steps.push(Step::Toolchains(installed));
+        }
+    }
+    let mut entries = fs_err::read_dir(&home.root)?.collect::<Result<Vec<_>, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == marker::FILE {
+            continue;
+        }
+        let own = OWN_ENTRIES.iter().find(|(n, _)| name == *n);
+        let meta = fs_err::symlink_metadata(&path)?;
+        // What a killed edit of the settings left (the editor's journal and temp files).
+        let leftover = name.starts_with(&user_file::in_place::temp_prefix(&home.settings()));
+        if leftover && meta.is_file() && meta.uid() == uid && !keep_toolchains {
+            steps.push(Step::Remove(path));
+            continue;
+        }
+        match own {
+            None => left.push(format!("{} (not gpuenv's)", path.display())),
+            Some((_, true)) if keep_toolchains => {}
+            Some((n, _)) if meta.file_type().is_symlink() || meta.uid() != uid => {
+                left.push(format!(
+                    "{} (gpuenv makes `{n}` itself; this one is {})",
+                    path.display(),
+                    if meta.file_type().is_symlink() {
+                        "a link"
+                    } else {
+                        "another account's"
+                    }
+                ))
+            }
+            Some(_) if name == "bin" => plan_bin(&path, mark, steps, left),
+            Some(_) if mark.found.contains(&name) && !tagged(&path, &name) => left.push(format!(
+                "{} (it was there before gpuenv first used {})",
+                path.display(),
+                home.root.display()
+            )),
+            Some(_) if meta.is_dir() => steps.push(Step::Empty(path)),
+            Some(_) => steps.push(Step::Remove(path)),
+        }
+    }
+    Ok(())
+}
+
+/// A cache of gpuenv's: its `CACHEDIR.TAG` names gpuenv.
+fn tagged(dir: &Path, name: &str) -> bool {
+    TAGGED.contains(&name)
+        && gpuenv_core::outside::read_head(
+            &dir.join("CACHEDIR.TAG"),
+            gpuenv_core::outside::Kind::CacheEntry,
+        )
+        .is_some_and(|t| {
+            t.starts_with("Signature: 8a477f597d28d172789f06886806bc55") && t.contains("gpuenv")
+        })
+}
+
+/// In `bin/` only the proxy gpuenv put there and its link to gpuenv; never the copy of
+/// gpuenv that is running (a `pip install --user` one when the home is `~/.local`).
+fn plan_bin(bin: &Path, mark: &Marker, steps: &mut Vec<Step>, left: &mut Vec<String>) {
+    let running = std::env::current_exe()
+        .ok()
+        .and_then(|e| fs_err::canonicalize(e).ok());
+    let running_dir = running.as_deref().and_then(Path::parent);
+    for name in [PROXY_NAME, "gpuenv"] {
+        let p = bin.join(name);
+        let Ok(m) = fs_err::symlink_metadata(&p) else {
+            continue;
+        };
+        let real_dir = fs_err::canonicalize(bin).ok();
+        if real_dir.as_deref() == running_dir && running_dir.is_some() {
+            left.push(format!("{} (gpuenv itself)", p.display()));
+            continue;
+        }
+        // gpuenv puts the proxy as a file and gpuenv as a link to itself; anything else there
+        // under these names is not what it put.
+        let ours = match name {
+            "gpuenv" => m.file_type().is_symlink(),
+            _ => m.is_file() && m.uid() == me(),
+        };
+        match ours {
+            true => steps.push(Step::Remove(p)),
+            false => left.push(format!("{} (not what gpuenv put there)", p.display())),
+        }
+    }
+    if !mark.found.iter().any(|f| f == "bin") {
+        // Removed after the binaries only if that leaves it empty.
+        steps.push(Step::Empty(bin.to_path_buf()));
+    }
+}
+
+/// Removes each entry of `dir` this account owns (a retired toolchain's tree, record and
+/// view stay), then `dir` if that emptied it; another account's entries stay and are named.
+fn empty(home: &Home, dir: &Path, left: &mut Vec<String>) -> Result<()> {
+    let kept: Vec<PathBuf> = retired::names(home)
+        .iter()
+        .flat_map(|n| {
+            [
+                retired::tree(home, n),
+                retired::path(home, n),
+                retired::view(home, n),
+            ]
+        })
+        .collect();
+    let is_bin = dir.file_name().is_some_and(|n| n == "bin");
+    if let Ok(entries) = fs_err::read_dir(dir) {
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(m) = fs_err::symlink_metadata(&path) else {
+                continue;
+            };
+            if is_bin || kept.contains(&path) {
+                continue;
+            }
+            if m.uid() != me() {
+                left.push(format!("{} (another account's)", path.display()));
+                continue;
+            }
+            gpuenv_install::dir::remove_all(&path)
+                .with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    let _ = fs_err::remove_dir(dir);
+    Ok(())
+}
+
+/// The mark goes last; the home goes too when gpuenv made it and nothing else is left.
+fn finish_home(home: &Home, mark: &Marker, keep_toolchains: bool) {
+    if keep_toolchains {
+        return;
+    }
+    let others = fs_err::read_dir(&home.root)
+        .map(|rd| rd.flatten().any(|e| e.file_name() != marker::FILE))
+        .unwrap_or(true);
+    if others && !mark.made_home {
+        // The directory was the user's: the mark goes with gpuenv's files.
+        let _ = fs_err::remove_file(home.root.join(marker::FILE));
+    }
+    if !others {
+        let _ = fs_err::remove_file(home.root.join(marker::FILE));
+        if mark.made_home {
+            let _ = fs_err::remove_dir(&home.root);
+        }
+    }
+}
+
+fn plan_rc(user_home: &Path, steps: &mut Vec<Step>, left: &mut Vec<String>) {
+    for (rel, shell) in rc::RC_FILES {
+        let path = user_home.join(rel);
+        let Ok(text) = gpuenv_core::outside::read_text(&path, gpuenv_core::outside::Kind::ShellRc)
+        else {
+            continue;
+        };
+        if rc::unmarked_hook(&text) {
+            left.push(format!(
+                "a gpuenv hook line in {} outside the `{BEGIN}` marks (gpuenv removes only its marked lines; remove it yourself)",
+                path.display()
+            ));
+        }
+        if rc::without_blocks(&text, "").1 > 0 {
+            steps.push(Step::EditRc { path, shell });
+        }
+    }
+}
+
 /// Asks on stderr, reads the answer from stdin: only `y`/`yes` goes on.
 fn confirmed() -> Result<bool> {
     eprint!("go on? [y/N] ");
@@ -181,28 +358,4 @@ fn confirmed() -> Result<bool> {
         answer.trim().to_ascii_lowercase().as_str(),
         "y" | "yes"
     ))
-}
-
-/// Rewrites an rc file in place of itself (temp file + rename), keeping its mode.
-fn edit_rc(path: &Path, text: &str) -> Result<()> {
-    let mode = fs_err::metadata(path)?.permissions();
-    fsutil::write_atomic(path, text.as_bytes())?;
-    fs_err::set_permissions(path, mode)?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_documented_lines_go() {
-        let rc = "export A=1\n  eval \"$(gpuenv hook bash)\"\n# eval \"$(gpuenv hook bash)\"\neval \"$(gpuenv hook bash --x)\"\ngpuenv hook fish | source";
-        let (kept, n) = without_hook_lines(rc);
-        assert_eq!(n, 2);
-        assert_eq!(
-            kept,
-            "export A=1\n# eval \"$(gpuenv hook bash)\"\neval \"$(gpuenv hook bash --x)\"\n"
-        );
-    }
 }

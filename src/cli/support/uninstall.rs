@@ -54,7 +54,7 @@ impl Uninstall {
         let root = &forgotten.entry.root;
         let rec = record::read(root);
         // What it was made of, so `gpuenv install NAME` brings the same profile and components.
-        if let Err(e) = record::keep(root, &home.toolchains(), name) {
+        if let Err(e) = record::keep(root, &home.toolchains(), name).map_err(anyhow::Error::from) {
             ui::warn(format!(
                 "cannot keep how {name} was installed ({e:#}); installing it again takes the default profile"
             ));
@@ -123,7 +123,8 @@ pub fn reap(home: &Home, census: &Census, all: bool) {
     for e in &reaped.refused {
         ui::warn_with_hints(e, gpuenv_core::diagnostic::Diagnostic::hints(e));
     }
-    for (name, e) in &reaped.failed {
+    for (name, e) in reaped.failed {
+        let e = anyhow::Error::from(e);
         ui::warn(format!("cannot delete the retired {name}: {e:#}"));
     }
     if let Some(why) = census.jobs_unknown_unsaid() {

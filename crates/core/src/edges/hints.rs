@@ -9,7 +9,7 @@ use crate::facts::{copies, driver, torch_index, wheel_base, Unknown};
 use crate::plan::{auto_install, build_cache, guard, host_compiler, resolve, stale};
 use crate::store::toolchain::{registry, upstream};
 use crate::store::{locate, shims};
-use crate::{ask, context, outside, project, store};
+use crate::{ask, context, outside, project, store, user_file};
 
 crate::diagnostics!(
     /// gpuenv-core's diagnostics.
@@ -46,6 +46,7 @@ crate::diagnostics!(
     resolve::ResolveError,
     registry::StateError,
     registry::StateNotice,
+    user_file::EditError,
 );
 
 /// The finder of gpuenv-core, for the edges that use core alone (the proxy).

@@ -135,6 +135,10 @@ fn render_lmod(name: &str, entry: &Entry, change: &Change, home: &Path) -> Strin
                     out += &format!("prepend_path({}, {})\n", lua(k), lua(&text(e)));
                 }
             }
+            // A space-separated list: the user's entries stay after it.
+            Op::PrependWord(k, w, _) => {
+                out += &format!("prepend_path({}, {}, \" \")\n", lua(k), lua(&text(w)))
+            }
             Op::Remove(..) | Op::Clear(..) => {}
         }
     }
@@ -170,6 +174,9 @@ fn render_tcl(name: &str, entry: &Entry, change: &Change, home: &Path) -> String
                 for e in entries.iter().rev() {
                     out += &format!("prepend-path {} {}\n", tcl(k), tcl(&text(e)));
                 }
+            }
+            Op::PrependWord(k, w, _) => {
+                out += &format!("prepend-path -d {{ }} {} {}\n", tcl(k), tcl(&text(w)))
             }
             Op::Remove(..) | Op::Clear(..) => {}
         }

@@ -130,9 +130,9 @@ registry! {
         TRITON_PTXAS_BLACKWELL_PATH: Both, "the env plan", "The same for Triton's `ptxas-blackwell` (Triton 3.9+, sm_90 and newer).";
         GPUENV_PROJECT_DIR: Both, "the env plan; the proxy", "The directory of the toolchain file in effect. The proxy reads it only when it compiles inside gpuenv's own `torch-extensions` directory (torch's `load()`), where no toolchain file is found walking up, so the project's pins and `[build]` settings apply there too.";
         GPUENV_ACTIVE: Set, "the env plan", "The active toolchains' names, comma-separated (for prompts).";
-        PIP_EXTRA_INDEX_URL: Set, "the env plan", "The PyTorch wheel index of the pinned toolkit, for pip (a trusted file's `[torch] index = \"auto\"`).";
+        PIP_EXTRA_INDEX_URL: Set, "the env plan", "The PyTorch wheel index of the pinned toolkit, for pip (a trusted file's `[torch] index = \"auto\"`), put first in the list: the user's own extra indexes stay after it.";
         UV_TORCH_BACKEND: Set, "the env plan", "The same index's name (`cu132`), for uv (a trusted file's `[torch] index = \"auto\"`).";
-        UV_INDEX: Set, "the env plan", "The same index, named `pytorch`, for `uv lock`, `uv sync` and `uv add`, which ignore `UV_TORCH_BACKEND` (a trusted file's `[torch] index = \"auto\"`). uv asks it before PyPI and before a project's own `[[tool.uv.index]]`, so torch comes from it, and uv.lock records its URL, so a changed pin re-resolves.";
+        UV_INDEX: Set, "the env plan", "The same index, named `pytorch`, for `uv lock`, `uv sync` and `uv add`, which ignore `UV_TORCH_BACKEND` (a trusted file's `[torch] index = \"auto\"`). uv asks it before PyPI and before a project's own `[[tool.uv.index]]`, so torch comes from it, and uv.lock records its URL, so a changed pin re-resolves. Put first in the list: the user's own indexes (a company index) stay after it.";
         CONDA_OVERRIDE_CUDA: Set, "the env plan", "The pinned CUDA toolkit's major.minor, where no NVIDIA driver is found, so conda and pixi see a `__cuda` virtual package (CI runners, `docker build`). Never set where a driver is seen.";
     }
     "Path lists gpuenv edits" {

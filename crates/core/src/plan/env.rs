@@ -171,12 +171,23 @@ pub fn plan(
                 .and_then(|_| torch_index(facts.facts(), active))
             {
                 // pip looks in both indexes; uv's own switch picks PyTorch's index itself.
-                set(&mut ops, vars::PIP_EXTRA_INDEX_URL, index.url().into());
+                // Both lists keep the user's own indexes after gpuenv's (a company index
+                // must not vanish inside a project: dependency confusion).
+                let url = index.url();
+                ops.push(Op::PrependWord(
+                    vars::PIP_EXTRA_INDEX_URL.into(),
+                    url.clone().into(),
+                    None,
+                ));
                 set(&mut ops, vars::UV_TORCH_BACKEND, index.name.into());
                 // `uv lock`/`uv sync` ignore UV_TORCH_BACKEND (astral-sh/uv#17236); an index
                 // named here is asked before PyPI, and its URL is recorded in uv.lock, so a
                 // changed pin re-resolves torch.
-                set(&mut ops, vars::UV_INDEX, uv_index(&index.url()).into());
+                ops.push(Op::PrependWord(
+                    vars::UV_INDEX.into(),
+                    uv_index(&url).into(),
+                    Some(format!("{UV_INDEX_NAME}=").into()),
+                ));
             }
         }
     }
@@ -198,9 +209,12 @@ pub fn plan(
     Change { ops }
 }
 
-/// `UV_INDEX`'s value for PyTorch's index: a named index, as `--index name=url` takes.
+/// The name gpuenv gives PyTorch's index in `UV_INDEX`.
+const UV_INDEX_NAME: &str = "pytorch";
+
+/// `UV_INDEX`'s entry for PyTorch's index: a named index, as `--index name=url` takes.
 pub fn uv_index(url: &str) -> String {
-    format!("pytorch={url}")
+    format!("{UV_INDEX_NAME}={url}")
 }
 
 /// PyTorch's wheel index for the active CUDA toolkit's release, if PyTorch has one.

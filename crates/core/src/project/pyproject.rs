@@ -5,6 +5,8 @@
 
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
+use crate::user_file::form;
+
 /// The index gpuenv writes and the packages it routes there.
 pub const INDEX_NAME: &str = "pytorch";
 pub const TORCH_PACKAGES: &[&str] = &["torch", "torchvision", "torchaudio"];
@@ -31,17 +33,25 @@ fn parse(text: &str) -> Result<DocumentMut, NotToml> {
     })
 }
 
-/// The `[[tool.uv.index]]` entries: (name, url).
+/// The `[[tool.uv.index]]` entries (or the same written inline): (name, url).
 fn indexes(doc: &DocumentMut) -> Vec<(String, String)> {
-    let Some(list) = doc
+    let Some(item) = doc
         .get("tool")
         .and_then(|t| t.get("uv"))
         .and_then(|u| u.get("index"))
-        .and_then(Item::as_array_of_tables)
     else {
         return Vec::new();
     };
-    list.iter()
+    let tables: Vec<&dyn toml_edit::TableLike> = match item {
+        Item::ArrayOfTables(list) => list.iter().map(|t| t as _).collect(),
+        Item::Value(Value::Array(list)) => list
+            .iter()
+            .filter_map(|v| v.as_inline_table().map(|t| t as _))
+            .collect(),
+        _ => Vec::new(),
+    };
+    tables
+        .into_iter()
         .filter_map(|t| {
             let url = t.get("url")?.as_str()?.to_string();
             let name = t
@@ -97,58 +107,77 @@ pub fn disagreements(text: &str, want: &str) -> Result<Vec<String>, NotToml> {
 
 /// `text` with an explicit `[[tool.uv.index]]` named `pytorch` at `url` (an existing one
 /// is pointed there) and torch, torchvision and torchaudio routed to it in
-/// `[tool.uv.sources]`; everything else kept as it was.
+/// `[tool.uv.sources]`; everything else kept as it was. Tables the user wrote inline stay
+/// inline and keep their other keys; a source of theirs keeps its other keys (a marker).
 pub fn write_index(text: &str, url: &str) -> Result<String, NotToml> {
     let mut doc = parse(text)?;
-    let tool = table_in(doc.as_table_mut(), "tool");
-    let uv = table_in(tool, "uv");
-    let list = uv
-        .entry("index")
-        .or_insert_with(|| Item::ArrayOfTables(Default::default()));
-    let Some(list) = list.as_array_of_tables_mut() else {
-        return Err(NotToml {
-            line: 1,
-            column: 1,
-            message: "tool.uv.index is not an array of tables ([[tool.uv.index]])".into(),
-        });
+    let refuse = |message: String| NotToml {
+        line: 1,
+        column: 1,
+        message,
     };
-    let existing = list
-        .iter()
-        .position(|t| t.get("name").and_then(Item::as_str) == Some(INDEX_NAME));
-    match existing.and_then(|i| list.get_mut(i)) {
-        Some(t) => {
-            t["url"] = toml_edit::value(url);
-        }
-        None => {
-            let mut t = Table::new();
-            t["name"] = toml_edit::value(INDEX_NAME);
-            t["url"] = toml_edit::value(url);
-            // Only the packages routed here come from it (uv's advice for PyTorch).
-            t["explicit"] = toml_edit::value(true);
-            list.push(t);
-        }
+    let not_table = |key: &str| refuse(format!("`{key}` is not a table"));
+    let tool = form::table_like(doc.as_table_mut(), "tool").ok_or_else(|| not_table("tool"))?;
+    let uv = form::table_like(tool, "uv").ok_or_else(|| not_table("tool.uv"))?;
+    if !uv.contains_key("index") {
+        uv.insert("index", Item::ArrayOfTables(Default::default()));
     }
-    let sources = table_in(uv, "sources");
+    let entry = uv.get_mut("index").expect("inserted above");
+    if let Some(list) = entry.as_array_of_tables_mut() {
+        let existing = list
+            .iter()
+            .position(|t| t.get("name").and_then(Item::as_str) == Some(INDEX_NAME));
+        match existing.and_then(|i| list.get_mut(i)) {
+            Some(t) => t["url"] = toml_edit::value(url),
+            None => list.push(new_index(url)),
+        }
+    } else if let Some(list) = entry.as_array_mut() {
+        // `index = [{ name = …, url = … }]`: the same list, written inline.
+        let existing = list.iter_mut().find_map(|v| {
+            v.as_inline_table_mut()
+                .filter(|t| t.get("name").and_then(Value::as_str) == Some(INDEX_NAME))
+        });
+        match existing {
+            Some(t) => {
+                t.insert("url", url.into());
+            }
+            None => list.push(new_index(url).into_inline_table()),
+        }
+    } else {
+        return Err(refuse(
+            "tool.uv.index is neither [[tool.uv.index]] tables nor a list of them".into(),
+        ));
+    }
+    let sources = form::table_like(uv, "sources").ok_or_else(|| not_table("tool.uv.sources"))?;
     for package in TORCH_PACKAGES {
-        let mut inline = InlineTable::new();
-        inline.insert("index", INDEX_NAME.into());
-        sources.insert(package, Item::Value(Value::InlineTable(inline)));
+        match sources.get_mut(package) {
+            Some(item) => match item.as_table_like_mut() {
+                Some(source) => {
+                    source.insert("index", toml_edit::value(INDEX_NAME));
+                }
+                None => {
+                    return Err(refuse(format!(
+                        "tool.uv.sources.{package} lists several sources; gpuenv does not choose among them"
+                    )))
+                }
+            },
+            None => {
+                let mut inline = InlineTable::new();
+                inline.insert("index", INDEX_NAME.into());
+                sources.insert(package, Item::Value(Value::InlineTable(inline)));
+            }
+        }
     }
     Ok(doc.to_string())
 }
 
-/// The table `key` of `parent`, made (as a dotted-key parent, not an empty `[tool]`) if
-/// missing; a value of another type there is replaced only if it is not a table.
-fn table_in<'a>(parent: &'a mut Table, key: &str) -> &'a mut Table {
-    let item = parent.entry(key).or_insert_with(|| {
-        let mut t = Table::new();
-        t.set_implicit(true);
-        Item::Table(t)
-    });
-    if !item.is_table() {
-        *item = Item::Table(Table::new());
-    }
-    item.as_table_mut().expect("made a table above")
+fn new_index(url: &str) -> Table {
+    let mut t = Table::new();
+    t["name"] = toml_edit::value(INDEX_NAME);
+    t["url"] = toml_edit::value(url);
+    // Only the packages routed here come from it (uv's advice for PyTorch).
+    t["explicit"] = toml_edit::value(true);
+    t
 }
 
 #[cfg(test)]
@@ -179,6 +208,21 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn inline_tables_stay_inline_and_keep_their_keys() {
+        let text = "# my uv settings\ntool.uv = { sources = { corp = { index = \"corp\" }, torch = { index = \"old\", marker = \"sys_platform == 'linux'\" } }, index = [{ name = \"corp\", url = \"https://corp/simple\" }] }\n";
+        let out = write_index(text, CU132).unwrap();
+        assert!(out.starts_with("# my uv settings\ntool.uv = {"), "{out}");
+        let doc: DocumentMut = out.parse().unwrap();
+        let uv = &doc["tool"]["uv"];
+        assert_eq!(uv["sources"]["corp"]["index"].as_str(), Some("corp"));
+        assert_eq!(uv["sources"]["torch"]["index"].as_str(), Some("pytorch"));
+        assert!(uv["sources"]["torch"]["marker"].as_str().is_some(), "{out}");
+        assert_eq!(uv["index"].as_array().unwrap().len(), 2, "{out}");
+        assert!(disagreements(&out, CU132).unwrap().is_empty(), "{out}");
+        assert!(!out.contains("[tool"), "{out}");
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub const OWN_ENTRIES: &[(&str, bool)] = &[
     ("stamps", false),
     ("facts", false),
     ("torch-extensions", false),
+    ("jit", false),
     (".lock", false),
 ];
 

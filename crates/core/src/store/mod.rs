@@ -17,6 +17,7 @@ use crate::store::toolchain::{upstream, Kind, Spec};
 mod health;
 pub mod home;
 pub mod locate;
+pub mod marker;
 pub mod retired;
 pub mod shims;
 pub mod toolchain;

@@ -67,16 +67,35 @@ pub fn is_current(installed: &Path, source: &Path) -> Result<bool, ShimError> {
         || (a.len() == b.len() && a.modified()? == b.modified()?))
 }
 
+/// What [`refresh_proxy`] did to the installed proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refreshed {
+    /// It was an older gpuenv's and is now this one's.
+    Replaced(PathBuf),
+    /// It was missing while shims or views link to it, and is back.
+    Restored(PathBuf),
+}
+
 /// After gpuenv was upgraded or rebuilt: the installed proxy, when it is not the one beside
-/// the running gpuenv, is replaced by it (atomically). `Some(path)` when it was replaced;
-/// `None` when it is current or none is installed yet (a home that has no toolchain).
-pub fn refresh_proxy(home: &Home, source: &Path) -> Result<Option<PathBuf>, ShimError> {
+/// the running gpuenv, is replaced by it (atomically); when it is missing while shims or
+/// views link to it (every `nvcc` would be "command not found"), it is put back. `None`
+/// when it is current, or none is installed and nothing needs one (a home with no
+/// toolchain).
+pub fn refresh_proxy(home: &Home, source: &Path) -> Result<Option<Refreshed>, ShimError> {
     let target = home.proxy();
-    if fs_err::symlink_metadata(&target).is_err() || is_current(&target, source)? {
+    if fs_err::symlink_metadata(&target).is_err() {
+        let used = |dir: PathBuf| fs_err::read_dir(dir).is_ok_and(|mut rd| rd.next().is_some());
+        if !used(home.shims()) && !used(home.views()) {
+            return Ok(None);
+        }
+        link_gpuenv(home, source)?;
+        return replace_proxy(home, source).map(|p| Some(Refreshed::Restored(p)));
+    }
+    if is_current(&target, source)? {
         return Ok(None);
     }
     link_gpuenv(home, source)?;
-    replace_proxy(home, source).map(Some)
+    replace_proxy(home, source).map(|p| Some(Refreshed::Replaced(p)))
 }
 
 /// Puts `source` at `$GPUENV_HOME/bin/gpuenv-shim` by a rename: a hard link, else a copy
@@ -113,6 +132,12 @@ fn link_gpuenv(home: &Home, proxy_source: &Path) -> Result<(), ShimError> {
     let gpuenv = proxy_source.with_file_name("gpuenv");
     let link = home.proxy().with_file_name("gpuenv");
     if !gpuenv.is_file() || fs_err::read_link(&link).ok().as_deref() == Some(gpuenv.as_path()) {
+        return Ok(());
+    }
+    // The home's bin/ is where gpuenv itself is installed (`GPUENV_HOME=~/.local` with a
+    // `pip install --user` gpuenv): that gpuenv is the user's, never replaced by a link.
+    let real_dir = |p: &Path| p.parent().and_then(|d| fs_err::canonicalize(d).ok());
+    if real_dir(&gpuenv).is_some() && real_dir(&gpuenv) == real_dir(&link) {
         return Ok(());
     }
     fs_err::create_dir_all(

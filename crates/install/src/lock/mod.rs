@@ -6,6 +6,7 @@
 //! validates every field, with file:line:column.
 
 pub mod compare;
+pub(crate) mod error;
 mod parse;
 
 use std::path::{Path, PathBuf};
@@ -18,7 +19,8 @@ use gpuenv_core::project::Location;
 use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Version};
 
-pub use parse::{load, parse, LockError};
+pub use error::LockError;
+pub use parse::{load, parse};
 
 pub const FILE: &str = "gpuenv.lock";
 /// The format's version; a lock of another one is refused rather than misread.
@@ -67,7 +69,7 @@ pub struct Found<'a> {
 
 impl Locked {
     /// From a registered toolchain: what `gpuenv lock` writes.
-    pub fn of(found: &Found, at: Location) -> anyhow::Result<Locked> {
+    pub fn of(found: &Found, at: Location) -> crate::Result<Locked> {
         Ok(Locked {
             name: found.name.to_string(),
             kind: found.entry.kind,
@@ -213,7 +215,7 @@ const HEADER: &str =
 
 /// The lock's text. Root paths are written lossily; a root that is not UTF-8 is refused
 /// by the caller first (`Lock::render` re-parses what it wrote).
-pub fn render(toolchains: &[Locked], cc: Option<&LockedCompiler>) -> anyhow::Result<String> {
+pub fn render(toolchains: &[Locked], cc: Option<&LockedCompiler>) -> crate::Result<String> {
     let out = OutLock {
         lock_version: FORMAT,
         host_compiler: cc.map(|c| OutCompiler {

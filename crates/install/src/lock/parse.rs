@@ -7,10 +7,10 @@ use reqwest::Url;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::error::LockError;
 use super::{Lock, Locked, LockedCompiler, FORMAT};
 use crate::pathpart::Sha256;
 use crate::record::{ArchiveRecord, Record};
-use gpuenv_core::diagnostic::Diagnostic;
 use gpuenv_core::fsutil::line_col;
 use gpuenv_core::named::Named;
 use gpuenv_core::outside;
@@ -18,24 +18,6 @@ use gpuenv_core::project::Location;
 use gpuenv_core::toolchain::registry::Source as Origin;
 use gpuenv_core::toolchain::{check_name, Kind, Version};
 use gpuenv_core::ui::printable;
-
-#[derive(Debug, thiserror::Error)]
-pub enum LockError {
-    #[error("{at}: {message}")]
-    Invalid { at: Location, message: String },
-    #[error("cannot read {}: {message}", shown(path))]
-    Unreadable { path: PathBuf, message: String },
-}
-
-impl Diagnostic for LockError {
-    fn hints(&self) -> Vec<String> {
-        vec!["`gpuenv lock` writes a valid gpuenv.lock from the toolchains pinned here; a lock from elsewhere is checked, never trusted".into()]
-    }
-}
-
-fn shown(path: &Path) -> String {
-    printable(&path.to_string_lossy()).into_owned()
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

@@ -9,14 +9,14 @@
 //! see) and [`jobs`] (SLURM's running jobs, whoever's, where `squeue` answers).
 
 pub mod jobs;
-pub mod users;
+mod users;
 
 use std::cell::{Cell, OnceCell};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{bail, Result};
+use crate::error::{InstallError, Result};
 
 use gpuenv_core::ask;
 use gpuenv_core::diagnostic::Hinted;
@@ -164,7 +164,7 @@ pub struct Reaped {
     pub kept: Vec<(String, Users)>,
     /// Records gpuenv did not write or cannot read: nothing is deleted for them.
     pub refused: Vec<RetiredError>,
-    pub failed: Vec<(String, anyhow::Error)>,
+    pub failed: Vec<(String, crate::InstallError)>,
 }
 
 /// Deletes every retired tree of `home` that nothing uses any more.
@@ -175,10 +175,8 @@ pub fn reap(home: &Home, census: &Census) -> Reaped {
             Ok(Some(Ok(()))) => reaped.deleted.push(name),
             Ok(Some(Err(users))) => reaped.kept.push((name, users)),
             Ok(None) => {}
-            Err(e) => match e.downcast::<RetiredError>() {
-                Ok(refused) => reaped.refused.push(refused),
-                Err(e) => reaped.failed.push((name, e)),
-            },
+            Err(InstallError::Retired(refused)) => reaped.refused.push(refused),
+            Err(e) => reaped.failed.push((name, e)),
         }
     }
     reaped
@@ -219,11 +217,12 @@ pub fn clear_for_install(home: &Home, name: &str) -> Result<()> {
     if users.none() {
         return delete(home, name);
     }
-    bail!(Hinted::new(format!(
+    Err(Hinted::new(format!(
         "{name} was uninstalled, but its retired tree at {} is still used by {users}: a new {name} cannot take its path until they end",
         retired::tree(home, name).display()
     ))
     .hint(format!(
         "install it again once they end; `gpuenv uninstall --now {name}` deletes the retired tree at once (what uses it fails), then `gpuenv install {name}`"
-    )));
+    ))
+    .into())
 }

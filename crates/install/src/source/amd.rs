@@ -8,7 +8,7 @@
 //! (`7.14.1rc1`) only by its own name, the pre-release tag as the label
 //! (`rocm-7.15.0-a20260630`), so no two builds ever share a name.
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, InstallError, Result};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::outside;
 use reqwest::Url;
@@ -21,6 +21,13 @@ use crate::fault::Fault;
 use crate::fetch::Fetcher;
 use crate::{Archive, Format, Mapping, Plan, Profile, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
+
+/// Returns the error (a refusal with its hints) from the function.
+macro_rules! bail {
+    ($e:expr) => {
+        return Err(InstallError::from($e))
+    };
+}
 
 const ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
 
@@ -113,6 +120,7 @@ impl Amd<'_> {
         let url = self
             .index
             .join(&format!("{}/", normalize(project)))
+            .map_err(InstallError::other)
             .context("building the project URL")?;
         let page = match self.fetcher.page(&url, ACCEPT, outside::Kind::IndexPage) {
             Ok(p) => p,
@@ -197,7 +205,7 @@ impl Source for Amd<'_> {
 
     fn available(&self, kind: Kind) -> Result<Vec<Version>> {
         if kind != Kind::Rocm {
-            bail!("AMD's index has ROCm wheels only");
+            bail!(Hinted::new("AMD's index has ROCm wheels only"));
         }
         let mut v: Vec<Version> = self
             .releases()?
@@ -211,7 +219,7 @@ impl Source for Amd<'_> {
 
     fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
         if spec.kind != Kind::Rocm {
-            bail!("AMD's index has ROCm wheels only");
+            bail!(Hinted::new("AMD's index has ROCm wheels only"));
         }
         let wanted = wheels_for(sel)?;
         let all = self.releases()?;

@@ -12,7 +12,7 @@
 //!
 //! Several toolchains go in `[[toolchain]]` tables of the same shape.
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, InstallError, Result};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::outside;
 use reqwest::Url;
@@ -71,14 +71,13 @@ pub fn parse(text: &str) -> Result<Vec<Def>> {
         pathpart::part("toolchain name", &name)?;
         let spec: Spec = name.parse()?;
         if spec.kind != d.kind || spec.version != d.version {
-            bail!(
+            return Err(InstallError::msg(format!(
                 "the name {name} does not match kind = \"{}\" and version = \"{}\"",
-                d.kind,
-                d.version
-            );
+                d.kind, d.version
+            )));
         }
         if d.archive.is_empty() {
-            bail!("{name} has no [[archive]]");
+            return Err(InstallError::msg(format!("{name} has no [[archive]]")));
         }
         for a in &d.archive {
             if let Some(c) = &a.component {
@@ -134,9 +133,10 @@ impl Source for ManifestSource<'_> {
 
     fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
         if !sel.components.is_empty() {
-            bail!(
+            return Err(
                 Hinted::new("a manifest's toolchains have no components to choose")
                     .hint("drop --component")
+                    .into(),
             );
         }
         let defs = self.defs()?;
@@ -153,9 +153,10 @@ impl Source for ManifestSource<'_> {
                         .unwrap_or_else(|| format!("{}-{}", d.kind, d.version))
                 })
                 .collect();
-            bail!(
+            return Err(
                 Hinted::new(format!("the manifest {} has no {spec}", self.url))
                     .hint(format!("it has {}", have.join(", ")))
+                    .into(),
             );
         };
         let name = def
@@ -169,6 +170,7 @@ impl Source for ManifestSource<'_> {
                 let url = self
                     .url
                     .join(&a.url)
+                    .map_err(InstallError::other)
                     .with_context(|| format!("bad archive URL {}", a.url))?;
                 let format = Format::from_name(url.path())
                     .with_context(|| format!("{}: not a .tar.xz, .tar.gz, .tar or .zip", a.url))?;

@@ -5,15 +5,19 @@ pub mod amd;
 pub mod components;
 pub mod manifest;
 pub mod nvidia;
-pub use gpuenv_core::facts::pep440;
+use gpuenv_core::facts::pep440;
 pub mod pypi;
-pub mod simple;
+mod simple;
 
-use anyhow::Result;
+use std::path::Path;
+
 use gpuenv_core::diagnostic::Hinted;
+use reqwest::Url;
 
-use super::{Plan, Profile, Selection};
+use crate::error::{InstallError, NoSource, Result};
+use crate::plan::{Plan, Profile, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
+use gpuenv_core::ui;
 
 pub trait Source {
     fn name(&self) -> &'static str;
@@ -120,12 +124,81 @@ pub fn unknown_components(
         return Ok(());
     }
     let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
-    anyhow::bail!(Hinted::new(format!(
+    Err(Hinted::new(format!(
         "unknown component{} {}",
         if unknown.len() > 1 { "s" } else { "" },
         names.join(", ")
     ))
-    .hint(format!("this release has: {}", all.join(", "))))
+    .hint(format!("this release has: {}", all.join(", ")))
+    .into())
+}
+
+/// The name of the path under which a `--manifest` or mirror value is read: a URL as is,
+/// anything else a path (relative to `cwd`).
+pub fn location(cwd: &Path, value: &str, dir: bool) -> Result<Url> {
+    if let Ok(url) = Url::parse(value) {
+        if matches!(url.scheme(), "http" | "https" | "file") {
+            let mut url = url;
+            if dir && !url.path().ends_with('/') {
+                url.set_path(&format!("{}/", url.path()));
+            }
+            return Ok(url);
+        }
+    }
+    let path = cwd.join(value);
+    let url = if dir {
+        Url::from_directory_path(&path)
+    } else {
+        Url::from_file_path(&path)
+    };
+    url.map_err(|()| InstallError::msg(format!("{} is not a usable path", path.display())))
+}
+
+/// Chooses the release `spec` names from the first source that has it; when none has, the
+/// error gives each source's reason.
+pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> Result<Plan> {
+    let serving: Vec<&Box<dyn Source + '_>> =
+        sources.iter().filter(|s| s.serves(spec.kind)).collect();
+    if serving.is_empty() {
+        let names: Vec<&str> = sources.iter().map(|s| s.name()).collect();
+        return Err(gpuenv_core::diagnostic::Hinted::new(format!(
+            "the source{} {} cannot install {}",
+            if names.len() > 1 { "s" } else { "" },
+            names.join(", "),
+            spec.kind
+        ))
+        .hint(match spec.kind {
+            Kind::Rocm => {
+                format!("`gpuenv install {spec}` (AMD's ROCm wheels), or `--manifest <path|url>`")
+            }
+            Kind::Cuda => format!("`gpuenv install {spec}` (NVIDIA's archives and wheels)"),
+        })
+        .into());
+    }
+    let sources = serving;
+    let mut reasons = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        match s.plan(spec, sel) {
+            Ok(p) => return Ok(p),
+            Err(e) if sources.len() == 1 => return Err(e),
+            Err(e) => {
+                // Say why before falling back, so a source that was never reached
+                // (an unreachable host, a proxy) does not go unnoticed: one note, which
+                // `-q` leaves out (should every source fail, the error gives each reason).
+                if let Some(next) = sources.get(i + 1) {
+                    let text = crate::error::one_line(&e);
+                    let why = text.lines().next().unwrap_or_default();
+                    ui::info(format!(
+                        "the {} source cannot install {spec} ({why}); trying {}",
+                        s.name(),
+                        next.name()
+                    ));
+                }
+                reasons.push((s.name(), e));
+            }
+        }
+    }
+    Err(NoSource::new(spec, reasons).into())
 }
 
 #[cfg(test)]

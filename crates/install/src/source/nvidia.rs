@@ -4,7 +4,7 @@
 //! `sha256` and `size` (a string). Keys without a `name` (`release_date`, …) are not
 //! components.
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, InstallError, Result};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::{outside, ui};
 use reqwest::Url;
@@ -54,26 +54,26 @@ impl Source for Nvidia<'_> {
 
     fn available(&self, kind: Kind) -> Result<Vec<Version>> {
         if kind != Kind::Cuda {
-            bail!(Hinted::new("NVIDIA's redist has CUDA releases only").hint(format!(
+            return Err(Hinted::new("NVIDIA's redist has CUDA releases only").hint(format!(
                 "install {kind} with a gpuenv manifest: `gpuenv install {kind}-<version> --manifest <path|url>`"
-            )));
+            )).into());
         }
         self.releases()
     }
 
     fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
         if spec.kind != Kind::Cuda {
-            bail!(
-                Hinted::new("NVIDIA's redist has CUDA releases only").hint(format!(
+            return Err(Hinted::new("NVIDIA's redist has CUDA releases only")
+                .hint(format!(
                 "install {} with a gpuenv manifest: `gpuenv install {spec} --manifest <path|url>`",
                 spec.kind
             ))
-            );
+                .into());
         }
         let releases = self.releases()?;
         let Some((release, ())) = highest_matching(spec, releases.iter().map(|v| (v, ()))) else {
             let have: Vec<String> = releases.iter().map(|v| v.to_string()).collect();
-            bail!(Hinted::new(format!(
+            return Err(Hinted::new(format!(
                 "{} has no CUDA release {}",
                 self.root, spec.version
             ))
@@ -84,11 +84,13 @@ impl Source for Nvidia<'_> {
                 } else {
                     have.join(", ")
                 }
-            )));
+            ))
+            .into());
         };
         let url = self
             .root
             .join(&format!("redistrib_{release}.json"))
+            .map_err(InstallError::other)
             .context("building the manifest URL")?;
         let page = self
             .fetcher
@@ -126,6 +128,7 @@ fn archive(key: &str, comp: &Value, entry: &Value, url: &Url) -> Result<Archive>
         version,
         url: url
             .join(rel)
+            .map_err(InstallError::other)
             .with_context(|| format!("bad relative_path {}", ui::value(rel)))?,
         sha256,
         size,
@@ -271,17 +274,15 @@ mod tests {
             profile: Profile::Default,
             components: vec![],
         };
-        let err = format!(
-            "{:#}",
-            plan_from_manifest(&json, &url, &release, &sel).unwrap_err()
-        );
+        let err =
+            crate::error::one_line(&plan_from_manifest(&json, &url, &release, &sel).unwrap_err());
         assert!(err.contains("no component libcusparse"), "{err}");
         let sel = Selection {
             profile: Profile::Minimal,
             components: vec!["nope".into()],
         };
         let err = plan_from_manifest(&json, &url, &release, &sel).unwrap_err();
-        let report = gpuenv_core::ui::Report::of(err.as_ref(), crate::FIND);
+        let report = gpuenv_core::ui::Report::of(&err, crate::FIND);
         assert!(
             report.inline().contains("unknown component nope")
                 && report.hints.iter().any(|h| h.contains("cuda_nvcc")),

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, InstallError, Result};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::sources;
 use gpuenv_core::install_hint;
@@ -84,14 +84,18 @@ impl Pypi<'_> {
         let url = self
             .index
             .join(&format!("{}/", normalize(project)))
+            .map_err(InstallError::other)
             .context("building the project URL")?;
         let page = match self.fetcher.page(&url, ACCEPT, outside::Kind::IndexPage) {
             Ok(p) => p,
-            Err(Fault::NotFound { .. } | Fault::NoSuchFile { .. }) => bail!(Hinted::new(format!(
-                "the package index {} has no project {project} ({url})",
-                self.index
-            ))
-            .hint("set GPUENV_PYPI_URL to an index that mirrors NVIDIA's CUDA wheels")),
+            Err(Fault::NotFound { .. } | Fault::NoSuchFile { .. }) => {
+                return Err(Hinted::new(format!(
+                    "the package index {} has no project {project} ({url})",
+                    self.index
+                ))
+                .hint("set GPUENV_PYPI_URL to an index that mirrors NVIDIA's CUDA wheels")
+                .into())
+            }
             Err(e) => {
                 return Err(e).with_context(|| format!("reading the package index {}", self.index))
             }
@@ -118,14 +122,14 @@ impl Pypi<'_> {
             .filter(|(_, w)| !finals || !w.version.is_prerelease())
             .max_by(|(_, a), (_, b)| a.version.cmp(&b.version).then(a.fit().cmp(&b.fit())));
         let Some((file, wheel)) = best else {
-            bail!(
+            return Err(InstallError::msg(format!(
                 "the package index {} has no wheel of {project}{spec} for Linux {}",
                 self.index,
                 std::env::consts::ARCH
-            );
+            )));
         };
         if file.sha256.is_none() {
-            bail!(no_sha256(&self.index, &file.filename));
+            return Err(no_sha256(&self.index, &file.filename).into());
         }
         Ok((file, wheel.version))
     }
@@ -154,7 +158,7 @@ impl Source for Pypi<'_> {
 
     fn available(&self, kind: Kind) -> Result<Vec<Version>> {
         if kind != Kind::Cuda {
-            bail!("the package index has CUDA wheels only");
+            return Err(InstallError::msg("the package index has CUDA wheels only"));
         }
         let mut v: Vec<Version> = self
             .releases()?
@@ -168,12 +172,12 @@ impl Source for Pypi<'_> {
 
     fn plan(&self, spec: &Spec, sel: &Selection) -> Result<Plan> {
         if spec.kind != Kind::Cuda {
-            bail!(
-                Hinted::new("the package index has CUDA wheels only").hint(format!(
+            return Err(Hinted::new("the package index has CUDA wheels only")
+                .hint(format!(
                 "install {} with a gpuenv manifest: `gpuenv install {spec} --manifest <path|url>`",
                 spec.kind
             ))
-            );
+                .into());
         }
         if !sources::Source::Pypi.has_cuda(&spec.version) {
             let elsewhere = if sources::Source::Nvidia.has_cuda(&spec.version) {
@@ -181,11 +185,11 @@ impl Source for Pypi<'_> {
             } else {
                 install_hint::install_or_link(spec)
             };
-            bail!(Hinted::new(format!(
+            return Err(Hinted::new(format!(
                 "NVIDIA's wheels of CUDA {} cannot make a toolkit: the -cu11/-cu12 nvcc wheels ship ptxas but no nvcc driver on Linux (only the 13.x wheels have one)",
                 spec.version
             ))
-            .hint(elsewhere));
+            .hint(elsewhere).into());
         }
         let releases = self.releases()?;
         let Some((release, meta_file)) =
@@ -196,7 +200,7 @@ impl Source for Pypi<'_> {
                 .filter(|(v, _)| sources::Source::Pypi.has_cuda(v))
                 .map(|(v, _)| v.to_string())
                 .collect();
-            bail!(Hinted::new(format!(
+            return Err(Hinted::new(format!(
                 "the package index {} has no {METAPACKAGE} release {}",
                 self.index, spec.version,
             ))
@@ -207,17 +211,19 @@ impl Source for Pypi<'_> {
                 } else {
                     have.join(", ")
                 }
-            )));
+            ))
+            .into());
         };
         let meta = self.metadata(meta_file)?;
         let provided = meta.extras.clone();
         let asked: Vec<String> = sel.components.iter().map(|c| extra_name(c)).collect();
         unknown_components(&asked, |c| provided.iter().any(|p| p == c), &provided)?;
         if !provided.iter().any(|p| p == "nvcc") {
-            bail!(Hinted::new(format!(
+            return Err(Hinted::new(format!(
                 "{METAPACKAGE} {release} has no `nvcc` extra, so it cannot make a toolkit"
             ))
-            .hint(format!("`gpuenv install {spec} --source nvidia`")));
+            .hint(format!("`gpuenv install {spec} --source nvidia`"))
+            .into());
         }
         // The profile's components, as the metapackage names its extras.
         let mut extras: Vec<String> = redist_components(sel.profile, release)
@@ -294,7 +300,7 @@ pub struct Metadata {
 impl Pypi<'_> {
     fn metadata(&self, file: &FileLink) -> Result<Metadata> {
         let Some(sha256) = file.sha256.clone() else {
-            bail!(no_sha256(&self.index, &file.filename));
+            return Err(no_sha256(&self.index, &file.filename).into());
         };
         let archive = Archive {
             component: METAPACKAGE.into(),

@@ -1,7 +1,7 @@
 //! The simple repository API of a Python package index: PEP 691 JSON, or PEP 503 HTML
 //! from indexes that serve only that.
 
-use anyhow::{Context as _, Result};
+use crate::error::{Context as _, Result};
 use reqwest::Url;
 
 use crate::fetch::Page;
@@ -153,6 +153,7 @@ fn unescape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::one_line;
 
     fn page(url: &str, body: &str, content_type: &str) -> Page {
         Page {
@@ -212,14 +213,11 @@ mod tests {
         let url = "https://mirror.example/simple/x/";
         let html = |href: &str| format!("<a href=\"{href}\">x.whl</a>");
         for bad in ["x.whl#sha256=../../victim", "x.whl#sha256=abc"] {
-            let err = parse_html(&page(url, &html(bad), "text/html")).unwrap_err();
-            assert!(format!("{err:#}").contains("not 64 hex digits"), "{err:#}");
+            let err = one_line(&parse_html(&page(url, &html(bad), "text/html")).unwrap_err());
+            assert!(err.contains("not 64 hex digits"), "{err}");
         }
         let json = r#"{"files": [{"filename": "../../x.whl", "url": "x.whl", "hashes": {}}]}"#;
-        let err = parse_json(&page(url, json, "application/json")).unwrap_err();
-        assert!(
-            format!("{err:#}").contains("file name `../../x.whl`"),
-            "{err:#}"
-        );
+        let err = one_line(&parse_json(&page(url, json, "application/json")).unwrap_err());
+        assert!(err.contains("file name `../../x.whl`"), "{err}");
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use super::foreign::Foreign;
@@ -24,6 +24,10 @@ pub enum Op {
     /// Unset, if the variable holds a value gpuenv set (one under the directory given); a
     /// value of the user's stays.
     Clear(String, PathBuf),
+    /// Put this word first in a space-separated list (`PIP_EXTRA_INDEX_URL`, `UV_INDEX`),
+    /// keeping the user's words after it in their order: a word equal to it, or starting
+    /// with the prefix given (`pytorch=`, gpuenv's own index name), is dropped from theirs.
+    PrependWord(String, OsString, Option<OsString>),
 }
 
 /// How a change reads the current value of a variable.
@@ -65,7 +69,8 @@ impl Change {
                 | Op::Prepend(k, _)
                 | Op::Remove(k, _)
                 | Op::Default(k, _, _)
-                | Op::Clear(k, _) => k,
+                | Op::Clear(k, _)
+                | Op::PrependWord(k, _, _) => k,
             };
             let before = applied
                 .before
@@ -91,11 +96,32 @@ impl Change {
                     _ => Some(v.clone()),
                 },
                 Op::Clear(_, ours) => value.filter(|v| !is_ours(v, ours)),
+                Op::PrependWord(_, word, replaces) => {
+                    Some(prepend_word(value.as_deref(), word, replaces.as_deref()))
+                }
             };
             applied.after.insert(key.clone(), new);
         }
         applied
     }
+}
+
+/// `word`, then the words of `list` that are not it (nor start with `replaces`), one space
+/// apart: a user's index list keeps every entry of theirs after gpuenv's.
+fn prepend_word(list: Option<&OsStr>, word: &OsStr, replaces: Option<&OsStr>) -> OsString {
+    let mut out = word.as_bytes().to_vec();
+    let theirs = list.map(OsStr::as_bytes).unwrap_or_default();
+    for w in theirs
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|w| !w.is_empty())
+    {
+        let gpuenvs = w == word.as_bytes() || replaces.is_some_and(|r| w.starts_with(r.as_bytes()));
+        if !gpuenvs {
+            out.push(b' ');
+            out.extend_from_slice(w);
+        }
+    }
+    OsString::from_vec(out)
 }
 
 /// A value gpuenv wrote: one naming a path under `ours` (as a whole, or after words such as
@@ -148,6 +174,31 @@ mod tests {
         assert_eq!(applied.before["CPATH"], None);
         assert_eq!(applied.before["PATH"], current("PATH"));
         assert_eq!(applied.diff().len(), 4);
+    }
+
+    #[test]
+    fn a_word_list_keeps_the_users_entries_after_gpuenvs() {
+        let change = Change {
+            ops: vec![Op::PrependWord(
+                "UV_INDEX".into(),
+                "pytorch=https://t/cu130".into(),
+                Some("pytorch=".into()),
+            )],
+        };
+        let after = |v: Option<&str>| {
+            let current = |_: &str| v.map(OsString::from);
+            change.apply(&current).after["UV_INDEX"].clone().unwrap()
+        };
+        assert_eq!(after(None), "pytorch=https://t/cu130");
+        assert_eq!(
+            after(Some("corp=https://corp/simple  other=https://o/s")),
+            "pytorch=https://t/cu130 corp=https://corp/simple other=https://o/s"
+        );
+        // Applied twice (a `gpuenv run` inside a hooked shell): one copy of gpuenv's.
+        assert_eq!(
+            after(Some("pytorch=https://t/cu124 corp=https://corp/simple")),
+            "pytorch=https://t/cu130 corp=https://corp/simple"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::Spec;
 use crate::diagnostic::Diagnostic;
 use crate::facts::build_cache::{BuildCache, SharedStore};
 use crate::store::home::Home;
+use crate::user_file::{self, form, Check, UserFile};
 use crate::{fsutil, outside};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,6 +118,13 @@ pub enum StateError {
         message: String,
         toolchains: PathBuf,
     },
+    #[error("{}:{line}:{column}: {message}", .path.display())]
+    BadValue {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("cannot read gpuenv's state file {path}")]
     Unreadable {
         path: PathBuf,
@@ -132,6 +140,8 @@ pub enum StateError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Edit(#[from] crate::user_file::EditError),
     #[error("GPUENV_HOME {path} is read-only, so gpuenv cannot change its state")]
     ReadOnly { path: PathBuf },
     #[error("cannot lock gpuenv's state in {path}: {source}")]
@@ -162,8 +172,30 @@ impl Locked<'_> {
         }
         let path = self.home.settings();
         let text = self.registry.to_text();
-        fsutil::write_atomic(&path, text.as_bytes()).map_err(unwritable(path))?;
-        self.before = text;
+        if !fs_err::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            // A new one (or a link planted at the name, replaced, never followed): gpuenv's
+            // own file, readable by every user of an upstream.
+            fsutil::write_atomic(&path, text.as_bytes()).map_err(unwritable(path))?;
+            self.before = text;
+            return Ok(());
+        }
+        // The user's copy, through the one editor: their comments, order, mode and inode
+        // stay; the rendering is merged in (and wins if the merge said anything else).
+        let file = UserFile {
+            path: &path,
+            within: &self.home.root,
+            scope: "gpuenv's home",
+            kind: outside::Kind::Settings,
+        };
+        let check = Check::Toml {
+            may_lose: &|_| true,
+        };
+        let outcome = user_file::edit(file, check, |old| {
+            Ok::<_, StateError>(Some(
+                form::merged(old, &text).unwrap_or_else(|| text.clone()),
+            ))
+        })?;
+        self.before = outcome.after;
         Ok(())
     }
 }
@@ -175,10 +207,15 @@ impl Diagnostic for StateError {
                 "fix the file by hand, or move it away to start with an empty registry (linked toolchains are then forgotten; installed ones stay under {})",
                 toolchains.display()
             )],
+            StateError::BadValue { path, line, .. } => vec![format!(
+                "fix line {line} of {}; the rest of the file is fine and nothing was changed",
+                path.display()
+            )],
             StateError::ReadOnly { .. } => vec![
                 "make it writable, or point GPUENV_HOME at a directory you own".into(),
             ],
             StateError::Refused(e) => e.hints(),
+            StateError::Edit(e) => e.hints(),
             StateError::IndexUrl(e) => e.hints(),
             StateError::Unreadable { .. }
             | StateError::Lock { .. }
@@ -217,16 +254,29 @@ impl Registry {
 
     /// `text`, the contents of `home`'s settings file at `path`, parsed and checked.
     pub(super) fn parse(home: &Home, path: PathBuf, text: &str) -> Result<Registry, StateError> {
-        let mut registry: Registry = toml::from_str(text).map_err(|e| StateError::Corrupt {
-            message: e.message().to_string()
-                + &e.span()
-                    .map(|s| {
-                        let (l, c) = fsutil::line_col(text, s.start);
-                        format!(" (line {l}, column {c})")
-                    })
-                    .unwrap_or_default(),
-            path: path.clone(),
-            toolchains: home.toolchains(),
+        let at = |e: &toml::de::Error| {
+            e.span()
+                .map(|s| fsutil::line_col(text, s.start))
+                .unwrap_or((1, 1))
+        };
+        // Not TOML at all: the file is corrupt. TOML with one value wrong: that value is
+        // the error, named with its line (a typo is not a reason to move the registry away).
+        if let Err(e) = text.parse::<toml::Table>() {
+            let (l, c) = at(&e);
+            return Err(StateError::Corrupt {
+                message: format!("{} (line {l}, column {c})", e.message().trim()),
+                path,
+                toolchains: home.toolchains(),
+            });
+        }
+        let mut registry: Registry = toml::from_str(text).map_err(|e| {
+            let (line, column) = at(&e);
+            StateError::BadValue {
+                message: e.message().trim().to_string(),
+                path: path.clone(),
+                line,
+                column,
+            }
         })?;
         if let Err(e) = registry.check_names() {
             return Err(StateError::Corrupt {
@@ -276,7 +326,9 @@ impl Registry {
                 false => StateError::Lock { path, source },
             }
         };
+        let created = fs_err::symlink_metadata(&home.root).is_err();
         fs_err::create_dir_all(&home.root).map_err(lock_err(home.root.clone()))?;
+        crate::store::marker::ensure(home, created);
         let lock_path = home.lock_file();
         // Never truncated: the file only carries the lock.
         let lock = fs_err::OpenOptions::new()

@@ -233,7 +233,11 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
         // Its compact copy is kept in the own home, keyed by the upstream's file.
         let registry = match Registry::load_cached(&upstream, mine) {
             Ok(r) => r,
-            Err(e @ (StateError::Corrupt { .. } | StateError::Unreadable { .. })) => {
+            Err(
+                e @ (StateError::Corrupt { .. }
+                | StateError::BadValue { .. }
+                | StateError::Unreadable { .. }),
+            ) => {
                 let first = e.to_string();
                 let first = first.lines().next().unwrap_or_default().to_string();
                 layered.warnings.push(format!(
