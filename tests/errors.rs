@@ -88,7 +88,7 @@ fn a_pin_no_install_source_has_is_not_told_to_run_gpuenv_install() {
         ),
         (
             "rocm = \"6.2\"",
-            "ROCm comes from a gpuenv manifest: `gpuenv install rocm-6.2 --manifest <path|url>`; or register a toolkit already on disk with `gpuenv link rocm-6.2 <path>` (`gpuenv list` shows what is registered)",
+            "AMD's ROCm wheels start at 7.14, so ROCm 6.2 comes from a gpuenv manifest: `gpuenv install rocm-6.2 --manifest <path|url>`; or register a toolkit already on disk with `gpuenv link rocm-6.2 <path>` (`gpuenv list` shows what is registered)",
         ),
     ];
     for (pin, hint) in cases {
@@ -235,7 +235,7 @@ fn a_broken_system_config_and_a_missing_build_cache_warn_with_their_fixes() {
             &err,
             &format!("warning: the system config {}: line 1", config.display())
         ),
-        ["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`, a `[build]` table (`cache`, `shared`) and a `[torch]` table (`index-url`); fix the file or point GPUENV_SYSTEM_CONFIG at another"]
+        ["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`, a `[build]` table (`cache`, `shared`), a `[torch]` table (`index-url`) and a `[rocm]` table (`index-url`); fix the file or point GPUENV_SYSTEM_CONFIG at another"]
     );
     assert_eq!(
         hints_after(&err, "warning: the build cache is sccache"),

@@ -110,7 +110,7 @@ fn archives_are_checked_field_by_field() {
         "cuda-12.4.1",
         "from = \"https://evil\"\nprofile = \"default\"\n",
     );
-    refused(&bad_from, "9:8", "is not nvidia, pypi or manifest");
+    refused(&bad_from, "9:8", "is not nvidia, pypi, amd or manifest");
 }
 
 #[test]

@@ -51,6 +51,9 @@ pub fn compare(object: &Object, inputs: &Inputs) -> Vec<Finding> {
             Arch::Rocm(target) if !object.hip.is_empty() => {
                 rocm_wants += 1;
                 out.push(rocm_want(&object.hip, target, &want.source));
+                if let Some((name, carried)) = &inputs.rocm_device_wheels {
+                    out.extend(device_wheel(name, carried, target, &want.source));
+                }
             }
             _ => {}
         }
@@ -271,6 +274,33 @@ fn rocm_want(have: &[GfxTarget], want: &GfxTarget, from: &Source) -> Finding {
             format!("{want} ({from}): has {}", runs.join(", ")),
         )
     }
+}
+
+/// A GPU it is built for whose device wheel the active ROCm (AMD's wheels) lacks: its own
+/// kernels run, rocBLAS, hipBLASLt, MIOpen… find none of theirs.
+fn device_wheel(
+    name: &str,
+    carried: &[String],
+    want: &GfxTarget,
+    from: &Source,
+) -> Option<Finding> {
+    if carried.contains(&want.processor) {
+        return None;
+    }
+    Some(
+        Finding::new(
+            "device-wheels",
+            Status::Warn,
+            format!(
+                "{want} ({from}): the active {name} carries no device wheel for it (it has {}): rocBLAS, hipBLASLt and MIOpen find no kernels for it",
+                if carried.is_empty() { "none".into() } else { carried.join(", ") }
+            ),
+        )
+        .hint(format!(
+            "gpuenv install {name} --component device-{}",
+            want.processor
+        )),
+    )
 }
 
 /// The CUDA or HIP runtime it needs against the active toolchain, and (for an extension
@@ -502,5 +532,20 @@ mod tests {
             found[1].summary,
             "no code object for gfx942 (in PYTORCH_ROCM_ARCH): it has gfx90a, gfx940"
         );
+        // A ROCm of AMD's wheels with gfx90a's device wheel only.
+        let inputs = Inputs {
+            rocm_device_wheels: Some(("rocm-7.14.0".into(), vec!["gfx90a".into()])),
+            ..inputs
+        };
+        let found = compare(&o, &inputs);
+        assert_eq!(
+            statuses(&found),
+            [
+                ("code-object", Status::Ok),
+                ("code-object", Status::Error),
+                ("device-wheels", Status::Warn)
+            ]
+        );
+        assert!(found[2].summary.starts_with("gfx942 (in PYTORCH_ROCM_ARCH): the active rocm-7.14.0 carries no device wheel for it (it has gfx90a)"), "{}", found[2].summary);
     }
 }

@@ -90,4 +90,7 @@ pub struct Inputs {
     pub driver: Option<String>,
     /// The compatibility data in effect: which driver each PTX ISA needs.
     pub facts: gpuenv_core::facts::Facts,
+    /// The active ROCm made of AMD's wheels: its name and the ISAs whose device wheel (the
+    /// libraries' kernels) it carries.
+    pub rocm_device_wheels: Option<(String, Vec<String>)>,
 }

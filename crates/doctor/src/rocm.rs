@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{Check, Finding, Inputs, Notes, Status};
 use gpuenv_core::context::vars;
-use gpuenv_core::facts::arch::{device_libs, RocmTarget};
+use gpuenv_core::facts::arch::{device_libs, device_wheels, RocmTarget};
 use gpuenv_core::toolchain::{system, Kind};
 
 pub const CHECK: Check = Check {
@@ -122,6 +122,42 @@ pub fn run(inputs: &Inputs) -> Finding {
                 t.name,
                 has.join(", ")
             ));
+        }
+    }
+    // AMD's wheels: the libraries' kernels come in one device wheel per ISA.
+    if let Some(carried) = device_wheels(&t.entry.root) {
+        let lacking: Vec<&str> = targets
+            .iter()
+            .map(|t| t.processor.as_str())
+            .filter(|p| !carried.contains(*p))
+            .collect();
+        let has: Vec<&str> = carried.iter().map(String::as_str).collect();
+        if lacking.is_empty() {
+            notes.seen(format!(
+                "{} carries device code for {}",
+                t.name,
+                if has.is_empty() {
+                    "no GPU".into()
+                } else {
+                    has.join(", ")
+                }
+            ));
+        } else {
+            notes.problem(
+                Status::Warn,
+                format!(
+                    "{from} = {} names {}, for which {} carries no device wheel (it has {}): rocBLAS, hipBLASLt and MIOpen find no kernels for it at run time",
+                    archs.join(";"),
+                    lacking.join(", "),
+                    t.name,
+                    if has.is_empty() { "none".into() } else { has.join(", ") }
+                ),
+            );
+            let add: Vec<String> = lacking
+                .iter()
+                .map(|p| format!("--component device-{p}"))
+                .collect();
+            notes.hint(format!("gpuenv install {} {}", t.name, add.join(" ")));
         }
     }
     let gpus = match m.run_tool("rocminfo", &[]) {

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::error::{Context as _, InstallError, Result};
 
-use super::install::{components_of, fetch_all, finish_tree, link_wheel_trees};
+use super::install::{components_of, fetch_all, finish_tree, link_wheel_trees, place_archive};
 use super::record::{self, ArchiveRecord, Record};
 use super::{assemble, Job, Plan, Selection};
 use super::{lock_toolchain, seal, writable_home};
@@ -79,7 +79,7 @@ pub(crate) fn add(job: &Job, plan: &Plan, old: &Record, sel: &Selection) -> Resu
     let venvs: Vec<&Path> = old.linked.iter().map(|l| l.tree.as_path()).collect();
     link_tree(&root, tmp.path(), &venvs).with_context(|| format!("copying {}", root.display()))?;
     for (a, dir) in new.iter().zip(&dirs) {
-        assemble::place(dir, &a.mapping, &a.component, tmp.path())
+        place_archive(fetcher, a, dir, tmp.path())
             .with_context(|| format!("adding {} to {name}", a.file_name()))?;
     }
     assemble::links_stay_inside(tmp.path()).with_context(|| format!("assembling {name}"))?;

@@ -41,6 +41,10 @@ pub enum Mapping {
     Wheel,
     /// Strip this path prefix; entries outside it are left out.
     Strip(String),
+    /// A runtime wheel of AMD's ROCm (TheRock): `_rocm_sdk_<package>/…` folded into the root.
+    TheRock,
+    /// TheRock's `rocm-sdk-devel` wheel: its `_devel.tar` expanded over the runtime packages.
+    TheRockDevel,
 }
 
 /// One archive of a release.

@@ -113,6 +113,9 @@ pub fn map_path(mapping: &Mapping, component: &str, rel: &Path) -> Option<PathBu
             }
             runfile_place(rest, component)
         }
+        Mapping::TheRock => crate::therock::runtime_place(&parts),
+        // Its `_devel.tar` is placed by `therock::place_devel`, not file by file.
+        Mapping::TheRockDevel => None,
         Mapping::Strip(prefix) => {
             let stripped = rel.strip_prefix(prefix).ok()?;
             (!stripped.as_os_str().is_empty()).then(|| stripped.to_path_buf())
@@ -182,6 +185,29 @@ pub fn link_wheel_tree(tree: &Path, root: &Path) -> Result<()> {
         let from = tree.join(dir);
         if from.is_dir() {
             link_children(&from, &root.join(&target).join(dir))?;
+        }
+    }
+    Ok(())
+}
+
+/// Links the files of a venv's ROCm package (`site-packages/_rocm_sdk_core`) into `root`
+/// at their own paths, where nothing is placed already, as [`link_wheel_tree`] does for
+/// CUDA; its Python `__init__.py` stays out.
+pub fn link_rocm_tree(tree: &Path, root: &Path) -> Result<()> {
+    fs_err::create_dir_all(root)?;
+    for item in fs_err::read_dir(tree)? {
+        let item = item?;
+        let name = item.file_name();
+        if name == "__init__.py" || name == "__pycache__" {
+            continue;
+        }
+        let dst = root.join(&name);
+        match fs_err::symlink_metadata(&dst) {
+            Ok(m) if m.is_dir() && item.path().is_dir() => link_children(&item.path(), &dst)?,
+            Ok(_) => {}
+            Err(_) => std::os::unix::fs::symlink(item.path(), &dst).with_context(|| {
+                format!("linking {} -> {}", dst.display(), item.path().display())
+            })?,
         }
     }
     Ok(())

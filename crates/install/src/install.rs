@@ -84,7 +84,7 @@ pub(crate) fn install(job: &Job, plan: &Plan, sel: Option<&Selection>) -> Result
         )
     })?;
     for (a, dir) in plan.archives.iter().zip(&dirs) {
-        assemble::place(dir, &a.mapping, &a.component, tmp.path())
+        place_archive(fetcher, a, dir, tmp.path())
             .with_context(|| format!("assembling {name} from {}", a.file_name()))?;
     }
     // What the archives brought is checked before gpuenv adds its own links, which point
@@ -185,12 +185,26 @@ pub(crate) fn fetch_all(
     }
 }
 
+/// Places one unpacked archive into `root`: file by file as its mapping says, or for
+/// TheRock's devel wheel, its `_devel.tar` (unpacked in the cache) over what is there.
+pub(crate) fn place_archive(fetcher: &Fetcher, a: &Archive, dir: &Path, root: &Path) -> Result<()> {
+    if a.mapping == crate::Mapping::TheRockDevel {
+        let site = crate::therock::devel_tree(fetcher, dir, &a.file_name())?;
+        return crate::therock::place_devel(&site, root);
+    }
+    assemble::place(dir, &a.mapping, &a.component, root)?;
+    Ok(())
+}
+
 /// Links the plan's venv wheel trees into `root` where nothing is placed: after every
 /// archive, so what is downloaded wins over what is linked.
 pub(crate) fn link_wheel_trees(plan: &Plan, root: &Path) -> Result<()> {
     for l in &plan.linked {
-        assemble::link_wheel_tree(&l.tree, root)
-            .with_context(|| format!("linking {} to {}", plan.name, l.tree.display()))?;
+        match plan.kind {
+            Kind::Cuda => assemble::link_wheel_tree(&l.tree, root),
+            Kind::Rocm => assemble::link_rocm_tree(&l.tree, root),
+        }
+        .with_context(|| format!("linking {} to {}", plan.name, l.tree.display()))?;
     }
     Ok(())
 }

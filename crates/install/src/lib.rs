@@ -24,6 +24,7 @@ mod plan;
 mod progress;
 mod seal;
 mod stub;
+mod therock;
 mod toolchain_lock;
 mod unpack;
 
@@ -38,6 +39,7 @@ pub mod record;
 pub mod retire;
 pub mod source;
 pub mod torch;
+pub mod torch_rocm;
 
 use gpuenv_core::diagnostic::Find;
 

@@ -50,6 +50,18 @@ impl Args {
             Err(_) => gpuenv_core::trust::in_effect(&ctx.cwd, session.registry())?.file,
         };
         let (wants, no_gpu, gpus_found) = wants(ctx, &object, file.as_ref());
+        // A ROCm of AMD's wheels: which GPUs' device wheels it carries.
+        let rocm_device_wheels = match &resolved {
+            Ok(active) if !object.hip.is_empty() => active
+                .toolchains
+                .iter()
+                .find(|t| t.entry.kind == Kind::Rocm)
+                .and_then(|t| {
+                    let carried = gpuenv_core::facts::arch::device_wheels(&t.entry.root)?;
+                    Some((t.name.clone(), carried.into_iter().collect()))
+                }),
+            _ => None,
+        };
         let inputs = Inputs {
             wants: wants.clone(),
             active: if needs_runtime(&object) {
@@ -66,6 +78,7 @@ impl Args {
                 .then(|| native::driver_version(ctx))
                 .flatten(),
             facts: *session.facts(),
+            rocm_device_wheels,
         };
         let mut findings = compare::compare(&object, &inputs);
         if needs_torch(&object) {

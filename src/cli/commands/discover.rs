@@ -17,7 +17,7 @@ use gpuenv_core::ui;
 /// Find toolchains in the standard places (and register them with --register)
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Register what is found (names: <kind>-<version>, with -conda/-debian/-module labels)
+    /// Register what is found (names: <kind>-<version>, with -conda/-debian/-module/-venv labels)
     #[arg(long)]
     register: bool,
     /// Look instead at the roots the module files on MODULEPATH name (read, never run)
@@ -39,6 +39,7 @@ impl Args {
             prefixes,
             conda_envs_file: ctx.home_dir().map(|h| h.join(".conda/environments.txt")),
             conda_prefix: ctx.path_var(vars::CONDA_PREFIX),
+            venv: ctx.path_var(vars::VIRTUAL_ENV),
         };
         let found = if self.modules {
             from_modules(ctx)

@@ -99,11 +99,36 @@ impl Args {
             };
             return support::install_torch::run(ctx, &job, &self.components);
         }
+        let mut lacking = None;
         let specs: Vec<Spec> = if self.specs.is_empty() {
-            support::install_pinned::missing_pins(ctx, &support::layered(ctx)?.1)?
+            let layered = support::layered(ctx)?.1;
+            lacking = support::install_pinned::lacking_devices(ctx, &layered);
+            support::install_pinned::missing_pins(ctx, &layered)?
         } else {
             support::parse_specs_each(&self.specs)?
         };
+        if let Some((name, entry, components)) = lacking {
+            // A GPU pinned since the ROCm was installed: its device wheel, in place.
+            ui::info(format!(
+                "{name} lacks the device wheels of this project's rocm-arch pins: adding {}",
+                components.join(", ")
+            ));
+            let store = support::store(ctx)?;
+            let fetcher = support::install_from::fetcher(ctx, &home, self.offline)?;
+            let progress =
+                Progress::new(ui::level() >= ui::Level::Normal && std::io::stderr().is_terminal());
+            let ask = support::install_component::Ask {
+                components: &components,
+                choice: self.source,
+                manifest: self.manifest.as_deref(),
+            };
+            let job = Job {
+                store: &store,
+                fetcher: &fetcher,
+                progress: &progress,
+            };
+            support::install_component::run(ctx, &job, &name, &entry, &ask)?;
+        }
         if specs.is_empty() {
             return Ok(());
         }
@@ -182,7 +207,12 @@ impl Args {
         ask: &support::install_component::Ask,
         spec: &Spec,
     ) -> Result<bool> {
-        if spec.label.is_some() && self.manifest.is_none() {
+        let prerelease = spec.kind == Kind::Rocm
+            && spec
+                .label
+                .as_deref()
+                .is_some_and(gpuenv_install::source::amd::prerelease_label);
+        if spec.label.is_some() && self.manifest.is_none() && !prerelease {
             bail!(Hinted::new(format!(
                 "{spec}: installed toolchains are named by their version alone (labels are for linked ones and manifests)"
             ))
@@ -203,7 +233,16 @@ impl Args {
             }
             Existing::Install => {}
         }
-        let (sel, from) = self.selection(home, spec);
+        let (mut sel, from) = self.selection(home, spec);
+        if spec.kind == Kind::Rocm {
+            // Device code only for the GPUs pinned here: a full set is many GB.
+            for c in support::install_pinned::pinned_rocm_devices(ctx) {
+                if !sel.components.contains(&c) {
+                    ui::verbose(format!("{spec}: {c} for this project's rocm-arch pin"));
+                    sel.components.push(c);
+                }
+            }
+        }
         let mut sources = support::install_from::sources(
             ctx,
             job.fetcher,
@@ -349,7 +388,9 @@ impl Args {
             "{spec}: the profile {}{with} that {name} had when it was uninstalled (`--profile` chooses otherwise)",
             rec.profile
         ));
-        let from = ["nvidia", "pypi"].into_iter().find(|f| *f == rec.from);
+        let from = ["nvidia", "pypi", "amd"]
+            .into_iter()
+            .find(|f| *f == rec.from);
         (sel, from)
     }
 }

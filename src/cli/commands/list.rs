@@ -11,6 +11,7 @@ use serde::Serialize;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::{Diagnostic, Hinted};
 use gpuenv_core::home::Home;
+use gpuenv_core::named::Named as _;
 use gpuenv_core::store::{self, retired, Problem};
 use gpuenv_core::toolchain::entry::Source;
 use gpuenv_core::toolchain::registry::Registry;
@@ -254,11 +255,16 @@ fn list_available(
 ) -> Result<()> {
     let home = ctx.gpuenv_home()?;
     let fetcher = support::install_from::fetcher(ctx, &home, false)?;
-    if kind == Kind::Rocm && manifest.is_none() {
-        bail!(Hinted::new("ROCm releases come from a gpuenv manifest")
-            .hint("gpuenv list --available rocm --manifest <path|url>"));
+    let sources: Vec<_> = support::install_from::sources(ctx, &fetcher, choice, manifest)?
+        .into_iter()
+        .filter(|s| s.serves(kind))
+        .collect();
+    if sources.is_empty() {
+        bail!(
+            Hinted::new(format!("--source {} has no {kind} releases", choice.name()))
+                .hint(format!("gpuenv list --available {kind}"))
+        );
     }
-    let sources = support::install_from::sources(ctx, &fetcher, choice, manifest)?;
     let mut reasons = Vec::new();
     let mut found = None;
     for s in &sources {

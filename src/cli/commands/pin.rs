@@ -349,6 +349,28 @@ fn check_rocm_archs(
     let Some((name, entry)) = rocm.and_then(|s| registry.find(s)) else {
         return Ok(());
     };
+    // A tree of AMD's wheels compiles for every ISA, but its libraries' kernels are in one
+    // device wheel per ISA: said, not refused.
+    if let Some(carried) = arch::device_wheels(&entry.root) {
+        let lacking: Vec<&str> = targets
+            .iter()
+            .map(|t| t.processor.as_str())
+            .filter(|p| !carried.contains(*p))
+            .collect();
+        if !lacking.is_empty() {
+            let has: Vec<&str> = carried.iter().map(String::as_str).collect();
+            let add: Vec<String> = lacking
+                .iter()
+                .map(|p| format!("--component device-{p}"))
+                .collect();
+            ui::info(format!(
+                "{name} carries the device code of rocBLAS, hipBLASLt, MIOpen… for {} only, not {}: hipcc compiles for them, those libraries have no kernels for them; `gpuenv install {name} {}` adds them",
+                if has.is_empty() { "no GPU".to_string() } else { has.join(", ") },
+                lacking.join(", "),
+                add.join(" ")
+            ));
+        }
+    }
     let Some(libs) = arch::device_libs(&entry.root) else {
         return Ok(());
     };

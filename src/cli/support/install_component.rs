@@ -58,6 +58,7 @@ pub fn run(ctx: &Context, job: &Job, name: &str, entry: &Entry, ask: &Ask) -> Re
     let choice = match (ask.choice, ask.manifest, rec.from.as_str()) {
         (Choice::Auto, None, "nvidia") => Choice::Nvidia,
         (Choice::Auto, None, "pypi") => Choice::Pypi,
+        (Choice::Auto, None, "amd") => Choice::Amd,
         (Choice::Auto, None, _) => bail!(Hinted::new(format!(
             "{name} came from a gpuenv manifest, whose toolchains have no components to add"
         ))
@@ -121,6 +122,18 @@ fn linked_plan(
     rec: &record::Record,
     sel: &Selection,
 ) -> Result<gpuenv_install::Plan> {
+    if spec.kind == gpuenv_core::toolchain::Kind::Rocm {
+        // AMD's wheels of the venv: planned for the plain release, then made the venv's.
+        let rocm = gpuenv_install::torch_rocm::rocm_of_linked(name, &rec.linked)?;
+        let plain = Spec {
+            label: None,
+            ..spec.clone()
+        };
+        return Ok(gpuenv_install::torch_rocm::for_venv(
+            gpuenv_install::plan(sources, &plain, sel)?,
+            &rocm,
+        ));
+    }
     let [linked] = rec.linked.as_slice() else {
         bail!(Hinted::new(format!(
             "the install record of {name} names {} Python environments; `gpuenv install torch` links one",

@@ -10,6 +10,7 @@ use gpuenv_core::home::Home;
 use gpuenv_install::cache::Cache;
 use gpuenv_install::fetch::{Fetcher, Net};
 use gpuenv_install::hooks::Hooks;
+use gpuenv_install::source::amd::Amd;
 use gpuenv_install::source::manifest::ManifestSource;
 use gpuenv_install::source::nvidia::{self, Nvidia};
 use gpuenv_install::source::pypi::{self, Pypi};
@@ -70,16 +71,38 @@ pub fn sources<'a>(
             index: gpuenv_install::location(&ctx.cwd, index, true)?,
         }))
     };
+    // The variable, the user's settings, the site config, AMD's release index.
+    let rocm_index = match ctx.var_nonempty(vars::GPUENV_ROCM_INDEX_URL) {
+        Some(v) => v.to_string(),
+        None => ctx
+            .gpuenv_home()
+            .ok()
+            .and_then(|home| gpuenv_core::toolchain::registry::Registry::load(&home).ok())
+            .and_then(|r| r.rocm.index_url)
+            .or_else(|| gpuenv_core::toolchain::upstream::site_rocm_index_url(ctx))
+            .unwrap_or_else(|| sources::ROCM_WHEEL_INDEX.to_string()),
+    };
+    let amd = || -> Result<Box<dyn Source + 'a>> {
+        Ok(Box::new(Amd {
+            fetcher,
+            index: gpuenv_install::location(&ctx.cwd, &rocm_index, true)?,
+        }))
+    };
     Ok(match choice {
-        Choice::Auto => sources::AUTO
-            .iter()
-            .map(|s| match s {
-                sources::Source::Nvidia => nvidia(),
-                sources::Source::Pypi => pypi(),
-            })
-            .collect::<Result<_>>()?,
+        Choice::Auto => {
+            let mut all: Vec<Box<dyn Source + 'a>> = sources::AUTO
+                .iter()
+                .map(|s| match s {
+                    sources::Source::Nvidia => nvidia(),
+                    sources::Source::Pypi => pypi(),
+                })
+                .collect::<Result<_>>()?;
+            all.push(amd()?);
+            all
+        }
         Choice::Nvidia => vec![nvidia()?],
         Choice::Pypi => vec![pypi()?],
+        Choice::Amd => vec![amd()?],
         Choice::Manifest => {
             bail!(Hinted::new("--source manifest needs --manifest <path|url>")
                 .hint("gpuenv install rocm-6.2 --manifest ./toolchains.toml"))

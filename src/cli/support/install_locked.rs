@@ -107,6 +107,7 @@ fn install_one(
     let choice = match (choice, manifest, rec.from.as_str()) {
         (Choice::Auto, None, "nvidia") => Choice::Nvidia,
         (Choice::Auto, None, "pypi") => Choice::Pypi,
+        (Choice::Auto, None, "amd") => Choice::Amd,
         (Choice::Auto, None, _) => {
             return Ok(vec![format!(
                 "it came from a gpuenv manifest: give it with `gpuenv install --locked --manifest <path|url>`"

@@ -15,7 +15,7 @@ pub use coverage::{compiles_device_code, device_links, hipcc_missing, missing_na
 pub use cuda::{Code, CudaArch, CudaArchError, Suffix};
 pub use flags::{hipcc_archs, nvcc_archs, HipArch, NvccArch};
 pub use named::{named, parse_torch_list, torch_list, torch_takes, ListEntry, NAMED_ARCHES};
-pub use rocm::{device_libs, rocm_list, DeviceLibs, RocmTarget, RocmTargetError};
+pub use rocm::{device_libs, device_wheels, rocm_list, DeviceLibs, RocmTarget, RocmTargetError};
 pub use rules::{
     can_build, problem_with, release_to_suggest, releases_for, suffix_from, Problem, Verdict,
 };

@@ -1,7 +1,7 @@
 //! Which CUDA releases each of `gpuenv install`'s sources can make a toolkit of, whatever
 //! its mirror lists today, and the order `--source auto` tries them in. The installer keeps
 //! to these and the hints that suggest an install ask them, so no hint names an install
-//! that cannot work. ROCm comes only from a gpuenv manifest.
+//! that cannot work. ROCm comes from AMD's ROCm wheels (TheRock) or a gpuenv manifest.
 
 use super::version::Version;
 
@@ -11,6 +11,28 @@ pub enum Source {
     Nvidia,
     /// NVIDIA's CUDA wheels on a Python package index.
     Pypi,
+}
+
+/// AMD's multi-arch index of ROCm wheels: the release channel (TheRock's RELEASES.md; the
+/// wheels are production from ROCm 7.14). One index for every GPU: the ISA is an extra
+/// (`rocm[device-gfx942]`).
+pub const ROCM_WHEEL_INDEX: &str = "https://repo.amd.com/rocm/whl-multi-arch/";
+/// AMD's nightly multi-arch index (versions `X.Y.ZaYYYYMMDD`); the older per-family
+/// indexes sit under `https://rocm.nightlies.amd.com/v2/<family>/`.
+pub const ROCM_NIGHTLY_INDEX: &str = "https://rocm.nightlies.amd.com/whl-multi-arch/";
+
+/// The first ROCm release (major, minor) AMD publishes as production wheels (TheRock's
+/// multi-arch index; earlier ones were previews and nightlies).
+pub const ROCM_WHEELS_FIRST: (u64, u64) = (7, 14);
+
+/// Whether AMD's ROCm wheels have ROCm `version` (a prefix such as `7` asks for any
+/// release it starts).
+pub fn rocm_wheels_have(version: &Version) -> bool {
+    let (major, minor) = ROCM_WHEELS_FIRST;
+    match version.minor() {
+        Some(m) => (version.major(), m) >= (major, minor),
+        None => version.major() >= major,
+    }
 }
 
 /// What `gpuenv install` tries when no `--source` is given, first to last.

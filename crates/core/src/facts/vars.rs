@@ -92,6 +92,7 @@ registry! {
         GPUENV_CUDA_MIRROR: Read, "`install`", "NVIDIA's redist root: a URL, a `file://` URL or a directory.";
         GPUENV_PYPI_URL: Read, "`install`", "The package index of the `pypi` source; else `PIP_INDEX_URL`; else PyPI.";
         PIP_INDEX_URL: Read, "`install`", "pip's index, used when `GPUENV_PYPI_URL` is unset.";
+        GPUENV_ROCM_INDEX_URL: Read, "`install`", "The package index of AMD's ROCm wheels (the `amd` source): a mirror, AMD's nightly or a per-family index; else `[rocm] index-url` in the settings or the site config; else AMD's multi-arch release index.";
         GPUENV_DOWNLOAD_CACHE: Read, "`install`, `cache`", "The download cache (default `$GPUENV_HOME/downloads`); an absolute path, a relative one is refused.";
         GPUENV_KEEP_ARCHIVES: Read yes/no, "`install`", "Yes: keep each archive after it is unpacked (a mirror of what was fetched).";
         GPUENV_HTTP_TIMEOUT: Read, "`install`", "Seconds to wait for data before a download counts as timed out (default 60).";
@@ -155,7 +156,7 @@ registry! {
     }
     "Read to decide, never set" {
         CONDA_PREFIX: Read, "`discover`, the torch guard", "The active conda environment: searched for toolkits, for torch and for NVIDIA's CUDA wheels.";
-        VIRTUAL_ENV: Read, "the torch guard, `torch` pins", "The active venv: where torch and NVIDIA's CUDA wheels are looked for first.";
+        VIRTUAL_ENV: Read, "the torch guard, `torch` pins, `discover`", "The active venv: where torch and NVIDIA's CUDA wheels are looked for first, and the ROCm of AMD's wheels `discover` finds.";
         MODULEPATH: Read, "`discover --modules`", "Directories of module files (Lmod, Environment Modules).";
         _LMFILES_: Read, "the env plan, `doctor`", "The module files loaded now: a loaded toolkit's entries count as another toolkit's.";
         LOADEDMODULES: Read, "`env`, `doctor`", "The names of the modules loaded now, in `_LMFILES_`'s order.";

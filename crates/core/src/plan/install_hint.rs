@@ -16,9 +16,10 @@ pub fn install_command(spec: &Spec) -> Option<String> {
         crate::facts::lookup::major_floor(crate::facts::Facts::embedded(), spec.version.major())
             .is_some();
     let installable = spec.label.is_none()
-        && spec.kind == Kind::Cuda
-        && known_major
-        && !sources::auto_for_cuda(&spec.version).is_empty();
+        && match spec.kind {
+            Kind::Cuda => known_major && !sources::auto_for_cuda(&spec.version).is_empty(),
+            Kind::Rocm => sources::rocm_wheels_have(&spec.version),
+        };
     installable.then(|| format!("gpuenv install {spec}"))
 }
 
@@ -158,9 +159,13 @@ pub fn install_or_link(spec: &Spec) -> String {
         );
     }
     match spec.kind {
-        Kind::Rocm => format!(
-            "ROCm comes from a gpuenv manifest: {manifest}; or register a toolkit already on disk with {link}"
-        ),
+        Kind::Rocm => {
+            let (major, minor) = sources::ROCM_WHEELS_FIRST;
+            format!(
+                "AMD's ROCm wheels start at {major}.{minor}, so ROCm {} comes from a gpuenv manifest: {manifest}; or register a toolkit already on disk with {link}",
+                spec.version
+            )
+        }
         Kind::Cuda if spec.label.is_some() => format!(
             "register a toolkit already on disk with {link} (installed toolkits are named by their version alone)"
         ),
@@ -238,5 +243,15 @@ mod tests {
             rocm.contains("`gpuenv install rocm-6.2 --manifest <path|url>`"),
             "{rocm}"
         );
+        // AMD's wheels have 7.14 on.
+        assert_eq!(
+            get_command(&spec("rocm-7.14")),
+            "`gpuenv install rocm-7.14`"
+        );
+        assert_eq!(
+            install_command(&spec("rocm-7")).as_deref(),
+            Some("gpuenv install rocm-7")
+        );
+        assert_eq!(install_command(&spec("rocm-7.13")), None);
     }
 }

@@ -271,12 +271,12 @@ fn record(
     from: &S,
     bad: &dyn Fn(&S, String) -> LockError,
 ) -> Result<Record, LockError> {
-    let from_ok = ["nvidia", "pypi", "manifest"];
+    let from_ok = ["nvidia", "pypi", "amd", "manifest"];
     if !from_ok.contains(&from.get_ref().as_str()) {
         return Err(bad(
             from,
             format!(
-                "from `{}` is not nvidia, pypi or manifest",
+                "from `{}` is not nvidia, pypi, amd or manifest",
                 from.get_ref().escape_debug()
             ),
         ));

@@ -111,6 +111,10 @@ impl ManifestSource<'_> {
 }
 
 impl Source for ManifestSource<'_> {
+    fn serves(&self, _kind: Kind) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "manifest"
     }

@@ -1,6 +1,7 @@
 //! Where releases come from. Each source turns a spec into a [`Plan`] (the archives of one
 //! release, with their hashes) and lists the releases it has.
 
+pub mod amd;
 pub mod components;
 pub mod manifest;
 pub mod nvidia;
@@ -20,6 +21,10 @@ use gpuenv_core::ui;
 
 pub trait Source {
     fn name(&self) -> &'static str;
+    /// Whether it has toolchains of `kind` at all (`plan` and `available` skip it if not).
+    fn serves(&self, kind: Kind) -> bool {
+        kind == Kind::Cuda
+    }
     /// The releases of `kind` this source has, lowest first.
     fn available(&self, kind: Kind) -> Result<Vec<Version>>;
     /// The archives of the highest release `spec` selects.
@@ -33,26 +38,35 @@ pub enum Choice {
     Nvidia,
     Pypi,
     Manifest,
+    Amd,
 }
 
 impl gpuenv_core::named::Named for Choice {
-    const ALL: &'static [Choice] = &[Choice::Auto, Choice::Nvidia, Choice::Pypi, Choice::Manifest];
+    const ALL: &'static [Choice] = &[
+        Choice::Auto,
+        Choice::Nvidia,
+        Choice::Pypi,
+        Choice::Amd,
+        Choice::Manifest,
+    ];
     fn name(self) -> &'static str {
         match self {
             Choice::Auto => "auto",
             Choice::Nvidia => "nvidia",
             Choice::Pypi => "pypi",
             Choice::Manifest => "manifest",
+            Choice::Amd => "amd",
         }
     }
     fn help(self) -> &'static str {
         match self {
-            Choice::Auto => "NVIDIA's redist manifests, then NVIDIA's wheels on the package index",
+            Choice::Auto => "CUDA: NVIDIA's redist manifests, then NVIDIA's wheels on the package index; ROCm: AMD's ROCm wheels",
             Choice::Nvidia => "NVIDIA's redistributable archives (GPUENV_CUDA_MIRROR)",
             Choice::Pypi => {
                 "NVIDIA's wheels on a Python package index (GPUENV_PYPI_URL, PIP_INDEX_URL, PyPI)"
             }
             Choice::Manifest => "gpuenv's own TOML manifest (--manifest)",
+            Choice::Amd => "AMD's ROCm wheels (TheRock) on AMD's index (GPUENV_ROCM_INDEX_URL)",
         }
     }
 }
@@ -143,6 +157,25 @@ pub fn location(cwd: &Path, value: &str, dir: bool) -> Result<Url> {
 /// Chooses the release `spec` names from the first source that has it; when none has, the
 /// error gives each source's reason.
 pub fn plan(sources: &[Box<dyn Source + '_>], spec: &Spec, sel: &Selection) -> Result<Plan> {
+    let serving: Vec<&Box<dyn Source + '_>> =
+        sources.iter().filter(|s| s.serves(spec.kind)).collect();
+    if serving.is_empty() {
+        let names: Vec<&str> = sources.iter().map(|s| s.name()).collect();
+        return Err(gpuenv_core::diagnostic::Hinted::new(format!(
+            "the source{} {} cannot install {}",
+            if names.len() > 1 { "s" } else { "" },
+            names.join(", "),
+            spec.kind
+        ))
+        .hint(match spec.kind {
+            Kind::Rocm => {
+                format!("`gpuenv install {spec}` (AMD's ROCm wheels), or `--manifest <path|url>`")
+            }
+            Kind::Cuda => format!("`gpuenv install {spec}` (NVIDIA's archives and wheels)"),
+        })
+        .into());
+    }
+    let sources = serving;
     let mut reasons = Vec::new();
     for (i, s) in sources.iter().enumerate() {
         match s.plan(spec, sel) {

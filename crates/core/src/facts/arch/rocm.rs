@@ -208,6 +208,39 @@ pub fn device_libs(root: &Path) -> Option<DeviceLibs> {
     })
 }
 
+/// The GPU ISAs whose `rocm-sdk-device-<gfx>` wheel (AMD's ROCm wheels: the kernels of
+/// rocBLAS, hipBLASLt, MIOpen… for one ISA) a ROCm tree carries, by the
+/// `.devel_links/<gfx>.json` manifest each ships: in a tree gpuenv installed, or beside a
+/// venv's tree in `_rocm_sdk_libraries*/`. None when the tree has no such manifest place
+/// (not made of AMD's wheels with their libraries): nothing is then said about its kernels.
+pub fn device_wheels(root: &Path) -> Option<BTreeSet<String>> {
+    let mut dirs = vec![root.join(".devel_links")];
+    if let Some(site) = root.parent() {
+        if let Ok(rd) = fs_err::read_dir(site) {
+            dirs.extend(rd.flatten().filter_map(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("_rocm_sdk_libraries")
+                    .then(|| e.path().join(".devel_links"))
+            }));
+        }
+    }
+    let dirs: Vec<PathBuf> = dirs.into_iter().filter(|d| d.is_dir()).collect();
+    if dirs.is_empty() {
+        return None;
+    }
+    Some(
+        dirs.iter()
+            .filter_map(|d| fs_err::read_dir(d).ok())
+            .flat_map(|rd| rd.flatten())
+            .filter_map(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                let isa = n.strip_suffix(".json")?;
+                is_processor(isa).then(|| isa.to_string())
+            })
+            .collect(),
+    )
+}
+
 /// `oclc_isa_version_90a.bc` -> `gfx90a`.
 fn isa_processor(file: &str) -> Option<String> {
     let n = file
@@ -220,6 +253,21 @@ fn isa_processor(file: &str) -> Option<String> {
 #[cfg(test)]
 mod device_lib_tests {
     use super::*;
+
+    #[test]
+    fn device_wheels_are_named_by_their_manifests() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("_rocm_sdk_devel");
+        fs_err::create_dir_all(&root).unwrap();
+        assert_eq!(device_wheels(&root), None);
+        let libs = t.path().join("_rocm_sdk_libraries/.devel_links");
+        fs_err::create_dir_all(&libs).unwrap();
+        for f in ["gfx942.json", "gfx90a.json", "notes.txt", "gfxzz.json"] {
+            fs_err::write(libs.join(f), "{}").unwrap();
+        }
+        let isas: Vec<String> = device_wheels(&root).unwrap().into_iter().collect();
+        assert_eq!(isas, ["gfx90a", "gfx942"]);
+    }
 
     #[test]
     fn a_trees_device_libraries_name_its_targets() {

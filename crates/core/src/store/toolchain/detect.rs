@@ -218,6 +218,31 @@ fn has_lib(dir: &Path, stem: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// A ROCm tree in a venv as AMD's wheels lay it out (`site-packages/_rocm_sdk_devel`, or
+/// `_rocm_sdk_core` before `rocm-sdk init`): its release is the version of the
+/// `rocm-sdk-core` wheel installed beside it (`rocm_sdk_core-7.14.0.dist-info`).
+fn wheel_release(root: &Path) -> Option<(Version, String)> {
+    let name = root.file_name()?.to_str()?;
+    if !name.starts_with("_rocm_sdk_") {
+        return None;
+    }
+    let site = root.parent()?;
+    let mut found: Vec<(crate::facts::pep440::PyVersion, String)> = fs_err::read_dir(site)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_str()?.to_string();
+            let v = n
+                .strip_prefix("rocm_sdk_core-")?
+                .strip_suffix(".dist-info")?;
+            Some((crate::facts::pep440::PyVersion::parse(v)?, n))
+        })
+        .collect();
+    found.sort();
+    let (py, dist) = found.pop()?;
+    Some((Version::new(&py.short_release()), format!("../{dist}")))
+}
+
 fn detect_rocm(root: &Path, source: Source, run: Run) -> Result<Entry, NotAToolchain> {
     let err = |why: String| NotAToolchain::RocmVersion {
         root: root.to_path_buf(),
@@ -229,6 +254,8 @@ fn detect_rocm(root: &Path, source: Source, run: Run) -> Result<Entry, NotAToolc
         let v = parse_rocm_info_version(&text)
             .ok_or_else(|| err(format!(".info/version holds `{}`", text.trim())))?;
         (v, ".info/version".to_string())
+    } else if let Some(found) = wheel_release(root) {
+        found
     } else if run == Run::Allowed && root.join("bin/hipconfig").is_file() {
         let text = run_hipconfig(&root.join("bin/hipconfig")).map_err(|e| err(e.to_string()))?;
         let v = parse_hip_version(&text)

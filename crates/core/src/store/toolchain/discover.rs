@@ -15,6 +15,8 @@ pub struct Places {
     pub prefixes: Vec<PathBuf>,
     pub conda_envs_file: Option<PathBuf>,
     pub conda_prefix: Option<PathBuf>,
+    /// The active venv (`VIRTUAL_ENV`): the ROCm its AMD wheels carry.
+    pub venv: Option<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -34,6 +36,7 @@ impl Found {
             "conda" => Some("conda"),
             "debian" => Some("debian"),
             "module" => Some("module"),
+            "venv" => Some("venv"),
             _ => None,
         }
     }
@@ -50,6 +53,27 @@ fn children_starting_with(dir: &Path, prefix: &str) -> Vec<PathBuf> {
         })
         .unwrap_or_default();
     out.sort();
+    out
+}
+
+/// The ROCm AMD's wheels put in a venv: `_rocm_sdk_devel` in each site-packages once
+/// `rocm-sdk init` expanded it (what `rocm-sdk path --root` prints), else `_rocm_sdk_core`.
+fn venv_rocm(venv: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for lib in ["lib", "lib64"] {
+        for py in children_starting_with(&venv.join(lib), "python") {
+            let site = py.join("site-packages");
+            let devel = children_starting_with(&site, "_rocm_sdk_devel")
+                .into_iter()
+                .find(|d| d.join("bin").is_dir());
+            let core = || {
+                children_starting_with(&site, "_rocm_sdk_core")
+                    .into_iter()
+                    .find(|d| d.join("bin").is_dir())
+            };
+            out.extend(devel.or_else(core));
+        }
+    }
     out
 }
 
@@ -97,6 +121,9 @@ pub fn candidates(places: &Places) -> Vec<(PathBuf, &'static str)> {
     }
     if let Some(prefix) = &places.conda_prefix {
         out.push((prefix.clone(), "conda"));
+    }
+    if let Some(venv) = &places.venv {
+        out.extend(venv_rocm(venv).into_iter().map(|r| (r, "venv")));
     }
     let mut seen: Vec<PathBuf> = Vec::new();
     out.retain(|(p, _)| {

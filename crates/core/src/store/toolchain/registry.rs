@@ -46,6 +46,9 @@ pub struct Registry {
     /// `[torch]`: where PyTorch's wheel indexes are mirrored.
     #[serde(default, skip_serializing_if = "TorchSettings::is_empty")]
     pub torch: TorchSettings,
+    /// `[rocm]`: where AMD's ROCm wheels are mirrored.
+    #[serde(default, skip_serializing_if = "RocmSettings::is_empty")]
+    pub rocm: RocmSettings,
     /// Other gpuenv homes whose toolchains are used read-only (a site's shared store).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upstreams: Vec<PathBuf>,
@@ -462,6 +465,22 @@ pub struct TorchSettings {
 }
 
 impl TorchSettings {
+    pub fn is_empty(&self) -> bool {
+        self.index_url.is_none()
+    }
+}
+
+/// The `[rocm]` table of settings.toml and of the site config.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RocmSettings {
+    /// The index of AMD's ROCm wheels `gpuenv install rocm-X` uses: a mirror, AMD's nightly
+    /// or a per-family index (`GPUENV_ROCM_INDEX_URL` wins).
+    #[serde(default, rename = "index-url", skip_serializing_if = "Option::is_none")]
+    pub index_url: Option<String>,
+}
+
+impl RocmSettings {
     pub fn is_empty(&self) -> bool {
         self.index_url.is_none()
     }

@@ -29,6 +29,9 @@ pub struct SystemConfig {
     /// `[torch]`: the site's mirror of PyTorch's wheel indexes, below the user's settings.
     #[serde(default)]
     pub torch: super::registry::TorchSettings,
+    /// `[rocm]`: the site's mirror of AMD's ROCm wheels, below the user's settings.
+    #[serde(default)]
+    pub rocm: super::registry::RocmSettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +43,7 @@ pub struct SystemConfigError {
 
 impl crate::diagnostic::Diagnostic for SystemConfigError {
     fn hints(&self) -> Vec<String> {
-        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`, a `[build]` table (`cache`, `shared`) and a `[torch]` table (`index-url`); fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
+        vec!["the system config takes `upstreams = [\"/path/to/site/gpuenv\"]`, a `[build]` table (`cache`, `shared`), a `[torch]` table (`index-url`) and a `[rocm]` table (`index-url`); fix the file or point GPUENV_SYSTEM_CONFIG at another".into()]
     }
 }
 
@@ -89,6 +92,13 @@ pub fn site_index_url(ctx: &Context) -> Option<String> {
     read_system_config(&system_config_path(ctx))
         .ok()
         .and_then(|c| c.torch.index_url)
+}
+
+/// The site config's `[rocm] index-url`, if it has one (a broken file: none, as above).
+pub fn site_rocm_index_url(ctx: &Context) -> Option<String> {
+    read_system_config(&system_config_path(ctx))
+        .ok()
+        .and_then(|c| c.rocm.index_url)
 }
 
 /// The upstreams the environment and the system config name, in search order, and why
