@@ -1,7 +1,8 @@
 //! gpuenv-core is built in layers, each a folder of crates/core/src, and a module imports
 //! only its own layer and those below it. `crate_boundaries.rs` checks the same one level
 //! up (the proxy links the core alone); this reads every `crate::` path in the core, and
-//! in the CLI (`src/cli`), whose commands import only its support module, never each other.
+//! in the CLI (`src/cli`), whose commands import only its support module, never each other;
+//! and no production file of the workspace is over 500 lines (unit tests go to a `tests.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -580,5 +581,95 @@ fn every_file_of_the_gpuenv_package_opens_with_a_doc_line() {
     assert!(
         bare.is_empty(),
         "these files of src/ open with no `//!` line saying what they hold: {bare:?}"
+    );
+}
+
+/// Every file of `srcs` over `max` lines, as `file: N lines`, and every `tests.rs` whose
+/// parent does not declare it `#[cfg(test)] mod tests;`. A `tests.rs` so declared holds a
+/// module's unit tests, not production code, and may be as long as its tests are.
+fn long_files(srcs: &[PathBuf], max: usize) -> Vec<String> {
+    let mut found = Vec::new();
+    for src in srcs {
+        let mut files = Vec::new();
+        rust_files(src, &mut files);
+        files.sort();
+        for file in files {
+            let shown = file.strip_prefix(workspace()).unwrap_or(&file).display();
+            if file.file_name().is_some_and(|n| n == "tests.rs") {
+                let dir = file.parent().unwrap();
+                let parent = [dir.with_extension("rs"), dir.join("mod.rs")]
+                    .into_iter()
+                    .find(|p| p.is_file());
+                let declared = parent.is_some_and(|p| {
+                    fs_err::read_to_string(p)
+                        .unwrap()
+                        .contains("#[cfg(test)]\nmod tests;")
+                });
+                if !declared {
+                    found.push(format!("{shown}: not declared `#[cfg(test)] mod tests;`"));
+                }
+                continue;
+            }
+            let lines = fs_err::read_to_string(&file).unwrap().lines().count();
+            if lines > max {
+                found.push(format!("{shown}: {lines} lines"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_production_file_is_over_500_lines() {
+    let ws = workspace();
+    let mut srcs = vec![ws.join("src")];
+    for krate in fs_err::read_dir(ws.join("crates")).unwrap() {
+        srcs.push(krate.unwrap().path().join("src"));
+    }
+    assert!(srcs.len() >= 5, "{srcs:?}");
+    let long = long_files(&srcs, 500);
+    assert!(
+        long.is_empty(),
+        "split these where they hold two things, or move their unit tests to a sibling \
+         tests.rs (`foo.rs` + `foo/tests.rs`, declared `#[cfg(test)] mod tests;`):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_length_check_counts_lines_and_lets_declared_unit_tests_be_long() {
+    let dir = std::env::temp_dir().join(format!("long-files-{}", std::process::id()));
+    let _ = fs_err::remove_dir_all(&dir);
+    let write = |rel: &str, text: String| {
+        let path = dir.join(rel);
+        fs_err::create_dir_all(path.parent().unwrap()).unwrap();
+        fs_err::write(path, text).unwrap();
+    };
+    let lines = |n: usize| "x\n".repeat(n);
+    write("src/short.rs", lines(500));
+    write("src/long.rs", lines(501));
+    write(
+        "src/ok.rs",
+        format!("{}#[cfg(test)]\nmod tests;\n", lines(10)),
+    );
+    write("src/ok/tests.rs", lines(900));
+    write("src/hidden.rs", lines(10));
+    write("src/hidden/tests.rs", lines(20));
+    let found = long_files(&[dir.join("src")], 500);
+    fs_err::remove_dir_all(&dir).unwrap();
+    let found: Vec<String> = found
+        .iter()
+        .map(|f| {
+            f.rsplit_once("/src/")
+                .map_or(f.clone(), |(_, r)| r.to_string())
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "hidden/tests.rs: not declared `#[cfg(test)] mod tests;`",
+            "long.rs: 501 lines"
+        ],
+        "{found:#?}"
     );
 }
