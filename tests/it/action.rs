@@ -305,8 +305,7 @@ fn github_file_commands_written_by_gpuenv_read_back_exactly_as_the_runner_reads_
     // A value no single line can hold: quotes, `=`, `<<`, and GitHub's delimiter itself.
     let hostile = "a=b \"q\" 'q' <<EOF\nghadelimiter_gpuenv\n$HOME ${x} `t`";
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("cuda"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    sb.linked_runfile("cuda", "cuda-12.4", "12.4.131");
     let proj = sb.path("proj");
     write(
         &proj.join("gpuenv.toml"),

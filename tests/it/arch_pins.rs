@@ -13,8 +13,7 @@ use fs_err as fs;
 /// A project pinned to a stub CUDA 12.4 (which logs its arguments) and a stub ROCm 6.2.
 fn pinned(toml_extra: &str) -> (Sandbox, PathBuf, PathBuf, PathBuf) {
     let sb = Sandbox::new();
-    let cuda = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", cuda.to_str().unwrap()]);
+    let cuda = sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
     let rocm_root = rocm(&sb.path("opt/rocm-6.2.4"), "6.2.4");
     // A hipcc that logs its arguments after printing its version.
     let log = rocm_root.join("hipcc.log");

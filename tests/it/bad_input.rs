@@ -19,16 +19,14 @@ fn fails(sb: &Sandbox, dir: &std::path::Path, args: &[&str]) -> String {
 
 fn linked() -> Sandbox {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    sb.linked_runfile("cuda-12.4", "cuda-12.4", "12.4.131");
     sb
 }
 
 #[test]
 fn malformed_toolchain_file_names_file_line_and_column() {
     let sb = linked();
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"12.4\n");
     let err = fails(&sb, &proj, &["env"]);
     let file = proj.join("gpuenv.toml").display().to_string();
     assert!(err.contains(&format!("{file}:2:")), "{err}");
@@ -82,8 +80,7 @@ fn a_pin_matching_nothing_names_the_pin_and_the_install_command() {
 #[test]
 fn a_torch_pin_without_torch_says_where_it_looked() {
     let sb = linked();
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"torch\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"torch\"\n");
     let err = fails(&sb, &proj, &["show"]);
     assert!(
         err.contains("gpuenv.toml:2:8: cuda = \"torch\", but no torch package was found (looked in: sys.path of "),

@@ -19,10 +19,8 @@ struct World {
 
 fn world(project: &str) -> World {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), project);
+    sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
+    let proj = sb.project("proj", project);
     // The user read the file and trusted it: its cache runs a program. (An invalid file
     // cannot be trusted; its tests see the error.)
     let _ = sb.gpuenv().current_dir(&proj).arg("trust").output();

@@ -88,8 +88,7 @@ fn the_toolkit_of_a_real_torch_agrees_with_the_data_and_its_index_is_torchs_own(
     assert_eq!(t["tree_archs"], t["data_archs"], "{t}");
 
     // Pinned to the torch, the index is the one that torch came from (2.15.0+cu132).
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"torch\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"torch\"\n");
     let out = sb
         .gpuenv()
         .current_dir(&proj)
@@ -128,8 +127,7 @@ fn a_release_newer_than_the_data_is_not_known_and_says_how_to_refresh() {
     let root = cuda_13_9(&sb);
     // Without its own header, the host compiler range of 13.9 is not guessed from 13.5.
     fs_err::remove_file(root.join("targets/x86_64-linux/include/crt/host_config.h")).unwrap();
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.9\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"13.9\"\n");
     let out = sb
         .gpuenv()
         .current_dir(&proj)
@@ -161,10 +159,8 @@ fn a_release_newer_than_the_data_is_not_known_and_says_how_to_refresh() {
 #[test]
 fn the_torch_index_follows_the_pinned_toolkit_and_says_when_pytorch_has_none() {
     let sb = Sandbox::new();
-    let cuda124 = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", cuda124.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
     let run = |args: &[&str]| sb.gpuenv().current_dir(&proj).args(args).output().unwrap();
     let out = run(&["torch", "index"]);
     assert_eq!(
@@ -181,8 +177,7 @@ fn the_torch_index_follows_the_pinned_toolkit_and_says_when_pytorch_has_none() {
     );
 
     // PyTorch builds no wheels for CUDA 12.5: the neighbours are named.
-    let cuda125 = cuda_runfile(&sb.path("opt/cuda-12.5"), "12.5.40");
-    sb.ok(&["link", "cuda-12.5", cuda125.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-12.5", "cuda-12.5", "12.5.40");
     write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.5\"\n");
     let out = run(&["torch", "index"]);
     let err = stderr(&out);
@@ -218,8 +213,7 @@ fn a_rocm_project_gets_no_cuda_torch_index_and_no_invented_rocm_one() {
     let sb = Sandbox::new();
     let root = rocm(&sb.path("opt/rocm-5.2.3"), "5.2.3");
     sb.ok(&["link", "rocm-5.2", root.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\nrocm = \"5.2\"\n");
+    let proj = sb.project("proj", "[toolchain]\nrocm = \"5.2\"\n");
     let out = sb
         .gpuenv()
         .current_dir(&proj)
@@ -266,8 +260,7 @@ fn a_rocm_project_gets_no_cuda_torch_index_and_no_invented_rocm_one() {
 #[test]
 fn torch_index_auto_exports_the_index_for_pip_and_uv_only_from_a_trusted_file() {
     let sb = Sandbox::new();
-    let cuda = cuda_runfile(&sb.path("opt/cuda-12.8"), "12.8.93");
-    sb.ok(&["link", "cuda-12.8", cuda.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-12.8", "cuda-12.8", "12.8.93");
     let proj = sb.path("proj");
     write(
         &proj.join("gpuenv.toml"),

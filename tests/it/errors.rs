@@ -50,8 +50,7 @@ fn an_unreadable_state_file_is_named_once_with_its_kind_and_why() {
 #[test]
 fn a_project_pinning_an_unregistered_toolchain_ends_with_how_to_get_it() {
     let sb = Sandbox::new();
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
     let out = sb.gpuenv().current_dir(&proj).arg("show").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
@@ -176,8 +175,7 @@ fn each_mistake_a_new_user_makes_ends_with_its_fix_on_a_line_of_its_own() {
 #[test]
 fn a_toolchain_file_setting_a_variable_gpuenv_owns_says_which_line_to_remove() {
     let sb = Sandbox::new();
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[env]\nGPUENV_HOME = \"/tmp\"\n");
+    let proj = sb.project("proj", "[env]\nGPUENV_HOME = \"/tmp\"\n");
     let err = stderr_in(&sb, &proj, &["show"]);
     let head = format!(
         "error: {}:2:15: [env] cannot set GPUENV_HOME: variables named GPUENV_* control gpuenv itself",
@@ -189,8 +187,7 @@ fn a_toolchain_file_setting_a_variable_gpuenv_owns_says_which_line_to_remove() {
 #[test]
 fn an_emptied_state_file_warns_and_says_how_to_get_the_toolchains_back() {
     let sb = Sandbox::new();
-    let cuda = cuda_runfile(&sb.path("cuda"), "12.4.1");
-    sb.ok(&["link", "cuda-12.4", cuda.to_str().unwrap()]);
+    let cuda = sb.linked_runfile("cuda", "cuda-12.4", "12.4.1");
     sb.ok(&["link", "cuda-12.4-b", cuda.to_str().unwrap()]);
     let settings = sb.gpuenv_home().join("settings.toml");
     fs::write(&settings, "").unwrap();
@@ -216,8 +213,7 @@ fn a_broken_system_config_and_a_missing_build_cache_warn_with_their_fixes() {
     let sb = Sandbox::new();
     let config = sb.path("etc/config.toml");
     write(&config, "upstreams = 3\n");
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[build]\ncache = \"sccache\"\n");
+    let proj = sb.project("proj", "[build]\ncache = \"sccache\"\n");
     sb.ok(&["trust", proj.join("gpuenv.toml").to_str().unwrap()]);
     let out = sb
         .gpuenv()

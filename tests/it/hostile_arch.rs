@@ -179,8 +179,7 @@ fn pin_arch_refuses_a_malformed_value_before_touching_the_file() {
 #[test]
 fn pin_arch_refuses_a_suffix_older_than_the_pinned_toolkit() {
     let (sb, proj) = pinned_project();
-    let cuda = cuda_runfile(&sb.path("opt/cuda-11.8"), "11.8.89");
-    sb.ok(&["link", "cuda-11.8", cuda.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-11.8", "cuda-11.8", "11.8.89");
     let before = fs::read_to_string(proj.join("gpuenv.toml")).unwrap();
     let out = sb
         .gpuenv()

@@ -145,7 +145,7 @@ fn urls_in_the_lock_are_never_fetched_only_the_configured_source_is() {
 #[test]
 fn a_link_at_gpuenv_lock_is_neither_written_through_nor_read() {
     let sb = Sandbox::new();
-    let tree = linked_runfile(&sb, "cuda-12.4", "cuda-12.4.1", "12.4.1");
+    let tree = sb.linked_runfile("cuda-12.4", "cuda-12.4.1", "12.4.1");
     pin_cuda(&sb, "12.4");
     let victim = sb.home().join(".bashrc");
     write(&victim, "# mine\n");
@@ -210,7 +210,7 @@ fn a_lock_in_an_untrusted_project_makes_the_task_prolog_install_nothing_even_whe
 #[test]
 fn a_task_prolog_setting_gpuenv_does_not_know_is_refused_not_ignored() {
     let sb = Sandbox::new();
-    linked_runfile(&sb, "cuda-12.4", "cuda-12.4.1", "12.4.1");
+    sb.linked_runfile("cuda-12.4", "cuda-12.4.1", "12.4.1");
     pin_cuda(&sb, "12.4");
     ok(&sb, &[], &["lock"]);
     let out = gpuenv(

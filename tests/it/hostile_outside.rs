@@ -102,8 +102,7 @@ fn a_name_in_an_upstreams_settings_never_names_a_path_outside_its_directory() {
 #[test]
 fn a_bad_name_in_the_own_settings_is_an_error_naming_the_file() {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
     let settings = sb.gpuenv_home().join("settings.toml");
     let text = fs::read_to_string(&settings)
         .unwrap()
@@ -351,8 +350,7 @@ fn a_registered_conda_env_gets_shims_for_its_toolkit_only() {
     in_view.sort();
     assert_eq!(in_view, ["nvcc", "ptxas"]);
     // Nor does a shim left by an older gpuenv run the environment's python for a pin.
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"11.8\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"11.8\"\n");
     let out = sb
         .gpuenv()
         .current_dir(&proj)

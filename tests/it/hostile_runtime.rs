@@ -16,10 +16,8 @@ use fs_err as fs;
 /// CUDA 12.4 linked and `proj/` pinned to it.
 fn pinned_project() -> (Sandbox, PathBuf) {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
     (sb, proj)
 }
 

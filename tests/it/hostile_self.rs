@@ -15,8 +15,7 @@ const HOOK: &str = "eval \"$(gpuenv hook bash)\"\n";
 /// link at `cache` to a directory of the user's, and rc files with the hook line.
 fn populated() -> Sandbox {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("cuda"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    sb.linked_runfile("cuda", "cuda-12.4", "12.4.131");
     let home = sb.gpuenv_home();
     write(&home.join("notes.txt"), "mine\n");
     write(&sb.path("elsewhere/precious"), "keep\n");
@@ -119,8 +118,7 @@ fn self_uninstall_asks_then_removes_only_what_gpuenv_made() {
 #[test]
 fn self_uninstall_keeps_toolchains_when_asked_and_a_home_that_is_a_link_is_refused() {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("cuda"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    sb.linked_runfile("cuda", "cuda-12.4", "12.4.131");
     write(&sb.gpuenv_home().join("toolchains/kept-marker"), "");
     let out = uninstall(&sb, &["-y", "--keep-toolchains"], "");
     let said = succeeded(&out) + &String::from_utf8_lossy(&out.stderr);

@@ -284,8 +284,7 @@ fn module_export_removes_only_what_its_own_home_wrote() {
 
 fn linked() -> (Sandbox, PathBuf) {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
     let proj = sb.path("proj");
     fs::create_dir_all(&proj).unwrap();
     (sb, proj)

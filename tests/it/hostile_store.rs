@@ -139,8 +139,7 @@ fn an_archive_shipping_gpuenvs_file_names_keeps_them_in_the_tree_and_the_cache()
 #[test]
 fn linking_a_directory_inside_gpuenv_home_is_refused() {
     let sb = Sandbox::new();
-    let tk = cuda_runfile(&sb.path("tk"), "12.1.105");
-    sb.ok(&["link", "cuda-12.1", tk.to_str().unwrap()]);
+    sb.linked_runfile("tk", "cuda-12.1", "12.1.105");
     let home = sb.gpuenv_home();
     let before = (sb.settings(), tree(&home));
     // `gpuenv link X $GPUENV_HOME/views/cuda-12.1`, and the other dirs gpuenv owns.
@@ -164,8 +163,7 @@ fn linking_a_directory_inside_gpuenv_home_is_refused() {
 #[test]
 fn a_root_whose_compiler_is_the_gpuenv_proxy_is_refused_at_link_time() {
     let sb = Sandbox::new();
-    let tk = cuda_runfile(&sb.path("tk"), "12.1.105");
-    sb.ok(&["link", "cuda-12.1", tk.to_str().unwrap()]);
+    let tk = sb.linked_runfile("tk", "cuda-12.1", "12.1.105");
     let home = sb.gpuenv_home();
 
     // Another home's view: its bin/nvcc is a link to the proxy.
@@ -284,8 +282,7 @@ fn list_show_and_doctor_say_what_is_missing_and_how_to_fix_it() {
     let json = sb.ok(&["list", "--json"]);
     assert!(json.contains("\"root missing\""), "{json}");
 
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"11.8\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"11.8\"\n");
     let out = run(&sb, &proj, &["show"]);
     let err = stderr(&out);
     assert!(err.contains("the root of cuda-11.8"), "{err}");
@@ -323,8 +320,7 @@ fn list_show_and_doctor_say_what_is_missing_and_how_to_fix_it() {
 #[test]
 fn pin_through_a_symlinked_toolchain_file_edits_it_only_inside_the_project() {
     let sb = Sandbox::new();
-    let tk = cuda_runfile(&sb.path("tk"), "12.1.105");
-    sb.ok(&["link", "cuda-12.1", tk.to_str().unwrap()]);
+    sb.linked_runfile("tk", "cuda-12.1", "12.1.105");
     let shared = sb.path("shared/gpuenv.toml");
     let before = "# shared by every checkout\n[toolchain]\ncuda = \"11.8\"\n";
     write(&shared, before);

@@ -494,8 +494,7 @@ fn the_advice_after_an_install_fits_the_project_here() {
     serve(&server, "redist/", &redist_tree(&["12.4.1", "13.0.2"]));
     let sb = Sandbox::new();
     let mirror = server.url("redist/");
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"13.0\"\n");
     let install = |spec: &str| {
         let mut cmd = sb.gpuenv();
         cmd.env("GPUENV_CUDA_MIRROR", &mirror)

@@ -105,8 +105,7 @@ fn install_torch_downloads_only_what_the_venv_lacks_and_links_the_rest() {
     assert!(!site.join("nvidia/cu13/lib/libcudart.so").exists());
 
     // With the venv active, a `cuda = "torch"` pin picks it.
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"torch\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"torch\"\n");
     let mut cmd = sb.gpuenv();
     cmd.current_dir(&proj)
         .env("VIRTUAL_ENV", &venv)

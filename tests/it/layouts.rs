@@ -25,9 +25,7 @@ fn shim_names(sb: &Sandbox) -> Vec<String> {
 }
 
 fn project(sb: &Sandbox, toml: &str) -> PathBuf {
-    let dir = sb.path("proj");
-    write(&dir.join("gpuenv.toml"), toml);
-    dir
+    sb.project("proj", toml)
 }
 
 #[test]
@@ -204,8 +202,7 @@ fn linking_a_shared_prefix_is_refused_with_the_reason() {
 #[test]
 fn reshim_gives_no_shims_to_a_toolchain_that_grew_into_a_shared_prefix() {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let root = sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
     assert!(shim_names(&sb).contains(&"nvcc".to_string()));
     for i in 0..400 {
         write_exe(&root.join(format!("bin/tool{i}")), "#!/bin/sh\n");

@@ -86,7 +86,7 @@ fn lock_then_check_passes_and_another_build_of_the_same_version_is_named() {
 
     // A tree linked under the locked name: its source and files differ.
     ok(&sb, &[], &["uninstall", "cuda-12.4.1"]);
-    linked_runfile(&sb, "elsewhere/cuda-12.4", "cuda-12.4.1", "12.4.1");
+    sb.linked_runfile("elsewhere/cuda-12.4", "cuda-12.4.1", "12.4.1");
     let out = gpuenv(&sb, &[], &["check", "--locked"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let t = text(&out);
@@ -213,8 +213,8 @@ fn install_locked_fails_naming_the_archive_a_source_now_serves_differently() {
 #[test]
 fn pin_rewrites_an_existing_lock_and_leaves_a_project_without_one_alone() {
     let sb = Sandbox::new();
-    linked_runfile(&sb, "trees/cuda-12.4", "cuda-12.4.1", "12.4.1");
-    let old = linked_runfile(&sb, "trees/cuda-11.8", "cuda-11.8", "11.8.89");
+    sb.linked_runfile("trees/cuda-12.4", "cuda-12.4.1", "12.4.1");
+    let old = sb.linked_runfile("trees/cuda-11.8", "cuda-11.8", "11.8.89");
 
     ok(&sb, &[], &["pin", "cuda-12.4"]);
     assert!(
@@ -238,7 +238,7 @@ fn pin_rewrites_an_existing_lock_and_leaves_a_project_without_one_alone() {
 #[test]
 fn a_pinned_host_compiler_is_locked_with_its_version_and_checked() {
     let sb = Sandbox::new();
-    linked_runfile(&sb, "trees/cuda-11.8", "cuda-11.8", "11.8.89");
+    sb.linked_runfile("trees/cuda-11.8", "cuda-11.8", "11.8.89");
     let gxx = sb.path("bin/g++-11");
     let fake = |version: &str| {
         // A new file each time: what the compiler said is cached per file.
@@ -280,7 +280,7 @@ fn a_pinned_host_compiler_is_locked_with_its_version_and_checked() {
 #[test]
 fn the_shell_hook_says_when_the_active_toolchain_is_not_the_locked_one() {
     let sb = Sandbox::new();
-    linked_runfile(&sb, "trees/cuda-12.4.1", "cuda-12.4.1", "12.4.1");
+    sb.linked_runfile("trees/cuda-12.4.1", "cuda-12.4.1", "12.4.1");
     pin_cuda(&sb, "12.4");
     ok(&sb, &[], &["lock"]);
     let out = gpuenv(&sb, &[], &["hook-env", "--shell", "bash"]);
@@ -288,7 +288,7 @@ fn the_shell_hook_says_when_the_active_toolchain_is_not_the_locked_one() {
     assert!(!text(&out).contains("the lock has"), "{}", text(&out));
 
     // A newer 12.4 appears: the pin now picks it, and the prompt says so.
-    linked_runfile(&sb, "trees/cuda-12.4.2", "cuda-12.4.2", "12.4.2");
+    sb.linked_runfile("trees/cuda-12.4.2", "cuda-12.4.2", "12.4.2");
     let out = gpuenv(&sb, &[], &["hook-env", "--shell", "bash"]);
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);

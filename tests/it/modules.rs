@@ -296,9 +296,7 @@ fn site_module(sb: &Sandbox) -> PathBuf {
             site.display()
         ),
     );
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
-    proj
+    sb.project("proj", "[toolchain]\ncuda = \"12.4\"\n")
 }
 
 fn the_later_of_module_and_gpuenv_env_wins_cleanly(system: System) {

@@ -12,8 +12,7 @@ use crate::common::*;
 
 fn linked() -> (Sandbox, std::path::PathBuf) {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
     let proj = sb.path("proj");
     fs::create_dir_all(&proj).unwrap();
     (sb, proj)

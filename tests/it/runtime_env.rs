@@ -91,8 +91,7 @@ fn wheels() -> Option<Wheels> {
     let venv = torch_venv()?;
     let sb = Sandbox::new();
     sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
-    let work = sb.path("work");
-    write(&work.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+    let work = sb.project("work", "[toolchain]\ncuda = \"13.0\"\n");
     write(&work.join("which.cu"), WHICH_CUDART);
     let wheel_lib = venv.join("lib/python3.11/site-packages/nvidia/cu13/lib");
     assert!(wheel_lib.join("libcudart.so.13").is_file());
@@ -353,8 +352,7 @@ fn each_toolchain_has_its_own_jit_caches_and_a_users_own_stays() {
         assert_eq!(succeeded(&out).trim(), "/mine", "{var}");
     }
     // Another toolkit, another cache: what one built is never loaded with the other.
-    let other = cuda_runfile(&sb.path("opt/cuda-11.8"), "11.8.89");
-    sb.ok(&["link", "cuda-11.8", other.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-11.8", "cuda-11.8", "11.8.89");
     let out = sb
         .gpuenv()
         .current_dir(&proj)

@@ -61,9 +61,7 @@ fn site_of_many(sb: &Sandbox, home: &Path) -> PathBuf {
         .assert()
         .success();
     add_toolkits(&home.join("settings.toml"), &sb.path("trees"), MANY - 1);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
-    proj
+    sb.project("proj", "[toolchain]\ncuda = \"12.4\"\n")
 }
 
 #[test]
@@ -123,8 +121,7 @@ fn a_change_through_gpuenv_is_seen_at_once_though_a_copy_exists() {
     sb.ok(&["unlink", "cuda-11.0.0"]);
     let list = sb.ok(&["list"]);
     assert!(!list.contains("cuda-11.0.0 "), "{list}");
-    let root = cuda_runfile(&sb.path("opt/cuda-12.6"), "12.6.77");
-    sb.ok(&["link", "cuda-12.6", root.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-12.6", "cuda-12.6", "12.6.77");
     assert!(sb.ok(&["list"]).contains("cuda-12.6 "));
 }
 

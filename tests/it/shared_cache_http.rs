@@ -32,8 +32,7 @@ fn a_site_cache_over_http_serves_a_second_machine_and_never_another_nvcc() {
         &site,
         &format!("[build]\ncache = \"ccache\"\nshared = \"{url}\"\n"),
     );
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"13.0\"\n");
     write(&proj.join("k.cu"), SCALE_KERNEL);
 
     // Each machine has its own local ccache directory; only the HTTP store is shared.

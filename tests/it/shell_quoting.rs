@@ -120,8 +120,7 @@ fn dotenv_output_is_one_quoted_line_per_variable() {
 #[test]
 fn dockerfile_output_refuses_a_newline_and_escapes_everything_else() {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("cuda"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    sb.linked_runfile("cuda", "cuda-12.4", "12.4.131");
     let proj = sb.path("proj");
     let env_with = |value: &str| {
         let toml_value = serde_json::to_string(value).unwrap();

@@ -33,8 +33,7 @@ fn each_toolchain_builds_jit_extensions_in_its_own_directory() {
         let root = cuda_runfile(&sb.path(&format!("opt/{name}")), version);
         sb.ok(&["link", name, root.to_str().unwrap()]);
     }
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
     let ours = |name: &str| {
         sb.gpuenv_home()
             .join("torch-extensions")
@@ -70,10 +69,8 @@ fn each_toolchain_builds_jit_extensions_in_its_own_directory() {
 #[test]
 fn pytorch_nvcc_is_the_users_a_value_gpuenv_once_set_is_dropped() {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
     let dotenv = ["env", "--shell", "dotenv"];
 
     // Unset, so torch runs `$CUDA_HOME/bin/nvcc` (the proxy), behind ccache when it finds one.

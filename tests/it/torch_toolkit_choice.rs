@@ -132,8 +132,7 @@ fn check_names_the_toolkit_made_for_the_real_torch_and_its_hint_can_be_followed(
     ));
     succeeded(&in_venv(&sb, &venv, &home, &["install", "torch"]));
 
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.0\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"13.0\"\n");
     let out = in_venv(&sb, &venv, &proj, &["check"]);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{err}");

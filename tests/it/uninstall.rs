@@ -147,8 +147,7 @@ fn uninstall_of_a_toolkit_from_a_manifest_names_that_manifest_to_put_it_back() {
     let sb = Sandbox::new();
     // A manifest in a directory whose name a shell would split.
     let manifest = write_manifest(&sb.path("site manifests"), "6.2.4");
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\nrocm = \"6.2\"\n");
+    let proj = sb.project("proj", "[toolchain]\nrocm = \"6.2\"\n");
     // Given relative to the project: the hint names it so it works from anywhere.
     let out = sb
         .gpuenv()
@@ -211,8 +210,7 @@ fn unlink_names_the_pins_left_and_the_link_that_puts_it_back() {
     let sb = Sandbox::new();
     let tree = cuda_runfile(&sb.path("opt/cuda 11.8"), "11.8.89");
     ok(&sb, &[], &["link", "cuda-11.8", tree.to_str().unwrap()]);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"11.8\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"11.8\"\n");
 
     let out = sb
         .gpuenv()

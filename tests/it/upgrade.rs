@@ -24,8 +24,7 @@ fn both(out: &std::process::Output) -> String {
 #[test]
 fn the_first_command_after_an_upgrade_replaces_the_older_proxy_and_doctor_reports_it() {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
     let installed = sb.gpuenv_home().join("bin/gpuenv-shim");
     let view_nvcc = sb.gpuenv_home().join("views/cuda-12.4/bin/nvcc");
     assert_eq!(fs_err::read_link(&view_nvcc).unwrap(), installed);

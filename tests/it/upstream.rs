@@ -80,8 +80,7 @@ fn site_store(sb: &Sandbox) -> PathBuf {
 fn user_pins_and_runs_a_read_only_site_toolchain_without_writing_to_it() {
     let sb = Sandbox::new();
     let store = site_store(&sb);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
     let site = sb.path("site");
     let before = snapshot(&site);
     let Some(_ro) = ReadOnly::mount(&site) else {
@@ -168,8 +167,7 @@ fn cd_into_a_project_pinned_to_an_upstream_toolchain_puts_its_nvcc_on_path_at_th
     let sb = Sandbox::new();
     let store = site_store(&sb);
     // cuda-11.8 has no view in the store; the user never ran env, run or reshim.
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"11.8\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"11.8\"\n");
     assert!(!sb.gpuenv_home().exists(), "a fresh user home");
     let before = snapshot(&sb.path("site"));
 
@@ -216,8 +214,7 @@ fn upstreams_from_the_environment_and_settings_are_searched_after_the_own_home()
     let sb = Sandbox::new();
     let store = site_store(&sb);
     // The user's own cuda-12.4 wins over the store's of the same name.
-    let mine = cuda_runfile(&sb.path("mine/cuda"), "12.4.99");
-    sb.ok(&["link", "cuda-12.4", mine.to_str().unwrap()]);
+    sb.linked_runfile("mine/cuda", "cuda-12.4", "12.4.99");
     let env = sb
         .gpuenv()
         .env(
@@ -290,8 +287,7 @@ fn a_corrupt_upstream_or_system_config_is_a_warning_not_a_crash() {
 fn a_bare_install_of_a_pin_an_upstream_provides_installs_nothing() {
     let sb = Sandbox::new();
     let store = site_store(&sb);
-    let proj = sb.path("proj");
-    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"12.4\"\n");
     let nowhere = sb.path("no-mirror");
     let out = sb
         .gpuenv()

@@ -8,7 +8,7 @@ use std::process::{Child, Output, Stdio};
 
 use crate::common::archives::sha256;
 use crate::common::server::Server;
-use crate::common::{cuda_runfile, succeeded, write, Sandbox};
+use crate::common::{succeeded, write, Sandbox};
 
 #[path = "release_trees.rs"]
 mod release_trees;
@@ -111,13 +111,6 @@ pub fn locked_project(mirror: &str, install: &[&str]) -> Sandbox {
     pin_cuda(&sb, "12.4");
     ok(&sb, &[], &["lock"]);
     sb
-}
-
-/// A CUDA runfile tree of `version` made at `<sandbox>/<dir>` and linked as `name`; its root.
-pub fn linked_runfile(sb: &Sandbox, dir: &str, name: &str, version: &str) -> PathBuf {
-    let root = cuda_runfile(&sb.path(dir), version);
-    sb.ok(&["link", name, root.to_str().unwrap()]);
-    root
 }
 
 /// A clone of a locked project on a fresh home: pinned to CUDA 12.4, with `lock` as its

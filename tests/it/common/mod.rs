@@ -89,6 +89,22 @@ impl Sandbox {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// A fake CUDA runfile tree of `version` made at `<sandbox>/<dir>` and linked as `name`
+    /// (`gpuenv link`): the toolkit most tests start from; its root.
+    #[track_caller]
+    pub fn linked_runfile(&self, dir: &str, name: &str, version: &str) -> PathBuf {
+        let root = cuda_runfile(&self.path(dir), version);
+        self.ok(&["link", name, root.to_str().unwrap()]);
+        root
+    }
+
+    /// A project at `<sandbox>/<dir>` whose `gpuenv.toml` is `toml`; its directory.
+    pub fn project(&self, dir: &str, toml: &str) -> PathBuf {
+        let proj = self.path(dir);
+        write(&proj.join("gpuenv.toml"), toml);
+        proj
+    }
+
     pub fn settings(&self) -> Option<String> {
         fs::read_to_string(self.gpuenv_home().join("settings.toml")).ok()
     }
@@ -266,8 +282,7 @@ pub fn torch_package(site: &Path, version: &str, cuda: Option<&str>, hip: Option
 /// A trusted project pinned to a linked CUDA 13.2 with `[torch] index = "auto"`: what the
 /// PyTorch-index tests start from.
 pub fn trusted_torch_auto_13_2(sb: &Sandbox) -> PathBuf {
-    let root = cuda_runfile(&sb.path("opt/cuda-13.2"), "13.2.78");
-    sb.ok(&["link", "cuda-13.2", root.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-13.2", "cuda-13.2", "13.2.78");
     let proj = sb.path("proj");
     write(
         &proj.join("gpuenv.toml"),

@@ -12,8 +12,7 @@ use fs_err as fs;
 /// CUDA 12.4 linked and its settings old enough to be copied; the copy, made by `prefix`.
 fn copied() -> (Sandbox, PathBuf) {
     let sb = Sandbox::new();
-    let root = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
-    sb.ok(&["link", "cuda-12.4", root.to_str().unwrap()]);
+    let root = sb.linked_runfile("opt/cuda-12.4", "cuda-12.4", "12.4.131");
     std::thread::sleep(std::time::Duration::from_millis(2200));
     assert_eq!(prefix(&sb), root);
     let dir = sb.gpuenv_home().join("cache/registry");

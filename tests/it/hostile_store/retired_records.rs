@@ -19,8 +19,7 @@ fn record(root: &Path, source: &str) -> String {
 /// A home (CUDA 11.8 linked), and a victim toolkit outside it whose nvcc leaves a marker.
 fn world() -> (Sandbox, PathBuf, PathBuf) {
     let sb = Sandbox::new();
-    let linked = cuda_runfile(&sb.path("opt/cuda-11.8"), "11.8.89");
-    sb.ok(&["link", "cuda-11.8", linked.to_str().unwrap()]);
+    sb.linked_runfile("opt/cuda-11.8", "cuda-11.8", "11.8.89");
     let victim = cuda_runfile(&sb.path("victim"), "12.4.1");
     let marker = sb.path("ran");
     write_exe(
