@@ -2,13 +2,13 @@
 //! archive or progress-bar code lives here, so the proxy stays small.
 //!
 //! Layers, bottom to top; a module imports only its own layer and those below
-//! (tests/core_layers.rs checks it): the base utilities at the root (`diagnostic`, `ui`,
+//! (tests/it/core_layers.rs checks it): the base utilities at the root (`diagnostic`, `ui`,
 //! `fsutil`, `outside` (every read of a file gpuenv did not write), `named`, `passwd`,
 //! `path_list`, `pathpart`, `quote`, `stamp`), then `facts`, then `context` (the process
 //! handle) with `ask` (every program gpuenv starts; it reads its deadline from the
 //! context), then `store`, `project`, `plan`, `edges`. Below `edges` nothing prints: what
 //! a user should be told is returned, or handed to a function the edge passed in
-//! (tests/core_rules.rs checks both rules).
+//! (tests/it/core_rules.rs checks both rules).
 
 /// The project's home; messages link into its `docs/` from here (the one place naming it).
 pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";

@@ -14,10 +14,8 @@ use sha2::{Digest, Sha256};
 
 use super::cache::hex;
 use super::dir::{kind, trusted_owner};
-use super::fault::Fault;
-use super::fetch::{
-    chain, check_status, classify, first_line, no_such_file, Fetcher, ATTEMPTS, BUF,
-};
+use super::fault::{chain, check_status, classify, first_line, Fault};
+use super::fetch::{no_such_file, Fetcher, ATTEMPTS, BUF};
 use super::Archive;
 use gpuenv_core::ui;
 

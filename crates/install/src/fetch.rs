@@ -9,13 +9,13 @@ use std::time::Duration;
 use crate::error::Context as _;
 use indicatif::ProgressBar;
 use reqwest::blocking::Client;
-use reqwest::{StatusCode, Url};
+use reqwest::Url;
 use rustix::fs::FileType;
 
 use super::cache::Refused;
 use super::cache::{self, Cache};
 use super::dir::{kind, trusted_owner, Dir, Stat, Untrusted};
-use super::fault::Fault;
+use super::fault::{chain, check_status, classify, first_line, Fault};
 use super::hooks::Hooks;
 use super::{seal, unpack, Archive};
 use gpuenv_core::context::{vars, Context};
@@ -457,75 +457,5 @@ fn retry<T>(mut f: impl FnMut() -> Result<T, Fault>) -> Result<T, Fault> {
             }
             other => return other,
         }
-    }
-}
-
-pub(super) fn first_line(f: &Fault) -> String {
-    f.to_string().lines().next().unwrap_or_default().to_string()
-}
-
-pub(super) fn check_status(url: &Url, status: StatusCode) -> Result<(), Fault> {
-    match status {
-        s if s.is_success() => Ok(()),
-        StatusCode::NOT_FOUND | StatusCode::GONE => Err(Fault::NotFound {
-            url: url.to_string(),
-        }),
-        s => Err(Fault::Status {
-            url: url.to_string(),
-            status: s.as_u16(),
-        }),
-    }
-}
-
-/// The whole chain of an error, which is where reqwest says what really happened.
-pub(super) fn chain(e: &dyn std::error::Error) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let s = c.to_string();
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-        cur = c.source();
-    }
-    parts.join(": ")
-}
-
-pub(super) fn classify(url: &Url, e: &reqwest::Error) -> Fault {
-    let message = chain(e);
-    // The innermost cause says what happened ("failed to lookup address information: …").
-    let root_cause = {
-        let mut cur: &dyn std::error::Error = e;
-        while let Some(next) = cur.source() {
-            cur = next;
-        }
-        cur.to_string()
-    };
-    let url = url.to_string();
-    let lower = message.to_lowercase();
-    if e.is_timeout() {
-        Fault::Timeout { url }
-    } else if e.is_redirect() {
-        Fault::Redirect { url, message }
-    } else if lower.contains("certificate") {
-        Fault::Certificate {
-            url,
-            message: root_cause,
-        }
-    } else if lower.contains("dns error")
-        || lower.contains("failed to lookup address")
-        || lower.contains("name or service not known")
-    {
-        Fault::Dns {
-            url,
-            message: root_cause,
-        }
-    } else if e.is_connect() {
-        Fault::Connect {
-            url,
-            message: root_cause,
-        }
-    } else {
-        Fault::Transfer { url, message }
     }
 }

@@ -10,7 +10,6 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::context::{vars, Context};
-use crate::diagnostic::Diagnostic;
 use crate::facts::{Facts, InEffect};
 use crate::plan::auto_install::{self, InstallFailed, Installer, NotAllowed};
 use crate::plan::env::{self, Change, Op};
@@ -29,6 +28,9 @@ use crate::store::toolchain::upstream::{self, Layered};
 use crate::store::toolchain::{view, Kind, Spec};
 use crate::store::StoreError;
 use crate::ui;
+
+mod loading;
+use loading::{facts_of, load};
 
 /// Who the session speaks for, which decides what it says while it works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -481,17 +483,6 @@ fn owner_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The data in effect for `home`: a newer copy in it or its upstreams (read only if a fact
-/// is asked: one lstat per home). A copy refused on the way is said where the door speaks
-/// (the proxy says nothing of it).
-fn facts_of(home: &Home, door: Door) -> InEffect {
-    let in_effect = home.facts_in_effect();
-    if door == Door::Proxy {
-        return in_effect;
-    }
-    in_effect.saying_refused(warn_refused)
-}
-
 /// A refused data copy, said as a warning with its hint.
 pub fn warn_refused(refused: &crate::facts::copies::Refused) {
     ui::warn_with_hints(refused, crate::diagnostic::Diagnostic::hints(refused));
@@ -513,55 +504,6 @@ pub fn use_index_base(
         crate::facts::wheel_base::choose(var, own.torch.index_url.as_deref(), site.as_deref())?;
     crate::facts::wheel_base::set(base);
     Ok(())
-}
-
-/// Reads the own registry and layers the upstreams' on it, saying what `door` says.
-fn load(ctx: &Context, home: &mut Home, door: Door) -> Result<Layered, StateError> {
-    if door == Door::Command {
-        ui::verbose(format!("reading {}", home.settings().display()));
-    }
-    let own = Registry::load_cached(home, home)?;
-    if door == Door::Command {
-        if let Some(n) = &own.notice {
-            ui::warn_with_hints(n, n.hints());
-        }
-    }
-    use_index_base(ctx, &own)?;
-    let mut layered = upstream::layered(home, own);
-    if door != Door::Proxy && make_fresh_home(home, &layered) {
-        layered = upstream::layered(home, Registry::load_cached(home, home)?);
-    }
-    if door == Door::Command {
-        if let Some(e) = upstream::from_context(ctx).1 {
-            ui::warn_with_hints(&e, e.hints());
-        }
-    }
-    for w in &layered.warnings {
-        match door {
-            Door::Hook => ui::hook_note(w),
-            Door::Command | Door::Proxy => ui::warn(w),
-        }
-    }
-    Ok(layered)
-}
-
-/// A home gpuenv has not made yet (no settings, no shims: a site's new user, whose
-/// toolchains are all an upstream's) is made on first use, quietly: the proxy, the
-/// shims and the views of the upstreams' toolchains, as `gpuenv reshim` would. True when
-/// it was made; a home that cannot be made now is left for the warnings that name it.
-fn make_fresh_home(home: &Home, layered: &Layered) -> bool {
-    if layered.registry.toolchains.is_empty()
-        || home.shims().is_dir()
-        || fs_err::symlink_metadata(home.settings()).is_ok()
-    {
-        return false;
-    }
-    let Ok(proxy) = shims::proxy_source() else {
-        return false;
-    };
-    crate::store::Store::new(home.clone(), proxy)
-        .repair()
-        .is_ok_and(|r| r.broken.is_empty())
 }
 
 /// Each of `names` whose view is missing (an upstream's toolchain, when the upstream has

@@ -150,7 +150,7 @@ mod tests {
             ))
         );
         // ccache's HTTP backend takes the URL as is: GET/PUT/HEAD on `<url>/<key>`
-        // (tests/shared_cache_http.rs runs it against a real server).
+        // (tests/it/shared_cache_http.rs runs it against a real server).
         assert_eq!(
             ok("http://cache:8080/ccache")
                 .unwrap()

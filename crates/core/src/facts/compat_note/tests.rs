@@ -1,6 +1,6 @@
 //! The toolkit's decisions (its cuda-elf-header_test.go cases) on notes as the reader
 //! returns them; reading notes from real ELF libraries built with cc is in
-//! tests/forward_compat.rs (the core starts no programs of its own in its tests).
+//! tests/it/forward_compat.rs (the core starts no programs of its own in its tests).
 
 use super::*;
 

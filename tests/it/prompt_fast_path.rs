@@ -1,0 +1,252 @@
+//! The prompt's fast path in real interactive bash, zsh and fish (tmux panes): where nothing
+//! changed, the prompt starts no process at all; every change that matters — an edited
+//! toolchain file, a new one in a parent directory, an install, uninstall or link, a trust —
+//! is seen at the very next prompt, even though the shell had stopped asking gpuenv.
+
+use crate::common;
+use crate::common::install_fixtures as fixtures;
+
+use crate::common::pty::*;
+use crate::common::*;
+
+/// One shell: how to start it with the hook of a given gpuenv binary, and the command
+/// that prints the fast-path check the last hook-env run defined.
+struct Dialect {
+    name: &'static str,
+    start: fn(&Sandbox, &str) -> Pane,
+    show_check: &'static str,
+}
+
+const BASH: Dialect = Dialect {
+    name: "bash",
+    start: |sb, bin| bash(sb, &bash_rc_with(bin, "")),
+    show_check: "declare -f _gpuenv_fresh",
+};
+const ZSH: Dialect = Dialect {
+    name: "zsh",
+    start: |sb, bin| zsh(sb, &zsh_rc_with(bin, "")),
+    show_check: "functions _gpuenv_fresh",
+};
+const FISH: Dialect = Dialect {
+    name: "fish",
+    start: |sb, bin| fish(sb, &fish_rc_with(bin)),
+    show_check: "functions __gpuenv_fresh",
+};
+
+/// CUDA 12.4 and 10.2 linked, a CUDA 11.8 tree on disk but not registered, a ROCm 6.2.4
+/// manifest to install from; `work/proj` pinned to 12.4, `work/outer/inner` unpinned.
+fn world() -> Sandbox {
+    let sb = Sandbox::new();
+    let cuda124 = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
+    let cuda102 = cuda_10_2(&sb.path("opt/cuda-10.2"));
+    cuda_runfile(&sb.path("opt/cuda-11.8"), "11.8.89");
+    fixtures::write_manifest(&sb.path("m"), "6.2.4");
+    sb.ok(&["link", "cuda-12.4", cuda124.to_str().unwrap()]);
+    sb.ok(&["link", "cuda-10.2", cuda102.to_str().unwrap()]);
+    write(
+        &sb.path("work/proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n",
+    );
+    fs_err::create_dir_all(sb.path("work/outer/inner")).unwrap();
+    sb
+}
+
+/// Waits until every file the last run read is old enough to be trusted by its time, lets
+/// a prompt arm the check, and shows that it is armed (it compares `$PWD`).
+fn arm(pane: &mut Pane, d: &Dialect) {
+    pane.run("sleep 1.2");
+    let out = pane.run(d.show_check);
+    assert!(
+        out.output.contains("$PWD"),
+        "{}: the fast path is not armed: {out:?}",
+        d.name
+    );
+}
+
+fn prompt_sees_every_change(d: &Dialect) {
+    let sb = world();
+    let mut pane = (d.start)(&sb, &gpuenv_bin());
+    assert_eq!(pane.run("cd proj").active, "cuda-12.4");
+
+    // An edit of the toolchain file, to a pin of the same length.
+    arm(&mut pane, d);
+    write(
+        &sb.path("work/proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"10.2\"\n",
+    );
+    assert_eq!(pane.run("true").active, "cuda-10.2");
+
+    // A new toolchain file in a parent directory.
+    assert_eq!(pane.run("cd ../outer/inner").active, "none");
+    arm(&mut pane, d);
+    write(
+        &sb.path("work/outer/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n",
+    );
+    assert_eq!(pane.run("true").active, "cuda-12.4");
+
+    // An install and an uninstall of a pinned toolchain.
+    write(
+        &sb.path("work/outer/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\nrocm = \"6.2\"\n",
+    );
+    let out = pane.run("true");
+    assert!(out.before_prompt.contains("not installed"), "{out:?}");
+    arm(&mut pane, d);
+    let manifest = sb.path("m/toolchains.toml");
+    let out = pane.run(&format!(
+        "gpuenv install rocm-6.2 --manifest '{}'",
+        manifest.display()
+    ));
+    assert_eq!(out.active, "cuda-12.4,rocm-6.2.4", "{out:?}");
+    arm(&mut pane, d);
+    let out = pane.run("gpuenv uninstall rocm-6.2.4");
+    assert!(out.before_prompt.contains("not installed"), "{out:?}");
+
+    // A link of the toolkit a pin asks for.
+    write(
+        &sb.path("work/outer/gpuenv.toml"),
+        "[toolchain]\ncuda = \"11.8\"\n",
+    );
+    let out = pane.run("true");
+    assert!(out.before_prompt.contains("not installed"), "{out:?}");
+    arm(&mut pane, d);
+    let cuda118 = sb.path("opt/cuda-11.8");
+    let out = pane.run(&format!("gpuenv link cuda-11.8 '{}'", cuda118.display()));
+    assert_eq!(out.active, "cuda-11.8", "{out:?}");
+
+    // `gpuenv trust` lets the file's [env] apply at the next prompt.
+    write(
+        &sb.path("work/outer/gpuenv.toml"),
+        "[toolchain]\ncuda = \"11.8\"\n\n[env]\nMY_FLAG = \"on\"\n",
+    );
+    let out = pane.run("true");
+    assert!(out.before_prompt.contains("gpuenv trust"), "{out:?}");
+    arm(&mut pane, d);
+    pane.run("gpuenv trust");
+    assert_eq!(pane.run("echo \"[$MY_FLAG]\"").output, "[on]");
+}
+
+#[test]
+fn bash_prompt_sees_every_change_while_skipping_gpuenv() {
+    if have_tool("tmux") && have_tool("bash") {
+        prompt_sees_every_change(&BASH);
+    }
+}
+
+#[test]
+fn zsh_prompt_sees_every_change_while_skipping_gpuenv() {
+    if have_tool("tmux") && have_tool("zsh") {
+        prompt_sees_every_change(&ZSH);
+    }
+}
+
+#[test]
+fn fish_prompt_sees_every_change_while_skipping_gpuenv() {
+    if have_tool("tmux") && have_tool("fish") {
+        prompt_sees_every_change(&FISH);
+    }
+}
+
+/// The hook names a private copy of gpuenv, which is then deleted: prompts where nothing
+/// changed still come up clean (no process was started), and the first `cd` shows the
+/// shell trying to start the missing binary.
+fn no_process_when_nothing_changed(d: &Dialect) {
+    let sb = world();
+    let bin = sb.path("bin/gpuenv");
+    fs_err::create_dir_all(bin.parent().unwrap()).unwrap();
+    let built = gpuenv_bin();
+    if fs_err::hard_link(&built, &bin).is_err() {
+        fs_err::copy(&built, &bin).unwrap();
+    }
+    let mut pane = (d.start)(&sb, bin.to_str().unwrap());
+    assert_eq!(pane.run("cd proj").active, "cuda-12.4");
+    arm(&mut pane, d);
+
+    fs_err::remove_file(&bin).unwrap();
+    for _ in 0..3 {
+        let out = pane.run("true");
+        assert_eq!(out.before_prompt, "", "{}: {out:?}", d.name);
+        assert_eq!(out.active, "cuda-12.4");
+    }
+    let out = pane.run("cd ..");
+    let shown = format!("{}\n{}", out.output, out.before_prompt);
+    assert!(
+        shown.contains(&bin.display().to_string()),
+        "{}: a change runs gpuenv again: {out:?}",
+        d.name
+    );
+}
+
+#[test]
+fn bash_prompt_where_nothing_changed_starts_no_process() {
+    if have_tool("tmux") && have_tool("bash") {
+        no_process_when_nothing_changed(&BASH);
+    }
+}
+
+#[test]
+fn zsh_prompt_where_nothing_changed_starts_no_process() {
+    if have_tool("tmux") && have_tool("zsh") {
+        no_process_when_nothing_changed(&ZSH);
+    }
+}
+
+#[test]
+fn fish_prompt_where_nothing_changed_starts_no_process() {
+    if have_tool("tmux") && have_tool("fish") {
+        no_process_when_nothing_changed(&FISH);
+    }
+}
+
+/// A prompt after a `cd` costs bash one process, gpuenv (a fork is about as dear as the
+/// run itself): the user's INT trap, put back after the result is applied, is read in the
+/// subshell that becomes gpuenv, not in a command substitution of its own. bash's trace,
+/// with each line naming the process it ran in, shows every process the hook forked.
+#[test]
+fn bash_prompt_after_a_cd_forks_once() {
+    if !have_tool("bash") {
+        return;
+    }
+    let sb = world();
+    let out = sb.path("out");
+    fs_err::create_dir_all(&out).unwrap();
+    let script = "eval \"$(\"$GPUENV_BIN\" hook bash)\"\n\
+                  trap 'echo interrupted' INT\n\
+                  cd work/proj\n\
+                  exec 9>\"$OUT/trace\"; BASH_XTRACEFD=9; PS4='+$BASHPID '\n\
+                  set -x; _gpuenv_hook; set +x\n\
+                  printf '%s\\n' \"$$\" \"$CUDA_HOME\" \"$(trap -p INT)\" > \"$OUT/shell\"\n";
+    let (home, gpuenv_home, bin) = (sb.home(), sb.gpuenv_home(), gpuenv_bin());
+    let env: [(&str, &std::ffi::OsStr); 5] = [
+        ("HOME", home.as_os_str()),
+        ("PATH", "/usr/bin:/bin".as_ref()),
+        ("GPUENV_HOME", gpuenv_home.as_os_str()),
+        ("GPUENV_BIN", bin.as_ref()),
+        ("OUT", out.as_os_str()),
+    ];
+    let run = common::shells::run("bash", script, &sb.path(""), &env);
+    assert!(run.status.success(), "{run:?}");
+    let shell = fs_err::read_to_string(out.join("shell")).unwrap();
+    let shell: Vec<&str> = shell.lines().collect();
+    assert!(shell[1].ends_with("views/cuda-12.4"), "applied: {shell:?}");
+    assert_eq!(
+        shell[2], "trap -- 'echo interrupted' SIGINT",
+        "the user's trap is back"
+    );
+    let trace = fs_err::read_to_string(out.join("trace")).unwrap();
+    let mut forked: Vec<&str> = trace
+        .lines()
+        // A traced line starts with `+`; a multi-line value goes on without one.
+        .filter_map(|l| l.strip_prefix('+'))
+        .filter_map(|l| l.trim_start_matches('+').split(' ').next())
+        .filter(|pid| *pid != shell[0])
+        .collect();
+    forked.sort();
+    forked.dedup();
+    assert_eq!(forked.len(), 1, "one process, gpuenv: {trace}");
+    assert!(
+        trace.contains(&format!("+{} exec {bin} hook-env --shell bash", forked[0])),
+        "the one fork becomes gpuenv: {trace}"
+    );
+}
