@@ -68,7 +68,9 @@ else
         grep -qx "$triple" <<<"$installed" || rustup target add "$triple"
         maturin build --release --zig --target "$triple" --compatibility manylinux2014 --out "$out"
         whl=$(ls "$out"/gpuenv-*manylinux_2_17_"$arch"*.whl)
-        shown=$(auditwheel show "$whl")
+        # -v: without it auditwheel stops after the symbol policy when glibc's versions
+        # constrain the tag, and never says whether other libraries are needed.
+        shown=$(auditwheel -v show "$whl" 2>/dev/null)
         # The policy is quoted ("manylinux_2_17_aarch64"); the wheel's name also holds the tag.
         if ! grep -q "\"manylinux_2_17_$arch\"" <<<"$shown" || ! grep -q 'requires no external shared libraries' <<<"$shown"; then
             printf 'build-wheel.sh: auditwheel does not call %s manylinux_2_17:\n%s\n' "$whl" "$shown" >&2
