@@ -338,9 +338,10 @@ fn rocm_hipcc_is_compared_with_torch_version_hip() {
         "{}",
         stderr(&out)
     );
-    // ROCm comes from a manifest only: a plain `gpuenv install rocm-6.0` would fail.
+    // AMD's wheels start at 7.14: ROCm 6.0 comes from a manifest, so a plain
+    // `gpuenv install rocm-6.0` would fail and is not offered.
     assert!(
-        stderr(&out).contains("hint: no registered toolkit is of rocm 6.0, the one torch was built for; ROCm comes from a gpuenv manifest: `gpuenv install rocm-6.0 --manifest <path|url>`; or register a toolkit already on disk with `gpuenv link rocm-6.0 <path>`"),
+        stderr(&out).contains("hint: no registered toolkit is of rocm 6.0, the one torch was built for; AMD's ROCm wheels start at 7.14, so ROCm 6.0 comes from a gpuenv manifest: `gpuenv install rocm-6.0 --manifest <path|url>`; or register a toolkit already on disk with `gpuenv link rocm-6.0 <path>`"),
         "{}",
         stderr(&out)
     );
@@ -353,7 +354,7 @@ fn rocm_hipcc_is_compared_with_torch_version_hip() {
             .unwrap();
     assert_eq!(pinned.status.code(), Some(2));
     assert!(
-        stderr(&pinned).contains("hint: ROCm comes from a gpuenv manifest: `gpuenv install rocm-6.0 --manifest <path|url>`"),
+        stderr(&pinned).contains("hint: AMD's ROCm wheels start at 7.14, so ROCm 6.0 comes from a gpuenv manifest: `gpuenv install rocm-6.0 --manifest <path|url>`"),
         "{}",
         stderr(&pinned)
     );

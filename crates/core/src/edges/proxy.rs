@@ -36,6 +36,9 @@ mod call;
 mod check;
 mod jit;
 mod process;
+mod tool;
+
+pub use tool::{find_tool, Tool};
 
 pub use crate::plan::exec::Exec;
 use call::Call;
@@ -436,38 +439,6 @@ fn compiler_args(
         rocm_arch: file.map_or(&[], |f| &f.rocm_arch),
     };
     Ok(args::add(kind, &args, &additions))
-}
-
-/// Where a tool comes from.
-#[derive(Debug)]
-pub enum Tool<'a> {
-    /// The real program of an active toolchain.
-    Active(&'a Active, PathBuf),
-    /// A registered system toolchain's own program (Debian's `/usr/bin/rocminfo`), when
-    /// no toolchain of its kind is active: run as it was before gpuenv.
-    System { toolchain: String, program: PathBuf },
-}
-
-/// The program `tool` runs here: the first active toolchain's that has it, else a system
-/// toolchain's own. The proxy runs it and `gpuenv which` names it: one lookup for both.
-pub fn find_tool<'a>(tool: &str, active: &'a ActiveSet, registry: &Registry) -> Option<Tool<'a>> {
-    if let Some((t, real)) = active
-        .toolchains
-        .iter()
-        .find_map(|t| Some((t, t.entry.tool(tool)?)))
-    {
-        return Some(Tool::Active(t, real));
-    }
-    registry
-        .toolchains
-        .iter()
-        .filter(|(_, e)| e.system.is_some() && active.get(e.kind).is_none())
-        .find_map(|(name, e)| {
-            Some(Tool::System {
-                toolchain: name.clone(),
-                program: e.tool(tool)?,
-            })
-        })
 }
 
 /// The directory `invoked` would be the view of, if it is `<home>/views/<name>/bin/<tool>`

@@ -5,6 +5,12 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+// A path both crates resolve alike: build.rs includes this file by its path.
+#[path = "schema/torch_range.rs"]
+mod torch_range;
+pub use torch_range::parse_release;
+use torch_range::torch_range;
+
 /// The one format this gpuenv reads; a newer gpuenv may write another.
 pub const FORMAT: u32 = 1;
 
@@ -154,18 +160,6 @@ fn line_of(text: &str, offset: usize) -> usize {
         .filter(|b| *b == b'\n')
         .count()
         + 1
-}
-
-/// `12.4` -> `(12, 4)`; majors 1..=99, minors 0..=99.
-pub fn parse_release(s: &str) -> Option<(u64, u64)> {
-    let (a, b) = s.split_once('.')?;
-    let num = |p: &str| -> Option<u64> {
-        (!p.is_empty() && p.len() <= 2 && p.bytes().all(|c| c.is_ascii_digit()))
-            .then(|| p.parse().ok())
-            .flatten()
-    };
-    let (major, minor) = (num(a)?, num(b)?);
-    (major >= 1).then_some((major, minor))
 }
 
 /// `13.0.2`, `12.4.131` -> `[13, 0, 2]`: a release's three numbers (major 1..=99, minor
@@ -435,7 +429,7 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
         if sbsa_archs.is_some() && !platforms.iter().any(|p| p == "linux-sbsa") {
             return Err(bad("sbsa-archs without linux-sbsa in platforms".into()));
         }
-        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(&bad)?;
+        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(|e| bad(e.0))?;
         if out.torch.iter().any(|o| o.name == t.name) {
             return Err(bad("listed twice".into()));
         }
@@ -483,7 +477,7 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
                 ));
             }
         }
-        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(&bad)?;
+        let torch = torch_range(&t.torch_first, &t.torch_last).map_err(|e| bad(e.0))?;
         if out.rocm_torch.iter().any(|o| o.name == t.name) {
             return Err(bad("listed twice".into()));
         }
@@ -500,21 +494,4 @@ pub fn check(text: &str) -> Result<Checked, SchemaError> {
     out.torch.sort_by_key(|t| t.cuda);
     out.rocm_torch.sort_by_key(|t| t.rocm);
     Ok(out)
-}
-
-/// `torch-first`/`torch-last` as torch releases (`2.9`), first at or below last.
-fn torch_range(first: &Option<String>, last: &Option<String>) -> Result<TorchRange, String> {
-    let parse = |field: &str, v: &Option<String>| match v {
-        None => Ok(None),
-        Some(s) => parse_release(s)
-            .map(Some)
-            .ok_or_else(|| format!("{field} = {s:?} is not a torch release such as \"2.9\"")),
-    };
-    let (first, last) = (parse("torch-first", first)?, parse("torch-last", last)?);
-    if let (Some(f), Some(l)) = (first, last) {
-        if f > l {
-            return Err("torch-first is after torch-last".into());
-        }
-    }
-    Ok((first, last))
 }

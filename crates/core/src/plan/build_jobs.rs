@@ -242,11 +242,10 @@ pub fn threads(
     if has_threads(words) {
         return Threads::Given("the command line".into());
     }
-    for (flags, name) in inputs
-        .nvcc_flags
-        .iter()
-        .zip(["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"])
-    {
+    for (flags, name) in inputs.nvcc_flags.iter().zip([
+        crate::facts::vars::NVCC_PREPEND_FLAGS,
+        crate::facts::vars::NVCC_APPEND_FLAGS,
+    ]) {
         if flags.is_some_and(|f| has_threads(f.split_whitespace())) {
             return Threads::Given(name.into());
         }
@@ -260,7 +259,7 @@ pub fn threads(
     {
         return Threads::Add(Chosen {
             value: n.min(MAX_PARALLEL),
-            from: "NVCC_THREADS".into(),
+            from: crate::facts::vars::NVCC_THREADS.into(),
         });
     }
     if let Some((value, at)) = inputs.file.and_then(|f| f.nvcc_threads.as_ref()) {

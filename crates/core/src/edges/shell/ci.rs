@@ -116,7 +116,15 @@ pub fn github(vars: &[Change]) -> Result<GithubFiles, CiError> {
 /// (`TORCH_EXTENSIONS_DIR`, the kernel caches) would be the building user's (root's), where
 /// each tool's own default follows the running user.
 pub fn not_for_images(name: &str) -> bool {
-    name == crate::context::vars::CONDA_OVERRIDE_CUDA
+    use crate::context::vars;
+    // The job counts are sized from the building machine's cores and memory, not the
+    // machine the image runs on.
+    [
+        vars::CONDA_OVERRIDE_CUDA,
+        vars::MAX_JOBS,
+        vars::CMAKE_BUILD_PARALLEL_LEVEL,
+    ]
+    .contains(&name)
         || crate::edges::module_export::user_dir(name, "").is_some()
 }
 

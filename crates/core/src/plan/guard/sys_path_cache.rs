@@ -25,13 +25,13 @@ use crate::stamp::Stamp;
 
 /// The variables Python's start-up reads to build `sys.path`.
 const PATH_VARS: [&str; 7] = [
-    "PYTHONPATH",
+    crate::facts::vars::PYTHONPATH,
     "PYTHONHOME",
     "PYTHONUSERBASE",
     "PYTHONNOUSERSITE",
     "PYTHONSAFEPATH",
     "PYTHONPLATLIBDIR",
-    "HOME",
+    crate::facts::vars::HOME,
 ];
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
