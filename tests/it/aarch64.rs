@@ -374,6 +374,59 @@ fn on_a_jetpack_6_root_the_aarch64_gpuenv_finds_jetpacks_cuda_in_targets_aarch64
     );
 }
 
+/// On a JetPack 6 board the project's side of the one chooser reads the board too: a trusted
+/// `[torch] index = "auto"` project pinned to JetPack's CUDA 12.6 gets NVIDIA's Jetson index
+/// from `env` and `--write-pyproject`, the index `torch index` names there (PyPI's and
+/// PyTorch's aarch64 wheels are built for SBSA servers and do not load on JetPack 6).
+#[test]
+fn on_jetpack_6_the_projects_environment_and_pyproject_name_the_jetson_index() {
+    let (Some(_), Some(wheel)) = (qemu(), release_wheel("aarch64")) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let venv = sb.path("venv");
+    unpack(&wheel, &venv);
+    let gpuenv = venv.join("bin/gpuenv");
+    jetson_board(&sb.sysroot(), JP6_RELEASE, "nvidia,tegra234");
+    let cuda = sb.root().join("usr/local/cuda-12.6");
+    nvcc_stub(&cuda, "12.6.68");
+    write(
+        &cuda.join("targets/aarch64-linux/include/cuda_runtime.h"),
+        "",
+    );
+    let out = arm(&sb, &gpuenv, &sb.home())
+        .args(["link", "cuda-12.6", cuda.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let proj = sb.path("proj");
+    write(
+        &proj.join("gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.6\"\n\n[torch]\nindex = \"auto\"\n",
+    );
+    write(
+        &proj.join("pyproject.toml"),
+        "[project]\nname = \"app\"\ndependencies = [\"torch\"]\n",
+    );
+    let run = |args: &[&str]| {
+        let out = arm(&sb, &gpuenv, &proj).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&["trust"]);
+    const JP6: &str = "https://pypi.jetson-ai-lab.io/jp6/cu126";
+    let vars: serde_json::Value = serde_json::from_str(&run(&["env", "--shell", "json"])).unwrap();
+    assert_eq!(vars["PIP_EXTRA_INDEX_URL"], JP6, "{vars}");
+    assert_eq!(
+        vars["UV_INDEX"],
+        format!("pytorch={JP6}").as_str(),
+        "{vars}"
+    );
+    run(&["torch", "index", "--write-pyproject"]);
+    let written = fs_err::read_to_string(proj.join("pyproject.toml")).unwrap();
+    assert!(written.contains(&format!("url = \"{JP6}\"")), "{written}");
+}
+
 const JP6_RELEASE: &str = "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 01:49:37 UTC 2025\n# KERNEL_VARIANT: oot\nTARGET_USERSPACE_LIB_DIR=nvidia\nTARGET_USERSPACE_LIB_DIR_PATH=usr/lib/aarch64-linux-gnu/nvidia\n";
 const JP7_RELEASE: &str = "# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64, DATE: Mon Aug 25 10:39:45 UTC 2025\n";
 

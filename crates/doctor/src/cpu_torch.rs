@@ -5,10 +5,11 @@
 use std::path::Path;
 
 use super::{Check, Finding, Inputs, Notes, Status};
+use gpuenv_core::facts::torch_index::Machine;
 use gpuenv_core::facts::{self, Facts};
 use gpuenv_core::guard::{self, TorchVersion};
 use gpuenv_core::resolve::Reason;
-use gpuenv_core::toolchain::{Kind, Version};
+use gpuenv_core::toolchain::Kind;
 
 pub const CHECK: Check = Check {
     id: "FM-03",
@@ -38,9 +39,8 @@ fn is_cpu_only(t: &TorchVersion) -> bool {
 
 /// The PyTorch wheel index the one chooser picks for a toolkit version and the installed
 /// torch (`None`: it refuses; the guard's hint then says why and what works).
-pub fn wheel_index(facts: &Facts, kind: Kind, v: &Version, torch: &TorchVersion) -> Option<String> {
-    let machine = gpuenv_core::guard::hint_machine(kind, v, torch);
-    gpuenv_core::facts::torch_choose::choose(facts, &machine)
+pub fn wheel_index(facts: &Facts, machine: &Machine) -> Option<String> {
+    gpuenv_core::facts::torch_choose::choose(facts, machine)
         .ok()
         .map(|p| p.index.url())
 }
@@ -89,19 +89,20 @@ pub fn run(inputs: &Inputs) -> Finding {
                 t.name, t.reason
             ),
         );
-        notes.hint(
-            match wheel_index(&inputs.facts, kind, &t.entry.version, torch) {
-                Some(index) => format!(
+        let machine = gpuenv_core::guard::hint_machine(
+            kind,
+            &t.entry.version,
+            torch,
+            inputs.machine.platform(),
+        );
+        notes.hint(match wheel_index(&inputs.facts, &machine) {
+            Some(index) => format!(
                 "pip install --force-reinstall torch torchvision torchaudio --index-url {index}"
             ),
-                None => gpuenv_core::guard::torch_for_toolkit(
-                    &inputs.facts,
-                    &gpuenv_core::guard::hint_machine(kind, &t.entry.version, torch),
-                )
+            None => gpuenv_core::guard::torch_for_toolkit(&inputs.facts, &machine)
                 .trim_start_matches("or ")
                 .to_string(),
-            },
-        );
+        });
     }
 
     let site = torch.dir.parent().unwrap_or(Path::new("/"));

@@ -25,6 +25,13 @@ impl Machine {
         self.root.join(abs.trim_start_matches('/'))
     }
 
+    /// The platform wheels must run on: a Jetson's JetPack read off the board, else what the
+    /// CPU implies (also for a Jetson gpuenv knows no wheels for; `torch index` says why).
+    pub fn platform(&self) -> gpuenv_core::facts::Platform {
+        gpuenv_core::facts::tegra::platform(&self.root, std::env::consts::ARCH)
+            .unwrap_or_else(|_| gpuenv_core::facts::Platform::for_host())
+    }
+
     pub fn read(&self, abs: &str) -> Option<String> {
         gpuenv_core::outside::read_text(&self.file(abs), gpuenv_core::outside::Kind::SystemFile)
             .ok()

@@ -77,6 +77,7 @@ pub fn run(inputs: &Inputs) -> Finding {
             root: &tc.entry.root,
             reason: tc.reason.to_string(),
             gpus: gpuenv_core::plan::torch_pick::declared_gpus(&inputs.active),
+            platform: inputs.machine.platform(),
         };
         let refusal = guard::refusal(
             &inputs.facts,

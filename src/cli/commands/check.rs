@@ -10,6 +10,7 @@ use serde_json::json;
 use gpuenv_core::context::vars;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::facts::Platform;
 use gpuenv_core::guard::{self, Policy, Side, Verdict};
 use gpuenv_core::toolchain::Kind;
 use gpuenv_core::ui::{self, Report};
@@ -41,6 +42,8 @@ impl Args {
         let active = support::resolve_here(&mut session, &[], None)?;
         let file = active.project.as_ref();
         let policy = Policy::for_project(ctx.var(vars::GPUENV_TORCH_CHECK), file)?;
+        // A Jetson gpuenv knows no wheels for: what its CPU implies (`torch index` says why).
+        let platform = session.platform().unwrap_or_else(|_| Platform::for_host());
 
         // A uv project's environment is its `.venv`, also when it is not activated (`uv run`
         // uses it): looked at before the python on PATH.
@@ -84,6 +87,7 @@ impl Args {
                     root: &tc.entry.root,
                     reason: tc.reason.to_string(),
                     gpus: gpuenv_core::plan::torch_pick::declared_gpus(&active),
+                    platform,
                 };
                 Ok((
                     verdict.clone(),
@@ -108,15 +112,16 @@ impl Args {
         };
         // `uv lock` follows pyproject.toml's sources over gpuenv's UV_INDEX: a file that sends
         // torch elsewhere than the pin installs a torch the guard then refuses.
-        let pyproject = match support::pyproject::check(session.facts(), &active, &ctx.cwd) {
-            Ok(lines) => lines,
-            Err(e) => {
-                // Cannot tell what uv will install.
-                support::print_error(&e);
-                code = code.max(2);
-                Vec::new()
-            }
-        };
+        let pyproject =
+            match support::pyproject::check(session.facts(), &active, &ctx.cwd, platform) {
+                Ok(lines) => lines,
+                Err(e) => {
+                    // Cannot tell what uv will install.
+                    support::print_error(&e);
+                    code = code.max(2);
+                    Vec::new()
+                }
+            };
         if !pyproject.is_empty() && code == 0 {
             code = 1;
         }

@@ -210,7 +210,16 @@ impl Args {
                 None => spec.version.minor().map(|m| (spec.version.major(), m)),
             };
             if let Some(release) = release {
-                support::pyproject::follow_pin(session.facts(), &active, &ctx.cwd, release);
+                // A Jetson gpuenv knows no wheels for: the index stays, as for any refusal.
+                if let Ok(platform) = session.platform() {
+                    support::pyproject::follow_pin(
+                        session.facts(),
+                        &active,
+                        &ctx.cwd,
+                        release,
+                        platform,
+                    );
+                }
             }
         }
         Ok(())

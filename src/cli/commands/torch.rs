@@ -72,7 +72,8 @@ impl Args {
         }
         if a.write_pyproject {
             let active = support::resolve_here(&mut session, &[], None)?;
-            return support::pyproject::write(session.facts(), &active, &ctx.cwd);
+            let platform = session.platform()?;
+            return support::pyproject::write(session.facts(), &active, &ctx.cwd, platform);
         }
         let machine = machine(&mut session, &a)?;
         let facts = session.facts();

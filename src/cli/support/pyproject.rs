@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use gpuenv_core::diagnostic::Hinted;
-use gpuenv_core::facts::{torch_index, Facts};
+use gpuenv_core::facts::torch_choose::{self, NoIndex};
+use gpuenv_core::facts::{torch_index, Facts, Platform};
+use gpuenv_core::plan::torch_pick;
 use gpuenv_core::project::owner;
 use gpuenv_core::project::pyproject;
 use gpuenv_core::resolve::ActiveSet;
@@ -25,12 +27,14 @@ pub fn path(active: &ActiveSet, cwd: &Path) -> PathBuf {
         .join("pyproject.toml")
 }
 
-/// PyTorch's index for the pinned toolkit, as the one chooser picks it for the project.
+/// PyTorch's index for the pinned toolkit on `platform`, as the one chooser picks it for the
+/// project.
 pub fn pinned_index(
     facts: &Facts,
     active: &ActiveSet,
-) -> Result<torch_index::Chosen, gpuenv_core::facts::torch_choose::NoIndex> {
-    gpuenv_core::plan::torch_pick::for_project(facts, active).map(|p| p.index)
+    platform: Platform,
+) -> Result<torch_index::Chosen, NoIndex> {
+    torch_pick::for_project(facts, active, platform).map(|p| p.index)
 }
 
 /// The file's text, or why it is not read: missing (`Ok(None)`), a link, another
@@ -64,14 +68,14 @@ fn read(path: &Path) -> Result<Option<String>> {
 
 /// `gpuenv torch index --write-pyproject`: the pinned toolkit's index as an explicit
 /// `[[tool.uv.index]]` with torch, torchvision and torchaudio routed to it.
-pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
-    if gpuenv_core::plan::torch_pick::toolkit(active).is_none() {
+pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path, platform: Platform) -> Result<()> {
+    if torch_pick::toolkit(active).is_none() {
         anyhow::bail!(
             Hinted::new("no PyTorch index to write: no toolkit is pinned here")
                 .hint("pin a toolkit PyTorch builds for (`gpuenv torch index --list`)")
         );
     }
-    let index = match pinned_index(facts, active) {
+    let index = match pinned_index(facts, active, platform) {
         Ok(index) => index,
         Err(why) => {
             use gpuenv_core::diagnostic::Diagnostic as _;
@@ -124,7 +128,13 @@ pub fn write(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<()> {
 /// into `pyproject.toml` ([`pyproject::written_index`]) follows it, through the editor, and
 /// the one command that makes `uv lock --check` pass again is said. Nothing for a file
 /// without that index. Never fails the pin: what cannot be done is a warning naming the fix.
-pub fn follow_pin(facts: &Facts, active: &ActiveSet, cwd: &Path, release: (u64, u64)) {
+pub fn follow_pin(
+    facts: &Facts,
+    active: &ActiveSet,
+    cwd: &Path,
+    release: (u64, u64),
+    platform: Platform,
+) {
     let path = path(active, cwd);
     let shown = path.display();
     let text = match read(&path) {
@@ -135,14 +145,22 @@ pub fn follow_pin(facts: &Facts, active: &ActiveSet, cwd: &Path, release: (u64, 
     let Ok(Some(old)) = pyproject::written_index(&text) else {
         return;
     };
-    let Some(index) = torch_index::for_release(facts, release) else {
-        return ui::warn_with_hints(
-            format!(
-                "{shown} still sends torch to {old}, and PyTorch publishes no index for CUDA {}.{}: `uv sync` keeps installing a torch built for the old toolkit",
-                release.0, release.1
-            ),
-            ["pin a CUDA release PyTorch builds for (`gpuenv torch index --list`), or remove the `pytorch` index from the file".to_string()],
-        );
+    // The one chooser, as `--write-pyproject` asks it, with the toolkit the pin moved to.
+    let machine = torch_index::Machine {
+        toolkit: Some(torch_index::Toolkit::Cuda(release)),
+        ..torch_pick::project_machine(active, torch_pick::pyproject_torch(active), platform)
+    };
+    let index = match torch_choose::choose(facts, &machine) {
+        Ok(pick) => pick.index,
+        Err(why) => {
+            return ui::warn_with_hints(
+                format!(
+                    "{shown} still sends torch to {old}, and no PyTorch index fits CUDA {}.{} here ({why}): `uv sync` keeps installing a torch built for the old toolkit",
+                    release.0, release.1
+                ),
+                ["pin a CUDA release PyTorch builds for (`gpuenv torch index --list`), or remove the `pytorch` index from the file".to_string()],
+            )
+        }
     };
     let url = index.url();
     if old.trim_end_matches('/') == url {
@@ -177,8 +195,13 @@ pub fn follow_pin(facts: &Facts, active: &ActiveSet, cwd: &Path, release: (u64, 
 
 /// What `gpuenv check` says of the file: each way it sends torch elsewhere than the
 /// pinned toolkit's index. Nothing when there is no file or no pinned index.
-pub fn check(facts: &Facts, active: &ActiveSet, cwd: &Path) -> Result<Vec<String>> {
-    let Ok(index) = pinned_index(facts, active) else {
+pub fn check(
+    facts: &Facts,
+    active: &ActiveSet,
+    cwd: &Path,
+    platform: Platform,
+) -> Result<Vec<String>> {
+    let Ok(index) = pinned_index(facts, active, platform) else {
         return Ok(Vec::new());
     };
     let path = path(active, cwd);

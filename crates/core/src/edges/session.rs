@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::context::{vars, Context};
-use crate::facts::{Facts, InEffect};
+use crate::facts::tegra::{self, UnknownJetson};
+use crate::facts::{Facts, InEffect, Platform};
 use crate::plan::auto_install::{self, InstallFailed, Installer, NotAllowed};
 use crate::plan::env::{self, Change, Op};
 use crate::plan::exec::Exec;
@@ -185,6 +186,13 @@ impl<'c> Session<'c> {
         &self.facts
     }
 
+    /// The platform wheels must run on here: a Jetson's JetPack read off the board (under
+    /// the system root), else what the CPU implies; `Err` for a Jetson gpuenv knows no
+    /// wheels for. Only an aarch64 host reads a file.
+    pub fn platform(&self) -> Result<Platform, UnknownJetson> {
+        tegra::platform(&self.ctx.system_root(), std::env::consts::ARCH)
+    }
+
     /// The home, registry and data in effect, for code that keeps them past the session.
     pub fn into_parts(self) -> (Home, Layered, InEffect) {
         (self.home, self.layered, self.facts)
@@ -274,7 +282,11 @@ impl<'c> Session<'c> {
         }
         let lmfiles = self.ctx.var(vars::_LMFILES_);
         // The file's `[env]` is empty until it is trusted (`ProjectFile::env`).
-        let mut change = change_for(active, registry, &self.home, Some(&self.facts), lmfiles);
+        let with_env = env::ForProject {
+            facts: &self.facts,
+            platform: self.platform().ok(),
+        };
+        let mut change = change_for(active, registry, &self.home, Some(with_env), lmfiles);
         // The proxy runs compilers, which load none of the wheels' libraries, and reads as
         // few files as it can.
         let mut shims_off = false;
@@ -372,7 +384,7 @@ pub fn change_for(
     active: &ActiveSet,
     registry: &Registry,
     home: &Home,
-    with_env: Option<&InEffect>,
+    with_env: Option<env::ForProject>,
     lmfiles: Option<&str>,
 ) -> Change {
     let mut change = env::plan(active, registry, home, with_env);

@@ -201,12 +201,6 @@ pub fn releases_text(first: Option<TorchRelease>, last: Option<TorchRelease>) ->
     }
 }
 
-/// The index built for exactly this major.minor.
-pub fn for_release(facts: &Facts, release: (u64, u64)) -> Option<&'static TorchIndex> {
-    let rows: &'static [TorchIndex] = facts.torch;
-    rows.iter().find(|i| i.cuda == release)
-}
-
 /// The index of a local version or index name (`cu128`).
 pub fn by_name(facts: &Facts, name: &str) -> Option<&'static TorchIndex> {
     let rows: &'static [TorchIndex] = facts.torch;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::facts::arch::{self, CudaArch};
-use crate::facts::{vars, Facts, InEffect};
+use crate::facts::{vars, Facts, InEffect, Platform};
 use crate::plan::resolve::ActiveSet;
 use crate::store::home::Home;
 use crate::store::toolchain::registry::Registry;
@@ -26,14 +26,23 @@ fn path_str(p: &Path) -> OsString {
     p.as_os_str().to_owned()
 }
 
+/// What a trusted project's `[env]` and `[torch] index` need: the compatibility data in
+/// effect (its copy is read only if the index is asked for) and the platform wheels must run
+/// on (`None` on a board gpuenv knows no wheels for: no index then).
+#[derive(Clone, Copy)]
+pub struct ForProject<'a> {
+    pub facts: &'a InEffect,
+    pub platform: Option<Platform>,
+}
+
 /// The change that makes `active` the environment: the one function every other part uses.
-/// `with_env`: the data in effect where the project's `[env]` and `[torch] index` may apply
-/// (once trusted); its copy is read only if the index is asked for.
+/// `with_env`: given where the project's `[env]` and `[torch] index` may apply (once
+/// trusted).
 pub fn plan(
     active: &ActiveSet,
     registry: &Registry,
     home: &Home,
-    with_env: Option<&InEffect>,
+    with_env: Option<ForProject>,
 ) -> Change {
     let mut ops = Vec::new();
     let set = |ops: &mut Vec<Op>, k: &str, v: OsString| ops.push(Op::Set(k.to_string(), v));
@@ -162,13 +171,14 @@ pub fn plan(
             );
         }
         // `env()` and `torch_index()` are empty until the file is trusted.
-        if let Some(facts) = with_env {
+        if let Some(with) = with_env {
             for (k, v) in file.env().into_iter().flatten() {
                 set(&mut ops, k, v.into());
             }
             if let Some(index) = file
                 .torch_index()
-                .and_then(|_| torch_index(facts.facts(), active))
+                .and(with.platform)
+                .and_then(|platform| torch_index(with.facts.facts(), active, platform))
             {
                 // pip looks in both indexes; uv's own switch picks PyTorch's index itself.
                 // Both lists keep the user's own indexes after gpuenv's (a company index
@@ -221,8 +231,12 @@ pub fn uv_index(url: &str) -> String {
 
 /// PyTorch's wheel index for the project (the one chooser, `plan::torch_pick`); none when it
 /// refuses (`gpuenv torch index` says why).
-fn torch_index(facts: &Facts, active: &ActiveSet) -> Option<crate::facts::torch_index::Chosen> {
-    super::torch_pick::for_project(facts, active)
+fn torch_index(
+    facts: &Facts,
+    active: &ActiveSet,
+    platform: Platform,
+) -> Option<crate::facts::torch_index::Chosen> {
+    super::torch_pick::for_project(facts, active, platform)
         .ok()
         .map(|p| p.index)
 }

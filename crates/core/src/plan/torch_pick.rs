@@ -1,8 +1,9 @@
 //! The chooser's inputs for a project, gathered once for every consumer that cannot probe the
 //! GPUs (the environment, `--write-pyproject`, `check`, the guard's hint): the pinned
-//! toolkit, the torch its pyproject.toml asks for, this host's platform, and as the GPUs the
-//! archs the project declares (`cuda-arch`, `rocm-arch`), so that they and `gpuenv torch
-//! index --gpu …` name the same index.
+//! toolkit, the torch its pyproject.toml asks for, the host's platform (a Jetson's JetPack,
+//! which the session reads off the board), and as the GPUs the archs the project declares
+//! (`cuda-arch`, `rocm-arch`), so that they and `gpuenv torch index --gpu …` name the same
+//! index.
 
 use crate::facts::torch_choose::{self, NoIndex, Pick};
 use crate::facts::torch_index::{Machine, Toolkit, TorchWanted};
@@ -85,8 +86,8 @@ pub fn project_machine(active: &ActiveSet, torch: TorchWanted, platform: Platfor
     }
 }
 
-/// The index for the project on this host, for the torch its pyproject.toml asks for.
-pub fn for_project(facts: &Facts, active: &ActiveSet) -> Result<Pick, NoIndex> {
+/// The index for the project on `platform`, for the torch its pyproject.toml asks for.
+pub fn for_project(facts: &Facts, active: &ActiveSet, platform: Platform) -> Result<Pick, NoIndex> {
     let torch = pyproject_torch(active);
-    torch_choose::choose(facts, &project_machine(active, torch, Platform::for_host()))
+    torch_choose::choose(facts, &project_machine(active, torch, platform))
 }

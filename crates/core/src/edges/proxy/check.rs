@@ -8,7 +8,8 @@ use std::path::Path;
 use crate::context::vars;
 use crate::context::Context;
 use crate::edges::session::Session;
-use crate::facts::InEffect;
+use crate::facts::tegra;
+use crate::facts::{InEffect, Platform};
 use crate::plan::guard::{self, Policy, Side};
 use crate::plan::resolve::{self, Active, ActiveSet, Reason, Request};
 use crate::plan::stale;
@@ -158,6 +159,10 @@ pub fn guard(
         root: Path::new(&entry.root),
         reason: compile.why(),
         gpus: crate::plan::torch_pick::declared_gpus(active),
+        // A Jetson gpuenv knows no wheels for: what its CPU implies (`gpuenv torch index`
+        // says why nothing fits it).
+        platform: tegra::platform(&ctx.system_root(), std::env::consts::ARCH)
+            .unwrap_or_else(|_| Platform::for_host()),
     };
     match guard::refusal(
         facts.facts(),

@@ -246,6 +246,8 @@ pub struct Side<'a> {
     /// The GPUs the project declares (`plan::torch_pick::declared_gpus`), for the hint's
     /// choice of index.
     pub gpus: (Vec<u32>, Vec<String>),
+    /// Where the wheels the hint names must run (a Jetson's JetPack takes its own index).
+    pub platform: crate::facts::Platform,
 }
 
 /// A refused build: what does not match, and the ways out.
@@ -329,7 +331,7 @@ pub fn refusal(
     }
     hints.push(match kind {
         Kind::Cuda | Kind::Rocm => {
-            let mut m = hint_machine(kind, &tc_short, torch);
+            let mut m = hint_machine(kind, &tc_short, torch, side.platform);
             (m.gpus, m.amd_gpus) = side.gpus.clone();
             torch_for_toolkit(facts, &m)
         }
@@ -338,12 +340,13 @@ pub fn refusal(
     Some(Refusal { message, hints })
 }
 
-/// What the guard's hint asks the chooser: the toolkit, the installed torch's release, this
+/// What the guard's hint asks the chooser: the toolkit, the installed torch's release, the
 /// host's platform.
 pub fn hint_machine(
     kind: Kind,
     toolkit: &Version,
     torch: &TorchVersion,
+    platform: crate::facts::Platform,
 ) -> crate::facts::torch_index::Machine {
     use crate::facts::torch_index::{Machine, Toolkit, TorchWanted};
     let release = (toolkit.major(), toolkit.minor().unwrap_or(0));
@@ -357,6 +360,7 @@ pub fn hint_machine(
             .as_deref()
             .and_then(TorchWanted::of_version)
             .unwrap_or_default(),
+        platform,
         ..Default::default()
     }
 }
