@@ -62,6 +62,7 @@ mod prompt_fast_path;
 mod proxy;
 mod proxy_process;
 mod python_envs;
+mod rc_files;
 mod readme;
 mod real_cuda_debian;
 mod real_hipcc;

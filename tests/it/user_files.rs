@@ -574,3 +574,56 @@ fn a_kill_mid_write_of_the_lock_or_the_settings_loses_nothing() {
     );
     kill_loop(&sb, &home, &settings, &mine, &["default", "cuda-12.4"]);
 }
+
+/// The lock and the settings under concurrent writers: eight `gpuenv lock` runs at once leave
+/// what one run leaves (the user's comment kept), and toolkits linked at once plus a default
+/// set meanwhile are all in the settings (no run's edit lost to another's).
+#[test]
+fn concurrent_lock_and_settings_writers_keep_every_change() {
+    let sb = Sandbox::new();
+    let proj = pin_project(&sb);
+    succeeded(&run(&sb, &proj, &["pin", "cuda-12.4"]));
+    succeeded(&run(&sb, &proj, &["lock"]));
+    let lock = proj.join("gpuenv.lock");
+    let made = fs_err::read_to_string(&lock).unwrap();
+    let files = made.lines().find(|l| l.starts_with("files")).unwrap();
+    let stale = format!(
+        "# ours\n{}",
+        made.replace(files, &format!("files = \"{}\" # checked", "0".repeat(64)))
+    );
+    write(&lock, &stale);
+    succeeded(&run(&sb, &proj, &["lock"]));
+    let once = fs_err::read_to_string(&lock).unwrap();
+    write(&lock, &stale);
+    let children: Vec<_> = (0..8).map(|_| start(&sb, &proj, &["lock"])).collect();
+    for c in children {
+        succeeded(&c.wait_with_output().unwrap());
+    }
+    assert_eq!(fs_err::read_to_string(&lock).unwrap(), once);
+    assert_no_leftovers(&proj);
+
+    let names: Vec<String> = (1..=6).map(|i| format!("cuda-12.4-site{i}")).collect();
+    let roots: Vec<PathBuf> = names
+        .iter()
+        .map(|n| cuda_runfile(&sb.path(&format!("opt/{n}")), "12.4.131"))
+        .collect();
+    let mut children: Vec<_> = names
+        .iter()
+        .zip(&roots)
+        .map(|(n, r)| start(&sb, &proj, &["link", n, r.to_str().unwrap()]))
+        .collect();
+    children.push(start(&sb, &proj, &["default", "cuda-12.4"]));
+    for c in children {
+        succeeded(&c.wait_with_output().unwrap());
+    }
+    let settings = fs_err::read_to_string(sb.gpuenv_home().join("settings.toml")).unwrap();
+    for n in &names {
+        assert!(
+            settings.contains(&format!("[toolchains.\"{n}\"]")),
+            "{n} lost:\n{settings}"
+        );
+    }
+    assert!(settings.contains("cuda-12.4"), "{settings}");
+    let list = sb.ok(&["list"]);
+    assert!(names.iter().all(|n| list.contains(n.as_str())), "{list}");
+}

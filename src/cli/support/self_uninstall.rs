@@ -57,6 +57,9 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
             ))
             .hint("point GPUENV_HOME at the home gpuenv made, or remove it yourself"));
         }
+        // An empty directory holds nothing to remove (a run killed between removing the
+        // mark and the home leaves one): the start-up files are still looked at.
+        Ok(_) if is_empty(&home.root) => {}
         Ok(_) => {
             let Some(mark) = mark_of(&home) else {
                 bail!(Hinted::new(format!(
@@ -155,6 +158,10 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
 fn me() -> u32 {
     // SAFETY: geteuid(2) cannot fail and touches no memory.
     unsafe { libc::geteuid() }
+}
+
+fn is_empty(dir: &Path) -> bool {
+    fs_err::read_dir(dir).is_ok_and(|mut rd| rd.next().is_none())
 }
 
 /// The mark of the home, or for a home from before marks existed the mark it would have

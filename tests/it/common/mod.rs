@@ -76,7 +76,13 @@ impl Sandbox {
 
     /// The real gpuenv binary with a clean environment.
     pub fn gpuenv(&self) -> assert_cmd::Command {
-        let mut cmd = assert_cmd::Command::cargo_bin("gpuenv").unwrap();
+        assert_cmd::Command::from_std(self.gpuenv_std())
+    }
+
+    /// The same command as [`Sandbox::gpuenv`], as std's, for a run that is not waited for
+    /// (`spawn`, then a kill or a concurrent run).
+    pub fn gpuenv_std(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpuenv"));
         cmd.env_clear()
             .env("HOME", self.home())
             .env("PATH", system_path())

@@ -401,18 +401,20 @@ pub fn check_copy(
     check(copy.path())
 }
 
-/// Keeps `text` (a file's old contents) at `backup`, complete, with `mode`: a private file's
-/// copy stays private.
-pub fn keep_copy(backup: &Path, text: &str, mode: u32) -> std::io::Result<()> {
-    use std::io::Write as _;
+/// Keeps `file` as it is now at `backup`, byte for byte (a byte-order mark too, which
+/// [`edit`]'s `change` does not see), with its mode: a private file's copy stays private.
+/// Called inside `change`, the file is locked and still the old one.
+pub fn keep_copy(backup: &Path, file: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
+    let mut old = fs_err::File::open(file)?;
+    let mode = old.metadata()?.permissions().mode();
     let dir = backup.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .permissions(std::fs::Permissions::from_mode(mode & 0o777))
         .tempfile_in(dir)?;
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;
-    tmp.write_all(text.as_bytes())?;
+    std::io::copy(&mut old, &mut tmp)?;
     tmp.as_file().sync_all()?;
     tmp.persist(backup).map_err(|e| e.error)?;
     Ok(())

@@ -8,8 +8,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use std::os::unix::fs::PermissionsExt as _;
-
 use anyhow::Result;
 
 use gpuenv_core::user_file::{self, Check, EditError, UserFile};
@@ -120,8 +118,7 @@ pub fn edit(rc: &Path, shell: &str, home: &Path) -> Result<Option<PathBuf>> {
             Ok(()) => plain,
             Err(_) => without_blocks(text, ": # gpuenv hook removed by gpuenv self uninstall").0,
         };
-        let mode = fs_err::metadata(rc)?.permissions().mode();
-        user_file::keep_copy(&backup, text, mode)?;
+        user_file::keep_copy(&backup, rc)?;
         Ok(Some(new))
     })?;
     Ok((outcome.edited != user_file::Edited::Unchanged).then_some(backup))
