@@ -86,6 +86,7 @@ mod test_hygiene;
 mod torch_jit;
 mod torch_pin_cd;
 mod torch_real;
+mod torch_switch;
 mod torch_toolkit_choice;
 mod typed_errors;
 mod uninstall;
