@@ -579,7 +579,8 @@ fn a_locked_torch_toolkit_is_said_to_come_from_install_torch() {
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(
-        t.contains("cuda-13.0.2-torch: made by `gpuenv install torch` from a Python environment's wheels, not registered here: `gpuenv install torch`, with the Python environment of that torch active, then `gpuenv check --locked`"),
+        t.contains("cuda-13.0.2-torch: made by `gpuenv install torch` from a Python environment's wheels, which no lock can bring; not registered here")
+            && t.contains("hint: `gpuenv install torch`, with the Python environment of that torch active, makes cuda-13.0.2-torch as locked"),
         "{t}"
     );
     assert!(!clone
@@ -626,4 +627,61 @@ fn outdated_and_update_leave_the_toolkit_install_torch_made() {
         "the toolkit still links into the venv"
     );
     assert!(!sb.gpuenv_home().join("toolchains/cuda-13.0.3").exists());
+}
+
+/// A teammate cloning a project whose lock names a torch toolkit made with a component
+/// needs one command: the first hint names the locked `--component`, and once it is run
+/// `check --locked` passes (issue 41: it took `install torch`, a `check --locked` that
+/// named the missing component, and `install torch --component` again).
+#[test]
+fn a_teammate_satisfies_a_locked_torch_toolkit_with_the_one_command_the_hint_names() {
+    let (server, sb, venv) = torch_toolkit(&pypi_tree());
+    let out = install_in(
+        &sb,
+        &server,
+        &venv,
+        &["install", "torch", "--component", "cuda_profiler_api"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"torch\"\n");
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("VIRTUAL_ENV", &venv)
+        .arg("lock")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let lock = fs_err::read_to_string(proj.join("gpuenv.lock")).unwrap();
+
+    // The teammate: the same project, their own venv with the same torch, nothing installed.
+    let clone = Sandbox::new();
+    let venv = super::install_torch::venv(&clone);
+    let proj = clone.project("proj", "[toolchain]\ncuda = \"torch\"\n");
+    write(&proj.join("gpuenv.lock"), &lock);
+    let index = server.url("simple/");
+    let run = |args: &[&str]| {
+        clone
+            .gpuenv()
+            .current_dir(&proj)
+            .env("GPUENV_PYPI_URL", &index)
+            .env("VIRTUAL_ENV", &venv)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let wanted = "hint: `gpuenv install torch --component cuda_profiler_api`, with the Python environment of that torch active, makes cuda-13.0.2-torch as locked";
+    for first in [&["install", "--locked"][..], &["check", "--locked"]] {
+        let out = run(first);
+        let t = text(&out);
+        assert!(!out.status.success(), "{first:?}: {t}");
+        // The first hint.
+        let hint = t.lines().find(|l| l.starts_with("hint:"));
+        assert_eq!(hint, Some(wanted), "{first:?}: {t}");
+    }
+    // The hint, followed: one command, and the lock is met.
+    let out = run(&["install", "torch", "--component", "cuda_profiler_api"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(&["check", "--locked"]);
+    assert!(out.status.success(), "{}", text(&out));
 }
