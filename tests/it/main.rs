@@ -11,6 +11,7 @@ mod audit_torch_symbols;
 mod bad_input;
 mod build_cache;
 mod build_cache_real;
+mod build_isolation;
 mod build_jobs;
 mod cluster_doc;
 mod compat_data;

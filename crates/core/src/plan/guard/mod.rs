@@ -9,6 +9,7 @@ use crate::diagnostic::Diagnostic;
 use crate::facts::Facts;
 use crate::project::{ProjectFile, TorchCheck};
 
+mod isolated;
 mod locate;
 pub mod matching;
 pub mod sys_path_cache;
@@ -325,17 +326,18 @@ pub fn refusal(
         policy.check,
         policy.from
     );
-    let mut hints = Vec::new();
-    if let Verdict::Mismatch { torch: built } = verdict {
-        hints.push(matching::hint(registry, kind, built, torch, policy.check));
-    }
-    hints.push(match kind {
-        Kind::Cuda | Kind::Rocm => {
-            let mut m = hint_machine(kind, &tc_short, torch, side.platform);
-            (m.gpus, m.amd_gpus) = side.gpus.clone();
-            torch_for_toolkit(facts, &m, torch.version.as_deref())
+    let hints_for_venv = || {
+        let mut hints = Vec::new();
+        if let Verdict::Mismatch { torch: built } = verdict {
+            hints.push(matching::hint(registry, kind, built, torch, policy.check));
         }
-    });
+        let mut m = hint_machine(kind, &tc_short, torch, side.platform);
+        (m.gpus, m.amd_gpus) = side.gpus.clone();
+        hints.push(torch_for_toolkit(facts, &m, torch.version.as_deref()));
+        hints
+    };
+    let mut hints = isolated::hints(registry, kind, torch, verdict, policy.check)
+        .unwrap_or_else(hints_for_venv);
     hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());
     Some(Refusal { message, hints })
 }
