@@ -194,6 +194,9 @@ impl Args {
                 );
             }
         }
+        if specs.iter().any(|s| s.kind == Kind::Cuda) || edit.torch.contains(&Kind::Cuda) {
+            support::stale_trees::warn(ctx);
+        }
         support::lock::refresh(ctx);
         // An index gpuenv wrote into pyproject.toml follows a CUDA pin that moved.
         if let Some(spec) = specs.iter().find(|s| s.kind == Kind::Cuda) {
