@@ -685,3 +685,51 @@ fn a_teammate_satisfies_a_locked_torch_toolkit_with_the_one_command_the_hint_nam
     let out = run(&["check", "--locked"]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// torch's NCCL wheel (`nvidia/nccl`, only `libnccl.so.2`) joins the toolkit made for it:
+/// its header and library are linked in, the toolkit's own tree gets the `libnccl.so` that
+/// `-lnccl` needs (the venv is left as it was), and the environment names NCCL through the
+/// view (issue 41: nccl-tests found no NCCL_* and `-lnccl` failed).
+#[test]
+fn install_torch_brings_the_venvs_nccl_with_a_libnccl_so_of_its_own() {
+    let (server, sb, venv) = index_and_venv(&pypi_tree());
+    let nccl = venv.join("lib/python3.11/site-packages/nvidia/nccl");
+    write(&nccl.join("include/nccl.h"), "// NCCL 2.27\n");
+    write(&nccl.join("lib/libnccl.so.2"), "ELF");
+    install_torch(&sb, &server, &venv);
+
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
+    assert_eq!(
+        fs_err::canonicalize(root.join("include/nccl.h")).unwrap(),
+        fs_err::canonicalize(nccl.join("include/nccl.h")).unwrap()
+    );
+    assert_eq!(
+        fs_err::read_link(root.join("lib64/libnccl.so")).unwrap(),
+        Path::new("libnccl.so.2")
+    );
+    assert!(root.join("lib64/libnccl.so").is_file());
+    // Nothing was written into the venv.
+    let in_venv: Vec<_> = fs_err::read_dir(nccl.join("lib"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(in_venv, ["libnccl.so.2"]);
+
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"cuda-13.0.2-torch\"\n");
+    let env = sb.env_json(&proj);
+    let view = sb.gpuenv_home().join("views/cuda-13.0.2-torch");
+    let var = |k: &str| PathBuf::from(env[k].as_str().unwrap_or_else(|| panic!("{k}: {env}")));
+    assert!(var("NCCL_ROOT").starts_with(&view), "{env}");
+    assert!(var("NCCL_INCLUDE_DIR").join("nccl.h").is_file(), "{env}");
+    // What `-lnccl` looks for, on the linker's path.
+    let lib = var("NCCL_LIB_DIR");
+    assert!(lib.join("libnccl.so").is_file(), "{env}");
+    assert!(
+        env["LIBRARY_PATH"]
+            .as_str()
+            .unwrap()
+            .split(':')
+            .any(|d| Path::new(d) == lib),
+        "{env}"
+    );
+}

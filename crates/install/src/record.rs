@@ -220,13 +220,17 @@ pub fn files_digest(root: &Path) -> std::io::Result<String> {
 }
 
 /// [`files_digest`] of an installed tree with its record: a link into a venv's wheel tree
-/// the record names (`gpuenv install torch`) counts by its path inside that tree, so the
-/// toolkit a teammate makes from their own venv of the same wheels is the locked one.
+/// the record names (`gpuenv install torch`), or into the `nvidia/` beside it (NCCL's
+/// wheel), counts by its path inside, so the toolkit a teammate makes from their own venv
+/// of the same wheels is the locked one.
 pub fn tree_digest(root: &Path, rec: Option<&Record>) -> std::io::Result<String> {
     let trees: Vec<&Path> = rec
         .into_iter()
         .flat_map(|r| &r.linked)
-        .map(|l| l.tree.as_path())
+        .map(|l| match l.tree.parent() {
+            Some(nvidia) if nvidia.file_name().is_some_and(|n| n == "nvidia") => nvidia,
+            _ => l.tree.as_path(),
+        })
         .collect();
     digest_of(root, &trees)
 }
@@ -360,12 +364,19 @@ mod tests {
         let toolkit = |name: &str, tree: &str| {
             let root = dir.path().join(name);
             fs_err::create_dir_all(root.join("include")).unwrap();
-            let target = dir.path().join(tree).join("include/cuda_runtime.h");
-            std::os::unix::fs::symlink(target, root.join("include/cuda_runtime.h")).unwrap();
-            tree_digest(&root, Some(&record(tree))).unwrap()
+            let tree = dir.path().join(tree);
+            let cudart = tree.join("include/cuda_runtime.h");
+            std::os::unix::fs::symlink(cudart, root.join("include/cuda_runtime.h")).unwrap();
+            // NCCL's wheel beside the tree.
+            let nccl = tree.parent().unwrap().join("nccl/include/nccl.h");
+            std::os::unix::fs::symlink(nccl, root.join("include/nccl.h")).unwrap();
+            tree_digest(&root, Some(&record(tree.to_str().unwrap()))).unwrap()
         };
         // Mine and a teammate's, each linked into their own venv.
-        assert_eq!(toolkit("a", "venv/cu13"), toolkit("b", "other/venv/cu13"));
+        assert_eq!(
+            toolkit("a", "venv/nvidia/cu13"),
+            toolkit("b", "other/venv/nvidia/cu13")
+        );
         // Without the record, the link's whole target counts.
         assert_ne!(
             files_digest(&dir.path().join("a")).unwrap(),

@@ -63,6 +63,14 @@ pub fn nvidia_wheel_libs(site: &Path) -> Vec<(String, PathBuf)> {
     libs
 }
 
+/// NCCL's wheel beside a CUDA wheel tree: `nvidia-nccl-cu13` installs `nvidia/nccl`
+/// (`include/nccl.h`, `lib/libnccl.so.2` and no unversioned library) next to the merged
+/// `nvidia/cu13` of the toolkit's wheels; `None` when it is not there.
+pub fn nccl_wheel_beside(cuda_tree: &Path) -> Option<PathBuf> {
+    let nccl = cuda_tree.parent()?.join("nccl");
+    (nccl.join("include/nccl.h").is_file() && nccl.join("lib").is_dir()).then_some(nccl)
+}
+
 /// The frontend whose isolated build environment a path lies in, when it does: a build
 /// run with isolation gets its own torch from the build requirements, which neither the
 /// user's environment nor a `"torch"` pin (which reads that environment) can see.
