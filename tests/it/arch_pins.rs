@@ -743,3 +743,80 @@ fn a_pip_wheel_build_does_not_use_up_the_arch_notice() {
         stderr_of(&out)
     );
 }
+
+/// What pip and uv draw on the terminal around a hidden compile, byte for byte in kind:
+/// pip a status line with a spinner and no newline, then `done`; uv two bars with the
+/// cursor at the end of the second, then a redraw from one row up (indicatif's way).
+const FRONTENDS_SH: &str = r#"#!/bin/sh
+shim="$1"; pip_proj="$2"; uv_proj="$3"
+compile() {
+    ( cd "$1" && PIP_BUILD_TRACKER=/tmp/tracker "$shim" -gencode arch=compute_80,code=sm_80 \
+        -c k.cu -o k.o 2>>hidden.log )
+}
+printf 'Building wheel for k (pyproject.toml) ... |'
+compile "$pip_proj"
+printf '\b/\bdone\n'
+printf 'Preparing packages... (0/1)\nBuilding k @ file:///src/k'
+compile "$uv_proj"
+printf '\033[1A\r\033[2KPrepared 1 package in 3.1s\n\033[2KBuilt k @ file:///src/k\n'
+"#;
+
+/// The notice a hidden compile writes to the terminal, in a real terminal (tmux) under
+/// pip's spinner and uv's redraw: whole, on its own line (issue 41: glued to pip's
+/// spinner, its end erased by uv's redraw).
+#[test]
+fn the_terminal_notice_survives_pips_spinner_and_uvs_redraw() {
+    if !have_tool("tmux") {
+        return;
+    }
+    let (sb, pip_proj, _, _) = pinned("");
+    let uv_proj = sb.path("uv-proj");
+    fs::create_dir_all(&uv_proj).unwrap();
+    fs::copy(pip_proj.join("gpuenv.toml"), uv_proj.join("gpuenv.toml")).unwrap();
+    let script = sb.path("frontends.sh");
+    write_exe(&script, FRONTENDS_SH);
+    fs::create_dir_all(sb.path("work")).unwrap();
+    let mut pane = common::pty::bash(&sb, "PS1='(none) $ '\n");
+    let shim = sb.gpuenv_home().join("shims/nvcc");
+    let ran = pane.run(&format!(
+        "{} {} {} {}",
+        script.display(),
+        shim.display(),
+        pip_proj.display(),
+        uv_proj.display()
+    ));
+    let lines = ran.lines();
+    let notices: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains("in a build whose output is hidden"))
+        .collect();
+    assert_eq!(notices.len(), 2, "{}", ran.output);
+    for notice in notices {
+        assert!(
+            notice.starts_with("gpuenv: nvcc in a build"),
+            "{}",
+            ran.output
+        );
+        assert!(
+            notice
+                .trim_end()
+                .ends_with("(said again at the next compile you see)"),
+            "{}",
+            ran.output
+        );
+    }
+    // The frontends' own lines are whole too.
+    for theirs in [
+        "Building wheel for k (pyproject.toml) ... |",
+        "Prepared 1 package in 3.1s",
+        "Built k @ file:///src/k",
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.trim_end() == theirs || l.starts_with(theirs)),
+            "{theirs:?}:\n{}",
+            ran.output
+        );
+    }
+}

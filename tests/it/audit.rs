@@ -226,6 +226,13 @@ fn a_pinned_arch_it_misses_is_no_kernel_image_at_the_pins_line_exit_1() {
         stdout.contains("`-gencode arch=compute_75,code=sm_75`"),
         "{stdout}"
     );
+    // 7.5 is pinned already: the hint says why the build missed it, not to pin it again.
+    assert!(
+        stdout.contains("7.5 is pinned in gpuenv.toml:5, but this was built without it")
+            && stdout.contains("`[build] archs = \"add\"`"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("gpuenv pin --arch 7.5"), "{stdout}");
     // No GPU is named here (PATH has no nvidia-smi): the pins alone are compared, and said so.
     assert!(
         stdout.contains("skip  gpus: no GPU found here (nvidia-smi: not on PATH"),

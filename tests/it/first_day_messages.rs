@@ -127,3 +127,56 @@ fn check_says_nothing_is_pinned_first_and_reads_a_uv_projects_venv() {
     assert!(ok, "{text}");
     assert!(text.contains("2.5.1+cu124"), "{text}");
 }
+
+/// A typo in any TOML file gpuenv reads is said on one line with the file, line and column,
+/// and what the parser expected; never a `\n` written out inside the message.
+#[test]
+fn a_toml_syntax_error_is_one_clean_line_with_file_and_line() {
+    let sb = Sandbox::new();
+    let proj = sb.path("proj");
+    let one_clean_line = |text: &str, at: &str| {
+        assert!(!text.contains("\\n"), "{text}");
+        let line = text.lines().next().unwrap();
+        assert!(
+            line.contains(at) && line.contains("invalid table header: expected `.`, `]`"),
+            "{text}"
+        );
+    };
+
+    write(&proj.join("gpuenv.toml"), "[toolchain\ncuda = \"13.0\"\n");
+    let (ok, text) = said(&sb, &proj, &["show"]);
+    assert!(!ok, "{text}");
+    let toml = proj.join("gpuenv.toml");
+    one_clean_line(&text, &format!("{}:1:11:", toml.display()));
+
+    write(&toml, "[toolchain]\ncuda = \"13.0\"\n");
+    write(&proj.join("gpuenv.lock"), "[toolchain\n");
+    let (ok, text) = said(&sb, &proj, &["check", "--locked"]);
+    assert!(!ok, "{text}");
+    let lock = proj.join("gpuenv.lock");
+    one_clean_line(&text, &format!("{}:1:11:", lock.display()));
+
+    let manifest = sb.path("manifest.toml");
+    write(&manifest, "kind = \"rocm\"\n[x\n");
+    let (ok, text) = said(
+        &sb,
+        &proj,
+        &[
+            "install",
+            "rocm-6.2.4",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    assert!(!ok, "{text}");
+    assert!(!text.contains("\\n") && !text.contains("  |"), "{text}");
+    assert!(
+        text.contains("line 2, column 3: invalid table header: expected `.`, `]`"),
+        "{text}"
+    );
+
+    write(&sb.gpuenv_home().join("settings.toml"), "[x\n");
+    let (ok, text) = said(&sb, &proj, &["list"]);
+    assert!(!ok, "{text}");
+    one_clean_line(&text, "settings.toml is corrupt: line 1, column 3:");
+}

@@ -579,7 +579,8 @@ fn a_locked_torch_toolkit_is_said_to_come_from_install_torch() {
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(
-        t.contains("cuda-13.0.2-torch: made by `gpuenv install torch` from a Python environment's wheels, not registered here: `gpuenv install torch`, with the Python environment of that torch active, then `gpuenv check --locked`"),
+        t.contains("cuda-13.0.2-torch: made by `gpuenv install torch` from a Python environment's wheels, which no lock can bring; not registered here")
+            && t.contains("hint: `gpuenv install torch`, with the Python environment of that torch active, makes cuda-13.0.2-torch as locked"),
         "{t}"
     );
     assert!(!clone
@@ -626,4 +627,109 @@ fn outdated_and_update_leave_the_toolkit_install_torch_made() {
         "the toolkit still links into the venv"
     );
     assert!(!sb.gpuenv_home().join("toolchains/cuda-13.0.3").exists());
+}
+
+/// A teammate cloning a project whose lock names a torch toolkit made with a component
+/// needs one command: the first hint names the locked `--component`, and once it is run
+/// `check --locked` passes (issue 41: it took `install torch`, a `check --locked` that
+/// named the missing component, and `install torch --component` again).
+#[test]
+fn a_teammate_satisfies_a_locked_torch_toolkit_with_the_one_command_the_hint_names() {
+    let (server, sb, venv) = torch_toolkit(&pypi_tree());
+    let out = install_in(
+        &sb,
+        &server,
+        &venv,
+        &["install", "torch", "--component", "cuda_profiler_api"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"torch\"\n");
+    let out = sb
+        .gpuenv()
+        .current_dir(&proj)
+        .env("VIRTUAL_ENV", &venv)
+        .arg("lock")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let lock = fs_err::read_to_string(proj.join("gpuenv.lock")).unwrap();
+
+    // The teammate: the same project, their own venv with the same torch, nothing installed.
+    let clone = Sandbox::new();
+    let venv = super::install_torch::venv(&clone);
+    let proj = clone.project("proj", "[toolchain]\ncuda = \"torch\"\n");
+    write(&proj.join("gpuenv.lock"), &lock);
+    let index = server.url("simple/");
+    let run = |args: &[&str]| {
+        clone
+            .gpuenv()
+            .current_dir(&proj)
+            .env("GPUENV_PYPI_URL", &index)
+            .env("VIRTUAL_ENV", &venv)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let wanted = "hint: `gpuenv install torch --component cuda_profiler_api`, with the Python environment of that torch active, makes cuda-13.0.2-torch as locked";
+    for first in [&["install", "--locked"][..], &["check", "--locked"]] {
+        let out = run(first);
+        let t = text(&out);
+        assert!(!out.status.success(), "{first:?}: {t}");
+        // The first hint.
+        let hint = t.lines().find(|l| l.starts_with("hint:"));
+        assert_eq!(hint, Some(wanted), "{first:?}: {t}");
+    }
+    // The hint, followed: one command, and the lock is met.
+    let out = run(&["install", "torch", "--component", "cuda_profiler_api"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(&["check", "--locked"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// torch's NCCL wheel (`nvidia/nccl`, only `libnccl.so.2`) joins the toolkit made for it:
+/// its header and library are linked in, the toolkit's own tree gets the `libnccl.so` that
+/// `-lnccl` needs (the venv is left as it was), and the environment names NCCL through the
+/// view (issue 41: nccl-tests found no NCCL_* and `-lnccl` failed).
+#[test]
+fn install_torch_brings_the_venvs_nccl_with_a_libnccl_so_of_its_own() {
+    let (server, sb, venv) = index_and_venv(&pypi_tree());
+    let nccl = venv.join("lib/python3.11/site-packages/nvidia/nccl");
+    write(&nccl.join("include/nccl.h"), "// NCCL 2.27\n");
+    write(&nccl.join("lib/libnccl.so.2"), "ELF");
+    install_torch(&sb, &server, &venv);
+
+    let root = sb.gpuenv_home().join("toolchains/cuda-13.0.2-torch");
+    assert_eq!(
+        fs_err::canonicalize(root.join("include/nccl.h")).unwrap(),
+        fs_err::canonicalize(nccl.join("include/nccl.h")).unwrap()
+    );
+    assert_eq!(
+        fs_err::read_link(root.join("lib64/libnccl.so")).unwrap(),
+        Path::new("libnccl.so.2")
+    );
+    assert!(root.join("lib64/libnccl.so").is_file());
+    // Nothing was written into the venv.
+    let in_venv: Vec<_> = fs_err::read_dir(nccl.join("lib"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(in_venv, ["libnccl.so.2"]);
+
+    let proj = sb.project("proj", "[toolchain]\ncuda = \"cuda-13.0.2-torch\"\n");
+    let env = sb.env_json(&proj);
+    let view = sb.gpuenv_home().join("views/cuda-13.0.2-torch");
+    let var = |k: &str| PathBuf::from(env[k].as_str().unwrap_or_else(|| panic!("{k}: {env}")));
+    assert!(var("NCCL_ROOT").starts_with(&view), "{env}");
+    assert!(var("NCCL_INCLUDE_DIR").join("nccl.h").is_file(), "{env}");
+    // What `-lnccl` looks for, on the linker's path.
+    let lib = var("NCCL_LIB_DIR");
+    assert!(lib.join("libnccl.so").is_file(), "{env}");
+    assert!(
+        env["LIBRARY_PATH"]
+            .as_str()
+            .unwrap()
+            .split(':')
+            .any(|d| Path::new(d) == lib),
+        "{env}"
+    );
 }

@@ -40,7 +40,7 @@ fn a_mismatched_extension_build_is_refused_before_compiling() {
     );
     assert!(!err.contains("gpuenv install"), "{err}");
     assert!(
-        err.contains("hint: or install the torch built for CUDA 11.8: `pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu118`"),
+        err.contains("hint: or install the torch built for CUDA 11.8: `pip install torch==2.4.1+cu118 --index-url https://download.pytorch.org/whl/cu118`"),
         "{err}"
     );
     assert_eq!(w.log("cuda-11.8"), None, "nvcc must not have run");
@@ -181,7 +181,9 @@ fn a_cpu_only_torch_is_refused() {
         "{err}"
     );
     assert!(
-        err.contains("pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121"),
+        err.contains(
+            "pip install torch==2.4.1+cu121 --index-url https://download.pytorch.org/whl/cu121"
+        ),
         "{err}"
     );
 }

@@ -224,6 +224,94 @@ fn a_cmake_tree_configured_for_one_real_toolkit_is_refused_under_the_other_until
     succeeded(&out);
 }
 
+/// A tree configured outside gpuenv with a real nvcc path runs that nvcc itself: its builds
+/// never reach the proxy, so nothing could refuse them after the pin moves. `gpuenv pin`
+/// says so when it moves the pin, with the `cmake --fresh` that keeps the tree's generator
+/// and leaves the old compiler out; followed, the tree builds through gpuenv's nvcc, so the
+/// next move of the pin is refused at compile time like any gpuenv-configured tree.
+#[test]
+fn a_cmake_tree_configured_outside_gpuenv_is_named_when_the_pin_moves() {
+    let Some(p) = cmake_project() else { return };
+    let build = p.proj.join("build");
+    let cuda13 = real_cuda13().unwrap();
+    let nvcc13 = cuda13.join("bin/nvcc");
+
+    // Configured without gpuenv: no hook, the real nvcc by its path.
+    let out = std::process::Command::new("cmake")
+        .current_dir(&p.proj)
+        .env_clear()
+        .env("HOME", p.sb.home())
+        .env("PATH", system_path())
+        .args(["-S", ".", "-B", "build", "-G", "Ninja"])
+        .arg(format!("-DCMAKE_CUDA_COMPILER={}", nvcc13.display()))
+        .args([
+            "-DCMAKE_CUDA_ARCHITECTURES=80",
+            "-DCMAKE_CUDA_HOST_COMPILER=g++-11",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out);
+
+    let out =
+        p.sb.gpuenv()
+            .current_dir(&p.proj)
+            .args(["pin", "cuda-11.8"])
+            .output()
+            .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    for wanted in [
+        format!(
+            "warning: the build directory {} was configured with cuda-13.0 (CUDA 13.0",
+            build.display()
+        ),
+        "but cuda-11.8-debian (11.8.89) is active here".to_string(),
+        format!(
+            "its builds run {} themselves, not through gpuenv, so nothing refuses them",
+            nvcc13.display()
+        ),
+        format!(
+            "`cmake --fresh -S {} -B {} -G Ninja` (with your other options but not -DCMAKE_CUDA_COMPILER",
+            p.proj.display(),
+            build.display()
+        ),
+    ] {
+        assert!(said.contains(&wanted), "{wanted:?} not in:\n{said}");
+    }
+
+    // The hint, followed in a shell with gpuenv active: the tree now compiles through the
+    // pinned toolkit's view, and builds.
+    let fresh = said
+        .split('`')
+        .find(|w| w.starts_with("cmake --fresh"))
+        .unwrap();
+    let configure = format!("{fresh} -DCMAKE_SYSROOT_LINK={}", p.debian.display());
+    succeeded(&p.run(&["sh", "-c", &configure]));
+    succeeded(&p.build());
+    assert!(p
+        .compiler_file()
+        .contains("CMAKE_CUDA_COMPILER_VERSION \"11.8.89\""));
+
+    // Moved again: said at the pin, and now refused at the compile too.
+    let out =
+        p.sb.gpuenv()
+            .current_dir(&p.proj)
+            .args(["pin", "cuda-13.0"])
+            .output()
+            .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        said.contains("its next compile is refused until it is configured afresh"),
+        "{said}"
+    );
+    edit(&p.proj.join("k.cu"));
+    let err = refused(&p.build());
+    assert!(
+        err.contains("was configured with cuda-11.8-debian"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_cmake_tree_configured_without_cuda_refuses_nvcc_until_cmake_enables_it() {
     if !have_tool("cmake") {

@@ -201,7 +201,7 @@ fn cuda_want(
                     list(&ptxs)
                 ),
             )
-            .hint(rebuild_hint(&cap, sm)),
+            .hint(rebuild_hint(&cap, sm, from)),
         );
     }
     let has_own_ptx = ptxs
@@ -236,10 +236,17 @@ fn cuda_want(
 /// How to rebuild with an arch: the exported lists reach a build that sets no arch flags of
 /// its own; one that passes `-gencode` (a setup.py's, a CMake target's
 /// `CUDA_ARCHITECTURES`) ignores them, and there the flag or `[build] archs = "add"` does it.
-fn rebuild_hint(cap: &str, sm: u32) -> String {
-    format!(
-        "rebuild with `-gencode arch=compute_{sm},code=sm_{sm}`: pin {cap} (`gpuenv pin --arch {cap}`) and set `[build] archs = \"add\"` in gpuenv.toml, and gpuenv adds it to a build that passes its own arch flags; a build that passes none takes it from TORCH_CUDA_ARCH_LIST or CUDAARCHS, which gpuenv exports from the pin"
-    )
+/// An arch pinned already is not pinned again: the build did not take the pin.
+fn rebuild_hint(cap: &str, sm: u32, from: &Source) -> String {
+    let gencode = format!("`-gencode arch=compute_{sm},code=sm_{sm}`");
+    match from {
+        Source::Pin { .. } => format!(
+            "{cap} is {from}, but this was built without it: built before the pin, or by a build that passes its own arch flags (a setup.py's, a CMake target's CUDA_ARCHITECTURES), which ignores the TORCH_CUDA_ARCH_LIST and CUDAARCHS gpuenv exports; set `[build] archs = \"add\"` in gpuenv.toml so gpuenv adds {gencode} to such a build, and rebuild"
+        ),
+        _ => format!(
+            "rebuild with {gencode}: pin {cap} (`gpuenv pin --arch {cap}`) and set `[build] archs = \"add\"` in gpuenv.toml, and gpuenv adds it to a build that passes its own arch flags; a build that passes none takes it from TORCH_CUDA_ARCH_LIST or CUDAARCHS, which gpuenv exports from the pin"
+        ),
+    }
 }
 
 /// Why the driver cannot compile this PTX image, if it cannot.

@@ -40,6 +40,21 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A TOML parser's message on one line, its lines (what went wrong, then what it expected)
+/// joined by ": " as in "invalid table header: expected `.`, `]`" (the form the user-file
+/// editor uses too); through [`printable`], since the message quotes the file.
+pub fn toml_message(message: &str) -> String {
+    let lines: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return "not valid TOML".into();
+    }
+    printable(&lines.join(": ")).into_owned()
+}
+
 /// How much of a value from outside (a server's string, a manifest's field) a message shows.
 pub const MAX_SHOWN: usize = 300;
 
@@ -275,6 +290,18 @@ mod tests {
         crate::find_diagnostic!(err, Hinted)
     }
     const FIND: &[Find] = &[find_hinted];
+
+    #[test]
+    fn a_toml_message_is_one_line() {
+        assert_eq!(
+            toml_message("invalid table header\nexpected `.`, `]`\n"),
+            "invalid table header: expected `.`, `]`"
+        );
+        assert_eq!(
+            toml_message("duplicate key `a\u{1b}`"),
+            "duplicate key `a\\x1b`"
+        );
+    }
 
     #[test]
     fn control_characters_are_escaped() {

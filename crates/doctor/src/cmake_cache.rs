@@ -23,29 +23,10 @@ const DEPTH: usize = 2;
 
 /// Every cache at or below `dir`, at most `DEPTH` levels down, hidden dirs skipped.
 pub fn find(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut level = vec![dir.to_path_buf()];
-    for depth in 0..=DEPTH {
-        let mut next = Vec::new();
-        for d in &level {
-            if d.join(CACHE).is_file() {
-                out.push(d.join(CACHE));
-            }
-            if depth < DEPTH {
-                if let Ok(rd) = fs_err::read_dir(d) {
-                    next.extend(
-                        rd.flatten()
-                            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                            .map(|e| e.path()),
-                    );
-                }
-            }
-        }
-        level = next;
-    }
-    out.sort();
-    out
+    stale::find::cmake_trees(dir, DEPTH)
+        .into_iter()
+        .map(|tree| tree.join(CACHE))
+        .collect()
 }
 
 /// The path keys that name a toolkit, per kind.

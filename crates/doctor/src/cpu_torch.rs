@@ -99,9 +99,13 @@ pub fn run(inputs: &Inputs) -> Finding {
             Some(index) => format!(
                 "pip install --force-reinstall torch torchvision torchaudio --index-url {index}"
             ),
-            None => gpuenv_core::guard::torch_for_toolkit(&inputs.facts, &machine)
-                .trim_start_matches("or ")
-                .to_string(),
+            None => gpuenv_core::guard::torch_for_toolkit(
+                &inputs.facts,
+                &machine,
+                torch.version.as_deref(),
+            )
+            .trim_start_matches("or ")
+            .to_string(),
         });
     }
 

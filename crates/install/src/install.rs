@@ -197,14 +197,25 @@ pub(crate) fn place_archive(fetcher: &Fetcher, a: &Archive, dir: &Path, root: &P
 }
 
 /// Links the plan's venv wheel trees into `root` where nothing is placed: after every
-/// archive, so what is downloaded wins over what is linked.
+/// archive, so what is downloaded wins over what is linked. NCCL's wheel beside a CUDA
+/// tree (torch's `nvidia/nccl`) is linked too: its headers and library join the toolkit's,
+/// where the finished tree gets the `libnccl.so` the wheel lacks (`-lnccl` needs it), in
+/// gpuenv's tree, never in the venv.
 pub(crate) fn link_wheel_trees(plan: &Plan, root: &Path) -> Result<()> {
     for l in &plan.linked {
-        match plan.kind {
-            Kind::Cuda => assemble::link_wheel_tree(&l.tree, root),
-            Kind::Rocm => assemble::link_rocm_tree(&l.tree, root),
+        let trees = match plan.kind {
+            Kind::Cuda => std::iter::once(l.tree.clone())
+                .chain(gpuenv_core::facts::python::nccl_wheel_beside(&l.tree))
+                .collect(),
+            Kind::Rocm => vec![l.tree.clone()],
+        };
+        for tree in trees {
+            match plan.kind {
+                Kind::Cuda => assemble::link_wheel_tree(&tree, root),
+                Kind::Rocm => assemble::link_rocm_tree(&tree, root),
+            }
+            .with_context(|| format!("linking {} to {}", plan.name, tree.display()))?;
         }
-        .with_context(|| format!("linking {} to {}", plan.name, l.tree.display()))?;
     }
     Ok(())
 }

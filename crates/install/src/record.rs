@@ -216,6 +216,26 @@ pub fn forget_kept(toolchains: &Path, name: &str) {
 /// (the same archives from another mirror make the same tree). Contents are not read: an
 /// installed tree's come from archives checked by sha256, and a linked tree may be large.
 pub fn files_digest(root: &Path) -> std::io::Result<String> {
+    digest_of(root, &[])
+}
+
+/// [`files_digest`] of an installed tree with its record: a link into a venv's wheel tree
+/// the record names (`gpuenv install torch`), or into the `nvidia/` beside it (NCCL's
+/// wheel), counts by its path inside, so the toolkit a teammate makes from their own venv
+/// of the same wheels is the locked one.
+pub fn tree_digest(root: &Path, rec: Option<&Record>) -> std::io::Result<String> {
+    let trees: Vec<&Path> = rec
+        .into_iter()
+        .flat_map(|r| &r.linked)
+        .map(|l| match l.tree.parent() {
+            Some(nvidia) if nvidia.file_name().is_some_and(|n| n == "nvidia") => nvidia,
+            _ => l.tree.as_path(),
+        })
+        .collect();
+    digest_of(root, &trees)
+}
+
+fn digest_of(root: &Path, linked: &[&Path]) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     let mut stack = vec![root.to_path_buf()];
     let mut entries = Vec::new();
@@ -232,8 +252,15 @@ pub fn files_digest(root: &Path) -> std::io::Result<String> {
                 stack.push(path.clone());
                 b"d".to_vec()
             } else if meta.file_type().is_symlink() {
+                let target = fs_err::read_link(&path)?;
                 let mut l = b"l ".to_vec();
-                l.extend_from_slice(fs_err::read_link(&path)?.as_os_str().as_bytes());
+                match linked.iter().find_map(|t| target.strip_prefix(t).ok()) {
+                    Some(inside) => {
+                        l.extend_from_slice(b"<linked>/");
+                        l.extend_from_slice(inside.as_os_str().as_bytes());
+                    }
+                    None => l.extend_from_slice(target.as_os_str().as_bytes()),
+                }
                 l
             } else {
                 let exec = meta.permissions().mode() & 0o111 != 0;
@@ -318,5 +345,42 @@ mod tests {
         assert_ne!(files_digest(root).unwrap(), bigger);
         std::os::unix::fs::symlink("nvcc", root.join("bin/cc")).unwrap();
         assert_eq!(files_digest(root).unwrap().len(), 64);
+    }
+
+    #[test]
+    fn links_into_the_recorded_venv_tree_count_by_their_path_inside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = |tree: &str| Record {
+            from: "pypi".into(),
+            profile: "minimal".into(),
+            components: Vec::new(),
+            manifest: None,
+            archives: Vec::new(),
+            linked: vec![Linked {
+                tree: dir.path().join(tree),
+                wheels: Vec::new(),
+            }],
+        };
+        let toolkit = |name: &str, tree: &str| {
+            let root = dir.path().join(name);
+            fs_err::create_dir_all(root.join("include")).unwrap();
+            let tree = dir.path().join(tree);
+            let cudart = tree.join("include/cuda_runtime.h");
+            std::os::unix::fs::symlink(cudart, root.join("include/cuda_runtime.h")).unwrap();
+            // NCCL's wheel beside the tree.
+            let nccl = tree.parent().unwrap().join("nccl/include/nccl.h");
+            std::os::unix::fs::symlink(nccl, root.join("include/nccl.h")).unwrap();
+            tree_digest(&root, Some(&record(tree.to_str().unwrap()))).unwrap()
+        };
+        // Mine and a teammate's, each linked into their own venv.
+        assert_eq!(
+            toolkit("a", "venv/nvidia/cu13"),
+            toolkit("b", "other/venv/nvidia/cu13")
+        );
+        // Without the record, the link's whole target counts.
+        assert_ne!(
+            files_digest(&dir.path().join("a")).unwrap(),
+            files_digest(&dir.path().join("b")).unwrap()
+        );
     }
 }

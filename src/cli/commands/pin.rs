@@ -9,6 +9,7 @@ use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::arch::{self, CudaArch, Problem, Verdict};
 use gpuenv_core::facts::{release_name, Facts};
+use gpuenv_core::guard;
 use gpuenv_core::home::Home;
 use gpuenv_core::install_hint;
 use gpuenv_core::plan::native;
@@ -143,10 +144,7 @@ impl Args {
         }
 
         for kind in &edit.torch {
-            ui::info(format!(
-                "pinned {kind} = \"torch\" in {}: the toolkit made for the active Python's torch (`gpuenv install torch`)",
-                path.display()
-            ));
+            say_torch_pin(ctx, &registry, *kind, &path);
         }
         for spec in &specs {
             match registry.find(spec) {
@@ -196,6 +194,9 @@ impl Args {
                 );
             }
         }
+        if specs.iter().any(|s| s.kind == Kind::Cuda) || edit.torch.contains(&Kind::Cuda) {
+            support::stale_trees::warn(ctx);
+        }
         support::lock::refresh(ctx);
         // An index gpuenv wrote into pyproject.toml follows a CUDA pin that moved.
         if let Some(spec) = specs.iter().find(|s| s.kind == Kind::Cuda) {
@@ -229,6 +230,51 @@ impl Args {
 /// gpuenv's own edit, asked for by the user, keeps a trusted file trusted: the record of
 /// the bytes it had moves to the bytes it has now (an edit from outside still needs
 /// `gpuenv trust`).
+/// What a new `kind = "torch"` pin picks here: the registered toolkit, else why nothing
+/// resolves it yet (no torch visible, a torch not built for `kind`, nothing installed for
+/// it) and what would; a pin that resolves nothing is never written without a word.
+fn say_torch_pin(ctx: &Context, registry: &Registry, kind: Kind, path: &Path) {
+    let pinned = format!("pinned {kind} = \"torch\" in {}", path.display());
+    let torch = match guard::locate_torch(ctx, None) {
+        Ok(torch) => torch,
+        Err(why) => {
+            return ui::warn_with_hints(
+                format!("{pinned}, but no torch is visible here, so nothing resolves it: {why}"),
+                [format!(
+                    "activate the Python environment that has torch (or set VIRTUAL_ENV) where you build; or pin the {kind} release instead (`gpuenv pin {kind}-<version>`)"
+                )],
+            )
+        }
+    };
+    let Some(spec) = guard::matching::torch_spec(kind, &torch) else {
+        return ui::warn_with_hints(
+            format!(
+                "{pinned}, but the torch at {} (torch {}) is not built for {kind}, so nothing resolves it",
+                torch.dir.display(),
+                torch.label()
+            ),
+            [format!("install a torch built for {kind}, or pin a {kind} release instead")],
+        );
+    };
+    match guard::matching::registered(registry, kind, &torch, project::TorchCheck::Minor) {
+        Some(m) => ui::info(format!(
+            "{pinned}: the toolkit torch {} was built for (now {})",
+            torch.label(),
+            m.name
+        )),
+        None => ui::warn_with_hints(
+            format!(
+                "{pinned}: torch {} was built for {spec}, and no registered toolchain matches it yet",
+                torch.label()
+            ),
+            [match kind {
+                Kind::Cuda => install_hint::install_torch_command(&[]),
+                Kind::Rocm => install_hint::installs_it(&spec),
+            }],
+        ),
+    }
+}
+
 fn keep_trusted(home: &Home, path: &Path, before: &str, after: &str) -> Result<()> {
     let (old, new) = (
         fsutil::content_hash(before.as_bytes()),

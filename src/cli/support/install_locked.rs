@@ -10,7 +10,6 @@ use anyhow::Result;
 use gpuenv_core::context::Context;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::home::Home;
-use gpuenv_core::install_hint::Came;
 use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::Spec;
@@ -34,12 +33,15 @@ pub fn run(ctx: &Context, choice: Choice, manifest: Option<&str>, offline: bool)
     if problems.is_empty() {
         return Ok(());
     }
-    let err = Hinted::new(format!(
+    let mut err = Hinted::new(format!(
         "cannot install exactly what {} names:\n  {}",
         lock.path.display(),
         problems.join("\n  ")
-    ))
-    .hint("`gpuenv uninstall <name>` a toolchain that differs and run this again, or `gpuenv lock` to record what is here now");
+    ));
+    for hint in super::lock::install_torch_hints(&lock, &registry) {
+        err = err.hint(hint);
+    }
+    let err = err.hint("`gpuenv uninstall <name>` a toolchain that differs and run this again, or `gpuenv lock` to record what is here now");
     super::print_error(&err.into());
     Err(Exit(1).into())
 }
@@ -77,10 +79,9 @@ pub fn one(
                 l.name
             )],
             // Made of a venv's wheels, which no lock can bring.
-            (Origin::Installed, _) if gpuenv_core::install_hint::by_install_torch(&l.name) => vec![format!(
-                "made by `gpuenv install torch` from a Python environment's wheels, not registered here: {}, then `gpuenv check --locked`",
-                gpuenv_core::install_hint::reinstall_command(&l.name.parse()?, Came::Elsewhere)
-            )],
+            (Origin::Installed, _) if l.install_torch_command().is_some() => vec![
+                "made by `gpuenv install torch` from a Python environment's wheels, which no lock can bring; not registered here".into(),
+            ],
             (Origin::Installed, None) => vec![
                 "the lock does not say which archives made it (no `from`): `gpuenv install` it, then `gpuenv lock` again".to_string(),
             ],

@@ -12,7 +12,7 @@ use gpuenv_core::host_compiler::Probe;
 use gpuenv_core::project;
 use gpuenv_core::resolve::{ActiveSet, ResolveError};
 use gpuenv_core::session::Session;
-use gpuenv_core::toolchain::registry::Source as Origin;
+use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_core::user_file::{self, Check, UserFile};
@@ -185,14 +185,31 @@ pub fn check(ctx: &Context) -> Result<()> {
         ));
         return Ok(());
     }
-    let err = Hinted::new(format!(
+    let mut err = Hinted::new(format!(
         "the active toolchains differ from {}:\n  {}",
         lock.path.display(),
         problems.join("\n  ")
-    ))
-    .hint("`gpuenv install --locked` installs what the lock names; `gpuenv lock` records what is active now instead");
+    ));
+    for hint in install_torch_hints(&lock, session.registry()) {
+        err = err.hint(hint);
+    }
+    let err = err.hint("`gpuenv install --locked` installs what the lock names; `gpuenv lock` records what is active now instead");
     super::print_error(&err.into());
     Err(Exit(1).into())
+}
+
+/// For each locked toolkit `gpuenv install torch` made that is not registered here, the one
+/// command that makes it as locked (`install --locked` cannot: its venv's wheels are
+/// nothing a lock brings), as a hint that comes before the others.
+pub fn install_torch_hints(lock: &lock::Lock, registry: &Registry) -> Vec<String> {
+    lock.toolchains
+        .iter()
+        .filter(|l| !registry.toolchains.contains_key(&l.name))
+        .filter_map(|l| {
+            let command = l.install_torch_command()?;
+            Some(format!("{command}, makes {} as locked", l.name))
+        })
+        .collect()
 }
 
 /// `lock` compared in full with what is registered here, as `check --locked` compares it:

@@ -18,6 +18,7 @@ pub mod pyproject;
 pub mod self_info;
 pub mod self_uninstall;
 pub mod spec_hint;
+pub mod stale_trees;
 pub mod uninstall;
 
 use anyhow::Result;

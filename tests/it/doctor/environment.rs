@@ -35,7 +35,9 @@ fn fm01_torch_built_for_another_cuda_than_the_pinned_toolkit() {
     );
     assert!(!hint.contains("gpuenv install"), "{hint}");
     assert!(
-        hint.contains("pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu118"),
+        hint.contains(
+            "pip install torch==2.4.1+cu118 --index-url https://download.pytorch.org/whl/cu118"
+        ),
         "{hint}"
     );
 }

@@ -62,3 +62,54 @@ pub fn nvidia_wheel_libs(site: &Path) -> Vec<(String, PathBuf)> {
     libs.dedup_by(|a, b| a.0 == b.0);
     libs
 }
+
+/// NCCL's wheel beside a CUDA wheel tree: `nvidia-nccl-cu13` installs `nvidia/nccl`
+/// (`include/nccl.h`, `lib/libnccl.so.2` and no unversioned library) next to the merged
+/// `nvidia/cu13` of the toolkit's wheels; `None` when it is not there.
+pub fn nccl_wheel_beside(cuda_tree: &Path) -> Option<PathBuf> {
+    let nccl = cuda_tree.parent()?.join("nccl");
+    (nccl.join("include/nccl.h").is_file() && nccl.join("lib").is_dir()).then_some(nccl)
+}
+
+/// The frontend whose isolated build environment a path lies in, when it does: a build
+/// run with isolation gets its own torch from the build requirements, which neither the
+/// user's environment nor a `"torch"` pin (which reads that environment) can see.
+/// pip installs into `$TMPDIR/pip-build-env-*/overlay|normal/` (`TempDirectory(kind=
+/// "build-env")`, pip `src/pip/_internal/build_env`); uv makes a venv `.tmp*` (a `tempfile` directory) in
+/// its cache's `builds-v0/` bucket (uv `crates/uv-cache`, `CacheBucket::Builds`); pypa/build makes
+/// one in `$TMPDIR/build-env-*` (`tempfile.mkdtemp(prefix="build-env-")`, build `env.py`).
+pub fn build_isolation_of(path: &Path) -> Option<&'static str> {
+    path.ancestors().find_map(|a| {
+        let name = a.file_name()?.to_string_lossy();
+        let parent = a.parent()?.file_name().map(|n| n.to_string_lossy());
+        if name.starts_with("pip-build-env-") {
+            Some("pip")
+        } else if parent.as_deref() == Some("builds-v0") && name.starts_with(".tmp") {
+            Some("uv")
+        } else if name.starts_with("build-env-") {
+            Some("build")
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_isolated_build_environment_is_told_by_its_path() {
+        let site = "lib/python3.12/site-packages/torch";
+        for (dir, frontend) in [
+            ("/tmp/pip-build-env-k2l_x9/overlay", Some("pip")),
+            ("/home/a/.cache/uv/builds-v0/.tmpAbC123", Some("uv")),
+            ("/tmp/build-env-3hdb_k1", Some("build")),
+            ("/home/a/proj/.venv", None),
+            ("/home/a/builds-v0", None),
+        ] {
+            let torch = Path::new(dir).join(site);
+            assert_eq!(build_isolation_of(&torch), frontend, "{dir}");
+        }
+    }
+}

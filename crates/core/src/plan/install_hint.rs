@@ -77,10 +77,21 @@ pub fn reinstall_command(spec: &Spec, came: Came) -> String {
         Came::Elsewhere
             if spec.kind == Kind::Cuda && spec.label.as_deref() == Some(TORCH_LABEL) =>
         {
-            "`gpuenv install torch`, with the Python environment of that torch active".into()
+            install_torch_command(&[])
         }
         Came::Elsewhere => get_command(spec),
     }
+}
+
+/// `gpuenv install torch` with the `--component`s the toolkit it makes must have (those its
+/// record or a lock lists), quoted, and the environment it must run in.
+pub fn install_torch_command(components: &[String]) -> String {
+    let mut command = "gpuenv install torch".to_string();
+    for c in components {
+        command.push_str(" --component ");
+        command.push_str(&crate::quote::word(c));
+    }
+    format!("`{command}`, with the Python environment of that torch active")
 }
 
 /// [`get_command`] for a CUDA release as the tables name it (`12.4`).

@@ -132,7 +132,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ProjectFile, ProjectError> {
         let offset = e.span().map_or(0, |s| s.start);
         ProjectError::Syntax {
             at: at(offset),
-            message: printable(e.message().trim()).into_owned(),
+            message: crate::ui::toml_message(e.message()),
             quoted: e.span().and_then(|span| quoted(text, span, e.message())),
         }
     })?;

@@ -28,7 +28,7 @@ fn parse(text: &str) -> Result<DocumentMut, NotToml> {
         NotToml {
             line,
             column,
-            message: e.message().trim().replace('\n', ": "),
+            message: crate::ui::toml_message(e.message()),
         }
     })
 }

@@ -113,7 +113,8 @@ pub fn read(home: &Home, name: &str) -> Result<Option<Retired>, RetiredError> {
     }
     let text =
         outside::read_text(&file, outside::Kind::RetiredRecord).map_err(RetiredError::Read)?;
-    let record: Record = toml::from_str(&text).map_err(|e| malformed(e.message().to_string()))?;
+    let record: Record =
+        toml::from_str(&text).map_err(|e| malformed(crate::ui::toml_message(e.message())))?;
     let entry = record.toolchain;
     let own = tree(home, name);
     if entry.source != Source::Installed || entry.system.is_some() {

@@ -92,13 +92,13 @@ pub struct ListError {
 
 /// The digest of a registered tree's file list, and how it was installed if it says.
 pub fn inspect(entry: &Entry) -> Result<(String, Option<Record>), ListError> {
-    let files = record::files_digest(&entry.root).map_err(|source| ListError {
-        root: entry.root.clone(),
-        source,
-    })?;
     let rec = (entry.source == Origin::Installed)
         .then(|| record::read(&entry.root))
         .flatten();
+    let files = record::tree_digest(&entry.root, rec.as_ref()).map_err(|source| ListError {
+        root: entry.root.clone(),
+        source,
+    })?;
     Ok((files, rec))
 }
 

@@ -82,6 +82,15 @@ impl Locked {
         })
     }
 
+    /// For a toolkit `gpuenv install torch` made, the one command that makes it again as
+    /// locked, its components included; `None` for any other.
+    pub fn install_torch_command(&self) -> Option<String> {
+        gpuenv_core::install_hint::by_install_torch(&self.name).then(|| {
+            let components = self.record.as_ref().map(Record::recorded_components);
+            gpuenv_core::install_hint::install_torch_command(&components.unwrap_or_default())
+        })
+    }
+
     /// Each way the registered `name` and `e` differ from this entry by name, version or
     /// source (the registry's words alone, nothing read from the tree); empty when none.
     pub fn identity_differences(&self, name: &str, e: &Entry) -> Vec<String> {

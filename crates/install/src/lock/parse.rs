@@ -114,7 +114,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Lock, LockError> {
     };
     let raw: RawLock = toml::from_str(text).map_err(|e| LockError::Invalid {
         at: at(e.span().map_or(0, |s| s.start)),
-        message: printable(e.message().trim()).into_owned(),
+        message: gpuenv_core::ui::toml_message(e.message()),
     })?;
     if *raw.lock_version.get_ref() != FORMAT {
         return Err(LockError::Invalid {

@@ -14,7 +14,9 @@
 
 use crate::error::{Context as _, InstallError, Result};
 use gpuenv_core::diagnostic::Hinted;
+use gpuenv_core::fsutil::line_col;
 use gpuenv_core::outside;
+use gpuenv_core::ui;
 use reqwest::Url;
 use serde::Deserialize;
 
@@ -57,11 +59,18 @@ struct Many {
 
 /// The toolchains a manifest describes.
 pub fn parse(text: &str) -> Result<Vec<Def>> {
-    let value: toml::Table = toml::from_str(text)?;
+    let not_valid = |e: toml::de::Error| {
+        let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        InstallError::msg(format!(
+            "line {line}, column {column}: {}",
+            ui::toml_message(e.message())
+        ))
+    };
+    let value: toml::Table = toml::from_str(text).map_err(not_valid)?;
     let defs = if value.contains_key("toolchain") {
-        toml::from_str::<Many>(text)?.toolchain
+        toml::from_str::<Many>(text).map_err(not_valid)?.toolchain
     } else {
-        vec![toml::from_str::<Def>(text)?]
+        vec![toml::from_str::<Def>(text).map_err(not_valid)?]
     };
     for d in &defs {
         let name = d

@@ -111,17 +111,33 @@ fn is_frontend(cmdline: &[u8]) -> bool {
         })
 }
 
-/// Writes `text` to the controlling terminal, if this process has one that opens without
-/// blocking; whether it was written.
+/// Writes `text` to the controlling terminal on lines of its own ([`on_its_own_lines`]),
+/// if this process has one that opens without blocking; whether it was written.
 pub fn to_terminal(text: &str) -> bool {
     let tty = fs_err::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open("/dev/tty");
     match tty {
-        Ok(mut t) => t.write_all(text.as_bytes()).is_ok(),
+        Ok(mut t) => t.write_all(on_its_own_lines(text).as_bytes()).is_ok(),
         Err(_) => false,
     }
+}
+
+/// Rows a frontend's next redraw may take below the notice: indicatif (uv's bars) moves
+/// the cursor up one row fewer than it drew, and a build shows a bar or two.
+const REDRAW_ROWS: usize = 2;
+
+/// `text` as the terminal gets it while a frontend draws there: pip leaves its status line
+/// and spinner without a newline, so the notice starts on a new line; uv redraws its bars
+/// from where the cursor is, so blank rows after the notice take that redraw instead of
+/// the notice's end.
+fn on_its_own_lines(text: &str) -> String {
+    format!(
+        "\n{}\n{}",
+        text.trim_end_matches('\n'),
+        "\n".repeat(REDRAW_ROWS)
+    )
 }
 
 #[cfg(test)]
@@ -149,6 +165,11 @@ mod tests {
         ] {
             assert!(!is_frontend(no), "{}", String::from_utf8_lossy(no));
         }
+    }
+
+    #[test]
+    fn a_terminal_notice_is_on_lines_of_its_own_with_rows_to_spare() {
+        assert_eq!(on_its_own_lines("gpuenv: x\n"), "\ngpuenv: x\n\n\n");
     }
 
     #[test]

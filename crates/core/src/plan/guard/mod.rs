@@ -9,6 +9,7 @@ use crate::diagnostic::Diagnostic;
 use crate::facts::Facts;
 use crate::project::{ProjectFile, TorchCheck};
 
+mod isolated;
 mod locate;
 pub mod matching;
 pub mod sys_path_cache;
@@ -325,17 +326,18 @@ pub fn refusal(
         policy.check,
         policy.from
     );
-    let mut hints = Vec::new();
-    if let Verdict::Mismatch { torch: built } = verdict {
-        hints.push(matching::hint(registry, kind, built, torch, policy.check));
-    }
-    hints.push(match kind {
-        Kind::Cuda | Kind::Rocm => {
-            let mut m = hint_machine(kind, &tc_short, torch, side.platform);
-            (m.gpus, m.amd_gpus) = side.gpus.clone();
-            torch_for_toolkit(facts, &m)
+    let hints_for_venv = || {
+        let mut hints = Vec::new();
+        if let Verdict::Mismatch { torch: built } = verdict {
+            hints.push(matching::hint(registry, kind, built, torch, policy.check));
         }
-    });
+        let mut m = hint_machine(kind, &tc_short, torch, side.platform);
+        (m.gpus, m.amd_gpus) = side.gpus.clone();
+        hints.push(torch_for_toolkit(facts, &m, torch.version.as_deref()));
+        hints
+    };
+    let mut hints = isolated::hints(registry, kind, torch, verdict, policy.check)
+        .unwrap_or_else(hints_for_venv);
     hints.push("or, to build anyway, set GPUENV_TORCH_CHECK=off (or check = \"off\" under [torch] in gpuenv.toml)".into());
     Some(Refusal { message, hints })
 }
@@ -366,8 +368,13 @@ pub fn hint_machine(
 }
 
 /// The torch that matches a toolkit: the exact `pip install` from the index the one chooser
-/// picks for `machine`, or why there is none and what would work.
-pub fn torch_for_toolkit(facts: &Facts, machine: &crate::facts::torch_index::Machine) -> String {
+/// picks for `machine`, or why there is none and what would work. `installed` is the
+/// installed torch's version: the command asks for the same release from the new index.
+pub fn torch_for_toolkit(
+    facts: &Facts,
+    machine: &crate::facts::torch_index::Machine,
+    installed: Option<&str>,
+) -> String {
     use crate::diagnostic::Diagnostic as _;
     use crate::facts::torch_index;
     let kind = match machine.toolkit {
@@ -376,17 +383,10 @@ pub fn torch_for_toolkit(facts: &Facts, machine: &crate::facts::torch_index::Mac
         None => "this machine".into(),
     };
     match crate::facts::torch_choose::choose(facts, machine) {
-        Ok(pick) => {
-            let uv = pick
-                .index
-                .uv_backend()
-                .map(|b| format!(" (uv: `uv pip install --torch-backend={b} torch`)"))
-                .unwrap_or_default();
-            format!(
-                "or install the torch built for {kind}: `pip install --force-reinstall torch --index-url {}`{uv}",
-                pick.index.url()
-            )
-        }
+        Ok(pick) => format!(
+            "or install the torch built for {kind}: {}",
+            switch_torch(&pick.index, installed)
+        ),
         Err(why) => {
             let fixes = why.hints();
             if fixes.is_empty() {
@@ -398,6 +398,29 @@ pub fn torch_for_toolkit(facts: &Facts, machine: &crate::facts::torch_index::Mac
                 )
             }
         }
+    }
+}
+
+/// The command that swaps the installed torch for `index`'s build of the same release and
+/// touches nothing else: on PyTorch's indexes every wheel's local version is the index's
+/// name, so `torch==2.9.1+cu130` is not met by the installed `2.9.1+cu128` and pip (or uv)
+/// replaces torch alone, adding only the dependencies the new build needs; with
+/// `--force-reinstall` pip would reinstall all of torch's ~3 GB of dependencies too.
+fn switch_torch(index: &crate::facts::torch_index::Chosen, installed: Option<&str>) -> String {
+    let url = index.url();
+    let release = installed
+        .map(|v| v.split('+').next().unwrap_or(v).trim())
+        .filter(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_alphanumeric() || c == '.'));
+    match (index.uv_backend(), release) {
+        (Some(b), Some(r)) => format!(
+            "`pip install torch=={r}+{b} --index-url {url}` (uv: `uv pip install --torch-backend={b} torch=={r}+{b}`)"
+        ),
+        (Some(b), None) => format!(
+            "`pip install --force-reinstall torch --index-url {url}` (uv: `uv pip install --torch-backend={b} --reinstall-package torch torch`)"
+        ),
+        // A Jetson index: its wheels carry no such label, and torch there depends on no
+        // CUDA wheels, so reinstalling its dependencies costs little.
+        (None, _) => format!("`pip install --force-reinstall torch --index-url {url}`"),
     }
 }
 

@@ -84,6 +84,34 @@ fn cmake(dir: &Path) -> Option<Recorded> {
     Recorded::new(dir, evidence)
 }
 
+/// The CMake build trees at `dir` and at most `depth` levels below it, hidden directories
+/// skipped: where projects keep them (`build/`, `build/<x>/`, `<subproject>/build/`).
+pub fn cmake_trees(dir: &Path, depth: usize) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut level = vec![dir.to_path_buf()];
+    for d in 0..=depth {
+        let mut next = Vec::new();
+        for tree in &level {
+            if is_file(&tree.join(CMAKE_CACHE)) {
+                out.push(tree.clone());
+            }
+            if d < depth {
+                if let Ok(rd) = fs_err::read_dir(tree) {
+                    next.extend(
+                        rd.flatten()
+                            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                            .map(|e| e.path()),
+                    );
+                }
+            }
+        }
+        level = next;
+    }
+    out.sort();
+    out
+}
+
 /// A CMake tree's source directory, as its cache records it (`CMAKE_HOME_DIRECTORY`); read
 /// only for a refusal's hint, so a compile that goes ahead never reads a large cache. A
 /// relative or empty value is no source directory.

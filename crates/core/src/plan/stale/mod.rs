@@ -123,6 +123,10 @@ pub struct StaleBuild {
     pub source_dir: Option<PathBuf>,
     /// A CMake tree's generator ([`find::generator`]), kept by the hint's `cmake --fresh`.
     pub generator: Option<String>,
+    /// The nvcc the tree runs by a path of its own (configured outside gpuenv), not through
+    /// gpuenv's views or shims: its builds never reach the proxy, and a fresh configure
+    /// must not name it again.
+    pub direct: Option<String>,
 }
 
 impl Diagnostic for StaleBuild {
@@ -135,8 +139,13 @@ impl Diagnostic for StaleBuild {
                     .as_ref()
                     .map(|g| format!(" -G {}", shell_word(Path::new(g))))
                     .unwrap_or_default();
+                let options = if self.direct.is_some() {
+                    "with your other options but not -DCMAKE_CUDA_COMPILER, so gpuenv's CUDACXX names the nvcc"
+                } else {
+                    "with your other options"
+                };
                 format!(
-                "configure it afresh for {}: `cmake --fresh -S {} -B {dir}{generator}` (with your other options), or `rm -rf {dir}` and configure again",
+                "configure it afresh for {}: `cmake --fresh -S {} -B {dir}{generator}` ({options}), or `rm -rf {dir}` and configure again",
                 self.active.name,
                 shell_word(source)
             )
@@ -220,6 +229,17 @@ impl Toolchains<'_> {
         Owner::Other(candidate.to_path_buf())
     }
 
+    /// Whether `nvcc` is gpuenv's (a shim, or a view's, which run the proxy).
+    fn runs_the_proxy(&self, nvcc: &Path) -> bool {
+        nvcc.starts_with(self.home.shims())
+            || nvcc.starts_with(self.home.views())
+            || self
+                .home
+                .upstream_views
+                .values()
+                .any(|views| nvcc.starts_with(views))
+    }
+
     fn named(&self, name: &str) -> Option<Named> {
         let entry = self.registry.toolchains.get(name)?;
         Some(Named {
@@ -293,6 +313,12 @@ pub fn compare(
             .any(|c| c.as_os_str() == "CMakeFiles" || c.as_os_str() == find::CMAKE_CACHE),
         source_dir: None,
         generator: None,
+        direct: recorded
+            .evidence
+            .iter()
+            .find(|e| e.what == What::Compiler)
+            .filter(|e| !known.runs_the_proxy(Path::new(&e.value)))
+            .map(|e| e.value.clone()),
     })
 }
 

@@ -264,7 +264,10 @@ impl Registry {
         if let Err(e) = text.parse::<toml::Table>() {
             let (l, c) = at(&e);
             return Err(StateError::Corrupt {
-                message: format!("{} (line {l}, column {c})", e.message().trim()),
+                message: format!(
+                    "line {l}, column {c}: {}",
+                    crate::ui::toml_message(e.message())
+                ),
                 path,
                 toolchains: home.toolchains(),
             });
@@ -272,7 +275,7 @@ impl Registry {
         let mut registry: Registry = toml::from_str(text).map_err(|e| {
             let (line, column) = at(&e);
             StateError::BadValue {
-                message: e.message().trim().to_string(),
+                message: crate::ui::toml_message(e.message()),
                 path: path.clone(),
                 line,
                 column,

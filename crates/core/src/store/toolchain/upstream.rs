@@ -13,7 +13,7 @@ use serde::Deserialize;
 use super::registry::{Registry, StateError};
 use crate::context::{vars, Context};
 use crate::store::home::Home;
-use crate::{fsutil, outside};
+use crate::{fsutil, outside, ui};
 
 pub const DEFAULT_SYSTEM_CONFIG: &str = "/etc/gpuenv/config.toml";
 
@@ -72,8 +72,8 @@ pub fn read_system_config(path: &Path) -> Result<SystemConfig, SystemConfigError
         SystemConfigError {
             path: path.to_path_buf(),
             message: match at {
-                Some((l, c)) => format!("line {l}, column {c}: {}", e.message()),
-                None => e.message().to_string(),
+                Some((l, c)) => format!("line {l}, column {c}: {}", ui::toml_message(e.message())),
+                None => ui::toml_message(e.message()),
             },
         }
     })
