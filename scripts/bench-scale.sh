@@ -43,8 +43,13 @@ if [ $mode = time ] && [ -z "${MISE:-}" ]; then
 fi
 cargo build --release --workspace --quiet
 gpuenv="$PWD/target/release/gpuenv"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${KEEP:-}" ]; then # KEEP=DIR: the homes are made and left there, to profile
+    work=$KEEP
+    rm -rf "$work" && mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 cc -O2 -o "$work/bench" scripts/bench-runner.c
 
 export HOME="$work/home"
