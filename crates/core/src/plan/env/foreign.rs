@@ -37,8 +37,12 @@ pub struct Registered {
 impl Registered {
     /// `<views>/<name>`, for a views directory here and a toolchain of one of `kinds`.
     fn is_view(&self, a: &Path, kinds: &[Kind]) -> bool {
-        a.parent()
-            .is_some_and(|p| self.view_dirs.iter().any(|d| d == p))
+        // `a` is a key (as `key` writes it), compared as bytes with each directory's key.
+        let under = |p: &Path| {
+            let p = p.as_os_str().as_bytes();
+            self.view_dirs.iter().any(|d| *root_key(d) == *p)
+        };
+        a.parent().is_some_and(under)
             && a.file_name()
                 .and_then(OsStr::to_str)
                 .and_then(|n| self.toolchains.get(n))
@@ -70,7 +74,7 @@ impl Foreign {
                     && !crate::store::toolchain::is_shared_prefix(a)
         };
         !entry.is_empty()
-            && Path::new(&key(Path::new(entry)))
+            && Path::new(OsStr::from_bytes(&root_key(Path::new(entry))))
                 .ancestors()
                 .any(registered)
             || self.kinds.iter().any(|k| is_well_known(*k, entry))

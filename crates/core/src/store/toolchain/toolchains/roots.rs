@@ -89,6 +89,16 @@ impl Table {
     }
 }
 
+/// `h` as 16 lowercase hex digits, as the table writes it.
+fn hex16(h: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (i, d) in out.iter_mut().enumerate() {
+        let nibble = (h >> (60 - 4 * i)) & 0xf;
+        *d = b"0123456789abcdef"[nibble as usize];
+    }
+    out
+}
+
 fn hex(digits: &[u8]) -> Option<u64> {
     digits.iter().try_fold(0u64, |v, c| {
         let d = match c {
@@ -112,7 +122,7 @@ impl Inner {
         let text = layer.text.as_bytes();
         let table = layer.table.unwrap_or(Table { start: 0, count: 0 });
         // Fixed-width lowercase hex: ordered as the numbers are, so compared as bytes.
-        let want = format!("{h:016x}");
+        let want = hex16(h);
         let hash_of = move |i: u32| {
             let at = table.start as usize + i as usize * RECORD;
             text.get(at..at + 16)
@@ -121,7 +131,7 @@ impl Inner {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match hash_of(mid) {
-                Some(x) if x < want.as_bytes() => lo = mid + 1,
+                Some(x) if x < &want[..] => lo = mid + 1,
                 _ => hi = mid,
             }
         }
@@ -204,5 +214,9 @@ mod tests {
         }
         assert_ne!(hash(b"/opt/cuda-12.4"), hash(b"/opt/cuda-12.5"));
         assert_ne!(hash(b"/opt/cuda"), hash(b"/opt/cuda\0"));
+        for h in [0, 1, 0xdead_beef, u64::MAX] {
+            assert_eq!(hex16(h), format!("{h:016x}").as_bytes());
+            assert_eq!(hex(&hex16(h)), Some(h));
+        }
     }
 }
