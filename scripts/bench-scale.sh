@@ -16,12 +16,22 @@
 # default 100 x 3, each tool's bash in turn). Needs direnv (apt-get
 # install -y direnv) and mise (installed from npm under ~/.cache/gpuenv-bench unless MISE is
 # set), as scripts/bench-hook.sh; makes a release build.
+# `scripts/bench-scale.sh --instructions` counts instructions instead (valgrind's callgrind;
+# the proxy's up to its exec of the tool, loader included): the same calls, and `hook-env`
+# as the hook runs it after a `cd` into the project. Counts do not move with the machine's
+# load, so this mode needs no peers and one run of each; it prints the 300/1 ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=${RUNS:-300} calls=${CALLS:-100} rounds=${ROUNDS:-3} depth=40
-command -v direnv >/dev/null || { echo "direnv needed: apt-get install -y direnv" >&2; exit 2; }
-if [ -z "${MISE:-}" ]; then
+mode=time
+[ "${1:-}" = --instructions ] && mode=instructions
+if [ $mode = instructions ]; then
+    command -v valgrind >/dev/null || { echo "valgrind needed: apt-get install -y valgrind" >&2; exit 2; }
+else
+    command -v direnv >/dev/null || { echo "direnv needed: apt-get install -y direnv" >&2; exit 2; }
+fi
+if [ $mode = time ] && [ -z "${MISE:-}" ]; then
     cache="${XDG_CACHE_HOME:-$HOME/.cache}/gpuenv-bench"
     MISE=$(find "$cache/node_modules" -path '*/bin/mise' -type f 2>/dev/null | head -n1 || true)
     if [ -z "$MISE" ]; then
@@ -33,8 +43,13 @@ if [ -z "${MISE:-}" ]; then
 fi
 cargo build --release --workspace --quiet
 gpuenv="$PWD/target/release/gpuenv"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${KEEP:-}" ]; then # KEEP=DIR: the homes are made and left there, to profile
+    work=$KEEP
+    rm -rf "$work" && mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 cc -O2 -o "$work/bench" scripts/bench-runner.c
 
 export HOME="$work/home"
@@ -129,6 +144,63 @@ for s in $scenarios; do
         "$s/run=$e $gpuenv run -- /bin/true"
         "$s/list=$e $gpuenv list")
 done
+
+# instructions NAME VARIABLES COMMAND…: instructions callgrind counts for one run of COMMAND
+# with VARIABLES (NAME=VALUE words) exported (a proxy's up to its exec of the tool: every
+# dump of the process summed).
+instructions() {
+    local name=$1 vars=$2 out="$work/cg/$1"
+    shift 2
+    rm -rf "$out" && mkdir -p "$out"
+    (export $vars; exec valgrind --tool=callgrind --dump-before=execve \
+        --callgrind-out-file="$out/cg.%p" "$@" >/dev/null 2>"$out/log" </dev/null) ||
+        { cat "$out/log" >&2; exit 1; }
+    echo "$name $(cat "$out"/cg.* | sed -n 's/^summary: //p' | awk '{s += $1} END {print s}')"
+}
+if [ $mode = instructions ]; then
+    for s in $scenarios; do
+        e=$(env_of "$s")
+        home=${e%% *}
+        # The state the hook keeps after a prompt elsewhere: the `cd` into the project is
+        # what hook-env then computes.
+        state=$(cd "$elsewhere" && env $e "$gpuenv" hook-env --shell bash |
+            sed -n "s/^export __GPUENV_STATE='\\(.*\\)'$/\\1/p")
+        [ -n "$state" ] || { echo "no hook state elsewhere" >&2; exit 1; }
+        for run in 1 2; do # the first run may write a cache (host compilers, the copy)
+            instructions "$s/view-nvcc" "$e" "$work/$s/views/cuda-12.4/bin/nvcc" --version
+            instructions "$s/shim-nvcc" "$e" "${home#GPUENV_HOME=}/shims/nvcc" --version
+            instructions "$s/env" "$e" "$gpuenv" env --shell bash
+            instructions "$s/hook-cd" "$e __GPUENV_STATE=$state" "$gpuenv" hook-env --shell bash
+            instructions "$s/list" "$e" "$gpuenv" list
+        done | tail -n 5 | sed 's|/| |' >>"$work/ir.txt"
+    done
+    python3 - "$work/ir.txt" "$depth" <<'PY'
+import sys
+r = {}
+for line in open(sys.argv[1]):
+    where, what, n = line.split()
+    r[(where, what)] = int(n)
+print(f"instructions per call (callgrind) with 1, 30 and 300 registered toolkits, {sys.argv[2]} directories deep")
+print(f"{'':<24}{'1':>11}{'30':>11}{'300':>11}{'300/1':>8}")
+rows = [("view nvcc --version", "view-nvcc"), ("shim nvcc --version", "shim-nvcc"),
+        ("gpuenv env", "env"), ("hook-env after a cd", "hook-cd"), ("gpuenv list", "list")]
+ok = True
+for home, label in (("own", "in the own home"), ("site", "in an upstream")):
+    print(label)
+    for name, key in rows:
+        v = [r[(f"{home}-{n}", key)] for n in (1, 30, 300)]
+        ratio = v[2] / v[0]
+        print(f"  {name:<22}" + "".join(f"{x:>11,}" for x in v) + f"{ratio:>7.2f}x")
+        if key == "list":
+            # Linear at worst: the cost of each toolkit past the first no higher at 300
+            # than at 30 (with a margin for what rounds differently).
+            ok &= (v[2] - v[0]) / 299 <= 1.25 * (v[1] - v[0]) / 29
+        else:
+            ok &= ratio <= 1.25
+print("goal (300 toolkits within 1.25x of one; list linear at worst): " + ("met" if ok else "NOT met"))
+PY
+    exit 0
+fi
 "$work/bench" "$runs" "${commands[@]}" | sed 's|/| |' >"$work/times.txt"
 cd "$work"
 

@@ -16,8 +16,13 @@
 # --zig`, unzipped) against this build. NO_STATIC=1 skips the static-pie build (it shares
 # target/<host>/release with `build-wheel.sh --zig` and would rebuild it all): its rows then
 # run a second copy of the default build, a control for the noise between two homes.
+# `scripts/bench-shim.sh --instructions` counts instructions instead (valgrind's callgrind,
+# up to the exec of the tool, the loader included): a count the machine's load does not
+# move, one run of each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=time
+[ "${1:-}" = --instructions ] && mode=instructions
 
 runs=${RUNS:-600}
 target="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -89,6 +94,41 @@ compile="-c x.cu -o x.o"
 # The first compile asks g++ its version; later ones read what it said.
 "$dyn/views/cuda-12.4/bin/nvcc" $compile
 GPUENV_HOME="$static" "$static/views/cuda-12.4/bin/nvcc" $compile
+
+if [ $mode = instructions ]; then
+    # count NAME [VAR=VALUE] COMMAND…: every dump up to and at the exec, summed.
+    count() {
+        local name=$1 out="$work/cg-$1"
+        shift
+        mkdir -p "$out"
+        local vars=()
+        while [[ $1 == *=* && $1 != /* ]]; do vars+=("$1"); shift; done
+        env "${vars[@]}" valgrind --tool=callgrind --dump-before=execve \
+            --callgrind-out-file="$out/cg.%p" "$@" >/dev/null 2>"$out/log"
+        printf '%-38s%12s\n' "$name" "$(cat "$out"/cg.* | sed -n 's/^summary: //p' | awk '{s += $1} END {print s}')"
+    }
+    # Settings older than two seconds get their compact copy at the next call: each call
+    # once first, so what is counted is a call like every later one.
+    sleep 2.2
+    for h in "$dyn" "$static" ${BEFORE:+"$old"}; do
+        GPUENV_HOME="$h" "$h/shims/cuobjdump"
+        GPUENV_HOME="$h" "$h/views/cuda-12.4/bin/nvcc" $compile
+    done
+    echo "instructions up to the exec of the tool (callgrind, loader included)"
+    count "exec trampoline, static C" "$work/tramp-c-static"
+    count "exec trampoline, dynamic Rust" "$work/tramp-rust-dynamic"
+    count "gpuenv shim" "$dyn/shims/cuobjdump"
+    count "gpuenv shim, static-pie" GPUENV_HOME="$static" "$static/shims/cuobjdump"
+    count "gpuenv view bin/nvcc" "$dyn/views/cuda-12.4/bin/nvcc"
+    count "gpuenv view bin/nvcc, static-pie" GPUENV_HOME="$static" "$static/views/cuda-12.4/bin/nvcc"
+    count "gpuenv view bin/nvcc -c" "$dyn/views/cuda-12.4/bin/nvcc" $compile
+    if [ -n "${BEFORE:-}" ]; then
+        count "BEFORE's shim" GPUENV_HOME="$old" "$old/shims/cuobjdump"
+        count "BEFORE's view bin/nvcc" GPUENV_HOME="$old" "$old/views/cuda-12.4/bin/nvcc"
+        count "BEFORE's view bin/nvcc -c" GPUENV_HOME="$old" "$old/views/cuda-12.4/bin/nvcc" $compile
+    fi
+    exit 0
+fi
 
 "$work/bench" "$runs" \
     "direct=$root/bin/cuobjdump" \

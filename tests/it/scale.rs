@@ -301,7 +301,8 @@ fn an_upstreams_copy_writable_by_others_is_not_believed() {
         .pop()
         .expect("the upstream's copy is made");
     let text = fs::read_to_string(&copy).unwrap();
-    fs::write(&copy, text.replace("opt/cuda-12.4", "evil/cuda-12.4")).unwrap();
+    let forged = text.replace("opt/cuda-12.4", "evil/cuda-12.4");
+    fs::write(&copy, crate::common::hostile::resealed(&forged)).unwrap();
     fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o666)).unwrap();
     assert_eq!(prefix(), real);
     assert!(real.contains("opt/cuda-12.4"), "{real}");

@@ -177,6 +177,25 @@ pub fn cache_name(key: &str) -> String {
     format!("{hash:016x}")
 }
 
+/// A 64-bit check of `bytes`, eight at a time (a 37 KB file in about 25,000 instructions;
+/// FNV-1a would take six times that): a file gpuenv wrote and reads back on every call
+/// carries it, so a damaged or cut one is seen. Each step is a bijection of the state, so
+/// any one changed word always changes it, and the length is mixed in first. Not a defence
+/// against someone who writes the file on purpose (that file's owner), only against damage.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let word = u64::from_le_bytes(<[u8; 8]>::try_from(c).unwrap_or_default());
+        h = (h.rotate_left(5) ^ word).wrapping_mul(K);
+    }
+    let mut last = [0u8; 8];
+    let rest = chunks.remainder();
+    last[..rest.len()].copy_from_slice(rest);
+    (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(K)
+}
+
 /// 1-based line and column of a byte offset, as editors count them.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];

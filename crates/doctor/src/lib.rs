@@ -182,7 +182,7 @@ impl Inputs {
             .toolchains
             .iter()
             .find(|(name, e)| path.starts_with(self.home.view(name)) || path.starts_with(&e.root))
-            .map(|(name, _)| name.as_str())
+            .map(|(name, _)| name)
     }
 
     pub fn shims_dir(&self) -> PathBuf {

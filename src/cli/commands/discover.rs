@@ -106,7 +106,7 @@ impl Args {
                 .find(|(n, _)| *n == name)
                 .map(|(_, e)| e.root.clone());
             let (state, registered_as, status) = match already {
-                Some((n, _)) => ("registered", Some(n.as_str()), format!("registered as {n}")),
+                Some((n, _)) => ("registered", Some(n), format!("registered as {n}")),
                 None if registry.toolchains.contains_key(&name) => (
                     "name-taken",
                     None,

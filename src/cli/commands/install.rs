@@ -407,7 +407,6 @@ fn selected(home: &Home, spec: &Spec) -> Result<String> {
             .toolchains
             .keys()
             .filter(|n| n.parse::<Spec>().is_ok_and(|n| spec.matches(&n)))
-            .map(String::as_str)
             .collect();
         let of = if matching.len() > 1 {
             format!(", the highest of {}", matching.join(", "))

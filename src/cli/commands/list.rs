@@ -98,7 +98,7 @@ impl Args {
             .map(|(name, e)| {
                 let active_here = active
                     .as_ref()
-                    .and_then(|a| a.toolchains.iter().find(|t| &t.name == name));
+                    .and_then(|a| a.toolchains.iter().find(|t| t.name == name));
                 Row {
                     name,
                     kind: e.kind.as_str(),

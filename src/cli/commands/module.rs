@@ -64,10 +64,10 @@ impl ExportArgs {
                 );
             }
         }
-        let names: Vec<&String> = if self.names.is_empty() {
+        let names: Vec<&str> = if self.names.is_empty() {
             registry.toolchains.keys().collect()
         } else {
-            self.names.iter().collect()
+            self.names.iter().map(String::as_str).collect()
         };
         if names.is_empty() {
             ui::info_with_hints(
@@ -75,7 +75,7 @@ impl ExportArgs {
                 ["`gpuenv install <spec>`, `gpuenv link <name> <path>` or `gpuenv discover --register` first"],
             );
         }
-        session::ensure_views(&home, &registry, names.iter().map(|n| n.as_str()))?;
+        session::ensure_views(&home, &registry, names.iter().copied())?;
         module_dir(&dir)?;
         let mut refused = 0;
         let mut written = Vec::new();

@@ -112,7 +112,7 @@ fn tree_checks(session: &Session) -> Vec<TreeCheck> {
         }
         let release = (e.version.major(), e.version.minor().unwrap_or(0));
         out.push(TreeCheck {
-            name: name.clone(),
+            name: name.to_string(),
             release,
             tree_gcc: facts::tree::gcc_max(&e.include_dir),
             data_gcc: facts::lookup::gcc(data, release)

@@ -103,7 +103,7 @@ pub fn outdated(
         ));
         if let Some(v) = newest {
             out.push(Outdated {
-                name: name.clone(),
+                name: name.to_string(),
                 entry: entry.clone(),
                 newer: v.clone(),
                 source,

@@ -186,7 +186,7 @@ fn plan_home(
             .toolchains
             .iter()
             .filter(|(_, e)| e.source == Source::Installed)
-            .map(|(n, _)| n.clone())
+            .map(|(n, _)| n.to_string())
             .collect();
         if !installed.is_empty() {
             steps.push(Step::Toolchains(installed));

@@ -47,3 +47,16 @@ pub fn shell(sb: &Sandbox, shell: &str, script: &str, env: &[(&str, &OsStr)]) ->
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// The text of a registry copy (`cache/registry/`) with its check line made to match the
+/// rest again, as whoever owns the copy could: a copy forged on purpose, which only the rule
+/// a test is about may refuse (a copy merely damaged is refused by its check).
+pub fn resealed(copy: &str) -> String {
+    let mut at = 0;
+    for _ in 0..3 {
+        at += copy[at..].find('\n').unwrap() + 1;
+    }
+    let body = &copy[at + 17..];
+    let check = gpuenv_core::fsutil::checksum(body.as_bytes());
+    format!("{}{check:016x}\n{body}", &copy[..at])
+}

@@ -6,6 +6,7 @@
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::common::hostile::resealed;
 use crate::common::*;
 use fs_err as fs;
 
@@ -35,7 +36,7 @@ fn forge(sb: &Sandbox, copy: &Path) -> String {
     let real = sb.path("opt/cuda-12.4").display().to_string();
     let evil = sb.path("evil/cuda-12.4").display().to_string();
     assert!(text.contains(&real));
-    text.replace(&real, &evil)
+    resealed(&text.replace(&real, &evil))
 }
 
 #[test]
@@ -93,10 +94,26 @@ fn a_link_planted_as_the_copy_is_not_followed_and_is_replaced() {
 fn a_copy_naming_a_path_instead_of_a_toolchain_is_not_believed() {
     let (sb, copy) = copied();
     let text = fs::read_to_string(&copy).unwrap();
-    fs::write(&copy, text.replace("\"cuda-12.4\"", "\"../../x\"")).unwrap();
+    let named = text.replace("\"cuda-12.4\"", "\"../../x\"");
+    // Edited without its check: damaged, so made again from the settings.
+    fs::write(&copy, &named).unwrap();
     let list = sb.ok(&["list"]);
     assert!(
         list.contains("cuda-12.4") && !list.contains("../../x"),
         "{list}"
     );
+    // Forged with its check: the line names no toolchain, and no path is made of it.
+    fs::write(&copy, resealed(&named)).unwrap();
+    let list = sb.ok(&["list"]);
+    assert!(!list.contains("../../x"), "{list}");
+    sb.ok(&["reshim"]);
+    assert!(!sb.gpuenv_home().join("views/../../x").exists());
+}
+
+#[test]
+fn a_forged_copy_that_breaks_no_rule_is_believed() {
+    // What the tests above refuse is each rule's doing, not the forgery's.
+    let (sb, copy) = copied();
+    fs::write(&copy, forge(&sb, &copy)).unwrap();
+    assert_eq!(prefix(&sb), sb.path("evil/cuda-12.4"));
 }

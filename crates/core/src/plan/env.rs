@@ -17,7 +17,7 @@ mod change;
 mod foreign;
 
 pub use change::{Applied, Change, Lookup, Op};
-pub use foreign::{is_well_known, key as foreign_key, Foreign};
+pub use foreign::{is_well_known, key as foreign_key, Foreign, Registered};
 
 /// The path-list variables gpuenv edits.
 pub use crate::facts::vars::PATH_LISTS;
@@ -61,32 +61,21 @@ pub fn plan(
     if !kinds.is_empty() {
         // Every registered toolchain of an active kind is foreign, the active ones included:
         // their real roots give way to the views prepended below, and the views move to the
-        // front once, without copies.
-        let of_kind = || {
-            registry
-                .toolchains
-                .iter()
-                .filter(|(_, e)| kinds.contains(&e.kind))
-        };
+        // front once, without copies. The registry is asked about each entry's ancestors
+        // (a site store's hundreds are not gathered into sets on every call).
         // The home's views, and each upstream's that holds a view used here.
         let mut view_dirs = vec![home.views()];
-        // (Compared as bytes: they are joined from the same few roots, and hundreds of
-        // component-wise comparisons are what this avoids.)
-        for dir in home.upstream_views.values() {
+        for dir in home.upstream_view_dirs() {
             if !view_dirs.iter().any(|x| x.as_os_str() == dir.as_os_str()) {
                 view_dirs.push(dir.to_path_buf());
             }
         }
         let foreign = Foreign {
             dirs: Arc::default(),
-            views: Arc::new((view_dirs, of_kind().map(|(n, _)| n.clone()).collect())),
-            // A system toolchain's prefix (`/usr`) is shared the same way.
-            roots: Arc::new(
-                of_kind()
-                    .filter(|(_, e)| e.system.is_none())
-                    .map(|(_, e)| foreign::key(&e.root))
-                    .collect(),
-            ),
+            registered: Registered {
+                toolchains: registry.toolchains.clone(),
+                view_dirs,
+            },
             kinds: kinds.clone(),
         };
         for list in PATH_LISTS {

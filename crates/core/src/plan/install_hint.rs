@@ -127,7 +127,7 @@ pub fn from_store(registry: &Registry, spec: &Spec) -> Option<String> {
             .filter_map(|(n, _)| Some((n.parse::<Spec>().ok()?, n)))
             .filter(|(s, _)| family(s))
             .max_by(|a, b| a.0.version.cmp(&b.0.version))
-            .map(|(s, n)| (s, n.clone()));
+            .map(|(s, n)| (s, n.to_string()));
         let store = up.display();
         let pin = instead.as_ref().map(|(s, n)| {
             let minor = s.version.minor().unwrap_or(0);

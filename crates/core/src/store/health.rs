@@ -155,7 +155,7 @@ pub fn health(home: &Home, registry: &Registry) -> Vec<Problem> {
         }
         if !view::exists(home, name) {
             problems.push(Problem::ViewMissing {
-                name: name.clone(),
+                name: name.to_string(),
                 view: home.view(name),
             });
         }

@@ -1,7 +1,7 @@
 //! The layout of `GPUENV_HOME`: where each part of gpuenv's own state lives. Everything
 //! gpuenv writes is under one of these directories.
 
-use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -32,11 +32,20 @@ pub struct Home {
     pub root: PathBuf,
     /// Upstreams named by the environment and the system config (see `toolchain::upstream`).
     pub upstreams: Vec<PathBuf>,
-    /// Upstream toolchains and the `views/` directory of their upstream (filled by
+    /// Upstream toolchains and the `views/` directory of their upstream (set by
     /// `upstream::layered`): the view is there when the upstream has one, else under
-    /// `root`. Shared paths, not one per toolchain, and no stat of each: a site's hundreds
-    /// are asked about only when used ([`Home::view`]).
-    pub upstream_views: BTreeMap<String, Arc<Path>>,
+    /// `root`. Asked of the layered registry by name, and no stat of each: a site's
+    /// hundreds are asked about only when used ([`Home::view`]).
+    pub upstream_views: Option<Arc<dyn UpstreamViews>>,
+}
+
+/// Which upstream's `views/` directory a toolchain's view is in (the layered registry
+/// answers).
+pub trait UpstreamViews: fmt::Debug + Send + Sync {
+    /// The `views/` directory of the upstream `name` comes from; `None` for the own home's.
+    fn views_of(&self, name: &str) -> Option<&Path>;
+    /// The `views/` directories of the upstreams some toolchain comes from, each once.
+    fn dirs(&self) -> Vec<Arc<Path>>;
 }
 
 impl Home {
@@ -44,7 +53,7 @@ impl Home {
         Home {
             root: root.into(),
             upstreams: Vec::new(),
-            upstream_views: BTreeMap::new(),
+            upstream_views: None,
         }
     }
     /// Registered toolchains, the default and trusted files.
@@ -68,10 +77,17 @@ impl Home {
     }
     /// The view an upstream has of its toolchain `name`: a directory (not a link) there.
     pub fn upstream_view(&self, name: &str) -> Option<PathBuf> {
-        let view = self.upstream_views.get(name)?.join(name);
+        let view = self.upstream_views.as_ref()?.views_of(name)?.join(name);
         fs_err::symlink_metadata(&view)
             .is_ok_and(|m| m.is_dir())
             .then_some(view)
+    }
+    /// The `views/` directories of the upstreams some registered toolchain comes from.
+    pub fn upstream_view_dirs(&self) -> Vec<Arc<Path>> {
+        self.upstream_views
+            .as_ref()
+            .map(|u| u.dirs())
+            .unwrap_or_default()
     }
     /// The home a view directory belongs to, and the view's name: `<home>/views/<name>`.
     pub fn of_view(view: &Path) -> Option<(Home, String)> {

@@ -287,7 +287,7 @@ impl Store {
                 // Its view stays: a root on an unmounted file system comes back with it.
                 broken.push(StoreError::Missing {
                     problem: Problem::RootMissing {
-                        name: name.clone(),
+                        name: name.to_string(),
                         root: entry.root.clone(),
                         source: entry.source,
                     },
@@ -295,7 +295,7 @@ impl Store {
                 continue;
             }
             match view::create(&self.home, name, entry, &proxy) {
-                Ok(_) => views.push(name.clone()),
+                Ok(_) => views.push(name.to_string()),
                 Err(e) => broken.push(e.into()),
             }
         }

@@ -222,7 +222,7 @@ pub fn reshim(home: &Home, registry: &Registry, proxy: &Path) -> Result<Reshim, 
         .filter_map(|root| Registry::load(&Home::new(root)).ok())
         .flat_map(|r| r.toolchains.into_iter())
         .collect();
-    let upstream = upstream_entries.iter().map(|(n, e)| (n, e));
+    let upstream = upstream_entries.iter().map(|(n, e)| (n.as_str(), e));
     for (name, entry) in registry.toolchains.iter().chain(upstream) {
         match tools_of(name, entry) {
             Ok(tools) => wanted.extend(tools),

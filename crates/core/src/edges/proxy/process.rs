@@ -1,11 +1,13 @@
 //! The proxy as a process: what it sets up at start (it runs without std's start-up), and
 //! the exec of what `plan` decided.
 
-use std::ffi::OsString;
+use std::ffi::{CStr, CString, OsString};
+use std::os::unix::ffi::OsStrExt;
 
 use super::{plan, ProxyError, Refused};
 use crate::context::Context;
 use crate::diagnostic::Find;
+use crate::plan::exec::Exec;
 use crate::ui;
 
 /// The proxy's entry point: plan from `argv` and the process's environment, then exec.
@@ -31,7 +33,7 @@ pub fn main(argv: Vec<OsString>, find: &[Find]) -> u8 {
     };
     let self_exe = std::env::current_exe().unwrap_or_default();
     let result = plan(argv, &ctx, &self_exe).and_then(|exec| {
-        let source = crate::edges::session::exec(&exec);
+        let source = exec_raw(&exec);
         Err(ProxyError::Exec {
             program: exec.program,
             source,
@@ -80,4 +82,78 @@ fn start_up() {
         }
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+}
+
+extern "C" {
+    /// The process's environment, as the C library keeps it.
+    static environ: *const *const libc::c_char;
+}
+
+/// Replaces the proxy with `exec`'s program, as `session::exec` does (SIGPIPE back to its
+/// default, the program's path as `argv[0]`, the environment with `exec.env`'s changes, the
+/// last change of a name winning), without copying the whole environment into a map and
+/// back: the inherited entries are passed on as the very strings the C library holds.
+/// Returns only when the exec failed. (The proxy runs one thread and sets no variable, so
+/// `environ` does not change under it.)
+fn exec_raw(exec: &Exec) -> std::io::Error {
+    let nul = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a nul byte in an argument or variable",
+        )
+    };
+    let c = |b: &[u8]| CString::new(b).ok();
+    let Some(program) = c(exec.program.as_os_str().as_bytes()) else {
+        return nul();
+    };
+    let mut args = vec![program];
+    for a in &exec.args {
+        let Some(a) = c(a.as_bytes()) else {
+            return nul();
+        };
+        args.push(a);
+    }
+    // The last change of each name, in order of names.
+    let mut changes: Vec<(&[u8], Option<&OsString>)> = Vec::with_capacity(exec.env.len());
+    for (k, v) in exec.env.iter().rev() {
+        if !changes.iter().any(|(n, _)| *n == k.as_bytes()) {
+            changes.push((k.as_bytes(), v.as_ref()));
+        }
+    }
+    changes.sort_by(|a, b| a.0.cmp(b.0));
+    let mut set = Vec::with_capacity(changes.len());
+    for (k, v) in &changes {
+        if let Some(v) = v {
+            let Some(entry) = c(&[k, &b"="[..], v.as_bytes()].concat()) else {
+                return nul();
+            };
+            set.push(entry);
+        }
+    }
+    let mut envp: Vec<*const libc::c_char> = Vec::with_capacity(64 + set.len());
+    // SAFETY: `environ` is a NULL-terminated array of NUL-terminated strings that nothing
+    // changes while the proxy runs; each entry is only read, and only up to its NUL.
+    unsafe {
+        let mut at = environ;
+        while !at.is_null() && !(*at).is_null() {
+            let entry = CStr::from_ptr(*at).to_bytes();
+            let name = entry.split(|b| *b == b'=').next().unwrap_or_default();
+            if changes.binary_search_by(|(n, _)| (*n).cmp(name)).is_err() {
+                envp.push(*at);
+            }
+            at = at.add(1);
+        }
+    }
+    envp.extend(set.iter().map(|e| e.as_ptr()));
+    envp.push(std::ptr::null());
+    let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    // SAFETY: `argv` and `envp` are NULL-terminated arrays of pointers to NUL-terminated
+    // strings that outlive the call (`args`, `set`, `environ`); SIGPIPE's disposition is a
+    // plain constant.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
+    }
+    std::io::Error::last_os_error()
 }

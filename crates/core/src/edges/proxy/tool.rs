@@ -28,7 +28,7 @@ pub fn find_tool<'a>(tool: &str, active: &'a ActiveSet, registry: &Registry) -> 
         .filter(|(_, e)| e.system.is_some() && active.get(e.kind).is_none())
         .find_map(|(name, e)| {
             Some(Tool::System {
-                toolchain: name.clone(),
+                toolchain: name.to_string(),
                 program: e.tool(tool)?,
             })
         })

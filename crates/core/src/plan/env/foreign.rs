@@ -3,30 +3,59 @@
 
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::store::toolchain::toolchains::{root_key, Toolchains};
 use crate::store::toolchain::Kind;
 
 /// Which path-list entries belong to other toolchains: registered roots and views, and the
 /// well-known install places.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Foreign {
-    /// Sets, so an entry is looked up by its ancestors: a site store's hundreds of
-    /// toolchains cost each PATH entry a few lookups, not a comparison with each. Shared by
-    /// the path lists of one change, not copied into each.
-    /// Kept as bytes ([`key`]), compared as bytes: ordering hundreds of `PathBuf`s
-    /// component by component was most of what planning an environment cost at site scale.
+    /// Sets, so an entry is looked up by its ancestors. Shared by the path lists of one
+    /// change, not copied into each. Kept as bytes ([`key`]), compared as bytes.
     pub dirs: Arc<BTreeSet<OsString>>,
-    /// Registered roots: foreign unless the root is a shared prefix (`/usr`, a conda
-    /// environment). That costs a stat, so it is asked only of a root an entry is under,
-    /// not of every registered one on every call.
-    pub roots: Arc<BTreeSet<OsString>>,
-    /// Views: `<views>/<name>` for one of these `views/` directories (the home's and the
-    /// upstreams') and a registered name. Names, not hundreds of joined paths to order.
-    pub views: Arc<(Vec<PathBuf>, BTreeSet<String>)>,
+    /// The registered toolchains of these kinds, asked about an entry's ancestors.
+    pub registered: Registered,
     pub kinds: Vec<Kind>,
+}
+
+/// The registry's toolchains, asked about a path-list entry's ancestors by name and by
+/// root: a site store's hundreds cost each entry a few lookups, not a comparison with each,
+/// and nothing is built of them for a call (`Toolchains::with_root`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Registered {
+    /// Shared with the registry (a clone shares what was read).
+    pub toolchains: Toolchains,
+    /// The `views/` directories a view of a registered name is in: the home's and the
+    /// upstreams'.
+    pub view_dirs: Vec<PathBuf>,
+}
+
+impl Registered {
+    /// `<views>/<name>`, for a views directory here and a toolchain of one of `kinds`.
+    fn is_view(&self, a: &Path, kinds: &[Kind]) -> bool {
+        // `a` is a key (as `key` writes it), compared as bytes with each directory's key.
+        let under = |p: &Path| {
+            let p = p.as_os_str().as_bytes();
+            self.view_dirs.iter().any(|d| *root_key(d) == *p)
+        };
+        a.parent().is_some_and(under)
+            && a.file_name()
+                .and_then(OsStr::to_str)
+                .and_then(|n| self.toolchains.get(n))
+                .is_some_and(|e| kinds.contains(&e.kind))
+    }
+
+    /// The root of a toolchain of one of `kinds` that is not a system toolchain (whose
+    /// prefix, `/usr`, is shared).
+    fn is_root(&self, a: &Path, kinds: &[Kind]) -> bool {
+        self.toolchains
+            .with_root(a.as_os_str().as_bytes())
+            .any(|e| e.system.is_none() && kinds.contains(&e.kind))
+    }
 }
 
 impl Foreign {
@@ -36,21 +65,16 @@ impl Foreign {
         if crate::facts::driver_dirs::is_driver_dir(entry) {
             return self.dirs.contains(entry);
         }
-        let (view_dirs, names) = &*self.views;
-        let view = |a: &Path| {
-            a.file_name()
-                .and_then(OsStr::to_str)
-                .is_some_and(|n| names.contains(n))
-                && a.parent().is_some_and(|p| view_dirs.iter().any(|d| d == p))
-        };
+        // A registered root is foreign unless it is a shared prefix (`/usr`, a conda
+        // environment): that costs a stat, so it is asked only of a root an entry is under.
         let registered = |a: &Path| {
             self.dirs.contains(a.as_os_str())
-                || view(a)
-                || self.roots.contains(a.as_os_str())
+                || self.registered.is_view(a, &self.kinds)
+                || self.registered.is_root(a, &self.kinds)
                     && !crate::store::toolchain::is_shared_prefix(a)
         };
         !entry.is_empty()
-            && Path::new(&key(Path::new(entry)))
+            && Path::new(OsStr::from_bytes(&root_key(Path::new(entry))))
                 .ancestors()
                 .any(registered)
             || self.kinds.iter().any(|k| is_well_known(*k, entry))
@@ -60,15 +84,7 @@ impl Foreign {
 /// `path` as the sets hold it: as written, unless it has an empty or `.` component or a
 /// trailing `/`, which comparing by components ignores: then rebuilt from its components.
 pub fn key(path: &Path) -> OsString {
-    let b = path.as_os_str().as_bytes();
-    let odd = b.windows(2).any(|w| w == b"//")
-        || b.windows(3).any(|w| w == b"/./")
-        || b.ends_with(b"/.")
-        || (b.len() > 1 && b.ends_with(b"/"));
-    match odd {
-        true => path.components().collect::<PathBuf>().into_os_string(),
-        false => path.as_os_str().to_owned(),
-    }
+    OsString::from_vec(root_key(path).into_owned())
 }
 
 /// `/usr/local/cuda`, `/usr/local/cuda-*`, `/opt/cuda*`, conda's `pkgs/cudatoolkit-*` for CUDA;
@@ -126,24 +142,38 @@ mod tests {
         }
     }
 
+    fn toolchains(entries: &[(&str, &str)]) -> Toolchains {
+        use crate::store::toolchain::registry::Entry;
+        entries
+            .iter()
+            .map(|(name, root)| {
+                let version = name.trim_start_matches("cuda-");
+                (name.to_string(), Entry::linked_cuda(root, version))
+            })
+            .collect()
+    }
+
     #[test]
     fn views_of_registered_names_and_registered_roots_are_foreign() {
-        let names = ["cuda-11.8", "cuda-12.4"].map(String::from).into();
         let foreign = Foreign {
-            views: Arc::new((
-                vec!["/home/u/gpuenv/views".into(), "/site/gpuenv/views".into()],
-                names,
-            )),
-            roots: Arc::new([OsString::from("/opt/cuda-11.8")].into()),
+            registered: Registered {
+                toolchains: toolchains(&[
+                    ("cuda-11.8", "/tools/cuda-11.8"),
+                    ("cuda-12.4", "/tools//cuda-12.4/"),
+                ]),
+                view_dirs: vec!["/home/u/gpuenv/views".into(), "/site/gpuenv/views".into()],
+            },
+            kinds: vec![Kind::Cuda],
             ..Foreign::default()
         };
         for e in [
             "/home/u/gpuenv/views/cuda-11.8/bin",
             "/site/gpuenv/views/cuda-12.4/bin",
             "/site/gpuenv/views/cuda-12.4",
-            "/opt/cuda-11.8/lib64",
-            "/opt//cuda-11.8/./lib64/",
-            "/opt/cuda-11.8/",
+            "/tools/cuda-11.8/lib64",
+            "/tools//cuda-11.8/./lib64/",
+            "/tools/cuda-11.8/",
+            "/tools/cuda-12.4/bin",
         ] {
             assert!(foreign.matches(e.as_ref()), "{e}");
         }
@@ -151,18 +181,31 @@ mod tests {
             "/home/u/gpuenv/views/cuda-10.2/bin",
             "/elsewhere/views/cuda-12.4/bin",
             "/home/u/gpuenv/views",
-            "/opt/cuda-11.8x/bin",
+            "/tools/cuda-11.8x/bin",
             "/usr/bin",
             "",
         ] {
             assert!(!foreign.matches(e.as_ref()), "{e}");
+        }
+        let rocm = Foreign {
+            kinds: vec![Kind::Rocm],
+            ..foreign
+        };
+        for e in [
+            "/home/u/gpuenv/views/cuda-11.8/bin",
+            "/tools/cuda-11.8/lib64",
+        ] {
+            assert!(!rocm.matches(e.as_ref()), "another kind's: {e}");
         }
     }
 
     #[test]
     fn driver_and_forward_compat_dirs_are_never_foreign() {
         let foreign = Foreign {
-            roots: Arc::new([OsString::from("/usr/local/cuda-13.4")].into()),
+            registered: Registered {
+                toolchains: toolchains(&[("cuda-13.4", "/usr/local/cuda-13.4")]),
+                view_dirs: Vec::new(),
+            },
             kinds: vec![Kind::Cuda],
             ..Foreign::default()
         };

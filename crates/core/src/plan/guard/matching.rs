@@ -28,7 +28,7 @@ pub fn for_torch<'r>(
         .filter(|(_, e)| e.kind == spec.kind)
         .filter_map(|(name, e)| {
             let n: Spec = name.parse().ok()?;
-            spec.matches(&n).then_some((name.as_str(), e, n))
+            spec.matches(&n).then_some((name, e, n))
         })
         .collect();
     let of_venv = |e: &Entry| {

@@ -197,9 +197,9 @@ impl Toolchains<'_> {
         }
         let views = std::iter::once(self.home.views()).chain(
             self.home
-                .upstream_views
-                .values()
-                .filter_map(|v| Some(v.parent()?.to_path_buf())),
+                .upstream_view_dirs()
+                .into_iter()
+                .map(|v| v.to_path_buf()),
         );
         for views in views {
             if let Ok(rest) = path.strip_prefix(&views) {
@@ -223,7 +223,7 @@ impl Toolchains<'_> {
             if entry.root == candidate
                 || candidate_canon.is_some() && canon(&entry.root) == candidate_canon
             {
-                return Owner::Toolchain(name.clone());
+                return Owner::Toolchain(name.to_string());
             }
         }
         Owner::Other(candidate.to_path_buf())

@@ -7,6 +7,7 @@ pub mod gpu_archs;
 pub mod registry;
 pub mod registry_cache;
 pub mod system;
+pub mod toolchains;
 pub mod upstream;
 pub mod view;
 
@@ -130,6 +131,21 @@ impl Spec {
         }
     }
 
+    /// False for a name [`Spec::matches`] cannot select, from its first bytes alone:
+    /// another kind, or another major version. (True says nothing.)
+    pub fn may_select(&self, name: &str) -> bool {
+        let Some(rest) = name
+            .strip_prefix(self.kind.as_str())
+            .and_then(|r| r.strip_prefix('-'))
+        else {
+            return false;
+        };
+        let end = rest.find(['.', '-']).unwrap_or(rest.len());
+        rest[..end]
+            .parse::<u64>()
+            .map_or(true, |major| major == self.version.major())
+    }
+
     /// True for a registered toolchain name this spec selects: the same label (if the spec
     /// has one) and a version the spec's version is a prefix of.
     pub fn matches(&self, name: &Spec) -> bool {
@@ -222,6 +238,25 @@ mod tests {
         assert!(!spec("cuda-12").matches(&spec("rocm-12.0")));
         assert!(spec("cuda-11.3").matches(&spec("cuda-11.3-conda")));
         assert!(!spec("cuda-11.3-conda").matches(&spec("cuda-11.3")));
+    }
+
+    #[test]
+    fn a_name_a_spec_may_select_has_its_kind_and_major_version() {
+        for (spec_, name, may) in [
+            ("cuda-12", "cuda-12.4.1", true),
+            ("cuda-12.4", "cuda-12.40", true),
+            ("cuda-12", "cuda-012.1", true),
+            ("cuda-12", "cuda-12-site", true),
+            ("cuda-12", "cuda-11.8", false),
+            ("cuda-1", "cuda-12.4", false),
+            ("cuda-12", "rocm-12.0", false),
+            ("cuda-12", "cudax-12", false),
+        ] {
+            assert_eq!(spec(spec_).may_select(name), may, "{spec_} {name}");
+            if !may {
+                assert!(name.parse().map_or(true, |n| !spec(spec_).matches(&n)));
+            }
+        }
     }
 
     #[test]

@@ -3,13 +3,13 @@
 //! and trusted toolchain files. Every write is atomic, made under a lock, and keeps the
 //! previous state in `settings.toml.bak`.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 pub use super::entry::{Broken, Entry, Source};
+pub use super::toolchains::Toolchains;
 use super::Spec;
 use crate::diagnostic::Diagnostic;
 use crate::facts::build_cache::{BuildCache, SharedStore};
@@ -53,7 +53,7 @@ pub struct Registry {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upstreams: Vec<PathBuf>,
     #[serde(default)]
-    pub toolchains: BTreeMap<String, Entry>,
+    pub toolchains: Toolchains,
     /// Something about the file the user should know (it is not saved).
     #[serde(skip)]
     pub notice: Option<StateNotice>,
@@ -369,12 +369,14 @@ impl Registry {
         if let Some((name, e)) = self.toolchains.get_key_value(&spec.to_string()) {
             return Some((name, e));
         }
+        // Only names that may match are decoded and parsed: a site's hundreds of other
+        // releases cost a look at their first bytes.
         let matching: Vec<(&str, &Entry, Spec)> = self
             .toolchains
-            .iter()
+            .iter_where(|name| spec.may_select(name))
             .filter_map(|(name, e)| {
                 let n: Spec = name.parse().ok()?;
-                spec.matches(&n).then_some((name.as_str(), e, n))
+                spec.matches(&n).then_some((name, e, n))
             })
             .collect();
         // One lstat per candidate, only when there is a choice to make.

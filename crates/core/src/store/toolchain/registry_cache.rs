@@ -3,16 +3,22 @@
 //! has every CUDA patch release). The settings file stays the source of truth: the copy is
 //! the parsed registry, under `Home::registry_cache()` in the reading user's own home (one
 //! file per settings path, an upstream's too: nothing is written into an upstream). Its
-//! layout: a header (magic, the settings path, its stamp), the registry without toolchains
-//! as one JSON line, the number of toolchains, then one line per toolchain in name order
-//! ([`encode`]), read by splitting lines rather than parsing JSON objects (a sixth fewer
-//! instructions than serde_json's parse of the same registry). It is used only while
+//! layout: a header (magic, the settings path, its stamp, a check of the rest:
+//! `fsutil::checksum`), the registry without toolchains
+//! as one JSON line, then the toolchains (`Toolchains::encode_copy`: their number, one line
+//! per toolchain in name order, `toolchains::line`, and a table of their roots by hash).
+//! Reading it decodes no toolchain: the lines are found, their names checked for order,
+//! and each line is decoded when a call asks for that toolchain (`Toolchains`), so a call
+//! costs the same with one toolchain as with hundreds. It is used only while
 //! - it is a regular file owned by the user, not a link, and not writable by others;
 //! - it names the settings path read, and that file's device, inode, size, modification
 //!   and change times to the nanosecond (an edit by hand with the old size and modification
 //!   time still moves the change time, which cannot be set back);
-//! - it parses whole: the count matches the lines, the names are in order and nothing
-//!   follows, and every toolchain name in it passes the same check the settings' do.
+//! - the rest is what its check says (a damaged or cut copy is made again);
+//! - it has the shape gpuenv writes: the count matches the lines, the names are JSON strings
+//!   without escapes in strictly increasing order, and nothing follows. A line that does not
+//!   decode when asked for (or whose name the settings could not hold, `check_name`) is no
+//!   toolchain.
 //!
 //! Otherwise the settings file is parsed and the copy written again, atomically. A settings
 //! file changed in the last two seconds is not copied yet: file times tick coarsely, so an
@@ -22,19 +28,21 @@
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use fs_err::os::unix::fs::OpenOptionsExt;
 
-use super::entry::Collectives;
-use super::registry::{self, Entry, Registry, Source, StateError};
-use super::system::System;
+use super::registry::{self, Registry, StateError};
+use super::toolchains::Toolchains;
 use crate::stamp::Stamp;
 use crate::store::home::Home;
 use crate::{fsutil, outside};
 
 /// The first line of a copy; a new layout gets a new one.
-const MAGIC: &str = "gpuenv registry cache 2";
+const MAGIC: &str = "gpuenv registry cache 3";
+/// The check line: 16 hex digits and its newline.
+const CHECK_LINE: usize = 17;
 /// Copies larger than this are not read (a settings file of thousands of toolchains is
 /// well under it).
 const LIMIT: u64 = 64 << 20;
@@ -70,6 +78,8 @@ impl Cache {
     }
 
     /// The registry the copy holds, when it can be trusted and matches the settings file.
+    /// Its toolchains' lines are checked for shape and order only, and each is decoded when
+    /// asked for (`Toolchains`).
     pub fn read(&self) -> Option<Registry> {
         let file = fs_err::OpenOptions::new()
             .read(true)
@@ -85,27 +95,21 @@ impl Cache {
         // The std file reads in one call what its size says (fs_err's would grow a buffer).
         let mut text = String::with_capacity(meta.len() as usize + 1);
         file.file().read_to_string(&mut text).ok()?;
-        let mut lines = text.split('\n');
-        let (magic, source, stamp) = (lines.next()?, lines.next()?, lines.next()?);
+        let text = Arc::new(text);
+        let mut at = 0;
+        let (magic, source) = (line(&text, &mut at)?, line(&text, &mut at)?);
+        let (stamp, check) = (line(&text, &mut at)?, line(&text, &mut at)?);
         if magic != MAGIC || source != self.source || stamp != self.stamp {
             return None;
         }
-        let mut registry: Registry = serde_json::from_str(lines.next()?).ok()?;
-        let count: usize = lines.next()?.parse().ok()?;
-        let mut toolchains = Vec::with_capacity(count.min(1 << 16));
-        for line in lines.by_ref().take(count) {
-            toolchains.push(decode(line)?);
-        }
-        // A copy cut short, or with more after its entries, is not the one gpuenv wrote.
-        if toolchains.len() != count || lines.ne([""]) {
+        // A damaged, cut or garbled copy is made again, as a copy that does not parse was
+        // before lines were read one at a time.
+        let body = text.as_bytes().get(at..)?;
+        if check != format!("{:016x}", fsutil::checksum(body)) {
             return None;
         }
-        // In name order, as written: the map is built in one pass, not by insertions.
-        if !toolchains.windows(2).all(|w| w[0].0 < w[1].0) {
-            return None;
-        }
-        registry.toolchains = toolchains.into_iter().collect();
-        registry.check_names().ok()?;
+        let mut registry: Registry = serde_json::from_str(line(&text, &mut at)?).ok()?;
+        registry.toolchains = Toolchains::of_copy(text.clone(), at)?;
         Some(registry)
     }
 
@@ -122,18 +126,16 @@ impl Cache {
         let Ok(rest) = serde_json::to_string(&rest) else {
             return;
         };
-        let count = registry.toolchains.len();
-        let mut text = format!(
-            "{MAGIC}\n{}\n{}\n{rest}\n{count}\n",
-            self.source, self.stamp
-        );
-        for (name, entry) in &registry.toolchains {
-            let Some(line) = encode(name, entry) else {
-                return;
-            };
-            text += &line;
-            text.push('\n');
-        }
+        // The check is of everything after its own line, which has a fixed width.
+        let head = format!("{MAGIC}\n{}\n{}\n", self.source, self.stamp);
+        let mut body = format!("{rest}\n");
+        let at = head.len() + CHECK_LINE + body.len();
+        let Some(toolchains) = registry.toolchains.encode_copy(at) else {
+            return;
+        };
+        body += &toolchains;
+        let check = fsutil::checksum(body.as_bytes());
+        let text = format!("{head}{check:016x}\n{body}");
         if fsutil::write_atomic(&self.at, text.as_bytes()).is_ok() {
             // The first layout's copy of the same file (`<hash>.json`), now never read.
             let _ = fs_err::remove_file(self.at.with_extension("json"));
@@ -182,107 +184,12 @@ fn names_source(path: &Path, source: &str) -> bool {
         && lines.next() == Some(source)
 }
 
-/// What an entry has besides its fixed fields, as JSON (absent when it has none).
-#[derive(serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Extra {
-    collectives: Option<Collectives>,
-    system: Option<System>,
-}
-
-/// One toolchain as one line: its name and fixed fields separated by tabs, each string a
-/// JSON string (so a tab or newline in a path is escaped, never a separator), then
-/// [`Extra`]. Reading it is splitting a line, not parsing JSON objects: a store of hundreds
-/// costs each call little more than one of a few. `None` for a path that is not UTF-8.
-fn encode(name: &str, e: &Entry) -> Option<String> {
-    let s = |v: &str| serde_json::to_string(v).ok();
-    let p = |v: &Path| v.to_str().and_then(s);
-    let extra = match (&e.collectives, &e.system) {
-        (None, None) => String::new(),
-        (c, sys) => serde_json::to_string(&Extra {
-            collectives: c.clone(),
-            system: sys.clone(),
-        })
-        .ok()?,
-    };
-    Some(
-        [
-            s(name)?,
-            e.kind.to_string(),
-            e.version.to_string(),
-            e.source.as_str().to_string(),
-            p(&e.root)?,
-            s(&e.version_from)?,
-            p(&e.include_dir)?,
-            p(&e.lib_dir)?,
-            extra,
-        ]
-        .join("\t"),
-    )
-}
-
-/// The line [`encode`] wrote; `None` for anything else.
-fn decode(line: &str) -> Option<(String, Entry)> {
-    // Fields found byte by byte: `split('\t')`'s searcher cost more than the rest of the
-    // line's decoding, hundreds of times a call.
-    let mut rest = Some(line);
-    let mut next = || {
-        let s = rest?;
-        match s.bytes().position(|b| b == b'\t') {
-            Some(i) => {
-                rest = Some(&s[i + 1..]);
-                Some(&s[..i])
-            }
-            None => {
-                rest = None;
-                Some(s)
-            }
-        }
-    };
-    let name = string(next()?)?;
-    let kind = next()?.parse().ok()?;
-    let version = next()?.parse().ok()?;
-    let source = match next()? {
-        "linked" => Source::Linked,
-        "discovered" => Source::Discovered,
-        "installed" => Source::Installed,
-        _ => return None,
-    };
-    let root = string(next()?)?.into();
-    let version_from = string(next()?)?;
-    let include_dir = string(next()?)?.into();
-    let lib_dir = string(next()?)?.into();
-    let extra = match next()? {
-        "" => Extra {
-            collectives: None,
-            system: None,
-        },
-        json => serde_json::from_str(json).ok()?,
-    };
-    if next().is_some() {
-        return None;
-    }
-    let entry = Entry {
-        kind,
-        version,
-        root,
-        source,
-        version_from,
-        include_dir,
-        lib_dir,
-        collectives: extra.collectives,
-        system: extra.system,
-    };
-    Some((name, entry))
-}
-
-/// A JSON string; the common one, without escapes, taken as it is.
-fn string(field: &str) -> Option<String> {
-    let inner = field.strip_prefix('"')?.strip_suffix('"')?;
-    if inner.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20) {
-        return serde_json::from_str(field).ok();
-    }
-    Some(inner.to_string())
+/// The line at `at`, which moves past it.
+fn line<'t>(text: &'t str, at: &mut usize) -> Option<&'t str> {
+    let rest = text.get(*at..)?;
+    let n = memchr::memchr(b'\n', rest.as_bytes())?;
+    *at += n + 1;
+    rest.get(..n)
 }
 
 /// One file per settings path (the path itself is inside, and compared), named by its
@@ -319,7 +226,10 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::toolchain::entry::Collectives;
     use crate::store::toolchain::registry::Entry;
+    use crate::store::toolchain::system::System;
+    use crate::store::toolchain::toolchains::root_key;
 
     fn registry(names: &[&str]) -> Registry {
         let mut r = Registry::default();
@@ -361,8 +271,18 @@ mod tests {
         let c = cache(&own, "1:2:3:4.0:5.0");
         c.write(&registry(&["cuda-12.4.1"]));
         let text = fs_err::read_to_string(c.path()).unwrap();
-        fs_err::write(c.path(), text.replace("\"cuda-12.4.1\"", "\"../../x\"")).unwrap();
-        assert_eq!(c.read(), None);
+        let named = text.replace("\"cuda-12.4.1\"", "\"../../x\"");
+        fs_err::write(c.path(), &named).unwrap();
+        assert_eq!(c.read(), None, "damaged: its check says so");
+        // Forged with a check that matches: read, and the line is no toolchain.
+        let head: usize = named.split_inclusive('\n').take(3).map(str::len).sum();
+        let body = &named[head + CHECK_LINE..];
+        let check = fsutil::checksum(body.as_bytes());
+        fs_err::write(c.path(), format!("{}{check:016x}\n{body}", &named[..head])).unwrap();
+        let read = c.read().unwrap();
+        assert_eq!(read.toolchains.get("../../x"), None);
+        assert_eq!(read.toolchains.iter().count(), 0);
+        assert!(!read.toolchains.contains_key("../../x"));
     }
 
     #[test]
@@ -403,8 +323,13 @@ mod tests {
         let c = cache(&own, "1:2:3:4.0:5.0");
         c.write(&r);
         let text = fs_err::read_to_string(c.path()).unwrap();
-        assert_eq!(text.lines().count(), 7, "{text}");
-        assert_eq!(c.read(), Some(r));
+        // The header and its check, the count, one line each, the table of roots: its count and a record
+        // each (no tab or newline of a path made a line of its own).
+        assert_eq!(text.lines().count(), 11, "{text}");
+        let read = c.read().unwrap();
+        assert_eq!(read, r);
+        let odd = root_key(Path::new("/opt/a\tb\nc \"d\" \\e/é"));
+        assert_eq!(read.toolchains.with_root(&odd).count(), 1);
     }
 
     #[test]

@@ -121,31 +121,31 @@ pub fn multiarch() -> String {
 /// them (that would put `/usr/include` ahead of libstdc++'s `#include_next <math.h>`, or
 /// `/usr/bin` ahead of a virtualenv's python) and never removes them.
 pub fn is_default_dir(dir: &Path) -> bool {
-    let multiarch = multiarch();
+    use std::os::unix::ffi::OsStrExt;
+    // Compared as bytes: the proxy asks this for each directory it prepends.
     let dir = dir.components().collect::<PathBuf>();
-    [
-        "/usr",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-        "/usr/local/bin",
-        "/usr/include",
-        "/usr/local/include",
-        "/usr/lib",
-        "/lib",
-        "/usr/lib64",
-        "/lib64",
-        "/usr/local/lib",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .chain([
-        Path::new("/usr/lib").join(&multiarch),
-        Path::new("/lib").join(&multiarch),
-        Path::new("/usr/include").join(&multiarch),
-    ])
-    .any(|d| d == dir)
+    let b = dir.as_os_str().as_bytes();
+    const PLAIN: &[&[u8]] = &[
+        b"/usr",
+        b"/usr/bin",
+        b"/bin",
+        b"/usr/sbin",
+        b"/sbin",
+        b"/usr/local/bin",
+        b"/usr/include",
+        b"/usr/local/include",
+        b"/usr/lib",
+        b"/lib",
+        b"/usr/lib64",
+        b"/lib64",
+        b"/usr/local/lib",
+    ];
+    let multiarch =
+        |rest: &[u8]| rest.strip_prefix(std::env::consts::ARCH.as_bytes()) == Some(b"-linux-gnu");
+    PLAIN.contains(&b)
+        || [&b"/usr/lib/"[..], b"/lib/", b"/usr/include/"]
+            .iter()
+            .any(|p| b.strip_prefix(*p).is_some_and(multiarch))
 }
 
 /// `prefix` is a Debian/Ubuntu ROCm: `bin/hipcc` with HIP's headers or version file beside it
@@ -255,6 +255,8 @@ mod tests {
             "/usr/bin/",
             "/usr/include",
             "/usr/lib/x86_64-linux-gnu",
+            "/lib/x86_64-linux-gnu/",
+            "/usr//include/./x86_64-linux-gnu",
             "/usr",
         ] {
             if d.contains("x86_64") && std::env::consts::ARCH != "x86_64" {
@@ -267,6 +269,9 @@ mod tests {
             "/opt/rocm/lib",
             "/tmp/root/usr/include",
             "/usr/local/cuda/include",
+            "/usr/lib/x86_64-linux-gnux",
+            "/usr/lib/x86_64-linux-gnu/x",
+            "/usr/local/lib64",
         ] {
             assert!(!is_default_dir(Path::new(d)), "{d}");
         }

@@ -4,13 +4,13 @@
 //! `GPUENV_SYSTEM_CONFIG`). Lookups go through the user's own home first, then each upstream
 //! in that order. Nothing here writes: an upstream is only ever read.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
 
 use super::registry::{Registry, StateError};
+use super::toolchains::Upstream;
 use crate::context::{vars, Context};
 use crate::store::home::Home;
 use crate::{fsutil, outside, ui};
@@ -122,24 +122,25 @@ pub struct Layered {
     /// Own toolchains, then each upstream's that no earlier layer names. Only for reading:
     /// saving it would copy upstream entries into the user's settings.
     pub registry: Registry,
-    /// Toolchain name -> the upstream home it comes from.
-    pub origins: BTreeMap<String, PathBuf>,
     /// Upstreams that are gone, unreadable or corrupt (each a warning, never an error).
     pub warnings: Vec<String>,
 }
 
 impl Layered {
+    /// The upstream home `name` comes from; `None` for the own home's.
     pub fn upstream_of(&self, name: &str) -> Option<&Path> {
-        self.origins.get(name).map(PathBuf::as_path)
+        let upstream = self.registry.toolchains.upstream_of(name)?;
+        Some(&upstream.root)
     }
 
     /// Upstream toolchains whose upstream has no view: their view belongs in the own home.
     /// A stat of each, so asked by `reshim`, never on every call.
     pub fn missing_views(&self, home: &Home) -> Vec<String> {
-        self.origins
-            .keys()
-            .filter(|name| home.upstream_view(name).is_none())
-            .cloned()
+        self.registry
+            .toolchains
+            .from_upstreams()
+            .filter(|(name, _)| home.upstream_view(name).is_none())
+            .map(|(name, _)| name.to_string())
             .collect()
     }
 }
@@ -206,7 +207,6 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
         registry: own,
         ..Layered::default()
     };
-    let (mut origins, mut found_views) = (Vec::new(), Vec::new());
     for root in roots {
         let upstream = Home::new(&root);
         if !root.is_absolute() {
@@ -257,20 +257,14 @@ pub fn layered_in(home: &mut Home, own: Registry, mine: &Home) -> Layered {
             layered.registry.upstreams.push(root.clone());
         }
         let views: Arc<Path> = upstream.views().into();
-        let mut theirs = registry.toolchains;
-        theirs.retain(|name, _| !layered.registry.toolchains.contains_key(name));
-        for name in theirs.keys() {
-            found_views.push((name.clone(), views.clone()));
-            origins.push((name.clone(), root.clone()));
-        }
-        // Merged in one pass (a swap when the own home has none): a site's hundreds are
-        // not inserted one by one on every call.
-        layered.registry.toolchains.append(&mut theirs);
+        // Merged in one pass of the two name-ordered lists, each of theirs remembering its
+        // upstream: a site's hundreds are neither decoded nor inserted one by one.
+        layered
+            .registry
+            .toolchains
+            .layer_under(registry.toolchains, Upstream { root, views });
     }
-    // Built from name-ordered lists in one pass each.
-    layered.origins = origins.into_iter().collect();
-    home.upstream_views
-        .append(&mut found_views.into_iter().collect());
+    home.upstream_views = Some(Arc::new(layered.registry.toolchains.clone()));
     layered
 }
 
