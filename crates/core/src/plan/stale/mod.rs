@@ -235,8 +235,8 @@ impl Toolchains<'_> {
             || nvcc.starts_with(self.home.views())
             || self
                 .home
-                .upstream_views
-                .values()
+                .upstream_view_dirs()
+                .iter()
                 .any(|views| nvcc.starts_with(views))
     }
 
