@@ -6,7 +6,7 @@
 //! torch`) is made in the install's order: its links into the venv are left out of the
 //! copy, the archives placed, then the venv linked again where no archive put a file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Context as _, InstallError, Result};
 
@@ -76,7 +76,11 @@ pub(crate) fn add(job: &Job, plan: &Plan, old: &Record, sel: &Selection) -> Resu
             home.toolchains().display()
         )
     })?;
-    let venvs: Vec<&Path> = old.linked.iter().map(|l| l.tree.as_path()).collect();
+    let venvs: Vec<PathBuf> = old
+        .linked
+        .iter()
+        .flat_map(|l| crate::install::wheel_trees(plan.kind, &l.tree))
+        .collect();
     link_tree(&root, tmp.path(), &venvs).with_context(|| format!("copying {}", root.display()))?;
     for (a, dir) in new.iter().zip(&dirs) {
         place_archive(fetcher, a, dir, tmp.path())
@@ -133,7 +137,7 @@ pub(crate) fn add(job: &Job, plan: &Plan, old: &Record, sel: &Selection) -> Resu
 /// `to` as a copy of `from` made of hard links (the files are the download cache's, read
 /// only), links as they are; without the files gpuenv writes (version.json, the record),
 /// which are written anew, and without the links into `venvs`, which are linked anew.
-fn link_tree(from: &Path, to: &Path, venvs: &[&Path]) -> Result<()> {
+fn link_tree(from: &Path, to: &Path, venvs: &[PathBuf]) -> Result<()> {
     let mut stack = vec![std::path::PathBuf::new()];
     while let Some(rel) = stack.pop() {
         for item in fs_err::read_dir(from.join(&rel))? {

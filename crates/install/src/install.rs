@@ -196,6 +196,18 @@ pub(crate) fn place_archive(fetcher: &Fetcher, a: &Archive, dir: &Path, root: &P
     Ok(())
 }
 
+/// The venv trees a linked wheel tree brings into a toolkit: the tree itself and, for
+/// CUDA, NCCL's wheel beside it (`link_wheel_trees`; `add` skips links into any of them
+/// when it copies a toolkit, and links them again).
+pub(crate) fn wheel_trees(kind: Kind, tree: &Path) -> Vec<PathBuf> {
+    match kind {
+        Kind::Cuda => std::iter::once(tree.to_path_buf())
+            .chain(gpuenv_core::facts::python::nccl_wheel_beside(tree))
+            .collect(),
+        Kind::Rocm => vec![tree.to_path_buf()],
+    }
+}
+
 /// Links the plan's venv wheel trees into `root` where nothing is placed: after every
 /// archive, so what is downloaded wins over what is linked. NCCL's wheel beside a CUDA
 /// tree (torch's `nvidia/nccl`) is linked too: its headers and library join the toolkit's,
@@ -203,13 +215,7 @@ pub(crate) fn place_archive(fetcher: &Fetcher, a: &Archive, dir: &Path, root: &P
 /// gpuenv's tree, never in the venv.
 pub(crate) fn link_wheel_trees(plan: &Plan, root: &Path) -> Result<()> {
     for l in &plan.linked {
-        let trees = match plan.kind {
-            Kind::Cuda => std::iter::once(l.tree.clone())
-                .chain(gpuenv_core::facts::python::nccl_wheel_beside(&l.tree))
-                .collect(),
-            Kind::Rocm => vec![l.tree.clone()],
-        };
-        for tree in trees {
+        for tree in wheel_trees(plan.kind, &l.tree) {
             match plan.kind {
                 Kind::Cuda => assemble::link_wheel_tree(&tree, root),
                 Kind::Rocm => assemble::link_rocm_tree(&tree, root),
