@@ -5,8 +5,8 @@
 //! (`gpuenv_core::store::retired`). The next install, uninstall, update or `cache prune` of
 //! the home, or `gpuenv uninstall --reap`, deletes every retired tree nothing uses any more.
 //!
-//! "Using" is decided by [`users`] (this node's processes, as far as `/proc` lets this user
-//! see) and [`jobs`] (SLURM's running jobs, whoever's, where `squeue` answers).
+//! "Using" is decided by `users` (this node's processes, as far as `/proc` lets this user
+//! see) and `jobs` (SLURM's running jobs, whoever's, where `squeue` answers).
 
 mod jobs;
 mod users;
