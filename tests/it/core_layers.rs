@@ -2,7 +2,9 @@
 //! only its own layer and those below it. `crate_boundaries.rs` checks the same one level
 //! up (the proxy links the core alone); this reads every `crate::` path in the core, and
 //! in the CLI (`src/cli`), whose commands import only its support module, never each other;
-//! and no production file of the workspace is over 500 lines (unit tests go to a `tests.rs`).
+//! and no production file of the workspace is over 500 lines (unit tests go to a `tests.rs`);
+//! gpuenv-install's public surface is a deliberate list (lib.rs's `pub use`s and the few
+//! namespaces named here), with no `anyhow`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -672,5 +674,123 @@ fn the_length_check_counts_lines_and_lets_declared_unit_tests_be_long() {
             "long.rs: 501 lines"
         ],
         "{found:#?}"
+    );
+}
+
+/// The modules gpuenv-install's lib.rs may make `pub`, and why: each is a namespace of
+/// verbs the CLI calls by path, where a flat name would say nothing (`read`, `reap`) or
+/// collide (two `for_venv`s). Every other module is private, and what it offers callers is
+/// named one by one in lib.rs's `pub use` list (`gpuenv_install::Thing`).
+const INSTALL_NAMESPACES: &[(&str, &str)] = &[
+    (
+        "lock",
+        "gpuenv.lock: lock::load, lock::render, lock::compare",
+    ),
+    (
+        "prune",
+        "the download cache: prune::size, prune::frees, prune::prune",
+    ),
+    (
+        "record",
+        "a tree's install record: record::read, record::keep",
+    ),
+    ("retire", "retire::retire, retire::reap, retire::delete"),
+    (
+        "torch",
+        "torch::cuda_of, torch::for_venv (the same verbs as torch_rocm's)",
+    ),
+    ("torch_rocm", "torch_rocm::rocm_of, torch_rocm::for_venv"),
+];
+
+/// Each way the lib.rs text `lib` widens the install crate's public surface past its
+/// list: a `pub mod` not in [`INSTALL_NAMESPACES`], a glob `pub use`, or a listed
+/// namespace that is no longer a `pub mod` (the list would go stale).
+fn install_surface_problems(lib: &str, shown: &str) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let mut public = Vec::new();
+    for (n, line) in code_lines(lib).iter().enumerate() {
+        let code = line.trim();
+        if let Some(rest) = code.strip_prefix("pub mod ") {
+            let name: String = rest.chars().take_while(|&c| is_ident(c)).collect();
+            if !INSTALL_NAMESPACES.iter().any(|(m, _)| *m == name) {
+                wrong.push(format!(
+                    "{shown}:{}: `pub mod {name}` is not a listed namespace: make it `mod {name}` and `pub use` what callers need",
+                    n + 1
+                ));
+            }
+            public.push(name);
+        } else if code.starts_with("pub use") && code.contains('*') {
+            wrong.push(format!(
+                "{shown}:{}: a glob `pub use` makes every item of a module public: name them",
+                n + 1
+            ));
+        }
+    }
+    for (m, _) in INSTALL_NAMESPACES {
+        if !public.iter().any(|p| p == m) {
+            wrong.push(format!(
+                "{shown}: `{m}` is a listed namespace but no `pub mod`: take it off the list"
+            ));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn the_install_crate_makes_public_only_its_listed_namespaces() {
+    let lib = fs_err::read_to_string(workspace().join("crates/install/src/lib.rs")).unwrap();
+    assert!(lib.contains("pub use"), "lib.rs has no `pub use` list");
+    let wrong = install_surface_problems(&lib, "crates/install/src/lib.rs");
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_install_surface_check_sees_an_unlisted_pub_mod_a_glob_and_a_stale_entry() {
+    let lib = "\
+mod dir;
+pub mod cache;
+pub(crate) mod fetch;
+// pub mod hooks;
+pub mod lock;
+pub mod prune;
+pub mod record;
+pub mod retire;
+pub mod torch;
+pub use source::*;
+";
+    let wrong = install_surface_problems(lib, "x");
+    assert_eq!(wrong.len(), 3, "{wrong:#?}");
+    assert!(wrong[0].starts_with("x:2: `pub mod cache`"), "{wrong:#?}");
+    assert!(wrong[1].starts_with("x:10: a glob"), "{wrong:#?}");
+    assert!(wrong[2].starts_with("x: `torch_rocm`"), "{wrong:#?}");
+}
+
+/// The library speaks `InstallError`, not `anyhow`; an install is one `Job`, not a long
+/// argument list.
+#[test]
+fn the_install_crate_has_no_anyhow_and_no_long_argument_lists() {
+    let manifest = fs_err::read_to_string(workspace().join("crates/install/Cargo.toml")).unwrap();
+    assert!(
+        !manifest.contains("anyhow"),
+        "crates/install/Cargo.toml names anyhow"
+    );
+    let mut files = Vec::new();
+    rust_files(&workspace().join("crates/install/src"), &mut files);
+    assert!(
+        files.len() > 20,
+        "only {} files in crates/install/src",
+        files.len()
+    );
+    let found: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = fs_err::read_to_string(f).unwrap();
+            text.contains("anyhow") || text.contains("too_many_arguments")
+        })
+        .map(|f| f.strip_prefix(workspace()).unwrap().display().to_string())
+        .collect();
+    assert!(
+        found.is_empty(),
+        "these name anyhow or allow too_many_arguments: {found:?}"
     );
 }

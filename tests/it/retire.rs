@@ -483,7 +483,7 @@ fn a_users_slurm_job_that_started_before_keeps_the_retired_site_toolkit_until_it
     // without it and does not count: squeue's start times are read as this SLURM prints
     // them (an unreadable one would count).
     std::thread::sleep(
-        Duration::from_secs(gpuenv_install::retire::jobs::CLOCK_SLACK + 2)
+        Duration::from_secs(gpuenv_install::retire::CLOCK_SLACK + 2)
             .saturating_sub(retired.elapsed()),
     );
     let later = Job::sleeping(nodes, &alice, &alice.home, "later", &[], "true");

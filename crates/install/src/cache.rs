@@ -181,7 +181,7 @@ impl Cache {
         Ok(Some(top))
     }
 
-    /// The part `part` (one of [`PARTS`]) of the cache, checked like the cache itself. Made
+    /// The part `part` (one of `PARTS`) of the cache, checked like the cache itself. Made
     /// when missing if `create`; `None` when missing otherwise. A link at its name is
     /// removed, never followed.
     pub fn part(&self, part: &str, create: bool) -> Result<Option<Dir>, Refused> {

@@ -386,7 +386,7 @@ fn parent_of(path: &Path) -> io::Result<(Dir, &OsStr)> {
     Ok((Dir::open_path(parent.unwrap_or(Path::new(".")))?, name))
 }
 
-/// [`Dir::remove_tree`] of the entry at `path` (nothing when there is none).
+/// `Dir::remove_tree` of the entry at `path` (nothing when there is none).
 pub fn remove_tree(path: &Path) -> io::Result<()> {
     match parent_of(path) {
         Ok((dir, name)) => dir.remove_tree(name),

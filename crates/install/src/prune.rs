@@ -109,7 +109,7 @@ pub fn size(cache: &Cache, installed: &Installed) -> Result<Vec<Usage>, Refused>
 /// Removes what no installed toolchain needs: partial downloads, archives, unpacked trees
 /// no installed file links into, then the objects nothing links any more. With `all`,
 /// everything: every unpacked tree, object and index page. Only names gpuenv makes are
-/// removed ([`cache::ours`]), and no link is followed. Returns what was freed (bytes
+/// removed (`cache::ours`), and no link is followed. Returns what was freed (bytes
 /// installed toolchains keep are not counted). `waiting(name)` is called when an install
 /// holds a lock. What the toolchains in `toolchains` hold is read once running installs
 /// are done, so what they just linked counts as installed.

@@ -20,7 +20,7 @@ use gpuenv_core::{fsutil, outside};
 use reqwest::Url;
 
 /// The record's file name inside an installed root.
-pub const RECORD: &str = ".gpuenv-install.toml";
+pub(crate) const RECORD: &str = ".gpuenv-install.toml";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -127,7 +127,7 @@ impl Record {
     }
 }
 
-pub fn write(root: &Path, record: &Record) -> crate::Result<()> {
+pub(crate) fn write(root: &Path, record: &Record) -> crate::Result<()> {
     let text = toml::to_string(record)?;
     fsutil::write_atomic(&root.join(RECORD), text.as_bytes())?;
     Ok(())
@@ -154,7 +154,7 @@ pub fn reinstall_command(name: &Spec, rec: Option<&Record>) -> String {
 /// Where the record of an uninstalled toolchain is kept (in `toolchains/`, beside its lock),
 /// so that installing it again brings the same profile and components, also `--offline`
 /// from the download cache.
-pub fn kept_path(toolchains: &Path, name: &str) -> std::path::PathBuf {
+pub(crate) fn kept_path(toolchains: &Path, name: &str) -> std::path::PathBuf {
     toolchains.join(format!(".{name}.uninstalled.toml"))
 }
 
@@ -170,7 +170,7 @@ pub fn keep(root: &Path, toolchains: &Path, name: &str) -> crate::Result<()> {
 }
 
 /// The record kept when `name` was uninstalled, if any.
-pub fn kept(toolchains: &Path, name: &str) -> Option<Record> {
+pub(crate) fn kept(toolchains: &Path, name: &str) -> Option<Record> {
     let path = kept_path(toolchains, name);
     // gpuenv writes it as a file: a link in its place is not gpuenv's, and is not followed.
     if fs_err::symlink_metadata(&path)
@@ -207,7 +207,7 @@ pub fn kept_matching(
 }
 
 /// Drops the kept record of `name` once it is installed again.
-pub fn forget_kept(toolchains: &Path, name: &str) {
+pub(crate) fn forget_kept(toolchains: &Path, name: &str) {
     let _ = fs_err::remove_file(kept_path(toolchains, name));
 }
 
@@ -223,7 +223,7 @@ pub fn files_digest(root: &Path) -> std::io::Result<String> {
 /// the record names (`gpuenv install torch`), or into the `nvidia/` beside it (NCCL's
 /// wheel), counts by its path inside, so the toolkit a teammate makes from their own venv
 /// of the same wheels is the locked one.
-pub fn tree_digest(root: &Path, rec: Option<&Record>) -> std::io::Result<String> {
+pub(crate) fn tree_digest(root: &Path, rec: Option<&Record>) -> std::io::Result<String> {
     let trees: Vec<&Path> = rec
         .into_iter()
         .flat_map(|r| &r.linked)

@@ -104,7 +104,7 @@ pub fn cuda_of(torch: &TorchVersion) -> Result<TorchCuda> {
 }
 
 /// The version of the distribution `dist` (normalized with `_`) installed in `site`.
-pub fn installed_version(site: &Path, dist: &str) -> Option<String> {
+pub(crate) fn installed_version(site: &Path, dist: &str) -> Option<String> {
     let prefix = format!("{dist}-");
     fs_err::read_dir(site).ok()?.flatten().find_map(|e| {
         let name = e.file_name().to_string_lossy().into_owned();

@@ -44,7 +44,7 @@ impl TorchRocm {
 }
 
 /// The version of the wheel `project` installed in `site` (its `.dist-info`), if any.
-pub fn installed(site: &Path, project: &str) -> Option<PyVersion> {
+pub(crate) fn installed(site: &Path, project: &str) -> Option<PyVersion> {
     let stem = format!("{}-", project.replace('-', "_"));
     fs_err::read_dir(site)
         .ok()?

@@ -8,9 +8,9 @@ use indicatif::HumanBytes;
 
 use gpuenv_core::context::Context;
 use gpuenv_core::ui;
-use gpuenv_install::cache::Cache;
 use gpuenv_install::prune::{self, Installed, PARTS};
 use gpuenv_install::retire::Census;
+use gpuenv_install::Cache;
 
 /// Show or free the space the download cache takes
 #[derive(Debug, clap::Args)]

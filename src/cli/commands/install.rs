@@ -17,7 +17,7 @@ use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::record;
 use gpuenv_install::retire::Census;
-use gpuenv_install::source::Choice;
+use gpuenv_install::Choice;
 use gpuenv_install::{Job, Profile, Progress, Selection};
 
 /// Install toolchains: CUDA from NVIDIA's redist archives or wheels, anything from a gpuenv
@@ -211,7 +211,7 @@ impl Args {
             && spec
                 .label
                 .as_deref()
-                .is_some_and(gpuenv_install::source::amd::prerelease_label);
+                .is_some_and(gpuenv_install::prerelease_label);
         if spec.label.is_some() && self.manifest.is_none() && !prerelease {
             bail!(Hinted::new(format!(
                 "{spec}: installed toolchains are named by their version alone (labels are for linked ones and manifests)"

@@ -18,7 +18,7 @@ use gpuenv_core::toolchain::registry::Registry;
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_install::retire::Census;
-use gpuenv_install::source::Choice;
+use gpuenv_install::Choice;
 
 /// List registered toolchains, marking the active and default ones
 #[derive(Debug, clap::Args)]

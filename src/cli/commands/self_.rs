@@ -17,8 +17,7 @@ use gpuenv_core::outside;
 use gpuenv_core::session::Session;
 use gpuenv_core::toolchain::{Kind, Version};
 use gpuenv_core::ui;
-use gpuenv_install::fetch::Fetcher;
-use gpuenv_install::source::nvidia;
+use gpuenv_install::{Fetcher, NVIDIA_MIRROR};
 
 /// gpuenv itself: how it was installed, removing it, its compatibility data
 #[derive(Debug, clap::Args)]
@@ -225,13 +224,13 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
     let fetcher = support::install_from::fetcher(ctx, &home, offline)?;
     let mirror = ctx
         .var_nonempty(vars::GPUENV_CUDA_MIRROR)
-        .unwrap_or(nvidia::DEFAULT_MIRROR);
+        .unwrap_or(NVIDIA_MIRROR);
     let root = gpuenv_install::location(&ctx.cwd, mirror, true)?;
     let listing = fetcher
         .page(&root, "text/html", outside::Kind::IndexPage)
         .with_context(|| format!("listing the CUDA releases at {root}"))?;
     let mut firsts: Vec<Version> = Vec::new();
-    for v in nvidia::parse_listing(&listing.text()) {
+    for v in gpuenv_install::nvidia_releases(&listing.text()) {
         if !firsts.iter().any(|f| same_minor(f, &v)) {
             firsts.push(v);
         }
@@ -261,7 +260,7 @@ fn update_data(ctx: &Context, offline: bool) -> Result<()> {
     // NVIDIA: the nvcc build of each release the data has none for, in the majors its
     // [[nvcc-build]] rows cover (older ones keep naming their trees by major.minor).
     let first_major = data.nvcc_builds.iter().map(|b| b.release[0]).min();
-    for v in nvidia::parse_listing(&listing.text()) {
+    for v in gpuenv_install::nvidia_releases(&listing.text()) {
         let release = match *v.parts() {
             [a, b, c] if first_major.is_some_and(|m| a >= m) => [a, b, c],
             _ => continue,

@@ -11,8 +11,7 @@ use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
 use gpuenv_install::record;
-use gpuenv_install::source::components::recorded;
-use gpuenv_install::source::Choice;
+use gpuenv_install::{recorded_component, Choice};
 use gpuenv_install::{torch, Job, Selection};
 
 /// What an add is asked for, and where from.
@@ -75,7 +74,7 @@ pub fn run(ctx: &Context, job: &Job, name: &str, entry: &Entry, ask: &Ask) -> Re
     };
     let mut sel: Selection = rec.selection();
     for c in ask.components {
-        let c = recorded(c);
+        let c = recorded_component(c);
         if !sel.components.contains(&c) {
             sel.components.push(c);
         }
@@ -151,8 +150,10 @@ fn linked_plan(
     let (plan, mismatches) = torch::for_venv(gpuenv_install::plan(sources, &release, sel)?, &cuda);
     // Those of the components it has were said when it was made.
     for m in mismatches.iter().filter(|m| {
-        let c = recorded(&m.component);
-        !rec.archives.iter().any(|a| recorded(&a.component) == c)
+        let c = recorded_component(&m.component);
+        !rec.archives
+            .iter()
+            .any(|a| recorded_component(&a.component) == c)
     }) {
         ui::warn(m.warning(&cuda));
     }

@@ -7,14 +7,10 @@ use gpuenv_core::context::{vars, Context};
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::facts::sources;
 use gpuenv_core::home::Home;
-use gpuenv_install::cache::Cache;
-use gpuenv_install::fetch::{Fetcher, Net};
-use gpuenv_install::hooks::Hooks;
-use gpuenv_install::source::amd::Amd;
-use gpuenv_install::source::manifest::ManifestSource;
-use gpuenv_install::source::nvidia::{self, Nvidia};
-use gpuenv_install::source::pypi::{self, Pypi};
-use gpuenv_install::source::{Choice, Source};
+use gpuenv_install::{
+    Amd, Cache, Choice, Fetcher, Hooks, ManifestSource, Net, Nvidia, Pypi, Source, NVIDIA_MIRROR,
+    PYPI_INDEX,
+};
 
 /// The download cache: `GPUENV_DOWNLOAD_CACHE`, else `$GPUENV_HOME/downloads`.
 pub fn cache(ctx: &Context, home: &Home) -> Result<Cache> {
@@ -54,11 +50,11 @@ pub fn sources<'a>(
     }
     let mirror = ctx
         .var_nonempty(vars::GPUENV_CUDA_MIRROR)
-        .unwrap_or(nvidia::DEFAULT_MIRROR);
+        .unwrap_or(NVIDIA_MIRROR);
     let index = ctx
         .var_nonempty(vars::GPUENV_PYPI_URL)
         .or_else(|| ctx.var_nonempty(vars::PIP_INDEX_URL))
-        .unwrap_or(pypi::DEFAULT_INDEX);
+        .unwrap_or(PYPI_INDEX);
     let nvidia = || -> Result<Box<dyn Source + 'a>> {
         Ok(Box::new(Nvidia {
             fetcher,

@@ -14,10 +14,9 @@ use gpuenv_core::store::Store;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
-use gpuenv_install::lock::compare::inspect;
-use gpuenv_install::lock::{archive_differences, Found, Locked};
+use gpuenv_install::lock::{archive_differences, inspect, Found, Locked};
 use gpuenv_install::record::{self, Record};
-use gpuenv_install::source::Choice;
+use gpuenv_install::Choice;
 use gpuenv_install::Progress;
 
 use super::lock::load_here;

@@ -10,7 +10,7 @@ use gpuenv_core::guard;
 use gpuenv_core::toolchain::registry::{Entry, Registry};
 use gpuenv_core::toolchain::Spec;
 use gpuenv_core::ui;
-use gpuenv_install::source::Choice;
+use gpuenv_install::Choice;
 use gpuenv_install::{record, torch, Job, Profile, Selection};
 
 /// `components`: `--component` names, added to the toolkit as to any install (downloaded

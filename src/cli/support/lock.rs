@@ -16,8 +16,7 @@ use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Spec};
 use gpuenv_core::ui;
 use gpuenv_core::user_file::{self, Check, UserFile};
-use gpuenv_install::lock::compare::{self, Depth, Mismatch};
-use gpuenv_install::lock::{self, Found, Locked, LockedCompiler};
+use gpuenv_install::lock::{self, Depth, Found, Locked, LockedCompiler, Mismatch};
 
 use super::Exit;
 
@@ -58,7 +57,7 @@ pub fn write(ctx: &Context) -> Result<()> {
     let path = lock_path(&file.path);
     let mut locked = Vec::new();
     for pin in &file.pins {
-        let Some(t) = active.get(pin.kind).filter(|t| compare::pinned(&t.reason)) else {
+        let Some(t) = active.get(pin.kind).filter(|t| lock::pinned(&t.reason)) else {
             bail!(Hinted::new(format!(
                 "{}: the {} pin is not what is active here ({})",
                 pin.at,
@@ -69,7 +68,7 @@ pub fn write(ctx: &Context) -> Result<()> {
             ))
             .hint("`gpuenv use none` lets the project's pins decide, then `gpuenv lock`"));
         };
-        let (files, rec) = compare::inspect(&t.entry)?;
+        let (files, rec) = lock::inspect(&t.entry)?;
         let found = Found {
             name: &t.name,
             entry: &t.entry,
@@ -315,7 +314,7 @@ pub struct Compared {
 
 /// Each way `active` differs from `lock`, everything it records compared.
 pub fn differences(session: &Session, lock: lock::Lock, active: &ActiveSet) -> Result<Compared> {
-    let found = compare::compare(&lock, active, Depth::Full, || {
+    let found = lock::compare(&lock, active, Depth::Full, || {
         locked_compiler(session, active)
     })?;
     let problems = found.iter().flat_map(Mismatch::lines).collect();
@@ -361,7 +360,7 @@ pub fn hook_notes(active: &ActiveSet) -> (Vec<String>, Option<PathBuf>) {
         }
     };
     // Identity reads nothing from the trees, so it cannot fail.
-    let found = compare::compare(&lock, active, Depth::Identity, || None).unwrap_or_default();
+    let found = lock::compare(&lock, active, Depth::Identity, || None).unwrap_or_default();
     let notes = found
         .iter()
         .filter_map(|m| {

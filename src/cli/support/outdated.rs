@@ -13,7 +13,7 @@ use gpuenv_core::home::Home;
 use gpuenv_core::toolchain::registry::{Entry, Registry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Version};
 use gpuenv_core::ui;
-use gpuenv_install::source::{components, Choice};
+use gpuenv_install::Choice;
 use gpuenv_install::{Profile, Selection};
 
 /// Where newer releases are looked up.
@@ -127,7 +127,7 @@ pub fn selection_of(entry: &Entry) -> Selection {
     let keys = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
         .map(|m| m.keys().cloned().collect::<Vec<_>>())
         .unwrap_or_default();
-    for c in keys.iter().filter_map(|k| components::lookup(k)) {
+    for c in keys.iter().filter_map(|k| gpuenv_install::component(k)) {
         if !components.iter().any(|have| have == c.redist) {
             components.push(c.redist.to_string());
         }

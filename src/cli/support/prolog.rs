@@ -21,7 +21,7 @@ use gpuenv_core::session::Session;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
 use gpuenv_core::{trust, ui};
 use gpuenv_install::lock::Locked;
-use gpuenv_install::source::Choice;
+use gpuenv_install::Choice;
 
 use super::lock::{compared_here, differences_here, load_beside, lock_path, Compared};
 

@@ -118,7 +118,7 @@ pub fn run(ctx: &Context, yes: bool, keep_toolchains: bool) -> Result<()> {
                         }
                     }
                 }
-                Step::Remove(p) => gpuenv_install::dir::remove_all(p)
+                Step::Remove(p) => gpuenv_install::remove_all(p)
                     .with_context(|| format!("removing {}", p.display()))?,
                 Step::Empty(dir) => empty(&home, dir, &mut left)?,
                 Step::EditRc { path, shell } => {
@@ -308,7 +308,7 @@ fn empty(home: &Home, dir: &Path, left: &mut Vec<String>) -> Result<()> {
                 left.push(format!("{} (another account's)", path.display()));
                 continue;
             }
-            gpuenv_install::dir::remove_all(&path)
+            gpuenv_install::remove_all(&path)
                 .with_context(|| format!("removing {}", path.display()))?;
         }
     }

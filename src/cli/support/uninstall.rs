@@ -63,7 +63,7 @@ impl Uninstall {
             Some(users) => say_retired(name, users, census),
             None => {
                 // Renamed away first, so the tree is gone at once however long deleting takes.
-                gpuenv_install::dir::remove_tree(root)?;
+                gpuenv_install::remove_tree(root)?;
                 ui::info(format!("uninstalled {name} (removed {})", root.display()));
             }
         }

@@ -5,7 +5,7 @@
 //! --all-nodes` ([`compare`]). A lock from a clone is a file gpuenv did not write: [`parse`]
 //! validates every field, with file:line:column.
 
-pub mod compare;
+mod compare;
 pub(crate) mod error;
 mod parse;
 
@@ -19,12 +19,13 @@ use gpuenv_core::project::Location;
 use gpuenv_core::toolchain::registry::{Entry, Source as Origin};
 use gpuenv_core::toolchain::{Kind, Version};
 
+pub use compare::{compare, inspect, pinned, Depth, Mismatch};
 pub use error::LockError;
 pub use parse::{load, parse};
 
 pub const FILE: &str = "gpuenv.lock";
 /// The format's version; a lock of another one is refused rather than misread.
-pub const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 
 /// A parsed, validated lock.
 #[derive(Debug, Clone, PartialEq, Eq)]

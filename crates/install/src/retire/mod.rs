@@ -5,11 +5,13 @@
 //! (`gpuenv_core::store::retired`). The next install, uninstall, update or `cache prune` of
 //! the home, or `gpuenv uninstall --reap`, deletes every retired tree nothing uses any more.
 //!
-//! "Using" is decided by [`users`] (this node's processes, as far as `/proc` lets this user
-//! see) and [`jobs`] (SLURM's running jobs, whoever's, where `squeue` answers).
+//! "Using" is decided by `users` (this node's processes, as far as `/proc` lets this user
+//! see) and `jobs` (SLURM's running jobs, whoever's, where `squeue` answers).
 
-pub mod jobs;
+mod jobs;
 mod users;
+
+pub use jobs::CLOCK_SLACK;
 
 use std::cell::{Cell, OnceCell};
 use std::fmt;
@@ -227,7 +229,7 @@ fn reap_one(
 
 /// Before `name` is installed again (under its toolchain lock): a retired copy nothing uses
 /// any more is deleted; one still in use keeps its path, and the install is refused.
-pub fn clear_for_install(home: &Home, name: &str) -> Result<()> {
+pub(crate) fn clear_for_install(home: &Home, name: &str) -> Result<()> {
     let Some(r) = retired::read(home, name)? else {
         return Ok(());
     };

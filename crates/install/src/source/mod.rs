@@ -1,12 +1,12 @@
 //! Where releases come from. Each source turns a spec into a [`Plan`] (the archives of one
 //! release, with their hashes) and lists the releases it has.
 
-pub mod amd;
-pub mod components;
-pub mod manifest;
-pub mod nvidia;
+pub(crate) mod amd;
+pub(crate) mod components;
+pub(crate) mod manifest;
+pub(crate) mod nvidia;
 use gpuenv_core::facts::pep440;
-pub mod pypi;
+pub(crate) mod pypi;
 mod simple;
 
 use std::path::Path;
