@@ -10,14 +10,17 @@
 #       wheels for x86_64 and aarch64, cross-linked with zig against glibc 2.17's symbols;
 #       `auditwheel show` must call each manylinux_2_17 with no external libraries.
 #       --target x86_64 or aarch64 (repeatable) builds only those.
+#   --profile NAME   the cargo profile (default release, what ships; .ci/run builds its test
+#       wheels with `ci`: the same code without LTO, see docs/performance.md)
 #
 # maturin, twine (and with --zig: ziglang, cargo-zigbuild, auditwheel) come from PyPI into a
 # venv outside the checkout, made once: $GPUENV_PY_TOOLS, default ~/.cache/gpuenv-py-tools.
-# With --zig, rustup adds the Rust targets it lacks. The release builds in target/ (target/
-# release, target/<triple>/release) are reused when they are current.
+# With --zig, rustup adds the Rust targets it lacks. The builds in cargo's target directory
+# (target/<profile>, target/<triple>/<profile>; CARGO_TARGET_DIR moves it) are reused when
+# they are current.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-zig=0 out="" archs=()
+zig=0 out="" archs=() profile=release
 while [ $# -gt 0 ]; do
     case "$1" in
     --zig) zig=1 ;;
@@ -27,6 +30,11 @@ while [ $# -gt 0 ]; do
         x86_64 | aarch64) archs+=("$2") ;;
         *) echo "build-wheel.sh: --target $2: only x86_64 and aarch64 are built" >&2; exit 2 ;;
         esac
+        shift
+        ;;
+    --profile)
+        [ $# -ge 2 ] || { echo "build-wheel.sh: --profile needs a name" >&2; exit 2; }
+        profile=$2
         shift
         ;;
     -h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -60,13 +68,13 @@ rm -f "$out"/gpuenv-*.whl "$out"/gpuenv-*.tar.gz
 # dir, compiling everything again; in the tree it reuses target/.
 maturin sdist --out "$out"
 if [ $zig -eq 0 ]; then
-    maturin build --release --out "$out"
+    maturin build --profile "$profile" --out "$out"
 else
     installed=$(rustup target list --installed)
     for arch in "${archs[@]}"; do
         triple="$arch-unknown-linux-gnu"
         grep -qx "$triple" <<<"$installed" || rustup target add "$triple"
-        maturin build --release --zig --target "$triple" --compatibility manylinux2014 --out "$out"
+        maturin build --profile "$profile" --zig --target "$triple" --compatibility manylinux2014 --out "$out"
         whl=$(ls "$out"/gpuenv-*manylinux_2_17_"$arch"*.whl)
         # -v: without it auditwheel stops after the symbol policy when glibc's versions
         # constrain the tag, and never says whether other libraries are needed.

@@ -205,6 +205,10 @@ fn the_release_workflow_builds_checks_smoke_tests_each_arch_and_publishes_by_tru
             .any(|s| s.contains("scripts/build-wheel.sh --zig")),
         "the build job runs the script a maintainer runs (twine check, auditwheel show)"
     );
+    assert!(
+        !steps("build").iter().any(|s| s.contains("--profile")),
+        "what ships is built with the script's default profile, `release` (LTO); `ci` is the tests'"
+    );
     let archs: Vec<&str> = jobs["smoke"]["strategy"]["matrix"]["include"]
         .as_sequence()
         .unwrap()

@@ -3,14 +3,14 @@
 //! test cache's downloads, offline), its view's nvcc still compiles, no resolution picks
 //! it, a new install of it is refused, and once the process ends the next command that
 //! writes the home deletes it; `--now` deletes at once, `--reap` on request. On the real
-//! two-node SLURM (common/slurm_nodes.rs), a second account's job that started before root
+//! two-node SLURM (common/slurm.rs), a second account's job that started before root
 //! retired a site store's toolkit keeps it through `squeue` alone (its process names nothing
 //! of the tree), a job that started later does not, and the reap after the first ends
 //! deletes it.
 
 use crate::common::accounts;
 use crate::common::install_fixtures as fixtures;
-use crate::common::slurm_nodes;
+use crate::common::slurm;
 
 use std::path::Path;
 use std::process::{Child, Command, Output};
@@ -282,7 +282,7 @@ fn a_retired_tree_is_deleted_by_uninstall_now_of_its_name_and_its_environment_ke
 /// A batch job of the two-node test cluster, cancelled when dropped (also when the test
 /// fails), so that it never holds a node for the tests after.
 struct Job<'a> {
-    nodes: &'a slurm_nodes::Nodes,
+    nodes: &'a slurm::Cluster,
     id: String,
 }
 
@@ -291,7 +291,7 @@ impl<'a> Job<'a> {
     /// written its shell's pid to `<dir>/<tag>.pid` and exec'd `sleep` (its output is in
     /// `<dir>/<tag>.out`).
     fn sleeping(
-        nodes: &'a slurm_nodes::Nodes,
+        nodes: &'a slurm::Cluster,
         who: &Account,
         dir: &Path,
         tag: &str,
@@ -396,7 +396,7 @@ fn wait_for(what: impl Fn() -> String, done: impl Fn() -> bool) {
 
 #[test]
 fn a_users_slurm_job_that_started_before_keeps_the_retired_site_toolkit_until_it_ends() {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     if !accounts::can_make_accounts() {

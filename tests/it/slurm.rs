@@ -1,6 +1,6 @@
-//! Jobs on a real SLURM (one node on 127.0.0.1, see common/slurm.rs): `srun` in and outside
-//! a pinned project, the TaskProlog an admin sets (`gpuenv env --shell slurm`), a step
-//! started with `--export=NONE` (no HOME), and `gpuenv doctor --all-nodes` in an `salloc`.
+//! Jobs on the real test SLURM (common/slurm.rs): `srun` in and outside a pinned project,
+//! the TaskProlog an admin sets (`gpuenv env --shell slurm`), a step started with
+//! `--export=NONE` (no HOME), and `gpuenv doctor --all-nodes` in an `salloc` of one node.
 
 use crate::common::slurm;
 
@@ -274,7 +274,8 @@ fn doctor_all_nodes_in_an_allocation_reports_each_node_and_their_differences() {
     let u = user();
     let out = u
         .client(cluster, "salloc", &u.proj)
-        .args(["-N1", "gpuenv", "doctor", "--all-nodes", "--json"])
+        .args(["-N1", "-w", "n1"])
+        .args(["gpuenv", "doctor", "--all-nodes", "--json"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -287,7 +288,7 @@ fn doctor_all_nodes_in_an_allocation_reports_each_node_and_their_differences() {
     let report: serde_json::Value = serde_json::from_str(&stdout[start..]).unwrap();
     let nodes = report["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 1, "{report}");
-    assert_eq!(nodes[0]["node"], "localhost");
+    assert_eq!(nodes[0]["node"], "n1");
     let facts = nodes[0]["facts"].as_array().unwrap();
     assert_eq!(facts[0], "cuda-12.4 (12.4.131)", "{report}");
     // The sandbox hides the host's driver (an empty machine root, no nvidia-smi on PATH).

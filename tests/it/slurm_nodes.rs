@@ -1,6 +1,6 @@
-//! Two real SLURM nodes on one machine (common/slurm_nodes.rs): `n1` and `n2` share the
-//! user's home and gpuenv's registry, but each has its own node-local directory, as a
-//! cluster's nodes share a file system and keep their own disks. A toolkit installed on one
+//! Two real SLURM nodes on one machine (the test cluster, common/slurm.rs): `n1` and `n2`
+//! share the user's home and gpuenv's registry, but each has its own node-local directory,
+//! as a cluster's nodes share a file system and keep their own disks. A toolkit installed on one
 //! node's disk only, and another driver on each: `gpuenv doctor --all-nodes` names the node
 //! and the difference, and the TaskProlog refuses the task on the node without the tree. A
 //! toolkit on the shared file system gives the same `nvcc --version` on both. A site config's
@@ -14,8 +14,9 @@
 //! `--export=NONE`-style steps (no PATH, no HOME), and an account whose home is missing on
 //! the nodes gets a message, nothing written.
 
+use crate::common::accounts::Account;
 use crate::common::install_fixtures as fixtures;
-use crate::common::slurm_nodes;
+use crate::common::slurm;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -23,7 +24,7 @@ use std::process::{Command, Output};
 use crate::common::real::{another_nvcc, ccache_stat, real_cuda13, SCALE_KERNEL};
 use crate::common::*;
 use fixtures::{redist_mirror, NVIDIA_12_4_1_MINIMAL};
-use slurm_nodes::{Account, Nodes};
+use slurm::Cluster;
 
 const PIN_12_4: &str = "[toolchain]\ncuda = \"12.4\"\n";
 const PIN_13_0: &str = "[toolchain]\ncuda = \"13.0\"\n";
@@ -53,18 +54,18 @@ impl User {
     }
 
     /// This test's directory on `node`'s own disk, as the host sees it.
-    fn on_node(&self, nodes: &Nodes, node: &str) -> PathBuf {
+    fn on_node(&self, nodes: &Cluster, node: &str) -> PathBuf {
         nodes.node_dir(node).join(&self.id)
     }
 
     /// The same directory as every node sees it (its own).
-    fn node_local(&self, nodes: &Nodes) -> PathBuf {
+    fn node_local(&self, nodes: &Cluster) -> PathBuf {
         nodes.local().join(&self.id)
     }
 
     /// `srun`/`salloc` from `dir` with this user's environment: HOME, and PATH with gpuenv
     /// and the node-local `bin`.
-    fn client(&self, nodes: &Nodes, program: &str, dir: &Path) -> Command {
+    fn client(&self, nodes: &Cluster, program: &str, dir: &Path) -> Command {
         let mut cmd = nodes.client(program);
         cmd.env_clear()
             .env("SLURM_CONF", &nodes.conf)
@@ -83,7 +84,7 @@ impl User {
     }
 
     /// `srun -w <node> <args>` from `dir`, which must succeed.
-    fn srun_on(&self, nodes: &Nodes, node: &str, dir: &Path, args: &[&str]) {
+    fn srun_on(&self, nodes: &Cluster, node: &str, dir: &Path, args: &[&str]) {
         let out = self
             .client(nodes, "srun", dir)
             .args(["-Q", "-w", node])
@@ -95,7 +96,7 @@ impl User {
 
     /// `gpuenv doctor --all-nodes` in an allocation of both nodes, which finds that they
     /// differ (exit 1); its report.
-    fn doctor_finds_the_nodes_differ(&self, nodes: &Nodes, proj: &Path) -> String {
+    fn doctor_finds_the_nodes_differ(&self, nodes: &Cluster, proj: &Path) -> String {
         let out = self
             .client(nodes, "salloc", proj)
             .args(["-Q", "-N2", "gpuenv", "doctor", "--all-nodes"])
@@ -108,7 +109,7 @@ impl User {
 
     /// A CUDA 12.4 tree of `version` at `cuda-12.4` on `node`'s own disk; its path as the
     /// nodes see it.
-    fn cuda_12_4_on(&self, nodes: &Nodes, node: &str, version: &str) -> PathBuf {
+    fn cuda_12_4_on(&self, nodes: &Cluster, node: &str, version: &str) -> PathBuf {
         cuda_runfile(&self.on_node(nodes, node).join("cuda-12.4"), version);
         self.node_local(nodes).join("cuda-12.4")
     }
@@ -133,7 +134,7 @@ fn by_task(out: &Output) -> Vec<(String, String)> {
 
 /// `srun -N2`, one task per node, with the TaskProlog and `vars`: each task says where it
 /// ran and its `CUDA_HOME`.
-fn task_on_both(u: &User, nodes: &Nodes, proj: &Path, vars: &[(&str, &Path)]) -> Output {
+fn task_on_both(u: &User, nodes: &Cluster, proj: &Path, vars: &[(&str, &Path)]) -> Output {
     let mut cmd = u.client(nodes, "srun", proj);
     cmd.env("GPUENV_TEST_BIN", gpuenv_bin());
     for (k, v) in vars {
@@ -168,7 +169,7 @@ fn nvidia_smi(dir: &Path, driver: &str, cuda: &str) {
 
 #[test]
 fn a_toolkit_on_one_nodes_disk_only_is_named_by_doctor_and_refused_by_the_task_prolog() {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     let u = User::new();
@@ -233,7 +234,7 @@ fn a_toolkit_on_one_nodes_disk_only_is_named_by_doctor_and_refused_by_the_task_p
 
 #[test]
 fn a_toolkit_on_the_shared_file_system_is_the_same_nvcc_on_both_nodes() {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     let Some(cuda13) = real_cuda13() else {
@@ -264,7 +265,7 @@ fn a_toolkit_on_the_shared_file_system_is_the_same_nvcc_on_both_nodes() {
 
 #[test]
 fn a_site_shared_build_cache_serves_node_2_what_node_1_compiled_and_never_another_nvcc() {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     if !have_tool("ccache") || !have_tool("g++") {
@@ -351,7 +352,7 @@ fn a_site_shared_build_cache_serves_node_2_what_node_1_compiled_and_never_anothe
 
 #[test]
 fn a_node_whose_tree_is_not_the_locked_one_is_named_by_doctor_and_refused_by_the_task_prolog() {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     let u = User::new();
@@ -411,7 +412,7 @@ fn a_node_whose_tree_is_not_the_locked_one_is_named_by_doctor_and_refused_by_the
 #[test]
 fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_site_cache_for_a_trusted_project(
 ) {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     let (server, mirror) = redist_mirror(&["12.4.1"]);
@@ -501,7 +502,7 @@ fn told_to_the_task_prolog_installs_the_locked_toolkit_a_node_lacks_from_the_sit
 /// PATH unless given), as a job of that account.
 fn srun_as(
     account: &Account,
-    nodes: &Nodes,
+    nodes: &Cluster,
     dir: &Path,
     vars: &[(&str, &Path)],
     srun_args: &[&str],
@@ -519,13 +520,13 @@ fn srun_as(
 
 #[test]
 fn a_non_root_users_job_runs_on_both_nodes_with_the_task_prolog_also_without_path_or_home() {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     let u = User::new();
     let home = u.sb.path("alice");
     fs_err::create_dir_all(&home).unwrap();
-    let Some(alice) = Account::new(&home) else {
+    let Some(alice) = Account::at_home("sa", &home, "/bin/sh") else {
         return;
     };
     // The shared file system: others may enter the test's directory; the toolkit is root's.
@@ -631,12 +632,12 @@ fn a_non_root_users_job_runs_on_both_nodes_with_the_task_prolog_also_without_pat
 
 #[test]
 fn an_account_whose_home_is_missing_on_the_nodes_gets_a_message_and_nothing_is_written() {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     let u = User::new();
     let missing = u.sb.path("no-such-home");
-    let Some(bob) = Account::new(&missing.join("bob")) else {
+    let Some(bob) = Account::at_home("sb", &missing.join("bob"), "/bin/sh") else {
         return;
     };
     std::fs::set_permissions(
@@ -693,7 +694,7 @@ fn an_account_whose_home_is_missing_on_the_nodes_gets_a_message_and_nothing_is_w
 
 #[test]
 fn srun_gpuenv_install_locked_repairs_the_node_the_task_prolog_refuses_and_doctor_names_it() {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     let (_server, mirror) = redist_mirror(&["12.4.1"]);
@@ -790,7 +791,7 @@ fn doc_block_after(marker: &str) -> String {
 
 #[test]
 fn the_clusters_doc_task_prolog_block_copy_pasted_gives_every_task_its_toolchain() {
-    let Some(nodes) = slurm_nodes::nodes() else {
+    let Some(nodes) = slurm::cluster() else {
         return;
     };
     let u = User::new();

@@ -134,14 +134,19 @@ fn installed_from_the_wheel_gpuenv_finds_its_proxy_and_the_proxy_outlives_the_ve
 }
 
 /// `uv tool install .` and `pipx install .` in the clone: both build the wheel through
-/// maturin (in the tree: the release build .ci/run made is reused) and put both binaries in
-/// the tool's environment, linked from its bin dir; `gpuenv self info` tells which.
+/// maturin and put both binaries in the tool's environment, linked from its bin dir; `gpuenv
+/// self info` tells which. maturin builds with the tests' profile in the test cache's target
+/// directory (`MATURIN_PEP517_ARGS`, `CARGO_TARGET_DIR`), as .ci/run's native wheel is
+/// built: cargo finds that build current. (Not the zig build of the release wheel: its
+/// linker is a wrapper named after the maturin that made it, which differs in each build
+/// environment, and a changed linker rebuilds every crate.)
 #[test]
 fn uv_tool_and_pipx_install_from_the_clone() {
     let Some(tools) = py_tools() else { return };
     if !common::real::index_reachable() {
         return;
     }
+    let pep517 = format!("--profile {PROFILE}");
     let cargo = std::env::var_os("CARGO").expect("cargo runs the tests");
     let cargo_dir = Path::new(&cargo).parent().unwrap().to_path_buf();
     let sb = Sandbox::new();
@@ -163,7 +168,9 @@ fn uv_tool_and_pipx_install_from_the_clone() {
             )
             .env("UV_CACHE_DIR", cache.join("uv-cache"))
             .env("PIP_CACHE_DIR", cache.join("pip-cache"))
-            .env("UV_PYTHON_DOWNLOADS", "never");
+            .env("UV_PYTHON_DOWNLOADS", "never")
+            .env("MATURIN_PEP517_ARGS", &pep517)
+            .env("CARGO_TARGET_DIR", target_dir());
         for (k, v) in env {
             cmd.env(k, v);
         }

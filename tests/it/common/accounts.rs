@@ -166,11 +166,7 @@ impl Account {
             .output()
             .unwrap();
         super::succeeded(&out);
-        let id = |flag: &str| -> u32 {
-            let out = Command::new("id").args([flag, &name]).output().unwrap();
-            super::succeeded(&out).trim().parse().unwrap()
-        };
-        let (uid, gid) = (id("-u"), id("-g"));
+        let (uid, gid) = ids(&name);
         fs_err::create_dir_all(&home).unwrap();
         std::os::unix::fs::chown(&home, Some(uid), Some(gid)).unwrap();
         fs_err::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -195,17 +191,58 @@ impl Account {
             .output()
             .unwrap();
         super::succeeded(&out);
-        let id = |flag: &str| -> u32 {
-            let out = Command::new("id").args([flag, &name]).output().unwrap();
-            super::succeeded(&out).trim().parse().unwrap()
-        };
-        let (uid, gid) = (id("-u"), id("-g"));
+        let (uid, gid) = ids(&name);
         Some(Account {
             name,
             uid,
             gid,
             home: PathBuf::from("/nonexistent"),
         })
+    }
+
+    /// `gpuenv28a<tag><pid>` whose home is `home`, which this neither makes nor needs (a
+    /// cluster's node may lack it), with `shell`; `None` where accounts cannot be made (a
+    /// skip outside CI).
+    pub fn at_home(tag: &str, home: &Path, shell: &str) -> Option<Account> {
+        if !can_make_accounts() {
+            return None;
+        }
+        let name = format!("gpuenv28a{tag}{}", std::process::id() % 100_000);
+        let _ = Command::new("userdel").arg(&name).output();
+        let out = Command::new("useradd")
+            .args(["-M", "-U", "-s", shell, "-d"])
+            .arg(home)
+            .arg(&name)
+            .output()
+            .unwrap();
+        super::succeeded(&out);
+        let (uid, gid) = ids(&name);
+        Some(Account {
+            name,
+            uid,
+            gid,
+            home: home.to_path_buf(),
+        })
+    }
+
+    /// `program` run as this account (its own uid and group, no other groups).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new("setpriv");
+        cmd.args([
+            "--reuid",
+            &self.name,
+            "--regid",
+            &self.name,
+            "--clear-groups",
+            "--",
+        ])
+        .arg(program);
+        cmd
+    }
+
+    /// Gives `path` (not what is under it) to this account.
+    pub fn owns(&self, path: &Path) {
+        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).unwrap();
     }
 
     /// Adds the account to `group` (made when missing).
@@ -247,6 +284,15 @@ impl Account {
             .output()
             .unwrap()
     }
+}
+
+/// An account's uid and gid.
+fn ids(name: &str) -> (u32, u32) {
+    let id = |flag: &str| -> u32 {
+        let out = Command::new("id").args([flag, name]).output().unwrap();
+        super::succeeded(&out).trim().parse().unwrap()
+    };
+    (id("-u"), id("-g"))
 }
 
 impl Drop for Account {

@@ -13,7 +13,6 @@ pub mod real;
 pub mod server;
 pub mod shells;
 pub mod slurm;
-pub mod slurm_nodes;
 pub mod therock;
 pub mod wheel;
 

@@ -1,8 +1,17 @@
-//! A real one-node SLURM (Debian's slurmctld, slurmd, munge) on 127.0.0.1, started by the
-//! first test that needs it and shared by every test after, in this run and the next: the
-//! daemons stay up (`.ci/run` stops them by PID at the end). No systemd, no cgroups.
+//! The real SLURM every SLURM test runs its jobs on: Debian's slurmctld, two slurmd on one
+//! machine (`slurmd -N n1`, `-N n2`; Debian's SLURM is built with multiple-slurmd support)
+//! and one munged, on 127.0.0.1, ports 6917 (slurmctld), 6918 and 6919 (the nodes). Started
+//! by the first test that needs it and shared by every test after, in this run and the next:
+//! the daemons stay up (`.ci/cluster stop` stops them by PID; `.ci/run` does at its end).
+//! No systemd, no cgroups.
 //!
-//! Everything lives in `$TMPDIR/gpuenv-test-slurm-<uid>/`: munge's key and socket, the
+//! Each node's slurmd runs in its own UTS and mount namespaces (`unshare --uts --mount`): its
+//! hostname is its node name, and [`Cluster::LOCAL`] (`<dir>/node`) is a bind mount of
+//! `<dir>/nodes/<name>`, so the same path holds different files on each node, as a node's
+//! local disk does. Everything else (`/tmp`, the test's HOME) is shared, as a cluster's
+//! shared file system is.
+//!
+//! Everything lives in `$TMPDIR/gpuenv-test-slurm-nodes-<uid>/`: munge's key and socket, the
 //! config, state, logs, pid files, and the TaskProlog, which runs `$GPUENV_TEST_BIN env
 //! --shell slurm` when a job passes that variable (so any checkout's binary can be tested
 //! against the same daemons).
@@ -16,28 +25,27 @@ use std::time::{Duration, Instant};
 
 use fs_err as fs;
 
-pub struct Cluster {
-    pub dir: PathBuf,
-    pub conf: PathBuf,
-}
-
-const DAEMONS: [(&str, &str); 3] = [
-    ("munged", "munge/munged.pid"),
-    ("slurmctld", "slurmctld.pid"),
-    ("slurmd", "slurmd.pid"),
-];
-const PORTS: [u16; 2] = [6817, 6818];
+/// The nodes and their slurmd ports.
+pub const NODES: [(&str, u16); 2] = [("n1", 6918), ("n2", 6919)];
+const CTLD_PORT: u16 = 6917;
 const TOOLS: [&str; 7] = [
     "/usr/sbin/slurmctld",
     "/usr/sbin/slurmd",
     "/usr/sbin/munged",
     "/usr/sbin/mungekey",
     "/usr/bin/srun",
-    "/usr/bin/salloc",
     "/usr/bin/sinfo",
+    "/usr/bin/unshare",
 ];
 
-/// The shared cluster, or `None` (a SKIPPED note; a panic under CI) without SLURM.
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub conf: PathBuf,
+    /// How long bringing the cluster up took (zero when it was already up).
+    pub started_in: Duration,
+}
+
+/// The shared cluster, or `None` (a SKIPPED note; a panic under CI=true) without SLURM.
 pub fn cluster() -> Option<&'static Cluster> {
     static CLUSTER: OnceLock<Option<Cluster>> = OnceLock::new();
     CLUSTER
@@ -54,58 +62,101 @@ pub fn cluster() -> Option<&'static Cluster> {
 }
 
 impl Cluster {
+    /// The path whose contents differ per node (a bind mount of [`Cluster::node_dir`]).
+    pub const LOCAL: &'static str = "node";
+
     fn up() -> Cluster {
-        let uid = real_uid();
-        let dir = std::env::temp_dir().join(format!("gpuenv-test-slurm-{uid}"));
+        let dir = std::env::temp_dir().join(format!("gpuenv-test-slurm-nodes-{}", real_uid()));
         fs::create_dir_all(&dir).unwrap();
-        let cluster = Cluster {
+        let mut cluster = Cluster {
             conf: dir.join("slurm.conf"),
             dir,
+            started_in: Duration::ZERO,
         };
-        // One test binary at a time starts or checks the daemons.
+        // One test process at a time starts or checks the daemons.
         let lock = File::create(cluster.dir.join("lock")).unwrap();
         lock.lock().unwrap();
-        if cluster.conf.is_file()
+        // Up, idle and started from this config (not an older harness's): reused.
+        if fs::read_to_string(&cluster.conf).is_ok_and(|c| c == cluster.config())
             && daemons_alive(&cluster.daemons())
             && cluster.wait_idle(Duration::from_secs(5))
         {
             return cluster;
         }
+        let started = Instant::now();
         cluster.stop();
-        wait_ports_free(&PORTS, &cluster.dir);
+        let ports: Vec<u16> = std::iter::once(CTLD_PORT)
+            .chain(NODES.iter().map(|(_, p)| *p))
+            .collect();
+        wait_ports_free(&ports, &cluster.dir);
         cluster.start();
         assert!(
             cluster.wait_idle(Duration::from_secs(30)),
             "the test cluster did not become idle; see {}",
             cluster.dir.join("slurmctld.log").display()
         );
+        cluster.started_in = started.elapsed();
+        eprintln!("test SLURM up in {:.2}s", cluster.started_in.as_secs_f64());
         cluster
-    }
-
-    /// Running, not a zombie, and still the program we started (pids get reused).
-    pub fn alive(pid: u32, name: &str) -> bool {
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return false;
-        };
-        let comm = stat.split(['(', ')']).nth(1).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .and_then(|s| s.split_whitespace().next());
-        comm == name && state != Some("Z")
     }
 
     /// The daemons this harness starts, with their pid files.
     fn daemons(&self) -> Vec<(&'static str, PathBuf)> {
-        DAEMONS
-            .iter()
-            .map(|(name, file)| (*name, self.dir.join(file)))
-            .collect()
+        let mut out = vec![
+            ("munged", self.dir.join("munge/munged.pid")),
+            ("slurmctld", self.dir.join("slurmctld.pid")),
+        ];
+        for (name, _) in NODES {
+            out.push(("slurmd", self.dir.join(format!("slurmd-{name}.pid"))));
+        }
+        out
     }
 
     /// Stops the daemons this harness started (by their pid files), and only those.
     pub fn stop(&self) {
         stop_daemons(&self.daemons());
+    }
+
+    /// The host's path of a node's own files, seen on that node (only) at [`Cluster::local`].
+    pub fn node_dir(&self, node: &str) -> PathBuf {
+        self.dir.join("nodes").join(node)
+    }
+
+    /// The path that holds each node's own files (empty outside the nodes).
+    pub fn local(&self) -> PathBuf {
+        self.dir.join(Self::LOCAL)
+    }
+
+    /// slurm.conf. Each node has this machine's CPUs, so that jobs of tests running side by
+    /// side (one holding a node with a sleeping job) do not wait for each other.
+    fn config(&self) -> String {
+        let d = &self.dir;
+        let p = |f: &str| d.join(f).display().to_string();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut conf = format!(
+            "ClusterName=gpuenvnodes\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={CTLD_PORT}\n\
+             AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={}\n\
+             ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n\
+             SlurmdParameters=config_overrides\nSchedulerParameters=batch_sched_delay=0,sched_min_interval=0\n\
+             ReturnToService=2\nMailProg=/bin/true\nSlurmUser=root\nSlurmdUser=root\n\
+             StateSaveLocation={}\nSlurmdSpoolDir={}\nSlurmctldPidFile={}\nSlurmdPidFile={}\nSlurmctldLogFile={}\nSlurmdLogFile={}\n\
+             TaskProlog={}\n",
+            p("munge/munge.socket.2"),
+            p("state"),
+            p("spool/%n"),
+            p("slurmctld.pid"),
+            p("slurmd-%n.pid"),
+            p("slurmctld.log"),
+            p("slurmd-%n.log"),
+            p("taskprolog"),
+        );
+        for (name, port) in NODES {
+            conf.push_str(&format!(
+                "NodeName={name} NodeHostname={name} NodeAddr=127.0.0.1 Port={port} CPUs={cpus} RealMemory=1024 State=UNKNOWN\n"
+            ));
+        }
+        conf.push_str("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n");
+        conf
     }
 
     fn start(&self) {
@@ -116,73 +167,71 @@ impl Cluster {
             fs::create_dir_all(d.join(sub)).unwrap();
         }
         fs::create_dir_all(&munge).unwrap();
+        fs::create_dir_all(self.local()).unwrap();
+        for (name, _) in NODES {
+            fs::create_dir_all(self.node_dir(name)).unwrap();
+        }
         chmod(d, 0o755);
         chmod(&munge, 0o755);
         start_munge(&munge);
-        let prolog = write_task_prolog(d);
-        let mem_mb = fs::read_to_string("/proc/meminfo")
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .unwrap_or(2 * 1024 * 1024)
-            / 1024
-            / 2;
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let p = |f: &str| d.join(f).display().to_string();
-        let conf = format!(
-            "ClusterName=gpuenvtest\nSlurmctldHost=localhost(127.0.0.1)\nAuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={}\n\
-             ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n\
-             SlurmdParameters=config_overrides\nSchedulerParameters=batch_sched_delay=0,sched_min_interval=0\n\
-             ReturnToService=2\nMailProg=/bin/true\nSlurmUser=root\nSlurmdUser=root\n\
-             StateSaveLocation={}\nSlurmdSpoolDir={}\nSlurmctldPidFile={}\nSlurmdPidFile={}\nSlurmctldLogFile={}\nSlurmdLogFile={}\n\
-             TaskProlog={}\n\
-             NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={mem_mb} State=UNKNOWN\n\
-             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
-            munge.join("munge.socket.2").display(),
-            p("state"),
-            p("spool"),
-            p("slurmctld.pid"),
-            p("slurmd.pid"),
-            p("slurmctld.log"),
-            p("slurmd.log"),
-            prolog.display(),
-        );
-        fs::write(&self.conf, conf).unwrap();
+        write_task_prolog(d);
+        fs::write(&self.conf, self.config()).unwrap();
         run_ok(
             Command::new("/usr/sbin/slurmctld")
                 .arg("-f")
                 .arg(&self.conf)
                 .arg("-c"),
         );
-        run_ok(
-            Command::new("/usr/sbin/slurmd")
-                .arg("-f")
-                .arg(&self.conf)
-                .args(["-N", "localhost"]),
-        );
+        for (name, _) in NODES {
+            // Its own hostname and its own `<dir>/node`, then slurmd (which daemonizes and
+            // writes its pid file; the namespaces stay with it).
+            run_ok(
+                Command::new("/usr/bin/unshare")
+                    .args(["--uts", "--mount", "--propagation", "private", "sh", "-ec"])
+                    .arg("hostname \"$1\"; mount --bind \"$2\" \"$3\"; exec /usr/sbin/slurmd -f \"$4\" -N \"$1\"")
+                    .arg("node")
+                    .arg(name)
+                    .arg(self.node_dir(name))
+                    .arg(self.local())
+                    .arg(&self.conf),
+            );
+        }
     }
 
     fn wait_idle(&self, limit: Duration) -> bool {
-        wait_idle(&self.conf, 1, limit)
+        wait_idle(&self.conf, NODES.len(), limit)
     }
 
-    /// A SLURM client command (`srun`, `salloc`) with this cluster's config and a time limit.
+    /// A SLURM client command (`srun`, `salloc`, `squeue`, …) with this cluster's config
+    /// and a time limit.
     pub fn client(&self, program: &str) -> Command {
-        client(&self.conf, program)
+        let mut cmd = Command::new("timeout");
+        cmd.args(["60", program]).env("SLURM_CONF", &self.conf);
+        cmd
     }
 }
 
-// What both harnesses (this one and `slurm_nodes`) do the same way.
+/// Running, not a zombie, and still the program we started (pids get reused).
+fn alive(pid: u32, name: &str) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let comm = stat.split(['(', ')']).nth(1).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|s| s.split_whitespace().next());
+    comm == name && state != Some("Z")
+}
 
 /// Stops each daemon of `daemons` (name, pid file) that is still the program started,
 /// last first, and waits until it is gone.
-pub fn stop_daemons(daemons: &[(&str, PathBuf)]) {
+fn stop_daemons(daemons: &[(&str, PathBuf)]) {
     for (name, file) in daemons.iter().rev() {
-        if let Some(pid) = pid_in(file).filter(|p| Cluster::alive(*p, name)) {
+        if let Some(pid) = pid_in(file).filter(|p| alive(*p, name)) {
             let _ = Command::new("kill").arg(pid.to_string()).status();
             let deadline = Instant::now() + Duration::from_secs(10);
-            while Cluster::alive(pid, name) && Instant::now() < deadline {
+            while alive(pid, name) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
@@ -195,15 +244,15 @@ fn pid_in(file: &Path) -> Option<u32> {
 }
 
 /// Whether every daemon of `daemons` (name, pid file) is running.
-pub fn daemons_alive(daemons: &[(&str, PathBuf)]) -> bool {
+fn daemons_alive(daemons: &[(&str, PathBuf)]) -> bool {
     daemons
         .iter()
-        .all(|(name, file)| pid_in(file).is_some_and(|p| Cluster::alive(p, name)))
+        .all(|(name, file)| pid_in(file).is_some_and(|p| alive(p, name)))
 }
 
 /// Waits until nothing listens on `ports`; a daemon this harness did not start (its pid
 /// files are in `dir`) is a failure that says so.
-pub fn wait_ports_free(ports: &[u16], dir: &Path) {
+fn wait_ports_free(ports: &[u16], dir: &Path) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let busy: Vec<u16> = ports
@@ -224,7 +273,7 @@ pub fn wait_ports_free(ports: &[u16], dir: &Path) {
 }
 
 /// Starts munged with its key, socket, pid, log and seed files in `munge`.
-pub fn start_munge(munge: &Path) {
+fn start_munge(munge: &Path) {
     let key = munge.join("munge.key");
     if !key.is_file() {
         run_ok(
@@ -247,7 +296,7 @@ pub fn start_munge(munge: &Path) {
 }
 
 /// The TaskProlog a site runs, with the binary under test: `dir/taskprolog`.
-pub fn write_task_prolog(dir: &Path) -> PathBuf {
+fn write_task_prolog(dir: &Path) {
     let prolog = dir.join("taskprolog");
     fs::write(
         &prolog,
@@ -255,12 +304,11 @@ pub fn write_task_prolog(dir: &Path) -> PathBuf {
     )
     .unwrap();
     chmod(&prolog, 0o755);
-    prolog
 }
 
 /// Whether all `nodes` of the cluster at `conf` are up (idle, mixed or allocated) within
 /// `limit`.
-pub fn wait_idle(conf: &Path, nodes: usize, limit: Duration) -> bool {
+fn wait_idle(conf: &Path, nodes: usize, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         let out = Command::new("timeout")
@@ -282,15 +330,8 @@ pub fn wait_idle(conf: &Path, nodes: usize, limit: Duration) -> bool {
     false
 }
 
-/// A SLURM client command (`srun`, `salloc`) with the config `conf` and a time limit.
-pub fn client(conf: &Path, program: &str) -> Command {
-    let mut cmd = Command::new("timeout");
-    cmd.args(["60", program]).env("SLURM_CONF", conf);
-    cmd
-}
-
 /// The real uid, from /proc (no libc call needed in tests).
-pub fn real_uid() -> u32 {
+fn real_uid() -> u32 {
     fs::read_to_string("/proc/self/status")
         .unwrap()
         .lines()
@@ -299,12 +340,12 @@ pub fn real_uid() -> u32 {
         .unwrap_or(0)
 }
 
-pub fn chmod(path: &Path, mode: u32) {
+fn chmod(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-pub fn run_ok(cmd: &mut Command) -> Output {
+fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -315,7 +356,7 @@ pub fn run_ok(cmd: &mut Command) -> Output {
 }
 
 /// A TCP port in LISTEN state on any address (from /proc/net/tcp and tcp6).
-pub fn port_listening(port: u16) -> bool {
+fn port_listening(port: u16) -> bool {
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
         fs::read_to_string(f).is_ok_and(|text| {
             text.lines().skip(1).any(|l| {

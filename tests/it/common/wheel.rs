@@ -1,15 +1,15 @@
-//! gpuenv's wheel, built from this checkout by scripts/build-wheel.sh (maturin), and the
-//! Python tools around it (maturin, twine, uv, pipx, and for the release wheels ziglang,
-//! cargo-zigbuild, auditwheel, check-jsonschema, from PyPI), kept outside the checkout in
-//! `$GPUENV_TEST_CACHE/pytools`, which .ci/run makes. `GPUENV_TEST_WHEEL_DIR` names a
-//! directory the wheels were already built into (.ci/run builds them once for every test:
-//! `build-wheel.sh --zig`, manylinux2014 for x86_64 and aarch64); the wheel a test installs
-//! here is the one for this machine's architecture.
+//! gpuenv's wheels, built from this checkout by scripts/build-wheel.sh (maturin), and the
+//! Python tools around them (maturin, twine, uv, pipx, ziglang, cargo-zigbuild, auditwheel,
+//! check-jsonschema, from PyPI), kept outside the checkout in `$GPUENV_TEST_CACHE/pytools`,
+//! which .ci/run makes. The tests install the release wheels (`build-wheel.sh --zig`:
+//! manylinux2014 for x86_64 and aarch64), built with the [`PROFILE`] profile into the
+//! [`target_dir`] in the test cache; `GPUENV_TEST_WHEEL_DIR` names a directory .ci/run
+//! already built them into, once for every test. The wheel a test installs here is the one
+//! for this machine's architecture.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use super::real::test_cache;
 
@@ -45,11 +45,19 @@ pub fn py_tool(name: &str) -> Option<PathBuf> {
     None
 }
 
-/// The wheel built from this checkout (once per test process, under a lock shared with the
-/// other test binaries), or None when it cannot be built here.
+/// The cargo profile of the wheels the tests build (Cargo.toml's `ci`: release's code
+/// without LTO; the released wheels are built with `release`), as .ci/run builds them.
+pub const PROFILE: &str = "ci";
+
+/// Where cargo builds the tests' wheels, as .ci/run does: in the test cache, outside the
+/// checkout, so that a fresh clone rebuilds only the workspace's own crates.
+pub fn target_dir() -> PathBuf {
+    test_cache().join("wheel-target")
+}
+
+/// The wheel for this machine: the release wheel of its architecture.
 pub fn wheel() -> Option<PathBuf> {
-    static WHEEL: OnceLock<Option<PathBuf>> = OnceLock::new();
-    WHEEL.get_or_init(build).clone()
+    release_wheel(std::env::consts::ARCH)
 }
 
 /// The `gpuenv-*<suffix>` in `dir`; a wheel only for this machine's architecture.
@@ -66,40 +74,10 @@ fn find(dir: &Path, suffix: &str) -> Option<PathBuf> {
         })
 }
 
-fn build() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("GPUENV_TEST_WHEEL_DIR") {
-        let found = find(Path::new(&dir), ".whl");
-        assert!(
-            found.is_some(),
-            "GPUENV_TEST_WHEEL_DIR={} holds no gpuenv-*.whl",
-            Path::new(&dir).display()
-        );
-        return found;
-    }
-    let tools = py_tools()?;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = root.join("target/test-wheel");
-    fs_err::create_dir_all(&out).unwrap();
-    let lock = fs_err::File::create(out.join(".lock")).unwrap();
-    lock.file().lock().unwrap();
-    let built = Command::new(root.join("scripts/build-wheel.sh"))
-        .arg(&out)
-        .env("GPUENV_PY_TOOLS", &tools)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "scripts/build-wheel.sh failed:\n{}{}",
-        String::from_utf8_lossy(&built.stdout),
-        String::from_utf8_lossy(&built.stderr)
-    );
-    find(&out, ".whl")
-}
-
 /// The release wheel (`build-wheel.sh --zig`: manylinux2014, zig-linked) for `arch`
 /// (`x86_64`, `aarch64`): from `GPUENV_TEST_WHEEL_DIR` when .ci/run built them, else built
-/// once into target/test-wheel-<arch> (the cross build in target/<triple>/release is
-/// reused). None when the tools are missing (fails under CI).
+/// once into target/test-wheel-<arch> (the cross build in the [`target_dir`] is reused).
+/// None when the tools are missing (fails under CI).
 pub fn release_wheel(arch: &str) -> Option<PathBuf> {
     let tag = format!("manylinux_2_17_{arch}");
     let pick = |dir: &Path| {
@@ -137,14 +115,15 @@ pub fn release_wheel(arch: &str) -> Option<PathBuf> {
         }
     }
     let built = Command::new(root.join("scripts/build-wheel.sh"))
-        .args(["--zig", "--target", arch])
+        .args(["--profile", PROFILE, "--zig", "--target", arch])
         .arg(&out)
         .env("GPUENV_PY_TOOLS", &tools)
+        .env("CARGO_TARGET_DIR", target_dir())
         .output()
         .unwrap();
     assert!(
         built.status.success(),
-        "scripts/build-wheel.sh --zig --target {arch} failed:\n{}{}",
+        "scripts/build-wheel.sh --profile {PROFILE} --zig --target {arch} failed:\n{}{}",
         String::from_utf8_lossy(&built.stdout),
         String::from_utf8_lossy(&built.stderr)
     );
