@@ -6,8 +6,13 @@
 #               nothing (what almost every prompt is);
 #   switch      `cd` back and forth between the project and a plain directory, so every
 #               prompt applies or undoes the project's environment (the `cd` is timed too:
-#               mise does its work in a `cd` wrapper).
+#               mise does its work in a `cd` wrapper). gpuenv's hook comes back to the
+#               directory before the last run without a process (the way back, `hop`);
+#   round       `cd` around three directories (the project and two plain ones), each `cd`
+#               to a directory other than the one before: every prompt runs gpuenv.
 # direnv's .envrc and mise's mise.toml export the same variables gpuenv sets.
+# BEFORE=<a gpuenv built from another commit> adds its row (its own GPUENV_HOME, the same
+# toolkit linked), to compare a change in one run.
 # Needs direnv (apt-get install -y direnv) and mise from npm (this script installs it under
 # ~/.cache/gpuenv-bench with `npm install @jdxcode/mise` unless MISE is set); makes a release
 # build.
@@ -46,9 +51,10 @@ echo 'CUDA Version 12.4.131' >"$root/version.txt"
 printf '#!/bin/sh\necho "Cuda compilation tools, release 12.4, V12.4.131"\n' >"$root/bin/nvcc"
 chmod +x "$root/bin/nvcc"
 "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
+[ -z "${BEFORE:-}" ] || GPUENV_HOME="$work/gpuenv-before" "$BEFORE" link cuda-12.4 "$root" 2>/dev/null
 
 proj="$work/proj" elsewhere="$work/elsewhere"
-mkdir -p "$proj/src" "$elsewhere"
+mkdir -p "$proj/src" "$elsewhere" "$elsewhere-2"
 printf '[toolchain]\ncuda = "12.4"\n' >"$proj/gpuenv.toml"
 # The other tools export exactly what gpuenv sets on entering (its state variable aside).
 wanted=$(cd "$proj/src" && "$gpuenv" env --shell bash)
@@ -79,20 +85,27 @@ run() {
             t0=$EPOCHREALTIME
             if [[ $SCENARIO == switch ]]; then
                 if ((i % 2)); then cd "$PROJ"; else cd "$ELSEWHERE"; fi
+            elif [[ $SCENARIO == round ]]; then
+                case $((i % 3)) in
+                    0) cd "$ELSEWHERE" ;;
+                    1) cd "$ELSEWHERE-2" ;;
+                    2) cd "$PROJ" ;;
+                esac
             fi
             $FN
             t1=$EPOCHREALTIME
             out+=("$(( (${t1/./} - ${t0/./}) ))")
         done
-        [[ $SCENARIO == switch || -n ${CUDA_HOME:-} ]] || { echo "'"$tool"': lost the project" >&2; exit 1; }
+        [[ $SCENARIO != no-change || -n ${CUDA_HOME:-} ]] || { echo "'"$tool"': lost the project" >&2; exit 1; }
         echo "${out[*]}"
     '
 }
 
 floor_hook='_true() { /bin/true; }'
 for round in $(seq "$rounds"); do
-    for scenario in no-change switch; do
+    for scenario in no-change switch round; do
         run gpuenv "eval \"\$('$gpuenv' hook bash)\"" _gpuenv_hook $scenario >"$work/gpuenv-$scenario-$round"
+        [ -z "${BEFORE:-}" ] || GPUENV_HOME="$work/gpuenv-before" run before "eval \"\$('$BEFORE' hook bash)\"" _gpuenv_hook $scenario >"$work/before-$scenario-$round"
         run direnv "eval \"\$(direnv hook bash)\"" _direnv_hook $scenario >"$work/direnv-$scenario-$round"
         run mise "eval \"\$('$MISE' activate bash)\"" _mise_hook_prompt_command $scenario >"$work/mise-$scenario-$round"
     done
@@ -108,12 +121,16 @@ def ms(prefix):
 print(f"a prompt in bash: median of {calls} calls x {rounds} rounds of each tool's prompt function")
 print(f"{'prompt':<11}{'gpuenv':>10}{'mise':>10}{'direnv':>10}{'mise/gpuenv':>13}{'direnv/gpuenv':>15}")
 res = {}
-for s in ("no-change", "switch"):
+for s in ("no-change", "switch", "round"):
     g, m, d = ms(f"gpuenv-{s}"), ms(f"mise-{s}"), ms(f"direnv-{s}")
     res[s] = (g, m, d)
     print(f"{s:<11}{g:>8.3f}ms{m:>8.3f}ms{d:>8.3f}ms{m / g:>12.1f}x{d / g:>14.1f}x")
 print(f"(starting one process from bash here, /bin/true: {ms('floor'):.3f} ms)")
+if list(work.glob("before-*")):
+    print("BEFORE's gpuenv, same run: " + ", ".join(f"{s} {ms('before-' + s):.3f} ms" for s in res))
 g, m, d = res["no-change"]
 met = g < 1 and g < m and d >= 3 * g
 print(f"goal (no change: under 1 ms, faster than mise, at least 3x faster than direnv): {'met' if met else 'NOT met'}")
+for s in ("switch", "round"):
+    print(f"goal (the prompt after a cd at most 1.5 ms), {s}: {'met' if res[s][0] <= 1.5 else 'NOT met'}")
 PY

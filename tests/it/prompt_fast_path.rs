@@ -153,12 +153,7 @@ fn fish_prompt_sees_every_change_while_skipping_gpuenv() {
 /// shell trying to start the missing binary.
 fn no_process_when_nothing_changed(d: &Dialect) {
     let sb = world();
-    let bin = sb.path("bin/gpuenv");
-    fs_err::create_dir_all(bin.parent().unwrap()).unwrap();
-    let built = gpuenv_bin();
-    if fs_err::hard_link(&built, &bin).is_err() {
-        fs_err::copy(&built, &bin).unwrap();
-    }
+    let bin = private_gpuenv(&sb);
     let mut pane = (d.start)(&sb, bin.to_str().unwrap());
     assert_eq!(pane.run("cd proj").active, "cuda-12.4");
     arm(&mut pane, d);
@@ -169,13 +164,200 @@ fn no_process_when_nothing_changed(d: &Dialect) {
         assert_eq!(out.before_prompt, "", "{}: {out:?}", d.name);
         assert_eq!(out.active, "cuda-12.4");
     }
-    let out = pane.run("cd ..");
+    // A directory other than the one before (that one comes back without a process:
+    // `a_cd_back_puts_the_directorys_environment_back_without_a_process`).
+    let out = pane.run("cd ../outer");
     let shown = format!("{}\n{}", out.output, out.before_prompt);
     assert!(
         shown.contains(&bin.display().to_string()),
         "{}: a change runs gpuenv again: {out:?}",
         d.name
     );
+}
+
+/// A private copy of gpuenv for the hook to name, which a test may delete (a prompt that
+/// then starts it shows the shell failing to) and put back.
+fn private_gpuenv(sb: &Sandbox) -> std::path::PathBuf {
+    let bin = sb.path("bin/gpuenv");
+    if bin.exists() {
+        // (A copy onto a hard link of itself would empty both.)
+        return bin;
+    }
+    fs_err::create_dir_all(bin.parent().unwrap()).unwrap();
+    if fs_err::hard_link(gpuenv_bin(), &bin).is_err() {
+        fs_err::copy(gpuenv_bin(), &bin).unwrap();
+    }
+    bin
+}
+
+/// `cd` back and forth between a project and the directory before it: after the first
+/// visit of each, the environment comes back with builtins alone (the binary is gone and
+/// nothing complains). A hop file cut short, missing or someone else's, an edit of the
+/// toolchain file while away, a registry changed, a watched variable the user set, a
+/// variable of gpuenv's the user set themselves, and a directory whose run said something
+/// each send the shell to gpuenv again, whose answer is the one that counts.
+fn cd_back_without_a_process(d: &Dialect) {
+    let sb = world();
+    write(
+        &sb.path("work/missing/gpuenv.toml"),
+        "[toolchain]\ncuda = \"11.8\"\n",
+    );
+    let bin = private_gpuenv(&sb);
+    // Files older than a second: the checks trust their times.
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let mut pane = (d.start)(&sb, bin.to_str().unwrap());
+    assert_eq!(pane.run("cd proj").active, "cuda-12.4");
+    fs_err::remove_file(&bin).unwrap();
+    for _ in 0..2 {
+        for (dir, active) in [("..", "none"), ("proj", "cuda-12.4")] {
+            let out = pane.run(&format!("cd {dir}"));
+            assert_eq!(
+                (&*out.output, &*out.before_prompt),
+                ("", ""),
+                "{}: {out:?}",
+                d.name
+            );
+            assert_eq!(out.active, active, "{}: {out:?}", d.name);
+        }
+    }
+    assert!(pane
+        .run("echo $CUDA_HOME")
+        .output
+        .ends_with("views/cuda-12.4"));
+    // The hop's files are in the user's own gpuenv home.
+    let hops = sb.gpuenv_home().join("cache/hops");
+    let files = || -> Vec<std::path::PathBuf> {
+        fs_err::read_dir(&hops)
+            .map(|r| r.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    };
+    assert!(!files().is_empty(), "{}: no hop file in {hops:?}", d.name);
+
+    // A hop file cut short or emptied, then none at all, then one of another user's: the
+    // `cd` back asks gpuenv (which is gone, and the shell says so). A way back is read
+    // from its file once, after the run that made it: gpuenv's own runs around three
+    // directories leave one that reads the file.
+    let asks_gpuenv = |pane: &mut Pane, spoil: &dyn Fn()| {
+        private_gpuenv(&sb);
+        assert_eq!(pane.run("cd ../outer").active, "none");
+        assert_eq!(pane.run("cd inner").active, "none");
+        assert_eq!(pane.run("cd ../../proj").active, "cuda-12.4");
+        fs_err::remove_file(&bin).unwrap();
+        spoil();
+        let out = pane.run("cd ../outer/inner");
+        let shown = format!("{}\n{}", out.output, out.before_prompt);
+        assert!(
+            shown.contains(&bin.display().to_string()),
+            "{}: {out:?}",
+            d.name
+        );
+        private_gpuenv(&sb);
+        assert_eq!(pane.run("true").active, "none", "{}", d.name);
+        assert_eq!(pane.run("cd ../../proj").active, "cuda-12.4", "{}", d.name);
+    };
+    asks_gpuenv(&mut pane, &|| {
+        for f in files() {
+            let text = fs_err::read_to_string(&f).unwrap();
+            write(&f, &text[..text.len() / 2]);
+        }
+    });
+    asks_gpuenv(&mut pane, &|| {
+        for f in files() {
+            write(&f, "");
+        }
+    });
+    asks_gpuenv(&mut pane, &|| {
+        for f in files() {
+            fs_err::remove_file(f).unwrap();
+        }
+    });
+    // Only root can give a file away: elsewhere this part says so and is left out.
+    let root = files()
+        .iter()
+        .all(|f| std::os::unix::fs::chown(f, Some(0), None).is_ok());
+    if root {
+        asks_gpuenv(&mut pane, &|| {
+            for f in files() {
+                std::os::unix::fs::chown(f, Some(65534), None).unwrap();
+            }
+        });
+    } else {
+        eprintln!(
+            "{}: not root, the hop file of another user is not tried",
+            d.name
+        );
+    }
+    private_gpuenv(&sb);
+
+    // The toolchain file edited while away: gpuenv is asked.
+    assert_eq!(pane.run("cd ..").active, "none");
+    write(
+        &sb.path("work/proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"10.2\"\n",
+    );
+    assert_eq!(pane.run("cd proj").active, "cuda-10.2", "{}", d.name);
+
+    // The registry changed while away (a default for the directory without a file).
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    assert_eq!(pane.run("cd ..").active, "none");
+    assert_eq!(pane.run("cd proj").active, "cuda-10.2");
+    let out = pane.run("gpuenv default cuda-12.4 && cd ..");
+    assert_eq!(out.active, "cuda-12.4", "{}: {out:?}", d.name);
+    pane.run("gpuenv default none");
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+
+    // A watched variable the user set while away.
+    assert_eq!(pane.run("cd proj").active, "cuda-10.2");
+    assert_eq!(pane.run("cd ..").active, "none");
+    assert_eq!(pane.run("cd proj").active, "cuda-10.2");
+    let out = pane.run("export GPUENV_TOOLCHAIN=cuda-12.4; cd ..");
+    assert_eq!(out.active, "cuda-12.4", "{}: {out:?}", d.name);
+    pane.run(if d.name == "fish" {
+        "set -e GPUENV_TOOLCHAIN"
+    } else {
+        "unset GPUENV_TOOLCHAIN"
+    });
+
+    // A value of the user's in a variable gpuenv set: gpuenv keeps it.
+    assert_eq!(pane.run("cd proj").active, "cuda-10.2");
+    pane.run("export LIBRARY_PATH=/mine");
+    assert_eq!(pane.run("cd ..").active, "none");
+    assert_eq!(
+        pane.run("echo \"[$LIBRARY_PATH]\"").output,
+        "[/mine]",
+        "{}",
+        d.name
+    );
+
+    // A run that said something is run again, and says it again.
+    for _ in 0..2 {
+        // (zsh and fish run the hook as the `cd` changes the directory: in its output.)
+        let out = pane.run("cd missing");
+        let shown = format!("{}\n{}", out.output, out.before_prompt);
+        assert!(shown.contains("not installed"), "{}: {out:?}", d.name);
+        pane.run("cd ..");
+    }
+}
+
+#[test]
+fn bash_a_cd_back_puts_the_directorys_environment_back_without_a_process() {
+    if have_tool("tmux") && have_tool("bash") {
+        cd_back_without_a_process(&BASH);
+    }
+}
+
+#[test]
+fn zsh_a_cd_back_puts_the_directorys_environment_back_without_a_process() {
+    if have_tool("tmux") && have_tool("zsh") {
+        cd_back_without_a_process(&ZSH);
+    }
+}
+
+#[test]
+fn fish_a_cd_back_puts_the_directorys_environment_back_without_a_process() {
+    if have_tool("tmux") && have_tool("fish") {
+        cd_back_without_a_process(&FISH);
+    }
 }
 
 #[test]

@@ -9,6 +9,9 @@ esac
 
 # Redefined by every hook-env run: true while nothing that run depended on has changed.
 _gpuenv_fresh() { return 1; }
+# Redefined by every hook-env run that moved the shell: back in the directory before it,
+# with nothing changed since, puts that directory's environment back (builtins only).
+_gpuenv_back() { return 1; }
 
 _gpuenv_hook() {
     local previous_exit_status=$? code
@@ -21,6 +24,7 @@ _gpuenv_hook() {
     fi
     # Nothing changed: no process at all (builtins only until here).
     _gpuenv_fresh && return $previous_exit_status
+    _gpuenv_back && return $previous_exit_status
     # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
     # finish changes nothing.
     _gpuenv_interrupted=1

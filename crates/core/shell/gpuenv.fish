@@ -10,6 +10,11 @@ end
 function __gpuenv_fresh
     return 1
 end
+# Redefined by every hook-env run that moved the shell: back in the directory before it,
+# with nothing changed since, puts that directory's environment back (builtins only).
+function __gpuenv_back
+    return 1
+end
 
 function __gpuenv_hook --on-event fish_prompt --on-variable PWD
     # Ctrl-C during the run `cd` started (PWD) would otherwise be followed by the prompt's
@@ -21,6 +26,7 @@ function __gpuenv_hook --on-event fish_prompt --on-variable PWD
     end
     # Nothing changed: no process at all (builtins only until here).
     __gpuenv_fresh; and return
+    __gpuenv_back; and return
     # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
     # finish changes nothing.
     set -g __gpuenv_interrupted 1

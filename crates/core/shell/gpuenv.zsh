@@ -9,6 +9,9 @@ esac
 
 # Redefined by every hook-env run: true while nothing that run depended on has changed.
 _gpuenv_fresh() { return 1; }
+# Redefined by every hook-env run that moved the shell: back in the directory before it,
+# with nothing changed since, puts that directory's environment back (builtins only).
+_gpuenv_back() { return 1; }
 
 _gpuenv_hook() {
     # Ctrl-C during the run `cd` started (chpwd) would otherwise be followed by precmd's
@@ -20,6 +23,7 @@ _gpuenv_hook() {
     fi
     # Nothing changed: no process at all (builtins only until here).
     _gpuenv_fresh && return 0
+    _gpuenv_back && return 0
     # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
     # finish changes nothing.
     local code st

@@ -115,6 +115,10 @@ impl Home {
     pub fn stamps(&self) -> PathBuf {
         self.root.join("stamps")
     }
+    /// The shell hook's ways back to the directory before a run (`shell::hop`).
+    pub fn hops(&self) -> PathBuf {
+        self.root.join("cache/hops")
+    }
     /// What each host compiler's `--version` printed (`host_compiler::cache`).
     pub fn host_compilers(&self) -> PathBuf {
         self.root.join("cache/host-compilers")

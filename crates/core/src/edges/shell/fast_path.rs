@@ -179,7 +179,11 @@ fn text(quoted: Vec<u8>) -> String {
 /// The definition of the check function: true when nothing changed. Without a check it is
 /// always false.
 pub fn render(check: Option<&Check>, shell: Shell) -> String {
-    let name = function_name(shell);
+    render_as(check, shell, function_name(shell))
+}
+
+/// [`render`], as a function called `name`.
+pub fn render_as(check: Option<&Check>, shell: Shell, name: &str) -> String {
     let Some(c) = check else {
         return match shell {
             Shell::Bash | Shell::Zsh => format!("{name}() {{ return 1; }}\n"),

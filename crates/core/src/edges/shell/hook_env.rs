@@ -111,6 +111,10 @@ pub struct State {
     pub v: u32,
     pub fp: Fingerprint,
     pub vars: BTreeMap<String, Saved>,
+    /// The run said nothing (no note for stderr): the shell may come back to this state
+    /// without asking gpuenv (`hop`). Absent in an older state: not known, so never.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -168,6 +172,7 @@ impl State {
                     v: STATE_VERSION,
                     fp: Fingerprint::default(),
                     vars: old.vars,
+                    quiet: false,
                 })
             }
             Some(_) => None,
@@ -254,6 +259,7 @@ pub fn step(
         v: STATE_VERSION,
         fp,
         vars: BTreeMap::new(),
+        quiet: false,
     };
     for (k, after) in &applied.after {
         let before = applied.before.get(k).cloned().flatten();
@@ -282,6 +288,16 @@ pub fn step(
     }
     assignments.push((STATE_VAR.to_string(), Some(state.encode().into())));
     Step { assignments, state }
+}
+
+impl Step {
+    /// Marks the new state as one whose run said nothing (see [`State::quiet`]).
+    pub fn mark_quiet(&mut self) {
+        self.state.quiet = true;
+        if let Some((_, v)) = self.assignments.iter_mut().find(|(k, _)| k == STATE_VAR) {
+            *v = Some(self.state.encode().into());
+        }
+    }
 }
 
 /// Takes back everything the old state applied (a prompt that cannot resolve must not

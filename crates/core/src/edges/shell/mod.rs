@@ -5,6 +5,7 @@ pub mod ci;
 pub mod fast_path;
 pub mod hook;
 pub mod hook_env;
+pub mod hop;
 pub mod prompt;
 pub use crate::quote;
 

@@ -10,6 +10,7 @@ use crate::context::{vars, Context};
 use crate::edges::session::{Door, Purpose, Session};
 use crate::edges::shell::fast_path::{self, Check};
 use crate::edges::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
+use crate::edges::shell::hop::{self, Hop};
 use crate::edges::shell::{self as shell, Format, Shell};
 use crate::plan::env;
 use crate::plan::resolve::{ActiveSet, Reason};
@@ -47,16 +48,22 @@ pub struct Prompt {
     pub check: Option<Check>,
     /// One line each for stderr (`ui::hook_note`): the lock's differences, an error.
     pub notes: Vec<String>,
+    /// The way back to the state before this run (`hop`), when there is one.
+    pub hop: Option<Hop>,
 }
 
 impl Prompt {
-    /// The assignments, then the fast-path function, which every run redefines.
+    /// The assignments, then the fast-path function, which every run redefines, and the
+    /// way back, which every run that moves the shell redefines.
     pub fn render(&self, shell: Shell) -> Vec<u8> {
         let mut out = match &self.step {
             Some(step) => render(step, shell),
             None => Vec::new(),
         };
         out.extend_from_slice(fast_path::render(self.check.as_ref(), shell).as_bytes());
+        if self.step.is_some() {
+            out.extend_from_slice(hop::render(self.hop.as_ref(), shell).as_bytes());
+        }
         out
     }
 }
@@ -118,6 +125,7 @@ pub fn prompt<R: Resolver>(ctx: &Context, home: &Home, force: bool, resolver: &R
             step: None,
             check,
             notes: Vec::new(),
+            hop: None,
         };
     }
     let current = |k: &str| ctx.var_os(k).map(ToOwned::to_owned);
@@ -155,11 +163,65 @@ pub fn prompt<R: Resolver>(ctx: &Context, home: &Home, force: bool, resolver: &R
         None => path,
     };
     let check = fast_path::arm(home, &step.state.fp, pwd, path_after);
+    let mut step = step;
+    // Only a prompt's own run (not `use`, which forces one) that said nothing and may be
+    // skipped next time makes a way back (`hop`).
+    let hop = match (&check, notes.is_empty() && !force) {
+        (Some(here), true) => {
+            step.mark_quiet();
+            way_back(ctx, home, old.as_ref(), &step, here)
+        }
+        _ => None,
+    };
     Prompt {
         step: Some(step),
         check,
         notes,
+        hop,
     }
+}
+
+/// The hop between the shell as it is now (`old`'s state) and what `step` makes of it,
+/// when the shell may come back to `old` without asking gpuenv: `old`'s run said nothing
+/// and was armed (`State::quiet`), the user changed none of the variables it set since,
+/// it did not depend on the `python3` on PATH (which the shell cannot look up), and its
+/// check, made again from what it recorded (stamps, values, the toolchain file's text),
+/// still holds for it.
+fn way_back(
+    ctx: &Context,
+    home: &Home,
+    old: Option<&State>,
+    step: &hook_env::Step,
+    here: &Check,
+) -> Option<Hop> {
+    let old = old.filter(|o| o.quiet && o.fp.python.is_none())?;
+    let now = |k: &str| ctx.var_os(k).map(ToOwned::to_owned);
+    if old.vars.iter().any(|(k, saved)| now(k) != saved.after) {
+        return None;
+    }
+    // The directory the old run was taken in, as the shell names it there.
+    let pwd = old.fp.cwd.to_str()?;
+    let back = fast_path::arm(home, &old.fp, Some(pwd), ctx.var_os(vars::PATH))?;
+    // Every variable either state set or this step assigns: its value on each side (what
+    // the shell has now, what it will have), each checked before a hop leaves that side.
+    let mut keys: Vec<&str> = step
+        .assignments
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .chain(old.vars.keys().map(String::as_str))
+        .chain(step.state.vars.keys().map(String::as_str))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let after = |k: &str| match step.assignments.iter().find(|(n, _)| n == k) {
+        Some((_, v)) => v.clone(),
+        None => now(k),
+    };
+    let side = |check: Check, value: &dyn Fn(&str) -> Option<std::ffi::OsString>| hop::Side {
+        check,
+        values: keys.iter().map(|k| (k.to_string(), value(k))).collect(),
+    };
+    Hop::new(side(back, &now), side(here.clone(), &after), home.hops())
 }
 
 /// The change for a directory, and what besides the toolchain file and the registry it
