@@ -135,7 +135,9 @@ fn file_of(hop: &Hop, shell: Shell) -> Option<(PathBuf, String)> {
     let key = format!("{:016x}", key(hop));
     let path = dir.join(format!("{key}.{shell}"));
     let code = code(hop, shell, &key);
-    if fs_err::read(&path).is_ok_and(|there| there == code.as_bytes()) {
+    // Read as any cache entry of the home: capped, the user's own, never through a link.
+    let there = crate::outside::read(&path, crate::outside::Kind::CacheEntry);
+    if there.is_ok_and(|there| there == code.as_bytes()) {
         return Some((path, key));
     }
     fs_err::create_dir_all(dir).ok()?;
