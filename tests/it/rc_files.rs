@@ -179,6 +179,23 @@ fn a_kill_mid_uninstall_leaves_the_old_rc_or_the_whole_edit_and_the_next_run_fin
     assert!(seen_old, "no kill landed before the edit");
 }
 
+/// A kill after the edited start-up file landed and before its journal went: the file has
+/// no block left, and the next run still finishes the edit (drops the journal, changes
+/// nothing of the file).
+#[test]
+fn a_journal_left_beside_a_finished_rc_goes_with_the_next_uninstall() {
+    let sb = used();
+    let rc = bashrc(&sb);
+    let finished =
+        "export A=1\nif true; then\n  : # gpuenv hook removed by gpuenv self uninstall\nfi\n";
+    write(&rc, finished);
+    fs_err::write(journal(&rc), "not a journal gpuenv could apply").unwrap();
+    let out = uninstall(&sb);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(!journal(&rc).exists(), "{}", said(&out));
+    assert_eq!(fs_err::read_to_string(&rc).unwrap(), finished);
+}
+
 /// The state a kill between removing the mark and removing the home leaves: an empty home
 /// without its mark. Nothing there is the user's or gpuenv's; the next run finishes the
 /// start-up file and succeeds.

@@ -349,7 +349,10 @@ fn plan_rc(user_home: &Path, steps: &mut Vec<Step>, left: &mut Vec<String>) {
                 path.display()
             ));
         }
-        if rc::without_blocks(&text, "").1 > 0 {
+        // A journal beside the file is an edit a kill cut short after the new text landed:
+        // the edit's open finishes it and drops the journal, even with no block left.
+        let journal = gpuenv_core::user_file::in_place::journal_of(&path);
+        if rc::without_blocks(&text, "").1 > 0 || fs_err::symlink_metadata(journal).is_ok() {
             steps.push(Step::EditRc { path, shell });
         }
     }
