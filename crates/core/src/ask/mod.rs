@@ -147,12 +147,22 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<Answer, AskEr
     // the group running (holding the shell's command substitution open): held off until
     // the group is known. The child starts with no signal blocked (std resets the mask).
     let held = Held::new();
-    let spawned = cmd
-        .process_group(0)
+    cmd.process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
+        .stderr(Stdio::piped());
+    // A program that another process has only just written is "busy" (ETXTBSY) while any
+    // fork made in that moment still holds its writing descriptor: asked again shortly.
+    let mut spawned = cmd.spawn();
+    for wait in [5, 20, 80] {
+        match &spawned {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(wait));
+                spawned = cmd.spawn();
+            }
+            _ => break,
+        }
+    }
     let mut child = spawned.map_err(|source| AskError::Start {
         command: command.clone(),
         source,
@@ -229,6 +239,25 @@ pub fn attached(cmd: &mut Command) -> std::io::Result<ExitStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_still_open_for_writing_a_moment_is_run_once_it_is_closed() {
+        use std::io::Write as _;
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("nvcc");
+        let mut file = std::fs::File::create(&script).unwrap();
+        file.write_all(b"#!/bin/sh\necho 13.0\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Still open for writing: its exec is refused (ETXTBSY) until this closes.
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(10));
+            drop(file);
+        });
+        let a = output_within(&mut Command::new(&script), Duration::from_secs(5)).unwrap();
+        closer.join().unwrap();
+        assert_eq!(a.stdout, b"13.0\n");
+    }
 
     #[test]
     fn a_program_that_answers_is_read_whole() {
