@@ -110,14 +110,17 @@ fn pin_torch_where_no_torch_is_visible_says_nothing_resolves_it() {
     // With the environment that has torch active: what it picks, or what to install.
     let site = sb.path("venv/lib/python3.11/site-packages");
     torch_package(&site, "2.9.0+cu130", Some("13.0"), None);
-    let out = sb
-        .gpuenv()
-        .current_dir(&proj)
-        .env("VIRTUAL_ENV", sb.path("venv"))
-        .args(["pin", "torch"])
-        .output()
-        .unwrap();
-    let t = String::from_utf8_lossy(&out.stderr).into_owned();
+    let pin_torch_in_venv = || {
+        let out = sb
+            .gpuenv()
+            .current_dir(&proj)
+            .env("VIRTUAL_ENV", sb.path("venv"))
+            .args(["pin", "torch"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let t = pin_torch_in_venv();
     assert!(
         t.contains(
             "torch 2.9.0+cu130 was built for cuda-13.0, and no registered toolchain matches it yet"
@@ -128,14 +131,7 @@ fn pin_torch_where_no_torch_is_visible_says_nothing_resolves_it() {
     );
     let root = cuda_runfile(&sb.path("opt/cuda-13.0"), "13.0.88");
     sb.ok(&["link", "cuda-13.0", root.to_str().unwrap()]);
-    let out = sb
-        .gpuenv()
-        .current_dir(&proj)
-        .env("VIRTUAL_ENV", sb.path("venv"))
-        .args(["pin", "torch"])
-        .output()
-        .unwrap();
-    let t = String::from_utf8_lossy(&out.stderr).into_owned();
+    let t = pin_torch_in_venv();
     assert!(
         t.contains("the toolkit torch 2.9.0+cu130 was built for (now cuda-13.0)"),
         "{t}"
