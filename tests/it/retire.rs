@@ -481,11 +481,22 @@ fn a_users_slurm_job_that_started_before_keeps_the_retired_site_toolkit_until_it
 
     // A job that starts later (past the allowance for the controller's clock) resolves
     // without it and does not count: squeue's start times are read as this SLURM prints
-    // them (an unreadable one would count).
-    std::thread::sleep(
-        Duration::from_secs(gpuenv_install::retire::CLOCK_SLACK + 2)
-            .saturating_sub(retired.elapsed()),
+    // them (an unreadable one would count). Rather than wait out the allowance, the record
+    // is dated back by it: a job that started up to the retirement still counts, and one
+    // that starts two seconds after it is past the allowance.
+    let record = store.join(format!("toolchains/.{name}.retired.toml"));
+    let text = fs_err::read_to_string(&record).unwrap();
+    let since: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("since = "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `since` in the record:\n{text}"));
+    let back = since - gpuenv_install::retire::CLOCK_SLACK;
+    write(
+        &record,
+        &text.replace(&format!("since = {since}\n"), &format!("since = {back}\n")),
     );
+    std::thread::sleep(Duration::from_secs(2).saturating_sub(retired.elapsed()));
     let later = Job::sleeping(nodes, &alice, &alice.home, "later", &[], "true");
     let t = uninstall(&["--reap"]);
     assert!(

@@ -347,7 +347,8 @@ fn a_colleague_reads_a_shared_project_after_trust_safe_directory() {
     assert!(succeeded(&nvcc).contains("release 13.0"));
 }
 
-/// torch's JIT (`load_inline`, a tiny CUDA kernel) by an account that uses the store through
+/// torch's JIT (`load()`, a tiny CUDA kernel whose source holds no torch header: `load_inline`
+/// puts torch's into it, which costs nvcc a minute of CI) by an account that uses the store through
 /// its module file in real Lmod, with the real torch (2.15, a CUDA 13.2 build; the store holds
 /// 13.2 so the guard lets it through): the build runs the store's nvcc through the proxy in
 /// the account's own TORCH_EXTENSIONS_DIR, never in the read-only store, and the extension
@@ -375,21 +376,23 @@ module use "$SITE/modules/lmod"
 module load "cuda/${{NAME#cuda-}}"
 export TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=2
 export LD_LIBRARY_PATH="{lib}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
-"{python}" - > jit.out <<'PY'
-import os
-from torch.utils.cpp_extension import load_inline
-cuda = """
+cat > twice_kernel.cu <<'CU'
 __global__ void twice_kernel(float* x, int n) {{
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] *= 2.0f;
 }}
 void twice_launch(float* x, int n) {{ twice_kernel<<<(n + 255) / 256, 256>>>(x, n); }}
-"""
-cpp = """
+CU
+cat > twice.cpp <<'CPP'
+#include <torch/extension.h>
 void twice_launch(float* x, int n);
 torch::Tensor twice(torch::Tensor x) {{ twice_launch(x.data_ptr<float>(), x.numel()); return x; }}
-"""
-m = load_inline(name="twice_inline", cpp_sources=[cpp], cuda_sources=[cuda], functions=["twice"])
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{ m.def("twice", &twice); }}
+CPP
+"{python}" - > jit.out <<'PY'
+import os
+from torch.utils.cpp_extension import load
+m = load(name="twice_jit", sources=["twice.cpp", "twice_kernel.cu"])
 print(os.environ["TORCH_EXTENSIONS_DIR"])
 print(m.__file__)
 print(callable(m.twice))
@@ -406,7 +409,7 @@ PY
     let ours = h.join(format!(".cache/gpuenv/torch-extensions/{}", store.name));
     assert_eq!(lines.first().copied(), ours.to_str(), "{text}{said}");
     let built = Path::new(lines[1]);
-    assert!(built.starts_with(ours.join("twice_inline")), "{text}{said}");
+    assert!(built.starts_with(ours.join("twice_jit")), "{text}{said}");
     assert_eq!(lines[2], "True", "the extension imports: {text}{said}");
     assert_eq!(
         fs_err::metadata(built).unwrap().uid(),
@@ -415,7 +418,7 @@ PY
     );
     // Its CUDA object came from the store's nvcc, in the user's build dir.
     let objects = Command::new("find")
-        .arg(ours.join("twice_inline"))
+        .arg(ours.join("twice_jit"))
         .args(["-name", "*.cuda.o"])
         .output()
         .unwrap();

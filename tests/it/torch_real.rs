@@ -1,9 +1,9 @@
 //! REAL: `gpuenv install torch` for a real torch from PyPI (a CUDA 13.2 build, with 3 GB of
 //! NVIDIA wheels in its venv, made once under GPUENV_TEST_CACHE), then a real
-//! `CUDAExtension` that includes `ATen/cuda/CUDAContext.h` built through the toolkit. gpuenv
-//! leaves `PYTORCH_NVCC` alone, so torch finds ccache on PATH itself and runs
-//! `ccache $CUDA_HOME/bin/nvcc` (gpuenv's proxy): built again after `rm -rf build`, nvcc's
-//! work comes from the cache. Timings are printed, never asserted.
+//! `CUDAExtension` whose module includes `ATen/cuda/CUDAContext.h` built through the
+//! toolkit. gpuenv leaves `PYTORCH_NVCC` alone, so torch finds ccache on PATH itself and runs
+//! `ccache $CUDA_HOME/bin/nvcc` (gpuenv's proxy) and `ccache c++`: built again after
+//! `rm -rf build`, both compiles come from the cache. Timings are printed, never asserted.
 
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
@@ -16,18 +16,28 @@ use crate::common::real::{
 };
 use crate::common::*;
 
-const EXT: &str = r#"#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
+/// The kernel and its launcher on torch's stream: nvcc's part, through ccache.
+const KERNEL: &str = r#"#include <cuda_runtime.h>
 
 __global__ void twice_kernel(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] *= 2.0f;
 }
 
+void twice_launch(float* x, int n, cudaStream_t stream) {
+    twice_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x, n);
+}
+"#;
+
+/// The module, with torch's CUDA headers (they include cuBLAS's, cuSPARSE's and cuSOLVER's,
+/// which the toolkit made of the venv must hold).
+const BINDING: &str = r#"#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+void twice_launch(float* x, int n, cudaStream_t stream);
+
 torch::Tensor twice(torch::Tensor x) {
-    auto stream = at::cuda::getCurrentCUDAStream();
-    int n = x.numel();
-    twice_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x.data_ptr<float>(), n);
+    twice_launch(x.data_ptr<float>(), x.numel(), at::cuda::getCurrentCUDAStream());
     return x;
 }
 
@@ -71,7 +81,7 @@ fn a_toolkit_for_a_real_torch_builds_a_cuda_extension_and_torchs_own_ccache_make
     eprintln!("the toolkit beside the venv: {} MB", size / 1_000_000);
     assert!(size < 500_000_000, "{} MB", size / 1_000_000);
 
-    let ext = twice_extension(&sb, EXT);
+    let ext = twice_extension(&sb, KERNEL, BINDING);
     sb.ok(&["trust", ext.join("gpuenv.toml").to_str().unwrap()]);
     let ccache = sb.path("ccache");
     let build = || {
@@ -107,12 +117,16 @@ fn a_toolkit_for_a_real_torch_builds_a_cuda_extension_and_torchs_own_ccache_make
         )
     };
     let (cold, (hits, misses)) = build();
-    assert_eq!((hits, misses), (0, 1), "the first build compiles twice.cu");
+    assert_eq!(
+        (hits, misses),
+        (0, 2),
+        "the first build compiles binding.cpp and twice.cu"
+    );
     let (warm, (hits, misses)) = build();
     assert_eq!(
         (hits, misses),
-        (1, 1),
-        "the rebuild takes twice.cu from the cache"
+        (2, 2),
+        "the rebuild takes both from the cache"
     );
     eprintln!("CUDAExtension build: cold {cold:.1}s, after rm -rf build {warm:.1}s");
 }
