@@ -347,8 +347,8 @@ fn a_colleague_reads_a_shared_project_after_trust_safe_directory() {
     assert!(succeeded(&nvcc).contains("release 13.0"));
 }
 
-/// torch's JIT (`load()`, a tiny CUDA kernel whose source holds no torch header: `load_inline`
-/// puts torch's into it, which costs nvcc a minute of CI) by an account that uses the store through
+/// torch's JIT (`load()` of a tiny CUDA kernel and a module without torch's headers, which
+/// cost a minute of CI through nvcc, as `load_inline` puts them, and 20 s through g++) by an account that uses the store through
 /// its module file in real Lmod, with the real torch (2.15, a CUDA 13.2 build; the store holds
 /// 13.2 so the guard lets it through): the build runs the store's nvcc through the proxy in
 /// the account's own TORCH_EXTENSIONS_DIR, never in the read-only store, and the extension
@@ -384,11 +384,7 @@ __global__ void twice_kernel(float* x, int n) {{
 void twice_launch(float* x, int n) {{ twice_kernel<<<(n + 255) / 256, 256>>>(x, n); }}
 CU
 cat > twice.cpp <<'CPP'
-#include <torch/extension.h>
-void twice_launch(float* x, int n);
-torch::Tensor twice(torch::Tensor x) {{ twice_launch(x.data_ptr<float>(), x.numel()); return x; }}
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{ m.def("twice", &twice); }}
-CPP
+{binding}CPP
 "{python}" - > jit.out <<'PY'
 import os
 from torch.utils.cpp_extension import load
@@ -400,6 +396,7 @@ PY
 "#,
         lib = py.lib_dir.display(),
         python = py.python.display(),
+        binding = common::real::plain_module("twice_jit"),
     );
     let out = store.run_as(&user, &script, h);
     let said = stderr(&out);

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::common::real::{
-    debian_cuda_root, gpuenv_in_venv, install_torch, real_cuda13, torch_venv, twice_extension,
+    debian_cuda_root, gpuenv_in_venv, install_torch, plain_module, real_cuda13, torch_venv,
+    twice_extension,
 };
 use crate::common::*;
 use fs_err as fs;
@@ -370,11 +371,6 @@ fn a_cmake_tree_configured_without_cuda_refuses_nvcc_until_cmake_enables_it() {
 
 const TWICE_KERNEL: &str = "__global__ void twice_kernel(float* x) { x[threadIdx.x] *= 2.0f; }\n";
 
-/// What goes stale is the build directory, not torch's API: a module without torch's headers.
-const TWICE_BINDING: &str = "#include <Python.h>\n\
-                             static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, \"twice\"};\n\
-                             PyMODINIT_FUNC PyInit_twice(void) { return PyModule_Create(&def); }\n";
-
 /// PyTorch's BuildExtension writes `build/temp.*/build.ninja` afresh at every
 /// `setup.py build_ext`, for the toolkit active then; what goes stale is that directory
 /// rebuilt by `ninja` itself, which runs the nvcc of the toolkit it was written for.
@@ -388,7 +384,7 @@ fn a_pytorch_extension_build_dir_rebuilt_by_ninja_after_a_switch_is_refused() {
     let sb = Sandbox::new();
     succeeded(&install_torch(&sb, &venv));
     sb.ok(&["link", "cuda-13.0", cuda13.to_str().unwrap()]);
-    let ext = twice_extension(&sb, TWICE_KERNEL, TWICE_BINDING);
+    let ext = twice_extension(&sb, TWICE_KERNEL, &plain_module("twice"));
     let run = |dir: &Path, args: &[&str]| {
         gpuenv_in_venv(&sb, &venv, dir)
             .arg("run")

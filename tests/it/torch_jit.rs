@@ -101,15 +101,6 @@ const JIT_KERNEL: &str = r#"__global__ void twice_kernel(float* x, int n) {
 void twice_launch(float* x, int n) { twice_kernel<<<(n + 255) / 256, 256>>>(x, n); }
 "#;
 
-const JIT_BINDING: &str = r#"#include <torch/extension.h>
-void twice_launch(float* x, int n);
-torch::Tensor twice(torch::Tensor x) {
-    twice_launch(x.data_ptr<float>(), x.numel());
-    return x;
-}
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice); }
-"#;
-
 const JIT_LOAD: &str = r#"import torch.utils.cpp_extension as ext
 m = ext.load(name="twice_jit", sources=["twice.cpp", "twice_kernel.cu"])
 print(m.__file__)
@@ -135,7 +126,10 @@ fn a_jit_extension_compiles_through_the_projects_build_cache() {
     sb.ok(&["link", "cuda-13.0", cuda.to_str().unwrap()]);
     let proj = sb.path("proj");
     write(&proj.join("twice_kernel.cu"), JIT_KERNEL);
-    write(&proj.join("twice.cpp"), JIT_BINDING);
+    write(
+        &proj.join("twice.cpp"),
+        &common::real::plain_module("twice_jit"),
+    );
     write(&proj.join("jit.py"), JIT_LOAD);
     // torch 2.15 is a CUDA 13.2 build: the same major is close enough for this kernel.
     let file = proj.join("gpuenv.toml");

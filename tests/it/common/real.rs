@@ -168,13 +168,19 @@ pub fn debian_cuda_root() -> Option<PathBuf> {
 }
 
 /// The `setup.py` of a torch CUDA extension `twice` made of `twice.cu` (its kernel, which nvcc
-/// compiles) and `binding.cpp` (its Python module, which the host compiler compiles).
+/// compiles) and `binding.cpp` (its Python module, which the host compiler compiles, here
+/// without optimisation or debug information: Python's `-O3 -g` double the time torch's
+/// headers take).
 pub const TWICE_SETUP_PY: &str = r#"from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CUDAExtension
 
 setup(
     name="twice",
-    ext_modules=[CUDAExtension("twice", ["binding.cpp", "twice.cu"])],
+    ext_modules=[
+        CUDAExtension(
+            "twice", ["binding.cpp", "twice.cu"], extra_compile_args={"cxx": ["-O0", "-g0"]}
+        )
+    ],
     cmdclass={"build_ext": BuildExtension},
 )
 "#;
@@ -193,6 +199,20 @@ pub fn twice_extension(sb: &super::Sandbox, kernel: &str, binding: &str) -> Path
         "[toolchain]\ncuda = \"torch\"\ncuda-arch = [\"9.0\"]\n",
     );
     ext
+}
+
+/// A Python module `name` with a function `twice` (it returns its argument), in C with
+/// Python's headers alone: the binding of a test extension whose point is its build, not
+/// torch's API (torch's headers cost the host compiler 20-40 s; one test keeps them,
+/// tests/it/torch_real.rs).
+pub fn plain_module(name: &str) -> String {
+    format!(
+        "#include <Python.h>\n\
+         static PyObject* twice(PyObject* self, PyObject* x) {{ Py_INCREF(x); return x; }}\n\
+         static PyMethodDef methods[] = {{{{\"twice\", twice, METH_O, NULL}}, {{NULL, NULL, 0, NULL}}}};\n\
+         static struct PyModuleDef def = {{PyModuleDef_HEAD_INIT, \"{name}\", NULL, -1, methods}};\n\
+         PyMODINIT_FUNC PyInit_{name}(void) {{ return PyModule_Create(&def); }}\n"
+    )
 }
 
 /// `gpuenv install torch` (the real gpuenv) for the torch in `venv`.
