@@ -14,7 +14,7 @@ use super::install::{components_of, fetch_all, finish_tree, link_wheel_trees, pl
 use super::record::{self, ArchiveRecord, Record};
 use super::{assemble, Job, Plan, Selection};
 use super::{lock_toolchain, seal, writable_home};
-use crate::source::components::recorded;
+use crate::source::components::recorded_component;
 use gpuenv_core::diagnostic::Hinted;
 use gpuenv_core::toolchain::detect;
 use gpuenv_core::toolchain::registry::{Registry, Source as Origin};
@@ -43,10 +43,14 @@ pub(crate) fn add(job: &Job, plan: &Plan, old: &Record, sel: &Selection) -> Resu
         }
     }
     let had = |c: &str| {
-        let c = recorded(c);
+        let c = recorded_component(c);
         let linked = old.linked.iter().flat_map(|l| &l.wheels);
-        old.archives.iter().any(|o| recorded(&o.component) == c)
-            || linked.clone().any(|w| recorded(&w.component) == c)
+        old.archives
+            .iter()
+            .any(|o| recorded_component(&o.component) == c)
+            || linked
+                .clone()
+                .any(|w| recorded_component(&w.component) == c)
     };
     let new: Vec<_> = plan
         .archives

@@ -72,13 +72,11 @@ pub use fetch::{Fetcher, Net};
 pub use hooks::Hooks;
 pub use source::amd::{prerelease_label, Amd};
 pub use source::manifest::ManifestSource;
-pub use source::nvidia::{
-    parse_listing as nvidia_releases, Nvidia, DEFAULT_MIRROR as NVIDIA_MIRROR,
-};
-pub use source::pypi::{Pypi, DEFAULT_INDEX as PYPI_INDEX};
+pub use source::nvidia::{nvidia_releases, Nvidia, NVIDIA_MIRROR};
+pub use source::pypi::{Pypi, PYPI_INDEX};
 
 // A component's names: the table entry any of them names, and how a record spells it.
-pub use source::components::{lookup as component, recorded as recorded_component};
+pub use source::components::{component, recorded_component};
 
 // Installing and removing: the job, its progress, the home's and a toolchain's locks, and
 // deleting a tree that may hold read-only directories.

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::source::components::recorded;
+use crate::source::components::recorded_component;
 use crate::torch::Linked;
 use crate::{Plan, Profile, Selection};
 use gpuenv_core::install_hint::{self, Came};
@@ -68,7 +68,11 @@ impl Record {
         Record {
             from: plan.source.to_string(),
             profile: sel.profile.name().to_string(),
-            components: sel.components.iter().map(|c| recorded(c)).collect(),
+            components: sel
+                .components
+                .iter()
+                .map(|c| recorded_component(c))
+                .collect(),
             manifest: plan.manifest.as_ref().map(ToString::to_string),
             archives: plan.archives.iter().map(ArchiveRecord::of).collect(),
             linked: plan.linked.clone(),
@@ -82,7 +86,7 @@ impl Record {
         let wheels = self.linked.iter().flat_map(|l| &l.wheels);
         let mut out: Vec<String> = archives
             .chain(wheels.map(|w| w.component.as_str()))
-            .map(recorded)
+            .map(recorded_component)
             .collect();
         out.sort();
         out.dedup();
@@ -118,7 +122,7 @@ impl Record {
     /// before names were normalised may say `cublas` or `cuda_runtime`), without repeats.
     pub fn recorded_components(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for c in self.components.iter().map(|c| recorded(c)) {
+        for c in self.components.iter().map(|c| recorded_component(c)) {
             if !out.contains(&c) {
                 out.push(c);
             }

@@ -64,7 +64,7 @@ fn normal(name: &str) -> String {
 
 /// The component `name` names in any of its forms: redist key, extra, wheel project, or
 /// the wheel's archive name (`cuda_runtime`).
-pub fn lookup(name: &str) -> Option<&'static Component> {
+pub fn component(name: &str) -> Option<&'static Component> {
     let n = normal(name);
     COMPONENTS.iter().find(|c| {
         let wheel = normal(c.wheel);
@@ -76,8 +76,8 @@ pub fn lookup(name: &str) -> Option<&'static Component> {
 }
 
 /// How a component is recorded: its redist key when the table knows it, else as given.
-pub fn recorded(name: &str) -> String {
-    lookup(name).map_or_else(|| name.to_string(), |c| c.redist.to_string())
+pub fn recorded_component(name: &str) -> String {
+    component(name).map_or_else(|| name.to_string(), |c| c.redist.to_string())
 }
 
 #[cfg(test)]
@@ -92,12 +92,12 @@ mod tests {
             "nvidia-cuda-runtime",
             "cuda_runtime",
         ] {
-            assert_eq!(lookup(name).unwrap().redist, "cuda_cudart", "{name}");
+            assert_eq!(component(name).unwrap().redist, "cuda_cudart", "{name}");
         }
-        assert_eq!(lookup("profiler").unwrap().redist, "cuda_profiler_api");
-        assert_eq!(lookup("nvidia_nvvm").unwrap().extra, "nvvm");
-        assert_eq!(recorded("cublas"), "libcublas");
-        assert_eq!(recorded("in_house"), "in_house");
+        assert_eq!(component("profiler").unwrap().redist, "cuda_profiler_api");
+        assert_eq!(component("nvidia_nvvm").unwrap().extra, "nvvm");
+        assert_eq!(recorded_component("cublas"), "libcublas");
+        assert_eq!(recorded_component("in_house"), "in_house");
     }
 
     #[test]
@@ -106,7 +106,7 @@ mod tests {
             let wheel = normal(c.wheel);
             let archive = wheel.trim_start_matches("nvidia_").to_string();
             for name in [c.redist, c.extra, &wheel, &archive] {
-                assert_eq!(lookup(name), Some(c), "{name}");
+                assert_eq!(component(name), Some(c), "{name}");
             }
         }
     }

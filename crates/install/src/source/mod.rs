@@ -104,7 +104,7 @@ pub fn redist_components(profile: Profile, version: &Version) -> Vec<&'static st
 /// `cuda-toolkit` metapackage's extras do (`cublas`, `profiler`) or as a wheel does
 /// (`cuda_runtime`): the extra's name. Names the table does not know are guessed.
 pub fn extra_name(component: &str) -> String {
-    if let Some(c) = components::lookup(component) {
+    if let Some(c) = components::component(component) {
         return c.extra.to_string();
     }
     let c = component.to_ascii_lowercase().replace('-', "_");

@@ -17,7 +17,7 @@ use crate::{Archive, Format, Mapping, Plan, Selection};
 use gpuenv_core::facts::nvidia_target::redist_platform;
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 
-pub const DEFAULT_MIRROR: &str = "https://developer.download.nvidia.com/compute/cuda/redist/";
+pub const NVIDIA_MIRROR: &str = "https://developer.download.nvidia.com/compute/cuda/redist/";
 
 pub struct Nvidia<'a> {
     pub fetcher: &'a Fetcher,
@@ -30,12 +30,12 @@ impl Nvidia<'_> {
             .fetcher
             .page(&self.root, "text/html", outside::Kind::IndexPage)
             .with_context(|| format!("listing the CUDA releases at {}", self.root))?;
-        Ok(parse_listing(&page.text()))
+        Ok(nvidia_releases(&page.text()))
     }
 }
 
 /// The releases a redist root's index page links to (`redistrib_12.4.1.json`).
-pub fn parse_listing(html: &str) -> Vec<Version> {
+pub fn nvidia_releases(html: &str) -> Vec<Version> {
     let mut out: Vec<Version> = html
         .split("redistrib_")
         .skip(1)
@@ -154,7 +154,7 @@ pub fn plan_from_manifest(
         .collect();
     // A name in any form the table knows (`cudart`, `cuda_runtime`), else guessed.
     let find = |c: &str| {
-        let known = super::components::lookup(c).map(|k| k.redist.to_string());
+        let known = super::components::component(c).map(|k| k.redist.to_string());
         known
             .into_iter()
             .chain([c.to_string(), format!("cuda_{c}"), format!("lib{c}")])
@@ -224,7 +224,10 @@ mod tests {
         let html = r#"<a href="redistrib_12.4.1.json">redistrib_12.4.1.json</a>
 <a href="redistrib_11.8.0.json">x</a><a href="redistrib_12.10.0.json">y</a><a href="redistrib_12.4.1.json">dup</a>
 <a href="cuda_nvcc/">cuda_nvcc/</a><a href="redistrib_bad.json">bad</a>"#;
-        let got: Vec<String> = parse_listing(html).iter().map(|v| v.to_string()).collect();
+        let got: Vec<String> = nvidia_releases(html)
+            .iter()
+            .map(|v| v.to_string())
+            .collect();
         assert_eq!(got, ["11.8.0", "12.4.1", "12.10.0"]);
     }
 

@@ -23,7 +23,7 @@ use crate::pathpart;
 use crate::{Archive, Format, Mapping, Plan, Selection};
 use gpuenv_core::toolchain::{Kind, Spec, Version};
 
-pub const DEFAULT_INDEX: &str = "https://pypi.org/simple/";
+pub const PYPI_INDEX: &str = "https://pypi.org/simple/";
 const ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
 const METAPACKAGE: &str = "cuda-toolkit";
 
