@@ -152,77 +152,53 @@ pub struct Account {
 }
 
 impl Account {
-    /// `gpuenv28a<tag><pid>` with its home at `<site>/home/<name>` (made, theirs, 0755).
-    pub fn create(site: &Site, tag: &str) -> Account {
-        let name = format!("gpuenv28a{tag}{}", std::process::id() % 100_000);
+    /// `useradd` of `gpuenv28a<tag><pid>` (its own group, no home made) with `shell` and, if
+    /// given, `home`; a leftover account of a killed run of the same pid goes first.
+    fn add(tag: &str, shell: &str, home: Option<&Path>) -> Account {
+        let name = Account::name_of(tag);
         assert!(name.len() <= 32, "{name} is too long for an account name");
-        let home = site.dir("home").join(&name);
-        // A leftover of a killed run of the same pid.
         let _ = Command::new("userdel").arg(&name).output();
-        let out = Command::new("useradd")
-            .args(["-M", "-U", "-s", "/bin/bash", "-d"])
-            .arg(&home)
-            .arg(&name)
-            .output()
-            .unwrap();
-        super::succeeded(&out);
+        let mut useradd = Command::new("useradd");
+        useradd.args(["-M", "-U", "-s", shell]);
+        if let Some(home) = home {
+            useradd.arg("-d").arg(home);
+        }
+        super::succeeded(&useradd.arg(&name).output().unwrap());
         let (uid, gid) = ids(&name);
-        fs_err::create_dir_all(&home).unwrap();
-        std::os::unix::fs::chown(&home, Some(uid), Some(gid)).unwrap();
-        fs_err::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
         Account {
             name,
             uid,
             gid,
-            home,
+            home: home.map_or_else(|| PathBuf::from("/nonexistent"), Path::to_path_buf),
         }
+    }
+
+    /// The name of this run's account `tag`: `gpuenv28a<tag><pid>`.
+    fn name_of(tag: &str) -> String {
+        format!("gpuenv28a{tag}{}", std::process::id() % 100_000)
+    }
+
+    /// `gpuenv28a<tag><pid>` with its home at `<site>/home/<name>` (made, theirs, 0755).
+    pub fn create(site: &Site, tag: &str) -> Account {
+        let home = site.dir("home").join(Account::name_of(tag));
+        let account = Account::add(tag, "/bin/bash", Some(&home));
+        fs_err::create_dir_all(&account.home).unwrap();
+        account.owns(&account.home);
+        fs_err::set_permissions(&account.home, std::fs::Permissions::from_mode(0o755)).unwrap();
+        account
     }
 
     /// An account without a home (`gpuenv28a<tag><pid>`), for files that must belong to
     /// someone else; `None` where accounts cannot be made (a skip outside CI).
     pub fn other(tag: &str) -> Option<Account> {
-        if !can_make_accounts() {
-            return None;
-        }
-        let name = format!("gpuenv28a{tag}{}", std::process::id() % 100_000);
-        let _ = Command::new("userdel").arg(&name).output();
-        let out = Command::new("useradd")
-            .args(["-M", "-U", "-s", "/usr/sbin/nologin", &name])
-            .output()
-            .unwrap();
-        super::succeeded(&out);
-        let (uid, gid) = ids(&name);
-        Some(Account {
-            name,
-            uid,
-            gid,
-            home: PathBuf::from("/nonexistent"),
-        })
+        can_make_accounts().then(|| Account::add(tag, "/usr/sbin/nologin", None))
     }
 
     /// `gpuenv28a<tag><pid>` whose home is `home`, which this neither makes nor needs (a
     /// cluster's node may lack it), with `shell`; `None` where accounts cannot be made (a
     /// skip outside CI).
     pub fn at_home(tag: &str, home: &Path, shell: &str) -> Option<Account> {
-        if !can_make_accounts() {
-            return None;
-        }
-        let name = format!("gpuenv28a{tag}{}", std::process::id() % 100_000);
-        let _ = Command::new("userdel").arg(&name).output();
-        let out = Command::new("useradd")
-            .args(["-M", "-U", "-s", shell, "-d"])
-            .arg(home)
-            .arg(&name)
-            .output()
-            .unwrap();
-        super::succeeded(&out);
-        let (uid, gid) = ids(&name);
-        Some(Account {
-            name,
-            uid,
-            gid,
-            home: home.to_path_buf(),
-        })
+        can_make_accounts().then(|| Account::add(tag, shell, Some(home)))
     }
 
     /// `program` run as this account (its own uid and group, no other groups).
