@@ -698,44 +698,27 @@ fn a_pip_wheel_build_does_not_use_up_the_arch_notice() {
     );
 
     // The next compile someone sees, missing the same arch, says it.
-    let out = sb
-        .gpuenv()
-        .current_dir(&proj)
-        .env("PATH", "/usr/bin:/bin")
-        .args([
-            "run",
-            "--",
-            "nvcc",
-            "-gencode",
-            "arch=compute_80,code=sm_80",
-            "-c",
-            "k.cu",
-            "-o",
-            "k.o",
-        ])
-        .output()
-        .unwrap();
+    let compile_for_sm80 = || {
+        sb.gpuenv()
+            .current_dir(&proj)
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "run",
+                "--",
+                "nvcc",
+                "-gencode",
+                "arch=compute_80,code=sm_80",
+            ])
+            .args(["-c", "k.cu", "-o", "k.o"])
+            .output()
+            .unwrap()
+    };
+    let out = compile_for_sm80();
     succeeded(&out);
     let err = stderr_of(&out);
     assert!(err.contains("leave out sm_90, pinned at"), "{err}");
     // And now it is used up, as in any build.
-    let out = sb
-        .gpuenv()
-        .current_dir(&proj)
-        .env("PATH", "/usr/bin:/bin")
-        .args([
-            "run",
-            "--",
-            "nvcc",
-            "-gencode",
-            "arch=compute_80,code=sm_80",
-            "-c",
-            "k.cu",
-            "-o",
-            "k.o",
-        ])
-        .output()
-        .unwrap();
+    let out = compile_for_sm80();
     succeeded(&out);
     assert!(
         !stderr_of(&out).contains("leave out"),
