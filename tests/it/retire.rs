@@ -492,10 +492,12 @@ fn a_users_slurm_job_that_started_before_keeps_the_retired_site_toolkit_until_it
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no `since` in the record:\n{text}"));
     let back = since - gpuenv_install::retire::CLOCK_SLACK;
-    write(
-        &record,
-        &text.replace(&format!("since = {since}\n"), &format!("since = {back}\n")),
+    let dated_back = text.replace(&format!("since = {since}\n"), &format!("since = {back}\n"));
+    assert_ne!(
+        dated_back, text,
+        "the record's `since` line was not replaced"
     );
+    write(&record, &dated_back);
     std::thread::sleep(Duration::from_secs(2).saturating_sub(retired.elapsed()));
     let later = Job::sleeping(nodes, &alice, &alice.home, "later", &[], "true");
     let t = uninstall(&["--reap"]);

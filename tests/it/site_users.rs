@@ -347,12 +347,12 @@ fn a_colleague_reads_a_shared_project_after_trust_safe_directory() {
     assert!(succeeded(&nvcc).contains("release 13.0"));
 }
 
-/// torch's JIT (`load()` of a tiny CUDA kernel and a module without torch's headers, which
-/// cost a minute of CI through nvcc, as `load_inline` puts them, and 20 s through g++) by an account that uses the store through
-/// its module file in real Lmod, with the real torch (2.15, a CUDA 13.2 build; the store holds
-/// 13.2 so the guard lets it through): the build runs the store's nvcc through the proxy in
-/// the account's own TORCH_EXTENSIONS_DIR, never in the read-only store, and the extension
-/// imports.
+/// torch's JIT (`load()` of a tiny CUDA kernel and a module without torch's headers: they
+/// cost CI a minute through nvcc, where `load_inline` puts them, and 20 s through g++) by an
+/// account that uses the store through its module file in real Lmod, with the real torch
+/// (2.15, a CUDA 13.2 build; the store holds 13.2 so the guard lets it through): the build
+/// runs the store's nvcc through the proxy in the account's own TORCH_EXTENSIONS_DIR, never
+/// in the read-only store, and the extension imports.
 #[test]
 fn a_users_torch_jit_builds_in_their_own_space_with_the_stores_module_file() {
     if !have_tool("ninja") {
