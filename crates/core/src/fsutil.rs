@@ -177,6 +177,21 @@ pub fn cache_name(key: &str) -> String {
     format!("{hash:016x}")
 }
 
+/// Empties `dir`, one of gpuenv's own cache directories of small files, once it holds `max`
+/// or more: whoever needs a removed file makes it again. Best effort: what cannot be read
+/// or removed is left.
+pub fn clear_when_full(dir: &Path, max: usize) {
+    let Ok(entries) = fs_err::read_dir(dir) else {
+        return;
+    };
+    let entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    if entries.len() >= max {
+        for e in entries {
+            let _ = fs_err::remove_file(e);
+        }
+    }
+}
+
 /// A 64-bit check of `bytes`, eight at a time (a 37 KB file in about 25,000 instructions;
 /// FNV-1a would take six times that): a file gpuenv wrote and reads back on every call
 /// carries it, so a damaged or cut one is seen. Each step is a bijection of the state, so

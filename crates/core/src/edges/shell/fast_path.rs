@@ -143,23 +143,11 @@ fn stamp_file(home: &Home, stamp: Stamp) -> std::io::Result<PathBuf> {
         return Ok(path);
     }
     fs_err::create_dir_all(&dir)?;
-    clear_old_stamps(&dir);
+    crate::fsutil::clear_when_full(&dir, MAX_STAMPS);
     let tmp = tempfile::NamedTempFile::new_in(&dir)?;
     tmp.as_file().set_modified(time)?;
     tmp.persist(&path).map_err(|e| e.error)?;
     Ok(path)
-}
-
-fn clear_old_stamps(dir: &Path) {
-    let Ok(entries) = fs_err::read_dir(dir) else {
-        return;
-    };
-    let entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    if entries.len() >= MAX_STAMPS {
-        for e in entries {
-            let _ = fs_err::remove_file(e);
-        }
-    }
 }
 
 /// The name of the check function in each shell.

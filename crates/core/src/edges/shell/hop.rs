@@ -21,7 +21,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::fast_path::{self, Check};
 use super::{quote, Shell};
@@ -141,7 +141,7 @@ fn file_of(hop: &Hop, shell: Shell) -> Option<(PathBuf, String)> {
         return Some((path, key));
     }
     fs_err::create_dir_all(dir).ok()?;
-    clear_old(dir);
+    crate::fsutil::clear_when_full(dir, MAX_FILES);
     crate::fsutil::write_atomic(&path, code.as_bytes()).ok()?;
     Some((path, key))
 }
@@ -185,18 +185,6 @@ fn key(hop: &Hop) -> u64 {
         bytes.push(2);
     }
     crate::fsutil::checksum(&bytes)
-}
-
-fn clear_old(dir: &Path) {
-    let Ok(entries) = fs_err::read_dir(dir) else {
-        return;
-    };
-    let entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    if entries.len() >= MAX_FILES {
-        for e in entries {
-            let _ = fs_err::remove_file(e);
-        }
-    }
 }
 
 /// The file's code: both hops, then its key (the shell hops only when it reads that).
@@ -284,6 +272,7 @@ fn guard_fish(values: &[(String, Option<OsString>)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn side(pwd: &str, cuda_home: Option<&str>) -> Side {
         Side {
