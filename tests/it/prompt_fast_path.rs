@@ -17,6 +17,16 @@ struct Dialect {
     show_check: &'static str,
 }
 
+impl Dialect {
+    /// Runs `test` in this shell, where tmux and the shell are installed (a missing one
+    /// fails under CI, and skips elsewhere).
+    fn test(&self, test: fn(&Dialect)) {
+        if have_tool("tmux") && have_tool(self.name) {
+            test(self);
+        }
+    }
+}
+
 const BASH: Dialect = Dialect {
     name: "bash",
     start: |sb, bin| bash(sb, &bash_rc_with(bin, "")),
@@ -129,23 +139,17 @@ fn prompt_sees_every_change(d: &Dialect) {
 
 #[test]
 fn bash_prompt_sees_every_change_while_skipping_gpuenv() {
-    if have_tool("tmux") && have_tool("bash") {
-        prompt_sees_every_change(&BASH);
-    }
+    BASH.test(prompt_sees_every_change);
 }
 
 #[test]
 fn zsh_prompt_sees_every_change_while_skipping_gpuenv() {
-    if have_tool("tmux") && have_tool("zsh") {
-        prompt_sees_every_change(&ZSH);
-    }
+    ZSH.test(prompt_sees_every_change);
 }
 
 #[test]
 fn fish_prompt_sees_every_change_while_skipping_gpuenv() {
-    if have_tool("tmux") && have_tool("fish") {
-        prompt_sees_every_change(&FISH);
-    }
+    FISH.test(prompt_sees_every_change);
 }
 
 /// The hook names a private copy of gpuenv, which is then deleted: prompts where nothing
@@ -341,44 +345,32 @@ fn cd_back_without_a_process(d: &Dialect) {
 
 #[test]
 fn bash_a_cd_back_puts_the_directorys_environment_back_without_a_process() {
-    if have_tool("tmux") && have_tool("bash") {
-        cd_back_without_a_process(&BASH);
-    }
+    BASH.test(cd_back_without_a_process);
 }
 
 #[test]
 fn zsh_a_cd_back_puts_the_directorys_environment_back_without_a_process() {
-    if have_tool("tmux") && have_tool("zsh") {
-        cd_back_without_a_process(&ZSH);
-    }
+    ZSH.test(cd_back_without_a_process);
 }
 
 #[test]
 fn fish_a_cd_back_puts_the_directorys_environment_back_without_a_process() {
-    if have_tool("tmux") && have_tool("fish") {
-        cd_back_without_a_process(&FISH);
-    }
+    FISH.test(cd_back_without_a_process);
 }
 
 #[test]
 fn bash_prompt_where_nothing_changed_starts_no_process() {
-    if have_tool("tmux") && have_tool("bash") {
-        no_process_when_nothing_changed(&BASH);
-    }
+    BASH.test(no_process_when_nothing_changed);
 }
 
 #[test]
 fn zsh_prompt_where_nothing_changed_starts_no_process() {
-    if have_tool("tmux") && have_tool("zsh") {
-        no_process_when_nothing_changed(&ZSH);
-    }
+    ZSH.test(no_process_when_nothing_changed);
 }
 
 #[test]
 fn fish_prompt_where_nothing_changed_starts_no_process() {
-    if have_tool("tmux") && have_tool("fish") {
-        no_process_when_nothing_changed(&FISH);
-    }
+    FISH.test(no_process_when_nothing_changed);
 }
 
 /// A prompt after a `cd` costs bash one process, gpuenv (a fork is about as dear as the
