@@ -130,7 +130,7 @@ pub fn prompt<R: Resolver>(ctx: &Context, home: &Home, force: bool, resolver: &R
     }
     let current = |k: &str| ctx.var_os(k).map(ToOwned::to_owned);
     let mut notes = Vec::new();
-    let step = match wanted_change(ctx, home, resolver, &mut notes) {
+    let mut step = match wanted_change(ctx, home, resolver, &mut notes) {
         Ok(wanted) => {
             fp.watch(&wanted.read);
             fp.python = None;
@@ -163,7 +163,6 @@ pub fn prompt<R: Resolver>(ctx: &Context, home: &Home, force: bool, resolver: &R
         None => path,
     };
     let check = fast_path::arm(home, &step.state.fp, pwd, path_after);
-    let mut step = step;
     // Only a prompt's own run (not `use`, which forces one) that said nothing and may be
     // skipped next time makes a way back (`hop`).
     let hop = match (&check, notes.is_empty() && !force) {
