@@ -12,8 +12,6 @@ use gpuenv_core::install_hint;
 use gpuenv_core::shell::{self, Shell};
 use gpuenv_core::ui;
 
-use gpuenv_core::shell::prompt::format_of;
-
 /// Use toolchains in this shell only (`none` goes back to the toolchain file and default);
 /// needs the shell hook
 #[derive(Debug, clap::Args)]
@@ -78,7 +76,7 @@ impl Args {
         let home = ctx.gpuenv_home()?;
         let mut code = shell::render(
             &[(vars::GPUENV_TOOLCHAIN, value.as_deref().map(OsStr::new))],
-            format_of(shell),
+            shell.format(),
         )?
         .bytes;
         code.extend(support::hook_prompt(&next, &home, true).render(shell));

@@ -102,13 +102,19 @@ pub fn render(hop: Option<&Hop>, shell: Shell) -> String {
     // `write_atomic` never leaves, but a disk may) defines no hop and gpuenv is asked.
     match shell {
         Shell::Bash | Shell::Zsh => {
-            let (pwd, f) = (q_posix(&hop.back.check.pwd), q_posix(&file));
+            let (pwd, f) = (
+                q_posix(hop.back.check.pwd.as_bytes()),
+                q_posix(file.as_bytes()),
+            );
             format!(
                 "{back}() {{ [[ $PWD == {pwd} && -f {f} && -O {f} ]] || return 1; local {SENTINEL}=; . {f} 2>/dev/null; [[ ${SENTINEL} == {key} ]] && {to_back}; }}\n"
             )
         }
         Shell::Fish => {
-            let (pwd, f) = (q_fish(&hop.back.check.pwd), q_fish(&file));
+            let (pwd, f) = (
+                q_fish(hop.back.check.pwd.as_bytes()),
+                q_fish(file.as_bytes()),
+            );
             format!(
                 "function {back}; test \"x$PWD\" = x{pwd} -a -f {f} -a -O {f}; or return 1; set -g {SENTINEL} ''; source {f} 2>/dev/null; test \"x${SENTINEL}\" = x{key}; and {to_back}; end\n"
             )
@@ -119,12 +125,12 @@ pub fn render(hop: Option<&Hop>, shell: Shell) -> String {
 /// The variable a hop's file sets last, to its key.
 const SENTINEL: &str = "__gpuenv_hop";
 
-fn q_posix(s: &str) -> String {
-    String::from_utf8_lossy(&quote::posix(s.as_bytes())).into_owned()
+fn q_posix(s: &[u8]) -> String {
+    String::from_utf8_lossy(&quote::posix(s)).into_owned()
 }
 
-fn q_fish(s: &str) -> String {
-    String::from_utf8_lossy(&quote::fish(s.as_bytes())).into_owned()
+fn q_fish(s: &[u8]) -> String {
+    String::from_utf8_lossy(&quote::fish(s)).into_owned()
 }
 
 /// The hop's file for `shell` and its key, written (atomically) unless it is there with
@@ -215,12 +221,7 @@ fn one(shell: Shell, name: &str, from: &Side, to: &Side, then: &str) -> String {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_deref()))
         .collect();
-    let format = match shell {
-        Shell::Bash => super::Format::Bash,
-        Shell::Zsh => super::Format::Zsh,
-        Shell::Fish => super::Format::Fish,
-    };
-    let assign = super::render(&vars, format)
+    let assign = super::render(&vars, shell.format())
         .expect("the shells' quoting holds any value")
         .bytes;
     let assign = String::from_utf8_lossy(&assign);
@@ -243,10 +244,7 @@ fn guard_posix(values: &[(String, Option<OsString>)]) -> String {
     let terms: Vec<String> = values
         .iter()
         .map(|(k, v)| match v {
-            Some(v) => format!(
-                "-n ${{{k}+x}} && ${{{k}}} == {}",
-                String::from_utf8_lossy(&quote::posix(v.as_bytes()))
-            ),
+            Some(v) => format!("-n ${{{k}+x}} && ${{{k}}} == {}", q_posix(v.as_bytes())),
             None => format!("-z ${{{k}+x}}"),
         })
         .collect();
@@ -259,10 +257,7 @@ fn guard_fish(values: &[(String, Option<OsString>)]) -> String {
     let terms: Vec<String> = values
         .iter()
         .map(|(k, v)| match v {
-            Some(v) => {
-                let q = String::from_utf8_lossy(&quote::fish(v.as_bytes())).into_owned();
-                format!("set -q {k}; and test \"x${k}\" = x{q}")
-            }
+            Some(v) => format!("set -q {k}; and test \"x${k}\" = x{}", q_fish(v.as_bytes())),
             None => format!("not set -q {k}"),
         })
         .collect();

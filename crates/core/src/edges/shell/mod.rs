@@ -34,6 +34,17 @@ impl Named for Shell {
     }
 }
 
+impl Shell {
+    /// The format of `gpuenv env` that this shell reads.
+    pub fn format(self) -> Format {
+        match self {
+            Shell::Bash => Format::Bash,
+            Shell::Zsh => Format::Zsh,
+            Shell::Fish => Format::Fish,
+        }
+    }
+}
+
 impl fmt::Display for Shell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

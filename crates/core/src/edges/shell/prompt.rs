@@ -11,7 +11,7 @@ use crate::edges::session::{Door, Purpose, Session};
 use crate::edges::shell::fast_path::{self, Check};
 use crate::edges::shell::hook_env::{self, Fingerprint, State, Step, STATE_VAR};
 use crate::edges::shell::hop::{self, Hop};
-use crate::edges::shell::{self as shell, Format, Shell};
+use crate::edges::shell::{self as shell, Shell};
 use crate::plan::env;
 use crate::plan::resolve::{ActiveSet, Reason};
 use crate::store::home::Home;
@@ -30,14 +30,6 @@ pub trait Resolver {
     fn lock_notes(&self, active: &ActiveSet) -> (Vec<String>, Option<PathBuf>);
     /// The error in one line.
     fn one_line(&self, err: &Self::Error) -> String;
-}
-
-pub fn format_of(shell: Shell) -> Format {
-    match shell {
-        Shell::Bash => Format::Bash,
-        Shell::Zsh => Format::Zsh,
-        Shell::Fish => Format::Fish,
-    }
 }
 
 /// What one prompt prints.
@@ -74,7 +66,7 @@ pub fn render(step: &Step, shell: Shell) -> Vec<u8> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_deref()))
         .collect();
-    shell::render(&vars, format_of(shell))
+    shell::render(&vars, shell.format())
         .expect("the shells' quoting holds any value")
         .bytes
 }
