@@ -59,6 +59,7 @@ mod lifecycle_choices;
 mod lock;
 mod modules;
 mod project_files;
+mod prompt_by_proxy;
 mod prompt_fast_path;
 mod proxy;
 mod proxy_process;

@@ -418,9 +418,14 @@ fn bash_prompt_after_a_cd_forks_once() {
         .collect();
     forked.sort();
     forked.dedup();
-    assert_eq!(forked.len(), 1, "one process, gpuenv: {trace}");
+    assert_eq!(forked.len(), 1, "one process, gpuenv's proxy: {trace}");
+    let proxy = std::path::Path::new(&bin).with_file_name("gpuenv-shim");
     assert!(
-        trace.contains(&format!("+{} exec {bin} hook-env --shell bash", forked[0])),
-        "the one fork becomes gpuenv: {trace}"
+        trace.contains(&format!(
+            "+{} exec {} hook-env --shell bash",
+            forked[0],
+            proxy.display()
+        )),
+        "the one fork becomes the proxy beside gpuenv: {trace}"
     );
 }

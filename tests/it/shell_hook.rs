@@ -371,10 +371,18 @@ fn redacted_hook(shell: &str) -> String {
     let sb = Sandbox::new();
     let text = sb.ok(&["hook", shell]);
     let bin = assert_cmd::cargo::cargo_bin("gpuenv").display().to_string();
-    text.replace(&bin, "[GPUENV]").replace(
-        &sb.gpuenv_home().join("shims").display().to_string(),
-        "[SHIMS]",
-    )
+    let proxy = proxy_bin().display().to_string();
+    // Each prompt runs the proxy beside gpuenv.
+    assert!(
+        text.contains(&format!("{proxy}' hook-env --shell {shell}")),
+        "{text}"
+    );
+    text.replace(&proxy, "[PROXY]")
+        .replace(&bin, "[GPUENV]")
+        .replace(
+            &sb.gpuenv_home().join("shims").display().to_string(),
+            "[SHIMS]",
+        )
 }
 
 #[test]

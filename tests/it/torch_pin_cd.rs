@@ -1,6 +1,7 @@
 //! `cuda = "torch"` costs a `cd` what any pin costs: the `python3` on PATH is asked for its
 //! `sys.path` once (torch is found there without importing it), and later `cd`s into the
-//! project, in this shell or another, start no process but gpuenv itself: traced with
+//! project, in this shell or another, start no process but gpuenv's own (the proxy binary
+//! answers the prompt): traced with
 //! `strace -f` of the whole shell, and by the fake python3's own log. A torch upgraded in
 //! place is seen at the next `cd`, still without a process.
 
@@ -99,13 +100,15 @@ fn a_cd_into_a_torch_project_starts_no_process_after_the_first() {
             .filter(|l| l.contains("execve(\"") && !l.contains("= -1"))
             .filter_map(|l| l.split('"').nth(1))
             .collect();
+        // `gpuenv hook bash`, then each prompt runs the proxy binary beside gpuenv.
+        let proxy = Path::new(&gpuenv).with_file_name("gpuenv-shim");
         assert!(
             programs
                 .iter()
-                .all(|p| p.ends_with("/bash") || *p == gpuenv),
-            "only bash and gpuenv run: {programs:?}"
+                .all(|p| p.ends_with("/bash") || *p == gpuenv || Path::new(p) == proxy),
+            "only bash, gpuenv and its proxy run: {programs:?}"
         );
-        assert!(programs.iter().any(|p| *p == gpuenv), "{trace}");
+        assert!(programs.iter().any(|p| Path::new(p) == proxy), "{trace}");
     }
 
     // torch upgraded in place to a 12.6 build: the next cd sees it, with no process.
@@ -129,9 +132,11 @@ fn a_cd_into_a_torch_project_starts_no_process_after_the_first() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("in none"), "{out:?}");
+    // Asked by the proxy binary, which hands a prompt with something to say over to gpuenv,
+    // and by gpuenv, which says it.
     assert_eq!(
         runs(&log),
-        2,
+        3,
         "a directory of sys.path changed: asked again"
     );
 }

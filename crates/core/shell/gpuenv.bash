@@ -35,7 +35,7 @@ _gpuenv_hook() {
         printf '_gpuenv_user_trap() {\ntrap - SIGINT\n'
         trap -p SIGINT
         printf '\n}\n'
-        exec @GPUENV@ hook-env --shell bash
+        exec @PROMPT@ hook-env --shell bash
     )"
     local status=$?
     # Killed by a signal: the flag stays for the prompt that follows.

@@ -30,7 +30,7 @@ function __gpuenv_hook --on-event fish_prompt --on-variable PWD
     # Ctrl-C while gpuenv works stops it and gives the prompt back; a run that did not
     # finish changes nothing.
     set -g __gpuenv_interrupted 1
-    set -l code (@GPUENV@ hook-env --shell fish | string collect)
+    set -l code (@PROMPT@ hook-env --shell fish | string collect)
     set -l st $pipestatus[1]
     # Killed by a signal: the flag stays for the prompt that follows.
     test $st -gt 128; and return

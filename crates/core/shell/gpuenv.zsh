@@ -28,7 +28,7 @@ _gpuenv_hook() {
     # finish changes nothing.
     local code st
     _gpuenv_interrupted=1
-    code="$(@GPUENV@ hook-env --shell zsh)"
+    code="$(@PROMPT@ hook-env --shell zsh)"
     st=$?
     # Killed by a signal: the flag stays for the prompt that follows.
     (( st > 128 )) && return 0

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::error::Error;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use owo_colors::OwoColorize;
 
@@ -145,8 +145,34 @@ pub fn level() -> Level {
     }
 }
 
+/// Messages are held back (not written) from [`hold`] on; [`held_back`] says whether one
+/// was. The proxy binary answers the shell hook only when it has nothing to say, and hands
+/// the prompt to gpuenv otherwise, which then says it once (see `shell::by_proxy`).
+static HOLD: AtomicBool = AtomicBool::new(false);
+static HELD_BACK: AtomicBool = AtomicBool::new(false);
+
+/// From now on (`true`) no message is written, each is only counted as held back; `false`
+/// writes them again.
+pub fn hold(on: bool) {
+    HOLD.store(on, Ordering::Relaxed);
+}
+
+/// Whether a message was held back since [`hold`].
+pub fn held_back() -> bool {
+    HELD_BACK.load(Ordering::Relaxed)
+}
+
+/// True (and the message counted as held back) while messages are held.
+fn held() -> bool {
+    let hold = HOLD.load(Ordering::Relaxed);
+    if hold {
+        HELD_BACK.store(true, Ordering::Relaxed);
+    }
+    hold
+}
+
 pub fn info(msg: impl std::fmt::Display) {
-    if level() >= Level::Normal {
+    if level() >= Level::Normal && !held() {
         anstream::eprintln!("{} {}", "info:".bold(), lines(&msg.to_string()));
     }
 }
@@ -164,12 +190,15 @@ pub fn info_with_hints<H: std::fmt::Display>(
 
 /// What gpuenv read or decided; shown with `-v` / `GPUENV_LOG=verbose`.
 pub fn verbose(msg: impl std::fmt::Display) {
-    if level() >= Level::Verbose {
+    if level() >= Level::Verbose && !held() {
         anstream::eprintln!("{} {}", "verbose:".dimmed(), lines(&msg.to_string()));
     }
 }
 
 pub fn warn(msg: impl std::fmt::Display) {
+    if held() {
+        return;
+    }
     anstream::eprintln!("{} {}", "warning:".yellow().bold(), lines(&msg.to_string()));
 }
 
@@ -185,6 +214,9 @@ pub fn warn_with_hints<H: std::fmt::Display>(
 /// A one-line note from the shell hook, printed at a prompt: short and unstyled, its first
 /// line only.
 pub fn hook_note(msg: impl std::fmt::Display) {
+    if held() {
+        return;
+    }
     let text = msg.to_string();
     eprintln!(
         "gpuenv: {}",
@@ -194,12 +226,18 @@ pub fn hook_note(msg: impl std::fmt::Display) {
 
 /// A way out, on its own line after the message it belongs to.
 fn hint(msg: impl std::fmt::Display) {
+    if held() {
+        return;
+    }
     anstream::eprintln!("{} {}", "hint:".cyan().bold(), lines(&msg.to_string()));
 }
 
 /// Prints an error, its causes and its hints. `find` are the finders of the crates whose
 /// errors may be in the chain (see `diagnostic`).
 pub fn error(err: &(dyn Error + 'static), find: &[Find]) {
+    if held() {
+        return;
+    }
     let report = Report::of(err, find);
     anstream::eprintln!("{} {}", "error:".red().bold(), lines(&report.message));
     for cause in &report.causes {

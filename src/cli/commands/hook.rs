@@ -6,6 +6,7 @@ use support::named_arg::named;
 
 use gpuenv_core::context::Context;
 use gpuenv_core::shell::{hook, Shell};
+use gpuenv_core::shims;
 
 /// Print the shell init code: eval "$(gpuenv hook bash)" in ~/.bashrc, likewise zsh;
 /// `gpuenv hook fish | source` in config.fish
@@ -21,7 +22,12 @@ impl Args {
         let exe = std::env::current_exe().context("cannot find the running gpuenv binary")?;
         let code = match other_shell_reading(self.shell) {
             Some(reader) => hook::wrong_shell_code(self.shell, reader),
-            None => hook::init_code(self.shell, &exe, &home.shims()),
+            // Each prompt runs the proxy binary beside gpuenv (it answers as gpuenv would,
+            // faster); without one (a bare `cargo build --bin gpuenv`), gpuenv itself.
+            None => {
+                let prompt = shims::proxy_source().unwrap_or_else(|_| exe.clone());
+                hook::init_code(self.shell, &exe, &prompt, &home.shims())
+            }
         };
         support::stdout(&code)?;
         Ok(())

@@ -7,7 +7,6 @@ use crate::cli::support;
 use support::named_arg::named;
 
 use gpuenv_core::context::Context;
-use gpuenv_core::named::Named;
 use gpuenv_core::shell::Shell;
 
 /// Internal: called by the shell hook at each prompt; prints the code that moves the shell
@@ -22,14 +21,8 @@ pub struct Args {
 impl Args {
     /// The arguments exactly as the hook scripts pass them (`hook-env --shell bash`), or
     /// `None`.
-    pub fn from_hook_call(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Args> {
-        let mut next = || args.next();
-        let (command, flag, shell) = (next()?, next()?, next()?);
-        if command != "hook-env" || flag != "--shell" || next().is_some() {
-            return None;
-        }
-        let shell = Shell::from_name(shell.to_str()?)?;
-        Some(Args { shell })
+    pub fn from_hook_call(args: impl Iterator<Item = std::ffi::OsString>) -> Option<Args> {
+        gpuenv_core::shell::hook::prompt_call(args).map(|shell| Args { shell })
     }
 
     pub fn run(self, ctx: &Context) -> Result<()> {

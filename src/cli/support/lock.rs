@@ -22,7 +22,7 @@ use super::Exit;
 
 /// gpuenv.lock in the directory of the toolchain file `project`.
 pub fn lock_path(project: &Path) -> PathBuf {
-    project.parent().unwrap_or(Path::new(".")).join(lock::FILE)
+    project::lock_beside(project)
 }
 
 /// After `pin` or `install`: rewrites gpuenv.lock if the project here has one; a lock that

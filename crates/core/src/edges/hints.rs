@@ -33,6 +33,7 @@ crate::diagnostics!(
     host_compiler::HostCompilerProblem,
     shell::SlurmError,
     shell::ci::CiError,
+    shell::by_proxy::NoGpuenv,
     shims::ShimError,
     shims::TooManyTools,
     store::StoreError,

@@ -43,6 +43,7 @@ pub use tool::{find_tool, Tool};
 pub use crate::plan::exec::Exec;
 use call::Call;
 pub use process::main;
+pub(crate) use process::{exec_raw, start_up};
 
 /// Guard against infinite proxy recursion: a toolchain whose real tool leads back here.
 const MAX_DEPTH: u32 = 3;

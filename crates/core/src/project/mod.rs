@@ -30,6 +30,18 @@ pub use parse::{is_env_name, load, parse};
 
 pub const FILE_NAMES: [&str; 2] = ["gpuenv.toml", ".gpuenv.toml"];
 
+/// The lock's name, beside the toolchain file (`gpuenv lock` writes it; the installer crate
+/// reads it).
+pub const LOCK_FILE: &str = "gpuenv.lock";
+
+/// The lock that goes with the toolchain file `toolchain_file`: in its directory.
+pub fn lock_beside(toolchain_file: &Path) -> PathBuf {
+    toolchain_file
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(LOCK_FILE)
+}
+
 /// Where in a toolchain file a value stands, for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {

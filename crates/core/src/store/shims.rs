@@ -84,8 +84,7 @@ pub enum Refreshed {
 pub fn refresh_proxy(home: &Home, source: &Path) -> Result<Option<Refreshed>, ShimError> {
     let target = home.proxy();
     if fs_err::symlink_metadata(&target).is_err() {
-        let used = |dir: PathBuf| fs_err::read_dir(dir).is_ok_and(|mut rd| rd.next().is_some());
-        if !used(home.shims()) && !used(home.views()) {
+        if !linked_to(home) {
             return Ok(None);
         }
         link_gpuenv(home, source)?;
@@ -96,6 +95,22 @@ pub fn refresh_proxy(home: &Home, source: &Path) -> Result<Option<Refreshed>, Sh
     }
     link_gpuenv(home, source)?;
     replace_proxy(home, source).map(|p| Some(Refreshed::Replaced(p)))
+}
+
+/// Whether [`refresh_proxy`] would change anything: the installed proxy is not `source`, or
+/// it is missing while shims or views link to it. Two `stat`s when it is current.
+pub fn proxy_outdated(home: &Home, source: &Path) -> bool {
+    let target = home.proxy();
+    match fs_err::symlink_metadata(&target) {
+        Err(_) => linked_to(home),
+        Ok(_) => !is_current(&target, source).unwrap_or(false),
+    }
+}
+
+/// Whether any shim or view is there to link to the proxy.
+fn linked_to(home: &Home) -> bool {
+    let used = |dir: PathBuf| fs_err::read_dir(dir).is_ok_and(|mut rd| rd.next().is_some());
+    used(home.shims()) || used(home.views())
 }
 
 /// Puts `source` at `$GPUENV_HOME/bin/gpuenv-shim` by a rename: a hard link, else a copy

@@ -23,7 +23,6 @@ pub use compare::{compare, inspect, pinned, Depth, Mismatch};
 pub use error::LockError;
 pub use parse::{load, parse};
 
-pub const FILE: &str = "gpuenv.lock";
 /// The format's version; a lock of another one is refused rather than misread.
 pub(crate) const FORMAT: u32 = 1;
 

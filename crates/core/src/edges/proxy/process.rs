@@ -63,7 +63,7 @@ pub fn main(argv: Vec<OsString>, find: &[Find]) -> u8 {
 /// no file the proxy opens becomes the tool's stdout, and the tool gets what it got before),
 /// and SIGPIPE ignored (an error printed to a closed pipe is not a kill; the exec gives the
 /// tool the default back).
-fn start_up() {
+pub(crate) fn start_up() {
     let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
         fd,
         events: 0,
@@ -95,7 +95,7 @@ extern "C" {
 /// back: the inherited entries are passed on as the very strings the C library holds.
 /// Returns only when the exec failed. (The proxy runs one thread and sets no variable, so
 /// `environ` does not change under it.)
-fn exec_raw(exec: &Exec) -> std::io::Error {
+pub(crate) fn exec_raw(exec: &Exec) -> std::io::Error {
     let nul = || {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

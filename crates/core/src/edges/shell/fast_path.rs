@@ -172,72 +172,94 @@ pub fn render(check: Option<&Check>, shell: Shell) -> String {
 
 /// [`render`], as a function called `name`.
 pub fn render_as(check: Option<&Check>, shell: Shell, name: &str) -> String {
+    let mut out = String::with_capacity(4096);
+    render_into(&mut out, check, shell, name);
+    out
+}
+
+/// [`render_as`], appended to `out`: written piece by piece into one buffer (the prompt
+/// renders several checks, and growing many small strings was a sixth of its work).
+pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: &str) {
+    use std::fmt::Write as _;
     let Some(c) = check else {
-        return match shell {
-            Shell::Bash | Shell::Zsh => format!("{name}() {{ return 1; }}\n"),
-            Shell::Fish => format!("function {name}; return 1; end\n"),
+        let _ = match shell {
+            Shell::Bash | Shell::Zsh => writeln!(out, "{name}() {{ return 1; }}"),
+            Shell::Fish => writeln!(out, "function {name}; return 1; end"),
         };
+        return;
     };
     let path = |p: &Path| p.to_string_lossy().into_owned();
+    // `write!` to a String cannot fail.
     match shell {
         Shell::Bash | Shell::Zsh => {
             let q = |s: &str| text(quote::posix(s.as_bytes()));
-            let mut terms = vec![format!("$PWD == {}", q(&c.pwd))];
+            let and = " &&\n       ";
+            let _ = write!(
+                out,
+                "{name}() {{\n    local __gpuenv_text=\n    [[ $PWD == {}",
+                q(&c.pwd)
+            );
             for (k, v) in &c.vars {
-                terms.push(format!("${{{k}-}} == {}", q(v.as_deref().unwrap_or(""))));
+                let _ = write!(out, "{and}${{{k}-}} == {}", q(v.as_deref().unwrap_or("")));
             }
             for (file, stamp) in &c.same_time {
                 let (f, s) = (q(&path(file)), q(&path(stamp)));
-                terms.push(format!(
-                    "-e {f} && -e {s} && ! {f} -nt {s} && ! {f} -ot {s}"
-                ));
+                let _ = write!(
+                    out,
+                    "{and}-e {f} && -e {s} && ! {f} -nt {s} && ! {f} -ot {s}"
+                );
             }
             for file in &c.absent {
-                terms.push(format!("! -e {}", q(&path(file))));
+                let _ = write!(out, "{and}! -e {}", q(&path(file)));
             }
-            let mut body = format!("    [[ {} ]] || return 1\n", terms.join(" &&\n       "));
+            out.push_str(" ]] || return 1\n");
             // The shell's `read` reads the file without a process; `-f` first, so a FIFO
             // put in its place is never opened, and a file gone meanwhile says nothing.
             for (file, text) in &c.same_text {
                 let f = q(&path(file));
-                body += &format!(
+                let _ = write!(
+                    out,
                     "    [[ -f {f} ]] || return 1\n    IFS= read -r -d '' __gpuenv_text 2>/dev/null < {f}\n    [[ $__gpuenv_text == {} ]]\n",
                     q(text)
                 );
             }
             if c.same_text.is_empty() {
-                body += "    return 0\n";
+                out.push_str("    return 0\n");
             }
-            format!("{name}() {{\n    local __gpuenv_text=\n{body}}}\n")
+            out.push_str("}\n");
         }
         Shell::Fish => {
             let q = |s: &str| text(quote::fish(s.as_bytes()));
+            let and = "\n    and ";
             // `x` in front: a value starting with `-` or `!` is never read as an operator.
-            let mut terms = vec![format!("test \"x$PWD\" = x{}", q(&c.pwd))];
+            let _ = write!(out, "function {name}\n    test \"x$PWD\" = x{}", q(&c.pwd));
             for (k, v) in &c.vars {
-                terms.push(format!(
-                    "test \"x${k}\" = x{}",
+                let _ = write!(
+                    out,
+                    "{and}test \"x${k}\" = x{}",
                     q(v.as_deref().unwrap_or(""))
-                ));
+                );
             }
             for (file, stamp) in &c.same_time {
                 let (f, s) = (q(&path(file)), q(&path(stamp)));
-                terms.push(format!("test -e {f} -a -e {s}"));
-                terms.push(format!("not test {f} -nt {s}"));
-                terms.push(format!("not test {f} -ot {s}"));
+                let _ = write!(
+                    out,
+                    "{and}test -e {f} -a -e {s}{and}not test {f} -nt {s}{and}not test {f} -ot {s}"
+                );
             }
             for file in &c.absent {
-                terms.push(format!("not test -e {}", q(&path(file))));
+                let _ = write!(out, "{and}not test -e {}", q(&path(file)));
             }
-            let mut body = format!("    {}\n    or return 1\n", terms.join("\n    and "));
+            out.push_str("\n    or return 1\n");
             for (file, text) in &c.same_text {
                 let f = q(&path(file));
-                body += &format!(
+                let _ = write!(
+                    out,
                     "    test -f {f}; or return 1\n    set -l text (string collect -N 2>/dev/null < {f})\n    test \"x$text\" = x{}\n",
                     q(text)
                 );
             }
-            format!("function {name}\n{body}end\n")
+            out.push_str("end\n");
         }
     }
 }

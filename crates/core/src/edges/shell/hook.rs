@@ -1,10 +1,12 @@
 //! The init code `gpuenv hook <shell>` prints: the scripts in `shell/`, with the gpuenv
-//! binary and the shims dir filled in (quoted for the shell).
+//! binary, the program each prompt runs and the shims dir filled in (quoted for the shell).
 
+use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::{quote, Shell};
+use crate::named::Named;
 
 const BASH: &str = include_str!("../../../shell/gpuenv.bash");
 const ZSH: &str = include_str!("../../../shell/gpuenv.zsh");
@@ -32,7 +34,22 @@ pub fn wrong_shell_code(hook_for: Shell, reader: Shell) -> Vec<u8> {
     format!("echo '{line}' >&2; false\n").into_bytes()
 }
 
-pub fn init_code(shell: Shell, gpuenv: &Path, shims: &Path) -> Vec<u8> {
+/// The shell a prompt's call is for, when `args` (after the program) are exactly what the
+/// scripts pass (`hook-env --shell bash`); `None` for any other spelling.
+pub fn prompt_call(mut args: impl Iterator<Item = OsString>) -> Option<Shell> {
+    let mut next = || args.next();
+    let (command, flag, shell) = (next()?, next()?, next()?);
+    if command != "hook-env" || flag != "--shell" || next().is_some() {
+        return None;
+    }
+    Shell::from_name(shell.to_str()?)
+}
+
+/// The scripts with their placeholders filled in: `@GPUENV@` the gpuenv binary (`use` and
+/// every other command), `@PROMPT@` the program each prompt runs (`hook-env`: the proxy
+/// binary beside gpuenv, which starts faster and hands over to gpuenv whatever it does not
+/// answer itself, see `by_proxy`), `@SHIMS@` the shims directory.
+pub fn init_code(shell: Shell, gpuenv: &Path, prompt: &Path, shims: &Path) -> Vec<u8> {
     let q = |p: &Path| match shell {
         Shell::Bash | Shell::Zsh => quote::posix(p.as_os_str().as_bytes()),
         Shell::Fish => quote::fish(p.as_os_str().as_bytes()),
@@ -42,7 +59,7 @@ pub fn init_code(shell: Shell, gpuenv: &Path, shims: &Path) -> Vec<u8> {
         Shell::Zsh => ZSH,
         Shell::Fish => FISH,
     };
-    let (gpuenv, shims) = (q(gpuenv), q(shims));
+    let (gpuenv, prompt, shims) = (q(gpuenv), q(prompt), q(shims));
     let mut out = Vec::with_capacity(template.len() + 4 * gpuenv.len());
     let mut rest = template;
     // The placeholders are ASCII; everything between them is copied as it is.
@@ -51,6 +68,9 @@ pub fn init_code(shell: Shell, gpuenv: &Path, shims: &Path) -> Vec<u8> {
         let tail = &rest[at..];
         if let Some(after) = tail.strip_prefix("@GPUENV@") {
             out.extend_from_slice(&gpuenv);
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("@PROMPT@") {
+            out.extend_from_slice(&prompt);
             rest = after;
         } else if let Some(after) = tail.strip_prefix("@SHIMS@") {
             out.extend_from_slice(&shims);

@@ -194,21 +194,24 @@ fn key(hop: &Hop) -> u64 {
 }
 
 /// The file's code: both hops, then its key (the shell hops only when it reads that).
+/// Written into one buffer, as the prompt's own check is (`fast_path::render_into`).
 fn code(hop: &Hop, shell: Shell, key: &str) -> String {
+    use std::fmt::Write as _;
     let (_, to_back, to_here) = names(shell);
-    let mut out = String::new();
-    out += &one(shell, to_back, &hop.here, &hop.back, to_here);
-    out += &one(shell, to_here, &hop.back, &hop.here, to_back);
-    match shell {
-        Shell::Bash | Shell::Zsh => out += &format!("{SENTINEL}={key}\n"),
-        Shell::Fish => out += &format!("set -g {SENTINEL} {key}\n"),
-    }
+    let mut out = String::with_capacity(16 * 1024);
+    one(&mut out, shell, to_back, &hop.here, &hop.back, to_here);
+    one(&mut out, shell, to_here, &hop.back, &hop.here, to_back);
+    let _ = match shell {
+        Shell::Bash | Shell::Zsh => writeln!(out, "{SENTINEL}={key}"),
+        Shell::Fish => writeln!(out, "set -g {SENTINEL} {key}"),
+    };
     out
 }
 
-/// The function `name`: from `from` (the shell's values must be its values) to `to`
-/// (its check must hold), then the way back is `then`.
-fn one(shell: Shell, name: &str, from: &Side, to: &Side, then: &str) -> String {
+/// The function `name`, appended to `out`: from `from` (the shell's values must be its
+/// values) to `to` (its check must hold), then the way back is `then`.
+fn one(out: &mut String, shell: Shell, name: &str, from: &Side, to: &Side, then: &str) {
+    use std::fmt::Write as _;
     let (back, _, _) = names(shell);
     let check_name = format!("{name}_ok");
     // What the hop assigns is not asked of the check: it is what the hop makes it.
@@ -225,18 +228,25 @@ fn one(shell: Shell, name: &str, from: &Side, to: &Side, then: &str) -> String {
         .expect("the shells' quoting holds any value")
         .bytes;
     let assign = String::from_utf8_lossy(&assign);
-    let fresh = fast_path::render(Some(&to.check), shell);
-    let ok = fast_path::render_as(Some(&check), shell, &check_name);
-    match shell {
-        Shell::Bash | Shell::Zsh => format!(
-            "{ok}{name}() {{\n    [[ {} ]] || return 1\n    {check_name} || return 1\n{assign}{fresh}{back}() {{ {then}; }}\n}}\n",
+    fast_path::render_into(out, Some(&check), shell, &check_name);
+    // `write!` to a String cannot fail.
+    let _ = match shell {
+        Shell::Bash | Shell::Zsh => write!(
+            out,
+            "{name}() {{\n    [[ {} ]] || return 1\n    {check_name} || return 1\n{assign}",
             guard_posix(&from.values)
         ),
-        Shell::Fish => format!(
-            "{ok}function {name}\n    {}\n    or return 1\n    {check_name}; or return 1\n{assign}{fresh}function {back}; {then}; end\nend\n",
+        Shell::Fish => write!(
+            out,
+            "function {name}\n    {}\n    or return 1\n    {check_name}; or return 1\n{assign}",
             guard_fish(&from.values)
         ),
-    }
+    };
+    fast_path::render_into(out, Some(&to.check), shell, fast_path::function_name(shell));
+    let _ = match shell {
+        Shell::Bash | Shell::Zsh => write!(out, "{back}() {{ {then}; }}\n}}\n"),
+        Shell::Fish => write!(out, "function {back}; {then}; end\nend\n"),
+    };
 }
 
 /// `[[ ]]` terms: each variable set (or unset) and holding exactly its value.

@@ -1,6 +1,7 @@
 //! Rendering environment changes for a shell (or as JSON / dotenv). Every value goes
 //! through the quoting functions here, which the tests check against the real shells.
 
+pub mod by_proxy;
 pub mod ci;
 pub mod fast_path;
 pub mod hook;
