@@ -11,6 +11,10 @@
 #   round       `cd` around three directories (the project and two plain ones), each `cd`
 #               to a directory other than the one before: every prompt runs gpuenv.
 # direnv's .envrc and mise's mise.toml export the same variables gpuenv sets.
+# gpuenv runs as the release wheels ship it: each prompt after a change runs the proxy beside
+# it (`gpuenv-shim hook-env`), there linked static against musl (scripts/static-proxy.sh,
+# which needs cargo-zigbuild and zig from PyPI; NO_STATIC=1 skips it). The source build
+# (`cargo install`, `uv tool install .`: its proxy is dynamic) gets a line of its own.
 # BEFORE=<a gpuenv built from another commit> adds its row (its own GPUENV_HOME, the same
 # toolkit linked), to compare a change in one run.
 # Needs direnv (apt-get install -y direnv) and mise from npm (this script installs it under
@@ -32,10 +36,18 @@ if [ -z "${MISE:-}" ]; then
     fi
 fi
 cargo build --release --workspace --quiet
-gpuenv="$PWD/target/release/gpuenv"
-
+source_build="$PWD/target/release/gpuenv"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin"
+cp "$source_build" "$work/bin/gpuenv"
+if [ "${NO_STATIC:-0}" = 1 ]; then
+    cp "$PWD/target/release/gpuenv-shim" "$work/bin/gpuenv-shim"
+else
+    cp "$(scripts/static-proxy.sh release)" "$work/bin/gpuenv-shim"
+fi
+gpuenv="$work/bin/gpuenv"
+
 export HOME="$work/home" GPUENV_HOME="$work/gpuenv"
 export XDG_CONFIG_HOME="$work/home/.config" XDG_DATA_HOME="$work/home/.local/share"
 export XDG_CACHE_HOME="$work/home/.cache" XDG_STATE_HOME="$work/home/.local/state"
@@ -52,6 +64,7 @@ printf '#!/bin/sh\necho "Cuda compilation tools, release 12.4, V12.4.131"\n' >"$
 chmod +x "$root/bin/nvcc"
 "$gpuenv" link cuda-12.4 "$root" 2>/dev/null
 [ -z "${BEFORE:-}" ] || GPUENV_HOME="$work/gpuenv-before" "$BEFORE" link cuda-12.4 "$root" 2>/dev/null
+GPUENV_HOME="$work/gpuenv-source" "$source_build" link cuda-12.4 "$root" 2>/dev/null
 
 proj="$work/proj" elsewhere="$work/elsewhere"
 mkdir -p "$proj/src" "$elsewhere" "$elsewhere-2"
@@ -106,6 +119,7 @@ for round in $(seq "$rounds"); do
     for scenario in no-change switch round; do
         run gpuenv "eval \"\$('$gpuenv' hook bash)\"" _gpuenv_hook $scenario >"$work/gpuenv-$scenario-$round"
         [ -z "${BEFORE:-}" ] || GPUENV_HOME="$work/gpuenv-before" run before "eval \"\$('$BEFORE' hook bash)\"" _gpuenv_hook $scenario >"$work/before-$scenario-$round"
+        GPUENV_HOME="$work/gpuenv-source" run source "eval \"\$('$source_build' hook bash)\"" _gpuenv_hook $scenario >"$work/source-$scenario-$round"
         run direnv "eval \"\$(direnv hook bash)\"" _direnv_hook $scenario >"$work/direnv-$scenario-$round"
         run mise "eval \"\$('$MISE' activate bash)\"" _mise_hook_prompt_command $scenario >"$work/mise-$scenario-$round"
     done
@@ -126,6 +140,7 @@ for s in ("no-change", "switch", "round"):
     res[s] = (g, m, d)
     print(f"{s:<11}{g:>8.3f}ms{m:>8.3f}ms{d:>8.3f}ms{m / g:>12.1f}x{d / g:>14.1f}x")
 print(f"(starting one process from bash here, /bin/true: {ms('floor'):.3f} ms)")
+print("the source build (its proxy dynamic), same run: " + ", ".join(f"{s} {ms('source-' + s):.3f} ms" for s in res))
 if list(work.glob("before-*")):
     print("BEFORE's gpuenv, same run: " + ", ".join(f"{s} {ms('before-' + s):.3f} ms" for s in res))
 g, m, d = res["no-change"]

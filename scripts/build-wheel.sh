@@ -8,12 +8,16 @@
 #   scripts/build-wheel.sh --zig [--target ARCH]... [OUT]
 #       what a release publishes: the sdist and manylinux2014 (manylinux_2_17: glibc >= 2.17)
 #       wheels for x86_64 and aarch64, cross-linked with zig against glibc 2.17's symbols;
-#       `auditwheel show` must call each manylinux_2_17 with no external libraries.
+#       `auditwheel show` must call each manylinux_2_17 with no external libraries. Their
+#       proxy (gpuenv-shim: every nvcc call, every prompt after a `cd`) is linked static
+#       against musl instead of glibc (docs/performance.md): built by
+#       scripts/static-proxy.sh and put in the wheel in place of maturin's (`wheel unpack`,
+#       `wheel pack`, which writes RECORD again).
 #       --target x86_64 or aarch64 (repeatable) builds only those.
 #   --profile NAME   the cargo profile (default release, what ships; .ci/run builds its test
 #       wheels with `ci`: the same code without LTO, see docs/performance.md)
 #
-# maturin, twine (and with --zig: ziglang, cargo-zigbuild, auditwheel) come from PyPI into a
+# maturin, twine (and with --zig: ziglang, cargo-zigbuild, auditwheel, wheel) come from PyPI into a
 # venv outside the checkout, made once: $GPUENV_PY_TOOLS, default ~/.cache/gpuenv-py-tools.
 # With --zig, rustup adds the Rust targets it lacks. The builds in cargo's target directory
 # (target/<profile>, target/<triple>/<profile>; CARGO_TARGET_DIR moves it) are reused when
@@ -49,12 +53,12 @@ out="${out:-dist}"
 
 tools="${GPUENV_PY_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuenv-py-tools}"
 need=(maturin twine)
-[ $zig -eq 0 ] || need+=(python-zig cargo-zigbuild auditwheel)
+[ $zig -eq 0 ] || need+=(python-zig cargo-zigbuild auditwheel wheel)
 for t in "${need[@]}"; do
     if [ ! -x "$tools/bin/$t" ]; then
         [ -x "$tools/bin/pip" ] || python3 -m venv "$tools"
         pkgs=(maturin twine)
-        [ $zig -eq 0 ] || pkgs+=(ziglang cargo-zigbuild auditwheel)
+        [ $zig -eq 0 ] || pkgs+=(ziglang cargo-zigbuild auditwheel wheel)
         "$tools/bin/pip" install -q --upgrade "${pkgs[@]}"
         break
     fi
@@ -75,6 +79,17 @@ else
         triple="$arch-unknown-linux-gnu"
         grep -qx "$triple" <<<"$installed" || rustup target add "$triple"
         maturin build --profile "$profile" --zig --target "$triple" --compatibility manylinux2014 --out "$out"
+        whl=$(ls "$out"/gpuenv-*manylinux_2_17_"$arch"*.whl)
+        # The static musl proxy in place of the glibc one (same profile, same target dir).
+        proxy=$(GPUENV_PY_TOOLS="$tools" scripts/static-proxy.sh "$profile" "$arch")
+        unpacked=$(mktemp -d)
+        wheel unpack --dest "$unpacked" "$whl" >/dev/null
+        scripts=("$unpacked"/gpuenv-*/gpuenv-*.data/scripts)
+        [ -x "${scripts[0]}/gpuenv-shim" ] || { echo "build-wheel.sh: $whl has no gpuenv-shim script" >&2; exit 1; }
+        install -m 755 "$proxy" "${scripts[0]}/gpuenv-shim"
+        rm "$whl"
+        wheel pack --dest-dir "$out" "$unpacked"/gpuenv-* >/dev/null
+        rm -rf "$unpacked"
         whl=$(ls "$out"/gpuenv-*manylinux_2_17_"$arch"*.whl)
         # -v: without it auditwheel stops after the symbol policy when glibc's versions
         # constrain the tag, and never says whether other libraries are needed.

@@ -10,8 +10,7 @@
 
 use crate::common::wheel;
 
-use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -36,38 +35,6 @@ fn qemu() -> Option<PathBuf> {
         return None;
     }
     Some(PathBuf::from("qemu-aarch64"))
-}
-
-/// The aarch64 wheel laid out as pip lays it out in a venv at `prefix`: both binaries in
-/// bin/ (run bits kept), the dist-info in site-packages with pip's INSTALLER.
-fn unpack(wheel: &Path, prefix: &Path) {
-    let version = env!("CARGO_PKG_VERSION");
-    let site = prefix.join("lib/python3.11/site-packages");
-    let mut zip = zip::ZipArchive::new(fs_err::File::open(wheel).unwrap()).unwrap();
-    for i in 0..zip.len() {
-        let mut f = zip.by_index(i).unwrap();
-        let name = f.name().to_string();
-        let dest =
-            if let Some(script) = name.strip_prefix(&format!("gpuenv-{version}.data/scripts/")) {
-                prefix.join("bin").join(script)
-            } else {
-                site.join(&name)
-            };
-        let mut data = Vec::new();
-        f.read_to_end(&mut data).unwrap();
-        fs_err::create_dir_all(dest.parent().unwrap()).unwrap();
-        fs_err::write(&dest, &data).unwrap();
-        if let Some(mode) = f.unix_mode() {
-            fs_err::set_permissions(&dest, std::fs::Permissions::from_mode(mode & 0o777)).unwrap();
-        }
-    }
-    fs_err::write(
-        site.join(format!("gpuenv-{version}.dist-info/INSTALLER")),
-        "pip\n",
-    )
-    .unwrap();
-    fs_err::create_dir_all(prefix.join("bin")).unwrap();
-    write_exe(&prefix.join("bin/python"), "#!/bin/sh\nexit 1\n");
 }
 
 /// `exe` (an aarch64 program) under qemu, with the sandbox's home, its machine (the system
@@ -117,7 +84,7 @@ fn the_aarch64_wheel_runs_under_qemu_as_a_grace_user_starts() {
     };
     let sb = Sandbox::new();
     let venv = sb.path("venv");
-    unpack(&wheel, &venv);
+    wheel::unpack(&wheel, &venv);
     let gpuenv = venv.join("bin/gpuenv");
     let home = sb.home();
     let ok = |args: &[&str], dir: &Path| {
@@ -222,7 +189,7 @@ fn the_aarch64_wheel_runs_under_qemu_as_a_grace_user_starts() {
     let before = fs_err::metadata(&installed).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     let venv2 = sb.path("venv2");
-    unpack(&wheel, &venv2);
+    wheel::unpack(&wheel, &venv2);
     let new = fs_err::metadata(venv2.join("bin/gpuenv-shim")).unwrap();
     assert_ne!(before.mtime_nsec(), new.mtime_nsec(), "a different file");
     let out = arm(&sb, &venv2.join("bin/gpuenv"), &home)
@@ -265,7 +232,7 @@ fn a_real_sbsa_cuda_installs_under_qemu_and_its_nvcc_names_the_pinned_release() 
     }
     let sb = Sandbox::new();
     let venv = sb.path("venv");
-    unpack(&wheel, &venv);
+    wheel::unpack(&wheel, &venv);
     let gpuenv = venv.join("bin/gpuenv");
     let proj = sb.path("proj");
     write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"13.2\"\n");
@@ -341,7 +308,7 @@ fn on_a_jetpack_6_root_the_aarch64_gpuenv_finds_jetpacks_cuda_in_targets_aarch64
     };
     let sb = Sandbox::new();
     let venv = sb.path("venv");
-    unpack(&wheel, &venv);
+    wheel::unpack(&wheel, &venv);
     let gpuenv = venv.join("bin/gpuenv");
     jetson_board(&sb.sysroot(), JP6_RELEASE, "nvidia,tegra234");
     let cuda = sb.root().join("usr/local/cuda-12.6");
@@ -385,7 +352,7 @@ fn on_jetpack_6_the_projects_environment_and_pyproject_name_the_jetson_index() {
     };
     let sb = Sandbox::new();
     let venv = sb.path("venv");
-    unpack(&wheel, &venv);
+    wheel::unpack(&wheel, &venv);
     let gpuenv = venv.join("bin/gpuenv");
     jetson_board(&sb.sysroot(), JP6_RELEASE, "nvidia,tegra234");
     let cuda = sb.root().join("usr/local/cuda-12.6");
@@ -472,7 +439,7 @@ fn torch_index_answers_for_jetpack_6_jetpack_7_and_grace() {
         return;
     };
     let venv = Sandbox::new().path("venv");
-    unpack(&wheel, &venv);
+    wheel::unpack(&wheel, &venv);
     let gpuenv = venv.join("bin/gpuenv");
 
     let orin = Sandbox::new();

@@ -84,6 +84,7 @@ mod site_users;
 mod slurm;
 mod slurm_nodes;
 mod stale_build;
+mod static_proxy;
 mod test_hygiene;
 mod torch_jit;
 mod torch_pin_cd;

@@ -1,6 +1,7 @@
 //! The release: `scripts/build-wheel.sh --zig` makes manylinux2014 wheels for x86_64 and
-//! aarch64 whose binaries need no glibc symbol newer than 2.17 (read from each ELF's
-//! version needs) and that `auditwheel show` calls manylinux_2_17; the release workflow and
+//! aarch64 whose gpuenv needs no glibc symbol newer than 2.17 (read from each ELF's
+//! version needs) and whose proxy is static (musl), and that `auditwheel show` calls
+//! manylinux_2_17; the release workflow and
 //! the action pass the GitHub schema linter (check-jsonschema, offline) and the workflow
 //! builds, checks, smoke-tests on each architecture and publishes by trusted publishing.
 
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use object::elf;
-use object::read::elf::{Dyn as _, ElfFile64, FileHeader as _};
+use object::read::elf::{Dyn as _, ElfFile64, FileHeader as _, ProgramHeader as _};
 use object::Endianness;
 
 use crate::common::*;
@@ -55,6 +56,17 @@ fn glibc_needs(data: &[u8]) -> (u16, Vec<(u32, u32)>) {
     (header.e_machine(endian), needs)
 }
 
+/// Whether an ELF names a program interpreter (the dynamic loader): a static one does not.
+fn has_interpreter(data: &[u8]) -> bool {
+    let file = ElfFile64::<Endianness>::parse(data).expect("an ELF64 file");
+    let endian = file.endian();
+    file.elf_header()
+        .program_headers(endian, data)
+        .unwrap()
+        .iter()
+        .any(|p| p.p_type(endian) == elf::PT_INTERP)
+}
+
 fn member(wheel: &Path, name: &str) -> Vec<u8> {
     let mut zip = zip::ZipArchive::new(fs_err::File::open(wheel).unwrap()).unwrap();
     let mut f = zip
@@ -85,7 +97,19 @@ fn release_wheels_are_manylinux2014_and_need_no_glibc_newer_than_2_17() {
             shown.contains(&format!("\"manylinux_2_17_{arch}\"")),
             "auditwheel show {name}:\n{shown}"
         );
-        for bin in ["gpuenv", "gpuenv-shim"] {
+        // The proxy is linked static against musl: no loader, no library, no glibc symbol.
+        let proxy = member(
+            &wheel,
+            &format!("gpuenv-{version}.data/scripts/gpuenv-shim"),
+        );
+        let (m, needs) = glibc_needs(&proxy);
+        assert_eq!(m, machine, "{name}: gpuenv-shim is built for {arch}");
+        assert!(
+            needs.is_empty() && needed(&proxy).is_empty() && !has_interpreter(&proxy),
+            "{name}: gpuenv-shim is static: {needs:?} {:?}",
+            needed(&proxy)
+        );
+        for bin in ["gpuenv"] {
             let data = member(&wheel, &format!("gpuenv-{version}.data/scripts/{bin}"));
             let (m, needs) = glibc_needs(&data);
             assert_eq!(m, machine, "{name}: {bin} is built for {arch}");

@@ -1,12 +1,25 @@
 //! The account's home directory from the password database, for processes started without
-//! `HOME` (a SLURM step with `--export=NONE`).
+//! `HOME` (a SLURM step with `--export=NONE`), and account names for messages.
+//!
+//! A static musl build (the release wheels' proxy) reads `/etc/passwd` alone: musl has no
+//! NSS, so an LDAP, SSSD or NIS account is not found there. Such a build then asks
+//! `getent passwd <uid>`, which is the system's own C library and goes through NSS; only
+//! when the C library found nothing, so a glibc build never starts it.
 
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-/// `getpwuid_r(getuid())`'s home directory; `None` if the account has no entry.
+/// The account's home directory: `getpwuid_r(getuid())`'s, else (a static musl build)
+/// `getent`'s; `None` if neither knows the account.
 pub fn account_home() -> Option<PathBuf> {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    c_library_home().or_else(|| through_nss(uid).map(|e| e.home))
+}
+
+/// `getpwuid_r(getuid())`'s home directory; `None` if the account has no entry.
+fn c_library_home() -> Option<PathBuf> {
     let mut buf = vec![0u8; 16 * 1024];
     // SAFETY: `pwd` and `buf` outlive the call; getpwuid_r writes only into them and sets
     // `result` to `&pwd` on success, whose string fields point into `buf`.
@@ -46,17 +59,70 @@ pub fn describe_uid(uid: u32) -> String {
         (rc == 0 && !result.is_null() && !pwd.pw_name.is_null())
             .then(|| CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned())
     };
-    match name.filter(|n| !n.is_empty()) {
+    let name = name
+        .filter(|n| !n.is_empty())
+        .or_else(|| through_nss(uid).map(|e| e.name));
+    match name {
         Some(n) => format!("{} (uid {uid})", crate::ui::printable(&n)),
         None => format!("uid {uid}"),
     }
+}
+
+/// An account's name and home, as NSS has them.
+#[derive(Debug, PartialEq, Eq)]
+struct Entry {
+    name: String,
+    home: PathBuf,
+}
+
+/// `getent passwd <uid>`, for a build whose C library has no NSS (musl). Found on PATH, as
+/// the C library's own tool; it runs as this account, so it can say nothing this account
+/// could not already set in `HOME`.
+#[cfg(target_env = "musl")]
+fn through_nss(uid: u32) -> Option<Entry> {
+    let answer = crate::ask::output_within(
+        std::process::Command::new("getent").args(["passwd", &uid.to_string()]),
+        std::time::Duration::from_secs(5),
+    )
+    .ok()
+    .filter(|a| a.status.success())?;
+    parse_entry(&answer.stdout, uid)
+}
+
+/// A glibc build's `getpwuid_r` already went through NSS.
+#[cfg(not(target_env = "musl"))]
+fn through_nss(_: u32) -> Option<Entry> {
+    None
+}
+
+/// The entry of `uid` in `getent passwd` output (`name:x:uid:gid:gecos:home:shell`): one
+/// line of seven fields, for this uid, with a printable name and an absolute home. Anything
+/// else is no entry.
+#[cfg_attr(not(target_env = "musl"), allow(dead_code))]
+fn parse_entry(out: &[u8], uid: u32) -> Option<Entry> {
+    let line = out.strip_suffix(b"\n").unwrap_or(out);
+    if line.contains(&b'\n') {
+        return None;
+    }
+    let fields: Vec<&[u8]> = line.split(|b| *b == b':').collect();
+    let [name, _, id, _, _, home, _] = fields[..] else {
+        return None;
+    };
+    let name = std::str::from_utf8(name).ok()?;
+    let printable = !name.is_empty() && !name.chars().any(char::is_control);
+    let ours = std::str::from_utf8(id).ok()?.parse::<u32>().ok() == Some(uid);
+    let home = PathBuf::from(OsStr::from_bytes(home));
+    (printable && ours && home.is_absolute()).then(|| Entry {
+        name: name.to_string(),
+        home,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_running_account_has_its_home_from_the_password_database() {
-        let home = super::account_home().expect("this account is in the password database");
+        let home = super::c_library_home().expect("this account is in the password database");
         // SAFETY: getuid has no preconditions.
         let uid = unsafe { libc::getuid() };
         let entry = std::process::Command::new("getent")
@@ -66,6 +132,31 @@ mod tests {
         let entry = String::from_utf8(entry.stdout).unwrap();
         let dir = entry.trim_end().split(':').nth(5).expect("a passwd line");
         assert_eq!(home, std::path::Path::new(dir), "{entry}");
+    }
+
+    #[test]
+    fn getents_line_gives_the_name_and_home_of_that_uid_and_nothing_else() {
+        use super::{parse_entry, Entry};
+        let line = b"ada:*:4100123:4100123:Ada L.:/home/ada:/bin/bash\n";
+        assert_eq!(
+            parse_entry(line, 4_100_123),
+            Some(Entry {
+                name: "ada".into(),
+                home: "/home/ada".into()
+            })
+        );
+        for hostile in [
+            &b"ada:*:4100124:4100123::/home/ada:/bin/bash\n"[..],
+            b"ada:*:4100123:4100123::home/ada:/bin/bash\n",
+            b"ada:*:4100123:4100123::/home/ada\n",
+            b"ada:*:4100123:4100123::/home/ada:/bin/bash:x\n",
+            b"ada:*:4100123:4100123::/home/ada:/bin/bash\nbob:*:4100123:1::/tmp:/bin/sh\n",
+            b"\x1b[2J:*:4100123:4100123::/home/ada:/bin/bash\n",
+            b":*:4100123:4100123::/home/ada:/bin/bash\n",
+            b"",
+        ] {
+            assert_eq!(parse_entry(hostile, 4_100_123), None, "{hostile:?}");
+        }
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! for this machine's architecture.
 #![allow(dead_code)]
 
+use std::io::Read as _;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -178,4 +180,36 @@ pub fn run(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A wheel laid out as pip lays it out in a venv at `prefix`: both binaries in
+/// bin/ (run bits kept), the dist-info in site-packages with pip's INSTALLER.
+pub fn unpack(wheel: &Path, prefix: &Path) {
+    let version = env!("CARGO_PKG_VERSION");
+    let site = prefix.join("lib/python3.11/site-packages");
+    let mut zip = zip::ZipArchive::new(fs_err::File::open(wheel).unwrap()).unwrap();
+    for i in 0..zip.len() {
+        let mut f = zip.by_index(i).unwrap();
+        let name = f.name().to_string();
+        let dest =
+            if let Some(script) = name.strip_prefix(&format!("gpuenv-{version}.data/scripts/")) {
+                prefix.join("bin").join(script)
+            } else {
+                site.join(&name)
+            };
+        let mut data = Vec::new();
+        f.read_to_end(&mut data).unwrap();
+        fs_err::create_dir_all(dest.parent().unwrap()).unwrap();
+        fs_err::write(&dest, &data).unwrap();
+        if let Some(mode) = f.unix_mode() {
+            fs_err::set_permissions(&dest, std::fs::Permissions::from_mode(mode & 0o777)).unwrap();
+        }
+    }
+    fs_err::write(
+        site.join(format!("gpuenv-{version}.dist-info/INSTALLER")),
+        "pip\n",
+    )
+    .unwrap();
+    fs_err::create_dir_all(prefix.join("bin")).unwrap();
+    super::write_exe(&prefix.join("bin/python"), "#!/bin/sh\nexit 1\n");
 }
