@@ -249,7 +249,9 @@ fn a_proxy_without_gpuenv_beside_it_says_how_to_mend_that() {
     // The proxy alone in a directory, run as the hook runs it, where it must hand over.
     let lone = sb.path("lone/gpuenv-shim");
     fs_err::create_dir_all(lone.parent().unwrap()).unwrap();
-    fs_err::copy(proxy_bin(), &lone).unwrap();
+    // A link, not a copy: a file just written may still be open for writing in a process
+    // another test forks meanwhile, and then cannot be run ("Text file busy").
+    fs_err::hard_link(proxy_bin(), &lone).unwrap();
     write(&sb.path("proj/gpuenv.toml"), "[toolchain\n");
     let out = Command::new(&lone)
         .args(["hook-env", "--shell", "bash"])

@@ -3,12 +3,13 @@
 //!
 //! A static musl build (the release wheels' proxy) reads `/etc/passwd` alone: musl has no
 //! NSS, so an LDAP, SSSD or NIS account is not found there. Such a build then asks
-//! `getent passwd <uid>`, which is the system's own C library and goes through NSS; only
-//! when the C library found nothing, so a glibc build never starts it.
+//! `getent passwd <uid>`, which is the system's own C library and goes through NSS
+//! ([`ask_nss_with`]); only when the C library found nothing, and never in a glibc build.
 
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 /// The account's home directory: `getpwuid_r(getuid())`'s, else (a static musl build)
 /// `getent`'s; `None` if neither knows the account.
@@ -75,30 +76,29 @@ struct Entry {
     home: PathBuf,
 }
 
-/// `getent passwd <uid>`, for a build whose C library has no NSS (musl). Found on PATH, as
-/// the C library's own tool; it runs as this account, so it can say nothing this account
-/// could not already set in `HOME`.
-#[cfg(target_env = "musl")]
-fn through_nss(uid: u32) -> Option<Entry> {
-    let answer = crate::ask::output_within(
-        std::process::Command::new("getent").args(["passwd", &uid.to_string()]),
-        std::time::Duration::from_secs(5),
-    )
-    .ok()
-    .filter(|a| a.status.success())?;
-    parse_entry(&answer.stdout, uid)
+/// How a build whose C library has no NSS (musl) asks it: set once by the edge that starts
+/// such a process (`proxy::process`), which runs `getent passwd <uid>` through `ask` and
+/// returns what it printed. Unset, as in a glibc build, whose `getpwuid_r` already went
+/// through NSS.
+static NSS: OnceLock<Lookup> = OnceLock::new();
+
+/// What asks NSS for a uid's `passwd` line: its output, or `None`.
+pub type Lookup = fn(u32) -> Option<Vec<u8>>;
+
+/// From now on an account the C library does not know is asked of `lookup`.
+pub fn ask_nss_with(lookup: Lookup) {
+    let _ = NSS.set(lookup);
 }
 
-/// A glibc build's `getpwuid_r` already went through NSS.
-#[cfg(not(target_env = "musl"))]
-fn through_nss(_: u32) -> Option<Entry> {
-    None
+/// `uid`'s entry as NSS has it, when a lookup is set and its answer is well-formed.
+fn through_nss(uid: u32) -> Option<Entry> {
+    let out = NSS.get()?(uid)?;
+    parse_entry(&out, uid)
 }
 
 /// The entry of `uid` in `getent passwd` output (`name:x:uid:gid:gecos:home:shell`): one
 /// line of seven fields, for this uid, with a printable name and an absolute home. Anything
 /// else is no entry.
-#[cfg_attr(not(target_env = "musl"), allow(dead_code))]
 fn parse_entry(out: &[u8], uid: u32) -> Option<Entry> {
     let line = out.strip_suffix(b"\n").unwrap_or(out);
     if line.contains(&b'\n') {

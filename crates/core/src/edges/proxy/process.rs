@@ -82,6 +82,21 @@ pub(crate) fn start_up() {
         }
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+    // musl reads /etc/passwd alone: an LDAP or SSSD account is asked of NSS through getent.
+    #[cfg(target_env = "musl")]
+    crate::passwd::ask_nss_with(getent_passwd);
+}
+
+/// What `getent passwd <uid>` prints (the system's C library, through NSS), for a static
+/// musl build; `None` when it is missing, fails or takes longer than five seconds.
+#[cfg_attr(not(target_env = "musl"), allow(dead_code))]
+fn getent_passwd(uid: u32) -> Option<Vec<u8>> {
+    let mut getent = std::process::Command::new("getent");
+    getent.args(["passwd", &uid.to_string()]);
+    crate::ask::output_within(&mut getent, std::time::Duration::from_secs(5))
+        .ok()
+        .filter(|a| a.status.success())
+        .map(|a| a.stdout)
 }
 
 extern "C" {
