@@ -275,8 +275,13 @@ impl Opened {
             kind,
             why,
         };
-        // Sized from the handle; `take` holds a file that grows while it is read.
-        let mut bytes = Vec::with_capacity(self.meta.len() as usize + 1);
+        // Sized from the handle; `take` holds a file that grows while it is read. A file of
+        // /proc or /sys says 0 and has a page at most: read in one call, not eight.
+        let size = match self.meta.len() {
+            0 => 4096,
+            n => n as usize + 1,
+        };
+        let mut bytes = Vec::with_capacity(size.min(limit as usize + 1));
         (&self.file)
             .take(limit + 1)
             .read_to_end(&mut bytes)
