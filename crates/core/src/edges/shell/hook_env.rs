@@ -163,6 +163,14 @@ struct StateV0 {
 
 impl State {
     pub fn decode(text: &str) -> Option<State> {
+        // This version's state straight into the struct (every prompt reads one: going
+        // through a `Value` first was a fifth of a prompt's instructions); any other
+        // version through a `Value`, as before.
+        if let Ok(state) = serde_json::from_str::<State>(text) {
+            if state.v == STATE_VERSION {
+                return Some(state);
+            }
+        }
         let value: serde_json::Value = serde_json::from_str(text).ok()?;
         match value.get("v").map(|v| v.as_u64()) {
             Some(Some(v)) if v == u64::from(STATE_VERSION) => serde_json::from_value(value).ok(),
