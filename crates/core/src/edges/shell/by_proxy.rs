@@ -71,6 +71,7 @@ pub fn main(shell: Shell, find: &[Find]) -> u8 {
     ui::error(
         &NoGpuenv {
             program: gpuenv,
+            shell,
             source,
         },
         find,
@@ -138,7 +139,7 @@ impl Resolver for ByProxy {
 /// Whatever went wrong: gpuenv, which the prompt is handed over to, says it.
 #[derive(Debug, thiserror::Error)]
 #[error("left to gpuenv")]
-pub struct HandOver;
+struct HandOver;
 
 macro_rules! hand_over_on {
     ($($error:ty),*) => {$(
@@ -163,12 +164,16 @@ hand_over_on!(
 #[error("the shell hook's prompt needs gpuenv at {}, beside the proxy, and it cannot be started", program.display())]
 pub struct NoGpuenv {
     program: PathBuf,
+    shell: Shell,
     #[source]
     source: std::io::Error,
 }
 
 impl Diagnostic for NoGpuenv {
     fn hints(&self) -> Vec<String> {
-        vec!["install gpuenv again, which puts both binaries side by side, then open a new shell (or run `eval \"$(gpuenv hook bash)\"` again)".into()]
+        vec![format!(
+            "install gpuenv again, which puts both binaries side by side, then open a new shell (its hook line: {})",
+            super::hook::setup_line(self.shell)
+        )]
     }
 }
