@@ -9,7 +9,8 @@
 #               mise does its work in a `cd` wrapper). gpuenv's hook comes back to the
 #               directory before the last run without a process (the way back, `hop`);
 #   round       `cd` around three directories (the project and two plain ones), each `cd`
-#               to a directory other than the one before: every prompt runs gpuenv.
+#               to a directory other than the one before: every prompt starts a process
+#               (gpuenv's proxy, below; no way back applies).
 # direnv's .envrc and mise's mise.toml export the same variables gpuenv sets.
 # gpuenv runs as the release wheels ship it: each prompt after a change runs the proxy beside
 # it (`gpuenv-shim hook-env`), there linked static against musl (scripts/static-proxy.sh,
