@@ -18,19 +18,13 @@ fn project() -> Sandbox {
 }
 
 /// Runs `script` in a bash with the hook loaded, in the sandbox's directory, each `cd`
-/// followed by the prompt; with strace when `trace` is given. Returns bash's output.
-fn bash(sb: &Sandbox, script: &str, trace: Option<&Path>, env: &[(&str, &str)]) -> Output {
-    let mut cmd = match trace {
-        Some(trace) => {
-            let mut c = Command::new("strace");
-            c.args(["-f", "-qq", "-e", "trace=execve", "-o"])
-                .arg(trace)
-                .arg("bash");
-            c
-        }
-        None => Command::new("bash"),
-    };
-    cmd.args(["--norc", "--noprofile", "-c"])
+/// followed by the prompt, under `strace -f` (the programs started go to `trace`).
+/// Returns bash's output.
+fn bash(sb: &Sandbox, script: &str, trace: &Path, env: &[(&str, &str)]) -> Output {
+    Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=execve", "-o"])
+        .arg(trace)
+        .args(["bash", "--norc", "--noprofile", "-c"])
         .arg(format!(
             "eval \"$(\"$GPUENV_BIN\" hook bash)\"\n_gpuenv_hook\n{script}"
         ))
@@ -41,8 +35,9 @@ fn bash(sb: &Sandbox, script: &str, trace: Option<&Path>, env: &[(&str, &str)]) 
         .env("GPUENV_DOCTOR_ROOT", sb.sysroot())
         .env("NO_COLOR", "1")
         .envs(env.iter().copied())
-        .current_dir(sb.path(""));
-    cmd.output().unwrap()
+        .current_dir(sb.path(""))
+        .output()
+        .unwrap()
 }
 
 /// The programs a traced run started, in order.
@@ -74,7 +69,7 @@ fn a_prompt_after_a_cd_is_answered_by_the_proxy_binary_alone() {
     // What gpuenv remembers is only what has not changed in the last two seconds.
     std::thread::sleep(std::time::Duration::from_millis(2200));
     let trace = sb.path("trace");
-    let out = bash(&sb, ROUND, Some(&trace), &[]);
+    let out = bash(&sb, ROUND, &trace, &[]);
     let stdout = succeeded(&out);
     let view = sb.gpuenv_home().join("views/cuda-12.4");
     assert_eq!(
@@ -148,7 +143,7 @@ fn what_the_prompt_has_to_say_is_said_once_by_gpuenv() {
         let sb = project();
         make(&sb);
         let trace = sb.path("trace");
-        let out = bash(&sb, "cd proj; _gpuenv_hook\n", Some(&trace), &[]);
+        let out = bash(&sb, "cd proj; _gpuenv_hook\n", &trace, &[]);
         assert!(out.status.success(), "{case}: {out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
@@ -188,7 +183,7 @@ fn gpuenv_takes_the_prompt_when_the_installed_proxy_is_not_this_one_and_replaces
     let out = bash(
         &sb,
         &format!("{older}cd proj; _gpuenv_hook; echo \"in $CUDA_HOME\"\n"),
-        Some(&trace),
+        &trace,
         &[],
     );
     assert!(succeeded(&out).contains("views/cuda-12.4"), "{out:?}");
@@ -204,7 +199,7 @@ fn gpuenv_takes_the_prompt_when_the_installed_proxy_is_not_this_one_and_replaces
     assert_eq!(named(&started(&trace), "gpuenv"), 2);
 
     // From then on the proxy answers alone.
-    let out = bash(&sb, "cd proj; _gpuenv_hook\n", Some(&trace), &[]);
+    let out = bash(&sb, "cd proj; _gpuenv_hook\n", &trace, &[]);
     assert!(out.stderr.is_empty(), "{out:?}");
     assert_eq!(named(&started(&trace), "gpuenv"), 1);
 }
@@ -223,7 +218,7 @@ fn verbose_prompts_are_gpuenvs_and_an_unknown_level_gets_its_warning() {
         let out = bash(
             &sb,
             "cd proj; _gpuenv_hook\n",
-            Some(&trace),
+            &trace,
             &[("GPUENV_LOG", level)],
         );
         assert!(out.status.success(), "{out:?}");
@@ -236,7 +231,7 @@ fn verbose_prompts_are_gpuenvs_and_an_unknown_level_gets_its_warning() {
     let out = bash(
         &sb,
         "cd proj; _gpuenv_hook\n",
-        Some(&trace),
+        &trace,
         &[("GPUENV_LOG", "quiet")],
     );
     assert!(out.stderr.is_empty(), "{out:?}");
