@@ -18,7 +18,7 @@
 # set), as scripts/bench-hook.sh; makes a release build.
 # `scripts/bench-scale.sh --instructions` counts instructions instead (valgrind's callgrind;
 # the proxy's up to its exec of the tool, loader included): the same calls, and `hook-env`
-# as the hook runs it after a `cd` into the project. Counts do not move with the machine's
+# as the hook runs it after a `cd` into the project (the proxy beside gpuenv answers it). Counts do not move with the machine's
 # load, so this mode needs no peers and one run of each; it prints the 300/1 ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +43,7 @@ if [ $mode = time ] && [ -z "${MISE:-}" ]; then
 fi
 cargo build --release --workspace --quiet
 gpuenv="$PWD/target/release/gpuenv"
+proxy="$PWD/target/release/gpuenv-shim"
 if [ -n "${KEEP:-}" ]; then # KEEP=DIR: the homes are made and left there, to profile
     work=$KEEP
     rm -rf "$work" && mkdir -p "$work"
@@ -170,7 +171,7 @@ if [ $mode = instructions ]; then
             instructions "$s/view-nvcc" "$e" "$work/$s/views/cuda-12.4/bin/nvcc" --version
             instructions "$s/shim-nvcc" "$e" "${home#GPUENV_HOME=}/shims/nvcc" --version
             instructions "$s/env" "$e" "$gpuenv" env --shell bash
-            instructions "$s/hook-cd" "$e __GPUENV_STATE=$state" "$gpuenv" hook-env --shell bash
+            instructions "$s/hook-cd" "$e __GPUENV_STATE=$state" "$proxy" hook-env --shell bash
             instructions "$s/list" "$e" "$gpuenv" list
         done | tail -n 5 | sed 's|/| |' >>"$work/ir.txt"
     done
