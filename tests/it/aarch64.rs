@@ -133,6 +133,19 @@ fn the_aarch64_wheel_runs_under_qemu_as_a_grace_user_starts() {
     );
     let hook = ok(&["hook-env", "--shell", "bash"], &proj);
     assert!(hook.contains("CUDA_HOME"), "{hook}");
+    // The prompt as the hook runs it: the static (musl) proxy beside gpuenv answers it
+    // itself (a hand-over would exec the aarch64 gpuenv, which qemu cannot start from
+    // there), with gpuenv's answer.
+    let out = arm(&sb, &venv.join("bin/gpuenv-shim"), &proj)
+        .args(["hook-env", "--shell", "bash"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "the proxy's prompt under qemu:\n{}",
+        text(&out)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), hook);
 
     // The doctor: its checks run (the host's gcc and g++ are x86-64 programs it may start).
     let out = arm(&sb, &gpuenv, &proj)
