@@ -16,38 +16,34 @@ use std::sync::OnceLock;
 pub fn account_home() -> Option<PathBuf> {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
-    c_library_home().or_else(|| through_nss(uid).map(|e| e.home))
+    c_library_home(uid).or_else(|| through_nss(uid).map(|e| e.home))
 }
 
-/// `getpwuid_r(getuid())`'s home directory; `None` if the account has no entry.
-fn c_library_home() -> Option<PathBuf> {
-    let mut buf = vec![0u8; 16 * 1024];
-    // SAFETY: `pwd` and `buf` outlive the call; getpwuid_r writes only into them and sets
-    // `result` to `&pwd` on success, whose string fields point into `buf`.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut result,
-        );
-        if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
-            return None;
-        }
-        let dir = CStr::from_ptr(pwd.pw_dir).to_bytes();
-        (!dir.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(dir)))
-    }
+/// `getpwuid_r(uid)`'s home directory; `None` if the account has no entry or no home.
+fn c_library_home(uid: u32) -> Option<PathBuf> {
+    let home = c_library_entry(uid)?.home;
+    (!home.as_os_str().is_empty()).then_some(home)
 }
 
 /// `nobody (uid 65534)`, or `uid 65534` for an id the password database does not know.
 pub fn describe_uid(uid: u32) -> String {
+    let name = c_library_entry(uid)
+        .map(|e| e.name)
+        .filter(|n| !n.is_empty())
+        .or_else(|| through_nss(uid).map(|e| e.name));
+    match name {
+        Some(n) => format!("{} (uid {uid})", crate::ui::printable(&n)),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// `uid`'s entry as the C library's `getpwuid_r` has it (a field it leaves out is empty);
+/// `None` if it has none.
+fn c_library_entry(uid: u32) -> Option<Entry> {
     let mut buf = vec![0u8; 16 * 1024];
-    // SAFETY: as in `account_home`: `pwd` and `buf` outlive the call, and the name points
-    // into `buf`.
-    let name = unsafe {
+    // SAFETY: `pwd` and `buf` outlive the call; getpwuid_r writes only into them and sets
+    // `result` to `&pwd` on success, whose string fields point into `buf` (or are null).
+    unsafe {
         let mut pwd: libc::passwd = std::mem::zeroed();
         let mut result: *mut libc::passwd = std::ptr::null_mut();
         let rc = libc::getpwuid_r(
@@ -57,19 +53,21 @@ pub fn describe_uid(uid: u32) -> String {
             buf.len(),
             &mut result,
         );
-        (rc == 0 && !result.is_null() && !pwd.pw_name.is_null())
-            .then(|| CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned())
-    };
-    let name = name
-        .filter(|n| !n.is_empty())
-        .or_else(|| through_nss(uid).map(|e| e.name));
-    match name {
-        Some(n) => format!("{} (uid {uid})", crate::ui::printable(&n)),
-        None => format!("uid {uid}"),
+        if rc != 0 || result.is_null() {
+            return None;
+        }
+        let field = |p: *const libc::c_char| match p.is_null() {
+            true => &[][..],
+            false => CStr::from_ptr(p).to_bytes(),
+        };
+        Some(Entry {
+            name: String::from_utf8_lossy(field(pwd.pw_name)).into_owned(),
+            home: PathBuf::from(OsStr::from_bytes(field(pwd.pw_dir))),
+        })
     }
 }
 
-/// An account's name and home, as NSS has them.
+/// An account's name and home.
 #[derive(Debug, PartialEq, Eq)]
 struct Entry {
     name: String,
@@ -122,9 +120,9 @@ fn parse_entry(out: &[u8], uid: u32) -> Option<Entry> {
 mod tests {
     #[test]
     fn the_running_account_has_its_home_from_the_password_database() {
-        let home = super::c_library_home().expect("this account is in the password database");
         // SAFETY: getuid has no preconditions.
         let uid = unsafe { libc::getuid() };
+        let home = super::c_library_home(uid).expect("this account is in the password database");
         let entry = std::process::Command::new("getent")
             .args(["passwd", &uid.to_string()])
             .output()
