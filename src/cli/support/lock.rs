@@ -20,24 +20,19 @@ use gpuenv_install::lock::{self, Depth, Found, Locked, LockedCompiler, Mismatch}
 
 use super::Exit;
 
-/// gpuenv.lock in the directory of the toolchain file `project`.
-pub fn lock_path(project: &Path) -> PathBuf {
-    project::lock_beside(project)
-}
-
 /// After `pin` or `install`: rewrites gpuenv.lock if the project here has one; a lock that
 /// cannot be rewritten now (a pin not installed yet) is left as it was, and said so.
 pub fn refresh(ctx: &Context) {
     let Ok(Some(project)) = here(ctx) else {
         return;
     };
-    if fs_err::symlink_metadata(lock_path(&project)).is_err() {
+    if fs_err::symlink_metadata(project::lock_beside(&project)).is_err() {
         return;
     }
     if let Err(e) = write(ctx) {
         ui::warn(format!(
             "{} was left as it was: {}",
-            lock_path(&project).display(),
+            project::lock_beside(&project).display(),
             ui::error_one_line(e.as_ref(), super::FIND)
         ));
     }
@@ -54,7 +49,7 @@ pub fn write(ctx: &Context) -> Result<()> {
         ))
         .hint("`gpuenv pin cuda-13.0` pins a toolchain here first"));
     };
-    let path = lock_path(&file.path);
+    let path = project::lock_beside(&file.path);
     let mut locked = Vec::new();
     for pin in &file.pins {
         let Some(t) = active.get(pin.kind).filter(|t| lock::pinned(&t.reason)) else {
@@ -273,7 +268,7 @@ pub fn compared_here(ctx: &Context) -> Result<Option<Compared>> {
     let Some(project) = here(ctx)? else {
         return Ok(None);
     };
-    if fs_err::symlink_metadata(lock_path(&project)).is_err() {
+    if fs_err::symlink_metadata(project::lock_beside(&project)).is_err() {
         return Ok(None);
     }
     let lock = load_beside(&project)?;
@@ -332,7 +327,7 @@ pub fn differences_here(session: &Session, active: &ActiveSet) -> Result<Option<
     let Some(project) = &active.project else {
         return Ok(None);
     };
-    if fs_err::symlink_metadata(lock_path(&project.path)).is_err() {
+    if fs_err::symlink_metadata(project::lock_beside(&project.path)).is_err() {
         return Ok(None);
     }
     let lock = load_beside(&project.path)?;
@@ -346,7 +341,7 @@ pub fn hook_notes(active: &ActiveSet) -> (Vec<String>, Option<PathBuf>) {
     let Some(project) = &active.project else {
         return (Vec::new(), None);
     };
-    let path = lock_path(&project.path);
+    let path = project::lock_beside(&project.path);
     if fs_err::symlink_metadata(&path).is_err() {
         return (Vec::new(), Some(path));
     }
@@ -416,7 +411,7 @@ pub fn load_here(ctx: &Context) -> Result<lock::Lock> {
 }
 
 pub fn load_beside(project: &Path) -> Result<lock::Lock> {
-    let path = lock_path(project);
+    let path = project::lock_beside(project);
     match fs_err::symlink_metadata(&path) {
         Err(_) => bail!(Hinted::new(format!("{} does not exist", path.display()))
             .hint("`gpuenv lock` writes it from the toolchains pinned here")),

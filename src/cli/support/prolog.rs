@@ -23,7 +23,7 @@ use gpuenv_core::{trust, ui};
 use gpuenv_install::lock::Locked;
 use gpuenv_install::Choice;
 
-use super::lock::{compared_here, differences_here, load_beside, lock_path, Compared};
+use super::lock::{compared_here, differences_here, load_beside, Compared};
 
 /// The node the prolog runs on as a message says it: `node gpu07` (SLURM's name, escaped),
 /// or `this node` when SLURM gave none.
@@ -101,7 +101,7 @@ pub fn install_missing(ctx: &Context) -> Result<()> {
     let Some(file) = trust::in_effect(&ctx.cwd, &registry)?.file else {
         return Ok(());
     };
-    if fs_err::symlink_metadata(lock_path(&file.path)).is_err() {
+    if fs_err::symlink_metadata(gpuenv_core::project::lock_beside(&file.path)).is_err() {
         return Ok(());
     }
     let lock = load_beside(&file.path)?;

@@ -167,18 +167,14 @@ fn text(quoted: Vec<u8>) -> String {
 /// The definition of the check function: true when nothing changed. Without a check it is
 /// always false.
 pub fn render(check: Option<&Check>, shell: Shell) -> String {
-    render_as(check, shell, function_name(shell))
-}
-
-/// [`render`], as a function called `name`.
-pub fn render_as(check: Option<&Check>, shell: Shell, name: &str) -> String {
     let mut out = String::with_capacity(4096);
-    render_into(&mut out, check, shell, name);
+    render_into(&mut out, check, shell, function_name(shell));
     out
 }
 
-/// [`render_as`], appended to `out`: written piece by piece into one buffer (the prompt
-/// renders several checks, and growing many small strings was a sixth of its work).
+/// [`render`], as a function called `name`, appended to `out`: written piece by piece into
+/// one buffer (the prompt renders several checks, and growing many small strings was a
+/// sixth of its work).
 pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: &str) {
     use std::fmt::Write as _;
     let Some(c) = check else {
