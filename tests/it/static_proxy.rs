@@ -25,15 +25,20 @@ fn unknown_uid() -> u32 {
     uid
 }
 
-/// `program` run as `uid` in `dir`, with `env` alone (no HOME unless it is there).
+/// `program` run as `uid` in `dir`, with `env` alone (no HOME unless it is there), on a
+/// machine root with no driver (`GPUENV_DOCTOR_ROOT`, made here): a GPU host's answers
+/// the same.
 fn as_uid(uid: u32, program: &Path, args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
     let id = uid.to_string();
+    let no_driver = dir.join(".no-driver");
+    fs_err::create_dir_all(&no_driver).unwrap();
     Command::new("setpriv")
         .args(["--reuid", &id, "--regid", &id, "--clear-groups", "--"])
         .arg(program)
         .args(args)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+        .env("GPUENV_DOCTOR_ROOT", &no_driver)
         .env("NO_COLOR", "1")
         .current_dir(dir)
         .output()
@@ -51,22 +56,19 @@ fn without_home_the_static_proxy_finds_an_nss_accounts_home_through_getent() {
     let site = Site::new();
     let prefix = site.dir("venv");
     unpack(&wheel, &prefix);
-    for d in ["venv/bin", "venv/lib"] {
-        Command::new("chmod")
-            .args(["-R", "a+rX"])
-            .arg(site.path(d))
-            .status()
-            .unwrap();
-    }
     let uid = unknown_uid();
     let home = site.dir("home/ada");
     std::os::unix::fs::chown(&home, Some(uid), Some(uid)).unwrap();
     let root = cuda_runfile(&site.path("opt/cuda-12.4"), "12.4.131");
-    Command::new("chmod")
-        .args(["-R", "a+rX"])
-        .arg(site.path("opt"))
-        .status()
-        .unwrap();
+    // The wheel's binaries and the toolkit, as an admin installs them: readable by all.
+    for dir in [&prefix, &site.path("opt")] {
+        assert!(Command::new("chmod")
+            .args(["-R", "a+rX"])
+            .arg(dir)
+            .status()
+            .unwrap()
+            .success());
+    }
     let proj = site.dir("proj");
     write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"12.4\"\n");
     // NSS that knows the account: a getent on PATH (the one in /usr/bin does not).
