@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::common::shells::started;
 use crate::common::*;
 
 /// A sandbox with CUDA 12.4 linked and a project pinning it under `proj/`.
@@ -38,17 +39,6 @@ fn bash(sb: &Sandbox, script: &str, trace: &Path, env: &[(&str, &str)]) -> Outpu
         .current_dir(sb.path(""))
         .output()
         .unwrap()
-}
-
-/// The programs a traced run started, in order.
-fn started(trace: &Path) -> Vec<String> {
-    fs_err::read_to_string(trace)
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains("execve(\"") && !l.contains("= -1"))
-        .filter_map(|l| l.split('"').nth(1))
-        .map(str::to_string)
-        .collect()
 }
 
 fn named(programs: &[String], name: &str) -> usize {

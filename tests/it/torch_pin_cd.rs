@@ -94,12 +94,7 @@ fn a_cd_into_a_torch_project_starts_no_process_after_the_first() {
         let trace = sb.path("trace");
         let out = shell(cd_in_and_out, Some(&trace));
         assert_eq!(out.lines().count(), 3, "{out}");
-        let trace = fs_err::read_to_string(&trace).unwrap();
-        let programs: Vec<&str> = trace
-            .lines()
-            .filter(|l| l.contains("execve(\"") && !l.contains("= -1"))
-            .filter_map(|l| l.split('"').nth(1))
-            .collect();
+        let programs = crate::common::shells::started(&trace);
         // `gpuenv hook bash`, then each prompt runs the proxy binary beside gpuenv.
         let proxy = Path::new(&gpuenv).with_file_name("gpuenv-shim");
         assert!(
@@ -108,7 +103,10 @@ fn a_cd_into_a_torch_project_starts_no_process_after_the_first() {
                 .all(|p| p.ends_with("/bash") || *p == gpuenv || Path::new(p) == proxy),
             "only bash, gpuenv and its proxy run: {programs:?}"
         );
-        assert!(programs.iter().any(|p| Path::new(p) == proxy), "{trace}");
+        assert!(
+            programs.iter().any(|p| Path::new(p) == proxy),
+            "{programs:?}"
+        );
     }
 
     // torch upgraded in place to a 12.6 build: the next cd sees it, with no process.

@@ -65,3 +65,15 @@ pub fn env_dump(path: &Path) -> Vec<String> {
         .map(|(k, v)| format!("{k}={}", String::from_utf8_lossy(v.as_bytes())))
         .collect()
 }
+
+/// The programs a run under `strace -f -e trace=execve -o <trace>` started, in order (the
+/// execs that failed, as a PATH search's misses, left out).
+pub fn started(trace: &Path) -> Vec<String> {
+    fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("execve(\"") && !l.contains("= -1"))
+        .filter_map(|l| l.split('"').nth(1))
+        .map(str::to_string)
+        .collect()
+}
