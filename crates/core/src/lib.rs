@@ -14,6 +14,7 @@
 pub const REPOSITORY: &str = "https://github.com/gpuenv/gpuenv";
 
 pub mod ask;
+pub mod byte_search;
 pub mod context;
 pub mod diagnostic;
 pub mod edges;

@@ -8,7 +8,7 @@ pub fn posix(value: &[u8]) -> Vec<u8> {
     out.push(b'\'');
     // Copied a run at a time between quotes (the hook quotes kilobytes at every run).
     let mut from = 0;
-    for at in memchr::memchr_iter(b'\'', value) {
+    for at in crate::byte_search::find_iter(b'\'', value) {
         out.extend_from_slice(&value[from..at]);
         out.extend_from_slice(b"'\\''");
         from = at + 1;

@@ -30,7 +30,7 @@ pub fn is_driver_dir(entry: &OsStr) -> bool {
     let b = entry.as_bytes();
     let may = [&b"nvidia"[..], b"singularity", b"wsl", b"compat"]
         .iter()
-        .any(|w| memchr::memmem::find(b, w).is_some());
+        .any(|w| crate::byte_search::contains(b, w));
     if !may {
         return false;
     }

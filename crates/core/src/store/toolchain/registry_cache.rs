@@ -187,7 +187,7 @@ fn names_source(path: &Path, source: &str) -> bool {
 /// The line at `at`, which moves past it.
 fn line<'t>(text: &'t str, at: &mut usize) -> Option<&'t str> {
     let rest = text.get(*at..)?;
-    let n = memchr::memchr(b'\n', rest.as_bytes())?;
+    let n = crate::byte_search::find(b'\n', rest.as_bytes())?;
     *at += n + 1;
     rest.get(..n)
 }

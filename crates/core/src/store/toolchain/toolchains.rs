@@ -141,13 +141,13 @@ impl Toolchains {
     pub fn of_copy(text: Arc<String>, start: usize) -> Option<Toolchains> {
         let bytes = text.as_bytes();
         u32::try_from(bytes.len()).ok()?;
-        let head = memchr::memchr(b'\n', bytes.get(start..)?)?;
+        let head = crate::byte_search::find(b'\n', bytes.get(start..)?)?;
         let count: usize = text.get(start..start + head)?.parse().ok()?;
         let first = start + head + 1;
         let mut slots = Vec::with_capacity(count.min(1 << 16));
         let (mut at, mut prev) = (first, None::<&[u8]>);
         // One search for the line ends, not one set up per line.
-        let mut ends = memchr::memchr_iter(b'\n', bytes.get(first..)?).map(|i| first + i);
+        let mut ends = crate::byte_search::find_iter(b'\n', bytes.get(first..)?).map(|i| first + i);
         for _ in 0..count {
             let end = ends.next()?;
             let line = bytes.get(at..end)?;

@@ -50,7 +50,7 @@ pub fn fields(line: &str) -> impl Iterator<Item = &str> {
     let mut rest = Some(line);
     std::iter::from_fn(move || {
         let s = rest?;
-        match memchr::memchr(b'\t', s.as_bytes()) {
+        match crate::byte_search::find(b'\t', s.as_bytes()) {
             Some(i) => {
                 rest = s.get(i + 1..);
                 s.get(..i)

@@ -29,7 +29,7 @@ pub fn root_key(path: &Path) -> Cow<'_, [u8]> {
 /// No `//`, `/./`, trailing `/.` or trailing `/` (`/` itself is plain): a look at each
 /// slash, not at each byte.
 fn is_plain(b: &[u8]) -> bool {
-    memchr::memchr_iter(b'/', b).all(|i| match b.get(i + 1) {
+    crate::byte_search::find_iter(b'/', b).all(|i| match b.get(i + 1) {
         Some(b'/') => false,
         Some(b'.') => !matches!(b.get(i + 2), None | Some(b'/')),
         Some(_) => true,
@@ -59,7 +59,7 @@ impl Table {
     /// end of the text.
     pub(super) fn of_copy(text: &str, at: usize) -> Option<Table> {
         let rest = text.get(at..)?;
-        let n = memchr::memchr(b'\n', rest.as_bytes())?;
+        let n = crate::byte_search::find(b'\n', rest.as_bytes())?;
         let count: u32 = rest.get(..n)?.parse().ok()?;
         let start = at + n + 1;
         let size = (count as usize).checked_mul(RECORD)?;
