@@ -9,8 +9,14 @@
 #               mise does its work in a `cd` wrapper). gpuenv's hook comes back to the
 #               directory before the last run without a process (the way back, `hop`);
 #   round       `cd` around three directories (the project and two plain ones), each `cd`
-#               to a directory other than the one before: every prompt starts a process
-#               (gpuenv's proxy, below; no way back applies).
+#               to a directory other than the one before. gpuenv's run outside projects
+#               holds in every directory without a toolchain file above it, and the way
+#               back from the project leads to any of them: after the first round, no
+#               process;
+#   projects    `cd` around three projects (each pinned to CUDA 12.4), each `cd` to a
+#               project other than the one before: every prompt starts a process for
+#               gpuenv (its proxy, below; no check and no way back applies). The prompt
+#               after a `cd` that needs gpuenv.
 # direnv's .envrc and mise's mise.toml export the same variables gpuenv sets.
 # gpuenv runs as the release wheels ship it: each prompt after a change runs the proxy beside
 # it (`gpuenv-shim hook-env`), there linked static against musl (scripts/static-proxy.sh,
@@ -70,6 +76,7 @@ GPUENV_HOME="$work/gpuenv-source" "$source_build" link cuda-12.4 "$root" 2>/dev/
 proj="$work/proj" elsewhere="$work/elsewhere"
 mkdir -p "$proj/src" "$elsewhere" "$elsewhere-2"
 printf '[toolchain]\ncuda = "12.4"\n' >"$proj/gpuenv.toml"
+for p in "$proj-2" "$proj-3"; do mkdir -p "$p/src" && cp "$proj/gpuenv.toml" "$p/"; done
 # The other tools export exactly what gpuenv sets on entering (its state variable aside).
 wanted=$(cd "$proj/src" && "$gpuenv" env --shell bash)
 printf '%s\n' "$wanted" >"$proj/.envrc"
@@ -81,6 +88,11 @@ direnv allow "$proj"
     echo "_.path = [\"$view_bin\"]"
 } >"$proj/mise.toml"
 "$MISE" trust -q "$proj/mise.toml"
+for p in "$proj-2" "$proj-3"; do
+    cp "$proj/.envrc" "$proj/mise.toml" "$p/"
+    direnv allow "$p"
+    "$MISE" trust -q "$p/mise.toml"
+done
 # Files older than a second: gpuenv's check trusts their modification times from then on.
 sleep 1.2
 
@@ -105,6 +117,12 @@ run() {
                     1) cd "$ELSEWHERE-2" ;;
                     2) cd "$PROJ" ;;
                 esac
+            elif [[ $SCENARIO == projects ]]; then
+                case $((i % 3)) in
+                    0) cd "${PROJ%/proj/src}/proj-2/src" ;;
+                    1) cd "${PROJ%/proj/src}/proj-3/src" ;;
+                    2) cd "$PROJ" ;;
+                esac
             fi
             $FN
             t1=$EPOCHREALTIME
@@ -117,7 +135,7 @@ run() {
 
 floor_hook='_true() { /bin/true; }'
 for round in $(seq "$rounds"); do
-    for scenario in no-change switch round; do
+    for scenario in no-change switch round projects; do
         run gpuenv "eval \"\$('$gpuenv' hook bash)\"" _gpuenv_hook $scenario >"$work/gpuenv-$scenario-$round"
         [ -z "${BEFORE:-}" ] || GPUENV_HOME="$work/gpuenv-before" run before "eval \"\$('$BEFORE' hook bash)\"" _gpuenv_hook $scenario >"$work/before-$scenario-$round"
         GPUENV_HOME="$work/gpuenv-source" run source "eval \"\$('$source_build' hook bash)\"" _gpuenv_hook $scenario >"$work/source-$scenario-$round"
@@ -136,7 +154,7 @@ def ms(prefix):
 print(f"a prompt in bash: median of {calls} calls x {rounds} rounds of each tool's prompt function")
 print(f"{'prompt':<11}{'gpuenv':>10}{'mise':>10}{'direnv':>10}{'mise/gpuenv':>13}{'direnv/gpuenv':>15}")
 res = {}
-for s in ("no-change", "switch", "round"):
+for s in ("no-change", "switch", "round", "projects"):
     g, m, d = ms(f"gpuenv-{s}"), ms(f"mise-{s}"), ms(f"direnv-{s}")
     res[s] = (g, m, d)
     print(f"{s:<11}{g:>8.3f}ms{m:>8.3f}ms{d:>8.3f}ms{m / g:>12.1f}x{d / g:>14.1f}x")
@@ -147,6 +165,6 @@ if list(work.glob("before-*")):
 g, m, d = res["no-change"]
 met = g < 1 and g < m and d >= 3 * g
 print(f"goal (no change: under 1 ms, faster than mise, at least 3x faster than direnv): {'met' if met else 'NOT met'}")
-for s in ("switch", "round"):
+for s in ("switch", "round", "projects"):
     print(f"goal (the prompt after a cd at most 1.5 ms), {s}: {'met' if res[s][0] <= 1.5 else 'NOT met'}")
 PY

@@ -44,7 +44,8 @@ const FISH: Dialect = Dialect {
 };
 
 /// CUDA 12.4 and 10.2 linked, a CUDA 11.8 tree on disk but not registered, a ROCm 6.2.4
-/// manifest to install from; `work/proj` pinned to 12.4, `work/outer/inner` unpinned.
+/// manifest to install from; `work/proj` and `work/other` pinned to 12.4, `work/outer/inner`
+/// unpinned.
 fn world() -> Sandbox {
     let sb = Sandbox::new();
     let cuda124 = cuda_runfile(&sb.path("opt/cuda-12.4"), "12.4.131");
@@ -55,6 +56,10 @@ fn world() -> Sandbox {
     sb.ok(&["link", "cuda-10.2", cuda102.to_str().unwrap()]);
     write(
         &sb.path("work/proj/gpuenv.toml"),
+        "[toolchain]\ncuda = \"12.4\"\n",
+    );
+    write(
+        &sb.path("work/other/gpuenv.toml"),
         "[toolchain]\ncuda = \"12.4\"\n",
     );
     fs_err::create_dir_all(sb.path("work/outer/inner")).unwrap();
@@ -239,13 +244,12 @@ fn cd_back_without_a_process(d: &Dialect) {
 
     // A hop file cut short or emptied, then none at all, then one of another user's: the
     // `cd` back asks gpuenv (which is gone, and the shell says so). A way back is read
-    // from its file once, after the run that made it: gpuenv's own runs around three
-    // directories leave one that reads the file.
+    // from its file once, after the run that made it: gpuenv's run from outside projects
+    // into a second project leaves one that reads the file (back to anywhere outside).
     let asks_gpuenv = |pane: &mut Pane, spoil: &dyn Fn()| {
         private_gpuenv(&sb);
         assert_eq!(pane.run("cd ../outer").active, "none");
-        assert_eq!(pane.run("cd inner").active, "none");
-        assert_eq!(pane.run("cd ../../proj").active, "cuda-12.4");
+        assert_eq!(pane.run("cd ../other").active, "cuda-12.4");
         fs_err::remove_file(&bin).unwrap();
         spoil();
         let out = pane.run("cd ../outer/inner");
@@ -341,6 +345,80 @@ fn cd_back_without_a_process(d: &Dialect) {
         assert!(shown.contains("not installed"), "{}: {out:?}", d.name);
         pane.run("cd ..");
     }
+}
+
+/// Outside projects one run holds everywhere: after it, a `cd` between directories without
+/// a toolchain file above them, and from a project back to any of them, starts no process
+/// (the binary is gone and nothing complains). A toolchain file put above the directory
+/// gone to, and a directory reached through a link (its real parents are others), send
+/// the shell to gpuenv again.
+fn outside_projects_without_a_process(d: &Dialect) {
+    let sb = world();
+    let work = sb.path("work");
+    fs_err::create_dir_all(work.join("elsewhere/deep/er")).unwrap();
+    fs_err::create_dir_all(work.join("proj/src")).unwrap();
+    std::os::unix::fs::symlink(work.join("proj/src"), work.join("outer/to-src")).unwrap();
+    let bin = private_gpuenv(&sb);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let mut pane = (d.start)(&sb, bin.to_str().unwrap());
+    assert_eq!(pane.run("cd outer").active, "none");
+    // Into a project from outside: the way back leads to anywhere outside.
+    assert_eq!(pane.run("cd ../proj").active, "cuda-12.4");
+    fs_err::remove_file(&bin).unwrap();
+    for (dir, active) in [
+        ("../elsewhere/deep/er", "none"),
+        ("/", "none"),
+        (work.join("outer/inner").to_str().unwrap(), "none"),
+        ("../../proj", "cuda-12.4"),
+        ("../elsewhere", "none"),
+    ] {
+        let out = pane.run(&format!("cd {dir}"));
+        assert_eq!(
+            (&*out.output, &*out.before_prompt),
+            ("", ""),
+            "{}: cd {dir}: {out:?}",
+            d.name
+        );
+        assert_eq!(out.active, active, "{}: cd {dir}: {out:?}", d.name);
+    }
+    let asks_gpuenv = |pane: &mut Pane, cd: &str| {
+        let out = pane.run(cd);
+        let shown = format!("{}\n{}", out.output, out.before_prompt);
+        assert!(
+            shown.contains(&bin.display().to_string()),
+            "{}: {cd} must run gpuenv: {out:?}",
+            d.name
+        );
+        private_gpuenv(&sb);
+        pane.run("true").active
+    };
+    // A toolchain file above the directory gone to.
+    write(
+        &work.join("elsewhere/deep/gpuenv.toml"),
+        "[toolchain]\ncuda = \"10.2\"\n",
+    );
+    assert_eq!(asks_gpuenv(&mut pane, "cd deep/er"), "cuda-10.2");
+    assert_eq!(pane.run("cd /").active, "none", "{}", d.name);
+    fs_err::remove_file(&bin).unwrap();
+    // Through a link into a project's subdirectory: the project applies.
+    let link = work.join("outer/to-src");
+    let cd = format!("cd {}", link.display());
+    assert_eq!(asks_gpuenv(&mut pane, &cd), "cuda-12.4", "{}", d.name);
+}
+
+#[test]
+fn bash_outside_projects_a_cd_starts_no_process() {
+    BASH.test(outside_projects_without_a_process);
+}
+
+#[test]
+fn zsh_outside_projects_a_cd_starts_no_process() {
+    ZSH.test(outside_projects_without_a_process);
+}
+
+#[test]
+fn fish_outside_projects_a_cd_starts_no_process() {
+    FISH.test(outside_projects_without_a_process);
 }
 
 #[test]

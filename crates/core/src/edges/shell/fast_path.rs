@@ -9,6 +9,10 @@
 //! compared by its text (read with the shell's own `read`, no process): a file replaced by
 //! one of the same size and modification time (`cp -p`, `touch -r`, a checkout that keeps
 //! times) is seen, which no time a shell can compare would show.
+//!
+//! A run that found no toolchain file, and read nothing else that depends on the directory,
+//! holds in every such directory: its check compares no `$PWD` but walks up from it, so a
+//! `cd` between directories outside projects costs no process either ([`Place::Plain`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -33,8 +37,7 @@ const MAX_STAMPS: usize = 256;
 /// The conditions under which the last run's result still holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
-    /// `$PWD` as the shell had it.
-    pub pwd: String,
+    pub place: Place,
     pub vars: Vec<(String, Option<String>)>,
     /// Files that must exist with exactly the modification time of their stamp file.
     pub same_time: Vec<(PathBuf, PathBuf)>,
@@ -43,17 +46,31 @@ pub struct Check {
     pub absent: Vec<PathBuf>,
 }
 
+/// The directories where a check holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// `$PWD` as the shell had it: only there.
+    Dir(String),
+    /// Any directory with no toolchain file in it or above it, reached through no link (a
+    /// link's target has other parents; the run looked from the physical directory). Only
+    /// for a run that found no toolchain file, said nothing, and whose other inputs name no
+    /// directory relative to `$PWD` (a relative `PATH` entry, a `"torch"` pin's python3).
+    Plain,
+}
+
 /// The check for the run that produced `fp`, making the stamp files it needs. `None` (the
 /// shell then always runs gpuenv) when `$PWD` is unknown or is not the directory `fp` was
 /// taken in, when a file changed too recently to trust its time, when no stamp can be
 /// written, or when the toolchain file cannot be read as text as it was stamped.
 /// `path`: PATH as the shell has it after this run, compared too when `fp` watches the
-/// `python3` on PATH (a shell cannot ask which one is first without a process).
+/// `python3` on PATH (a shell cannot ask which one is first without a process). `quiet`:
+/// the run said nothing, so it may hold anywhere outside projects ([`Place::Plain`]).
 pub fn arm(
     home: &Home,
     fp: &Fingerprint,
     pwd: Option<&str>,
     path: Option<&std::ffi::OsStr>,
+    quiet: bool,
 ) -> Option<Check> {
     let pwd = pwd?;
     let recent = SystemTime::now().checked_sub(RACY)?;
@@ -64,8 +81,13 @@ pub fn arm(
     if racy || !same_dir(Path::new(pwd), &fp.cwd) {
         return None;
     }
+    let plain = quiet && fp.file.is_none() && fp.python.is_none() && all_absolute(path);
     let mut same_time = Vec::new();
-    let mut absent = missing_toolchain_files(fp);
+    let mut absent = if plain {
+        Vec::new()
+    } else {
+        missing_toolchain_files(fp)
+    };
     for (path, stamp) in fp.files() {
         match stamp {
             Some(s) => same_time.push((path.to_path_buf(), stamp_file(home, s).ok()?)),
@@ -85,8 +107,12 @@ pub fn arm(
         };
         vars.push((crate::facts::vars::PATH.to_string(), value));
     }
+    let place = match plain {
+        true => Place::Plain,
+        false => Place::Dir(pwd.to_string()),
+    };
     Some(Check {
-        pwd: pwd.to_string(),
+        place,
         vars,
         same_time,
         same_text,
@@ -104,6 +130,14 @@ fn text_as_stamped(path: &Path, stamp: Stamp) -> Option<String> {
         .ok()
         .filter(|t| !t.contains('\0'))?;
     (super::hook_env::stamp(path) == Some(stamp)).then_some(text)
+}
+
+/// Every `PATH` entry names a directory by itself: an empty or relative one is found from
+/// `$PWD`, so what the run found through it (an `nvcc`, a `python3`) may differ elsewhere.
+fn all_absolute(path: Option<&std::ffi::OsStr>) -> bool {
+    crate::path_list::split(path)
+        .iter()
+        .all(|d| Path::new(d).is_absolute())
 }
 
 fn same_dir(pwd: &Path, cwd: &Path) -> bool {
@@ -190,11 +224,17 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
         Shell::Bash | Shell::Zsh => {
             let q = |s: &str| text(quote::posix(s.as_bytes()));
             let and = " &&\n       ";
-            let _ = write!(
-                out,
-                "{name}() {{\n    local __gpuenv_text=\n    [[ $PWD == {}",
-                q(&c.pwd)
-            );
+            let _ = match &c.place {
+                Place::Dir(pwd) => write!(
+                    out,
+                    "{name}() {{\n    local __gpuenv_text=\n    [[ $PWD == {}",
+                    q(pwd)
+                ),
+                Place::Plain => write!(
+                    out,
+                    "{name}() {{\n    local __gpuenv_text=\n    [[ $PWD == /*"
+                ),
+            };
             for (k, v) in &c.vars {
                 let _ = write!(out, "{and}${{{k}-}} == {}", q(v.as_deref().unwrap_or("")));
             }
@@ -209,6 +249,9 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
                 let _ = write!(out, "{and}! -e {}", q(&path(file)));
             }
             out.push_str(" ]] || return 1\n");
+            if c.place == Place::Plain {
+                walk_up(out, shell, "    ");
+            }
             // The shell's `read` reads the file without a process; `-f` first, so a FIFO
             // put in its place is never opened, and a file gone meanwhile says nothing.
             for (file, text) in &c.same_text {
@@ -228,7 +271,12 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
             let q = |s: &str| text(quote::fish(s.as_bytes()));
             let and = "\n    and ";
             // `x` in front: a value starting with `-` or `!` is never read as an operator.
-            let _ = write!(out, "function {name}\n    test \"x$PWD\" = x{}", q(&c.pwd));
+            let _ = match &c.place {
+                Place::Dir(pwd) => write!(out, "function {name}\n    test \"x$PWD\" = x{}", q(pwd)),
+                Place::Plain => {
+                    write!(out, "function {name}\n    string match -q '/*' -- \"$PWD\"")
+                }
+            };
             for (k, v) in &c.vars {
                 let _ = write!(
                     out,
@@ -247,6 +295,9 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
                 let _ = write!(out, "{and}not test -e {}", q(&path(file)));
             }
             out.push_str("\n    or return 1\n");
+            if c.place == Place::Plain {
+                walk_up(out, shell, "    ");
+            }
             for (file, text) in &c.same_text {
                 let f = q(&path(file));
                 let _ = write!(
@@ -258,6 +309,45 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
             out.push_str("end\n");
         }
     }
+}
+
+/// Code that returns 1 unless no directory from `$PWD` up is a link or holds an entry with
+/// a toolchain file's name (a dangling link counts: resolution stops at it too). Builtins
+/// only: a few tests per directory level.
+pub fn walk_up(out: &mut String, shell: Shell, indent: &str) {
+    use std::fmt::Write as _;
+    let dir = "__gpuenv_dir";
+    let i = indent;
+    let _ = match shell {
+        Shell::Bash | Shell::Zsh => {
+            let names = |d: &str| {
+                FILE_NAMES
+                    .iter()
+                    .map(|n| format!(" && ! -e {d}/{n} && ! -L {d}/{n}"))
+                    .collect::<String>()
+            };
+            write!(
+                out,
+                "{i}local {dir}=$PWD\n{i}while [[ -n ${dir} ]]; do\n{i}    [[ ! -L ${dir}{} ]] || return 1\n{i}    {dir}=${{{dir}%/*}}\n{i}done\n{i}[[ -d /{} ]] || return 1\n",
+                names(&format!("${dir}")),
+                names(""),
+            )
+        }
+        Shell::Fish => {
+            let names = |d: &str| {
+                FILE_NAMES
+                    .iter()
+                    .map(|n| format!(" -o -e {d}/{n} -o -L {d}/{n}"))
+                    .collect::<String>()
+            };
+            write!(
+                out,
+                "{i}set -l {dir} $PWD\n{i}while test -n \"${dir}\"\n{i}    if test -L \"${dir}\"{}\n{i}        return 1\n{i}    end\n{i}    set {dir} (string replace -r '/[^/]*$' '' -- \"${dir}\")\n{i}end\n{i}if test -L /{}\n{i}    return 1\n{i}end\n",
+                names(&format!("\"${dir}\"")),
+                names(""),
+            )
+        }
+    };
 }
 
 #[cfg(test)]
@@ -302,8 +392,8 @@ mod tests {
     fn a_racy_or_foreign_directory_is_never_armed() {
         let home = Home::new("/nonexistent");
         let mut f = fp("/p", None);
-        assert!(arm(&home, &f, None, None).is_none(), "no $PWD");
-        assert!(arm(&home, &f, Some("/elsewhere"), None).is_none());
+        assert!(arm(&home, &f, None, None, true).is_none(), "no $PWD");
+        assert!(arm(&home, &f, Some("/elsewhere"), None, true).is_none());
         // A toolchain file written just now: a second edit may keep its time.
         let just_now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -317,13 +407,47 @@ mod tests {
                 ..Stamp::default()
             },
         ));
-        assert!(arm(&home, &f, Some("/p"), None).is_none());
+        assert!(arm(&home, &f, Some("/p"), None, true).is_none());
+    }
+
+    #[test]
+    fn a_quiet_run_outside_projects_holds_in_any_such_directory() {
+        let home = Home::new("/nonexistent");
+        let f = fp("/p", None);
+        let path = |p: &str| Some(std::ffi::OsStr::new(p).to_owned());
+        let place = |pwd: &str, path: Option<std::ffi::OsString>, quiet: bool| {
+            arm(&home, &f, Some(pwd), path.as_deref(), quiet).map(|c| c.place)
+        };
+        assert_eq!(place("/p", path("/usr/bin:/bin"), true), Some(Place::Plain));
+        assert_eq!(place("/p", None, true), Some(Place::Plain));
+        // A run that said something says it again in the next directory.
+        assert_eq!(place("/p", None, false), Some(Place::Dir("/p".into())));
+        // `bin` and an empty entry are found from `$PWD`.
+        for relative in ["bin:/usr/bin", "/usr/bin::/bin"] {
+            assert_eq!(
+                place("/p", path(relative), true),
+                Some(Place::Dir("/p".into())),
+                "{relative}"
+            );
+        }
+        // A toolchain file found (even one not applied) ties the check to its directory.
+        let with_file = fp("/p/a", Some("/p/gpuenv.toml"));
+        let check = arm(&home, &with_file, Some("/p/a"), None, true);
+        assert!(check.is_none_or(|c| c.place == Place::Dir("/p/a".into())));
+        // The walk replaces the list of files that must stay absent; other files stay.
+        let c = arm(&home, &f, Some("/p"), None, true).unwrap();
+        assert_eq!(c.absent, vec![PathBuf::from("/h/settings.toml")]);
+        let bash = render(Some(&c), Shell::Bash);
+        assert!(bash.contains("[[ $PWD == /*"), "{bash}");
+        assert!(bash.contains("! -L $__gpuenv_dir/.gpuenv.toml"), "{bash}");
+        let fish = render(Some(&c), Shell::Fish);
+        assert!(fish.contains("string match -q '/*' -- \"$PWD\""), "{fish}");
     }
 
     #[test]
     fn values_are_quoted_for_each_shell() {
         let c = Check {
-            pwd: "/it's $x".into(),
+            place: Place::Dir("/it's $x".into()),
             vars: vec![("VIRTUAL_ENV".into(), Some("-n".into()))],
             same_time: vec![],
             same_text: vec![("/p/gpuenv.toml".into(), "cuda = \"12.4\"\n".into())],

@@ -23,7 +23,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use super::fast_path::{self, Check};
+use super::fast_path::{self, Check, Place};
 use super::{quote, Shell};
 
 /// Files beyond this many are cleared out when a new one is written; a way back whose file
@@ -100,26 +100,54 @@ pub fn render(hop: Option<&Hop>, shell: Shell) -> String {
     let file = file.to_string_lossy();
     // The file's last line says its key: a file cut short, emptied or garbled (which
     // `write_atomic` never leaves, but a disk may) defines no hop and gpuenv is asked.
+    // Back to a directory outside projects: any such directory, walked up to be sure
+    // before the file is read.
+    let mut out = String::new();
     match shell {
         Shell::Bash | Shell::Zsh => {
-            let (pwd, f) = (
-                q_posix(hop.back.check.pwd.as_bytes()),
-                q_posix(file.as_bytes()),
-            );
-            format!(
-                "{back}() {{ [[ $PWD == {pwd} && -f {f} && -O {f} ]] || return 1; local {SENTINEL}=; . {f} 2>/dev/null; [[ ${SENTINEL} == {key} ]] && {to_back}; }}\n"
-            )
+            let f = q_posix(file.as_bytes());
+            match &hop.back.check.place {
+                Place::Dir(pwd) => {
+                    let pwd = q_posix(pwd.as_bytes());
+                    out.push_str(&format!(
+                        "{back}() {{ [[ $PWD == {pwd} && -f {f} && -O {f} ]] || return 1; "
+                    ));
+                }
+                Place::Plain => {
+                    out.push_str(&format!(
+                        "{back}() {{\n    [[ -f {f} && -O {f} ]] || return 1\n"
+                    ));
+                    fast_path::walk_up(&mut out, shell, "    ");
+                    out.push_str("    ");
+                }
+            }
+            out.push_str(&format!(
+                "local {SENTINEL}=; . {f} 2>/dev/null; [[ ${SENTINEL} == {key} ]] && {to_back}; }}\n"
+            ));
         }
         Shell::Fish => {
-            let (pwd, f) = (
-                q_fish(hop.back.check.pwd.as_bytes()),
-                q_fish(file.as_bytes()),
-            );
-            format!(
-                "function {back}; test \"x$PWD\" = x{pwd} -a -f {f} -a -O {f}; or return 1; set -g {SENTINEL} ''; source {f} 2>/dev/null; test \"x${SENTINEL}\" = x{key}; and {to_back}; end\n"
-            )
+            let f = q_fish(file.as_bytes());
+            match &hop.back.check.place {
+                Place::Dir(pwd) => {
+                    let pwd = q_fish(pwd.as_bytes());
+                    out.push_str(&format!(
+                        "function {back}; test \"x$PWD\" = x{pwd} -a -f {f} -a -O {f}; or return 1; "
+                    ));
+                }
+                Place::Plain => {
+                    out.push_str(&format!(
+                        "function {back}\n    test -f {f} -a -O {f}; or return 1\n"
+                    ));
+                    fast_path::walk_up(&mut out, shell, "    ");
+                    out.push_str("    ");
+                }
+            }
+            out.push_str(&format!(
+                "set -g {SENTINEL} ''; source {f} 2>/dev/null; test \"x${SENTINEL}\" = x{key}; and {to_back}; end\n"
+            ));
         }
     }
+    out
 }
 
 /// The variable a hop's file sets last, to its key.
@@ -157,7 +185,11 @@ fn key(hop: &Hop) -> u64 {
     let mut bytes = Vec::with_capacity(8 * 1024);
     for side in [&hop.back, &hop.here] {
         let c = &side.check;
-        bytes.extend_from_slice(c.pwd.as_bytes());
+        // Anywhere outside projects is one place, whichever directory the run was in.
+        match &c.place {
+            Place::Dir(pwd) => bytes.extend_from_slice(pwd.as_bytes()),
+            Place::Plain => bytes.push(b'*'),
+        }
         bytes.push(0);
         for (k, v) in &c.vars {
             bytes.extend_from_slice(k.as_bytes());
@@ -282,7 +314,7 @@ mod tests {
     fn side(pwd: &str, cuda_home: Option<&str>) -> Side {
         Side {
             check: Check {
-                pwd: pwd.into(),
+                place: Place::Dir(pwd.into()),
                 vars: vec![
                     ("VIRTUAL_ENV".into(), None),
                     ("PATH".into(), Some("/it's:/usr/bin".into())),

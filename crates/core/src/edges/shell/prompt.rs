@@ -112,7 +112,8 @@ pub fn prompt<R: Resolver>(ctx: &Context, home: &Home, force: bool, resolver: &R
     }
     let pwd = ctx.var(vars::PWD);
     if !force && old.as_ref().is_some_and(|s| s.fp == fp) {
-        let check = fast_path::arm(home, &fp, pwd, path);
+        let quiet = old.as_ref().is_some_and(|s| s.quiet);
+        let check = fast_path::arm(home, &fp, pwd, path, quiet);
         return Prompt {
             step: None,
             check,
@@ -154,7 +155,7 @@ pub fn prompt<R: Resolver>(ctx: &Context, home: &Home, force: bool, resolver: &R
         Some((_, v)) => v.as_deref(),
         None => path,
     };
-    let check = fast_path::arm(home, &step.state.fp, pwd, path_after);
+    let check = fast_path::arm(home, &step.state.fp, pwd, path_after, notes.is_empty());
     // Only a prompt's own run (not `use`, which forces one) that said nothing and may be
     // skipped next time makes a way back (`hop`).
     let hop = match (&check, notes.is_empty() && !force) {
@@ -192,7 +193,7 @@ fn way_back(
     }
     // The directory the old run was taken in, as the shell names it there.
     let pwd = old.fp.cwd.to_str()?;
-    let back = fast_path::arm(home, &old.fp, Some(pwd), ctx.var_os(vars::PATH))?;
+    let back = fast_path::arm(home, &old.fp, Some(pwd), ctx.var_os(vars::PATH), true)?;
     // Every variable either state set or this step assigns: its value on each side (what
     // the shell has now, what it will have), each checked before a hop leaves that side.
     let mut keys: Vec<&str> = step
