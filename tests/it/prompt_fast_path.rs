@@ -406,6 +406,79 @@ fn outside_projects_without_a_process(d: &Dialect) {
     assert_eq!(asks_gpuenv(&mut pane, &cd), "cuda-12.4", "{}", d.name);
 }
 
+/// Within a project one run holds in every directory below its toolchain file: a `cd`
+/// down, across and back up starts no process. A toolchain file of a subproject, and a
+/// directory reached through a link (whose real parents are others), send the shell to
+/// gpuenv again; the project's own file is still watched from below.
+fn within_a_project_without_a_process(d: &Dialect) {
+    let sb = world();
+    let proj = sb.path("work/proj");
+    for dir in ["src/a/b", "docs", "sub/deeper"] {
+        fs_err::create_dir_all(proj.join(dir)).unwrap();
+    }
+    std::os::unix::fs::symlink(sb.path("work/outer"), proj.join("src/to-outer")).unwrap();
+    let bin = private_gpuenv(&sb);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let mut pane = (d.start)(&sb, bin.to_str().unwrap());
+    assert_eq!(pane.run("cd proj/src").active, "cuda-12.4");
+    fs_err::remove_file(&bin).unwrap();
+    for dir in ["a/b", "../../../docs", "..", "src/a"] {
+        let out = pane.run(&format!("cd {dir}"));
+        assert_eq!(
+            (&*out.output, &*out.before_prompt, &*out.active),
+            ("", "", "cuda-12.4"),
+            "{}: cd {dir}: {out:?}",
+            d.name
+        );
+    }
+    let asks_gpuenv = |pane: &mut Pane, cd: &str| {
+        let out = pane.run(cd);
+        let shown = format!("{}\n{}", out.output, out.before_prompt);
+        assert!(
+            shown.contains(&bin.display().to_string()),
+            "{}: {cd} must run gpuenv: {out:?}",
+            d.name
+        );
+        private_gpuenv(&sb);
+        let active = pane.run("true").active;
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        pane.run("true");
+        fs_err::remove_file(&bin).unwrap();
+        active
+    };
+    // Through a link out of the project: the directory it leads to has no pin.
+    let cd = format!("cd {}", proj.join("src/to-outer").display());
+    assert_eq!(asks_gpuenv(&mut pane, &cd), "none", "{}", d.name);
+    // A subproject's own pin.
+    write(
+        &proj.join("sub/gpuenv.toml"),
+        "[toolchain]\ncuda = \"10.2\"\n",
+    );
+    let cd = format!("cd {}", proj.join("sub/deeper").display());
+    assert_eq!(asks_gpuenv(&mut pane, &cd), "cuda-10.2");
+    // The project's own file edited while in a subdirectory: seen at the next prompt.
+    let cd = format!("cd {}", proj.join("src/a/b").display());
+    assert_eq!(asks_gpuenv(&mut pane, &cd), "cuda-12.4", "{}", d.name);
+    write(&proj.join("gpuenv.toml"), "[toolchain]\ncuda = \"10.2\"\n");
+    private_gpuenv(&sb);
+    assert_eq!(pane.run("true").active, "cuda-10.2", "{}", d.name);
+}
+
+#[test]
+fn bash_within_a_project_a_cd_starts_no_process() {
+    BASH.test(within_a_project_without_a_process);
+}
+
+#[test]
+fn zsh_within_a_project_a_cd_starts_no_process() {
+    ZSH.test(within_a_project_without_a_process);
+}
+
+#[test]
+fn fish_within_a_project_a_cd_starts_no_process() {
+    FISH.test(within_a_project_without_a_process);
+}
+
 #[test]
 fn bash_outside_projects_a_cd_starts_no_process() {
     BASH.test(outside_projects_without_a_process);

@@ -10,9 +10,10 @@
 //! one of the same size and modification time (`cp -p`, `touch -r`, a checkout that keeps
 //! times) is seen, which no time a shell can compare would show.
 //!
-//! A run that found no toolchain file, and read nothing else that depends on the directory,
+//! A run whose result does not depend on the directory within a project, or outside any,
 //! holds in every such directory: its check compares no `$PWD` but walks up from it, so a
-//! `cd` between directories outside projects costs no process either ([`Place::Plain`]).
+//! `cd` within a project, or between directories outside projects, costs no process either
+//! ([`Place`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -56,6 +57,11 @@ pub enum Place {
     /// for a run that found no toolchain file, said nothing, and whose other inputs name no
     /// directory relative to `$PWD` (a relative `PATH` entry, a `"torch"` pin's python3).
     Plain,
+    /// This directory (the toolchain file's), or any below it with no other toolchain
+    /// file between, reached through no link: a project's result is the same in each of
+    /// its directories. Only for a quiet run, a `PATH` of absolute entries, and a directory
+    /// a shell's pattern takes literally (no `*?[\`, never `/`).
+    Under(String),
 }
 
 /// The check for the run that produced `fp`, making the stamp files it needs. `None` (the
@@ -81,13 +87,26 @@ pub fn arm(
     if racy || !same_dir(Path::new(pwd), &fp.cwd) {
         return None;
     }
-    let plain = quiet && fp.file.is_none() && fp.python.is_none() && all_absolute(path);
-    let mut same_time = Vec::new();
-    let mut absent = if plain {
-        Vec::new()
-    } else {
-        missing_toolchain_files(fp)
+    let place = match &fp.file {
+        _ if !quiet || !all_absolute(path) => Place::Dir(pwd.to_string()),
+        None if fp.python.is_none() => Place::Plain,
+        None => Place::Dir(pwd.to_string()),
+        Some((file, _)) => match file.parent().and_then(Path::to_str) {
+            Some(root) if root != "/" && !root.contains(['*', '?', '[', '\\']) => {
+                Place::Under(root.to_string())
+            }
+            _ => Place::Dir(pwd.to_string()),
+        },
     };
+    let mut same_time = Vec::new();
+    // The walk looks for toolchain files below the project's directory (or anywhere, outside
+    // projects); the project's directory's own twin stays on the list.
+    let mut absent = missing_toolchain_files(fp);
+    match &place {
+        Place::Dir(_) => {}
+        Place::Plain => absent.clear(),
+        Place::Under(root) => absent.retain(|f| f.parent() == Some(Path::new(root))),
+    }
     for (path, stamp) in fp.files() {
         match stamp {
             Some(s) => same_time.push((path.to_path_buf(), stamp_file(home, s).ok()?)),
@@ -107,10 +126,6 @@ pub fn arm(
         };
         vars.push((crate::facts::vars::PATH.to_string(), value));
     }
-    let place = match plain {
-        true => Place::Plain,
-        false => Place::Dir(pwd.to_string()),
-    };
     Some(Check {
         place,
         vars,
@@ -224,17 +239,8 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
         Shell::Bash | Shell::Zsh => {
             let q = |s: &str| text(quote::posix(s.as_bytes()));
             let and = " &&\n       ";
-            let _ = match &c.place {
-                Place::Dir(pwd) => write!(
-                    out,
-                    "{name}() {{\n    local __gpuenv_text=\n    [[ $PWD == {}",
-                    q(pwd)
-                ),
-                Place::Plain => write!(
-                    out,
-                    "{name}() {{\n    local __gpuenv_text=\n    [[ $PWD == /*"
-                ),
-            };
+            let _ = write!(out, "{name}() {{\n    local __gpuenv_text=\n    [[ ");
+            place_test(out, shell, &c.place);
             for (k, v) in &c.vars {
                 let _ = write!(out, "{and}${{{k}-}} == {}", q(v.as_deref().unwrap_or("")));
             }
@@ -249,9 +255,7 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
                 let _ = write!(out, "{and}! -e {}", q(&path(file)));
             }
             out.push_str(" ]] || return 1\n");
-            if c.place == Place::Plain {
-                walk_up(out, shell, "    ");
-            }
+            walk_up(out, shell, &c.place, "    ");
             // The shell's `read` reads the file without a process; `-f` first, so a FIFO
             // put in its place is never opened, and a file gone meanwhile says nothing.
             for (file, text) in &c.same_text {
@@ -271,12 +275,8 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
             let q = |s: &str| text(quote::fish(s.as_bytes()));
             let and = "\n    and ";
             // `x` in front: a value starting with `-` or `!` is never read as an operator.
-            let _ = match &c.place {
-                Place::Dir(pwd) => write!(out, "function {name}\n    test \"x$PWD\" = x{}", q(pwd)),
-                Place::Plain => {
-                    write!(out, "function {name}\n    string match -q '/*' -- \"$PWD\"")
-                }
-            };
+            let _ = write!(out, "function {name}\n    ");
+            place_test(out, shell, &c.place);
             for (k, v) in &c.vars {
                 let _ = write!(
                     out,
@@ -295,9 +295,7 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
                 let _ = write!(out, "{and}not test -e {}", q(&path(file)));
             }
             out.push_str("\n    or return 1\n");
-            if c.place == Place::Plain {
-                walk_up(out, shell, "    ");
-            }
+            walk_up(out, shell, &c.place, "    ");
             for (file, text) in &c.same_text {
                 let f = q(&path(file));
                 let _ = write!(
@@ -311,41 +309,101 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
     }
 }
 
-/// Code that returns 1 unless no directory from `$PWD` up is a link or holds an entry with
-/// a toolchain file's name (a dangling link counts: resolution stops at it too). Builtins
-/// only: a few tests per directory level.
-pub fn walk_up(out: &mut String, shell: Shell, indent: &str) {
+/// The test that `$PWD` is in `place`: one term of bash's and zsh's `[[ ]]`, one command
+/// of fish's.
+pub fn place_test(out: &mut String, shell: Shell, place: &Place) {
+    use std::fmt::Write as _;
+    let _ = match (shell, place) {
+        (Shell::Bash | Shell::Zsh, Place::Dir(pwd)) => {
+            write!(out, "$PWD == {}", text(quote::posix(pwd.as_bytes())))
+        }
+        (Shell::Bash | Shell::Zsh, Place::Plain) => write!(out, "$PWD == /*"),
+        (Shell::Bash | Shell::Zsh, Place::Under(root)) => {
+            let r = text(quote::posix(root.as_bytes()));
+            write!(out, "( $PWD == {r} || $PWD == {r}/* )")
+        }
+        // `x` in front: a value starting with `-` or `!` is never read as an operator.
+        (Shell::Fish, Place::Dir(pwd)) => {
+            write!(
+                out,
+                "test \"x$PWD\" = x{}",
+                text(quote::fish(pwd.as_bytes()))
+            )
+        }
+        (Shell::Fish, Place::Plain) => write!(out, "string match -q '/*' -- \"$PWD\""),
+        (Shell::Fish, Place::Under(root)) => {
+            let r = text(quote::fish(root.as_bytes()));
+            write!(
+                out,
+                "begin; test \"x$PWD\" = x{r}; or string match -q -- {r}'/*' \"$PWD\"; end"
+            )
+        }
+    };
+}
+
+/// For a check that holds in more than one directory: code that returns 1 unless, from
+/// `$PWD` up to the project's directory (to `/` outside projects), no directory is a link
+/// or holds an entry with a toolchain file's name (a dangling link counts: resolution
+/// stops at it too). Builtins only: a few tests per directory level.
+pub fn walk_up(out: &mut String, shell: Shell, place: &Place, indent: &str) {
     use std::fmt::Write as _;
     let dir = "__gpuenv_dir";
     let i = indent;
-    let _ = match shell {
-        Shell::Bash | Shell::Zsh => {
+    let _ = match (shell, place) {
+        (_, Place::Dir(_)) => Ok(()),
+        (Shell::Bash | Shell::Zsh, _) => {
             let names = |d: &str| {
                 FILE_NAMES
                     .iter()
                     .map(|n| format!(" && ! -e {d}/{n} && ! -L {d}/{n}"))
                     .collect::<String>()
             };
-            write!(
+            // Outside projects down to the empty string (`/` is asked after); in one, to
+            // its directory (which `$PWD` starts with).
+            let until = match place {
+                Place::Under(root) => format!(
+                    "${dir} != {} && -n ${dir}",
+                    text(quote::posix(root.as_bytes()))
+                ),
+                _ => format!("-n ${dir}"),
+            };
+            let _ = write!(
                 out,
-                "{i}local {dir}=$PWD\n{i}while [[ -n ${dir} ]]; do\n{i}    [[ ! -L ${dir}{} ]] || return 1\n{i}    {dir}=${{{dir}%/*}}\n{i}done\n{i}[[ -d /{} ]] || return 1\n",
+                "{i}local {dir}=$PWD\n{i}while [[ {until} ]]; do\n{i}    [[ ! -L ${dir}{} ]] || return 1\n{i}    {dir}=${{{dir}%/*}}\n{i}done\n",
                 names(&format!("${dir}")),
-                names(""),
-            )
+            );
+            match place {
+                Place::Plain => writeln!(out, "{i}[[ -d /{} ]] || return 1", names("")),
+                _ => Ok(()),
+            }
         }
-        Shell::Fish => {
+        (Shell::Fish, _) => {
             let names = |d: &str| {
                 FILE_NAMES
                     .iter()
                     .map(|n| format!(" -o -e {d}/{n} -o -L {d}/{n}"))
                     .collect::<String>()
             };
-            write!(
+            let until = match place {
+                Place::Under(root) => format!(
+                    "\"x${dir}\" != x{} -a -n \"${dir}\"",
+                    text(quote::fish(root.as_bytes()))
+                ),
+                _ => format!("-n \"${dir}\""),
+            };
+            let _ = write!(
                 out,
-                "{i}set -l {dir} $PWD\n{i}while test -n \"${dir}\"\n{i}    if test -L \"${dir}\"{}\n{i}        return 1\n{i}    end\n{i}    set {dir} (string replace -r '/[^/]*$' '' -- \"${dir}\")\n{i}end\n{i}if test -L /{}\n{i}    return 1\n{i}end\n",
+                "{i}set -l {dir} $PWD\n{i}while test {until}\n{i}    if test -L \"${dir}\"{}\n{i}        return 1\n{i}    end\n{i}    set {dir} (string replace -r '/[^/]*$' '' -- \"${dir}\")\n{i}end\n",
                 names(&format!("\"${dir}\"")),
-                names(""),
-            )
+            );
+            match place {
+                Place::Plain => write!(
+                    out,
+                    "{i}if test -L /{}\n{i}    return 1\n{i}end\n",
+                    names("")
+                ),
+                _ => Ok(()),
+            }
         }
     };
 }

@@ -100,50 +100,44 @@ pub fn render(hop: Option<&Hop>, shell: Shell) -> String {
     let file = file.to_string_lossy();
     // The file's last line says its key: a file cut short, emptied or garbled (which
     // `write_atomic` never leaves, but a disk may) defines no hop and gpuenv is asked.
-    // Back to a directory outside projects: any such directory, walked up to be sure
-    // before the file is read.
+    // Back to one directory, or to any of a place's (walked up to be sure) before the file
+    // is read.
     let mut out = String::new();
-    match shell {
-        Shell::Bash | Shell::Zsh => {
+    match (shell, &hop.back.check.place) {
+        (Shell::Bash | Shell::Zsh, Place::Dir(_)) => {
             let f = q_posix(file.as_bytes());
-            match &hop.back.check.place {
-                Place::Dir(pwd) => {
-                    let pwd = q_posix(pwd.as_bytes());
-                    out.push_str(&format!(
-                        "{back}() {{ [[ $PWD == {pwd} && -f {f} && -O {f} ]] || return 1; "
-                    ));
-                }
-                Place::Plain => {
-                    out.push_str(&format!(
-                        "{back}() {{\n    [[ -f {f} && -O {f} ]] || return 1\n"
-                    ));
-                    fast_path::walk_up(&mut out, shell, "    ");
-                    out.push_str("    ");
-                }
-            }
+            out.push_str(&format!("{back}() {{ [[ "));
+            fast_path::place_test(&mut out, shell, &hop.back.check.place);
             out.push_str(&format!(
-                "local {SENTINEL}=; . {f} 2>/dev/null; [[ ${SENTINEL} == {key} ]] && {to_back}; }}\n"
+                " && -f {f} && -O {f} ]] || return 1; local {SENTINEL}=; . {f} 2>/dev/null; [[ ${SENTINEL} == {key} ]] && {to_back}; }}\n"
             ));
         }
-        Shell::Fish => {
-            let f = q_fish(file.as_bytes());
-            match &hop.back.check.place {
-                Place::Dir(pwd) => {
-                    let pwd = q_fish(pwd.as_bytes());
-                    out.push_str(&format!(
-                        "function {back}; test \"x$PWD\" = x{pwd} -a -f {f} -a -O {f}; or return 1; "
-                    ));
-                }
-                Place::Plain => {
-                    out.push_str(&format!(
-                        "function {back}\n    test -f {f} -a -O {f}; or return 1\n"
-                    ));
-                    fast_path::walk_up(&mut out, shell, "    ");
-                    out.push_str("    ");
-                }
-            }
+        (Shell::Bash | Shell::Zsh, place) => {
+            let f = q_posix(file.as_bytes());
+            out.push_str(&format!("{back}() {{\n    [[ "));
+            fast_path::place_test(&mut out, shell, place);
+            out.push_str(&format!(" && -f {f} && -O {f} ]] || return 1\n"));
+            fast_path::walk_up(&mut out, shell, place, "    ");
             out.push_str(&format!(
-                "set -g {SENTINEL} ''; source {f} 2>/dev/null; test \"x${SENTINEL}\" = x{key}; and {to_back}; end\n"
+                "    local {SENTINEL}=; . {f} 2>/dev/null; [[ ${SENTINEL} == {key} ]] && {to_back}; }}\n"
+            ));
+        }
+        (Shell::Fish, Place::Dir(_)) => {
+            let f = q_fish(file.as_bytes());
+            out.push_str(&format!("function {back}; "));
+            fast_path::place_test(&mut out, shell, &hop.back.check.place);
+            out.push_str(&format!(
+                " -a -f {f} -a -O {f}; or return 1; set -g {SENTINEL} ''; source {f} 2>/dev/null; test \"x${SENTINEL}\" = x{key}; and {to_back}; end\n"
+            ));
+        }
+        (Shell::Fish, place) => {
+            let f = q_fish(file.as_bytes());
+            out.push_str(&format!("function {back}\n    "));
+            fast_path::place_test(&mut out, shell, place);
+            out.push_str(&format!("; and test -f {f} -a -O {f}; or return 1\n"));
+            fast_path::walk_up(&mut out, shell, place, "    ");
+            out.push_str(&format!(
+                "    set -g {SENTINEL} ''; source {f} 2>/dev/null; test \"x${SENTINEL}\" = x{key}; and {to_back}; end\n"
             ));
         }
     }
@@ -189,6 +183,10 @@ fn key(hop: &Hop) -> u64 {
         match &c.place {
             Place::Dir(pwd) => bytes.extend_from_slice(pwd.as_bytes()),
             Place::Plain => bytes.push(b'*'),
+            Place::Under(root) => {
+                bytes.extend_from_slice(b"under ");
+                bytes.extend_from_slice(root.as_bytes());
+            }
         }
         bytes.push(0);
         for (k, v) in &c.vars {
