@@ -343,8 +343,8 @@ pub fn place_test(out: &mut String, shell: Shell, place: &Place) {
 
 /// For a check that holds in more than one directory: code that returns 1 unless, from
 /// `$PWD` up to the project's directory (to `/` outside projects), no directory is a link
-/// or holds an entry with a toolchain file's name (a dangling link counts: resolution
-/// stops at it too). Builtins only: a few tests per directory level.
+/// or holds a toolchain file (`-e`, as the list of absent files it stands for). Builtins
+/// only: three tests per directory level.
 pub fn walk_up(out: &mut String, shell: Shell, place: &Place, indent: &str) {
     use std::fmt::Write as _;
     let dir = "__gpuenv_dir";
@@ -355,7 +355,7 @@ pub fn walk_up(out: &mut String, shell: Shell, place: &Place, indent: &str) {
             let names = |d: &str| {
                 FILE_NAMES
                     .iter()
-                    .map(|n| format!(" && ! -e {d}/{n} && ! -L {d}/{n}"))
+                    .map(|n| format!(" && ! -e {d}/{n}"))
                     .collect::<String>()
             };
             // Outside projects down to the empty string (`/` is asked after); in one, to
@@ -381,7 +381,7 @@ pub fn walk_up(out: &mut String, shell: Shell, place: &Place, indent: &str) {
             let names = |d: &str| {
                 FILE_NAMES
                     .iter()
-                    .map(|n| format!(" -o -e {d}/{n} -o -L {d}/{n}"))
+                    .map(|n| format!(" -o -e {d}/{n}"))
                     .collect::<String>()
             };
             let until = match place {
@@ -497,7 +497,7 @@ mod tests {
         assert_eq!(c.absent, vec![PathBuf::from("/h/settings.toml")]);
         let bash = render(Some(&c), Shell::Bash);
         assert!(bash.contains("[[ $PWD == /*"), "{bash}");
-        assert!(bash.contains("! -L $__gpuenv_dir/.gpuenv.toml"), "{bash}");
+        assert!(bash.contains("! -e $__gpuenv_dir/.gpuenv.toml"), "{bash}");
         let fish = render(Some(&c), Shell::Fish);
         assert!(fish.contains("string match -q '/*' -- \"$PWD\""), "{fish}");
     }
