@@ -70,7 +70,7 @@ pub enum Place {
 /// written, or when the toolchain file cannot be read as text as it was stamped.
 /// `path`: PATH as the shell has it after this run, compared too when `fp` watches the
 /// `python3` on PATH (a shell cannot ask which one is first without a process). `quiet`:
-/// the run said nothing, so it may hold anywhere outside projects ([`Place::Plain`]).
+/// the run said nothing, so it may hold beyond `$PWD` ([`Place`]).
 pub fn arm(
     home: &Home,
     fp: &Fingerprint,

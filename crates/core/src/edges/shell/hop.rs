@@ -179,7 +179,7 @@ fn key(hop: &Hop) -> u64 {
     let mut bytes = Vec::with_capacity(8 * 1024);
     for side in [&hop.back, &hop.here] {
         let c = &side.check;
-        // Anywhere outside projects is one place, whichever directory the run was in.
+        // A place of many directories is one, whichever of them the run was in.
         match &c.place {
             Place::Dir(pwd) => bytes.extend_from_slice(pwd.as_bytes()),
             Place::Plain => bytes.push(b'*'),
