@@ -15,6 +15,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "base",
         &[
+            "byte_search",
             "diagnostic",
             "ui",
             "finding",

@@ -464,6 +464,83 @@ fn within_a_project_without_a_process(d: &Dialect) {
     assert_eq!(pane.run("true").active, "cuda-10.2", "{}", d.name);
 }
 
+/// A project whose directory's name a shell would read as code (a quote, `$(...)`, a
+/// space): the check holds below it and nowhere else (a sibling whose name starts with it
+/// is outside the project), and runs nothing of the name. One a pattern would read (`*`, `[`) keeps the
+/// check to `$PWD`: below it, gpuenv is asked.
+fn a_hostile_project_name_is_only_a_name(d: &Dialect) {
+    let sb = world();
+    let work = sb.path("work");
+    // Run as code, it would leave a file `ran` in whatever directory the shell is in.
+    let code = "it's $(touch ran) \"q\"";
+    for name in [code, "star*[x]"] {
+        fs_err::create_dir_all(work.join(name).join("a/b")).unwrap();
+        fs_err::create_dir_all(work.join(format!("{name}-2"))).unwrap();
+        write(
+            &work.join(name).join("gpuenv.toml"),
+            "[toolchain]\ncuda = \"12.4\"\n",
+        );
+    }
+    let bin = private_gpuenv(&sb);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let mut pane = (d.start)(&sb, bin.to_str().unwrap());
+    // The shell's own glob finds each directory: its name is never typed.
+    for (glob, anywhere_below) in [("it\\'s*", true), ("star*", false)] {
+        assert_eq!(
+            pane.run(&format!("cd {glob}/a")).active,
+            "cuda-12.4",
+            "{}",
+            d.name
+        );
+        fs_err::remove_file(&bin).unwrap();
+        let out = pane.run("cd b");
+        let shown = format!("{}\n{}", out.output, out.before_prompt);
+        assert_eq!(
+            !shown.contains(&bin.display().to_string()),
+            anywhere_below,
+            "{}: {glob}: {out:?}",
+            d.name
+        );
+        private_gpuenv(&sb);
+        assert_eq!(pane.run("true").active, "cuda-12.4", "{}: {glob}", d.name);
+        fs_err::remove_file(&bin).unwrap();
+        // A sibling whose name starts with the project's is not in it: it is outside
+        // projects, where the way back leads (from the project's own place: no process).
+        if !anywhere_below {
+            private_gpuenv(&sb);
+        }
+        let out = pane.run(&format!("cd ../../../{glob}-2"));
+        assert_eq!(out.active, "none", "{}: {glob}: {out:?}", d.name);
+        if anywhere_below {
+            assert_eq!((&*out.output, &*out.before_prompt), ("", ""), "{}", d.name);
+        }
+        private_gpuenv(&sb);
+        pane.run("cd ..");
+    }
+    fn ran_somewhere(dir: &std::path::Path) -> bool {
+        fs_err::read_dir(dir).unwrap().any(|e| {
+            let e = e.unwrap();
+            e.file_name() == "ran" || (e.file_type().unwrap().is_dir() && ran_somewhere(&e.path()))
+        })
+    }
+    assert!(!ran_somewhere(&work), "{}: a name ran as code", d.name);
+}
+
+#[test]
+fn bash_a_hostile_project_name_is_only_a_name() {
+    BASH.test(a_hostile_project_name_is_only_a_name);
+}
+
+#[test]
+fn zsh_a_hostile_project_name_is_only_a_name() {
+    ZSH.test(a_hostile_project_name_is_only_a_name);
+}
+
+#[test]
+fn fish_a_hostile_project_name_is_only_a_name() {
+    FISH.test(a_hostile_project_name_is_only_a_name);
+}
+
 #[test]
 fn bash_within_a_project_a_cd_starts_no_process() {
     BASH.test(within_a_project_without_a_process);
