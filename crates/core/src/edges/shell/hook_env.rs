@@ -21,8 +21,11 @@ pub const STATE_VAR: &str = vars::__GPUENV_STATE;
 /// The layout of the state. A shell keeps its state across an upgrade of gpuenv: a state
 /// of an older layout is read (its saved values are what a revert needs), one of an unknown
 /// layout is dropped and the hook starts afresh.
-/// Version 2 watches variables by name and extra files (the prompt's fast path).
-pub const STATE_VERSION: u32 = 2;
+/// Version 2 watches variables by name and extra files (the prompt's fast path). Version 3
+/// keeps each variable as `[before, after]`, and a long value that is not a path list as
+/// its checksum ([`After`]): the shell reads and writes every byte of the state at each
+/// prompt that starts a process (docs/performance.md).
+pub const STATE_VERSION: u32 = 3;
 
 /// Everything a prompt's result depends on; when it is unchanged the hook does nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,12 +120,109 @@ pub struct State {
     pub quiet: bool,
 }
 
+/// One variable the hook set: what was there before, and what it set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "SavedWire", into = "SavedWire")]
 pub struct Saved {
-    #[serde(with = "os_value")]
     pub before: Option<OsString>,
+    pub after: After,
+}
+
+/// What the hook set a variable to, as much of it as a later prompt needs. A later prompt
+/// asks whether the variable still holds it (else the user changed it, and it is theirs),
+/// and of a path list, which entries the hook added and removed. So a value longer than
+/// [`After::KEPT`] that is not a path list is kept as its checksum (the value itself is in
+/// the environment while it holds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum After {
+    Value(Option<OsString>),
+    Sum(u64),
+}
+
+impl After {
+    /// Values up to this long are kept as they are (a checksum is about as long).
+    pub const KEPT: usize = 24;
+
+    pub fn new(key: &str, value: Option<OsString>) -> After {
+        match value {
+            Some(v) if v.len() > After::KEPT && !PATH_LISTS.contains(&key) => {
+                After::Sum(crate::fsutil::checksum(v.as_bytes()))
+            }
+            v => After::Value(v),
+        }
+    }
+
+    /// Whether a variable whose value is `now` still holds what the hook set.
+    pub fn holds(&self, now: Option<&OsStr>) -> bool {
+        match self {
+            After::Value(v) => v.as_deref() == now,
+            After::Sum(sum) => now.is_some_and(|n| {
+                n.len() > After::KEPT && crate::fsutil::checksum(n.as_bytes()) == *sum
+            }),
+        }
+    }
+
+    /// The value itself, where it was kept.
+    pub fn value(&self) -> Option<&OsStr> {
+        match self {
+            After::Value(v) => v.as_deref(),
+            After::Sum(_) => None,
+        }
+    }
+}
+
+/// [`Saved`] as the state writes it: `[before, after]`, `after` a number where it is a
+/// checksum.
+#[derive(Serialize, Deserialize)]
+struct SavedWire(#[serde(with = "os_value")] Option<OsString>, AfterWire);
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum AfterWire {
+    Sum(u64),
+    Value(#[serde(with = "os_value")] Option<OsString>),
+}
+
+impl From<SavedWire> for Saved {
+    fn from(SavedWire(before, after): SavedWire) -> Saved {
+        let after = match after {
+            AfterWire::Sum(sum) => After::Sum(sum),
+            AfterWire::Value(v) => After::Value(v),
+        };
+        Saved { before, after }
+    }
+}
+
+impl From<Saved> for SavedWire {
+    fn from(saved: Saved) -> SavedWire {
+        let after = match saved.after {
+            After::Sum(sum) => AfterWire::Sum(sum),
+            After::Value(v) => AfterWire::Value(v),
+        };
+        SavedWire(saved.before, after)
+    }
+}
+
+/// [`Saved`] as versions up to 2 wrote it: both values in full, by name.
+#[derive(Deserialize)]
+struct SavedV2 {
     #[serde(with = "os_value")]
-    pub after: Option<OsString>,
+    before: Option<OsString>,
+    #[serde(with = "os_value")]
+    after: Option<OsString>,
+}
+
+impl From<SavedV2> for Saved {
+    fn from(old: SavedV2) -> Saved {
+        Saved {
+            before: old.before,
+            after: After::Value(old.after),
+        }
+    }
+}
+
+fn from_v2(vars: BTreeMap<String, SavedV2>) -> BTreeMap<String, Saved> {
+    vars.into_iter().map(|(k, s)| (k, s.into())).collect()
 }
 
 /// A value in the state: a JSON string when it is UTF-8, else its bytes as an array, so
@@ -158,7 +258,16 @@ mod os_value {
 /// not trusted, so the next prompt recomputes.
 #[derive(Deserialize)]
 struct StateV0 {
-    vars: BTreeMap<String, Saved>,
+    vars: BTreeMap<String, SavedV2>,
+}
+
+/// Version 2: this version's fingerprint, the values in full.
+#[derive(Deserialize)]
+struct StateV2 {
+    fp: Fingerprint,
+    vars: BTreeMap<String, SavedV2>,
+    #[serde(default)]
+    quiet: bool,
 }
 
 impl State {
@@ -174,12 +283,21 @@ impl State {
         let value: serde_json::Value = serde_json::from_str(text).ok()?;
         match value.get("v").map(|v| v.as_u64()) {
             Some(Some(v)) if v == u64::from(STATE_VERSION) => serde_json::from_value(value).ok(),
+            Some(Some(2)) => {
+                let old: StateV2 = serde_json::from_value(value).ok()?;
+                Some(State {
+                    v: STATE_VERSION,
+                    fp: old.fp,
+                    vars: from_v2(old.vars),
+                    quiet: old.quiet,
+                })
+            }
             None | Some(Some(1)) => {
                 let old: StateV0 = serde_json::from_value(value).ok()?;
                 Some(State {
                     v: STATE_VERSION,
                     fp: Fingerprint::default(),
-                    vars: old.vars,
+                    vars: from_v2(old.vars),
                     quiet: false,
                 })
             }
@@ -199,7 +317,7 @@ impl State {
             .iter()
             .map(|(k, saved)| {
                 let now = current(k);
-                let value = if now == saved.after {
+                let value = if saved.after.holds(now.as_deref()) {
                     saved.before.clone()
                 } else if PATH_LISTS.contains(&k.as_str()) {
                     revert_list(now.as_deref(), saved)
@@ -218,7 +336,7 @@ impl State {
 /// have.
 fn revert_list(now: Option<&OsStr>, saved: &Saved) -> Option<OsString> {
     let before = path_list::split(saved.before.as_deref());
-    let after = path_list::split(saved.after.as_deref());
+    let after = path_list::split(saved.after.value());
     let mut list: Vec<OsString> = path_list::split(now)
         .into_iter()
         .filter(|e| before.contains(e) || !after.contains(e))
@@ -276,7 +394,7 @@ pub fn step(
                 k.clone(),
                 Saved {
                     before,
-                    after: after.clone(),
+                    after: After::new(k, after.clone()),
                 },
             );
         }
@@ -316,134 +434,4 @@ pub fn revert_all(old: Option<&State>, fp: Fingerprint, current: Lookup) -> Step
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan::env::{Change, Op};
-
-    type Env = BTreeMap<String, OsString>;
-
-    fn env(pairs: &[(&str, &str)]) -> Env {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), OsString::from(v)))
-            .collect()
-    }
-
-    fn apply(env: &mut Env, step: &Step) {
-        for (k, v) in &step.assignments {
-            match v {
-                Some(v) => env.insert(k.clone(), v.clone()),
-                None => env.remove(k),
-            };
-        }
-    }
-
-    fn project(view: &str) -> Change {
-        Change {
-            ops: vec![
-                Op::Set("CUDA_HOME".into(), view.into()),
-                Op::Prepend("PATH".into(), vec![format!("{view}/bin").into()]),
-            ],
-        }
-    }
-
-    fn prompt(env: &mut Env, change: Option<Change>, cwd: &str) {
-        let old = env
-            .get(STATE_VAR)
-            .and_then(|s| State::decode(s.to_str().unwrap()));
-        let snapshot = env.clone();
-        let current = |k: &str| snapshot.get(k).cloned();
-        let fp = Fingerprint {
-            cwd: cwd.into(),
-            ..Default::default()
-        };
-        let change = change.unwrap_or_default();
-        let s = step(old.as_ref(), fp, &current, &|base| change.apply(base));
-        apply(env, &s);
-    }
-
-    #[test]
-    fn entering_and_leaving_restores_exactly() {
-        let mut e = env(&[("PATH", "/usr/bin:/bin")]);
-        prompt(&mut e, None, "/home");
-        let before = e.clone();
-        prompt(&mut e, Some(project("/v/a")), "/p/a");
-        assert_eq!(e["CUDA_HOME"], "/v/a");
-        assert_eq!(e["PATH"], "/v/a/bin:/usr/bin:/bin");
-        prompt(&mut e, Some(project("/v/b")), "/p/b");
-        assert_eq!(e["PATH"], "/v/b/bin:/usr/bin:/bin");
-        prompt(&mut e, None, "/home");
-        assert_eq!(e, before);
-    }
-
-    #[test]
-    fn the_users_own_later_edits_survive() {
-        let mut e = env(&[("PATH", "/usr/bin:/bin"), ("CUDA_HOME", "/mine")]);
-        prompt(&mut e, Some(project("/v/a")), "/p/a");
-        // The user adds an entry and sets a variable of their own after the hook ran.
-        let path = format!("/home/u/bin:{}", e["PATH"].to_str().unwrap());
-        e.insert("PATH".into(), path.into());
-        e.insert("MY_VAR".into(), "1".into());
-        prompt(&mut e, None, "/home");
-        assert_eq!(e["PATH"], "/home/u/bin:/usr/bin:/bin");
-        assert_eq!(e["CUDA_HOME"], "/mine");
-        assert_eq!(e["MY_VAR"], "1");
-    }
-
-    #[test]
-    fn removed_entries_come_back_in_place() {
-        let saved = Saved {
-            before: Some("/a:/usr/local/cuda-11.3/bin:/b".into()),
-            after: Some("/v/bin:/a:/b".into()),
-        };
-        assert_eq!(
-            revert_list(Some("/x:/v/bin:/a:/b".as_ref()), &saved).unwrap(),
-            "/x:/a:/usr/local/cuda-11.3/bin:/b"
-        );
-    }
-
-    #[test]
-    fn a_list_unset_before_and_unset_by_the_user_stays_unset() {
-        let mut e = env(&[("PATH", "/usr/bin")]);
-        let lib = Change {
-            ops: vec![Op::Prepend(
-                "LD_LIBRARY_PATH".into(),
-                vec!["/v/lib64".into()],
-            )],
-        };
-        prompt(&mut e, Some(lib), "/p/a");
-        assert_eq!(e["LD_LIBRARY_PATH"], "/v/lib64");
-        e.remove("LD_LIBRARY_PATH");
-        prompt(&mut e, None, "/home");
-        assert_eq!(e.get("LD_LIBRARY_PATH"), None);
-    }
-
-    #[test]
-    fn values_that_are_not_utf8_survive_the_state() {
-        use std::os::unix::ffi::OsStringExt;
-        let odd = OsString::from_vec(b"/tmp/caf\xe9/bin:/bin".to_vec());
-        let mut e = env(&[]);
-        e.insert("PATH".into(), odd.clone());
-        prompt(&mut e, Some(project("/v/a")), "/p/a");
-        prompt(&mut e, None, "/home");
-        assert_eq!(e["PATH"], odd);
-    }
-
-    #[test]
-    fn a_state_of_the_first_layout_is_read_and_an_unknown_one_dropped() {
-        let v0 = r#"{"fp":{"cwd":"/p","vars":[],"file":null,"settings":null},"vars":{"CUDA_HOME":{"before":null,"after":"/v/a"}}}"#;
-        let old = State::decode(v0).expect("the first layout is read");
-        assert_eq!(old.v, STATE_VERSION);
-        assert_eq!(
-            old.fp,
-            Fingerprint::default(),
-            "its fingerprint is not reused"
-        );
-        assert_eq!(
-            old.vars["CUDA_HOME"].after.as_deref(),
-            Some("/v/a".as_ref())
-        );
-        assert_eq!(State::decode(r#"{"v":999,"whatever":[1,2]}"#), None);
-        assert_eq!(State::decode("not json"), None);
-    }
-}
+mod tests;

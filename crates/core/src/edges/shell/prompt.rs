@@ -188,7 +188,11 @@ fn way_back(
 ) -> Option<Hop> {
     let old = old.filter(|o| o.quiet && o.fp.python.is_none())?;
     let now = |k: &str| ctx.var_os(k).map(ToOwned::to_owned);
-    if old.vars.iter().any(|(k, saved)| now(k) != saved.after) {
+    if old
+        .vars
+        .iter()
+        .any(|(k, saved)| !saved.after.holds(now(k).as_deref()))
+    {
         return None;
     }
     // The directory the old run was taken in, as the shell names it there.
