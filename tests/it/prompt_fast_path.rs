@@ -657,3 +657,32 @@ fn bash_prompt_after_a_cd_forks_once() {
         "the one fork becomes the proxy beside gpuenv: {trace}"
     );
 }
+
+/// bash's `nocasematch` makes its `==` ignore case: a directory `PROJ` beside the project
+/// `proj` would pass the project's check. With it set the check asks gpuenv, whose answer
+/// (no project there) is applied.
+#[test]
+fn bash_with_nocasematch_a_directory_named_like_the_project_is_not_it() {
+    if !have_tool("bash") {
+        return;
+    }
+    let sb = world();
+    fs_err::create_dir_all(sb.path("work/PROJ")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let script = "shopt -s nocasematch\n\
+                  eval \"$(\"$GPUENV_BIN\" hook bash)\"\n\
+                  cd work/proj; _gpuenv_hook; echo \"in proj: ${GPUENV_ACTIVE-none}\"\n\
+                  cd ../PROJ; _gpuenv_hook; echo \"in PROJ: ${GPUENV_ACTIVE-none}\"\n";
+    let (home, gpuenv_home, bin) = (sb.home(), sb.gpuenv_home(), gpuenv_bin());
+    let env: [(&str, &std::ffi::OsStr); 4] = [
+        ("HOME", home.as_os_str()),
+        ("PATH", "/usr/bin:/bin".as_ref()),
+        ("GPUENV_HOME", gpuenv_home.as_os_str()),
+        ("GPUENV_BIN", bin.as_ref()),
+    ];
+    let run = common::shells::run("bash", script, &sb.path(""), &env);
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{run:?}");
+    assert!(out.contains("in proj: cuda-12.4"), "{out}");
+    assert!(out.contains("in PROJ: none"), "{out}");
+}

@@ -239,7 +239,12 @@ pub fn render_into(out: &mut String, check: Option<&Check>, shell: Shell, name: 
         Shell::Bash | Shell::Zsh => {
             let q = |s: &str| text(quote::posix(s.as_bytes()));
             let and = " &&\n       ";
-            let _ = write!(out, "{name}() {{\n    local __gpuenv_text=\n    [[ ");
+            let _ = write!(out, "{name}() {{\n    local __gpuenv_text=\n");
+            // bash's `nocasematch` makes `==` ignore case: `/w/Proj` would pass for `/w/proj`.
+            if shell == Shell::Bash {
+                out.push_str("    shopt -q nocasematch && return 1\n");
+            }
+            out.push_str("    [[ ");
             place_test(out, shell, &c.place);
             for (k, v) in &c.vars {
                 let _ = write!(out, "{and}${{{k}-}} == {}", q(v.as_deref().unwrap_or("")));

@@ -114,3 +114,18 @@ fn values_are_quoted_for_each_shell() {
         "{fish}"
     );
 }
+
+#[test]
+fn bash_asks_gpuenv_while_its_comparisons_ignore_case() {
+    let c = Check {
+        place: Place::Under("/w/proj".into()),
+        vars: vec![],
+        same_time: vec![],
+        same_text: vec![],
+        absent: vec![],
+    };
+    assert!(render(Some(&c), Shell::Bash).contains("shopt -q nocasematch && return 1"));
+    // zsh's `==` never ignores case (CASE_MATCH is about regular expressions), and it has
+    // no `shopt`.
+    assert!(!render(Some(&c), Shell::Zsh).contains("shopt"));
+}
