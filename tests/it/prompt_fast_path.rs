@@ -176,9 +176,8 @@ fn no_process_when_nothing_changed(d: &Dialect) {
     // A directory other than the one before (that one comes back without a process:
     // `a_cd_back_puts_the_directorys_environment_back_without_a_process`).
     let out = pane.run("cd ../outer");
-    let shown = format!("{}\n{}", out.output, out.before_prompt);
     assert!(
-        shown.contains(&bin.display().to_string()),
+        asked(&out, &bin),
         "{}: a change runs gpuenv again: {out:?}",
         d.name
     );
@@ -197,6 +196,30 @@ fn private_gpuenv(sb: &Sandbox) -> std::path::PathBuf {
         fs_err::copy(gpuenv_bin(), &bin).unwrap();
     }
     bin
+}
+
+/// Whether the shell, around the command `out` ran, tried to start the deleted binary
+/// `bin`: a prompt that asked gpuenv shows the shell failing to.
+fn asked(out: &Ran, bin: &std::path::Path) -> bool {
+    format!("{}\n{}", out.output, out.before_prompt).contains(&bin.display().to_string())
+}
+
+/// `cd` must ask gpuenv (`bin` is deleted); with gpuenv put back, the next prompt's answer.
+fn asks_gpuenv(
+    d: &Dialect,
+    sb: &Sandbox,
+    pane: &mut Pane,
+    bin: &std::path::Path,
+    cd: &str,
+) -> String {
+    let out = pane.run(cd);
+    assert!(
+        asked(&out, bin),
+        "{}: {cd} must run gpuenv: {out:?}",
+        d.name
+    );
+    private_gpuenv(sb);
+    pane.run("true").active
 }
 
 /// `cd` back and forth between a project and the directory before it: after the first
@@ -252,15 +275,8 @@ fn cd_back_without_a_process(d: &Dialect) {
         assert_eq!(pane.run("cd ../other").active, "cuda-12.4");
         fs_err::remove_file(&bin).unwrap();
         spoil();
-        let out = pane.run("cd ../outer/inner");
-        let shown = format!("{}\n{}", out.output, out.before_prompt);
-        assert!(
-            shown.contains(&bin.display().to_string()),
-            "{}: {out:?}",
-            d.name
-        );
-        private_gpuenv(&sb);
-        assert_eq!(pane.run("true").active, "none", "{}", d.name);
+        let active = asks_gpuenv(d, &sb, pane, &bin, "cd ../outer/inner");
+        assert_eq!(active, "none", "{}", d.name);
         assert_eq!(pane.run("cd ../../proj").active, "cuda-12.4", "{}", d.name);
     };
     asks_gpuenv(&mut pane, &|| {
@@ -381,29 +397,20 @@ fn outside_projects_without_a_process(d: &Dialect) {
         );
         assert_eq!(out.active, active, "{}: cd {dir}: {out:?}", d.name);
     }
-    let asks_gpuenv = |pane: &mut Pane, cd: &str| {
-        let out = pane.run(cd);
-        let shown = format!("{}\n{}", out.output, out.before_prompt);
-        assert!(
-            shown.contains(&bin.display().to_string()),
-            "{}: {cd} must run gpuenv: {out:?}",
-            d.name
-        );
-        private_gpuenv(&sb);
-        pane.run("true").active
-    };
     // A toolchain file above the directory gone to.
     write(
         &work.join("elsewhere/deep/gpuenv.toml"),
         "[toolchain]\ncuda = \"10.2\"\n",
     );
-    assert_eq!(asks_gpuenv(&mut pane, "cd deep/er"), "cuda-10.2");
+    let active = asks_gpuenv(d, &sb, &mut pane, &bin, "cd deep/er");
+    assert_eq!(active, "cuda-10.2");
     assert_eq!(pane.run("cd /").active, "none", "{}", d.name);
     fs_err::remove_file(&bin).unwrap();
     // Through a link into a project's subdirectory: the project applies.
     let link = work.join("outer/to-src");
     let cd = format!("cd {}", link.display());
-    assert_eq!(asks_gpuenv(&mut pane, &cd), "cuda-12.4", "{}", d.name);
+    let active = asks_gpuenv(d, &sb, &mut pane, &bin, &cd);
+    assert_eq!(active, "cuda-12.4", "{}", d.name);
 }
 
 /// Within a project one run holds in every directory below its toolchain file: a `cd`
@@ -431,16 +438,9 @@ fn within_a_project_without_a_process(d: &Dialect) {
             d.name
         );
     }
+    // Asked, then armed again and the binary gone again for the next case.
     let asks_gpuenv = |pane: &mut Pane, cd: &str| {
-        let out = pane.run(cd);
-        let shown = format!("{}\n{}", out.output, out.before_prompt);
-        assert!(
-            shown.contains(&bin.display().to_string()),
-            "{}: {cd} must run gpuenv: {out:?}",
-            d.name
-        );
-        private_gpuenv(&sb);
-        let active = pane.run("true").active;
+        let active = asks_gpuenv(d, &sb, pane, &bin, cd);
         std::thread::sleep(std::time::Duration::from_millis(1200));
         pane.run("true");
         fs_err::remove_file(&bin).unwrap();
@@ -494,9 +494,8 @@ fn a_hostile_project_name_is_only_a_name(d: &Dialect) {
         );
         fs_err::remove_file(&bin).unwrap();
         let out = pane.run("cd b");
-        let shown = format!("{}\n{}", out.output, out.before_prompt);
         assert_eq!(
-            !shown.contains(&bin.display().to_string()),
+            !asked(&out, &bin),
             anywhere_below,
             "{}: {glob}: {out:?}",
             d.name

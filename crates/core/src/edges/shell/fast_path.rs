@@ -101,12 +101,15 @@ pub fn arm(
     let mut same_time = Vec::new();
     // The walk looks for toolchain files below the project's directory (or anywhere, outside
     // projects); the project's directory's own twin stays on the list.
-    let mut absent = missing_toolchain_files(fp);
-    match &place {
-        Place::Dir(_) => {}
-        Place::Plain => absent.clear(),
-        Place::Under(root) => absent.retain(|f| f.parent() == Some(Path::new(root))),
-    }
+    let mut absent = match &place {
+        Place::Plain => Vec::new(),
+        Place::Dir(_) => missing_toolchain_files(fp),
+        Place::Under(root) => {
+            let mut twin = missing_toolchain_files(fp);
+            twin.retain(|f| f.parent() == Some(Path::new(root)));
+            twin
+        }
+    };
     for (path, stamp) in fp.files() {
         match stamp {
             Some(s) => same_time.push((path.to_path_buf(), stamp_file(home, s).ok()?)),
