@@ -165,3 +165,28 @@ fn a_long_value_is_kept_as_its_checksum_and_a_users_change_to_it_is_theirs() {
     prompt(&mut e, None, "/home");
     assert_eq!(e["CUDA_HOME"], mine);
 }
+
+#[test]
+fn a_broken_or_hostile_state_of_this_version_is_dropped_or_takes_back_nothing_of_the_users() {
+    let state = |vars: &str| {
+        format!(
+            r#"{{"v":3,"fp":{{"cwd":"/p","vars":[],"file":null,"settings":["/h/s",null],"extra":[]}},"vars":{vars}}}"#
+        )
+    };
+    // Entries of the wrong shape: the state is dropped, as one of an unknown layout.
+    for broken in [
+        r#"{"CUDA_HOME":[null]}"#,
+        r#"{"CUDA_HOME":[null,"/v",1]}"#,
+        r#"{"CUDA_HOME":{"before":null,"after":"/v"}}"#,
+        r#"{"CUDA_HOME":[null,-1]}"#,
+        r#"{"CUDA_HOME":[null,1.5]}"#,
+    ] {
+        assert_eq!(State::decode(&state(broken)), None, "{broken}");
+    }
+    // A checksum where a path list's entries belong: which entries the hook added is not
+    // known, so none is taken out of the user's list.
+    let old = State::decode(&state(r#"{"PATH":["/usr/bin",12345]}"#)).unwrap();
+    let e = env(&[("PATH", "/mine:/usr/bin")]);
+    let reverted = old.reverted(&|k: &str| e.get(k).cloned());
+    assert_eq!(reverted["PATH"].as_deref(), Some("/mine:/usr/bin".as_ref()));
+}
