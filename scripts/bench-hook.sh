@@ -22,6 +22,9 @@
 # it (`gpuenv-shim hook-env`), there linked static against musl (scripts/static-proxy.sh,
 # which needs cargo-zigbuild and zig from PyPI; NO_STATIC=1 skips it). The source build
 # (`cargo install`, `uv tool install .`: its proxy is dynamic) gets a line of its own.
+# The floor of a prompt that starts a process is printed beside: gpuenv's own hook with a static
+# program that does nothing in the proxy's place (built with zig, as the proxy is), so the
+# `projects` row minus it is what the proxy and its answer cost.
 # BEFORE=<a gpuenv built from another commit> adds its row (its own GPUENV_HOME, the same
 # toolkit linked), to compare a change in one run.
 # Needs direnv (apt-get install -y direnv) and mise from npm (this script installs it under
@@ -52,6 +55,9 @@ if [ "${NO_STATIC:-0}" = 1 ]; then
     cp "$PWD/target/release/gpuenv-shim" "$work/bin/gpuenv-shim"
 else
     cp "$(scripts/static-proxy.sh release)" "$work/bin/gpuenv-shim"
+    printf 'int main(void) { return 0; }\n' >"$work/noop.c"
+    "${GPUENV_PY_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuenv-py-tools}/bin/python-zig" cc \
+        -target "$(uname -m)-linux-musl" -O2 -static -s "$work/noop.c" -o "$work/bin/noop"
 fi
 gpuenv="$work/bin/gpuenv"
 
@@ -96,15 +102,16 @@ done
 # Files older than a second: gpuenv's check trusts their modification times from then on.
 sleep 1.2
 
-# run TOOL HOOK-LINE PROMPT-FUNCTION SCENARIO: one bash, the hook loaded as its rc file
-# would, prints one line of per-call milliseconds.
+# run TOOL HOOK-LINE PROMPT-FUNCTION SCENARIO [APPLIES]: one bash, the hook loaded as its rc
+# file would, prints one line of per-call milliseconds. APPLIES=no for the floor's hook,
+# whose program answers nothing.
 run() {
-    local tool=$1 hook=$2 fn=$3 scenario=$4
-    HOOK=$hook FN=$fn SCENARIO=$scenario PROJ="$proj/src" ELSEWHERE=$elsewhere CALLS=$calls \
+    local tool=$1 hook=$2 fn=$3 scenario=$4 applies=${5:-yes}
+    HOOK=$hook FN=$fn SCENARIO=$scenario PROJ="$proj/src" ELSEWHERE=$elsewhere CALLS=$calls APPLIES=$applies \
         bash --norc --noprofile -c '
         eval "$HOOK"
         cd "$PROJ"; $FN; $FN
-        [[ -n ${CUDA_HOME:-} ]] || { echo "'"$tool"': the hook did not apply the project" >&2; exit 1; }
+        [[ $APPLIES == no || -n ${CUDA_HOME:-} ]] || { echo "'"$tool"': the hook did not apply the project" >&2; exit 1; }
         out=()
         for ((i = 0; i < CALLS; i++)); do
             # A switch times the `cd` too: mise wraps `cd` and does its work there.
@@ -134,6 +141,12 @@ run() {
 }
 
 floor_hook='_true() { /bin/true; }'
+# gpuenv's hook, the proxy's start replaced by the static no-op's: every prompt starts it.
+noop_hook=
+if [ -x "$work/bin/noop" ]; then
+    noop_hook=$("$gpuenv" hook bash | sed "s|exec '$work/bin/gpuenv-shim' hook-env --shell bash|exec '$work/bin/noop'|")
+    grep -q "exec '$work/bin/noop'" <<<"$noop_hook" || { echo "bench-hook.sh: the hook starts the proxy otherwise now" >&2; exit 1; }
+fi
 for round in $(seq "$rounds"); do
     for scenario in no-change switch round projects; do
         run gpuenv "eval \"\$('$gpuenv' hook bash)\"" _gpuenv_hook $scenario >"$work/gpuenv-$scenario-$round"
@@ -142,6 +155,7 @@ for round in $(seq "$rounds"); do
         run direnv "eval \"\$(direnv hook bash)\"" _direnv_hook $scenario >"$work/direnv-$scenario-$round"
         run mise "eval \"\$('$MISE' activate bash)\"" _mise_hook_prompt_command $scenario >"$work/mise-$scenario-$round"
     done
+    [ -z "$noop_hook" ] || run hook-floor "$noop_hook" _gpuenv_hook projects no >"$work/hook-floor-$round"
     HOOK=$floor_hook bash --norc --noprofile -c 'eval "$HOOK"; out=(); for ((i = 0; i < '"$calls"'; i++)); do t0=$EPOCHREALTIME; _true; t1=$EPOCHREALTIME; out+=("$(( (${t1/./} - ${t0/./}) ))"); done; echo "${out[*]}"' >"$work/floor-$round"
 done
 
@@ -159,6 +173,8 @@ for s in ("no-change", "switch", "round", "projects"):
     res[s] = (g, m, d)
     print(f"{s:<11}{g:>8.3f}ms{m:>8.3f}ms{d:>8.3f}ms{m / g:>12.1f}x{d / g:>14.1f}x")
 print(f"(starting one process from bash here, /bin/true: {ms('floor'):.3f} ms)")
+if list(work.glob("hook-floor-*")):
+    print(f"(gpuenv's hook starting a static program that does nothing in the proxy's place, projects: {ms('hook-floor'):.3f} ms)")
 print("the source build (its proxy dynamic), same run: " + ", ".join(f"{s} {ms('source-' + s):.3f} ms" for s in res))
 if list(work.glob("before-*")):
     print("BEFORE's gpuenv, same run: " + ", ".join(f"{s} {ms('before-' + s):.3f} ms" for s in res))
