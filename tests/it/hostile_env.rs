@@ -274,7 +274,7 @@ fn a_hook_state_from_an_older_or_unknown_gpuenv_is_read_or_reset() {
             "{state}: {code}"
         );
         assert!(
-            code.contains("export __GPUENV_STATE='{\"v\":3,"),
+            code.contains("export __GPUENV_STATE='{\"v\":4,"),
             "{state}: {code}"
         );
     }

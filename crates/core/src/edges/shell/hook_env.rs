@@ -6,14 +6,17 @@
 use crate::facts::vars;
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::path_list;
 use crate::plan::env::{Applied, Lookup, PATH_LISTS};
 use crate::project;
+
+mod saved;
+use saved::{from_v2, SavedV2};
+pub use saved::{After, Saved};
 
 /// The variable that holds the state between prompts.
 pub const STATE_VAR: &str = vars::__GPUENV_STATE;
@@ -24,8 +27,9 @@ pub const STATE_VAR: &str = vars::__GPUENV_STATE;
 /// Version 2 watches variables by name and extra files (the prompt's fast path). Version 3
 /// keeps each variable as `[before, after]`, and a long value that is not a path list as
 /// its checksum ([`After`]): the shell reads and writes every byte of the state at each
-/// prompt that starts a process (docs/performance.md).
-pub const STATE_VERSION: u32 = 3;
+/// prompt that starts a process (docs/performance.md). Version 4 keeps a path list's
+/// after value as the entries the hook added and removed, where that is shorter.
+pub const STATE_VERSION: u32 = 4;
 
 /// Everything a prompt's result depends on; when it is unchanged the hook does nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,140 +124,6 @@ pub struct State {
     pub quiet: bool,
 }
 
-/// One variable the hook set: what was there before, and what it set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "SavedWire", into = "SavedWire")]
-pub struct Saved {
-    pub before: Option<OsString>,
-    pub after: After,
-}
-
-/// What the hook set a variable to, as much of it as a later prompt needs. A later prompt
-/// asks whether the variable still holds it (else the user changed it, and it is theirs),
-/// and of a path list, which entries the hook added and removed. So a value longer than
-/// [`After::KEPT`] that is not a path list is kept as its checksum (the value itself is in
-/// the environment while it holds).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum After {
-    Value(Option<OsString>),
-    Sum(u64),
-}
-
-impl After {
-    /// Values up to this long are kept as they are (a checksum is about as long).
-    pub const KEPT: usize = 24;
-
-    pub fn new(key: &str, value: Option<OsString>) -> After {
-        match value {
-            Some(v) if v.len() > After::KEPT && !PATH_LISTS.contains(&key) => {
-                After::Sum(crate::fsutil::checksum(v.as_bytes()))
-            }
-            v => After::Value(v),
-        }
-    }
-
-    /// Whether a variable whose value is `now` still holds what the hook set.
-    pub fn holds(&self, now: Option<&OsStr>) -> bool {
-        match self {
-            After::Value(v) => v.as_deref() == now,
-            After::Sum(sum) => now.is_some_and(|n| {
-                n.len() > After::KEPT && crate::fsutil::checksum(n.as_bytes()) == *sum
-            }),
-        }
-    }
-
-    /// The value itself, where it was kept.
-    pub fn value(&self) -> Option<&OsStr> {
-        match self {
-            After::Value(v) => v.as_deref(),
-            After::Sum(_) => None,
-        }
-    }
-}
-
-/// [`Saved`] as the state writes it: `[before, after]`, `after` a number where it is a
-/// checksum.
-#[derive(Serialize, Deserialize)]
-struct SavedWire(#[serde(with = "os_value")] Option<OsString>, AfterWire);
-
-#[derive(Serialize, Deserialize)]
-#[serde(untagged)]
-enum AfterWire {
-    Sum(u64),
-    Value(#[serde(with = "os_value")] Option<OsString>),
-}
-
-impl From<SavedWire> for Saved {
-    fn from(SavedWire(before, after): SavedWire) -> Saved {
-        let after = match after {
-            AfterWire::Sum(sum) => After::Sum(sum),
-            AfterWire::Value(v) => After::Value(v),
-        };
-        Saved { before, after }
-    }
-}
-
-impl From<Saved> for SavedWire {
-    fn from(saved: Saved) -> SavedWire {
-        let after = match saved.after {
-            After::Sum(sum) => AfterWire::Sum(sum),
-            After::Value(v) => AfterWire::Value(v),
-        };
-        SavedWire(saved.before, after)
-    }
-}
-
-/// [`Saved`] as versions up to 2 wrote it: both values in full, by name.
-#[derive(Deserialize)]
-struct SavedV2 {
-    #[serde(with = "os_value")]
-    before: Option<OsString>,
-    #[serde(with = "os_value")]
-    after: Option<OsString>,
-}
-
-impl From<SavedV2> for Saved {
-    fn from(old: SavedV2) -> Saved {
-        Saved {
-            before: old.before,
-            after: After::Value(old.after),
-        }
-    }
-}
-
-fn from_v2(vars: BTreeMap<String, SavedV2>) -> BTreeMap<String, Saved> {
-    vars.into_iter().map(|(k, s)| (k, s.into())).collect()
-}
-
-/// A value in the state: a JSON string when it is UTF-8, else its bytes as an array, so
-/// the state (itself an environment variable) stays text and every byte comes back.
-mod os_value {
-    use super::*;
-
-    #[derive(Serialize, Deserialize)]
-    #[serde(untagged)]
-    enum Repr {
-        Text(String),
-        Bytes(Vec<u8>),
-    }
-
-    pub fn serialize<S: Serializer>(v: &Option<OsString>, s: S) -> Result<S::Ok, S::Error> {
-        v.as_ref()
-            .map(|v| match v.to_str() {
-                Some(t) => Repr::Text(t.to_string()),
-                None => Repr::Bytes(v.as_bytes().to_vec()),
-            })
-            .serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OsString>, D::Error> {
-        Ok(Option::<Repr>::deserialize(d)?.map(|r| match r {
-            Repr::Text(t) => OsString::from(t),
-            Repr::Bytes(b) => OsString::from_vec(b),
-        }))
-    }
-}
-
 /// An older layout (no `v`, or `v` 1): the saved values read the same; its fingerprint is
 /// not trusted, so the next prompt recomputes.
 #[derive(Deserialize)]
@@ -275,14 +145,24 @@ impl State {
         // This version's state straight into the struct (every prompt reads one: going
         // through a `Value` first was a fifth of a prompt's instructions); any other
         // version through a `Value`, as before.
+        // Version 3 is this layout without a path list's entries.
         if let Ok(state) = serde_json::from_str::<State>(text) {
-            if state.v == STATE_VERSION {
-                return Some(state);
+            if state.v == STATE_VERSION || state.v == 3 {
+                return Some(State {
+                    v: STATE_VERSION,
+                    ..state
+                });
             }
         }
         let value: serde_json::Value = serde_json::from_str(text).ok()?;
         match value.get("v").map(|v| v.as_u64()) {
-            Some(Some(v)) if v == u64::from(STATE_VERSION) => serde_json::from_value(value).ok(),
+            Some(Some(v)) if v == u64::from(STATE_VERSION) || v == 3 => {
+                let state: State = serde_json::from_value(value).ok()?;
+                Some(State {
+                    v: STATE_VERSION,
+                    ..state
+                })
+            }
             Some(Some(2)) => {
                 let old: StateV2 = serde_json::from_value(value).ok()?;
                 Some(State {
@@ -336,14 +216,14 @@ impl State {
 /// have.
 fn revert_list(now: Option<&OsStr>, saved: &Saved) -> Option<OsString> {
     let before = path_list::split(saved.before.as_deref());
-    let after = path_list::split(saved.after.value());
+    let (added, removed) = saved.after.list_changes(saved.before.as_deref());
     let mut list: Vec<OsString> = path_list::split(now)
         .into_iter()
-        .filter(|e| before.contains(e) || !after.contains(e))
+        .filter(|e| before.contains(e) || !added.contains(e))
         .collect();
     // Each removed entry goes back right after the entry it followed before.
     for (i, e) in before.iter().enumerate() {
-        if !after.contains(e) && !list.contains(e) {
+        if removed.contains(e) && !list.contains(e) {
             let at = match i
                 .checked_sub(1)
                 .and_then(|p| list.iter().position(|x| *x == before[p]))
@@ -393,8 +273,8 @@ pub fn step(
             state.vars.insert(
                 k.clone(),
                 Saved {
+                    after: After::new(k, before.as_deref(), after.clone()),
                     before,
-                    after: After::new(k, after.clone()),
                 },
             );
         }

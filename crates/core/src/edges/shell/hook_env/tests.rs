@@ -1,5 +1,7 @@
+use super::saved::list_changes;
 use super::*;
 use crate::plan::env::{Change, Op};
+use std::os::unix::ffi::OsStrExt;
 
 type Env = BTreeMap<String, OsString>;
 
@@ -170,7 +172,7 @@ fn a_long_value_is_kept_as_its_checksum_and_a_users_change_to_it_is_theirs() {
 fn a_broken_or_hostile_state_of_this_version_is_dropped_or_takes_back_nothing_of_the_users() {
     let state = |vars: &str| {
         format!(
-            r#"{{"v":3,"fp":{{"cwd":"/p","vars":[],"file":null,"settings":["/h/s",null],"extra":[]}},"vars":{vars}}}"#
+            r#"{{"v":4,"fp":{{"cwd":"/p","vars":[],"file":null,"settings":["/h/s",null],"extra":[]}},"vars":{vars}}}"#
         )
     };
     // Entries of the wrong shape: the state is dropped, as one of an unknown layout.
@@ -180,6 +182,10 @@ fn a_broken_or_hostile_state_of_this_version_is_dropped_or_takes_back_nothing_of
         r#"{"CUDA_HOME":{"before":null,"after":"/v"}}"#,
         r#"{"CUDA_HOME":[null,-1]}"#,
         r#"{"CUDA_HOME":[null,1.5]}"#,
+        r#"{"PATH":["/usr/bin",[1,["/v/bin"]]]}"#,
+        r#"{"PATH":["/usr/bin",[1,["/v/bin"],[],[]]]}"#,
+        r#"{"PATH":["/usr/bin",[-1,["/v/bin"],[]]]}"#,
+        r#"{"PATH":["/usr/bin",[1,[null],[]]]}"#,
     ] {
         assert_eq!(State::decode(&state(broken)), None, "{broken}");
     }
@@ -189,4 +195,121 @@ fn a_broken_or_hostile_state_of_this_version_is_dropped_or_takes_back_nothing_of
     let e = env(&[("PATH", "/mine:/usr/bin")]);
     let reverted = old.reverted(&|k: &str| e.get(k).cloned());
     assert_eq!(reverted["PATH"].as_deref(), Some("/mine:/usr/bin".as_ref()));
+}
+
+/// A user's `PATH` as long as a workstation's, to which a project adds one directory.
+const LONG_PATH: &str = "/home/u/.cargo/bin:/home/u/.pyenv/shims:/home/u/.pyenv/bin:/home/u/miniconda3/condabin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+#[test]
+fn a_long_path_list_is_kept_as_the_entries_the_hook_changed() {
+    let mut e = env(&[("PATH", LONG_PATH)]);
+    prompt(&mut e, Some(project("/v/a")), "/p/a");
+    let state = e[STATE_VAR].to_str().unwrap().to_string();
+    // The list before is kept whole (it is put back as it was); the list after is not.
+    assert_eq!(state.matches(LONG_PATH).count(), 1, "{state}");
+    let saved = &State::decode(&state).unwrap().vars["PATH"];
+    assert_eq!(
+        saved.after,
+        After::Entries {
+            sum: crate::fsutil::checksum(format!("/v/a/bin:{LONG_PATH}").as_bytes()),
+            added: vec!["/v/a/bin".into()],
+            removed: vec![],
+        }
+    );
+    // Left as the hook set it: exactly the list before.
+    let mut left = e.clone();
+    prompt(&mut left, None, "/home");
+    assert_eq!(left["PATH"], LONG_PATH);
+    // Edited by the user: their entry stays, the hook's goes.
+    let path = format!("/home/u/bin:{}", e["PATH"].to_str().unwrap());
+    e.insert("PATH".into(), path.into());
+    prompt(&mut e, None, "/home");
+    assert_eq!(e["PATH"], format!("/home/u/bin:{LONG_PATH}").as_str());
+    // A short list is kept as it is: its entries would be no shorter.
+    let mut short = env(&[("PATH", "/usr/bin")]);
+    prompt(&mut short, Some(project("/v/a")), "/p/a");
+    let saved = &State::decode(short[STATE_VAR].to_str().unwrap())
+        .unwrap()
+        .vars["PATH"];
+    assert_eq!(saved.after, After::Value(Some("/v/a/bin:/usr/bin".into())));
+}
+
+#[test]
+fn a_path_lists_entries_take_back_what_the_whole_list_would() {
+    use std::os::unix::ffi::OsStringExt;
+    // Every list of up to two entries from these (a duplicate, an empty entry, one that
+    // is not UTF-8), unset too, as the list before, the list the hook set and the list the
+    // user has now: reverting from the entries gives what reverting from the whole list
+    // gives.
+    let names = [
+        OsString::from("/a"),
+        OsString::from("/b"),
+        OsString::from(""),
+        OsString::from_vec(b"/caf\xe9".to_vec()),
+    ];
+    let mut lists: Vec<Option<OsString>> = vec![None];
+    for x in &names {
+        lists.push(Some(x.clone()));
+        for y in &names {
+            lists.push(Some(path_list::join(&[x.clone(), y.clone()])));
+        }
+    }
+    for before in &lists {
+        for after in &lists {
+            let (added, removed) = list_changes(before.as_deref(), after.as_deref());
+            let whole = Saved {
+                before: before.clone(),
+                after: After::Value(after.clone()),
+            };
+            let entries = Saved {
+                before: before.clone(),
+                after: After::Entries {
+                    sum: crate::fsutil::checksum(after.as_deref().unwrap_or_default().as_bytes()),
+                    added,
+                    removed,
+                },
+            };
+            for now in &lists {
+                assert_eq!(
+                    revert_list(now.as_deref(), &entries),
+                    revert_list(now.as_deref(), &whole),
+                    "before {before:?}, after {after:?}, now {now:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_path_lists_entries_that_are_not_utf8_survive_the_state() {
+    use std::os::unix::ffi::OsStringExt;
+    let mut odd = b"/tmp/caf\xe9:".to_vec();
+    odd.extend_from_slice(LONG_PATH.as_bytes());
+    let odd = OsString::from_vec(odd);
+    let mut e = env(&[]);
+    e.insert("PATH".into(), odd.clone());
+    let view = OsString::from_vec(b"/v/caf\xe9".to_vec());
+    let change = Change {
+        ops: vec![Op::Prepend("PATH".into(), vec![view.clone()])],
+    };
+    prompt(&mut e, Some(change), "/p/a");
+    let state = State::decode(e[STATE_VAR].to_str().unwrap()).unwrap();
+    assert!(
+        matches!(&state.vars["PATH"].after, After::Entries { added, .. } if *added == [view]),
+        "{:?}",
+        state.vars["PATH"]
+    );
+    prompt(&mut e, None, "/home");
+    assert_eq!(e["PATH"], odd);
+}
+
+#[test]
+fn a_state_of_version_3_is_read_as_this_one() {
+    let v3 = r#"{"v":3,"fp":{"cwd":"/p","vars":[],"file":null,"settings":["/h/s",null],"extra":[]},"vars":{"PATH":["/usr/bin","/v/bin:/usr/bin"],"CUDA_HOME":[null,6363567516609826154]},"quiet":true}"#;
+    let old = State::decode(v3).expect("version 3 is read");
+    assert_eq!(old.v, STATE_VERSION);
+    assert!(old.quiet);
+    let e = env(&[("PATH", "/v/bin:/usr/bin")]);
+    let reverted = old.reverted(&|k: &str| e.get(k).cloned());
+    assert_eq!(reverted["PATH"].as_deref(), Some("/usr/bin".as_ref()));
 }
