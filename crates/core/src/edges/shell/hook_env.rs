@@ -156,13 +156,8 @@ impl State {
         }
         let value: serde_json::Value = serde_json::from_str(text).ok()?;
         match value.get("v").map(|v| v.as_u64()) {
-            Some(Some(v)) if v == u64::from(STATE_VERSION) || v == 3 => {
-                let state: State = serde_json::from_value(value).ok()?;
-                Some(State {
-                    v: STATE_VERSION,
-                    ..state
-                })
-            }
+            // Read straight above; what did not parse there does not parse here.
+            Some(Some(v)) if v == u64::from(STATE_VERSION) || v == 3 => None,
             Some(Some(2)) => {
                 let old: StateV2 = serde_json::from_value(value).ok()?;
                 Some(State {
